@@ -1,0 +1,101 @@
+/**
+ * The base of every meshvm command: shared flags, one parse, one colour policy, and errors left to
+ * the top level (src/main.ts) so every failure is printed the same way.
+ */
+import {Command, Flags, type Interfaces} from '@oclif/core'
+import type {ChalkInstance} from 'chalk'
+import {makeChalk} from '../output/color.js'
+import {processSink, type Sink} from '../output/render.js'
+
+export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
+export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
+
+export const KUBE_GROUP = 'KUBERNETES'
+export const OUTPUT_GROUP = 'OUTPUT'
+
+/** Flags every command understands. Cluster commands use them; offline commands ignore them. */
+export const kubeFlags = {
+  kubeconfig: Flags.string({
+    summary: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).',
+    helpGroup: KUBE_GROUP,
+  }),
+  context: Flags.string({
+    summary: 'The kubeconfig context to use (default: the current context).',
+    helpGroup: KUBE_GROUP,
+  }),
+  namespace: Flags.string({
+    char: 'n',
+    summary: 'Namespace (default: the context namespace, then "default").',
+    env: 'MESHVM_NAMESPACE',
+    helpGroup: KUBE_GROUP,
+  }),
+  'istio-namespace': Flags.string({
+    char: 'i',
+    summary: 'Namespace where the Istio control plane runs.',
+    default: 'istio-system',
+    env: 'MESHVM_ISTIO_NAMESPACE',
+    aliases: ['istioNamespace'],
+    helpGroup: KUBE_GROUP,
+  }),
+  revision: Flags.string({
+    char: 'r',
+    summary: 'Istio control-plane revision (e.g. 1-24-6 or canary).',
+    helpGroup: KUBE_GROUP,
+  }),
+  'request-timeout': Flags.string({
+    summary: 'Time to wait for one API request before retrying or giving up (e.g. 10s, 1m).',
+    default: '30s',
+    helpGroup: KUBE_GROUP,
+  }),
+}
+
+export const noColorFlag = {
+  'no-color': Flags.boolean({
+    summary: 'Disable coloured output (also honoured: NO_COLOR, TERM=dumb).',
+    helpGroup: OUTPUT_GROUP,
+  }),
+}
+
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override baseFlags = {...kubeFlags, ...noColorFlag}
+
+  protected flags!: BaseFlags<T>
+  protected args!: BaseArgs<T>
+  protected sink: Sink = processSink
+
+  public override async init(): Promise<void> {
+    await super.init()
+    const {args, flags} = await this.parse({
+      flags: this.ctor.flags,
+      baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
+      args: this.ctor.args,
+      strict: this.ctor.strict,
+    })
+    this.flags = flags as BaseFlags<T>
+    this.args = args as BaseArgs<T>
+  }
+
+  /** Colours for a stream and format; always goes through the one policy in output/color.ts. */
+  protected chalkFor(format?: string, stream: {isTTY?: boolean} = process.stdout): ChalkInstance {
+    return makeChalk({noColor: (this.flags as {'no-color'?: boolean})['no-color'], format, stream})
+  }
+
+  /** Data: stdout. */
+  protected out(text: string): void {
+    this.sink.out(text)
+  }
+
+  /** Progress, warnings and notes: stderr, so pipes carry only data. */
+  protected note(text: string): void {
+    this.sink.err(text.endsWith('\n') ? text : text + '\n')
+  }
+
+  protected warning(text: string): void {
+    this.note(`Warning: ${text}`)
+  }
+
+  // Errors are printed by src/main.ts, in one format, with stable exit codes.
+  protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
+    throw err
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The one output layer: data goes to stdout in the chosen format, everything else goes to stderr.
+ */
+import {toYaml} from '../yaml.js'
+
+export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
+
+export interface KubeObjectLike {
+  apiVersion?: string
+  kind?: string
+  metadata?: {name?: string; namespace?: string}
+}
+
+/** kubectl's list wrapper, so `meshvm … -o yaml | kubectl apply -f -` works. */
+export function asList(items: unknown[]): {apiVersion: 'v1'; kind: 'List'; items: unknown[]; metadata: {resourceVersion: string}} {
+  return {apiVersion: 'v1', kind: 'List', items, metadata: {resourceVersion: ''}}
+}
+
+export function toJson(value: unknown): string {
+  return JSON.stringify(value, null, 2) + '\n'
+}
+
+/** Renders data in a machine format; `undefined` for table/wide, which each command draws itself. */
+export function renderData(value: unknown, format: OutputFormat): string | undefined {
+  switch (format) {
+    case 'json':
+      return toJson(value)
+    case 'yaml':
+      return toYaml(value)
+    default:
+      return undefined
+  }
+}
+
+/** `kind.group/name`, as `kubectl get -o name` prints it. */
+export function resourceName(obj: KubeObjectLike): string {
+  const kind = (obj.kind ?? '').toLowerCase()
+  const apiVersion = obj.apiVersion ?? 'v1'
+  const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : ''
+  return `${kind}${group ? '.' + group : ''}/${obj.metadata?.name ?? ''}`
+}
+
+/** Writers are injectable so commands can be tested without touching the process streams. */
+export interface Sink {
+  out(text: string): void
+  err(text: string): void
+}
+
+export const processSink: Sink = {
+  out: (text) => {
+    process.stdout.write(text)
+  },
+  err: (text) => {
+    process.stderr.write(text)
+  },
+}

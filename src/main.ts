@@ -1,0 +1,36 @@
+/**
+ * The process entry point behind bin/run.js: runs oclif, then prints any failure as one line
+ * (plus optional hints) on stderr and returns a stable exit code. Stack traces only with DEBUG.
+ */
+import {flush, run} from '@oclif/core'
+import {ExitCode, stripAnsi, toReport} from './lib/errors.js'
+import {makeChalk} from './lib/output/color.js'
+
+export function printError(err: unknown, write: (text: string) => void = (t) => process.stderr.write(t)): number {
+  const report = toReport(err)
+  if (report.code === 'EPIPE') return ExitCode.OK
+  const chalk = makeChalk({stream: process.stderr, noColor: process.argv.includes('--no-color')})
+  let text = `${chalk.red('Error:')} ${stripAnsi(report.message)}\n`
+  for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${hint}\n`
+  const debug = process.env.DEBUG ?? ''
+  if (report.stack && (debug.includes('meshvm') || debug === '*')) text += report.stack + '\n'
+  write(text)
+  return report.exit
+}
+
+export async function main(argv: string[], binUrl: string): Promise<number> {
+  // `meshvm … | head` closes stdout early: that is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0)
+  })
+  try {
+    await run(argv, binUrl)
+    await flush()
+    return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
+  } catch (err) {
+    // oclif signals `--help`/`--version` completion with an ExitError of code 0.
+    const exit = (err as {oclif?: {exit?: number}})?.oclif?.exit
+    if (exit === 0) return ExitCode.OK
+    return printError(err)
+  }
+}
