@@ -1,0 +1,114 @@
+/**
+ * The interactive `meshvm onboard` wizard: asks only for what the command line did not give, checks
+ * each answer with the same parsers the flags use, and returns the completed input.
+ */
+import type {Prompter} from '../cli/prompt.js'
+import {shellQuote} from '../cli/prompt.js'
+import {dns1035Label, dns1123Label} from '../validation/kube.js'
+import {parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
+
+function check(fn: () => unknown): string | true {
+  try {
+    fn()
+    return true
+  } catch (err) {
+    return (err as Error).message
+  }
+}
+
+export async function runOnboardWizard(given: OnboardInput, ask: Prompter): Promise<OnboardInput> {
+  const input: OnboardInput = {...given}
+  input.name ??= await ask.input('Workload group name (the VMs\' service name):', {
+    validate: (v) => (given.serviceEntry ? dns1123Label(v) : dns1035Label(v)) ?? true,
+  })
+  input.namespace ??= await ask.input('Namespace:', {default: 'default', validate: (v) => dns1123Label(v) ?? true})
+  if (!input.ports || input.ports.length === 0) {
+    const ports = await ask.input('Ports the VMs serve (name=port[:targetPort][/PROTOCOL], comma-separated):', {
+      default: 'http=8080',
+      validate: (v) => check(() => parsePorts([v])),
+    })
+    input.ports = [ports]
+  }
+  if (!input.labels || input.labels.length === 0) {
+    const labels = await ask.input('Workload labels (key=value, comma-separated):', {
+      default: `app=${input.name}`,
+      validate: (v) => check(() => parseLabels([v])),
+    })
+    input.labels = labels === '' ? [] : [labels]
+  }
+  if (!input.probe || !hasHandler(input.probe)) {
+    const kind = await ask.select(
+      'Readiness probe (marks the VM ready in the mesh only when it passes):',
+      [
+        {value: 'none', name: 'none'},
+        {value: 'http', name: 'HTTP GET'},
+        {value: 'https', name: 'HTTPS GET'},
+        {value: 'tcp', name: 'TCP connect'},
+        {value: 'exec', name: 'run a command'},
+      ],
+      {default: 'none'},
+    )
+    if (kind === 'http' || kind === 'https') {
+      const firstPort = String(parsePorts(input.ports)[0]?.targetPort ?? 8080)
+      const target = await ask.input('Probe PORT[/PATH]:', {
+        default: `${firstPort}/healthz`,
+        validate: (v) => (/^\d{1,5}(\/\S*)?$/.test(v) ? true : 'expected PORT[/PATH], e.g. 8080/healthz'),
+      })
+      input.probe = {...input.probe, [kind]: target}
+    } else if (kind === 'tcp') {
+      const firstPort = String(parsePorts(input.ports)[0]?.targetPort ?? 8080)
+      input.probe = {...input.probe, tcp: await ask.input('Probe PORT:', {default: firstPort, validate: (v) => (/^\d{1,5}$/.test(v) ? true : 'expected a port number')})}
+    } else if (kind === 'exec') {
+      input.probe = {
+        ...input.probe,
+        exec: await ask.input('Probe command:', {validate: (v) => (check(() => splitCommand(v)) === true && v.trim() !== '' ? true : 'expected a command')}),
+      }
+    }
+  }
+  if (given.serviceEntry === undefined) {
+    input.serviceEntry = await ask.confirm('Expose the VMs through a ServiceEntry instead of a Kubernetes Service (for hosts that are not Kubernetes Services)?', {
+      default: false,
+    })
+    if (input.serviceEntry && (!input.hosts || input.hosts.length === 0)) {
+      const host = await ask.input('Host name clients use:', {default: `${input.name}.${input.namespace}.svc.cluster.local`})
+      input.hosts = [host]
+    }
+  }
+  return input
+}
+
+function hasHandler(probe: ProbeInput): boolean {
+  return probe.http !== undefined || probe.https !== undefined || probe.tcp !== undefined || probe.exec !== undefined
+}
+
+/** The non-interactive command line that produces the same result, for scripts and docs. */
+export function onboardCommandLine(input: OnboardInput, extra: string[] = []): string {
+  const words = ['meshvm', 'onboard', input.name ?? 'NAME', '-n', input.namespace ?? 'default']
+  const add = (flag: string, value: string | undefined) => {
+    if (value !== undefined) words.push(flag, value)
+  }
+  for (const p of input.ports ?? []) add('--port', p)
+  for (const l of input.labels ?? []) add('--label', l)
+  for (const a of input.annotations ?? []) add('--annotation', a)
+  add('--service-account', input.serviceAccount)
+  add('--network', input.network)
+  add('--locality', input.locality)
+  add('--weight', input.weight)
+  if (input.serviceEntry) words.push('--service-entry')
+  for (const h of input.hosts ?? []) add('--host', h)
+  if (input.createNamespace) words.push('--create-namespace')
+  if (input.createServiceAccount) words.push('--create-service-account')
+  const p = input.probe ?? {}
+  add('--probe-http', p.http)
+  add('--probe-https', p.https)
+  add('--probe-tcp', p.tcp)
+  add('--probe-exec', p.exec)
+  add('--probe-host', p.host)
+  for (const h of p.headers ?? []) add('--probe-header', h)
+  add('--probe-period', p.period)
+  add('--probe-timeout', p.timeout)
+  add('--probe-initial-delay', p.initialDelay)
+  add('--probe-success-threshold', p.successThreshold)
+  add('--probe-failure-threshold', p.failureThreshold)
+  return [...words, ...extra].map(shellQuote).join(' ')
+}
