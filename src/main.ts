@@ -2,7 +2,7 @@
  * The process entry point behind bin/run.js: runs oclif, then prints any failure as one line
  * (plus optional hints) on stderr and returns a stable exit code. Stack traces only with DEBUG.
  */
-import {flush, run} from '@oclif/core'
+import {flush, run, settings} from '@oclif/core'
 import {ExitCode, stripAnsi, toReport} from './lib/errors.js'
 import {makeChalk} from './lib/output/color.js'
 
@@ -18,7 +18,10 @@ export function printError(err: unknown, write: (text: string) => void = (t) => 
   return report.exit
 }
 
-export async function main(argv: string[], binUrl: string): Promise<number> {
+export async function main(argv: string[], binUrl: string, options: {development?: boolean} = {}): Promise<number> {
+  // The shipped CLI runs the bundle in dist/ only. Without this, a NODE_ENV of test or development
+  // (common in users' shells and CI) makes oclif look for TypeScript sources and warn.
+  settings.enableAutoTranspile = Boolean(options.development)
   // `meshvm … | head` closes stdout early: that is not an error.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(0)

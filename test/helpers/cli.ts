@@ -1,0 +1,48 @@
+/**
+ * Runs the built CLI (bin/run.js → dist/) as a real process, the way users run it.
+ * `npm test` builds first, so these tests always exercise the shipped bundle and manifest.
+ */
+import {spawn} from 'node:child_process'
+import {existsSync} from 'node:fs'
+import {fileURLToPath} from 'node:url'
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
+
+export interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>
+  cwd?: string
+  input?: string
+  timeoutMs?: number
+}
+
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  if (!existsSync(new URL('../../dist/main.js', import.meta.url))) {
+    throw new Error('dist/ is missing: run `npm run build` (npm test does it for you)')
+  }
+  return new Promise((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = {...process.env, NO_COLOR: '1', ...options.env}
+    for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
+    const child = spawn(process.execPath, [BIN, ...args], {cwd: options.cwd ?? REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe']})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000)
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      resolve({code: code ?? (signal ? 128 : 1), stdout, stderr})
+    })
+    child.stdin.end(options.input ?? '')
+  })
+}
+
+/** A Node/V8 stack frame line: what users must never see. */
+export const STACK_TRACE = /^\s+at .+\(?.+:\d+:\d+\)?$/m
