@@ -5,7 +5,7 @@
  * - No anchors/aliases (a repeated object would otherwise become `&a1` / `*a1`).
  * - No line folding (tokens and certificates must stay on one line).
  */
-import {parseAllDocuments, stringify, type ToStringOptions} from 'yaml'
+import {LineCounter, parseAllDocuments, stringify, type ToStringOptions} from 'yaml'
 import {UsageError} from './errors.js'
 
 const OUTPUT_OPTIONS: ToStringOptions & {version: '1.1'; aliasDuplicateObjects: false} = {
@@ -38,15 +38,16 @@ export interface ParsedDocument {
  * Empty and comment-only documents are dropped.
  */
 export function parseYamlStream(text: string, source: string): ParsedDocument[] {
-  const docs = parseAllDocuments(text, {version: '1.1', prettyErrors: false, uniqueKeys: true})
+  const lineCounter = new LineCounter()
+  const docs = parseAllDocuments(text, {version: '1.1', prettyErrors: false, uniqueKeys: true, lineCounter})
   // An empty stream comes back as an EmptyStream object, not an array of documents.
   if (!Array.isArray(docs)) return []
   const out: ParsedDocument[] = []
   docs.forEach((doc, i) => {
     const err = doc.errors[0]
     if (err) {
-      const pos = err.linePos?.[0]
-      const where = pos ? `${source}:${pos.line}:${pos.col}` : source
+      const pos = lineCounter.linePos(err.pos[0])
+      const where = `${source}:${pos.line}:${pos.col}`
       throw new UsageError(`${where}: invalid YAML: ${err.message.split('\n')[0]}`)
     }
     const value = doc.toJS({maxAliasCount: 100})
