@@ -37,7 +37,8 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
   ]
 
   static override args = {
-    name: Args.string({description: 'Name of the workload group (also the Service name).', required: false}),
+    // ignoreStdin: oclif would otherwise read NAME from a piped stdin, which nobody expects.
+    name: Args.string({description: 'Name of the workload group (also the Service name).', required: false, ignoreStdin: true}),
   }
 
   static override flags = {

@@ -90,7 +90,7 @@ export function onboardCommandLine(input: OnboardInput, extra: string[] = []): s
   for (const p of input.ports ?? []) add('--port', p)
   for (const l of input.labels ?? []) add('--label', l)
   for (const a of input.annotations ?? []) add('--annotation', a)
-  add('--service-account', input.serviceAccount)
+  if (input.serviceAccount !== 'default') add('--service-account', input.serviceAccount)
   add('--network', input.network)
   add('--locality', input.locality)
   add('--weight', input.weight)
