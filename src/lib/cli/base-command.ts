@@ -4,6 +4,7 @@
  */
 import {Command, Flags, type Interfaces} from '@oclif/core'
 import type {ChalkInstance} from 'chalk'
+import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {processSink, type Sink} from '../output/render.js'
 
@@ -73,6 +74,15 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })
     this.flags = flags as BaseFlags<T>
     this.args = args as BaseArgs<T>
+  }
+
+  /**
+   * A session with the cluster named by --kubeconfig/--context. The Kubernetes client is imported
+   * here, lazily, so commands that never call this never load it.
+   */
+  protected async session(context?: string): Promise<KubeSession> {
+    const {openSession} = await import('../kube/session.js')
+    return openSession(this.flags as Parameters<typeof openSession>[0], {context})
   }
 
   /** Colours for a stream and format; always goes through the one policy in output/color.ts. */

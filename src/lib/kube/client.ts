@@ -1,0 +1,411 @@
+/**
+ * The one Kubernetes access layer: every request meshvm sends goes through KubeClient.request, which
+ * owns authentication (from the kubeconfig, via @kubernetes/client-node), TLS, time-outs, retries
+ * with jittered exponential backoff, paging and error translation.
+ *
+ * Retries (documented in the README): up to MAX_RETRIES more attempts, delay drawn uniformly from
+ * [0, min(BACKOFF_CAP_MS, BACKOFF_BASE_MS·2^attempt)], or the server's Retry-After when it sends one.
+ * Only requests that are safe to repeat are retried: reads, server-side apply, merge patches, deletes
+ * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
+ */
+import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
+import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
+import type {KubeConfig} from '@kubernetes/client-node'
+import type {LoadedKubeConfig} from './config.js'
+import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
+
+export const MAX_RETRIES = 5
+export const BACKOFF_BASE_MS = 200
+export const BACKOFF_CAP_MS = 5_000
+/** Retry-After values above this are treated as "give up": the user asked for an answer, not a nap. */
+const RETRY_AFTER_CAP_MS = 30_000
+
+export const PATCH = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+} as const
+
+export type RetryPolicy = 'read' | 'idempotent' | 'create' | 'never'
+
+export interface KubeRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  path: string
+  query?: Record<string, string | number | boolean | undefined>
+  body?: unknown
+  contentType?: string
+  accept?: string
+  retry?: RetryPolicy
+  /** Per-request override of the client's time-out. */
+  timeoutMs?: number
+}
+
+export interface RetryEvent {
+  attempt: number
+  delayMs: number
+  reason: string
+  method: string
+  path: string
+}
+
+export interface KubeClientOptions {
+  timeoutMs: number
+  maxRetries?: number
+  backoffBaseMs?: number
+  userAgent?: string
+  /** Called before each retry, e.g. to log with --debug (never with headers or bodies). */
+  onRetry?: (event: RetryEvent) => void
+  random?: () => number
+}
+
+interface RawResponse {
+  status: number
+  headers: IncomingMessage['headers']
+  body: Buffer
+}
+
+export interface ListPage<T> {
+  items: T[]
+  metadata: {resourceVersion?: string; continue?: string; remainingItemCount?: number}
+  apiVersion?: string
+  kind?: string
+}
+
+export interface WatchEvent<T> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'
+  object: T
+}
+
+function codedError(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), {code})
+}
+
+export class KubeClient {
+  readonly server: string
+  readonly context: string
+  readonly namespace: string
+  private readonly url: URL
+  private readonly agent: Agent | HttpAgent
+  private headers: Record<string, string>
+  private readonly options: Required<Omit<KubeClientOptions, 'onRetry'>> & Pick<KubeClientOptions, 'onRetry'>
+
+  private constructor(
+    private readonly kc: KubeConfig,
+    loaded: LoadedKubeConfig,
+    tls: RequestOptions,
+    options: KubeClientOptions,
+  ) {
+    this.server = loaded.server
+    this.context = loaded.contextName
+    this.namespace = loaded.namespace
+    this.url = new URL(loaded.server)
+    this.options = {
+      maxRetries: MAX_RETRIES,
+      backoffBaseMs: Number(process.env.MESHVM_RETRY_BASE_MS ?? BACKOFF_BASE_MS),
+      userAgent: 'meshvm',
+      random: Math.random,
+      ...options,
+    }
+    // One keep-alive agent per client: paging and concurrent reads reuse connections.
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: 16,
+      ca: tls.ca,
+      cert: tls.cert,
+      key: tls.key,
+      servername: tls.servername,
+      // Verification stays on unless the kubeconfig itself says insecure-skip-tls-verify.
+      rejectUnauthorized: tls.rejectUnauthorized !== false,
+    }
+    this.agent = this.url.protocol === 'http:' ? new HttpAgent({keepAlive: true, maxSockets: 16}) : new Agent(agentOptions)
+    this.headers = {...((tls.headers as Record<string, string>) ?? {})}
+    if (tls.auth) this.headers.Authorization = `Basic ${Buffer.from(tls.auth).toString('base64')}`
+  }
+
+  static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {
+    const tls: RequestOptions = {}
+    await loaded.kc.applyToHTTPSOptions(tls)
+    return new KubeClient(loaded.kc, loaded, tls, options)
+  }
+
+  /** Credentials from exec plugins and OIDC expire: fetch fresh headers once after a 401. */
+  private async refreshCredentials(): Promise<void> {
+    const tls: RequestOptions = {}
+    await this.kc.applyToHTTPSOptions(tls)
+    this.headers = {...((tls.headers as Record<string, string>) ?? {})}
+    if (tls.auth) this.headers.Authorization = `Basic ${Buffer.from(tls.auth).toString('base64')}`
+  }
+
+  close(): void {
+    this.agent.destroy()
+  }
+
+  private describe(req: KubeRequest): RequestDescription {
+    return {method: req.method, path: req.path, server: this.server, context: this.context}
+  }
+
+  private fullPath(req: KubeRequest): string {
+    const base = this.url.pathname.replace(/\/+$/, '')
+    const params = new URLSearchParams()
+    for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined && v !== '') params.set(k, String(v))
+    const qs = params.toString()
+    return `${base}${req.path}${qs ? `?${qs}` : ''}`
+  }
+
+  /** One attempt, no retries, no translation. */
+  private once(req: KubeRequest): Promise<RawResponse> {
+    const timeoutMs = req.timeoutMs ?? this.options.timeoutMs
+    const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
+    const headers: Record<string, string> = {
+      ...this.headers,
+      Accept: req.accept ?? 'application/json',
+      'User-Agent': this.options.userAgent,
+    }
+    if (body !== undefined) {
+      headers['Content-Type'] = req.contentType ?? 'application/json'
+      headers['Content-Length'] = String(Buffer.byteLength(body))
+    }
+    const send = this.url.protocol === 'http:' ? httpRequest : httpsRequest
+    return new Promise<RawResponse>((resolve, reject) => {
+      const r = send(
+        {
+          protocol: this.url.protocol,
+          hostname: this.url.hostname.replace(/^\[|\]$/g, ''),
+          port: this.url.port || (this.url.protocol === 'http:' ? 80 : 443),
+          method: req.method,
+          path: this.fullPath(req),
+          headers,
+          agent: this.agent,
+        },
+        (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.on('aborted', () => reject(codedError('MESHVM_TRUNCATED', 'response aborted')))
+          res.on('error', (err) => reject(err))
+          res.on('end', () => {
+            clearTimeout(timer)
+            const buf = Buffer.concat(chunks)
+            const expected = Number(res.headers['content-length'] ?? Number.NaN)
+            if (!res.complete || (!Number.isNaN(expected) && buf.length < expected)) {
+              reject(codedError('MESHVM_TRUNCATED', 'response truncated'))
+              return
+            }
+            resolve({status: res.statusCode ?? 0, headers: res.headers, body: buf})
+          })
+        },
+      )
+      const timer = setTimeout(() => r.destroy(codedError('MESHVM_TIMEOUT', 'request timed out')), timeoutMs)
+      r.on('error', (err) => {
+        clearTimeout(timer)
+        reject(err)
+      })
+      r.end(body)
+    })
+  }
+
+  private defaultRetry(req: KubeRequest): RetryPolicy {
+    if (req.method === 'GET') return 'read'
+    if (req.method === 'DELETE') return 'idempotent'
+    if (req.method === 'POST') return 'create'
+    if (req.method === 'PATCH' && req.contentType !== PATCH.json) return 'idempotent'
+    return 'never'
+  }
+
+  private backoff(attempt: number, retryAfterHeader: string | string[] | undefined): number | undefined {
+    const header = Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader
+    if (header !== undefined && /^\d+$/.test(header)) {
+      const ms = Number(header) * 1000
+      return ms > RETRY_AFTER_CAP_MS ? undefined : ms
+    }
+    const ceiling = Math.min(BACKOFF_CAP_MS, this.options.backoffBaseMs * 2 ** attempt)
+    return Math.round(this.options.random() * ceiling)
+  }
+
+  /** Sends a request with retries; returns the raw successful response or throws a MeshvmError. */
+  async send(req: KubeRequest): Promise<RawResponse> {
+    const policy = req.retry ?? this.defaultRetry(req)
+    const description = this.describe(req)
+    const timeoutMs = req.timeoutMs ?? this.options.timeoutMs
+    let refreshed = false
+    let lostAnswer = false
+    for (let attempt = 0; ; attempt++) {
+      let reason: string
+      let retryAfter: string | string[] | undefined
+      try {
+        const res = await this.once(req)
+        if (res.status < 400) return res
+        if (res.status === 401 && !refreshed) {
+          refreshed = true
+          await this.refreshCredentials()
+          attempt--
+          continue
+        }
+        // A delete whose first answer was lost may have succeeded: 404 now means it is gone.
+        if (res.status === 404 && policy === 'idempotent' && req.method === 'DELETE' && lostAnswer) return {...res, status: 200, body: Buffer.from('{}')}
+        const retryable = policy !== 'never' && (res.status === 429 || res.status === 500 || res.status === 502 || res.status === 503 || res.status === 504)
+        if (!retryable || attempt >= this.options.maxRetries) throw translateHttpError(description, res.status, res.body.toString('utf8'))
+        reason = `HTTP ${res.status}`
+        retryAfter = res.headers['retry-after']
+      } catch (err) {
+        if (err instanceof KubeApiError) throw err
+        const retryable = policy !== 'never' && isTransientNetworkError(err)
+        if (!retryable || attempt >= this.options.maxRetries) throw translateNetworkError(description, err, timeoutMs)
+        lostAnswer = req.method !== 'GET'
+        reason = (err as NodeJS.ErrnoException).code ?? 'network error'
+      }
+      const delayMs = this.backoff(attempt, retryAfter)
+      if (delayMs === undefined) throw translateHttpError(description, 429, '')
+      this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
+      await new Promise((r) => setTimeout(r, delayMs))
+    }
+  }
+
+  /** A request whose answer is JSON. */
+  async request<T = unknown>(req: KubeRequest): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const res = await this.send(req)
+      const text = res.body.toString('utf8')
+      if (text === '') return undefined as T
+      try {
+        return JSON.parse(text) as T
+      } catch {
+        // A complete but unparsable body is not a network blip; one more read is all it gets.
+        if (req.method !== 'GET' || attempt >= 1) throw translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', 'malformed'), 0)
+      }
+    }
+  }
+
+  get<T = unknown>(path: string, query?: KubeRequest['query']): Promise<T> {
+    return this.request<T>({method: 'GET', path, query})
+  }
+
+  /** GET that answers undefined for 404 instead of throwing. */
+  async getOptional<T = unknown>(path: string, query?: KubeRequest['query']): Promise<T | undefined> {
+    try {
+      return await this.get<T>(path, query)
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) return undefined
+      throw err
+    }
+  }
+
+  /**
+   * Pages through a list with `limit`/`continue`. When a continue token expires (410 Gone) the list
+   * restarts from a fresh snapshot and items already yielded are skipped, so callers never see an
+   * item twice. Memory stays at one page plus the keys of items seen.
+   */
+  async *listPages<T extends {metadata?: {uid?: string; name?: string; namespace?: string}}>(
+    path: string,
+    query: KubeRequest['query'] = {},
+    pageSize = 500,
+  ): AsyncGenerator<ListPage<T>> {
+    const seen = new Set<string>()
+    let restarts = 0
+    let token: string | undefined
+    for (;;) {
+      let page: ListPage<T>
+      try {
+        page = await this.get<ListPage<T>>(path, {...query, limit: pageSize, continue: token})
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 410 && token !== undefined && restarts < 3) {
+          restarts++
+          token = undefined
+          continue
+        }
+        throw err
+      }
+      const items = (page.items ?? []).filter((item) => {
+        const key = item.metadata?.uid ?? `${item.metadata?.namespace ?? ''}/${item.metadata?.name ?? ''}`
+        if (seen.has(key)) return false
+        seen.add(key)
+        return true
+      })
+      yield {...page, items}
+      token = page.metadata?.continue || undefined
+      if (!token) return
+    }
+  }
+
+  async list<T extends {metadata?: {uid?: string; name?: string; namespace?: string}}>(path: string, query?: KubeRequest['query']): Promise<T[]> {
+    const all: T[] = []
+    for await (const page of this.listPages<T>(path, query)) all.push(...page.items)
+    return all
+  }
+
+  /** Server-side apply: idempotent, so safe to retry and to re-run. */
+  apply<T = unknown>(path: string, object: unknown, options: {fieldManager: string; force?: boolean; dryRun?: boolean}): Promise<T> {
+    return this.request<T>({
+      method: 'PATCH',
+      path,
+      body: JSON.stringify(object),
+      contentType: PATCH.apply,
+      query: {fieldManager: options.fieldManager, force: options.force ? 'true' : undefined, dryRun: options.dryRun ? 'All' : undefined},
+    })
+  }
+
+  /**
+   * Streams watch events until the server closes the stream or `signal` aborts. Resolves with the
+   * last resourceVersion seen so the caller can resume.
+   */
+  watch<T extends {metadata?: {resourceVersion?: string}}>(
+    path: string,
+    query: KubeRequest['query'],
+    onEvent: (event: WatchEvent<T>) => void,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
+    const req: KubeRequest = {method: 'GET', path, query: {...query, watch: 'true', allowWatchBookmarks: 'true'}}
+    const send = this.url.protocol === 'http:' ? httpRequest : httpsRequest
+    let lastVersion = typeof query?.resourceVersion === 'string' ? query.resourceVersion : undefined
+    return new Promise((resolve, reject) => {
+      const r = send(
+        {
+          protocol: this.url.protocol,
+          hostname: this.url.hostname.replace(/^\[|\]$/g, ''),
+          port: this.url.port || 443,
+          method: 'GET',
+          path: this.fullPath(req),
+          headers: {...this.headers, Accept: 'application/json', 'User-Agent': this.options.userAgent},
+          agent: this.agent,
+        },
+        (res) => {
+          if ((res.statusCode ?? 0) >= 400) {
+            const chunks: Buffer[] = []
+            res.on('data', (c: Buffer) => chunks.push(c))
+            res.on('end', () => reject(translateHttpError(this.describe(req), res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))))
+            return
+          }
+          let buffer = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk: string) => {
+            buffer += chunk
+            let nl: number
+            while ((nl = buffer.indexOf('\n')) >= 0) {
+              const line = buffer.slice(0, nl).trim()
+              buffer = buffer.slice(nl + 1)
+              if (!line) continue
+              let event: WatchEvent<T>
+              try {
+                event = JSON.parse(line) as WatchEvent<T>
+              } catch {
+                r.destroy()
+                reject(translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', 'malformed'), 0))
+                return
+              }
+              lastVersion = event.object?.metadata?.resourceVersion ?? lastVersion
+              onEvent(event)
+            }
+          })
+          res.on('end', () => resolve(lastVersion))
+          res.on('error', () => resolve(lastVersion))
+        },
+      )
+      r.on('error', (err) => {
+        if (signal?.aborted) resolve(lastVersion)
+        else reject(translateNetworkError(this.describe(req), err, this.options.timeoutMs))
+      })
+      signal?.addEventListener('abort', () => r.destroy(), {once: true})
+      r.end()
+    })
+  }
+}

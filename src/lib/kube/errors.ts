@@ -1,0 +1,148 @@
+/**
+ * Kubernetes API and network failures, translated into one-line MeshvmErrors with a stable exit code
+ * and a hint. Never includes request bodies or headers: they may carry tokens.
+ */
+import {ExitCode, MeshvmError} from '../errors.js'
+
+export interface KubeStatus {
+  kind?: string
+  status?: string
+  message?: string
+  reason?: string
+  code?: number
+  details?: {name?: string; group?: string; kind?: string; causes?: {reason?: string; message?: string; field?: string}[]; retryAfterSeconds?: number}
+}
+
+/** An HTTP answer from the API server that is an error. Keeps the parsed Status for callers. */
+export class KubeApiError extends MeshvmError {
+  readonly status: number
+  readonly reason: string
+  readonly kubeStatus: KubeStatus | undefined
+  constructor(message: string, options: {status: number; reason: string; kubeStatus?: KubeStatus; exit: (typeof ExitCode)[keyof typeof ExitCode]; hints?: string[]}) {
+    super(message, {exit: options.exit, code: options.reason, hints: options.hints})
+    this.name = 'KubeApiError'
+    this.status = options.status
+    this.reason = options.reason
+    this.kubeStatus = options.kubeStatus
+  }
+}
+
+export interface RequestDescription {
+  method: string
+  path: string
+  server: string
+  context: string
+}
+
+const VERBS: Record<string, string> = {GET: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete'}
+
+/** What RBAC rule is missing, from a 403 Status message like kube-apiserver writes it. */
+export function rbacHint(message: string): string | undefined {
+  const m = /cannot (\w+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]+)")?/.exec(message)
+  if (!m) return undefined
+  const [, verb, resource, group, namespace] = m
+  const res = group ? `${resource}.${group}` : resource
+  return `ask a cluster admin for a Role${namespace ? ` in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`.replace('RoleClusterRole', 'ClusterRole')
+}
+
+export function translateHttpError(req: RequestDescription, status: number, body: string): KubeApiError {
+  let kubeStatus: KubeStatus | undefined
+  try {
+    const parsed = JSON.parse(body) as KubeStatus
+    if (parsed && parsed.kind === 'Status') kubeStatus = parsed
+  } catch {
+    // Not a Status: some proxies answer with HTML or plain text. Their text is not shown.
+  }
+  const message = kubeStatus?.message?.split('\n')[0]
+  const reason = kubeStatus?.reason || httpReason(status)
+  switch (status) {
+    case 401:
+      return new KubeApiError(`Unauthorized: the API server at ${req.server} rejected the credentials of context ${JSON.stringify(req.context)}`, {
+        status, reason: 'Unauthorized', kubeStatus, exit: ExitCode.FORBIDDEN,
+        hints: ['the token or client certificate may have expired; refresh your credentials (e.g. log in to the cloud CLI again)'],
+      })
+    case 403: {
+      const hint = message ? rbacHint(message) : undefined
+      return new KubeApiError(message ?? `forbidden: ${VERBS[req.method] ?? req.method} ${req.path}`, {
+        status, reason: 'Forbidden', kubeStatus, exit: ExitCode.FORBIDDEN, hints: hint ? [hint] : [],
+      })
+    }
+    case 404:
+      return new KubeApiError(message ?? `not found: ${req.path}`, {status, reason: 'NotFound', kubeStatus, exit: ExitCode.NOT_FOUND})
+    case 409:
+      return new KubeApiError(message ?? `conflict: ${req.path}`, {status, reason, kubeStatus, exit: ExitCode.REJECTED})
+    case 422: {
+      const causes = (kubeStatus?.details?.causes ?? []).map((c) => `${c.field ? c.field + ': ' : ''}${c.message ?? c.reason ?? ''}`)
+      const text = message ?? `invalid: ${causes.join('; ')}`
+      return new KubeApiError(text, {status, reason: 'Invalid', kubeStatus, exit: ExitCode.REJECTED})
+    }
+    case 410:
+      return new KubeApiError(message ?? 'the list was too old to continue (410 Gone)', {status, reason: 'Expired', kubeStatus, exit: ExitCode.FAILURE})
+    case 429:
+      return new KubeApiError(`the API server at ${req.server} is throttling requests (429 Too Many Requests) and kept doing so after retries`, {
+        status, reason: 'TooManyRequests', kubeStatus, exit: ExitCode.UNREACHABLE, hints: ['try again later, or raise the API server\'s priority and fairness limits'],
+      })
+    default:
+      if (status >= 500) {
+        return new KubeApiError(`the API server at ${req.server} failed ${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, {
+          status, reason, kubeStatus, exit: ExitCode.UNREACHABLE, hints: ['the request was retried; check the API server health (kubectl get --raw /readyz)'],
+        })
+      }
+      return new KubeApiError(`${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, {status, reason, kubeStatus, exit: ExitCode.FAILURE})
+  }
+}
+
+function httpReason(status: number): string {
+  const reasons: Record<number, string> = {400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'MethodNotAllowed', 409: 'Conflict', 410: 'Gone', 415: 'UnsupportedMediaType', 422: 'Invalid', 429: 'TooManyRequests', 500: 'InternalError', 502: 'BadGateway', 503: 'ServiceUnavailable', 504: 'GatewayTimeout'}
+  return reasons[status] ?? `HTTP ${status}`
+}
+
+const TLS_CODES: Record<string, string> = {
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate is not signed by the kubeconfig\'s certificate authority',
+  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate is not signed by the kubeconfig\'s certificate authority',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed and not trusted by the kubeconfig',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'the server certificate is not signed by the kubeconfig\'s certificate authority',
+  CERT_HAS_EXPIRED: 'the server certificate has expired',
+  CERT_NOT_YET_VALID: 'the server certificate is not valid yet (check the clock)',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate does not name this host',
+  EPROTO: 'the TLS handshake failed',
+  ERR_SSL_WRONG_VERSION_NUMBER: 'the server does not speak TLS on this port',
+}
+
+/** Errors that mean "try again" for a request that is safe to repeat. */
+export function isTransientNetworkError(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException)?.code
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ETIMEDOUT' || code === 'ECONNABORTED' || code === 'EAI_AGAIN' || code === 'MESHVM_TIMEOUT' || code === 'MESHVM_TRUNCATED'
+}
+
+export function translateNetworkError(req: RequestDescription, err: unknown, timeoutMs: number): MeshvmError {
+  if (err instanceof MeshvmError) return err
+  const e = err as NodeJS.ErrnoException & {reason?: string}
+  const code = e?.code ?? ''
+  const where = `the API server at ${req.server} (context ${JSON.stringify(req.context)})`
+  if (TLS_CODES[code]) {
+    return new MeshvmError(`TLS verification failed for ${where}: ${TLS_CODES[code]}`, {
+      exit: ExitCode.UNREACHABLE, code: 'TLSError',
+      hints: ['check certificate-authority-data and tls-server-name in the kubeconfig; meshvm never skips verification unless the kubeconfig says insecure-skip-tls-verify'],
+    })
+  }
+  if (code === 'ECONNREFUSED') {
+    return new MeshvmError(`cannot connect to ${where}: connection refused`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['is the cluster running, and is this the right --context?']})
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new MeshvmError(`cannot connect to ${where}: the host name does not resolve`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['check the server address in the kubeconfig and your DNS/VPN']})
+  }
+  if (code === 'MESHVM_TIMEOUT' || code === 'ETIMEDOUT') {
+    return new MeshvmError(`no answer from ${where} within ${Math.round(timeoutMs / 1000)}s (${req.method} ${req.path})`, {
+      exit: ExitCode.UNREACHABLE, code: 'Timeout', hints: ['raise --request-timeout if the cluster is slow, or check connectivity'],
+    })
+  }
+  if (code === 'MESHVM_MALFORMED') {
+    return new MeshvmError(`the API server at ${req.server} sent a malformed response to ${req.method} ${req.path}`, {exit: ExitCode.FAILURE, code: 'MalformedResponse'})
+  }
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'MESHVM_TRUNCATED') {
+    return new MeshvmError(`the connection to ${where} was reset (${req.method} ${req.path}), also after retries`, {exit: ExitCode.UNREACHABLE, code: 'ConnectionReset'})
+  }
+  const what = code || (e?.message ?? String(err)).split('\n')[0]
+  return new MeshvmError(`cannot talk to ${where}: ${what}`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable'})
+}
