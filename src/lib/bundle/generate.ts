@@ -1,0 +1,282 @@
+/**
+ * The VM bootstrap bundle, computed from cluster values exactly as `istioctl x workload entry
+ * configure` computes it (istioctl-behaviour.md §3.4), plus meshvm's documented improvements:
+ * deterministic ISTIO_INBOUND_PORTS, defaults applied to every WorkloadGroup however it was read,
+ * gateways known only by a load-balancer host name, and an install.sh. Pure: no I/O.
+ */
+import {isIP} from 'node:net'
+import {parse as parseYaml, stringify} from 'yaml'
+import {UsageError} from '../errors.js'
+import {shellQuote} from '../cli/prompt.js'
+import {goJsonString, goJsonStringMap, goYamlKeyCompare, istioShellQuote} from './go-compat.js'
+
+export interface WorkloadGroupLike {
+  metadata: {name: string; namespace: string; annotations?: Record<string, string>}
+  spec: {
+    metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}
+    template?: {serviceAccount?: string; ports?: Record<string, number>; network?: string; labels?: Record<string, string>; locality?: string}
+    probe?: Record<string, unknown>
+  }
+}
+
+export type GatewayAddress = {kind: 'ip'; address: string} | {kind: 'hostname'; hostname: string} | {kind: 'none'}
+
+export interface BundleInputs {
+  workloadGroup: WorkloadGroupLike
+  /** `data.mesh` of ConfigMap istio[-REV]; may be empty. */
+  meshConfigYaml: string
+  clusterId: string
+  rootCert: string
+  token: string
+  /** When the token stops working (from the TokenRequest status), printed and checked by install.sh. */
+  tokenExpiry?: Date
+  istioNamespace: string
+  revision?: string
+  gateway: GatewayAddress
+  internalIp?: string
+  externalIp?: string
+  autoregister: boolean
+  captureDns: boolean
+}
+
+export interface BundleFile {
+  name: string
+  data: string
+  mode: number
+}
+
+export interface Bundle {
+  files: BundleFile[]
+  warnings: string[]
+  istiodHost: string
+}
+
+/** istioctl applies these defaults only to files; meshvm applies them to every WorkloadGroup. */
+export function withWorkloadGroupDefaults(wg: WorkloadGroupLike): WorkloadGroupLike {
+  const spec = wg.spec ?? {}
+  return {
+    metadata: wg.metadata,
+    spec: {
+      ...spec,
+      metadata: spec.metadata ?? {},
+      template: {...(spec.template ?? {}), serviceAccount: spec.template?.serviceAccount || 'default'},
+    },
+  }
+}
+
+export function isRevisioned(revision: string | undefined): revision is string {
+  return revision !== undefined && revision !== '' && revision !== 'default'
+}
+
+export function istiodHostFor(istioNamespace: string, revision?: string): string {
+  return `${isRevisioned(revision) ? `istiod-${revision}` : 'istiod'}.${istioNamespace}.svc`
+}
+
+type Json = Record<string, unknown>
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** Proto-merge semantics of protomarshal.ApplyYAML: messages and maps merge, everything else replaces. */
+function mergeInto(target: Json, source: Json): Json {
+  for (const [k, v] of Object.entries(source)) {
+    target[k] = isObject(v) && isObject(target[k]) ? mergeInto({...(target[k] as Json)}, v) : v
+  }
+  return target
+}
+
+function parseYamlObject(text: string, what: string): Json {
+  let value: unknown
+  try {
+    value = parseYaml(text, {version: '1.1'})
+  } catch (err) {
+    throw new UsageError(`${what} is not valid YAML: ${(err as Error).message.split('\n')[0]}`)
+  }
+  if (value === null || value === undefined) return {}
+  if (!isObject(value)) throw new UsageError(`${what} must be a YAML mapping`)
+  return value
+}
+
+/** jsonpb omits zero values (0, "", false, empty lists and maps). */
+function omitEmpty(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(omitEmpty)
+  if (isObject(value)) {
+    const out: Json = {}
+    for (const [k, v] of Object.entries(value)) {
+      const c = omitEmpty(v)
+      if (c !== undefined) out[k] = c
+    }
+    return out
+  }
+  if (value === 0 || value === '' || value === false || value === null) return undefined
+  return value
+}
+
+function firstLabel(labels: Record<string, string>, keys: string[]): string | undefined {
+  for (const k of keys) if (labels[k]) return labels[k]
+  return undefined
+}
+
+function sortedKeysDeep(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeysDeep)
+  if (isObject(value)) {
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort(goYamlKeyCompare)
+        .map((k) => [k, sortedKeysDeep(value[k])]),
+    )
+  }
+  return value
+}
+
+export function validateBundleInputs(inputs: BundleInputs): void {
+  if (inputs.internalIp !== undefined && inputs.externalIp !== undefined) {
+    throw new UsageError('--internal-ip and --external-ip are mutually exclusive: give the address the mesh should use to reach the VM')
+  }
+  for (const [flag, ip] of [['--internal-ip', inputs.internalIp], ['--external-ip', inputs.externalIp]] as const) {
+    if (ip !== undefined && isIP(ip) === 0) throw new UsageError(`${flag} ${JSON.stringify(ip)}: expected an IPv4 or IPv6 address`)
+  }
+}
+
+export function buildBundle(inputs: BundleInputs): Bundle {
+  validateBundleInputs(inputs)
+  const warnings: string[] = []
+  const wg = withWorkloadGroupDefaults(inputs.workloadGroup)
+  const name = wg.metadata.name
+  const namespace = wg.metadata.namespace
+  const template = wg.spec.template ?? {}
+  const serviceAccount = template.serviceAccount as string
+  const revisioned = isRevisioned(inputs.revision)
+  const istiodHost = istiodHostFor(inputs.istioNamespace, inputs.revision)
+
+  // mesh.yaml: the cluster's defaultConfig, the proxy.istio.io/config annotations, then meshvm's keys.
+  const mesh = parseYamlObject(inputs.meshConfigYaml, `the "mesh" key of ConfigMap ${revisioned ? `istio-${inputs.revision}` : 'istio'}`)
+  const defaultConfig: Json = mergeInto({proxyMetadata: {}}, isObject(mesh.defaultConfig) ? mesh.defaultConfig : {})
+  if (revisioned && !defaultConfig.discoveryAddress) defaultConfig.discoveryAddress = `${istiodHost}:15012`
+  for (const annotations of [wg.metadata.annotations, wg.spec.metadata?.annotations]) {
+    const proxyConfig = annotations?.['proxy.istio.io/config']
+    if (proxyConfig) mergeInto(defaultConfig, parseYamlObject(proxyConfig, 'the proxy.istio.io/config annotation of the WorkloadGroup'))
+  }
+  const labels: Record<string, string> = {...(wg.spec.metadata?.labels ?? {})}
+  if (template.labels && Object.keys(template.labels).length > 0) {
+    warnings.push(`labels belong in spec.metadata.labels; these template labels override them: ${Object.entries(template.labels).map(([k, v]) => `${k}=${v}`).join(', ')}`)
+    Object.assign(labels, template.labels)
+  }
+  if (wg.spec.probe) defaultConfig.readinessProbe = omitEmpty(wg.spec.probe)
+
+  const canonicalName = firstLabel(labels, ['service.istio.io/canonical-name', 'app.kubernetes.io/name', 'app']) ?? name
+  const canonicalRevision = firstLabel(labels, ['service.istio.io/canonical-revision', 'app.kubernetes.io/version', 'version']) ?? 'latest'
+  const meta: Record<string, string> = {...((defaultConfig.proxyMetadata as Record<string, string>) ?? {})}
+  meta.CANONICAL_SERVICE = canonicalName
+  meta.CANONICAL_REVISION = canonicalRevision
+  meta.POD_NAMESPACE = namespace
+  meta.SERVICE_ACCOUNT = serviceAccount
+  meta.TRUST_DOMAIN = typeof mesh.trustDomain === 'string' ? mesh.trustDomain : ''
+  meta.ISTIO_META_CLUSTER_ID = inputs.clusterId
+  meta.ISTIO_META_MESH_ID = typeof defaultConfig.meshId === 'string' ? defaultConfig.meshId : ''
+  meta.ISTIO_META_NETWORK = template.network ?? ''
+  const ports = Object.entries(template.ports ?? {})
+  if (ports.length > 0) {
+    const podPorts = [...ports].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([n, p]) => `{"name":${goJsonString(n)},"containerPort":${p},"protocol":""}`)
+    meta.ISTIO_META_POD_PORTS = `[${podPorts.join(',')}]`
+  }
+  meta.ISTIO_META_WORKLOAD_NAME = name
+  meta.ISTIO_METAJSON_LABELS = goJsonStringMap({...labels, 'service.istio.io/canonical-name': canonicalName, 'service.istio.io/canonical-revision': canonicalRevision})
+  if (inputs.captureDns) meta.ISTIO_META_DNS_CAPTURE = 'true'
+  if (inputs.autoregister) meta.ISTIO_META_AUTO_REGISTER_GROUP = name
+  defaultConfig.proxyMetadata = meta
+
+  const meshYaml = stringify(sortedKeysDeep({defaultConfig}), {version: '1.1', aliasDuplicateObjects: false, lineWidth: 0, minContentWidth: 0, indentSeq: false})
+
+  // cluster.env: every proxyMetadata key plus the VM-specific ones, one sorted KEY='value' line each.
+  const env: Record<string, string> = {...meta}
+  // Deterministic, unlike istioctl's Go map order: ascending, without duplicates.
+  const inbound = [...new Set(ports.map(([, p]) => p))].sort((a, b) => a - b)
+  env.ISTIO_INBOUND_PORTS = inbound.length > 0 ? inbound.join(',') : '*'
+  env.ISTIO_NAMESPACE = namespace
+  env.ISTIO_SERVICE = `${name}.${namespace}`
+  env.ISTIO_SERVICE_CIDR = '*'
+  const statusPort = Number(defaultConfig.statusPort ?? 0)
+  env.ISTIO_LOCAL_EXCLUDE_PORTS = `22,15090,15021${statusPort === 15090 || statusPort === 15021 ? '' : `,${statusPort || 15020}`}`
+  env.SERVICE_ACCOUNT = serviceAccount
+  if (revisioned) env.CA_ADDR = `${istiodHost}:15012`
+  const svcIp = inputs.internalIp ?? inputs.externalIp
+  if (svcIp !== undefined) env.ISTIO_SVC_IP = svcIp
+  if (inputs.externalIp !== undefined) env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION = 'true'
+  const clusterEnv =
+    Object.entries(env)
+      .map(([k, v]) => `${k}=${istioShellQuote(v)}`)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .join('\n') + '\n'
+
+  let hosts = ''
+  if (inputs.gateway.kind === 'ip') hosts = `${inputs.gateway.address} ${istiodHost}\n`
+  else if (inputs.gateway.kind === 'hostname') hosts = `# ${istiodHost} is reached through the east-west gateway ${inputs.gateway.hostname}; install.sh resolves it on the VM\n`
+
+  const files: BundleFile[] = [
+    {name: 'mesh.yaml', data: meshYaml, mode: 0o644},
+    {name: 'cluster.env', data: clusterEnv, mode: 0o644},
+    {name: 'root-cert.pem', data: inputs.rootCert, mode: 0o644},
+    {name: 'istio-token', data: inputs.token, mode: 0o600},
+    {name: 'hosts', data: hosts, mode: 0o644},
+    {name: 'install.sh', data: installScript(inputs, istiodHost), mode: 0o755},
+  ]
+  return {files, warnings, istiodHost}
+}
+
+/** The VM side of the istio.io VM guide, as one idempotent script. */
+export function installScript(inputs: BundleInputs, istiodHost: string): string {
+  const wg = inputs.workloadGroup.metadata
+  const expiry = inputs.tokenExpiry
+  const lines = [
+    '#!/bin/sh',
+    `# Generated by meshvm for WorkloadGroup ${wg.namespace}/${wg.name}.`,
+    '# Run as root on the VM, from this directory, after installing the istio-sidecar package',
+    '# (deb or rpm) of the same Istio version as the control plane. Safe to run again.',
+    'set -eu',
+    'cd "$(dirname "$0")"',
+    '',
+  ]
+  if (expiry) {
+    const epoch = Math.floor(expiry.getTime() / 1000)
+    lines.push(
+      `# The token in istio-token expires at ${expiry.toISOString()}; the sidecar must first connect before then.`,
+      `if [ "$(date +%s)" -ge ${epoch} ]; then`,
+      `  echo ${shellQuote(`meshvm: istio-token expired at ${expiry.toISOString()}; generate a new bundle (meshvm bundle ${wg.name} -n ${wg.namespace} -d DIR)`)} >&2`,
+      '  exit 1',
+      'fi',
+      '',
+    )
+  }
+  lines.push(
+    'install -d -m 0755 /etc/certs /etc/istio/config /etc/istio/proxy /var/lib/istio/envoy /var/run/secrets/tokens',
+    'install -m 0644 root-cert.pem /etc/certs/root-cert.pem',
+    'install -m 0600 istio-token /var/run/secrets/tokens/istio-token',
+    'install -m 0644 cluster.env /var/lib/istio/envoy/cluster.env',
+    'install -m 0644 mesh.yaml /etc/istio/config/mesh',
+    '',
+  )
+  if (inputs.gateway.kind === 'ip') {
+    const entry = `${inputs.gateway.address} ${istiodHost}`
+    lines.push(`grep -qxF ${shellQuote(entry)} /etc/hosts || echo ${shellQuote(entry)} >> /etc/hosts`)
+  } else if (inputs.gateway.kind === 'hostname') {
+    const host = inputs.gateway.hostname
+    lines.push(
+      `# The east-west gateway is known by host name only: resolve it here, on the VM.`,
+      `gateway_ip=$(getent ahosts ${shellQuote(host)} | awk 'NR==1 {print $1}')`,
+      `if [ -z "$gateway_ip" ]; then echo ${shellQuote(`meshvm: cannot resolve the east-west gateway ${host}`)} >&2; exit 1; fi`,
+      `sed -i ${shellQuote(`/ ${istiodHost.replace(/\./g, '\\.')}$/d`)} /etc/hosts`,
+      `echo "$gateway_ip "${shellQuote(istiodHost)} >> /etc/hosts`,
+    )
+  } else {
+    lines.push(`# No east-west gateway address: the VM must resolve ${istiodHost} itself.`)
+  }
+  lines.push(
+    '',
+    'chown -R istio-proxy /var/lib/istio /etc/certs /etc/istio/proxy /etc/istio/config /var/run/secrets /etc/certs/root-cert.pem',
+    'systemctl enable istio >/dev/null 2>&1 || true',
+    'systemctl restart istio',
+    `echo ${shellQuote(`meshvm: sidecar started for ${wg.namespace}/${wg.name}; check with: systemctl status istio`)}`,
+    '',
+  )
+  return lines.join('\n')
+}
