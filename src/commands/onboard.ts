@@ -1,15 +1,21 @@
 import {Args, Flags} from '@oclif/core'
+import {applyFailure, applyObjects, describeResult} from '../lib/apply/apply.js'
+import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {bundleFlags, tokenSeconds} from '../lib/cli/bundle-flags.js'
+import {reportBundle} from '../lib/cli/bundle-report.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {UsageError} from '../lib/errors.js'
 import {writeFilesAtomic} from '../lib/fs/atomic.js'
 import {fileNameFor, generateOnboardObjects, type KubeObject} from '../lib/onboard/generate.js'
+import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
 import {missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
 import {onboardCommandLine, runOnboardWizard} from '../lib/onboard/wizard.js'
 import {asList, renderData, resourceName} from '../lib/output/render.js'
 import {toYaml, toYamlStream} from '../lib/yaml.js'
 
 const PROBE_GROUP = 'PROBE'
+const APPLY_GROUP = 'CLUSTER'
 const WORKLOAD_GROUP = 'WORKLOAD'
 
 export default class Onboard extends BaseCommand<typeof Onboard> {
@@ -22,7 +28,15 @@ export default class Onboard extends BaseCommand<typeof Onboard> {
     at NAME.NAMESPACE.svc.cluster.local, or a ServiceEntry (--service-entry) for other host names;
   • optionally the Namespace and ServiceAccount (--create-namespace, --create-service-account).
 
-Every object is validated before it is printed. Nothing is sent to a cluster.
+Every object is validated before it is printed. Without --apply, --dry-run=server, --diff or
+--bundle nothing is sent to a cluster.
+
+--apply applies the objects with server-side apply (field manager "meshvm") in dependency order
+(Namespace, ServiceAccount, WorkloadGroup, Service/ServiceEntry); re-running is idempotent. If an
+object fails, the output says which objects were applied, which failed and why (exit 7 when some
+were applied). --dry-run=server asks the API server what would change; --diff prints a unified diff
+against the live objects. --bundle DIR also writes the VM bootstrap files (see meshvm bundle).
+
 In a terminal, missing values (name, namespace, ports) are asked for, and the equivalent command
 line is printed at the end. Without a terminal, missing values are an error.
 
@@ -34,6 +48,9 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     {description: 'gRPC on 9090 forwarded to 19090 on the VMs, with its own service account:', command: '<%= config.bin %> <%= command.id %> billing -n pay -p grpc=9090:19090/GRPC -s billing-vm --create-service-account'},
     {description: 'A ServiceEntry for a legacy host name, written as files for kubectl apply -k:', command: '<%= config.bin %> <%= command.id %> db -n data -p tcp=5432 --service-entry --host db.legacy.example.com -d ./db-manifests'},
     {description: 'Pipe straight into kubectl:', command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 | kubectl apply -f -'},
+    {description: 'Apply to the cluster and write the VM bundle in one step:', command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 --create-service-account -s web-vm --apply --bundle ./web-vm'},
+    {description: 'Show what would change in the cluster:', command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 --diff'},
+    {description: 'Start from an existing WorkloadGroup manifest:', command: '<%= config.bin %> <%= command.id %> -f workloadgroup.yaml --apply'},
   ]
 
   static override args = {
@@ -107,6 +124,12 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
       helpGroup: OUTPUT_GROUP,
     }),
     'no-prompt': Flags.boolean({summary: 'Never ask questions, even in a terminal.', helpGroup: OUTPUT_GROUP}),
+    filename: Flags.string({char: 'f', summary: 'Read the WorkloadGroup from this YAML file (- for stdin) instead of the workload flags.', helpGroup: WORKLOAD_GROUP}),
+    apply: Flags.boolean({summary: 'Apply the objects to the cluster (server-side apply, field manager "meshvm").', helpGroup: APPLY_GROUP}),
+    'dry-run': Flags.option({summary: 'client: only print (the default without --apply); server: ask the API server what would change, change nothing.', options: ['client', 'server'] as const, helpGroup: APPLY_GROUP})(),
+    diff: Flags.boolean({summary: 'Print a unified diff of the live objects against what applying would produce; change nothing.', helpGroup: APPLY_GROUP}),
+    bundle: Flags.string({summary: 'Also write the VM bootstrap bundle (mesh.yaml, cluster.env, root-cert.pem, istio-token, hosts, install.sh) into this directory.', helpGroup: APPLY_GROUP}),
+    ...bundleFlags,
   }
 
   async run(): Promise<void> {
@@ -114,7 +137,27 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (this.args.name && f.name && this.args.name !== f.name) {
       throw new UsageError(`NAME ${JSON.stringify(this.args.name)} and --name ${JSON.stringify(f.name)} disagree; give one of them`)
     }
-    let input: OnboardInput = {
+    const fileGroup = f.filename === undefined ? undefined : this.readFileGroup(f.filename)
+    let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
+    const wizard = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] && canPrompt()
+    if (wizard) input = await runOnboardWizard(input, await terminalPrompter())
+
+    const spec = parseOnboardInput(input)
+    const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as KubeObject) : o))
+    // Parse this before any request, so a typo never leaves a half-done job.
+    const tokenDuration = f.bundle ? tokenSeconds(f['token-duration']) : 0
+
+    if (f['output-dir']) this.writeDir(f['output-dir'], objects)
+    const cluster = f.apply || f['dry-run'] === 'server' || f.diff || f.bundle
+    if (!cluster && !f['output-dir']) this.out(this.render(objects, f.output))
+    if (cluster) await this.toCluster(objects, tokenDuration)
+
+    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, f['output-dir'] ? ['-d', f['output-dir']] : [])}`)
+  }
+
+  private inputFromFlags(): OnboardInput {
+    const f = this.flags
+    return {
       name: this.args.name ?? f.name,
       namespace: f.namespace,
       ports: f.port,
@@ -142,16 +185,59 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
         failureThreshold: f['probe-failure-threshold'],
       },
     }
-    const wizard = missingRequired(input).length > 0 && !f['no-prompt'] && canPrompt()
-    if (wizard) input = await runOnboardWizard(input, await terminalPrompter())
+  }
 
-    const spec = parseOnboardInput(input)
-    const objects = generateOnboardObjects(spec)
+  private readFileGroup(path: string): WorkloadGroupLike {
+    const f = this.flags
+    const flagsSet: string[] = (['port', 'label', 'annotation', 'network', 'locality', 'weight', 'probe-http', 'probe-https', 'probe-tcp', 'probe-exec', 'probe-host', 'probe-header',
+      'probe-period', 'probe-timeout', 'probe-initial-delay', 'probe-success-threshold', 'probe-failure-threshold', 'name'] as const).filter((k) => f[k] !== undefined).map((k) => `--${k}`)
+    if (f['service-account'] !== 'default') flagsSet.push('--service-account')
+    if (this.args.name) flagsSet.unshift('NAME')
+    if (flagsSet.length > 0) {
+      throw new UsageError(`${flagsSet[0]} cannot be combined with -f: the WorkloadGroup file defines the group; edit the file instead`)
+    }
+    return readWorkloadGroupFile(path, f.namespace)
+  }
 
-    if (f['output-dir']) this.writeDir(f['output-dir'], objects)
-    else this.out(this.render(objects, f.output))
-
-    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, f['output-dir'] ? ['-d', f['output-dir']] : [])}`)
+  private async toCluster(objects: KubeObject[], tokenDuration: number): Promise<void> {
+    const f = this.flags
+    const session = await this.session()
+    try {
+      const dryRun = f['dry-run'] === 'server' || (f.diff && !f.apply)
+      if (f.apply || f['dry-run'] === 'server' || f.diff) {
+        const controller = new AbortController()
+        const onSigint = () => {
+          this.note('Interrupted: finishing the object in progress, then stopping.')
+          controller.abort()
+        }
+        process.once('SIGINT', onSigint)
+        let results
+        try {
+          results = await applyObjects(session.client, objects, {
+            dryRun: Boolean(dryRun), diff: f.diff, signal: controller.signal,
+            onResult: (r) => {
+              if (r.diff) this.out(r.diff)
+              if (!f.diff || r.outcome === 'failed') this.out(describeResult(r, Boolean(dryRun)) + '\n')
+            },
+          })
+        } finally {
+          process.removeListener('SIGINT', onSigint)
+        }
+        const failure = applyFailure(results, controller.signal.aborted)
+        if (failure) throw failure
+      }
+      if (f.bundle) {
+        const wg = objects.find((o) => o.kind === 'WorkloadGroup') as unknown as WorkloadGroupLike
+        const {writeBundle} = await import('../lib/bundle/run.js')
+        const summary = await writeBundle(session, wg, {
+          outputDir: f.bundle, clusterId: f['cluster-id'], tokenSeconds: tokenDuration, ingressIp: f['ingress-ip'], ingressService: f['ingress-service'],
+          noHosts: f['no-hosts'], internalIp: f['internal-ip'], externalIp: f['external-ip'], autoregister: f.autoregister, captureDns: f['capture-dns'], archive: f.archive,
+        })
+        reportBundle(this.sink, summary)
+      }
+    } finally {
+      session.client.close()
+    }
   }
 
   private render(objects: KubeObject[], format: 'yaml' | 'json' | 'name' | undefined): string {
@@ -170,5 +256,21 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     files.push({name: 'kustomization.yaml', data: toYaml(kustomization), mode: 0o644})
     const written = writeFilesAtomic(dir, files)
     this.note(`Wrote ${written.length} files to ${dir} (apply them with: kubectl apply -k ${dir})`)
+  }
+}
+
+/** The flags-shaped input equivalent to a WorkloadGroup file, used to derive its Service. */
+function inputFromWorkloadGroup(wg: WorkloadGroupLike, f: {'service-entry'?: boolean; host?: string[]; 'create-namespace'?: boolean; 'create-service-account'?: boolean}): OnboardInput {
+  const template = wg.spec.template ?? {}
+  return {
+    name: wg.metadata.name,
+    namespace: wg.metadata.namespace,
+    ports: Object.entries(template.ports ?? {}).map(([name, port]) => `${name}=${port}`),
+    labels: Object.entries(wg.spec.metadata?.labels ?? {}).map(([k, v]) => `${k}=${v}`),
+    serviceAccount: template.serviceAccount || 'default',
+    serviceEntry: f['service-entry'] ? true : undefined,
+    hosts: f.host,
+    createNamespace: f['create-namespace'],
+    createServiceAccount: f['create-service-account'],
   }
 }

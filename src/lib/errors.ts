@@ -140,20 +140,24 @@ function firstLine(text: string): string {
   return line.trim()
 }
 
-// oclif's parser messages span several lines ("Nonexistent flag: --x\nSee more help with --help").
-// Keep the first meaningful line and turn the rest into hints.
+// oclif's parser messages span several lines: "The following error occurred:\n  Missing required
+// flag x\nSee more help with --help". Keep the first real problem as the message, the rest as hints.
+function oclifLines(text: string): string[] {
+  return stripAnsi(text)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^The following errors? occurred:$/.test(l))
+}
+
 function oclifMessage(text: string): string {
-  const clean = stripAnsi(text)
-  return firstLine(clean).replace(/^Error:\s*/, '')
+  const first = oclifLines(text)[0] ?? text.trim()
+  return first.replace(/^Error:\s*/, '').replace(/^Missing required flag (\S+)$/, 'missing required flag --$1')
 }
 
 function oclifHints(text: string): string[] {
-  const lines = stripAnsi(text)
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean)
-  const hints = lines.slice(1).filter((l) => /help|did you mean|valid|expected/i.test(l))
-  return hints.length > 0 ? hints.slice(0, 2) : ['see --help for the flags this command takes']
+  const lines = oclifLines(text).slice(1)
+  const hints = lines.filter((l) => !/^See more help with --help$/.test(l)).slice(0, 2)
+  return [...hints, 'see --help for the flags this command takes']
 }
 
 export function stripAnsi(text: string): string {

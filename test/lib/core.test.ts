@@ -20,7 +20,11 @@ describe('errors', () => {
   })
   it('treats oclif parser errors as usage errors with one line', () => {
     const err = Object.assign(new Error('Nonexistent flag: --x\nSee more help with --help'), {oclif: {exit: 2}})
-    expect(toReport(err)).toMatchObject({exit: 2, message: 'Nonexistent flag: --x', hints: ['See more help with --help']})
+    expect(toReport(err)).toMatchObject({exit: 2, message: 'Nonexistent flag: --x', hints: ['see --help for the flags this command takes']})
+  })
+  it('takes the first problem of oclif\'s multi-line messages and names the flag', () => {
+    const err = Object.assign(new Error('The following error occurred:\n  Missing required flag output-dir\nSee more help with --help'), {oclif: {exit: 2}})
+    expect(toReport(err)).toMatchObject({exit: 2, message: 'missing required flag --output-dir'})
   })
   it('reports anything else as a bug (exit 10) without its stack in the message', () => {
     const r = toReport(new TypeError("Cannot read properties of undefined (reading 'x')"))

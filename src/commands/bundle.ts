@@ -1,0 +1,61 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {bundleFlags, tokenSeconds} from '../lib/cli/bundle-flags.js'
+import {reportBundle} from '../lib/cli/bundle-report.js'
+import {UsageError} from '../lib/errors.js'
+import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
+
+export default class Bundle extends BaseCommand<typeof Bundle> {
+  static override summary = 'Write the bootstrap files a VM needs to join the mesh, for an existing WorkloadGroup.'
+
+  static override description = `Reads the WorkloadGroup (from the cluster, or from -f FILE) and the cluster's mesh settings, issues a
+bootstrap token for the group's service account, and writes into --output-dir:
+  mesh.yaml       → /etc/istio/config/mesh        cluster.env  → /var/lib/istio/envoy/cluster.env
+  root-cert.pem   → /etc/certs/root-cert.pem      istio-token  → /var/run/secrets/tokens/istio-token (mode 0600)
+  hosts           → appended to /etc/hosts        install.sh   → puts everything in place and starts the sidecar
+
+The values are taken where istioctl x workload entry configure takes them (ConfigMaps istio[-REV],
+istio-sidecar-injector[-REV] and istio-ca-root-cert, a TokenRequest with audience istio-ca, the
+east-west gateway Service), with these differences: ISTIO_INBOUND_PORTS is deterministic; the token
+file is 0600; a gateway with only a load-balancer host name works (install.sh resolves it on the VM);
+a missing gateway address is an error (use --ingress-ip, or --no-hosts on a flat network); defaults
+are applied to a WorkloadGroup read from the cluster as to one read from a file; the token's expiry is
+printed and checked by install.sh. Files are written whole or not at all.`
+
+  static override examples = [
+    {description: 'For a WorkloadGroup in the cluster:', command: '<%= config.bin %> <%= command.id %> web -n apps -d ./web-vm'},
+    {description: 'From a file, with a revisioned control plane and auto-registration, as a tarball too:', command: '<%= config.bin %> <%= command.id %> -f wg.yaml -r 1-24-6 --autoregister --archive -d ./out'},
+    {description: 'A VM reachable at a public address, through a gateway you name:', command: '<%= config.bin %> <%= command.id %> web -n apps -d out --external-ip 203.0.113.7 --ingress-ip 198.51.100.10'},
+  ]
+
+  static override args = {
+    name: Args.string({description: 'Name of the WorkloadGroup in the cluster.', required: false, ignoreStdin: true}),
+  }
+
+  static override flags = {
+    filename: Flags.string({char: 'f', summary: 'Read the WorkloadGroup from this YAML file (- for stdin) instead of the cluster.'}),
+    'output-dir': Flags.string({char: 'd', summary: 'Directory to write the files into (created if missing).', required: true, aliases: ['output']}),
+    ...bundleFlags,
+  }
+
+  async run(): Promise<void> {
+    const f = this.flags
+    if (this.args.name && f.filename) throw new UsageError('NAME and -f are exclusive: give the WorkloadGroup by name (from the cluster) or as a file')
+    if (!this.args.name && !f.filename) throw new UsageError('missing NAME or -f FILE: which WorkloadGroup is the bundle for?', ['meshvm bundle web -n apps -d ./web-vm'])
+    const seconds = tokenSeconds(f['token-duration'])
+    const fileGroup = f.filename ? readWorkloadGroupFile(f.filename, f.namespace) : undefined
+    const session = await this.session()
+    try {
+      const {fetchWorkloadGroup} = await import('../lib/bundle/fetch.js')
+      const {writeBundle} = await import('../lib/bundle/run.js')
+      const wg = fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace))
+      const summary = await writeBundle(session, wg, {
+        outputDir: f['output-dir'], clusterId: f['cluster-id'], tokenSeconds: seconds, ingressIp: f['ingress-ip'], ingressService: f['ingress-service'],
+        noHosts: f['no-hosts'], internalIp: f['internal-ip'], externalIp: f['external-ip'], autoregister: f.autoregister, captureDns: f['capture-dns'], archive: f.archive,
+      })
+      reportBundle(this.sink, summary)
+    } finally {
+      session.client.close()
+    }
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * Server-side apply of generated objects, in order, with an exact account of what changed:
+ * every object ends as created, configured, unchanged or failed (with the API server's causes),
+ * and an interrupted run says which objects it did not reach.
+ */
+import {ExitCode, MeshvmError} from '../errors.js'
+import type {KubeClient} from '../kube/client.js'
+import {KubeApiError} from '../kube/errors.js'
+import {findResourceByKind, resourcePath} from '../kube/resources.js'
+import type {KubeObject} from '../onboard/generate.js'
+import {resourceName} from '../output/render.js'
+import {unifiedDiff} from '../util/diff.js'
+import {toYaml} from '../yaml.js'
+
+export const FIELD_MANAGER = 'meshvm'
+
+export type ApplyOutcome = 'created' | 'configured' | 'unchanged' | 'failed' | 'not applied'
+
+export interface ApplyResult {
+  object: KubeObject
+  /** `kind.group/name`, as kubectl prints it. */
+  ref: string
+  outcome: ApplyOutcome
+  error?: MeshvmError
+  /** With `diff: true`: unified diff of the live object against the result of the apply. */
+  diff?: string
+}
+
+export interface ApplyOptions {
+  dryRun?: boolean
+  diff?: boolean
+  force?: boolean
+  signal?: AbortSignal
+  onResult?: (result: ApplyResult) => void
+}
+
+type Live = {metadata?: Record<string, unknown>; [k: string]: unknown}
+
+function pathFor(obj: KubeObject): string {
+  const res = findResourceByKind(obj.apiVersion, obj.kind)
+  if (!res) throw new MeshvmError(`meshvm cannot apply ${obj.kind} (${obj.apiVersion})`, {exit: ExitCode.USAGE, code: 'UnsupportedKind'})
+  return resourcePath(res, {namespace: obj.metadata.namespace, name: obj.metadata.name})
+}
+
+/** What a person compares in a diff: no server bookkeeping fields. */
+export function comparable(obj: Live | undefined): string {
+  if (!obj) return ''
+  const {metadata = {}, status: _status, ...rest} = obj
+  const {managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, selfLink: _s, ...meta} = metadata as Record<string, unknown>
+  const anns = meta.annotations as Record<string, string> | undefined
+  if (anns) {
+    const {'kubectl.kubernetes.io/last-applied-configuration': _l, ...kept} = anns
+    meta.annotations = Object.keys(kept).length > 0 ? kept : undefined
+    if (meta.annotations === undefined) delete meta.annotations
+  }
+  return toYaml({...rest, metadata: meta})
+}
+
+export async function applyObjects(client: KubeClient, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
+  const results: ApplyResult[] = []
+  for (const object of objects) {
+    const ref = resourceName(object)
+    if (options.signal?.aborted) {
+      results.push({object, ref, outcome: 'not applied'})
+      continue
+    }
+    let result: ApplyResult
+    try {
+      const path = pathFor(object)
+      const live = await client.getOptional<Live>(path)
+      const applied = await client.apply<Live>(path, object, {fieldManager: FIELD_MANAGER, force: options.force ?? true, dryRun: options.dryRun})
+      const outcome: ApplyOutcome = !live
+        ? 'created'
+        : live.metadata?.resourceVersion === applied?.metadata?.resourceVersion || comparable(live) === comparable(applied)
+          ? 'unchanged'
+          : 'configured'
+      result = {object, ref, outcome}
+      if (options.diff) result.diff = unifiedDiff(comparable(live), comparable(applied), {from: `live/${ref}`, to: `applied/${ref}`})
+    } catch (err) {
+      if (!(err instanceof MeshvmError)) throw err
+      result = {object, ref, outcome: 'failed', error: err}
+      // Nothing after an unreachable server can succeed; say so instead of trying each object.
+      if (!(err instanceof KubeApiError) && err.exit === ExitCode.UNREACHABLE) {
+        results.push(result)
+        options.onResult?.(result)
+        for (const rest of objects.slice(results.length)) {
+          const skipped: ApplyResult = {object: rest, ref: resourceName(rest), outcome: 'not applied'}
+          results.push(skipped)
+          options.onResult?.(skipped)
+        }
+        return results
+      }
+    }
+    results.push(result)
+    options.onResult?.(result)
+  }
+  return results
+}
+
+/** One line per object, as kubectl prints: `workloadgroup.networking.istio.io/web created (server dry run)`. */
+export function describeResult(result: ApplyResult, dryRun: boolean): string {
+  const suffix = dryRun && result.outcome !== 'failed' && result.outcome !== 'not applied' ? ' (server dry run)' : ''
+  if (result.outcome === 'failed') return `${result.ref} failed: ${result.error?.message ?? 'unknown error'}`
+  return `${result.ref} ${result.outcome}${suffix}`
+}
+
+/** The error to exit with after an apply: none, partial (some applied) or the first failure's. */
+export function applyFailure(results: ApplyResult[], interrupted: boolean): MeshvmError | undefined {
+  const failed = results.filter((r) => r.outcome === 'failed')
+  const notApplied = results.filter((r) => r.outcome === 'not applied')
+  const done = results.filter((r) => r.outcome !== 'failed' && r.outcome !== 'not applied')
+  if (failed.length === 0 && notApplied.length === 0) return undefined
+  const summary = `${done.length} of ${results.length} objects applied` +
+    (failed.length ? `; failed: ${failed.map((r) => r.ref).join(', ')}` : '') +
+    (notApplied.length ? `; not applied: ${notApplied.map((r) => r.ref).join(', ')}` : '')
+  if (interrupted) return new MeshvmError(`interrupted: ${summary}`, {exit: ExitCode.INTERRUPTED, code: 'Interrupted'})
+  if (done.length > 0) return new MeshvmError(summary, {exit: ExitCode.PARTIAL, code: 'PartialApply', hints: ['fix the cause and run the same command again: applying is idempotent']})
+  const first = failed[0]?.error
+  return new MeshvmError(summary, {exit: first?.exit ?? ExitCode.FAILURE, code: first?.code ?? 'ApplyFailed', hints: first?.hints ?? []})
+}

@@ -1,0 +1,61 @@
+/**
+ * `meshvm bundle` and `meshvm onboard --bundle`: fetch the cluster values, build the files, write
+ * them atomically (all or none; the token 0600), optionally as a .tar.gz too.
+ */
+import {join} from 'node:path'
+import {writeFilesAtomic, type FileToWrite} from '../fs/atomic.js'
+import {tarGz} from '../fs/tar.js'
+import type {KubeSession} from '../kube/session.js'
+import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type WorkloadGroupLike} from './generate.js'
+import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
+
+export interface BundleOptions extends GatewayOptions {
+  outputDir: string
+  clusterId?: string
+  tokenSeconds: number
+  internalIp?: string
+  externalIp?: string
+  autoregister: boolean
+  captureDns: boolean
+  archive: boolean
+}
+
+export interface BundleSummary {
+  dir: string
+  files: string[]
+  archive?: string
+  tokenExpiresAt?: Date
+  warnings: string[]
+}
+
+export async function writeBundle(session: KubeSession, workloadGroup: WorkloadGroupLike, options: BundleOptions, now = new Date()): Promise<BundleSummary> {
+  const wg = withWorkloadGroupDefaults(workloadGroup)
+  const warnings: string[] = []
+  // Check what needs no cluster first, so a typo fails before any request (and before a token is issued).
+  validateBundleInputs({internalIp: options.internalIp, externalIp: options.externalIp} as Parameters<typeof validateBundleInputs>[0])
+  const {client, istioNamespace, revision} = session
+  const namespace = wg.metadata.namespace
+  const [clusterId, meshConfigYaml, rootCert, gateway] = await Promise.all([
+    options.clusterId ?? fetchClusterId(client, istioNamespace, revision, (w) => warnings.push(w)),
+    fetchMeshConfig(client, istioNamespace, revision),
+    fetchRootCert(client, namespace),
+    findGateway(client, istioNamespace, options),
+  ])
+  // The token last: it is the only value that grants something, so only issue it when all else worked.
+  const issued = await requestToken(client, namespace, wg.spec.template?.serviceAccount as string, options.tokenSeconds)
+  const bundle = buildBundle({
+    workloadGroup: wg, meshConfigYaml, clusterId, rootCert, token: issued.token, tokenExpiry: issued.expiresAt,
+    istioNamespace, revision, gateway, internalIp: options.internalIp, externalIp: options.externalIp,
+    autoregister: options.autoregister, captureDns: options.captureDns,
+  })
+  warnings.push(...bundle.warnings)
+  const files: FileToWrite[] = [...bundle.files]
+  let archive: string | undefined
+  if (options.archive) {
+    const name = `${wg.metadata.name}-bundle.tar.gz`
+    files.push({name, data: tarGz(`${wg.metadata.name}-bundle`, bundle.files, Math.floor(now.getTime() / 1000)), mode: 0o600})
+    archive = join(options.outputDir, name)
+  }
+  const written = writeFilesAtomic(options.outputDir, files)
+  return {dir: options.outputDir, files: written, archive, tokenExpiresAt: issued.expiresAt, warnings}
+}

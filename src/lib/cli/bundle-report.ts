@@ -1,0 +1,14 @@
+/** What `meshvm bundle` and `onboard --bundle` tell the user after writing the files (stderr). */
+import type {BundleSummary} from '../bundle/run.js'
+import type {Sink} from '../output/render.js'
+import {humanDuration} from '../output/age.js'
+
+export function reportBundle(sink: Sink, summary: BundleSummary, now = new Date()): void {
+  for (const w of summary.warnings) sink.err(`Warning: ${w}\n`)
+  sink.err(`Wrote the VM bundle to ${summary.dir}: ${summary.files.map((p) => p.slice(summary.dir.length).replace(/^\/+/, '')).join(', ')}\n`)
+  if (summary.tokenExpiresAt) {
+    const left = summary.tokenExpiresAt.getTime() - now.getTime()
+    sink.err(`The istio-token (mode 0600) expires at ${summary.tokenExpiresAt.toISOString()} (in ${humanDuration(left)}): start the VM's sidecar before then.\n`)
+  }
+  sink.err(`On the VM, as root: copy the directory over, install the istio-sidecar package, then run ./install.sh\n`)
+}

@@ -1,0 +1,39 @@
+/**
+ * Kubernetes' duration.HumanDuration (apimachinery), used by kubectl's AGE column and istioctl's
+ * proxy-status ages: 45s, 2m5s, 12m, 3h4m, 26h, 3d4h, 120d, 2y.
+ */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000)
+  if (seconds < -1) return '<invalid>'
+  if (seconds < 0) return '0s'
+  if (seconds < 60 * 2) return `${seconds}s`
+  const minutes = Math.floor(seconds / 60)
+  if (minutes < 10) {
+    const s = seconds % 60
+    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`
+  }
+  if (minutes < 60 * 3) return `${minutes}m`
+  const hours = Math.floor(seconds / 3600)
+  if (hours < 8) {
+    const m = minutes % 60
+    return m === 0 ? `${hours}h` : `${hours}h${m}m`
+  }
+  if (hours < 48) return `${hours}h`
+  if (hours < 24 * 8) {
+    const h = hours % 24
+    return h === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${h}h`
+  }
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`
+  if (hours < 24 * 365 * 8) {
+    const dy = Math.floor(hours / 24) % 365
+    return dy === 0 ? `${Math.floor(hours / 24 / 365)}y` : `${Math.floor(hours / 24 / 365)}y${dy}d`
+  }
+  return `${Math.floor(hours / 24 / 365)}y`
+}
+
+/** kubectl's AGE for a timestamp. */
+export function age(timestamp: string | undefined, now: Date = new Date()): string {
+  if (!timestamp) return '<unknown>'
+  const t = Date.parse(timestamp)
+  return Number.isNaN(t) ? '<unknown>' : humanDuration(now.getTime() - t)
+}
