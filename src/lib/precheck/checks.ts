@@ -1,0 +1,194 @@
+/**
+ * `meshvm precheck`: what must be true in the cluster before a VM can join, checked read-only.
+ * Each check returns pass/warn/fail with a message and, when not passing, a hint.
+ */
+import {isRevisioned} from '../bundle/generate.js'
+import type {KubeClient} from '../kube/client.js'
+import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
+import {MeshvmError} from '../errors.js'
+
+export type CheckStatus = 'pass' | 'warn' | 'fail'
+
+export interface CheckResult {
+  check: string
+  status: CheckStatus
+  message: string
+  hint?: string
+}
+
+export interface PrecheckOptions {
+  namespace: string
+  istioNamespace: string
+  revision?: string
+  /** The WorkloadGroup to check, when given. */
+  group?: string
+  /** Used when there is no group (or the group has no service account). */
+  serviceAccount: string
+  ingressService: string
+  ingressIp?: string
+}
+
+interface Meta {
+  name?: string
+  namespace?: string
+  labels?: Record<string, string>
+}
+interface Pod {
+  metadata?: Meta
+  status?: {phase?: string; conditions?: {type?: string; status?: string}[]}
+}
+interface Deployment {
+  metadata?: Meta
+  spec?: {template?: {spec?: {containers?: {name?: string; env?: {name?: string; value?: string}[]}[]}}}
+}
+interface Service {
+  metadata?: Meta
+  spec?: {ports?: {port?: number}[]; externalIPs?: string[]; selector?: Record<string, string>}
+  status?: {loadBalancer?: {ingress?: {ip?: string; hostname?: string}[]}}
+}
+interface WorkloadGroup {
+  metadata?: Meta
+  spec?: {metadata?: {labels?: Record<string, string>}; template?: {serviceAccount?: string}}
+}
+interface ServiceEntry {
+  metadata?: Meta
+  spec?: {workloadSelector?: {labels?: Record<string, string>}}
+}
+
+const pass = (check: string, message: string): CheckResult => ({check, status: 'pass', message})
+const warn = (check: string, message: string, hint: string): CheckResult => ({check, status: 'warn', message, hint})
+const fail = (check: string, message: string, hint: string): CheckResult => ({check, status: 'fail', message, hint})
+
+/** A check that could not even read what it needs fails with the reason, instead of aborting the run. */
+async function guarded(check: string, run: () => Promise<CheckResult | CheckResult[]>): Promise<CheckResult[]> {
+  try {
+    const r = await run()
+    return Array.isArray(r) ? r : [r]
+  } catch (err) {
+    if (err instanceof MeshvmError) return [fail(check, err.message, err.hints[0] ?? 'see the message')]
+    throw err
+  }
+}
+
+function selectorMatches(selector: Record<string, string> | undefined, labels: Record<string, string>): boolean {
+  const entries = Object.entries(selector ?? {})
+  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
+}
+
+export async function canI(client: KubeClient, verb: string, res: ResourceType, namespace: string | undefined, subresource?: string): Promise<boolean> {
+  const review = await client.request<{status?: {allowed?: boolean}}>({
+    method: 'POST',
+    path: resourcePath(Resources.selfSubjectAccessReviews),
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: {resourceAttributes: {verb, group: res.group, resource: res.plural, subresource, namespace: res.namespaced ? namespace : undefined}},
+    },
+  })
+  return review?.status?.allowed === true
+}
+
+export async function runPrechecks(client: KubeClient, o: PrecheckOptions): Promise<CheckResult[]> {
+  const revLabel = isRevisioned(o.revision) ? `,istio.io/rev=${o.revision}` : ''
+  const istiodName = isRevisioned(o.revision) ? `istiod-${o.revision}` : 'istiod'
+  let serviceAccount = o.serviceAccount
+  let groupLabels: Record<string, string> | undefined
+
+  const results: CheckResult[][] = []
+  results.push(
+    await guarded('istiod running', async () => {
+      const pods = await client.list<Pod>(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
+      const ready = pods.filter((p) => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      if (ready.length > 0) {
+        const revs = [...new Set(ready.map((p) => p.metadata?.labels?.['istio.io/rev'] ?? 'default'))].sort()
+        return pass('istiod running', `${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
+      }
+      return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, isRevisioned(o.revision) ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
+    }),
+  )
+  results.push(
+    await guarded('auto-registration enabled', async () => {
+      const deployments = await client.list<Deployment>(resourcePath(Resources.deployments, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
+      const dep = deployments.find((d) => d.metadata?.name === istiodName) ?? deployments[0]
+      if (!dep) return warn('auto-registration enabled', `no istiod Deployment found in ${o.istioNamespace}`, 'a managed control plane cannot be inspected; check its settings with your provider')
+      const env = new Map((dep.spec?.template?.spec?.containers ?? []).flatMap((c) => c.env ?? []).map((e) => [e.name, e.value]))
+      const off = ['PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'].filter((k) => env.get(k) === 'false')
+      if (off.length === 0) return pass('auto-registration enabled', `workload entry auto-registration and health checks are on in ${o.istioNamespace}/${dep.metadata?.name}`)
+      return fail('auto-registration enabled', `${off.join(' and ')} set to "false" in ${o.istioNamespace}/${dep.metadata?.name}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
+    }),
+  )
+  results.push(
+    await guarded('east-west gateway', async () => {
+      const parts = o.ingressService.split('.')
+      const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
+      const svc = await client.getOptional<Service>(resourcePath(Resources.services, {namespace: ns, name}))
+      if (!svc) return fail('east-west gateway', `Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
+      const ports = new Set((svc.spec?.ports ?? []).map((p) => p.port))
+      const missing = [15012, 15017, 15443].filter((p) => !ports.has(p))
+      const ingress = svc.status?.loadBalancer?.ingress?.[0]
+      const address = o.ingressIp ?? ingress?.ip ?? svc.spec?.externalIPs?.[0] ?? ingress?.hostname
+      if (missing.length > 0) return fail('east-west gateway', `Service ${ns}/${name} does not expose port(s) ${missing.join(', ')}`, 'VMs need 15012 (istiod), 15017 (webhooks) and 15443 (mTLS); regenerate the gateway with gen-eastwest-gateway.sh')
+      if (!address) return fail('east-west gateway', `Service ${ns}/${name} has no load-balancer address or external IP yet`, 'wait for the load balancer, or pass --ingress-ip')
+      return pass('east-west gateway', `${ns}/${name} at ${address} exposes 15012, 15017 and 15443`)
+    }),
+  )
+  if (o.group) {
+    results.push(
+      await guarded('workload group', async () => {
+        const wg = await client.getOptional<WorkloadGroup>(resourcePath(Resources.workloadGroups, {namespace: o.namespace, name: o.group}))
+        if (!wg) return fail('workload group', `WorkloadGroup ${o.namespace}/${o.group} not found`, `create it: meshvm onboard ${o.group} -n ${o.namespace} --port … --apply`)
+        serviceAccount = wg.spec?.template?.serviceAccount || 'default'
+        groupLabels = wg.spec?.metadata?.labels ?? {}
+        const [services, entries] = await Promise.all([
+          client.list<Service>(resourcePath(Resources.services, {namespace: o.namespace})),
+          client.list<ServiceEntry>(resourcePath(Resources.serviceEntries, {namespace: o.namespace})),
+        ])
+        const selecting = [
+          ...services.filter((s) => selectorMatches(s.spec?.selector, groupLabels!)).map((s) => `Service ${s.metadata?.name}`),
+          ...entries.filter((e) => selectorMatches(e.spec?.workloadSelector?.labels, groupLabels!)).map((e) => `ServiceEntry ${e.metadata?.name}`),
+        ]
+        if (selecting.length === 0) {
+          return warn('workload group', `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${Object.entries(groupLabels).map(([k, v]) => `${k}=${v}`).join(',') || 'none'})`, 'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service')
+        }
+        return pass('workload group', `WorkloadGroup ${o.namespace}/${o.group} is selected by ${selecting.join(', ')}`)
+      }),
+    )
+  }
+  results.push(
+    await guarded('root certificate', async () => {
+      const cm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace: o.namespace, name: 'istio-ca-root-cert'}))
+      if (cm?.data?.['root-cert.pem']) return pass('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert holds the mesh root certificate`)
+      return fail('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`, `istiod writes it into namespaces it watches: does namespace ${o.namespace} exist, and is it within istiod's discoverySelectors?`)
+    }),
+  )
+  results.push(
+    await guarded('service account', async () => {
+      const sa = await client.getOptional(resourcePath(Resources.serviceAccounts, {namespace: o.namespace, name: serviceAccount}))
+      if (sa) return pass('service account', `ServiceAccount ${o.namespace}/${serviceAccount} exists`)
+      return fail('service account', `ServiceAccount ${o.namespace}/${serviceAccount} not found`, `kubectl create serviceaccount ${serviceAccount} -n ${o.namespace} (or meshvm onboard … --create-service-account --apply)`)
+    }),
+  )
+  // What meshvm itself will do: apply the manifests, read the config, issue the VM token, read proxies.
+  const permissions: [string, string, ResourceType, string | undefined, string?][] = [
+    ['token request', 'create', Resources.serviceAccounts, o.namespace, 'token'],
+    ['apply workload groups', 'patch', Resources.workloadGroups, o.namespace],
+    ['apply services', 'patch', Resources.services, o.namespace],
+    ['apply service entries', 'patch', Resources.serviceEntries, o.namespace],
+    ['read mesh config', 'get', Resources.configMaps, o.istioNamespace],
+    ['read root certificate', 'get', Resources.configMaps, o.namespace],
+    ['read istiod status', 'get', Resources.pods, o.istioNamespace, 'proxy'],
+  ]
+  const rbac = await Promise.all(
+    permissions.map(([what, verb, res, ns, sub]) =>
+      guarded(`RBAC: ${what}`, async () => {
+        const resource = `${res.plural}${sub ? '/' + sub : ''}${res.group ? '.' + res.group : ''}`
+        const allowed = await canI(client, verb, res, ns, sub)
+        return allowed
+          ? pass(`RBAC: ${what}`, `can ${verb} ${resource} in ${ns}`)
+          : fail(`RBAC: ${what}`, `cannot ${verb} ${resource} in ${ns}`, `ask for a Role in ${ns} allowing "${verb}" on ${res.group ? `"${res.plural}${sub ? '/' + sub : ''}" in API group "${res.group}"` : `"${res.plural}${sub ? '/' + sub : ''}"`}`)
+      }),
+    ),
+  )
+  results.push(...rbac)
+  return results.flat()
+}
