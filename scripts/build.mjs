@@ -1,21 +1,11 @@
-// Builds dist/: one esbuild bundle with an entry per command and code splitting, so a command loads
-// only what it uses (offline commands never load @kubernetes/client-node), then writes the oclif
-// manifest so `--help` and command lookup need no command module at all.
+// Builds dist/: an esbuild bundle (dist/main.js with oclif, dist/command-index.js with every command)
+// plus chunks for what is imported lazily, so offline commands never load @kubernetes/client-node; then writes the
+// oclif manifest so `--help` needs no command code at all.
 import {build} from 'esbuild'
-import {readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import {join, relative} from 'node:path'
+import {rmSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
-
-function commandFiles(dir) {
-  const out = []
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name)
-    if (statSync(p).isDirectory()) out.push(...commandFiles(p))
-    else if (name.endsWith('.ts')) out.push(p)
-  }
-  return out
-}
 
 rmSync(join(root, 'dist'), {recursive: true, force: true})
 rmSync(join(root, 'oclif.manifest.json'), {force: true})
@@ -23,7 +13,10 @@ rmSync(join(root, 'oclif.manifest.json'), {force: true})
 const started = Date.now()
 const result = await build({
   absWorkingDir: root,
-  entryPoints: [join(root, 'src/main.ts'), ...commandFiles(join(root, 'src/commands'))],
+  // Two entries: dist/main.js (oclif and error printing: all that --help needs) and
+  // dist/command-index.js (every command, found by oclif's explicit discovery). Code imported
+  // dynamically (the Kubernetes client, prompts) is split into chunks loaded on demand.
+  entryPoints: [join(root, 'src/main.ts'), join(root, 'src/command-index.ts')],
   outdir: join(root, 'dist'),
   outbase: join(root, 'src'),
   bundle: true,
@@ -32,7 +25,8 @@ const result = await build({
   platform: 'node',
   target: 'node20.17',
   sourcemap: false,
-  minifySyntax: true,
+  minify: true,
+  keepNames: true,
   legalComments: 'none',
   chunkNames: 'chunks/[name]-[hash]',
   metafile: true,
@@ -56,4 +50,3 @@ if (count === 0) {
   console.error('error: the manifest lists no commands')
   process.exit(1)
 }
-void relative
