@@ -50,7 +50,13 @@ export function parseYamlStream(text: string, source: string): ParsedDocument[] 
       const where = `${source}:${pos.line}:${pos.col}`
       throw new UsageError(`${where}: invalid YAML: ${err.message.split('\n')[0]}`)
     }
-    const value = doc.toJS({maxAliasCount: 100})
+    let value: unknown
+    try {
+      // maxAliasCount bounds "billion laughs" documents; unresolved aliases also throw here.
+      value = doc.toJS({maxAliasCount: 100})
+    } catch (err) {
+      throw new UsageError(`${source} (document ${i + 1}): invalid YAML: ${(err as Error).message.split('\n')[0]}`)
+    }
     if (value !== null && value !== undefined) out.push({index: i + 1, value})
   })
   return out
