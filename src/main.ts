@@ -4,7 +4,11 @@
  */
 import {flush, run, settings} from '@oclif/core'
 import {ExitCode, stripAnsi, toReport} from './lib/errors.js'
+import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
+
+// oclif finds the commands through bin/commands.cjs, which reads them from here.
+;(globalThis as {__MESHVM_COMMANDS__?: unknown}).__MESHVM_COMMANDS__ = COMMANDS
 
 export function printError(err: unknown, write: (text: string) => void = (t) => process.stderr.write(t)): number {
   const report = toReport(err)

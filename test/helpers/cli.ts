@@ -23,7 +23,7 @@ export interface CliOptions {
 }
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
-  if (!existsSync(new URL('../../dist/main.js', import.meta.url))) {
+  if (!existsSync(new URL('../../dist/meshvm.cjs', import.meta.url))) {
     throw new Error('dist/ is missing: run `npm run build` (npm test does it for you)')
   }
   return new Promise((resolve, reject) => {

@@ -94,6 +94,8 @@ export async function runPrechecks(client: KubeClient, o: PrecheckOptions): Prom
   let serviceAccount = o.serviceAccount
   let groupLabels: Record<string, string> | undefined
 
+  // One request first: an unreachable or unauthorized cluster is one error, not a table of them.
+  await client.get('/version')
   const results: CheckResult[][] = []
   results.push(
     await guarded('istiod running', async () => {
