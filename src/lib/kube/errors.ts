@@ -133,7 +133,7 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
     return new MeshvmError(`cannot connect to ${where}: the host name does not resolve`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['check the server address in the kubeconfig and your DNS/VPN']})
   }
   if (code === 'MESHVM_TIMEOUT' || code === 'ETIMEDOUT') {
-    return new MeshvmError(`no answer from ${where} within ${Math.round(timeoutMs / 1000)}s (${req.method} ${req.path})`, {
+    return new MeshvmError(`no answer from ${where} within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} (${req.method} ${req.path})`, {
       exit: ExitCode.UNREACHABLE, code: 'Timeout', hints: ['raise --request-timeout if the cluster is slow, or check connectivity'],
     })
   }

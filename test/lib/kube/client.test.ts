@@ -1,0 +1,211 @@
+/**
+ * The access layer's own behaviour (retries, backoff, Retry-After, paging restarts, error
+ * translation), against a tiny scripted HTTP server. End-to-end behaviour against the full test API
+ * server lives in test/commands.
+ */
+import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
+import {KubeClient} from '../../../src/lib/kube/client.js'
+import {loadKubeConfig} from '../../../src/lib/kube/config.js'
+import {MeshvmError} from '../../../src/lib/errors.js'
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void
+let handlers: Handler[] = []
+let seen: {method: string; url: string}[] = []
+let server: Server
+let kubeconfig: string
+const work = mkdtempSync(join(tmpdir(), 'meshvm-client-'))
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      seen.push({method: req.method ?? '', url: req.url ?? ''})
+      const h = handlers.shift()
+      if (h) h(req, res, body)
+      else json(res, 500, {kind: 'Status', message: 'no handler'})
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const port = (server.address() as AddressInfo).port
+  kubeconfig = join(work, 'config')
+  writeFileSync(kubeconfig, `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}
+contexts:
+- name: ctx
+  context: {cluster: c, user: u, namespace: team}
+current-context: ctx
+users:
+- name: u
+  user: {token: s3cr3t-token}
+`)
+})
+afterAll(async () => {
+  await new Promise((r) => server.close(r))
+  rmSync(work, {recursive: true, force: true})
+})
+afterEach(() => {
+  handlers = []
+  seen = []
+})
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, {'content-type': 'application/json', ...headers})
+  res.end(JSON.stringify(body))
+}
+
+async function client(retries: {onRetry?: (e: {delayMs: number; reason: string}) => void} = {}): Promise<KubeClient> {
+  return KubeClient.create(loadKubeConfig({kubeconfig}), {timeoutMs: 1000, backoffBaseMs: 1, onRetry: retries.onRetry})
+}
+
+describe('KubeClient', () => {
+  it('sends the bearer token and resolves the context namespace', async () => {
+    let auth = ''
+    handlers.push((req, res) => {
+      auth = req.headers.authorization ?? ''
+      json(res, 200, {major: '1', minor: '30'})
+    })
+    const c = await client()
+    expect(await c.get('/version')).toEqual({major: '1', minor: '30'})
+    expect(auth).toBe('Bearer s3cr3t-token')
+    expect(c.namespace).toBe('team')
+    c.close()
+  })
+
+  it('retries 429 honouring Retry-After, then 503, then succeeds', async () => {
+    const delays: number[] = []
+    handlers.push((_q, res) => json(res, 429, {kind: 'Status', code: 429}, {'retry-after': '0'}))
+    handlers.push((_q, res) => json(res, 503, {kind: 'Status', code: 503}))
+    handlers.push((_q, res) => json(res, 200, {ok: true}))
+    const c = await client({onRetry: (e) => delays.push(e.delayMs)})
+    expect(await c.get('/api/v1/namespaces')).toEqual({ok: true})
+    expect(delays[0]).toBe(0)
+    expect(delays).toHaveLength(2)
+    c.close()
+  })
+
+  it('retries a reset connection for reads', async () => {
+    handlers.push((req) => req.socket.destroy())
+    handlers.push((_q, res) => json(res, 200, {ok: 1}))
+    const c = await client()
+    expect(await c.get('/x')).toEqual({ok: 1})
+    c.close()
+  })
+
+  it('retries a truncated body', async () => {
+    handlers.push((_q, res) => {
+      res.writeHead(200, {'content-type': 'application/json', 'content-length': '100'})
+      res.end('{"ok":')
+      res.socket?.destroy()
+    })
+    handlers.push((_q, res) => json(res, 200, {ok: 2}))
+    const c = await client()
+    expect(await c.get('/x')).toEqual({ok: 2})
+    c.close()
+  })
+
+  it('gives up after the documented number of retries with a one-line error', async () => {
+    for (let i = 0; i < 6; i++) handlers.push((_q, res) => json(res, 503, {kind: 'Status', message: 'etcd down', code: 503}))
+    const c = await client()
+    const err = await c.get('/x').catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(MeshvmError)
+    expect((err as MeshvmError).message).toMatch(/failed GET \/x: 503 etcd down$/)
+    expect((err as MeshvmError).exit).toBe(3)
+    expect(seen).toHaveLength(6)
+    c.close()
+  })
+
+  it('never retries a JSON patch', async () => {
+    handlers.push((_q, res) => json(res, 503, {kind: 'Status', code: 503}))
+    const c = await client()
+    await expect(c.request({method: 'PATCH', path: '/x', body: [], contentType: 'application/json-patch+json'})).rejects.toThrow(/503/)
+    expect(seen).toHaveLength(1)
+    c.close()
+  })
+
+  it('translates 403 into the missing RBAC rule', async () => {
+    handlers.push((_q, res) => json(res, 403, {kind: 'Status', reason: 'Forbidden', code: 403,
+      message: 'workloadentries.networking.istio.io is forbidden: User "dev" cannot list resource "workloadentries" in API group "networking.istio.io" in the namespace "apps"'}))
+    const c = await client()
+    const err = (await c.get('/x').catch((e: unknown) => e)) as MeshvmError
+    expect(err.exit).toBe(5)
+    expect(err.hints[0]).toBe('ask a cluster admin for a Role in namespace apps allowing verb "list" on "workloadentries.networking.istio.io" (kubectl auth can-i list workloadentries.networking.istio.io -n apps)')
+    c.close()
+  })
+
+  it('reports malformed JSON after one more try, without echoing the body', async () => {
+    handlers.push((_q, res) => {
+      res.writeHead(200, {'content-type': 'application/json'})
+      res.end('{not json token=s3cr3t-token')
+    })
+    handlers.push((_q, res) => {
+      res.writeHead(200, {'content-type': 'application/json'})
+      res.end('{not json token=s3cr3t-token')
+    })
+    const c = await client()
+    const err = (await c.get('/x').catch((e: unknown) => e)) as MeshvmError
+    expect(err.message).toMatch(/sent a malformed response to GET \/x$/)
+    expect(err.message).not.toContain('s3cr3t')
+    c.close()
+  })
+
+  it('pages with limit/continue and restarts on 410 without repeating items', async () => {
+    const item = (n: number) => ({metadata: {name: `i${n}`, uid: `u${n}`}})
+    handlers.push((_q, res) => json(res, 200, {items: [item(1), item(2)], metadata: {continue: 'tok1'}}))
+    handlers.push((_q, res) => json(res, 410, {kind: 'Status', reason: 'Expired', code: 410, message: 'continue token expired'}))
+    handlers.push((_q, res) => json(res, 200, {items: [item(1), item(2)], metadata: {continue: 'tok2'}}))
+    handlers.push((_q, res) => json(res, 200, {items: [item(3)], metadata: {}}))
+    const c = await client()
+    const names: string[] = []
+    for await (const page of c.listPages<{metadata: {name: string}}>('/apis/x/v1/things', {}, 2)) names.push(...page.items.map((i) => i.metadata.name))
+    expect(names).toEqual(['i1', 'i2', 'i3'])
+    expect(seen.map((s) => s.url)).toEqual(['/apis/x/v1/things?limit=2', '/apis/x/v1/things?limit=2&continue=tok1', '/apis/x/v1/things?limit=2', '/apis/x/v1/things?limit=2&continue=tok2'])
+    c.close()
+  })
+
+  it('treats 404 on a retried delete as done', async () => {
+    handlers.push((req) => req.socket.destroy())
+    handlers.push((_q, res) => json(res, 404, {kind: 'Status', reason: 'NotFound', code: 404}))
+    const c = await client()
+    await expect(c.request({method: 'DELETE', path: '/api/v1/namespaces/a/pods/p'})).resolves.toEqual({})
+    c.close()
+  })
+
+  it('times out a request that never answers, as an unreachable error', async () => {
+    for (let i = 0; i < 6; i++) handlers.push(() => undefined)
+    const c = await KubeClient.create(loadKubeConfig({kubeconfig}), {timeoutMs: 50, backoffBaseMs: 1, maxRetries: 1})
+    const err = (await c.get('/slow').catch((e: unknown) => e)) as MeshvmError
+    expect(err.message).toMatch(/^no answer from the API server at http:\/\/127\.0\.0\.1:\d+ \(context "ctx"\) within 50ms \(GET \/slow\)$/)
+    expect(err.exit).toBe(3)
+    c.close()
+  })
+})
+
+describe('loadKubeConfig', () => {
+  it('names unknown contexts and lists the real ones', () => {
+    expect(() => loadKubeConfig({kubeconfig, context: 'prod'})).toThrow('context "prod" not found in ' + kubeconfig)
+  })
+  it('does not quote file contents when a kubeconfig does not parse', () => {
+    const bad = join(work, 'bad')
+    writeFileSync(bad, 'users:\n- name: u\n  user: {token: s3cr3t-token\n')
+    let message = ''
+    try {
+      loadKubeConfig({kubeconfig: bad})
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toMatch(/^cannot read kubeconfig .*: not a valid kubeconfig/)
+    expect(message).not.toContain('s3cr3t')
+  })
+  it('detects a missing kubeconfig instead of falling back to localhost:8080', () => {
+    expect(() => loadKubeConfig({}, {HOME: work, KUBECONFIG: join(work, 'nope')})).toThrow(/^no kubeconfig found/)
+  })
+})
