@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {bundleFlags, tokenSeconds} from '../lib/cli/bundle-flags.js'
+import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
 import {reportBundle} from '../lib/cli/bundle-report.js'
 import {UsageError} from '../lib/errors.js'
 import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
@@ -42,17 +42,14 @@ printed and checked by install.sh. Files are written whole or not at all.`
     const f = this.flags
     if (this.args.name && f.filename) throw new UsageError('NAME and -f are exclusive: give the WorkloadGroup by name (from the cluster) or as a file')
     if (!this.args.name && !f.filename) throw new UsageError('missing NAME or -f FILE: which WorkloadGroup is the bundle for?', ['meshvm bundle web -n apps -d ./web-vm'])
-    const seconds = tokenSeconds(f['token-duration'])
+    const options = bundleOptions(f, f['output-dir'])
     const fileGroup = f.filename ? readWorkloadGroupFile(f.filename, f.namespace) : undefined
     const session = await this.session()
     try {
       const {fetchWorkloadGroup} = await import('../lib/bundle/fetch.js')
       const {writeBundle} = await import('../lib/bundle/run.js')
       const wg = fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace))
-      const summary = await writeBundle(session, wg, {
-        outputDir: f['output-dir'], clusterId: f['cluster-id'], tokenSeconds: seconds, ingressIp: f['ingress-ip'], ingressService: f['ingress-service'],
-        noHosts: f['no-hosts'], internalIp: f['internal-ip'], externalIp: f['external-ip'], autoregister: f.autoregister, captureDns: f['capture-dns'], archive: f.archive,
-      })
+      const summary = await writeBundle(session, wg, options)
       reportBundle(this.sink, summary)
     } finally {
       session.client.close()

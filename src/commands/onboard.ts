@@ -1,8 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 import {applyFailure, applyObjects, describeResult} from '../lib/apply/apply.js'
 import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
+import type {BundleOptions} from '../lib/bundle/run.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
-import {bundleFlags, tokenSeconds} from '../lib/cli/bundle-flags.js'
+import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
 import {reportBundle} from '../lib/cli/bundle-report.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {UsageError} from '../lib/errors.js'
@@ -145,12 +146,12 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     const spec = parseOnboardInput(input)
     const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as KubeObject) : o))
     // Parse this before any request, so a typo never leaves a half-done job.
-    const tokenDuration = f.bundle ? tokenSeconds(f['token-duration']) : 0
+    const bundle = f.bundle === undefined ? undefined : bundleOptions(f, f.bundle)
 
     if (f['output-dir']) this.writeDir(f['output-dir'], objects)
     const cluster = f.apply || f['dry-run'] === 'server' || f.diff || f.bundle
     if (!cluster && !f['output-dir']) this.out(this.render(objects, f.output))
-    if (cluster) await this.toCluster(objects, tokenDuration)
+    if (cluster) await this.toCluster(objects, bundle)
 
     if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, f['output-dir'] ? ['-d', f['output-dir']] : [])}`)
   }
@@ -199,7 +200,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     return readWorkloadGroupFile(path, f.namespace)
   }
 
-  private async toCluster(objects: KubeObject[], tokenDuration: number): Promise<void> {
+  private async toCluster(objects: KubeObject[], bundle: BundleOptions | undefined): Promise<void> {
     const f = this.flags
     const session = await this.session()
     try {
@@ -226,13 +227,10 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
         const failure = applyFailure(results, controller.signal.aborted)
         if (failure) throw failure
       }
-      if (f.bundle) {
+      if (bundle) {
         const wg = objects.find((o) => o.kind === 'WorkloadGroup') as unknown as WorkloadGroupLike
         const {writeBundle} = await import('../lib/bundle/run.js')
-        const summary = await writeBundle(session, wg, {
-          outputDir: f.bundle, clusterId: f['cluster-id'], tokenSeconds: tokenDuration, ingressIp: f['ingress-ip'], ingressService: f['ingress-service'],
-          noHosts: f['no-hosts'], internalIp: f['internal-ip'], externalIp: f['external-ip'], autoregister: f.autoregister, captureDns: f['capture-dns'], archive: f.archive,
-        })
+        const summary = await writeBundle(session, wg, bundle)
         reportBundle(this.sink, summary)
       }
     } finally {

@@ -1,5 +1,6 @@
 /** Flags shared by `meshvm bundle` and `meshvm onboard --bundle`. */
 import {Flags} from '@oclif/core'
+import type {BundleOptions} from '../bundle/run.js'
 import {UsageError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
 
@@ -25,4 +26,34 @@ export function tokenSeconds(text: string): number {
     throw new UsageError(`--token-duration ${JSON.stringify(text)}: expected a duration of at least 10m, e.g. 1h or 24h`)
   }
   return ms / 1000
+}
+
+export interface BundleFlagValues {
+  'cluster-id'?: string
+  'token-duration': string
+  'ingress-service': string
+  'ingress-ip'?: string
+  'no-hosts': boolean
+  'internal-ip'?: string
+  'external-ip'?: string
+  autoregister: boolean
+  'capture-dns': boolean
+  archive: boolean
+}
+
+/** The bundle options the flags describe (validates --token-duration first). */
+export function bundleOptions(flags: BundleFlagValues, outputDir: string): BundleOptions {
+  return {
+    outputDir,
+    clusterId: flags['cluster-id'],
+    tokenSeconds: tokenSeconds(flags['token-duration']),
+    ingressIp: flags['ingress-ip'],
+    ingressService: flags['ingress-service'],
+    noHosts: flags['no-hosts'],
+    internalIp: flags['internal-ip'],
+    externalIp: flags['external-ip'],
+    autoregister: flags.autoregister,
+    captureDns: flags['capture-dns'],
+    archive: flags.archive,
+  }
 }
