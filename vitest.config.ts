@@ -11,6 +11,7 @@ export default defineConfig({
     // 2-core CI machines: keep parallelism modest so integration tests with servers do not starve.
     maxWorkers: 2,
     setupFiles: ['test/setup.ts'],
+    globalSetup: ['test/global-setup.ts'],
     env: {NO_COLOR: '1', COLUMNS: '120', MESHVM_NO_UPDATE: '1'},
   },
 })

@@ -5,6 +5,7 @@
 import {spawn} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {fileURLToPath} from 'node:url'
+import {logRun} from './secrets.js'
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
@@ -20,6 +21,8 @@ export interface CliOptions {
   cwd?: string
   input?: string
   timeoutMs?: number
+  /** The command is meant to print a secret on stdout (the secret scan then checks stderr only). */
+  stdoutMayHoldSecrets?: boolean
 }
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
@@ -38,6 +41,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     child.on('error', reject)
     child.on('close', (code, signal) => {
       clearTimeout(timer)
+      logRun({args, stdout, stderr, stdoutMayHoldSecrets: Boolean(options.stdoutMayHoldSecrets)})
       resolve({code: code ?? (signal ? 128 : 1), stdout, stderr})
     })
     child.stdin.end(options.input ?? '')
