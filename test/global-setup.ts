@@ -27,5 +27,9 @@ export function teardown(): void {
   }
   rmSync(dir, {recursive: true, force: true})
   console.log(`secret scan: ${secrets.length} secret(s) checked against ${runs.length} CLI run(s)`)
-  if (leaks.length > 0) throw new Error(`secret scan: a recorded secret appeared in ${leaks.length} output(s): ${[...new Set(leaks)].slice(0, 5).join('; ')}`)
+  if (leaks.length > 0) {
+    // vitest reports errors thrown here but keeps its exit code; make the run fail explicitly.
+    process.exitCode = 1
+    throw new Error(`secret scan: a recorded secret appeared in ${leaks.length} output(s): ${[...new Set(leaks)].slice(0, 5).join('; ')}`)
+  }
 }
