@@ -21,9 +21,12 @@ export interface Stats {
 
 const GNU_TIME = '/usr/bin/time'
 
-/** Runs a command once; with GNU time available, also its peak RSS (max resident set size). */
-export function runOnce(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<Sample> {
-  const useTime = existsSync(GNU_TIME)
+/**
+ * Runs a command once. Wall time is measured on the process itself; peak RSS, when asked for, comes
+ * from GNU time in a separate run, so the wrapper never inflates the timings.
+ */
+export function runOnce(argv: string[], env: NodeJS.ProcessEnv = process.env, withRss = false): Promise<Sample> {
+  const useTime = withRss && existsSync(GNU_TIME)
   const cmd = useTime ? GNU_TIME : argv[0]!
   const args = useTime ? ['-f', '__MESHVM_RSS__%M', ...argv] : argv.slice(1)
   return new Promise((resolve, reject) => {
@@ -40,17 +43,37 @@ export function runOnce(argv: string[], env: NodeJS.ProcessEnv = process.env): P
   })
 }
 
-export async function measure(argv: string[], options: {runs: number; warmup: number; env?: NodeJS.ProcessEnv}): Promise<Stats> {
-  for (let i = 0; i < options.warmup; i++) await runOnce(argv, options.env)
-  const samples: Sample[] = []
-  for (let i = 0; i < options.runs; i++) {
-    const s = await runOnce(argv, options.env)
-    if (s.code !== 0) throw new Error(`${argv.join(' ')} exited ${s.code}`)
-    samples.push(s)
+
+function stats(walls: number[]): Omit<Stats, 'peakRssKiB'> {
+  const sorted = [...walls].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  const median = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+  return {median, min: sorted[0]!, max: sorted[sorted.length - 1]!, runs: sorted.length}
+}
+
+/**
+ * Measures a command and its baseline in alternation (A B A B …), so both see the same machine
+ * load; on a noisy 2-core machine this matters more than the number of runs.
+ */
+export async function measurePair(
+  command: string[],
+  baseline: string[],
+  options: {runs: number; warmup: number; env?: NodeJS.ProcessEnv; baselineEnv?: NodeJS.ProcessEnv},
+): Promise<{command: Stats; baseline: Stats}> {
+  for (let i = 0; i < options.warmup; i++) {
+    await runOnce(baseline, options.baselineEnv ?? options.env)
+    await runOnce(command, options.env)
   }
-  const walls = samples.map((s) => s.wallMs).sort((a, b) => a - b)
-  const mid = Math.floor(walls.length / 2)
-  const median = walls.length % 2 ? walls[mid]! : (walls[mid - 1]! + walls[mid]!) / 2
-  const rss = samples.map((s) => s.peakRssKiB).filter((x): x is number => x !== undefined)
-  return {median, min: walls[0]!, max: walls[walls.length - 1]!, runs: walls.length, peakRssKiB: rss.length ? Math.max(...rss) : undefined}
+  const a: number[] = []
+  const b: number[] = []
+  for (let i = 0; i < options.runs; i++) {
+    const sb = await runOnce(baseline, options.baselineEnv ?? options.env)
+    const sa = await runOnce(command, options.env)
+    if (sa.code !== 0) throw new Error(`${command.join(' ')} exited ${sa.code}`)
+    if (sb.code !== 0) throw new Error(`${baseline.join(' ')} exited ${sb.code}`)
+    a.push(sa.wallMs)
+    b.push(sb.wallMs)
+  }
+  const [ra, rb] = [await runOnce(command, options.env, true), await runOnce(baseline, options.baselineEnv ?? options.env, true)]
+  return {command: {...stats(a), peakRssKiB: ra.peakRssKiB}, baseline: {...stats(b), peakRssKiB: rb.peakRssKiB}}
 }

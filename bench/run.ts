@@ -6,12 +6,12 @@
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {measure, type Stats} from './measure.js'
+import {measurePair, type Stats} from './measure.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const BIN = join(ROOT, 'bin/run.js')
 const quick = process.argv.includes('--quick')
-const runs = quick ? 3 : 15
+const runs = quick ? 3 : 21
 const warmup = quick ? 1 : 3
 
 interface Case {
@@ -53,9 +53,7 @@ async function main(): Promise<void> {
   const env = {...process.env, NO_COLOR: '1'}
   const results: Result[] = []
   for (const c of offline) {
-    // Interleave: baseline then meshvm, so both see the same machine load.
-    const baseline = await measure(c.baseline, {runs, warmup, env})
-    const meshvm = await measure(c.command, {runs, warmup, env: {...env, ...c.env}})
+    const {command: meshvm, baseline} = await measurePair(c.command, c.baseline, {runs, warmup, env: {...env, ...c.env}, baselineEnv: env})
     const ratio = meshvm.median / baseline.median
     results.push({name: c.name, meshvm, baselineName: c.baselineName, baseline, ratio, target: c.target, pass: ratio <= c.target})
     process.stderr.write('.')
