@@ -138,13 +138,16 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (this.args.name && f.name && this.args.name !== f.name) {
       throw new UsageError(`NAME ${JSON.stringify(this.args.name)} and --name ${JSON.stringify(f.name)} disagree; give one of them`)
     }
-    const fileGroup = f.filename === undefined ? undefined : this.readFileGroup(f.filename)
+    const fileGroup = f.filename === undefined ? undefined : await this.readFileGroup(f.filename)
     let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
     const wizard = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] && canPrompt()
     if (wizard) input = await runOnboardWizard(input, await terminalPrompter())
 
     const spec = parseOnboardInput(input)
     const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as KubeObject) : o))
+    // The same schema and CEL rules kube-apiserver enforces, so nothing printed is rejected later.
+    const {assertValidIstioObjects} = await import('../lib/schema/istio.js')
+    assertValidIstioObjects(objects, f.filename ?? 'generated manifests')
     // Parse this before any request, so a typo never leaves a half-done job.
     const bundle = f.bundle === undefined ? undefined : bundleOptions(f, f.bundle)
 
@@ -188,7 +191,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     }
   }
 
-  private readFileGroup(path: string): WorkloadGroupLike {
+  private async readFileGroup(path: string): Promise<WorkloadGroupLike> {
     const f = this.flags
     const flagsSet: string[] = (['port', 'label', 'annotation', 'network', 'locality', 'weight', 'probe-http', 'probe-https', 'probe-tcp', 'probe-exec', 'probe-host', 'probe-header',
       'probe-period', 'probe-timeout', 'probe-initial-delay', 'probe-success-threshold', 'probe-failure-threshold', 'name'] as const).filter((k) => f[k] !== undefined).map((k) => `--${k}`)
@@ -197,7 +200,11 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (flagsSet.length > 0) {
       throw new UsageError(`${flagsSet[0]} cannot be combined with -f: the WorkloadGroup file defines the group; edit the file instead`)
     }
-    return readWorkloadGroupFile(path, f.namespace)
+    const wg = readWorkloadGroupFile(path, f.namespace)
+    // Check the file against the CRD before deriving anything from it, so errors name the file.
+    const {assertValidIstioObjects} = await import('../lib/schema/istio.js')
+    assertValidIstioObjects([wg as unknown as KubeObject], path)
+    return wg
   }
 
   private async toCluster(objects: KubeObject[], bundle: BundleOptions | undefined): Promise<void> {

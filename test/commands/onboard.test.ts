@@ -1,9 +1,11 @@
 import {execFileSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 import {parse, parseAllDocuments} from 'yaml'
+import {validateIstioObject} from '../../src/lib/schema/istio.js'
+import {dns1035Label, labelValue, qualifiedName} from '../../src/lib/validation/kube.js'
 import {expectDirMatchesGolden, expectMatchesGoldenFile} from '../helpers/golden.js'
 import {REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 
@@ -33,6 +35,24 @@ const CASES: Record<string, string[]> = {
     '--service-entry', '--host', 'shop.retail.example.com', '--probe-http', '8080/healthz', '--probe-period', '15', '--probe-failure-threshold', '2'],
 }
 
+/** Kubernetes' own Service rules (apimachinery validation) for what meshvm generates. */
+function serviceProblems(svc: {metadata: {name: string; labels?: Record<string, string>}; spec: {selector: Record<string, string>; ports: {name: string; port: number; targetPort: number; protocol: string}[]}}): string[] {
+  const problems: string[] = []
+  if (dns1035Label(svc.metadata.name)) problems.push('metadata.name')
+  for (const [k, v] of Object.entries({...svc.spec.selector, ...svc.metadata.labels})) if (qualifiedName(k) || labelValue(v)) problems.push(`label ${k}`)
+  const names = new Set<string>()
+  const ports = new Set<string>()
+  svc.spec.ports.forEach((p, i) => {
+    if (svc.spec.ports.length > 1 && !p.name) problems.push(`spec.ports[${i}].name required`)
+    if (names.has(p.name) || ports.has(`${p.port}/${p.protocol}`)) problems.push(`spec.ports[${i}] duplicate`)
+    names.add(p.name)
+    ports.add(`${p.port}/${p.protocol}`)
+    if (!(p.port >= 1 && p.port <= 65535) || !(p.targetPort >= 1 && p.targetPort <= 65535)) problems.push(`spec.ports[${i}] range`)
+    if (!['TCP', 'UDP', 'SCTP'].includes(p.protocol)) problems.push(`spec.ports[${i}].protocol`)
+  })
+  return problems
+}
+
 function objectsOf(yamlText: string): Record<string, unknown>[] {
   return parseAllDocuments(yamlText).map((d) => d.toJS() as Record<string, unknown>).filter(Boolean)
 }
@@ -53,6 +73,13 @@ describe.concurrent('meshvm onboard: golden matrix', () => {
       expect(printed.code, printed.stderr).toBe(0)
       const fromFiles = readdirSync(dir).filter((f) => f !== 'kustomization.yaml').sort().map((f) => readFileSync(join(dir, f), 'utf8'))
       expect(printed.stdout).toBe(fromFiles.join('---\n'))
+
+      // Every object passes the official CRD schema with its CEL rules, or Kubernetes' Service rules.
+      for (const obj of objectsOf(printed.stdout)) {
+        const causes = validateIstioObject(obj)
+        if (causes) expect(causes, `${obj.kind} against the CRD schema`).toEqual([])
+        else if (obj.kind === 'Service') expect(serviceProblems(obj as never)).toEqual([])
+      }
 
       // Round trip through the real kubectl: kustomize reads every file and accepts every object.
       const built = execFileSync('kubectl', ['kustomize', dir], {encoding: 'utf8'})
@@ -159,6 +186,47 @@ const BAD: [string, string[], string][] = [
   ['bad -o', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'table'], 'Error: Expected --output=table to be one of: yaml, json, name'],
   ['too many arguments', ['web', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: Unexpected argument: api'],
 ]
+
+const WG_FILE_DIR = join(work, 'wg-files')
+const wgFile = (name: string, text: string): string => {
+  mkdirSync(WG_FILE_DIR, {recursive: true})
+  writeFileSync(join(WG_FILE_DIR, name), text)
+  return join(WG_FILE_DIR, name)
+}
+
+describe.concurrent('meshvm onboard -f', () => {
+  it('derives the Service from a WorkloadGroup file and keeps the file as the group', async () => {
+    const file = wgFile('ok.yaml', 'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: web, namespace: apps}\nspec:\n  metadata: {labels: {app: web}}\n  template: {ports: {http: 8080}, serviceAccount: web-vm}\n')
+    const r = await runCli(['onboard', '-f', file])
+    expect(r.code, r.stderr).toBe(0)
+    const [wg, svc] = objectsOf(r.stdout) as {kind: string; spec: Record<string, unknown>; metadata: {name: string}}[]
+    expect(wg!.spec).toEqual({metadata: {labels: {app: 'web'}}, template: {ports: {http: 8080}, serviceAccount: 'web-vm'}})
+    expect(svc!.kind).toBe('Service')
+    expect(svc!.spec.selector).toEqual({app: 'web'})
+  })
+  it.each([
+    ['a missing file', ['-f', '/nonexistent/wg.yaml'], 'Error: -f "/nonexistent/wg.yaml": file not found'],
+    ['a file without a WorkloadGroup', ['-f', 'svc.yaml'], 'Error: -f "FILE": expected exactly one WorkloadGroup, found 0 (and 1 other document(s))'],
+    ['invalid YAML', ['-f', 'broken.yaml'], 'Error: FILE:3:1: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]'],
+    ['a schema violation', ['-f', 'invalid.yaml'], 'Error: FILE: WorkloadGroup.networking.istio.io "web" is invalid: spec.template.ports.http: Invalid value: "integer": port must be between 1-65535'],
+    ['no namespace anywhere', ['-f', 'nons.yaml'], 'Error: FILE: metadata.namespace is not set; pass -n NAMESPACE'],
+    ['workload flags with -f', ['-f', 'ok2.yaml', '-p', 'http=80'], 'Error: --port cannot be combined with -f: the WorkloadGroup file defines the group; edit the file instead'],
+  ])('rejects %s', async (_t, args, message) => {
+    const files: Record<string, string> = {
+      'svc.yaml': 'apiVersion: v1\nkind: Service\nmetadata: {name: x}\n',
+      'broken.yaml': 'kind: WorkloadGroup\nmetadata: [\n',
+      'invalid.yaml': 'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: web, namespace: apps}\nspec:\n  template: {ports: {http: 0}}\n',
+      'nons.yaml': 'kind: WorkloadGroup\nmetadata: {name: web}\nspec: {template: {}}\n',
+      'ok2.yaml': 'kind: WorkloadGroup\nmetadata: {name: web, namespace: apps}\nspec: {template: {}}\n',
+    }
+    const name = args[1]!
+    const path = files[name] ? wgFile(name, files[name]) : name
+    const r = await runCli(['onboard', ...args.map((a) => (a === name ? path : a))])
+    expect(r.code).toBe(2)
+    expect(r.stderr.split('\n')[0]).toBe(message.replace('FILE', path))
+    expect(r.stderr).not.toMatch(STACK_TRACE)
+  })
+})
 
 describe.concurrent('meshvm onboard: bad input', () => {
   it('has at least 30 cases', () => {
