@@ -1,0 +1,324 @@
+/**
+ * The test API server's own tests: REST semantics over real HTTPS, checked at the wire level.
+ */
+import {request} from 'node:https'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startCluster, type TestCluster} from '../helpers/cluster.js'
+
+interface Res {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: any
+  text: string
+}
+
+let cluster: TestCluster
+
+function call(method: string, path: string, options: {body?: unknown; token?: string | null; contentType?: string; accept?: string} = {}): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, cluster.url)
+    const headers: Record<string, string> = {Accept: options.accept ?? 'application/json'}
+    const token = options.token === undefined ? cluster.token : options.token
+    if (token) headers.Authorization = `Bearer ${token}`
+    const payload = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+    if (payload !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json'
+    const req = request(url, {method, headers, ca: cluster.caPem}, (res) => {
+      let text = ''
+      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => {
+        let body: unknown
+        try {
+          body = JSON.parse(text)
+        } catch {
+          body = undefined
+        }
+        resolve({status: res.statusCode ?? 0, headers: res.headers, body, text})
+      })
+    })
+    req.on('error', reject)
+    req.end(payload)
+  })
+}
+
+const WG = '/apis/networking.istio.io/v1/namespaces/default/workloadgroups'
+const wg = (name: string, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name, ...extra},
+  spec: {metadata: {labels: {app: name}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
+})
+
+beforeAll(async () => {
+  cluster = await startCluster({continueTtlMs: 400, tokenControllerDelayMs: 100})
+})
+afterAll(() => cluster?.stop())
+
+describe('authentication and discovery', () => {
+  it('rejects requests without a valid token with 401', async () => {
+    expect((await call('GET', '/api/v1/namespaces', {token: null})).status).toBe(401)
+    const bad = await call('GET', '/api/v1/namespaces', {token: 'nope'})
+    expect(bad.status).toBe(401)
+    expect(bad.body).toMatchObject({kind: 'Status', reason: 'Unauthorized', code: 401})
+  })
+
+  it('serves /version, groups with preferred versions, and resource lists', async () => {
+    expect((await call('GET', '/version')).body.gitVersion).toBe('v1.32.0')
+    const groups = (await call('GET', '/apis')).body.groups as {name: string; preferredVersion: {version: string}}[]
+    expect(groups.find((g) => g.name === 'networking.istio.io')?.preferredVersion.version).toBe('v1')
+    const list = (await call('GET', '/apis/runtime.onboarding.tetrate.io/v1alpha1')).body
+    expect(list.resources).toContainEqual(expect.objectContaining({name: 'workloadautoregistrations', shortNames: ['war'], kind: 'WorkloadAutoRegistration', namespaced: true}))
+    const core = (await call('GET', '/api/v1')).body.resources.map((r: {name: string}) => r.name)
+    expect(core).toEqual(expect.arrayContaining(['pods', 'pods/proxy', 'serviceaccounts/token', 'secrets', 'events']))
+  })
+
+  it('serves OpenAPI v3 documents that announce fieldValidation', async () => {
+    const root = (await call('GET', '/openapi/v3')).body
+    expect(root.paths['apis/networking.istio.io/v1'].serverRelativeURL).toMatch(/^\/openapi\/v3\/apis\/networking.istio.io\/v1\?hash=/)
+    const doc = (await call('GET', '/openapi/v3/apis/networking.istio.io/v1')).body
+    const patch = doc.paths['/apis/networking.istio.io/v1/namespaces/{namespace}/workloadgroups/{name}'].patch
+    expect(patch['x-kubernetes-group-version-kind']).toEqual({group: 'networking.istio.io', version: 'v1', kind: 'WorkloadGroup'})
+    expect(patch.parameters.map((p: {name: string}) => p.name)).toContain('fieldValidation')
+  })
+})
+
+describe('object semantics', () => {
+  it('creates with uid, resourceVersion, generation and creationTimestamp; 409 on a second create', async () => {
+    const created = await call('POST', WG, {body: wg('crud')})
+    expect(created.status).toBe(201)
+    expect(created.body.metadata).toMatchObject({name: 'crud', namespace: 'default', generation: 1})
+    expect(created.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/)
+    expect(created.body.metadata.creationTimestamp).toMatch(/Z$/)
+    const again = await call('POST', WG, {body: wg('crud')})
+    expect(again.status).toBe(409)
+    expect(again.body).toMatchObject({reason: 'AlreadyExists', message: 'workloadgroups.networking.istio.io "crud" already exists'})
+  })
+
+  it('rejects a stale resourceVersion with 409 Conflict; bumps generation only on spec changes', async () => {
+    const first = (await call('GET', `${WG}/crud`)).body
+    const labelled = await call('PATCH', `${WG}/crud`, {body: {metadata: {labels: {team: 'a'}}}, contentType: 'application/merge-patch+json'})
+    expect(labelled.body.metadata.generation).toBe(1)
+    const stale = await call('PUT', `${WG}/crud`, {body: first})
+    expect(stale.status).toBe(409)
+    expect(stale.body.reason).toBe('Conflict')
+    const changed = await call('PATCH', `${WG}/crud`, {body: [{op: 'replace', path: '/spec/template/ports/http', value: 9090}], contentType: 'application/json-patch+json'})
+    expect(changed.status).toBe(200)
+    expect(changed.body.metadata.generation).toBe(2)
+    expect(changed.body.metadata.labels).toEqual({team: 'a'})
+    expect(Number(changed.body.metadata.resourceVersion)).toBeGreaterThan(Number(first.metadata.resourceVersion))
+  })
+
+  it('validates against the CRD schema with 422 causes, and rejects unknown fields with fieldValidation=Strict', async () => {
+    const bad = wg('bad')
+    bad.spec.template.ports.http = 70000
+    const res = await call('POST', WG, {body: bad})
+    expect(res.status).toBe(422)
+    expect(res.body.reason).toBe('Invalid')
+    expect(res.body.details.causes[0]).toMatchObject({field: 'spec.template.ports.http'})
+    const unknown = {...wg('strict'), spec: {...wg('strict').spec, bogus: true}}
+    const strict = await call('POST', `${WG}?fieldValidation=Strict`, {body: unknown})
+    expect(strict.status).toBe(400)
+    expect(strict.body.message).toBe('strict decoding error: unknown field "spec.bogus"')
+    const pruned = await call('POST', WG, {body: unknown})
+    expect(pruned.status).toBe(201)
+    expect(pruned.body.spec.bogus).toBeUndefined()
+  })
+
+  it('does not persist dryRun=All writes', async () => {
+    const res = await call('POST', `${WG}?dryRun=All`, {body: wg('dry')})
+    expect(res.status).toBe(201)
+    expect((await call('GET', `${WG}/dry`)).status).toBe(404)
+  })
+
+  it('server-side apply: creates, tracks managers, reports conflicts and forces', async () => {
+    const apply = (body: unknown, manager: string, force = false) =>
+      call('PATCH', `${WG}/ssa?fieldManager=${manager}${force ? '&force=true' : ''}`, {body, contentType: 'application/apply-patch+yaml'})
+    const created = await apply(wg('ssa'), 'meshvm')
+    expect(created.status).toBe(201)
+    expect(created.body.metadata.managedFields[0]).toMatchObject({manager: 'meshvm', operation: 'Apply'})
+    const other = wg('ssa')
+    other.spec.template.ports.http = 1234
+    const conflict = await apply(other, 'someone-else')
+    expect(conflict.status).toBe(409)
+    expect(conflict.body.message).toMatch(/^Apply failed with 1 conflict: conflict with "meshvm": \.spec\.template\.ports\.http/)
+    const forced = await apply(other, 'someone-else', true)
+    expect(forced.status).toBe(200)
+    expect(forced.body.spec.template.ports.http).toBe(1234)
+    const missingManager = await call('PATCH', `${WG}/ssa`, {body: wg('ssa'), contentType: 'application/apply-patch+yaml'})
+    expect(missingManager.status).toBe(422)
+  })
+
+  it('requires the namespace to exist and the body namespace to match', async () => {
+    const missing = await call('POST', '/apis/networking.istio.io/v1/namespaces/nowhere/workloadgroups', {body: wg('x')})
+    expect(missing.status).toBe(404)
+    expect(missing.body.message).toBe('namespaces "nowhere" not found')
+    const mismatch = await call('POST', WG, {body: wg('x', {namespace: 'other'})})
+    expect(mismatch.status).toBe(400)
+  })
+
+  it('deletes dependents through ownerReferences, and everything in a deleted namespace', async () => {
+    await call('POST', '/api/v1/namespaces', {body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'gc'}}})
+    const owner = (await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadgroups', {body: wg('owner')})).body
+    const ref = {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'owner', uid: owner.metadata.uid, controller: true}
+    await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadentries', {body: {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'owned', ownerReferences: [ref]}, spec: {address: '10.0.0.1'}}})
+    await call('POST', '/api/v1/namespaces/gc/configmaps', {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'cm'}, data: {a: 'b'}}})
+    expect((await call('DELETE', '/apis/networking.istio.io/v1/namespaces/gc/workloadgroups/owner')).status).toBe(200)
+    expect((await call('GET', '/apis/networking.istio.io/v1/namespaces/gc/workloadentries/owned')).status).toBe(404)
+    expect((await call('GET', '/api/v1/namespaces/gc/configmaps/cm')).status).toBe(200)
+    await call('DELETE', '/api/v1/namespaces/gc')
+    expect((await call('GET', '/api/v1/namespaces/gc/configmaps/cm')).status).toBe(404)
+  })
+})
+
+describe('lists, selectors, paging and watch', () => {
+  beforeAll(async () => {
+    await call('POST', '/api/v1/namespaces', {body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'paging'}}})
+    for (let i = 0; i < 25; i++) {
+      await call('POST', '/api/v1/namespaces/paging/configmaps', {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: `cm-${String(i).padStart(2, '0')}`, labels: {tier: i % 3 === 0 ? 'a' : i % 3 === 1 ? 'b' : 'c', ...(i < 5 ? {first: 'yes'} : {})}}}})
+    }
+  })
+
+  it('filters with =, !=, in, notin, exists and !exists; rejects malformed selectors with 400', async () => {
+    const names = async (selector: string) =>
+      ((await call('GET', `/api/v1/namespaces/paging/configmaps?labelSelector=${encodeURIComponent(selector)}`)).body.items as {metadata: {name: string}}[]).length
+    expect(await names('tier=a')).toBe(9)
+    expect(await names('tier!=a')).toBe(16)
+    expect(await names('tier in (a,b)')).toBe(17)
+    expect(await names('tier notin (a,b)')).toBe(8)
+    expect(await names('first')).toBe(5)
+    expect(await names('!first')).toBe(20)
+    expect(await names('tier=a,first')).toBe(2)
+    expect((await call('GET', '/api/v1/namespaces/paging/configmaps?labelSelector=' + encodeURIComponent('tier in (a'))).status).toBe(400)
+    const byName = await call('GET', '/api/v1/namespaces/paging/configmaps?fieldSelector=metadata.name%3Dcm-07')
+    expect(byName.body.items.map((i: {metadata: {name: string}}) => i.metadata.name)).toEqual(['cm-07'])
+  })
+
+  it('pages with limit/continue and remainingItemCount, and expires old continue tokens with 410', async () => {
+    const first = (await call('GET', '/api/v1/namespaces/paging/configmaps?limit=10')).body
+    expect(first.items).toHaveLength(10)
+    expect(first.metadata.remainingItemCount).toBe(15)
+    const second = (await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${first.metadata.continue}`)).body
+    expect(second.items[0].metadata.name).toBe('cm-10')
+    const third = (await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${second.metadata.continue}`)).body
+    expect(third.items).toHaveLength(5)
+    expect(third.metadata.continue).toBeUndefined()
+    await new Promise((r) => setTimeout(r, 450))
+    const expired = await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${first.metadata.continue}`)
+    expect(expired.status).toBe(410)
+    expect(expired.body.reason).toBe('Expired')
+  })
+
+  it('streams watch events and answers a too-old resourceVersion with an ERROR event', async () => {
+    const events: {type: string; object: {metadata: {name: string}}}[] = []
+    const url = new URL('/api/v1/namespaces/paging/configmaps?watch=true&resourceVersion=' + cluster.store.resourceVersion, cluster.url)
+    const req = request(url, {headers: {Authorization: `Bearer ${cluster.token}`}, ca: cluster.caPem}, (res) => {
+      let buffer = ''
+      res.setEncoding('utf8').on('data', (d: string) => {
+        buffer += d
+        const lines = buffer.split('\n')
+        buffer = lines.pop()!
+        for (const l of lines) events.push(JSON.parse(l))
+      })
+    })
+    req.end()
+    await new Promise((r) => setTimeout(r, 100))
+    await call('POST', '/api/v1/namespaces/paging/configmaps', {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'watched'}}})
+    await call('PATCH', '/api/v1/namespaces/paging/configmaps/watched', {body: {data: {a: 'b'}}, contentType: 'application/merge-patch+json'})
+    await call('DELETE', '/api/v1/namespaces/paging/configmaps/watched')
+    await new Promise((r) => setTimeout(r, 100))
+    req.destroy()
+    expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED watched', 'MODIFIED watched', 'DELETED watched'])
+  })
+})
+
+describe('service accounts, RBAC and subresources', () => {
+  it('issues TokenRequest JWTs that authenticate as the service account, authorized by RBAC bindings', async () => {
+    await call('POST', '/api/v1/namespaces/default/serviceaccounts', {body: {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'reader'}}})
+    const tr = await call('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {audiences: ['istio-ca'], expirationSeconds: 3600}}})
+    expect(tr.status).toBe(201)
+    const token = tr.body.status.token as string
+    const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+    expect(claims).toMatchObject({aud: ['istio-ca'], sub: 'system:serviceaccount:default:reader'})
+    const denied = await call('GET', '/api/v1/pods', {token})
+    expect(denied.status).toBe(403)
+    expect(denied.body.message).toBe('pods is forbidden: User "system:serviceaccount:default:reader" cannot list resource "pods" in API group "" at the cluster scope')
+    await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {body: {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name: 'pod-reader'}, rules: [{apiGroups: [''], resources: ['pods'], verbs: ['get', 'list']}]}})
+    await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {body: {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: {name: 'reader'}, roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'pod-reader'}, subjects: [{kind: 'ServiceAccount', name: 'reader', namespace: 'default'}]}})
+    expect((await call('GET', '/api/v1/pods', {token})).status).toBe(200)
+    const review = await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {token, body: {apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {resourceAttributes: {verb: 'delete', resource: 'pods'}}}})
+    expect(review.body.status.allowed).toBe(false)
+    const short = await call('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {body: {spec: {expirationSeconds: 60}}})
+    expect(short.status).toBe(422)
+  })
+
+  it('fills service-account-token Secrets after the token controller delay', async () => {
+    await call('POST', '/api/v1/namespaces/default/secrets', {body: {apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: {name: 'reader-token', annotations: {'kubernetes.io/service-account.name': 'reader'}}}})
+    expect((await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data).toEqual({})
+    await new Promise((r) => setTimeout(r, 250))
+    const data = (await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data
+    expect(Object.keys(data).sort()).toEqual(['ca.crt', 'namespace', 'token'])
+    expect(Buffer.from(data['ca.crt'], 'base64').toString()).toBe(cluster.caPem)
+    const token = Buffer.from(data.token, 'base64').toString()
+    expect((await call('GET', '/api/v1/pods', {token})).status).toBe(200)
+  })
+
+  it('enforces explicit user rules with kube-apiserver forbidden messages', async () => {
+    const token = cluster.addUser('bob', {rules: [{verbs: ['get'], apiGroups: [''], resources: ['configmaps']}]})
+    expect((await call('GET', '/api/v1/namespaces/istio-system/configmaps/istio', {token})).status).toBe(200)
+    const res = await call('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', {token, body: {spec: {}}})
+    expect(res.status).toBe(403)
+    expect(res.body.message).toBe('serviceaccounts "default" is forbidden: User "bob" cannot create resource "serviceaccounts/token" in API group "" in the namespace "default"')
+  })
+
+  it('proxies to istiod /debug/syncz in both shapes, and refuses unknown ports', async () => {
+    cluster.mesh.addIstiod({name: 'istiod-old', shape: 'legacy', version: '1.21.2', revision: 'old'})
+    cluster.mesh.addPod({name: 'web-1', namespace: 'default', istiod: 'istiod-old', version: '1.21.2'})
+    cluster.mesh.addPod({name: 'api-1', namespace: 'default', istiod: 'istiod-7d4b9c6f8-x2k9p', types: {RDS: 'nack'}})
+    const legacy = await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-old:15014/proxy/debug/syncz')
+    expect(legacy.body).toEqual([expect.objectContaining({proxy: 'web-1.default', istio_version: '1.21.2', cluster_sent: expect.any(String)})])
+    expect(legacy.body[0].resources).toBeUndefined()
+    const current = await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-7d4b9c6f8-x2k9p:15014/proxy/debug/syncz')
+    const rds = current.body[0].resources['type.googleapis.com/envoy.config.route.v3.RouteConfiguration']
+    expect(rds.lastError).toMatch(/Proto constraint/)
+    expect((await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-old:9999/proxy/debug/syncz')).status).toBe(503)
+  })
+})
+
+describe('fault injection', () => {
+  it('injects 429 with Retry-After, resets, truncation, malformed bodies and latency', async () => {
+    const remove = cluster.faults.add({path: '/api/v1/namespaces/default/configmaps', status: 429, retryAfterSeconds: 2, times: 1})
+    const limited = await call('GET', '/api/v1/namespaces/default/configmaps')
+    expect(limited.status).toBe(429)
+    expect(limited.headers['retry-after']).toBe('2')
+    expect((await call('GET', '/api/v1/namespaces/default/configmaps')).status).toBe(200)
+    remove()
+    cluster.faults.add({path: /\/configmaps$/, reset: true, times: 1})
+    await expect(call('GET', '/api/v1/namespaces/default/configmaps')).rejects.toThrow(/socket hang up|ECONNRESET/)
+    cluster.faults.add({path: /\/configmaps$/, malformed: true, times: 1})
+    expect((await call('GET', '/api/v1/namespaces/default/configmaps')).body).toBeUndefined()
+    cluster.faults.add({path: /\/configmaps$/, latencyMs: 200, times: 1})
+    const start = Date.now()
+    await call('GET', '/api/v1/namespaces/default/configmaps')
+    expect(Date.now() - start).toBeGreaterThanOrEqual(190)
+    cluster.faults.clear()
+  })
+})
+
+describe('scale', () => {
+  it('holds 50,000 objects and lists 10,000 of them in pages', async () => {
+    const start = Date.now()
+    await call('POST', '/api/v1/namespaces', {body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'big'}}})
+    for (let i = 0; i < 50_000; i++) {
+      const ns = i < 10_000 ? 'big' : 'default'
+      cluster.store.create('/configmaps', 'ConfigMap', {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: `bulk-${String(i).padStart(5, '0')}`, namespace: ns}, data: {i: String(i)}})
+    }
+    let seen = 0
+    let token = ''
+    let pages = 0
+    do {
+      const res = await call('GET', `/api/v1/namespaces/big/configmaps?limit=500${token ? `&continue=${token}` : ''}`)
+      seen += res.body.items.length
+      token = res.body.metadata.continue ?? ''
+      pages++
+    } while (token)
+    expect(seen).toBe(10_000)
+    expect(pages).toBe(20)
+    expect(Date.now() - start).toBeLessThan(20_000)
+  }, 30_000)
+})

@@ -1,0 +1,305 @@
+/**
+ * A simulated Istio mesh on top of the test API server's store: istiod pods (versions, revisions)
+ * that answer `/debug/syncz` through the pods/proxy subresource in either Istio's 1.21 shape or
+ * the 1.23+ shape with a `resources` map; proxies (pods and VMs) connected to one istiod with
+ * per-type sent/acked nonces; VMs registered as WorkloadEntries (Istio auto-registration) or
+ * WorkloadAutoRegistrations (Tetrate). Tests change it between commands.
+ */
+import {randomUUID} from 'node:crypto'
+import type {PodProxyAnswer, PodProxyRequest} from './server.js'
+import {resourceKey, type KubeObj, type Store} from './store.js'
+
+export const XDS_TYPES = {
+  CDS: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  LDS: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  EDS: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  RDS: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  ECDS: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig',
+} as const
+export type XdsType = keyof typeof XDS_TYPES
+const LEGACY_FIELD: Record<XdsType, string> = {CDS: 'cluster', LDS: 'listener', EDS: 'endpoint', RDS: 'route', ECDS: 'extensionconfig'}
+
+/** One type's state on one connection: `synced`, `stale` (sent, not acked), `never-acked`, `nack`, `not-sent`, or unwatched. */
+export type XdsState = 'synced' | 'stale' | 'never-acked' | 'nack' | 'not-sent' | 'unwatched'
+
+export interface IstiodSpec {
+  name: string
+  namespace?: string
+  revision?: string
+  version?: string
+  /** 'legacy': Istio 1.21 syncz (no `resources` map); 'resources': 1.23+. */
+  shape?: 'legacy' | 'resources'
+  /** Monitoring port, announced by the `prometheus.io/port` annotation. */
+  port?: number
+  clusterId?: string
+  ip?: string
+}
+
+export interface ProxySpec {
+  /** Proxy ID as istiod reports it: `pod.namespace`, or `hostname.namespace` for a VM. */
+  id: string
+  istiod: string
+  version?: string
+  clusterId?: string
+  /** Per-type state; types left out are synced. */
+  types?: Partial<Record<XdsType, XdsState>>
+  /** How long ago the last push was sent. */
+  sentAgoMs?: number
+  lastError?: string
+}
+
+export interface VmSpec {
+  name: string
+  namespace: string
+  group: string
+  address: string
+  /** istiod pod the VM's proxy is connected to; undefined = disconnected. */
+  connectedTo?: string
+  /** WorkloadEntry `Healthy` condition; undefined = no probe (no condition). */
+  healthy?: boolean
+  /** 'workloadentry': Istio auto-registration; 'war': a Tetrate WAR owning a WorkloadEntry. */
+  source?: 'workloadentry' | 'war'
+  disconnectedAgoMs?: number
+  /** A WAR whose `status.workloadGroupSnapshot` predates the group's current spec (it needs a re-onboard). */
+  stale?: boolean
+  version?: string
+  types?: ProxySpec['types']
+  agentConnected?: boolean
+}
+
+interface IstiodState extends Required<Omit<IstiodSpec, 'ip'>> {
+  ip: string
+  down: boolean
+  latencyMs: number
+  malformed: boolean
+}
+
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')
+
+export class Mesh {
+  readonly istiods = new Map<string, IstiodState>()
+  readonly proxies = new Map<string, ProxySpec>()
+  private podIp = 20
+
+  constructor(private readonly store: Store) {}
+
+  private ensureNamespace(name: string): void {
+    const key = resourceKey('', 'namespaces')
+    if (!this.store.get(key, undefined, name)) {
+      this.store.create(key, 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels: {'kubernetes.io/metadata.name': name}}, spec: {finalizers: ['kubernetes']}, status: {phase: 'Active'}})
+    }
+  }
+
+  private put(resource: string, kind: string, obj: KubeObj): KubeObj {
+    if (obj.metadata.namespace) this.ensureNamespace(obj.metadata.namespace)
+    const existing = this.store.get(resource, obj.metadata.namespace, obj.metadata.name)
+    if (existing) return this.store.update(resource, {...obj, metadata: {...existing.metadata, ...obj.metadata, resourceVersion: undefined}})
+    return this.store.create(resource, kind, obj)
+  }
+
+  private nextIp(): string {
+    this.podIp++
+    return `10.244.${Math.floor(this.podIp / 250)}.${(this.podIp % 250) + 1}`
+  }
+
+  /** Istio's control plane in the cluster: namespace, mesh ConfigMaps, root cert, east-west gateway. */
+  installIstio(options: {namespace?: string; revision?: string; clusterId?: string; gatewayIp?: string; meshConfig?: string; rootCert?: string} = {}): void {
+    const ns = options.namespace ?? 'istio-system'
+    const rev = options.revision && options.revision !== 'default' ? options.revision : undefined
+    this.ensureNamespace(ns)
+    this.ensureNamespace('kube-system')
+    this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
+      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: rev ? `istio-${rev}` : 'istio', namespace: ns, labels: {'istio.io/rev': rev ?? 'default'}},
+      data: {mesh: options.meshConfig ?? 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n'},
+    })
+    this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
+      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: rev ? `istio-sidecar-injector-${rev}` : 'istio-sidecar-injector', namespace: ns},
+      data: {values: JSON.stringify({global: {multiCluster: {clusterName: options.clusterId ?? 'cluster1'}, network: 'network1'}, revision: rev ?? ''}), config: '{}'},
+    })
+    this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
+      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-ca-root-cert', namespace: ns},
+      data: {'root-cert.pem': options.rootCert ?? TEST_ROOT_CERT},
+    })
+    this.put(resourceKey('', 'services'), 'Service', {
+      apiVersion: 'v1', kind: 'Service', metadata: {name: rev ? `istiod-${rev}` : 'istiod', namespace: ns, labels: {app: 'istiod', 'istio.io/rev': rev ?? 'default'}},
+      spec: {type: 'ClusterIP', clusterIP: '10.96.0.20', selector: {app: 'istiod', 'istio.io/rev': rev ?? 'default'}, ports: [{name: 'grpc-xds', port: 15010, protocol: 'TCP'}, {name: 'https-dns', port: 15012, protocol: 'TCP'}, {name: 'https-webhook', port: 443, targetPort: 15017, protocol: 'TCP'}, {name: 'http-monitoring', port: 15014, protocol: 'TCP'}]},
+    })
+    if (options.gatewayIp !== undefined) {
+      this.put(resourceKey('', 'services'), 'Service', {
+        apiVersion: 'v1', kind: 'Service', metadata: {name: 'istio-eastwestgateway', namespace: ns, labels: {app: 'istio-eastwestgateway', istio: 'eastwestgateway'}},
+        spec: {type: 'LoadBalancer', clusterIP: '10.96.0.30', selector: {istio: 'eastwestgateway'}, ports: [
+          {name: 'status-port', port: 15021, protocol: 'TCP'}, {name: 'tls', port: 15443, protocol: 'TCP'}, {name: 'tls-istiod', port: 15012, protocol: 'TCP'}, {name: 'tls-webhook', port: 15017, protocol: 'TCP'},
+        ]},
+        status: {loadBalancer: {ingress: [{ip: options.gatewayIp}]}},
+      })
+    }
+  }
+
+  /** Copies the root cert into a namespace, as istiod's namespace controller does. */
+  watchNamespace(namespace: string): void {
+    this.put(resourceKey('', 'configmaps'), 'ConfigMap', {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-ca-root-cert', namespace}, data: {'root-cert.pem': TEST_ROOT_CERT}})
+  }
+
+  addIstiod(spec: IstiodSpec): void {
+    const state: IstiodState = {
+      namespace: 'istio-system', revision: 'default', version: '1.24.2', shape: 'resources', port: 15014, clusterId: 'cluster1',
+      ...spec, ip: spec.ip ?? this.nextIp(), down: false, latencyMs: 0, malformed: false,
+    }
+    this.istiods.set(spec.name, state)
+    const labels = {app: 'istiod', istio: 'pilot', 'istio.io/rev': state.revision}
+    this.put(resourceKey('', 'pods'), 'Pod', {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: {name: state.name, namespace: state.namespace, labels, annotations: {'prometheus.io/port': String(state.port), 'prometheus.io/scrape': 'true', 'sidecar.istio.io/inject': 'false'}},
+      spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${state.version}`, ports: [{containerPort: 15012}, {containerPort: 15014}]}], serviceAccountName: 'istiod'},
+      status: {phase: 'Running', podIP: state.ip, conditions: [{type: 'Ready', status: 'True'}], containerStatuses: [{name: 'discovery', ready: true, restartCount: 0}]},
+    })
+    const deployment = state.revision === 'default' ? 'istiod' : `istiod-${state.revision}`
+    this.put(resourceKey('apps', 'deployments'), 'Deployment', {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: deployment, namespace: state.namespace, labels},
+      spec: {replicas: 1, selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${state.version}`, env: [{name: 'PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', value: 'true'}, {name: 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS', value: 'true'}]}]}}},
+      status: {replicas: 1, readyReplicas: 1, availableReplicas: 1},
+    })
+  }
+
+  /** Makes an istiod stop answering (connection refused), answer slowly, or answer garbage. */
+  setIstiod(name: string, change: Partial<Pick<IstiodState, 'down' | 'latencyMs' | 'malformed'>>): void {
+    const state = this.istiods.get(name)
+    if (!state) throw new Error(`no istiod ${name}`)
+    Object.assign(state, change)
+  }
+
+  /** A sidecar in a pod (the Pod object is created too) connected to an istiod. */
+  addPod(options: {name: string; namespace: string; istiod: string; labels?: Record<string, string>} & Omit<ProxySpec, 'id' | 'istiod'>): void {
+    this.put(resourceKey('', 'pods'), 'Pod', {
+      apiVersion: 'v1', kind: 'Pod', metadata: {name: options.name, namespace: options.namespace, labels: options.labels ?? {app: options.name.split('-')[0]!}},
+      spec: {containers: [{name: 'app', image: 'app:1'}, {name: 'istio-proxy', image: `istio/proxyv2:${options.version ?? '1.24.2'}`}]},
+      status: {phase: 'Running', podIP: this.nextIp()},
+    })
+    this.connect({...options, id: `${options.name}.${options.namespace}`})
+  }
+
+  connect(proxy: ProxySpec): void {
+    this.proxies.set(proxy.id, proxy)
+  }
+
+  disconnect(id: string): void {
+    this.proxies.delete(id)
+  }
+
+  /** A VM: its WorkloadEntry (and WAR), and its proxy's connection when connected. */
+  addVm(vm: VmSpec): {workloadEntry: KubeObj; war?: KubeObj; proxyId: string} {
+    const source = vm.source ?? 'workloadentry'
+    this.ensureNamespace(vm.namespace)
+    const group = this.store.get(resourceKey('networking.istio.io', 'workloadgroups'), vm.namespace, vm.group)
+    const groupRef = group ? [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: vm.group, uid: group.metadata.uid!, controller: true, blockOwnerDeletion: true}] : undefined
+    const labels = {...(((group?.spec as {metadata?: {labels?: Record<string, string>}} | undefined)?.metadata?.labels) ?? {app: vm.group})}
+    const now = Date.now()
+    let war: KubeObj | undefined
+    let proxyId = `${vm.name}.${vm.namespace}`
+    let owner = groupRef
+    if (source === 'war') {
+      const connected = vm.agentConnected ?? vm.connectedTo !== undefined
+      war = this.put(resourceKey('runtime.onboarding.tetrate.io', 'workloadautoregistrations'), 'WorkloadAutoRegistration', {
+        apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration',
+        metadata: {name: vm.name, namespace: vm.namespace, ownerReferences: groupRef},
+        spec: {
+          identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: `i-${vm.name.replace(/[^a-z0-9]/g, '').slice(-12)}`}}},
+          registration: {
+            agent: {version: '1.4.0'}, sidecar: {istio: {version: vm.version ?? '1.24.2'}},
+            host: {addresses: [{ip: vm.address, type: 'VPC'}]}, workload: {labels}, settings: {connectedOver: 'VPC'},
+          },
+        },
+        status: {
+          ...(group ? {workloadGroupSnapshot: vm.stale ? staleSnapshot(group.spec) : structuredClone(group.spec)} : {}),
+          ...(connected && vm.connectedTo ? {activeAgentConnection: {connectedTo: `onboarding-plane-${vm.connectedTo}`}} : {}),
+          conditions: [{type: 'AgentConnected', status: connected ? 'True' : 'False', reason: connected ? 'AgentEstablishedConnection' : 'AgentDisconnected', lastTransitionTime: iso(now - (vm.disconnectedAgoMs ?? 60_000))}],
+        },
+      })
+      proxyId = `${vm.name}.${vm.namespace}`
+      owner = [{apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name: vm.name, uid: war.metadata.uid!, controller: true, blockOwnerDeletion: true}]
+    }
+    const weName = source === 'war' ? vm.name : `${vm.group}-${vm.address}`
+    const annotations: Record<string, string> = source === 'war' ? {} : {'istio.io/autoRegistrationGroup': vm.group}
+    if (vm.connectedTo) {
+      annotations['istio.io/connectedAt'] = iso(now - 120_000)
+      annotations['istio.io/workloadController'] = vm.connectedTo
+    } else if (source !== 'war') {
+      annotations['istio.io/disconnectedAt'] = iso(now - (vm.disconnectedAgoMs ?? 60_000))
+      annotations['istio.io/workloadController'] = 'istiod-gone'
+    }
+    const workloadEntry = this.put(resourceKey('networking.istio.io', 'workloadentries'), 'WorkloadEntry', {
+      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
+      metadata: {name: weName, namespace: vm.namespace, labels, annotations, ownerReferences: owner},
+      spec: {address: vm.address, labels, serviceAccount: 'default', network: 'vm-network'},
+      ...(vm.healthy === undefined ? {} : {status: {conditions: [{type: 'Healthy', status: vm.healthy ? 'True' : 'False', lastProbeTime: iso(now - 5000), lastTransitionTime: iso(now - 60_000), ...(vm.healthy ? {} : {reason: 'HTTPGetFailed', message: 'Get "http://127.0.0.1:8080/ready": connection refused'})}]}}),
+    })
+    if (vm.connectedTo) this.connect({id: proxyId, istiod: vm.connectedTo, version: vm.version, types: vm.types})
+    else this.disconnect(proxyId)
+    return {workloadEntry, war, proxyId}
+  }
+
+  /** The `/debug/syncz` JSON of one istiod (HTTP endpoint; `?namespace=` filters by proxy namespace). */
+  syncz(istiodName: string, namespace?: string): unknown[] {
+    const istiod = this.istiods.get(istiodName)
+    if (!istiod) return []
+    const now = Date.now()
+    const out: unknown[] = []
+    for (const p of [...this.proxies.values()].filter((x) => x.istiod === istiodName).sort((a, b) => a.id.localeCompare(b.id))) {
+      const ns = p.id.slice(p.id.lastIndexOf('.') + 1)
+      if (namespace && ns !== namespace) continue
+      const entry: Record<string, unknown> = {cluster_id: p.clusterId ?? istiod.clusterId, proxy: p.id, proxy_type: 'sidecar', istio_version: p.version ?? istiod.version}
+      const resources: Record<string, unknown> = {}
+      const sentTime = iso(now - (p.sentAgoMs ?? 125_000))
+      for (const type of Object.keys(XDS_TYPES) as XdsType[]) {
+        const state = p.types?.[type] ?? (type === 'ECDS' ? 'not-sent' : 'synced')
+        if (state === 'unwatched') continue
+        const nonce = `${sentTime}/${type.toLowerCase()}-${p.id}`
+        const sent = state === 'not-sent' ? '' : nonce
+        const acked = state === 'synced' || state === 'nack' ? nonce : state === 'stale' ? `${iso(now - 600_000)}/old` : ''
+        if (sent) entry[`${LEGACY_FIELD[type]}_sent`] = sent
+        if (acked) entry[`${LEGACY_FIELD[type]}_acked`] = acked
+        if (istiod.shape === 'resources') {
+          resources[XDS_TYPES[type]] = {
+            ...(sent ? {sent, sentTime} : {}),
+            ...(acked ? {acked} : {}),
+            ...(state === 'nack' ? {lastError: p.lastError ?? 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain)'} : {}),
+          }
+        }
+      }
+      if (istiod.shape === 'resources') entry.resources = resources
+      out.push(entry)
+    }
+    return out
+  }
+
+  /** The pods/proxy handler: istiod monitoring ports answer /debug/syncz, anything else is refused. */
+  async podProxy(req: PodProxyRequest): Promise<PodProxyAnswer | undefined> {
+    const istiod = this.istiods.get(req.pod)
+    if (!istiod || istiod.namespace !== req.namespace || istiod.down || req.port !== String(istiod.port)) return undefined
+    if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
+    if (req.path !== '/debug/syncz') return {status: 404, body: '404 page not found\n', contentType: 'text/plain'}
+    if (istiod.malformed) return {status: 200, body: '<html>not json</html>', contentType: 'text/html'}
+    return {status: 200, body: JSON.stringify(this.syncz(req.pod, req.query.get('namespace') ?? undefined))}
+  }
+
+  /** Unique nonce, for tests that move a proxy between states. */
+  static nonce(): string {
+    return randomUUID()
+  }
+}
+
+/** The group spec as it was before someone changed it: an older template label and port. */
+function staleSnapshot(spec: unknown): unknown {
+  const old = structuredClone(spec) as {template?: {labels?: Record<string, string>; ports?: Record<string, number>}}
+  old.template = {...old.template, labels: {...old.template?.labels, version: 'v1'}, ports: {...old.template?.ports, http: 8000}}
+  return old
+}
+
+/** A self-signed certificate in PEM form, standing in for the mesh root CA (its content is never parsed). */
+export const TEST_ROOT_CERT = `-----BEGIN CERTIFICATE-----
+MIIC/DCCAeSgAwIBAgIQL3L5Nr0I3G2aLcCyLN6l9DANBgkqhkiG9w0BAQsFADAY
+MRYwFAYDVQQKEw1jbHVzdGVyLmxvY2FsMB4XDTI0MTEwNTEwMDAwMFoXDTM0MTEw
+MzEwMDAwMFowGDEWMBQGA1UEChMNY2x1c3Rlci5sb2NhbDCCASIwDQYJKoZIhvcN
+AQEBBQADggEPADCCAQoCggEBAMeshvmTestRootCertificateForTheSimulatedMe
+-----END CERTIFICATE-----
+`

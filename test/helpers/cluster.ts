@@ -1,0 +1,28 @@
+/**
+ * Test-side helpers around the test API server: every credential it issues goes to the secret
+ * scan, and kubectl runs asynchronously (the server lives in the test's own event loop).
+ */
+import {execFile} from 'node:child_process'
+import {startTestCluster, type TestCluster, type TestClusterOptions} from '../cluster/index.js'
+import {recordSecret} from './secrets.js'
+
+export type {TestCluster} from '../cluster/index.js'
+
+export function startCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
+  return startTestCluster({onSecret: recordSecret, ...options})
+}
+
+export interface KubectlResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+export function kubectl(cluster: TestCluster, args: string[], options: {input?: string; env?: Record<string, string>} = {}): Promise<KubectlResult> {
+  return new Promise((resolve) => {
+    const child = execFile('kubectl', args, {env: {...process.env, ...cluster.env, ...options.env}, encoding: 'utf8', timeout: 30_000}, (err, stdout, stderr) => {
+      resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr})
+    })
+    child.stdin?.end(options.input ?? '')
+  })
+}
