@@ -1,0 +1,820 @@
+/**
+ * Workload registrations, one model for both kinds the cluster may hold:
+ *
+ * - Tetrate's `WorkloadAutoRegistration` (WAR, `runtime.onboarding.tetrate.io/v1alpha1`), created by
+ *   the Workload Onboarding Plane when an agent onboards a VM or ECS task;
+ * - Istio's auto-registered `WorkloadEntry`, created by istiod when a sidecar joins a WorkloadGroup
+ *   (annotations `istio.io/autoRegistrationGroup`, `istio.io/connectedAt`, `istio.io/disconnectedAt`,
+ *   `istio.io/workloadController`; health in the `Healthy` condition).
+ *
+ * Both become a `Registration` row for `meshvm war list`, a `kubectl describe`-style text, a staleness
+ * verdict against the current WorkloadGroup and a prune verdict. Pure: no I/O, no Kubernetes client.
+ *
+ * Objects come from the API server or from YAML files, so every read is defensive, and the WAR keys
+ * are read in both spellings TSB uses (`instance_id` in its YAML examples, `instanceId` in JSON).
+ *
+ * Where the WAR keeps its WorkloadGroup snapshot is not documented by TSB. meshvm reads it from
+ * `status.workloadGroupSnapshot` (a WorkloadGroup `spec`) when present; when it is absent and the
+ * WAR's WorkloadEntry is known, the WorkloadEntry (which istiod/TSB built from the group's template)
+ * is compared with the group instead.
+ */
+import {age} from '../output/age.js'
+import type {Column} from '../output/table.js'
+import {unifiedDiff} from '../util/diff.js'
+import {toYaml} from '../yaml.js'
+
+// ---- object types ---------------------------------------------------------------------------
+
+export interface OwnerReference {
+  apiVersion?: string
+  kind?: string
+  name?: string
+  uid?: string
+  controller?: boolean
+  blockOwnerDeletion?: boolean
+}
+
+export interface ObjectMeta {
+  name?: string
+  namespace?: string
+  uid?: string
+  generation?: number
+  creationTimestamp?: string
+  labels?: Record<string, string>
+  annotations?: Record<string, string>
+  ownerReferences?: OwnerReference[]
+}
+
+/** A Kubernetes-style condition. `status` may be a YAML boolean when read from a hand-written file. */
+export interface Condition {
+  type?: string
+  status?: string | boolean
+  reason?: string
+  message?: string
+  lastTransitionTime?: string
+  lastProbeTime?: string
+}
+
+export interface IamRole {
+  name?: string
+}
+
+export interface AwsEc2Identity {
+  instance_id?: string
+  instanceId?: string
+  iam_role?: IamRole
+  iamRole?: IamRole
+}
+
+export interface AwsEcsIdentity {
+  task_id?: string
+  taskId?: string
+  cluster?: string
+  iam_role?: IamRole
+  iamRole?: IamRole
+}
+
+export interface AwsIdentity {
+  partition?: string
+  account?: string
+  region?: string
+  zone?: string
+  ec2?: AwsEc2Identity
+  ecs?: AwsEcsIdentity
+}
+
+export interface GcpIdentity {
+  project_number?: string
+  projectNumber?: string
+  project_id?: string
+  projectId?: string
+  region?: string
+  zone?: string
+  gce?: {instance_id?: string; instanceId?: string}
+}
+
+export interface AzureIdentity {
+  subscription?: string
+  resource_group?: string
+  resourceGroup?: string
+  compute?: {instance_id?: string; instanceId?: string}
+}
+
+export interface JwtIdentity {
+  issuer?: string
+  subject?: string
+  attributes?: Record<string, unknown>
+}
+
+/** TSB's WorkloadIdentity: a oneof of platform identities. */
+export interface WorkloadIdentity {
+  aws?: AwsIdentity
+  gcp?: GcpIdentity
+  azure?: AzureIdentity
+  jwt?: JwtIdentity
+  [other: string]: unknown
+}
+
+export interface HostAddress {
+  ip?: string
+  /** AddressType, e.g. `VPC` or `INTERNET`. */
+  type?: string
+}
+
+/** TSB's Registration message (`spec.registration` of a WAR). */
+export interface WarRegistrationInfo {
+  agent?: {version?: string}
+  sidecar?: {istio?: {version?: string; revision?: string}}
+  host?: {addresses?: HostAddress[]}
+  /** `annotations` is not in the documented schema; shown only when present. */
+  workload?: {labels?: Record<string, string>; annotations?: Record<string, string>}
+  settings?: {connectedOver?: string; connected_over?: string; [other: string]: unknown}
+}
+
+export interface WorkloadEntrySpec {
+  address?: string
+  ports?: Record<string, number>
+  labels?: Record<string, string>
+  network?: string
+  locality?: string
+  weight?: number
+  serviceAccount?: string
+}
+
+export interface WorkloadGroupSpec {
+  metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}
+  template?: WorkloadEntrySpec
+  probe?: Record<string, unknown>
+}
+
+export interface WorkloadGroup {
+  apiVersion?: string
+  kind?: string
+  metadata?: ObjectMeta
+  spec?: WorkloadGroupSpec
+}
+
+export interface WarObject {
+  apiVersion?: string
+  kind?: string
+  metadata?: ObjectMeta
+  spec?: {identity?: WorkloadIdentity; registration?: WarRegistrationInfo}
+  status?: {
+    observedGeneration?: number
+    conditions?: Condition[]
+    activeAgentConnection?: {connectedTo?: string}
+    /** meshvm's reading of the group snapshot TSB takes at onboarding (see the module comment). */
+    workloadGroupSnapshot?: WorkloadGroupSpec
+  }
+}
+
+export interface WorkloadEntryObject {
+  apiVersion?: string
+  kind?: string
+  metadata?: ObjectMeta
+  spec?: WorkloadEntrySpec
+  status?: {conditions?: Condition[]}
+}
+
+/** A core/v1 or events.k8s.io/v1 Event, as far as `describe` needs it. */
+export interface EventLike {
+  type?: string
+  reason?: string
+  note?: string
+  message?: string
+  count?: number
+  source?: {component?: string; host?: string}
+  reportingController?: string
+  reportingComponent?: string
+  firstTimestamp?: string
+  lastTimestamp?: string
+  eventTime?: string
+  series?: {count?: number; lastObservedTime?: string}
+  metadata?: {creationTimestamp?: string}
+}
+
+// ---- constants ------------------------------------------------------------------------------
+
+export const WAR_API_VERSION = 'runtime.onboarding.tetrate.io/v1alpha1'
+export const WAR_KIND = 'WorkloadAutoRegistration'
+
+export const WE_ANNOTATIONS = {
+  autoRegistrationGroup: 'istio.io/autoRegistrationGroup',
+  connectedAt: 'istio.io/connectedAt',
+  disconnectedAt: 'istio.io/disconnectedAt',
+  workloadController: 'istio.io/workloadController',
+} as const
+
+/** TSB removes a registration whose agent stayed disconnected this long (Managing Onboarded Workloads). */
+export const DEFAULT_WAR_GRACE_PERIOD_MS = 5 * 60_000
+/** istiod's PILOT_WORKLOAD_ENTRY_GRACE_PERIOD default for auto-registered WorkloadEntries. */
+export const DEFAULT_WE_GRACE_PERIOD_MS = 10_000
+
+// ---- the common row -------------------------------------------------------------------------
+
+export type ConnectedStatus = 'True' | 'False' | 'Unknown'
+
+export interface Registration {
+  source: 'war' | 'workloadentry'
+  namespace: string
+  name: string
+  /** The WorkloadGroup the workload joined; '' when it cannot be told. */
+  group: string
+  agentConnected: ConnectedStatus
+  /** WAR: the Workload Onboarding Plane instance; WorkloadEntry: the istiod instance. */
+  connectedTo?: string
+  /** `aws/ec2 i-0123 us-east-2b`, `jwt ISSUER/SUBJECT`, `serviceaccount NS/SA`; '' when unknown. */
+  identity: string
+  addresses: string[]
+  agentVersion?: string
+  sidecarVersion?: string
+  /** The registration was made from an older version of its WorkloadGroup (re-onboard to apply). */
+  stale: boolean
+  /** '' when the object has none. */
+  creationTimestamp: string
+  disconnectedAt?: string
+}
+
+// ---- defensive readers ----------------------------------------------------------------------
+
+type Json = Record<string, unknown>
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
+
+const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
+const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
+
+/** `obj[name]` under either key style: `field(x, 'instanceId')` also finds `instance_id`. */
+function field(obj: unknown, name: string): unknown {
+  if (!isObject(obj)) return undefined
+  const c = camel(name)
+  if (obj[c] !== undefined && obj[c] !== null) return obj[c]
+  const s = snake(c)
+  return obj[s] ?? undefined
+}
+
+/** Nested `field` lookups. */
+function dig(obj: unknown, ...names: string[]): unknown {
+  let cur = obj
+  for (const n of names) cur = field(cur, n)
+  return cur
+}
+
+/** A scalar as text; '' and non-scalars are undefined. YAML 1.1 timestamps (Date) become RFC 3339. */
+function text(v: unknown): string | undefined {
+  if (typeof v === 'string') return v === '' ? undefined : v
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v)
+  if (v instanceof Date) return Number.isNaN(v.getTime()) ? undefined : v.toISOString().replace(/\.000Z$/, 'Z')
+  return undefined
+}
+
+function stringMap(v: unknown): Record<string, string> {
+  if (!isObject(v)) return {}
+  const out: Record<string, string> = {}
+  for (const [k, val] of Object.entries(v)) {
+    const t = text(val)
+    out[k] = t ?? ''
+  }
+  return out
+}
+
+function meta(obj: unknown): {name: string; namespace: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string>; generation?: number} {
+  const m = isObject(obj) ? obj.metadata : undefined
+  const generation = isObject(m) && typeof m.generation === 'number' ? m.generation : undefined
+  return {
+    name: text(field(m, 'name')) ?? '',
+    namespace: text(field(m, 'namespace')) ?? '',
+    creationTimestamp: text(field(m, 'creationTimestamp')) ?? '',
+    labels: stringMap(field(m, 'labels')),
+    annotations: stringMap(field(m, 'annotations')),
+    ...(generation === undefined ? {} : {generation}),
+  }
+}
+
+function conditions(obj: unknown): Condition[] {
+  const list = dig(obj, 'status', 'conditions')
+  return Array.isArray(list) ? (list.filter(isObject) as Condition[]) : []
+}
+
+function condition(obj: unknown, type: string): Condition | undefined {
+  return conditions(obj).find((c) => text(c.type) === type)
+}
+
+function conditionStatus(c: Condition | undefined): ConnectedStatus {
+  const s = text(c?.status)?.toLowerCase()
+  if (s === 'true') return 'True'
+  if (s === 'false') return 'False'
+  return 'Unknown'
+}
+
+function ownerGroupName(obj: unknown): string | undefined {
+  const refs = dig(obj, 'metadata', 'ownerReferences')
+  if (!Array.isArray(refs)) return undefined
+  const groups = refs.filter((r) => isObject(r) && text(r.kind) === 'WorkloadGroup')
+  const owner = groups.find((r) => isObject(r) && r.controller === true) ?? groups[0]
+  return text(dig(owner, 'name'))
+}
+
+function sortedKeys(record: Record<string, unknown>): string[] {
+  return Object.keys(record).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+// ---- identity -------------------------------------------------------------------------------
+
+/** The identity's platform, e.g. `aws/ec2`, `aws/ecs`, `gcp/gce`, `azure/compute`, `jwt`; '' when there is none. */
+export function identityKind(identity: unknown): string {
+  if (!isObject(identity)) return ''
+  const aws = field(identity, 'aws')
+  if (isObject(aws)) return isObject(field(aws, 'ec2')) ? 'aws/ec2' : isObject(field(aws, 'ecs')) ? 'aws/ecs' : 'aws'
+  if (isObject(field(identity, 'gcp'))) return isObject(dig(identity, 'gcp', 'gce')) ? 'gcp/gce' : 'gcp'
+  if (isObject(field(identity, 'azure'))) return isObject(dig(identity, 'azure', 'compute')) ? 'azure/compute' : 'azure'
+  if (isObject(field(identity, 'jwt'))) return 'jwt'
+  return sortedKeys(identity)[0] ?? ''
+}
+
+const joinParts = (...parts: (string | undefined)[]): string => parts.filter((p): p is string => p !== undefined && p !== '').join(' ')
+
+/** One-line identity: `aws/ec2 i-0123 us-east-2b`, `aws/ecs CLUSTER/TASK ZONE`, `jwt ISSUER/SUBJECT`. */
+export function identityString(identity: unknown): string {
+  const kind = identityKind(identity)
+  const aws = field(identity, 'aws')
+  switch (kind) {
+    case 'aws/ec2':
+      return joinParts(kind, text(dig(aws, 'ec2', 'instanceId')), text(field(aws, 'zone')))
+    case 'aws/ecs': {
+      const cluster = text(dig(aws, 'ecs', 'cluster'))
+      const task = text(dig(aws, 'ecs', 'taskId'))
+      return joinParts(kind, cluster && task ? `${cluster}/${task}` : (task ?? cluster), text(field(aws, 'zone')))
+    }
+    case 'aws':
+      return joinParts(kind, text(field(aws, 'account')), text(field(aws, 'zone')))
+    case 'gcp/gce':
+    case 'gcp':
+      return joinParts(kind, text(dig(identity, 'gcp', 'gce', 'instanceId')), text(dig(identity, 'gcp', 'zone')))
+    case 'azure/compute':
+    case 'azure':
+      return joinParts(kind, text(dig(identity, 'azure', 'compute', 'instanceId')), text(dig(identity, 'azure', 'resourceGroup')))
+    case 'jwt': {
+      const issuer = text(dig(identity, 'jwt', 'issuer'))?.replace(/\/+$/, '')
+      const subject = text(dig(identity, 'jwt', 'subject'))
+      return joinParts(kind, issuer !== undefined || subject !== undefined ? `${issuer ?? ''}/${subject ?? ''}` : undefined)
+    }
+    default:
+      return kind
+  }
+}
+
+/** The identity's fields as describe rows, in a fixed order. */
+function identityRows(identity: unknown): [string, string[]][] {
+  const rows: [string, string | undefined][] = [['Kind', identityKind(identity) || undefined]]
+  const aws = field(identity, 'aws')
+  if (isObject(aws)) {
+    rows.push(['Partition', text(field(aws, 'partition'))], ['Account', text(field(aws, 'account'))], ['Region', text(field(aws, 'region'))], ['Zone', text(field(aws, 'zone'))])
+    const ec2 = field(aws, 'ec2')
+    const ecs = field(aws, 'ecs')
+    if (isObject(ec2)) rows.push(['Instance ID', text(field(ec2, 'instanceId'))], ['IAM Role', text(dig(ec2, 'iamRole', 'name'))])
+    if (isObject(ecs)) rows.push(['Cluster', text(field(ecs, 'cluster'))], ['Task ID', text(field(ecs, 'taskId'))], ['IAM Role', text(dig(ecs, 'iamRole', 'name'))])
+  }
+  const gcp = field(identity, 'gcp')
+  if (isObject(gcp)) {
+    rows.push(['Project Number', text(field(gcp, 'projectNumber'))], ['Project ID', text(field(gcp, 'projectId'))], ['Region', text(field(gcp, 'region'))], ['Zone', text(field(gcp, 'zone'))], ['Instance ID', text(dig(gcp, 'gce', 'instanceId'))])
+  }
+  const azure = field(identity, 'azure')
+  if (isObject(azure)) {
+    rows.push(['Subscription', text(field(azure, 'subscription'))], ['Resource Group', text(field(azure, 'resourceGroup'))], ['Instance ID', text(dig(azure, 'compute', 'instanceId'))])
+  }
+  const jwt = field(identity, 'jwt')
+  const out: [string, string[]][] = rows.filter((r): r is [string, string] => r[1] !== undefined).map(([k, v]) => [k, [v]])
+  if (isObject(jwt)) {
+    for (const [k, v] of [['Issuer', text(field(jwt, 'issuer'))], ['Subject', text(field(jwt, 'subject'))]] as const) if (v !== undefined) out.push([k, [v]])
+    const attrs = field(jwt, 'attributes')
+    if (isObject(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
+  }
+  return out
+}
+
+// ---- staleness ------------------------------------------------------------------------------
+
+/** Key order, null/undefined and empty maps/lists do not make two specs differ. */
+function canonical(v: unknown): unknown {
+  if (v === null || v === undefined) return undefined
+  if (v instanceof Date) return text(v)
+  if (Array.isArray(v)) {
+    const items = v.map(canonical).filter((x) => x !== undefined)
+    return items.length > 0 ? items : undefined
+  }
+  if (isObject(v)) {
+    const entries = sortedKeys(v)
+      .map((k) => [k, canonical(v[k])] as const)
+      .filter(([, x]) => x !== undefined)
+    return entries.length > 0 ? Object.fromEntries(entries) : undefined
+  }
+  return v
+}
+
+const render = (v: unknown): string => toYaml(canonical(v) ?? {})
+
+/** The WorkloadGroup spec the WAR was made from, when the WAR records it. */
+export function warSnapshot(war: WarObject | unknown): WorkloadGroupSpec | undefined {
+  const snap = dig(war, 'status', 'workloadGroupSnapshot')
+  return isObject(snap) ? (snap as WorkloadGroupSpec) : undefined
+}
+
+/**
+ * Unified diff (snapshot → current group spec), YAML-rendered with sorted keys; '' when they are
+ * equal or when the WAR records no snapshot.
+ */
+export function staleDifference(war: WarObject | unknown, group: WorkloadGroup | unknown): string {
+  const snap = warSnapshot(war)
+  if (snap === undefined || !isObject(group)) return ''
+  const w = meta(war)
+  const g = meta(group)
+  return unifiedDiff(render(snap), render(field(group, 'spec')), {
+    from: `workloadautoregistration ${w.namespace}/${w.name} (snapshot)`,
+    to: `workloadgroup ${g.namespace}/${g.name} (current)`,
+  })
+}
+
+/** What a WorkloadEntry built from `group` must carry (Istio's workloadEntryFromGroup). */
+function expectedFromGroup(group: unknown): {labels: Record<string, string>; annotations: Record<string, string>; entry: Json} {
+  const spec = field(group, 'spec')
+  const tmpl = field(spec, 'template')
+  const entry: Json = {
+    serviceAccount: text(field(tmpl, 'serviceAccount')),
+    ports: field(tmpl, 'ports'),
+    weight: field(tmpl, 'weight'),
+  }
+  // The proxy may set its own network/locality; they are only expected when the template sets them.
+  if (text(field(tmpl, 'network')) !== undefined) entry.network = text(field(tmpl, 'network'))
+  if (text(field(tmpl, 'locality')) !== undefined) entry.locality = text(field(tmpl, 'locality'))
+  return {
+    labels: {...stringMap(field(tmpl, 'labels')), ...stringMap(dig(spec, 'metadata', 'labels'))},
+    annotations: stringMap(dig(spec, 'metadata', 'annotations')),
+    entry,
+  }
+}
+
+/**
+ * Unified diff of the group-derived part of a WorkloadEntry against what the current group would
+ * produce (template service account, ports, weight, network/locality when set, group labels and
+ * annotations); '' when the entry is up to date. Labels the workload added itself are ignored.
+ */
+export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group: WorkloadGroup | unknown): string {
+  if (!isObject(we) || !isObject(group)) return ''
+  const want = expectedFromGroup(group)
+  const spec = field(we, 'spec')
+  const m = meta(we)
+  const weLabels = stringMap(field(spec, 'labels'))
+  const actualEntry: Json = {serviceAccount: text(field(spec, 'serviceAccount')), ports: field(spec, 'ports'), weight: field(spec, 'weight')}
+  if ('network' in want.entry) actualEntry.network = text(field(spec, 'network'))
+  if ('locality' in want.entry) actualEntry.locality = text(field(spec, 'locality'))
+  const subset = (record: Record<string, string>, keys: string[]): Record<string, string | undefined> => Object.fromEntries(keys.map((k) => [k, record[k]]))
+  const expected = {...want.entry, labels: want.labels, annotations: want.annotations}
+  const actual = {...actualEntry, labels: subset(weLabels, Object.keys(want.labels)), annotations: subset(m.annotations, Object.keys(want.annotations))}
+  const g = meta(group)
+  return unifiedDiff(render(actual), render(expected), {from: `workloadentry ${m.namespace}/${m.name}`, to: `workloadgroup ${g.namespace}/${g.name} (current)`})
+}
+
+// ---- rows -----------------------------------------------------------------------------------
+
+/** True for WorkloadEntries istiod auto-registered (they name their group in an annotation). */
+export function isAutoRegisteredWorkloadEntry(obj: unknown): boolean {
+  return meta(obj).annotations[WE_ANNOTATIONS.autoRegistrationGroup] !== undefined
+}
+
+/**
+ * A WAR as a row. `group` is its current WorkloadGroup (for `stale`); `workloadEntry` is the entry it
+ * owns, compared with the group when the WAR records no snapshot.
+ */
+export function registrationFromWar(obj: WarObject | unknown, group?: WorkloadGroup, workloadEntry?: WorkloadEntryObject): Registration {
+  const m = meta(obj)
+  const reg = dig(obj, 'spec', 'registration')
+  const connected = condition(obj, 'AgentConnected')
+  const agentConnected = conditionStatus(connected)
+  const addresses = dig(reg, 'host', 'addresses')
+  let stale = false
+  if (group !== undefined) {
+    stale = warSnapshot(obj) !== undefined ? staleDifference(obj, group) !== '' : workloadEntry !== undefined && workloadEntryDifference(workloadEntry, group) !== ''
+  }
+  const out: Registration = {
+    source: 'war',
+    namespace: m.namespace,
+    name: m.name,
+    group: ownerGroupName(obj) ?? (group ? meta(group).name : ''),
+    agentConnected,
+    identity: identityString(dig(obj, 'spec', 'identity')),
+    addresses: Array.isArray(addresses) ? addresses.map((a) => text(field(a, 'ip'))).filter((ip): ip is string => ip !== undefined) : [],
+    stale,
+    creationTimestamp: m.creationTimestamp,
+  }
+  const connectedTo = text(dig(obj, 'status', 'activeAgentConnection', 'connectedTo'))
+  if (connectedTo !== undefined && agentConnected !== 'False') out.connectedTo = connectedTo
+  const agentVersion = text(dig(reg, 'agent', 'version'))
+  if (agentVersion !== undefined) out.agentVersion = agentVersion
+  const sidecarVersion = text(dig(reg, 'sidecar', 'istio', 'version'))
+  if (sidecarVersion !== undefined) out.sidecarVersion = sidecarVersion
+  const since = text(connected?.lastTransitionTime)
+  if (agentConnected === 'False' && since !== undefined) out.disconnectedAt = since
+  return out
+}
+
+/** An auto-registered WorkloadEntry as a row; `group` is its current WorkloadGroup (for `stale`). */
+export function registrationFromWorkloadEntry(obj: WorkloadEntryObject | unknown, group?: WorkloadGroup): Registration {
+  const m = meta(obj)
+  const spec = field(obj, 'spec')
+  const connectedAt = m.annotations[WE_ANNOTATIONS.connectedAt]
+  const disconnectedAt = m.annotations[WE_ANNOTATIONS.disconnectedAt]
+  let agentConnected: ConnectedStatus = 'Unknown'
+  if (disconnectedAt) {
+    // istiod drops disconnectedAt on reconnect; if both are left, the later one wins.
+    const reconnected = connectedAt !== undefined && Date.parse(connectedAt) > Date.parse(disconnectedAt)
+    agentConnected = reconnected ? 'True' : 'False'
+  } else if (connectedAt) {
+    agentConnected = 'True'
+  }
+  const sa = text(field(spec, 'serviceAccount'))
+  const address = text(field(spec, 'address'))
+  const out: Registration = {
+    source: 'workloadentry',
+    namespace: m.namespace,
+    name: m.name,
+    group: m.annotations[WE_ANNOTATIONS.autoRegistrationGroup] || ownerGroupName(obj) || (group ? meta(group).name : ''),
+    agentConnected,
+    identity: sa ? `serviceaccount ${m.namespace}/${sa}` : '',
+    addresses: address ? [address] : [],
+    stale: group !== undefined && workloadEntryDifference(obj, group) !== '',
+    creationTimestamp: m.creationTimestamp,
+  }
+  const controller = m.annotations[WE_ANNOTATIONS.workloadController]
+  if (controller && agentConnected !== 'False') out.connectedTo = controller
+  if (agentConnected === 'False' && disconnectedAt) out.disconnectedAt = disconnectedAt
+  return out
+}
+
+/** Disconnected for longer than the grace period (strictly), judged at `now`. */
+export function isPrunable(reg: Registration, gracePeriodMs: number, now: Date): boolean {
+  if (reg.agentConnected !== 'False' || !reg.disconnectedAt) return false
+  const t = Date.parse(reg.disconnectedAt)
+  return !Number.isNaN(t) && now.getTime() - t > gracePeriodMs
+}
+
+// ---- table ----------------------------------------------------------------------------------
+
+const orNone = (v: string | undefined): string => (v === undefined || v === '' ? '<none>' : v)
+
+/**
+ * Columns for `renderTable`: `[NAMESPACE] NAME AGENT CONNECTED AGE`, as `kubectl get war` prints
+ * them; `wide` adds GROUP IDENTITY ADDRESSES AGENT SIDECAR CONNECTED-TO STALE SOURCE. `color`
+ * (e.g. `(s) => statusColor(chalk, s)`) colours the AGENT CONNECTED cell.
+ */
+export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = new Date(), color?: (text: string) => string): Column<Registration>[] {
+  const cols: Column<Registration>[] = []
+  if (allNamespaces) cols.push({header: 'NAMESPACE', value: (r) => r.namespace})
+  cols.push(
+    {header: 'NAME', value: (r) => r.name},
+    {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color: (t: string) => color(t)} : {})},
+    {header: 'AGE', value: (r) => age(r.creationTimestamp, now)},
+  )
+  if (wide) {
+    cols.push(
+      {header: 'GROUP', value: (r) => orNone(r.group)},
+      {header: 'IDENTITY', value: (r) => orNone(r.identity)},
+      {header: 'ADDRESSES', value: (r) => orNone(r.addresses.join(','))},
+      {header: 'AGENT', value: (r) => orNone(r.agentVersion)},
+      {header: 'SIDECAR', value: (r) => orNone(r.sidecarVersion)},
+      {header: 'CONNECTED-TO', value: (r) => orNone(r.connectedTo)},
+      {header: 'STALE', value: (r) => String(r.stale)},
+      {header: 'SOURCE', value: (r) => r.source},
+    )
+  }
+  return cols
+}
+
+// ---- describe -------------------------------------------------------------------------------
+
+export interface DescribeDetails {
+  war?: WarObject
+  workloadEntry?: WorkloadEntryObject
+  group?: WorkloadGroup
+  events?: EventLike[]
+}
+
+type Item = {kind: 'field'; level: number; key: string; values: string[]} | {kind: 'raw'; level: number; text: string}
+
+/** kubectl's describe layout: `Key:` padded so values line up within each run of sibling fields. */
+class Describer {
+  private readonly items: Item[] = []
+
+  field(level: number, key: string, values: string | string[] | undefined): void {
+    const list = Array.isArray(values) ? values : [values ?? '<none>']
+    this.items.push({kind: 'field', level, key, values: list.length === 0 ? ['<none>'] : list})
+  }
+
+  section(level: number, key: string, value?: string): void {
+    if (value === undefined) this.items.push({kind: 'raw', level, text: `${key}:`})
+    else this.field(level, key, value)
+  }
+
+  raw(level: number, text: string): void {
+    this.items.push({kind: 'raw', level, text})
+  }
+
+  table(level: number, header: string[], rows: string[][], underline = header.map((h) => '-'.repeat(h.length))): void {
+    const all = [header, underline, ...rows]
+    const widths = header.map((_h, i) => Math.max(...all.map((r) => (r[i] ?? '').length)))
+    for (const r of all) this.raw(level, r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 2))).join(''))
+  }
+
+  toString(): string {
+    const out: string[] = []
+    let i = 0
+    while (i < this.items.length) {
+      const item = this.items[i]!
+      if (item.kind === 'raw') {
+        out.push('  '.repeat(item.level) + item.text)
+        i++
+        continue
+      }
+      // A run of sibling fields shares one value column.
+      let j = i
+      while (j < this.items.length && this.items[j]!.kind === 'field' && this.items[j]!.level === item.level) j++
+      const run = this.items.slice(i, j) as Extract<Item, {kind: 'field'}>[]
+      const width = Math.max(...run.map((f) => f.key.length + 1)) + 2
+      const indent = '  '.repeat(item.level)
+      for (const f of run) {
+        f.values.forEach((v, k) => out.push(indent + (k === 0 ? `${f.key}:`.padEnd(width) : ' '.repeat(width)) + v))
+      }
+      i = j
+    }
+    return out.map((l) => l.replace(/\s+$/, '')).join('\n') + '\n'
+  }
+}
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+
+function keyValues(record: Record<string, string>, skip: string[] = []): string[] {
+  return sortedKeys(record)
+    .filter((k) => !skip.includes(k))
+    .map((k) => `${k}=${record[k]}`)
+}
+
+function timestampWithAge(ts: string | undefined, now: Date): string | undefined {
+  return ts ? `${ts} (${age(ts, now)} ago)` : undefined
+}
+
+/** `True`/`False` also for YAML booleans; other statuses as written. */
+function statusText(status: unknown): string {
+  if (typeof status === 'boolean') return status ? 'True' : 'False'
+  return text(status) ?? 'Unknown'
+}
+
+function conditionRows(list: Condition[], now: Date): string[][] {
+  return list.map((c) => [text(c.type) ?? '', statusText(c.status), text(c.reason) ?? '', c.lastTransitionTime ? age(text(c.lastTransitionTime), now) : '<unknown>', (text(c.message) ?? '').replace(/\s+/g, ' ').trim()])
+}
+
+/** kubectl's events table: oldest first, `AGE (xN over AGE)` for repeated events. */
+function eventRows(events: EventLike[], now: Date): string[][] {
+  const timed = events.map((e, index) => {
+    const first = text(e.firstTimestamp) ?? text(e.eventTime) ?? text(e.metadata?.creationTimestamp)
+    const last = text(e.lastTimestamp) ?? text(e.series?.lastObservedTime) ?? first
+    const count = (typeof e.series?.count === 'number' ? e.series.count : undefined) ?? (typeof e.count === 'number' ? e.count : 1)
+    return {e, index, first, last, count}
+  })
+  const at = (ts: string | undefined): number => (ts ? Date.parse(ts) || 0 : 0)
+  timed.sort((a, b) => at(a.last) - at(b.last) || a.index - b.index)
+  return timed.map(({e, first, last, count}) => {
+    const ageText = count > 1 ? `${age(last, now)} (x${count} over ${age(first, now)})` : age(first ?? last, now)
+    const component = text(e.source?.component)
+    const from = component ? [component, text(e.source?.host)].filter(Boolean).join(', ') : (text(e.reportingController) ?? text(e.reportingComponent) ?? '')
+    return [text(e.type) ?? '', text(e.reason) ?? '', ageText, from, (text(e.message) ?? text(e.note) ?? '').replace(/\s+/g, ' ').trim()]
+  })
+}
+
+function healthyText(we: unknown, now: Date): string {
+  const c = condition(we, 'Healthy')
+  if (!c) return '<none>'
+  const extras = [text(c.reason), c.lastTransitionTime ? `${age(text(c.lastTransitionTime), now)} ago` : undefined].filter(Boolean)
+  const message = text(c.message)
+  return `${statusText(c.status)}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
+}
+
+function diffLines(d: Describer, level: number, diff: string): void {
+  for (const line of diff.replace(/\n$/, '').split('\n')) d.raw(level, line)
+}
+
+/**
+ * `kubectl describe`-style text for one registration: metadata, identity, registration, owner
+ * WorkloadGroup and snapshot status (with the diff when stale), WorkloadEntry, conditions, events.
+ */
+export function describeRegistration(reg: Registration, details: DescribeDetails, now: Date): string {
+  const d = new Describer()
+  const self: unknown = reg.source === 'war' ? details.war : details.workloadEntry
+  const m = meta(self)
+  d.field(0, 'Name', reg.name)
+  d.field(0, 'Namespace', reg.namespace)
+  d.field(0, 'Labels', keyValues(m.labels))
+  d.field(0, 'Annotations', keyValues(m.annotations, [LAST_APPLIED]))
+  d.field(0, 'Kind', reg.source === 'war' ? WAR_KIND : 'WorkloadEntry')
+  d.field(0, 'Created', timestampWithAge(reg.creationTimestamp, now))
+
+  // Identity
+  if (reg.source === 'war') {
+    const rows = identityRows(dig(details.war, 'spec', 'identity'))
+    if (rows.length === 0) d.field(0, 'Identity', '<none>')
+    else {
+      d.section(0, 'Identity')
+      for (const [k, v] of rows) d.field(1, k, v)
+    }
+  } else {
+    const sa = text(dig(details.workloadEntry, 'spec', 'serviceAccount'))
+    if (sa === undefined) d.field(0, 'Identity', '<none>')
+    else {
+      d.section(0, 'Identity')
+      d.field(1, 'Kind', 'serviceaccount')
+      d.field(1, 'Service Account', `${reg.namespace}/${sa}`)
+    }
+  }
+
+  // Registration
+  d.section(0, 'Registration')
+  if (reg.source === 'war') {
+    const info = dig(details.war, 'spec', 'registration')
+    const revision = text(dig(info, 'sidecar', 'istio', 'revision'))
+    const addresses = dig(info, 'host', 'addresses')
+    const hostAddresses = Array.isArray(addresses)
+      ? addresses.map((a) => joinParts(text(field(a, 'ip')) ?? '<none>', text(field(a, 'type')) ? `(${text(field(a, 'type'))})` : undefined))
+      : []
+    const annotations = dig(info, 'workload', 'annotations')
+    const settings = field(info, 'settings')
+    d.field(1, 'Agent', reg.agentVersion)
+    d.field(1, 'Sidecar', reg.sidecarVersion ? `istio ${reg.sidecarVersion}${revision ? ` (revision ${revision})` : ''}` : undefined)
+    d.field(1, 'Host Addresses', hostAddresses)
+    d.field(1, 'Workload Labels', keyValues(stringMap(dig(info, 'workload', 'labels'))))
+    if (isObject(annotations) && Object.keys(annotations).length > 0) d.field(1, 'Workload Annotations', keyValues(stringMap(annotations)))
+    d.field(1, 'Connected Over', text(field(settings, 'connectedOver')) ?? 'VPC (default)')
+    if (isObject(settings)) {
+      for (const k of sortedKeys(settings).filter((k) => camel(k) !== 'connectedOver')) d.field(1, k, text(settings[k]) ?? JSON.stringify(settings[k]))
+    }
+    d.field(1, 'Agent Connected', reg.agentConnected)
+    d.field(1, 'Connected To', reg.connectedTo)
+    if (reg.disconnectedAt) d.field(1, 'Disconnected At', timestampWithAge(reg.disconnectedAt, now))
+  } else {
+    const ann = m.annotations
+    d.field(1, 'Agent Connected', reg.agentConnected)
+    d.field(1, 'Connected At', timestampWithAge(ann[WE_ANNOTATIONS.connectedAt], now))
+    if (ann[WE_ANNOTATIONS.disconnectedAt]) d.field(1, 'Disconnected At', timestampWithAge(ann[WE_ANNOTATIONS.disconnectedAt], now))
+    d.field(1, 'Controller', ann[WE_ANNOTATIONS.workloadController])
+    d.field(1, 'Workload Labels', keyValues(stringMap(dig(details.workloadEntry, 'spec', 'labels'))))
+  }
+
+  // Owner WorkloadGroup and snapshot status
+  d.section(0, 'Owner WorkloadGroup')
+  d.field(1, 'Name', reg.group || undefined)
+  const gm = meta(details.group)
+  if (details.group && gm.generation !== undefined) d.field(1, 'Generation', String(gm.generation))
+  const statusKey = reg.source === 'war' ? 'Snapshot' : 'Template'
+  let diff: string | undefined
+  if (!details.group) d.field(1, statusKey, '<unknown> (WorkloadGroup not available)')
+  else if (reg.source === 'war' && warSnapshot(details.war) !== undefined) diff = staleDifference(details.war, details.group)
+  else if (details.workloadEntry) diff = workloadEntryDifference(details.workloadEntry, details.group)
+  else d.field(1, statusKey, '<unknown> (not recorded)')
+  if (diff === '') d.field(1, statusKey, 'up to date')
+  else if (diff !== undefined) {
+    d.field(1, statusKey, 'stale: the group changed after this workload registered; re-onboard it to apply the change')
+    d.section(1, 'Diff')
+    diffLines(d, 2, diff)
+  }
+
+  // WorkloadEntry
+  const we = details.workloadEntry
+  if (!we) {
+    d.field(0, 'WorkloadEntry', '<none>')
+  } else {
+    const spec = field(we, 'spec')
+    const ports = stringMap(field(spec, 'ports'))
+    d.section(0, 'WorkloadEntry')
+    d.field(1, 'Name', meta(we).name || undefined)
+    d.field(1, 'Address', text(field(spec, 'address')))
+    if (text(field(spec, 'network'))) d.field(1, 'Network', text(field(spec, 'network')))
+    if (text(field(spec, 'locality'))) d.field(1, 'Locality', text(field(spec, 'locality')))
+    if (text(field(spec, 'serviceAccount'))) d.field(1, 'Service Account', text(field(spec, 'serviceAccount')))
+    if (Object.keys(ports).length > 0) d.field(1, 'Ports', keyValues(ports).join(', '))
+    d.field(1, 'Healthy', healthyText(we, now))
+  }
+
+  // Conditions
+  const conds = conditions(self)
+  if (conds.length === 0) d.field(0, 'Conditions', '<none>')
+  else {
+    d.section(0, 'Conditions')
+    d.table(1, ['Type', 'Status', 'Reason', 'Age', 'Message'], conditionRows(conds, now))
+  }
+
+  // Events
+  const events = details.events ?? []
+  if (events.length === 0) d.field(0, 'Events', '<none>')
+  else {
+    d.section(0, 'Events')
+    d.table(1, ['Type', 'Reason', 'Age', 'From', 'Message'], eventRows(events, now), ['----', '------', '----', '----', '-------'])
+  }
+  return d.toString()
+}
