@@ -225,7 +225,9 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
             dryRun: Boolean(dryRun), diff: f.diff, signal: controller.signal,
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
-              if (!f.diff || r.outcome === 'failed') this.out(describeResult(r, Boolean(dryRun)) + '\n')
+              // Like kubectl: what happened on stdout, what did not on stderr.
+              if (r.outcome === 'failed' || r.outcome === 'not applied') this.note(describeResult(r, Boolean(dryRun)))
+              else if (!f.diff) this.out(describeResult(r, Boolean(dryRun)) + '\n')
             },
           })
         } finally {

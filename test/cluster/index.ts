@@ -122,7 +122,6 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   for (const ns of ['default', 'kube-system', 'kube-public']) {
     store.create('/namespaces', 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}}, spec: {finalizers: ['kubernetes']}, status: {phase: 'Active'}})
   }
-  store.create('/serviceaccounts', 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: 'default'}})
   if (options.istio !== false) {
     mesh.installIstio({gatewayIp: '203.0.113.10'})
     mesh.addIstiod({name: 'istiod-7d4b9c6f8-x2k9p'})

@@ -614,14 +614,14 @@ export class ApiServer {
     }
   }
 
-  create(def: ResourceDef, namespace: string | undefined, input: KubeObj, opts: {dryRun?: boolean; manager?: string; strict?: boolean} = {}): KubeObj {
+  create(def: ResourceDef, namespace: string | undefined, input: KubeObj, opts: {dryRun?: boolean; manager?: string; strict?: boolean; fromApply?: boolean} = {}): KubeObj {
     const obj = this.prepare(def, namespace, structuredClone(input), opts.strict ?? false)
     const key = resourceKey(def.group, def.plural)
     if (this.store.get(key, obj.metadata.namespace, obj.metadata.name)) throw alreadyExists(def.group, def.plural, obj.metadata.name)
     if (def.crd && def.statusSubresource) delete (obj as Json).status
     for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'deletionTimestamp'] as const) delete obj.metadata[f]
     this.defaults(def, obj)
-    const tracked = recordUpdate(undefined, obj as Json, opts.manager ?? 'unknown', groupVersionOf(def)) as KubeObj
+    const tracked = opts.fromApply ? obj : (recordUpdate(undefined, obj as Json, opts.manager ?? 'unknown', groupVersionOf(def)) as KubeObj)
     const created = this.store.create(key, def.kind, tracked, {dryRun: opts.dryRun})
     if (!opts.dryRun) this.afterWrite(def, created)
     return created
@@ -666,7 +666,7 @@ export class ApiServer {
           causes: conflicts.map((c) => ({reason: 'FieldManagerConflict', message: c.replace(/: \..*$/, ''), field: c.replace(/^.*: /, '')})),
         })
       }
-      if (!current) return {status: 201, body: this.present(def, this.create(def, namespace, object as KubeObj, {dryRun, manager, strict}))}
+      if (!current) return {status: 201, body: this.present(def, this.create(def, namespace, object as KubeObj, {dryRun, manager, strict, fromApply: true}))}
       const withRv = {...object, metadata: {...(object.metadata as Json), resourceVersion: undefined}} as KubeObj
       return {status: 200, body: this.present(def, this.update(def, namespace, name, withRv, {dryRun, subresource, manager, strict, fromApply: true}))}
     }
@@ -711,6 +711,15 @@ export class ApiServer {
 
   private controllers(e: StoreEvent): void {
     if (e.type !== 'ADDED') return
+    if (e.resource === resourceKey('', 'namespaces')) {
+      // The service-account controller gives every namespace a `default` ServiceAccount.
+      const ns = e.object.metadata.name
+      this.later(0, () => {
+        if (this.store.get(e.resource, undefined, ns) && !this.store.get(resourceKey('', 'serviceaccounts'), ns, 'default')) {
+          this.store.create(resourceKey('', 'serviceaccounts'), 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: ns}})
+        }
+      })
+    }
     if (e.resource === resourceKey('', 'serviceaccounts') && this.legacyServiceAccountTokens()) {
       const sa = e.object
       const secretName = `${sa.metadata.name}-token-${randomBytes(3).toString('hex').slice(0, 5)}`

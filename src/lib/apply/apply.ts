@@ -5,7 +5,6 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {KubeApiError} from '../kube/errors.js'
 import {findResourceByKind, resourcePath} from '../kube/resources.js'
 import type {KubeObject} from '../onboard/generate.js'
 import {resourceName} from '../output/render.js'
@@ -78,18 +77,17 @@ export async function applyObjects(client: KubeClient, objects: KubeObject[], op
       if (options.diff) result.diff = unifiedDiff(comparable(live), comparable(applied), {from: `live/${ref}`, to: `applied/${ref}`})
     } catch (err) {
       if (!(err instanceof MeshvmError)) throw err
+      // Objects come in dependency order (Namespace, ServiceAccount, WorkloadGroup, Service), so
+      // nothing after a failure is attempted: the rest are reported as not applied.
       result = {object, ref, outcome: 'failed', error: err}
-      // Nothing after an unreachable server can succeed; say so instead of trying each object.
-      if (!(err instanceof KubeApiError) && err.exit === ExitCode.UNREACHABLE) {
-        results.push(result)
-        options.onResult?.(result)
-        for (const rest of objects.slice(results.length)) {
-          const skipped: ApplyResult = {object: rest, ref: resourceName(rest), outcome: 'not applied'}
-          results.push(skipped)
-          options.onResult?.(skipped)
-        }
-        return results
+      results.push(result)
+      options.onResult?.(result)
+      for (const rest of objects.slice(results.length)) {
+        const skipped: ApplyResult = {object: rest, ref: resourceName(rest), outcome: 'not applied'}
+        results.push(skipped)
+        options.onResult?.(skipped)
       }
+      return results
     }
     results.push(result)
     options.onResult?.(result)
