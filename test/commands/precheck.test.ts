@@ -1,0 +1,114 @@
+/**
+ * Integration: `meshvm precheck` against the test API server, one test per failing check.
+ */
+import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+import {runCli} from '../helpers/cli.js'
+import {startCluster, type TestCluster} from '../helpers/cluster.js'
+
+let cluster: TestCluster
+const meshvm = (args: string[], env: Record<string, string> = {}) => runCli(['precheck', ...args], {env: {...cluster.env, ...env}})
+
+interface Check {
+  check: string
+  status: 'pass' | 'warn' | 'fail'
+  message: string
+  hint?: string
+}
+
+async function checks(args: string[] = ['web', '-n', 'apps'], env: Record<string, string> = {}): Promise<{code: number; checks: Record<string, Check>}> {
+  const res = await meshvm([...args, '-o', 'json'], env)
+  const parsed = JSON.parse(res.stdout) as {checks: Check[]}
+  return {code: res.code, checks: Object.fromEntries(parsed.checks.map((c) => [c.check, c]))}
+}
+
+beforeEach(async () => {
+  cluster = await startCluster()
+  cluster.mesh.watchNamespace('apps')
+  const onboard = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-s', 'web-vm', '--create-service-account', '--apply'], {env: cluster.env})
+  expect(onboard.code).toBe(0)
+})
+afterEach(() => cluster?.stop())
+
+describe('precheck', () => {
+  it('passes every check on a ready cluster, as a table', async () => {
+    const res = await meshvm(['web', '-n', 'apps'])
+    expect(res.code).toBe(0)
+    expect(res.stdout.split('\n')[0]).toMatch(/^CHECK\s+STATUS\s+MESSAGE$/)
+    expect(res.stdout).not.toMatch(/FAIL|WARN/)
+    const {checks: all} = await checks()
+    expect(Object.values(all).every((c) => c.status === 'pass')).toBe(true)
+  })
+
+  it('fails "istiod running" without a running istiod pod, and hints at the namespace/revision', async () => {
+    cluster.store.delete('/pods', 'istio-system', 'istiod-7d4b9c6f8-x2k9p')
+    const {code, checks: c} = await checks()
+    expect(code).toBe(8)
+    expect(c['istiod running']).toMatchObject({status: 'fail', message: 'no ready istiod pod with labels app=istiod in istio-system'})
+    expect(c['istiod running']!.hint).toMatch(/-i NAMESPACE or --revision REV/)
+    const rev = await checks(['web', '-n', 'apps', '--revision', 'canary'])
+    expect(rev.checks['istiod running']!.message).toBe('no ready istiod pod with labels app=istiod,istio.io/rev=canary in istio-system')
+  })
+
+  it('fails when auto-registration is disabled in the istiod Deployment', async () => {
+    const d = cluster.store.get('apps/deployments', 'istio-system', 'istiod')!
+    const spec = structuredClone(d.spec) as {template: {spec: {containers: {env: {name: string; value: string}[]}[]}}}
+    spec.template.spec.containers[0]!.env = [{name: 'PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', value: 'false'}]
+    cluster.store.update('apps/deployments', {...d, spec})
+    const {code, checks: c} = await checks()
+    expect(code).toBe(8)
+    expect(c['auto-registration enabled']!.status).toBe('fail')
+    expect(c['auto-registration enabled']!.message).toContain('PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION')
+  })
+
+  it('fails without an east-west gateway, and when it lacks a port', async () => {
+    const svc = cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!
+    const spec = structuredClone(svc.spec) as {ports: {port: number}[]}
+    spec.ports = spec.ports.filter((p) => p.port !== 15443)
+    cluster.store.update('/services', {...svc, spec})
+    const missingPort = await checks()
+    expect(missingPort.checks['east-west gateway']!.status).toBe('fail')
+    expect(missingPort.checks['east-west gateway']!.message).toContain('15443')
+    cluster.store.delete('/services', 'istio-system', 'istio-eastwestgateway')
+    const {code, checks: c} = await checks()
+    expect(code).toBe(8)
+    expect(c['east-west gateway']!.status).toBe('fail')
+    expect(c['east-west gateway']!.message).toContain('istio-system/istio-eastwestgateway')
+  })
+
+  it('fails when the WorkloadGroup is missing or selected by no Service/ServiceEntry', async () => {
+    cluster.store.delete('/services', 'apps', 'web')
+    const unselected = await checks()
+    expect(unselected.checks['workload group']!.status).toMatch(/fail|warn/)
+    expect(unselected.checks['workload group']!.message).toMatch(/no Service or ServiceEntry/)
+    const missing = await checks(['nope', '-n', 'apps'])
+    expect(missing.code).toBe(8)
+    expect(missing.checks['workload group']!.status).toBe('fail')
+    expect(missing.checks['workload group']!.message).toContain('apps/nope')
+  })
+
+  it('fails without the root certificate in the namespace', async () => {
+    cluster.store.delete('/configmaps', 'apps', 'istio-ca-root-cert')
+    const {code, checks: c} = await checks()
+    expect(code).toBe(8)
+    expect(c['root certificate']!.status).toBe('fail')
+    expect(c['root certificate']!.message).toContain('apps/istio-ca-root-cert')
+  })
+
+  it('fails when the service account does not exist', async () => {
+    cluster.store.delete('/serviceaccounts', 'apps', 'web-vm')
+    const {code, checks: c} = await checks()
+    expect(code).toBe(8)
+    expect(c['service account']).toMatchObject({status: 'fail'})
+    expect(c['service account']!.message).toContain('apps/web-vm')
+  })
+
+  it('fails the RBAC checks a restricted user lacks, via SelfSubjectAccessReview', async () => {
+    const token = cluster.addUser('viewer', {rules: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']}]})
+    const {code, checks: c} = await checks(['web', '-n', 'apps'], {KUBECONFIG: cluster.kubeconfigFor(token)})
+    expect(code).toBe(8)
+    expect(c['RBAC: token request']).toMatchObject({status: 'fail'})
+    expect(c['RBAC: apply workload groups']).toMatchObject({status: 'fail'})
+    expect(c['RBAC: read mesh config']).toMatchObject({status: 'pass'})
+    expect(cluster.requests.filter((r) => r.path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews').length).toBeGreaterThanOrEqual(7)
+  })
+})
