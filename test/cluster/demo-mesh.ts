@@ -1,0 +1,85 @@
+/**
+ * The demo mesh of `npm run demo:cluster`: 3 application namespaces, 2 istiod revisions, 40 pods
+ * with sidecars and 12 VMs, some unhealthy, disconnected or stale, so every meshvm command has
+ * something to show.
+ */
+import type {TestCluster} from './index.js'
+import type {VmSpec, XdsState} from './mesh.js'
+
+export const DEMO_NAMESPACES = ['shop', 'payments', 'legacy'] as const
+export const DEMO_ISTIODS = {stable: 'istiod-6c9f8d7b5-k2x4p', canary: 'istiod-1-23-5f7c9b8d4-q8w2n'} as const
+
+export function seedDemoMesh(cluster: TestCluster): void {
+  const {mesh, store} = cluster
+  mesh.installIstio({revision: '1-23', clusterId: 'cluster1', gatewayIp: '203.0.113.10'})
+  // startTestCluster() already runs one default-revision istiod; the demo uses its own names.
+  for (const pod of store.list('/pods', 'istio-system')) store.delete('/pods', 'istio-system', pod.metadata.name)
+  mesh.istiods.clear()
+  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId: 'cluster1'})
+  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId: 'cluster1'})
+  for (const ns of DEMO_NAMESPACES) mesh.watchNamespace(ns)
+
+  const apps: Record<(typeof DEMO_NAMESPACES)[number], string[]> = {
+    shop: ['frontend', 'cart', 'catalog', 'search', 'reviews'],
+    payments: ['payments', 'ledger', 'fraud'],
+    legacy: ['inventory', 'reports'],
+  }
+  const problems: XdsState[] = ['stale', 'never-acked', 'nack', 'not-sent']
+  let n = 0
+  for (const ns of DEMO_NAMESPACES) {
+    for (const app of apps[ns]) {
+      for (let replica = 0; replica < 4; replica++) {
+        const canary = ns === 'legacy'
+        const problem = n % 9 === 4 ? problems[(n / 9) % problems.length | 0] : undefined
+        mesh.addPod({
+          name: `${app}-${(0x5d4c3b + n * 7919).toString(16).slice(-6)}-${String.fromCharCode(97 + replica)}${n % 10}x${replica}`,
+          namespace: ns, istiod: canary ? DEMO_ISTIODS.canary : DEMO_ISTIODS.stable, labels: {app, version: 'v1'},
+          version: canary ? '1.23.4' : n % 13 === 0 ? '1.22.6' : '1.24.2',
+          sentAgoMs: 30_000 + n * 17_000,
+          ...(problem ? {types: {[['CDS', 'LDS', 'EDS', 'RDS'][n % 4]!]: problem}} : {}),
+        })
+        n++
+      }
+    }
+  }
+
+  const groups: {ns: (typeof DEMO_NAMESPACES)[number]; group: string; port: number; source: VmSpec['source']}[] = [
+    {ns: 'shop', group: 'recommender', port: 8080, source: 'war'},
+    {ns: 'payments', group: 'mainframe-gw', port: 9443, source: 'workloadentry'},
+    {ns: 'legacy', group: 'oracle-db', port: 1521, source: 'war'},
+  ]
+  for (const g of groups) {
+    store.create('networking.istio.io/workloadgroups', 'WorkloadGroup', {
+      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: g.group, namespace: g.ns},
+      spec: {metadata: {labels: {app: g.group}}, template: {serviceAccount: 'default', ports: {tcp: g.port}}, probe: {tcpSocket: {port: g.port}, periodSeconds: 5}},
+    })
+    store.create('/services', 'Service', {
+      apiVersion: 'v1', kind: 'Service', metadata: {name: g.group, namespace: g.ns, labels: {app: g.group}},
+      spec: {type: 'ClusterIP', clusterIP: `10.96.${groups.indexOf(g) + 5}.10`, selector: {app: g.group}, ports: [{name: 'tcp', port: g.port, protocol: 'TCP'}]},
+    })
+  }
+  // 12 VMs: healthy and connected, unhealthy, disconnected (recently and long ago), stale snapshots.
+  const vms: Omit<VmSpec, 'namespace' | 'group' | 'source'>[][] = [
+    [
+      {name: 'recommender-aws-aws-123456789012-us-east-2a-ec2-i-0a1b2c3d4e5f60001', address: '10.0.1.11', connectedTo: DEMO_ISTIODS.stable, healthy: true},
+      {name: 'recommender-aws-aws-123456789012-us-east-2b-ec2-i-0a1b2c3d4e5f60002', address: '10.0.1.12', connectedTo: DEMO_ISTIODS.stable, healthy: true, stale: true},
+      {name: 'recommender-aws-aws-123456789012-us-east-2c-ec2-i-0a1b2c3d4e5f60003', address: '10.0.1.13', connectedTo: DEMO_ISTIODS.stable, healthy: false, types: {EDS: 'stale'}},
+      {name: 'recommender-aws-aws-123456789012-us-east-2a-ec2-i-0a1b2c3d4e5f60004', address: '10.0.1.14', healthy: undefined, disconnectedAgoMs: 45 * 60_000},
+    ],
+    [
+      {name: 'mainframe-gw-1', address: '192.168.10.21', connectedTo: DEMO_ISTIODS.stable, healthy: true},
+      {name: 'mainframe-gw-2', address: '192.168.10.22', connectedTo: DEMO_ISTIODS.stable, healthy: true, version: '1.22.6'},
+      {name: 'mainframe-gw-3', address: '192.168.10.23', connectedTo: DEMO_ISTIODS.stable, healthy: false},
+      {name: 'mainframe-gw-4', address: '192.168.10.24', disconnectedAgoMs: 2 * 60_000},
+    ],
+    [
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2a-ec2-i-0f9e8d7c6b5a40001', address: '10.0.3.31', connectedTo: DEMO_ISTIODS.canary, healthy: true, version: '1.23.4'},
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2b-ec2-i-0f9e8d7c6b5a40002', address: '10.0.3.32', connectedTo: DEMO_ISTIODS.canary, healthy: true, version: '1.23.4', stale: true},
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2c-ec2-i-0f9e8d7c6b5a40003', address: '10.0.3.33', connectedTo: DEMO_ISTIODS.canary, version: '1.23.4', types: {RDS: 'nack'}},
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2a-ec2-i-0f9e8d7c6b5a40004', address: '10.0.3.34', disconnectedAgoMs: 3 * 3600_000, agentConnected: false},
+    ],
+  ]
+  groups.forEach((g, i) => {
+    for (const vm of vms[i]!) mesh.addVm({...vm, namespace: g.ns, group: g.group, source: g.source})
+  })
+}
