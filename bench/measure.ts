@@ -9,6 +9,7 @@ export interface Sample {
   wallMs: number
   peakRssKiB?: number
   code: number
+  stderr: string
 }
 
 export interface Stats {
@@ -38,7 +39,7 @@ export function runOnce(argv: string[], env: NodeJS.ProcessEnv = process.env, wi
     child.on('close', (code) => {
       const wallMs = Number(process.hrtime.bigint() - started) / 1e6
       const m = /__MESHVM_RSS__(\d+)/.exec(stderr)
-      resolve({wallMs, peakRssKiB: m ? Number(m[1]) : undefined, code: code ?? 1})
+      resolve({wallMs, peakRssKiB: m ? Number(m[1]) : undefined, code: code ?? 1, stderr})
     })
   })
 }
@@ -69,7 +70,7 @@ export async function measurePair(
   for (let i = 0; i < options.runs; i++) {
     const sb = await runOnce(baseline, options.baselineEnv ?? options.env)
     const sa = await runOnce(command, options.env)
-    if (sa.code !== 0) throw new Error(`${command.join(' ')} exited ${sa.code}`)
+    if (sa.code !== 0) throw new Error(`${command.join(' ')} exited ${sa.code}: ${sa.stderr.trim().split('\n').pop()}`)
     if (sb.code !== 0) throw new Error(`${baseline.join(' ')} exited ${sb.code}`)
     a.push(sa.wallMs)
     b.push(sb.wallMs)

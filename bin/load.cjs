@@ -14,11 +14,11 @@ function cacheFileFor(bundle, stat) {
   if (process.env.MESHVM_NO_COMPILE_CACHE) return undefined
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache')
   const key = `${stat.size.toString(36)}-${Math.floor(stat.mtimeMs).toString(36)}-${process.version}`
-  return path.join(base, 'meshvm', `meshvm-${key}.v8cache`)
+  return path.join(base, 'meshvm', `${path.basename(bundle, '.cjs')}-${key}.v8cache`)
 }
 
-function loadBundle() {
-  const bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs')
+/** Loads a CommonJS bundle (default: the CLI itself) through the code cache. */
+function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs')) {
   const stat = fs.statSync(bundle)
   const source = fs.readFileSync(bundle, 'utf8')
   const cacheFile = cacheFileFor(bundle, stat)
@@ -47,4 +47,21 @@ function loadBundle() {
   return {exports: mod.exports, saveCache}
 }
 
-module.exports = {loadBundle}
+const vendors = new Map()
+
+/**
+ * A vendor bundle (dist/vendor/*.cjs: the Kubernetes client, the prompt library), loaded only when
+ * a command first needs it, so offline commands never read or compile it. Its cache is saved when
+ * the process exits, after the functions that ran were compiled.
+ */
+function loadVendor(bundle) {
+  let loaded = vendors.get(bundle)
+  if (!loaded) {
+    loaded = loadBundle(bundle)
+    vendors.set(bundle, loaded)
+    process.once('exit', loaded.saveCache)
+  }
+  return loaded.exports
+}
+
+module.exports = {loadBundle, loadVendor}

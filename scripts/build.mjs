@@ -40,7 +40,33 @@ rmSync(join(root, 'dist'), {recursive: true, force: true})
 rmSync(join(root, 'oclif.manifest.json'), {force: true})
 
 const started = Date.now()
+
+// Heavy libraries only cluster commands (or the wizard) use go to their own bundles, loaded on first
+// use through bin/load.cjs: the main bundle stays small, so offline commands start fast.
+const VENDORS = {
+  '@kubernetes/client-node': {file: 'kube.cjs', source: "export {KubeConfig} from '@kubernetes/client-node'"},
+  '@inquirer/prompts': {file: 'prompts.cjs', source: "export * from '@inquirer/prompts'"},
+}
+for (const {file, source} of Object.values(VENDORS)) {
+  await build({
+    absWorkingDir: root, stdin: {contents: source, resolveDir: root, loader: 'js'}, outfile: join(root, 'dist/vendor', file),
+    bundle: true, format: 'cjs', platform: 'node', target: 'node20.17', minify: true, keepNames: true, legalComments: 'none', logLevel: 'warning',
+  })
+}
+const vendorPlugin = {
+  name: 'meshvm-vendors',
+  setup(b) {
+    const filter = new RegExp(`^(${Object.keys(VENDORS).map((n) => n.replace(/[/]/g, '\\/')).join('|')})$`)
+    b.onResolve({filter}, (args) => ({path: args.path, namespace: 'meshvm-vendor'}))
+    b.onLoad({filter: /.*/, namespace: 'meshvm-vendor'}, (args) => ({
+      loader: 'js',
+      contents: `const path = require('node:path'); module.exports = require(path.join(__dirname, '../bin/load.cjs')).loadVendor(path.join(__dirname, 'vendor/${VENDORS[args.path].file}'))`,
+    }))
+  },
+}
+
 const result = await build({
+  plugins: [vendorPlugin],
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
@@ -69,7 +95,8 @@ await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
 const count = Object.keys(plugin.manifest.commands).length
 const size = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0)
-console.error(`built dist/meshvm.cjs (${(size / 1024).toFixed(0)} KiB) and oclif.manifest.json (${count} commands) in ${Date.now() - started} ms`)
+const vendorSizes = Object.values(VENDORS).map(({file}) => `${file} ${(statSync(join(root, 'dist/vendor', file)).size / 1024).toFixed(0)} KiB`).join(', ')
+console.error(`built dist/meshvm.cjs (${(size / 1024).toFixed(0)} KiB; vendor bundles: ${vendorSizes}) and oclif.manifest.json (${count} commands) in ${Date.now() - started} ms`)
 if (count === 0) {
   console.error('error: the manifest lists no commands')
   process.exit(1)

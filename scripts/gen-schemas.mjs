@@ -4,6 +4,24 @@
 import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {parseAllDocuments} from 'yaml'
+import {parse} from '@bufbuild/cel'
+import {ParsedExprSchema} from '@bufbuild/cel-spec/cel/expr/syntax_pb.js'
+import {toBinary} from '@bufbuild/protobuf'
+
+/** The rule's parsed CEL AST (protobuf ParsedExpr, base64): parsing costs ~35 ms per process, decoding ~4. */
+export const PARSED_KEY = 'x-meshvm-parsed'
+
+function withParsedRules(schema) {
+  if (Array.isArray(schema)) return schema.map(withParsedRules)
+  if (!schema || typeof schema !== 'object') return schema
+  const out = {}
+  for (const [k, v] of Object.entries(schema)) {
+    out[k] = k === 'x-kubernetes-validations'
+      ? v.map((r) => ({...r, [PARSED_KEY]: Buffer.from(toBinary(ParsedExprSchema, parse(r.rule))).toString('base64')}))
+      : withParsedRules(v)
+  }
+  return out
+}
 
 const root = new URL('..', import.meta.url).pathname
 export const CRD_FILE = join(root, '../shared/reference/crds/istio-networking.yaml')
@@ -20,7 +38,7 @@ export function extractSchemas(text) {
       group: crd.spec.group,
       version: 'v1',
       plural: crd.spec.names.plural,
-      schema: version.schema.openAPIV3Schema,
+      schema: withParsedRules(version.schema.openAPIV3Schema),
     }
   }
   return JSON.stringify(out, null, 1) + '\n'

@@ -108,3 +108,27 @@ describe('generic CRD schemas', () => {
     expect(() => assertValidIstioObjects([wg({})], 'wg.yaml')).toThrow('wg.yaml: WorkloadGroup.networking.istio.io "web" is invalid: spec.template: Required value')
   })
 })
+
+describe('build-time parsed CEL rules', () => {
+  it('validate exactly as rules parsed at run time', () => {
+    const schemas = JSON.parse(readFileSync(join(REPO_ROOT, 'src/lib/schema/istio-networking.schemas.json'), 'utf8')) as Record<string, {schema: Schema}>
+    const strip = (s: unknown): unknown =>
+      Array.isArray(s) ? s.map(strip) : s && typeof s === 'object'
+        ? Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'x-meshvm-parsed').map(([k, v]) => [k, strip(v)]))
+        : s
+    const samples = [
+      wg({template: {ports: {http: 8080}}, probe: {httpGet: {port: 8080}, tcpSocket: {port: 1}}}),
+      wg({template: {ports: {http: 8080}}, probe: {exec: {command: []}}}),
+      se({hosts: ['a.com'], resolution: 'DNS', workloadSelector: {labels: {app: 'a'}}, endpoints: [{address: '1.1.1.1'}]}),
+      se({hosts: ['*.a.com'], resolution: 'DNS', ports: [{name: 'x', number: 80, protocol: 'HTTP', targetPort: 0}]}),
+      we({address: '', ports: {http: 8080}}),
+    ]
+    for (const obj of samples) {
+      const kind = (obj as {kind: string}).kind
+      const withAst = compileSchema(schemas[kind]!.schema, {unknownFields: 'report'}).validate(structuredClone(obj))
+      const parsedNow = compileSchema(strip(schemas[kind]!.schema) as Schema, {unknownFields: 'report'}).validate(structuredClone(obj))
+      expect(withAst).toEqual(parsedNow)
+    }
+    expect(JSON.stringify(schemas)).toContain('x-meshvm-parsed')
+  })
+})
