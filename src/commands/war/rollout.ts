@@ -1,0 +1,109 @@
+import {Args, Flags} from '@oclif/core'
+import {BaseCommand, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {MeshvmError} from '../../lib/errors.js'
+import {humanDuration} from '../../lib/output/age.js'
+import {renderData} from '../../lib/output/render.js'
+import {renderTable} from '../../lib/output/table.js'
+import {durationFlag} from '../../lib/war/flags.js'
+import type {RolloutItem, RolloutReport} from '../../lib/war/rollout.js'
+
+export default class WarRollout extends BaseCommand<typeof WarRollout> {
+  static override summary = "Re-onboard a WorkloadGroup's workloads after the group changed, a few at a time, like a Deployment rollout."
+
+  static override description = `A WorkloadAutoRegistration keeps a snapshot of its WorkloadGroup taken when the VM onboarded; a change to the group reaches a VM only when it onboards again. This command finds the group's registrations whose snapshot differs from the current spec (STALE in "meshvm war list -o wide"), deletes them --max-unavailable at a time, and waits for each agent to re-onboard: a new registration of the same name, connected, made from the current spec and, when the group has a probe, with a healthy WorkloadEntry. A slot frees as soon as its workload is back.
+
+The first workload that does not come back within --timeout stops the rollout (nothing new starts) with a report of every registration. Re-running continues where it stopped: what is stale is worked out from the cluster each time. Stale registrations whose agent is not connected are skipped (their agent cannot re-onboard now) with a warning. --dry-run prints the plan. Progress goes to stderr, the report to stdout.
+
+Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected within --timeout; 8 a workload came back but stayed unhealthy, or came back from an old snapshot; 4 no such WorkloadGroup, or no WorkloadAutoRegistration CRD; 5 a permission is missing; 130 Ctrl-C (the workloads in flight are reported as interrupted).`
+
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> ratings -n bookinfo',
+    {description: 'See the plan first:', command: '<%= config.bin %> <%= command.id %> ratings -n bookinfo --dry-run'},
+    {description: 'Two at a time, allowing 10 minutes per VM:', command: '<%= config.bin %> <%= command.id %> ratings -n bookinfo --max-unavailable 2 --timeout 10m'},
+  ]
+
+  static override args = {
+    group: Args.string({description: 'The WorkloadGroup whose workloads to re-onboard.', required: true, ignoreStdin: true}),
+  }
+
+  static override flags = {
+    'max-unavailable': Flags.integer({summary: 'How many workloads may be re-onboarding at once.', default: 1, min: 1}),
+    timeout: Flags.string({summary: 'How long to wait for each workload to come back connected (and healthy).', default: '5m'}),
+    'dry-run': Flags.boolean({summary: 'Print the plan; change nothing.'}),
+    'chunk-size': Flags.integer({summary: 'Objects per list request; 0 lists everything in one request.', default: 500, min: 0}),
+    'poll-interval': Flags.string({summary: 'How often to check on workloads being re-onboarded.', default: '1s', hidden: true}),
+    output: Flags.option({char: 'o', summary: 'Output format of the report.', options: ['table', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+  }
+
+  async run(): Promise<void> {
+    const f = this.flags
+    const group = this.args.group as string
+    const timeoutMs = durationFlag('--timeout', f.timeout)
+    const pollIntervalMs = durationFlag('--poll-interval', f['poll-interval'])
+    const session = await this.session()
+    const controller = new AbortController()
+    const onSignal = (): void => controller.abort()
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+    let report: RolloutReport
+    try {
+      const {rollout} = await import('../../lib/war/rollout.js')
+      report = await rollout(session.client, {
+        namespace: session.namespace,
+        group,
+        maxUnavailable: f['max-unavailable'],
+        timeoutMs,
+        pollIntervalMs,
+        dryRun: f['dry-run'],
+        chunkSize: f['chunk-size'],
+        signal: controller.signal,
+        progress: (line) => this.note(line),
+        warn: (line) => this.warning(line),
+      })
+    } finally {
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+      session.client.close()
+    }
+    this.render(report, f.output)
+    const where = `workloadgroup ${report.namespace}/${report.group}`
+    const count = (r: RolloutItem['result']) => report.items.filter((i) => i.result === r).length
+    const skipped = count('skipped')
+    const skippedText = skipped > 0 ? `, ${skipped} skipped (agent not connected)` : ''
+    if (report.failure) throw new MeshvmError(report.failure.message, {exit: report.failure.exit, code: 'RolloutFailed', hints: report.failure.hints})
+    if (report.status === 'planned') {
+      this.note(`Dry run: ${count('planned')} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${skippedText}; nothing was changed.`)
+    } else if (report.status === 'complete') {
+      this.note(`Rollout of ${where} complete: ${count('re-onboarded')} re-onboarded, ${report.upToDate} already up to date${skippedText}.`)
+    } else if (f['dry-run'] || skipped > 0) {
+      this.note(`Nothing to re-onboard in ${where}: ${report.upToDate} of ${report.registrations} registration(s) up to date${skippedText}.`)
+    }
+  }
+
+  private render(report: RolloutReport, format: 'table' | 'json' | 'yaml'): void {
+    if (format !== 'table') {
+      this.out(renderData(report, format) as string)
+      return
+    }
+    if (report.items.length === 0) return
+    if (report.status === 'planned' || report.status === 'nothing to do') {
+      this.out(
+        renderTable(report.items, [
+          {header: 'STEP', value: (i) => (i.step === undefined ? '-' : String(i.step))},
+          {header: 'NAME', value: (i) => i.name},
+          {header: 'AGENT CONNECTED', value: (i) => i.agentConnected},
+          {header: 'ACTION', value: (i) => (i.result === 'skipped' ? 'skip (agent not connected)' : 're-onboard')},
+        ]),
+      )
+      return
+    }
+    this.out(
+      renderTable(report.items, [
+        {header: 'NAME', value: (i) => i.name},
+        {header: 'RESULT', value: (i) => i.result},
+        {header: 'TIME', value: (i) => (i.seconds === undefined ? '-' : i.seconds < 60 ? `${i.seconds.toFixed(1)}s` : humanDuration(i.seconds * 1000))},
+        {header: 'DETAIL', value: (i) => i.detail ?? ''},
+      ]),
+    )
+  }
+}

@@ -1,0 +1,374 @@
+/**
+ * Reading registrations from the cluster: WorkloadAutoRegistrations (when the CRD is installed) and
+ * auto-registered WorkloadEntries, paged (`limit`/`continue`, restarted on 410 by the client) and
+ * turned into `Registration` rows page by page, so callers can print as they go.
+ *
+ * Also: finding one registration by name, the details `describe` shows, deleting with a UID
+ * precondition, and one-line errors for a missing CRD and for missing RBAC permissions.
+ */
+import {ExitCode, MeshvmError} from '../errors.js'
+import type {KubeClient} from '../kube/client.js'
+import {KubeApiError} from '../kube/errors.js'
+import {groupVersion, qualifiedResource, resourcePath, Resources, type ResourceType} from '../kube/resources.js'
+import {
+  isAutoRegisteredWorkloadEntry,
+  registrationFromWar,
+  registrationFromWorkloadEntry,
+  WE_ANNOTATIONS,
+  type DescribeDetails,
+  type EventLike,
+  type ObjectMeta,
+  type Registration,
+  type WarObject,
+  type WorkloadEntryObject,
+  type WorkloadGroup,
+} from './model.js'
+
+export const WAR = Resources.workloadAutoRegistrations
+export const WE = Resources.workloadEntries
+export const WG = Resources.workloadGroups
+
+export type Source = 'war' | 'workloadentry' | 'all'
+
+export type KubeObject = {apiVersion?: string; kind?: string; metadata?: ObjectMeta & {resourceVersion?: string}; [k: string]: unknown}
+
+/** One registration as listed: its row and the object it was read from. */
+export interface Listed {
+  source: Registration['source']
+  object: KubeObject
+  registration: Registration
+}
+
+export interface ListQuery {
+  /** undefined: all namespaces. */
+  namespace?: string
+  labelSelector?: string
+  /** Only registrations of this WorkloadGroup. */
+  group?: string
+  source: Source
+  /** Objects per list request (0: no paging). */
+  chunkSize: number
+  /** Current WorkloadGroups by `namespace/name`, for the STALE column; without it STALE is false. */
+  groups?: Map<string, WorkloadGroup>
+}
+
+/** Filled in while listing: whether the WAR API is served, and each list's resourceVersion (for --watch). */
+export interface ListState {
+  warServed?: boolean
+  resourceVersions: Partial<Record<Registration['source'], string>>
+}
+
+export const CRD_NAME = `${WAR.plural}.${WAR.group}`
+
+export const CRD_MISSING = `the WorkloadAutoRegistration CRD (${CRD_NAME}) is not installed in this cluster`
+
+/** The note `war list` prints for a cluster without the WAR CRD. */
+export const CRD_MISSING_NOTE = `${CRD_MISSING}: only auto-registered WorkloadEntries are shown`
+
+export function crdMissingError(what: string): MeshvmError {
+  return new MeshvmError(`${CRD_MISSING}: ${what}`, {
+    exit: ExitCode.NOT_FOUND,
+    code: 'CRDNotInstalled',
+    hints: ['Istio auto-registered WorkloadEntries are listed with --source workloadentry (or the default --source all)'],
+  })
+}
+
+/**
+ * A 403 as one line naming the verb and the resource that are missing, with the RBAC rule to ask
+ * for. Anything else is returned unchanged.
+ */
+export function explainForbidden(err: unknown, verb: string, res: ResourceType, namespace?: string): unknown {
+  if (!(err instanceof KubeApiError) || err.status !== 403) return err
+  const what = qualifiedResource(res)
+  const where = res.namespaced ? (namespace ? ` in namespace "${namespace}"` : ' in all namespaces') : ''
+  const can = `kubectl auth can-i ${verb} ${what}${res.namespaced ? (namespace ? ` -n ${namespace}` : ' --all-namespaces') : ''}`
+  return new MeshvmError(`forbidden: missing permission to ${verb} ${what}${where}`, {
+    exit: ExitCode.FORBIDDEN,
+    code: 'Forbidden',
+    hints: [`ask a cluster admin for a ${res.namespaced && namespace ? `Role in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${what}" (check with: ${can})`],
+    cause: err,
+  })
+}
+
+/** Runs `fn`, turning a 403 into the explained error. */
+export async function withPermission<T>(verb: string, res: ResourceType, namespace: string | undefined, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw explainForbidden(err, verb, res, namespace)
+  }
+}
+
+/** Whether the API server serves WorkloadAutoRegistrations (discovery of the group-version). */
+export async function warApiServed(client: KubeClient): Promise<boolean> {
+  const list = await client.getOptional<{resources?: {name?: string}[]}>(`/apis/${groupVersion(WAR)}`)
+  return Boolean(list?.resources?.some((r) => r.name === WAR.plural))
+}
+
+const isNotServed = (err: unknown): boolean => err instanceof KubeApiError && err.status === 404
+
+function withKind(obj: KubeObject, res: ResourceType): KubeObject {
+  // List items may come without apiVersion/kind (kube-apiserver leaves them out); -o yaml needs them.
+  return {apiVersion: groupVersion(res), kind: res.kind, ...obj}
+}
+
+export function ownerOfKind(obj: unknown, kind: string): {name?: string; uid?: string} | undefined {
+  const refs = (obj as KubeObject | undefined)?.metadata?.ownerReferences ?? []
+  const matching = refs.filter((r) => r?.kind === kind)
+  return matching.find((r) => r.controller === true) ?? matching[0]
+}
+
+/** The WorkloadGroup a WAR or WorkloadEntry belongs to ('' when it cannot be told). */
+export function groupNameOf(source: Registration['source'], obj: unknown): string {
+  const m = (obj as KubeObject | undefined)?.metadata
+  if (source === 'workloadentry') {
+    const fromAnnotation = m?.annotations?.[WE_ANNOTATIONS.autoRegistrationGroup]
+    if (fromAnnotation) return fromAnnotation
+  }
+  return ownerOfKind(obj, 'WorkloadGroup')?.name ?? ''
+}
+
+export function toRegistration(source: Registration['source'], obj: KubeObject, groups?: Map<string, WorkloadGroup>): Registration {
+  const group = groups?.get(`${obj.metadata?.namespace ?? ''}/${groupNameOf(source, obj)}`)
+  return source === 'war' ? registrationFromWar(obj, group) : registrationFromWorkloadEntry(obj, group)
+}
+
+/** Whether a WorkloadEntry is shown as a registration of its own (see ListQuery.source). */
+export function isListedWorkloadEntry(obj: unknown, source: Source): boolean {
+  if (ownerOfKind(obj, WAR.kind) !== undefined) return source === 'workloadentry'
+  return isAutoRegisteredWorkloadEntry(obj)
+}
+
+/** Every WorkloadGroup in a namespace (or all), by `namespace/name`. */
+export async function fetchGroups(client: KubeClient, namespace: string | undefined): Promise<Map<string, WorkloadGroup>> {
+  const items = await withPermission('list', WG, namespace, () => client.list<KubeObject>(resourcePath(WG, {namespace})))
+  return new Map(items.map((g) => [`${g.metadata?.namespace ?? ''}/${g.metadata?.name ?? ''}`, g as WorkloadGroup]))
+}
+
+/**
+ * Pages of registrations: WARs first (when the CRD is installed and the source includes them), then
+ * WorkloadEntries. Each yielded page is independent: the caller renders it and lets it go.
+ */
+export async function* listRegistrations(client: KubeClient, q: ListQuery, state: ListState): AsyncGenerator<Listed[]> {
+  const query = {labelSelector: q.labelSelector || undefined}
+  if (q.source !== 'workloadentry') {
+    const path = resourcePath(WAR, {namespace: q.namespace})
+    try {
+      for await (const page of client.listPages<KubeObject>(path, query, q.chunkSize)) {
+        state.warServed = true
+        state.resourceVersions.war ??= page.metadata?.resourceVersion
+        yield rows('war', page.items, q)
+      }
+    } catch (err) {
+      if (!isNotServed(err) || state.warServed) throw explainForbidden(err, 'list', WAR, q.namespace)
+      state.warServed = false
+      if (q.source === 'war') throw crdMissingError('there are no WorkloadAutoRegistrations to list')
+    }
+  }
+  if (q.source !== 'war') {
+    const path = resourcePath(WE, {namespace: q.namespace})
+    try {
+      for await (const page of client.listPages<KubeObject>(path, query, q.chunkSize)) {
+        state.resourceVersions.workloadentry ??= page.metadata?.resourceVersion
+        yield rows('workloadentry', page.items.filter((o) => isListedWorkloadEntry(o, q.source)), q)
+      }
+    } catch (err) {
+      throw explainForbidden(err, 'list', WE, q.namespace)
+    }
+  }
+}
+
+function rows(source: Registration['source'], items: KubeObject[], q: ListQuery): Listed[] {
+  const res = source === 'war' ? WAR : WE
+  const out: Listed[] = []
+  for (const item of items) {
+    const object = withKind(item, res)
+    if (q.group !== undefined && groupNameOf(source, object) !== q.group) continue
+    out.push({source, object, registration: toRegistration(source, object, q.groups)})
+  }
+  return out
+}
+
+export interface WatchedChange extends Listed {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED'
+}
+
+/**
+ * Streams changes after the list (`--watch`), from the resourceVersions the list saw, until `signal`
+ * aborts. A watch the server closes is resumed; one whose version expired (410) starts again from
+ * the current state.
+ */
+export async function watchRegistrations(
+  client: KubeClient,
+  q: ListQuery,
+  state: ListState,
+  onChange: (change: WatchedChange) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const sources: Registration['source'][] = []
+  if (q.source !== 'workloadentry' && state.warServed) sources.push('war')
+  if (q.source !== 'war') sources.push('workloadentry')
+  await Promise.all(
+    sources.map(async (source) => {
+      const res = source === 'war' ? WAR : WE
+      const path = resourcePath(res, {namespace: q.namespace})
+      let version = state.resourceVersions[source]
+      while (!signal.aborted) {
+        let expired = false
+        try {
+          version = await client.watch<KubeObject>(
+            path,
+            {labelSelector: q.labelSelector || undefined, resourceVersion: version},
+            (event) => {
+              if (event.type === 'BOOKMARK') return
+              if (event.type === 'ERROR') {
+                expired = true
+                return
+              }
+              const object = withKind(event.object, res)
+              if (source === 'workloadentry' && !isListedWorkloadEntry(object, q.source)) return
+              if (q.group !== undefined && groupNameOf(source, object) !== q.group) return
+              onChange({type: event.type, source, object, registration: toRegistration(source, object, q.groups)})
+            },
+            signal,
+          )
+        } catch (err) {
+          if (signal.aborted) return
+          throw explainForbidden(err, 'watch', res, q.namespace)
+        }
+        if (expired) {
+          const fresh = await client.get<{metadata?: {resourceVersion?: string}}>(path, {limit: 1, labelSelector: q.labelSelector || undefined})
+          version = fresh.metadata?.resourceVersion
+        }
+      }
+    }),
+  )
+}
+
+// ---- one registration -------------------------------------------------------------------------
+
+export type Found = {source: 'war'; object: WarObject & KubeObject} | {source: 'workloadentry'; object: WorkloadEntryObject & KubeObject}
+
+export function notFoundError(name: string, namespace: string, warServed: boolean, extra?: string): MeshvmError {
+  const searched = warServed ? 'no WorkloadAutoRegistration or auto-registered WorkloadEntry' : 'no auto-registered WorkloadEntry'
+  return new MeshvmError(`registration "${name}" not found in namespace "${namespace}": ${searched} has that name${extra ? ` (${extra})` : ''}`, {
+    exit: ExitCode.NOT_FOUND,
+    code: 'NotFound',
+    hints: [
+      ...(warServed ? [] : [`the WorkloadAutoRegistration CRD (${CRD_NAME}) is not installed, so only WorkloadEntries were searched`]),
+      `list the registrations with: meshvm war list -n ${namespace}`,
+    ],
+  })
+}
+
+/** A WAR of that name, else an auto-registered WorkloadEntry of that name; a one-line error otherwise. */
+export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean): Promise<Found> {
+  if (warServed) {
+    const war = await withPermission('get', WAR, namespace, () => client.getOptional<KubeObject>(resourcePath(WAR, {namespace, name})))
+    if (war) return {source: 'war', object: withKind(war, WAR)}
+  }
+  const we = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
+  if (we) {
+    const owner = ownerOfKind(we, WAR.kind)
+    if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)
+    if (isAutoRegisteredWorkloadEntry(we)) return {source: 'workloadentry', object: withKind(we, WE)}
+    throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} was not auto-registered: manage it with kubectl`)
+  }
+  throw notFoundError(name, namespace, warServed)
+}
+
+const ownedBy = (obj: unknown, uid: string | undefined): boolean =>
+  uid !== undefined && ((obj as KubeObject | undefined)?.metadata?.ownerReferences ?? []).some((r) => r?.uid === uid)
+
+/** The WorkloadEntry a WAR owns: usually named like the WAR, else found by owner UID. */
+export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): Promise<KubeObject | undefined> {
+  const namespace = war.metadata?.namespace
+  const uid = war.metadata?.uid
+  if (!namespace || !uid) return undefined
+  const same = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name: war.metadata?.name})))
+  if (same && ownedBy(same, uid)) return withKind(same, WE)
+  return withPermission('list', WE, namespace, async () => {
+    for await (const page of client.listPages<KubeObject>(resourcePath(WE, {namespace}))) {
+      const hit = page.items.find((o) => ownedBy(o, uid))
+      if (hit) return withKind(hit, WE)
+    }
+    return undefined
+  })
+}
+
+/**
+ * What `describe` shows besides the object: the owner WorkloadGroup, the WorkloadEntry a WAR owns,
+ * and the object's Events. A detail that cannot be read (forbidden) is left out with a warning.
+ */
+export async function describeDetails(client: KubeClient, found: Found, warn: (text: string) => void): Promise<DescribeDetails> {
+  const obj = found.object
+  const namespace = obj.metadata?.namespace ?? ''
+  const details: DescribeDetails = found.source === 'war' ? {war: found.object} : {workloadEntry: found.object}
+  const optional = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN) {
+        warn(`${err.message}: ${what} not shown`)
+        return undefined
+      }
+      throw err
+    }
+  }
+  const groupName = groupNameOf(found.source, obj)
+  const [group, workloadEntry, events] = await Promise.all([
+    groupName
+      ? optional('the WorkloadGroup', () => withPermission('get', WG, namespace, () => client.getOptional<KubeObject>(resourcePath(WG, {namespace, name: groupName}))))
+      : undefined,
+    found.source === 'war' ? optional('the WorkloadEntry', () => ownedWorkloadEntry(client, obj)) : undefined,
+    optional('events', () =>
+      withPermission('list', Resources.events, namespace, () =>
+        client.list<KubeObject>(resourcePath(Resources.events, {namespace}), {
+          fieldSelector: [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])].join(','),
+        }),
+      ),
+    ),
+  ])
+  if (group) details.group = group as WorkloadGroup
+  if (workloadEntry) details.workloadEntry = workloadEntry
+  details.events = (events ?? []) as EventLike[]
+  return details
+}
+
+// ---- deleting -------------------------------------------------------------------------------
+
+/** `workloadautoregistration.runtime.onboarding.tetrate.io`, as kubectl names a kind in messages. */
+export function kindName(source: Registration['source']): string {
+  const res = source === 'war' ? WAR : WE
+  return `${res.kind.toLowerCase()}.${res.group}`
+}
+
+/**
+ * Deletes one registration, only if it is still the object that was read (UID precondition; the
+ * resourceVersion too when `exact`), letting the API server garbage-collect what it owns.
+ * Returns false when it was already gone.
+ */
+export async function deleteRegistration(
+  client: KubeClient,
+  source: Registration['source'],
+  obj: KubeObject,
+  options: {dryRun?: boolean; exact?: boolean} = {},
+): Promise<boolean> {
+  const res = source === 'war' ? WAR : WE
+  const namespace = obj.metadata?.namespace
+  const preconditions: Record<string, string> = {}
+  if (obj.metadata?.uid) preconditions.uid = obj.metadata.uid
+  if (options.exact && obj.metadata?.resourceVersion) preconditions.resourceVersion = obj.metadata.resourceVersion
+  try {
+    await client.request({
+      method: 'DELETE',
+      path: resourcePath(res, {namespace, name: obj.metadata?.name}),
+      query: {dryRun: options.dryRun ? 'All' : undefined},
+      body: {apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', ...(Object.keys(preconditions).length > 0 ? {preconditions} : {})},
+    })
+    return true
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return false
+    throw explainForbidden(err, 'delete', res, namespace)
+  }
+}

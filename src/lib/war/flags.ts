@@ -1,0 +1,61 @@
+/**
+ * Flags and small helpers shared by the `meshvm war` commands. No Kubernetes client here: commands
+ * import this statically and load the cluster code lazily.
+ */
+import {Flags} from '@oclif/core'
+import {OUTPUT_GROUP} from '../cli/base-command.js'
+import {flagError, UsageError} from '../errors.js'
+import {OUTPUT_FORMATS} from '../output/render.js'
+import {dns1123Subdomain, parseDuration} from '../validation/kube.js'
+
+export const SOURCE_VALUES = ['all', 'war', 'workloadentry'] as const
+
+export const listingFlags = {
+  'all-namespaces': Flags.boolean({char: 'A', summary: 'List across all namespaces (adds a NAMESPACE column).'}),
+  selector: Flags.string({char: 'l', summary: 'Label selector, e.g. app=web,version!=v1 (sent to the API server).'}),
+  group: Flags.string({summary: 'Only registrations of this WorkloadGroup.'}),
+  source: Flags.option({
+    summary: 'Where rows come from: WorkloadAutoRegistrations, auto-registered WorkloadEntries, or both.',
+    description: '"all" lists WorkloadAutoRegistrations (when the CRD is installed) and the auto-registered WorkloadEntries no WorkloadAutoRegistration owns; "workloadentry" lists every auto-registered or WAR-owned WorkloadEntry.',
+    options: SOURCE_VALUES,
+    default: 'all' as const,
+  })(),
+  'chunk-size': Flags.integer({
+    summary: 'Objects per list request; 0 lists everything in one request.',
+    default: 500,
+    min: 0,
+  }),
+}
+
+export const outputFlag = Flags.option({
+  char: 'o',
+  summary: 'Output format.',
+  options: OUTPUT_FORMATS,
+  default: 'table' as const,
+  helpGroup: OUTPUT_GROUP,
+})()
+
+export const noHeadersFlag = Flags.boolean({summary: 'Do not print the table header.', helpGroup: OUTPUT_GROUP})
+
+/** A positive duration flag (`30s`, `5m`, `1h30m`, plain seconds). */
+export function durationFlag(flag: string, value: string, options: {allowZero?: boolean} = {}): number {
+  const ms = parseDuration(value)
+  if (ms === undefined || ms < 0 || (!options.allowZero && ms === 0)) throw flagError(flag, value, `expected a duration such as 30s, 5m or 1h${options.allowZero ? ' (0 allowed)' : ''}`)
+  return ms
+}
+
+/**
+ * Registration names given as arguments (commands with several NAME arguments parse non-strictly,
+ * so a mistyped flag would arrive here as a name).
+ */
+export function registrationNames(argv: unknown[], command: string): string[] {
+  const names = argv.map(String)
+  const flag = names.find((n) => n.startsWith('-'))
+  if (flag !== undefined) throw new UsageError(`unknown flag ${flag}`, [`see meshvm ${command} --help for the flags this command takes`])
+  if (names.length === 0) throw new UsageError('missing NAME: which registration?', [`list them with: meshvm war list`])
+  for (const n of names) {
+    const problem = dns1123Subdomain(n)
+    if (problem) throw new UsageError(`NAME ${JSON.stringify(n)}: ${problem}`)
+  }
+  return [...new Set(names)]
+}
