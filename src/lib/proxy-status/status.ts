@@ -53,9 +53,10 @@ const CLIENT_CONFIG_TYPE = 'type.googleapis.com/envoy.service.status.v3.ClientCo
 /**
  * Per-type state. `IGNORED`: the proxy does not watch the type. `UNKNOWN`: istiod listed the type with
  * Envoy's UNKNOWN status (ztunnel); shown as IGNORED like istioctl does. `NOT_CONNECTED`: a registered
- * VM that no istiod reports.
+ * VM that no istiod reports. `NO_ANSWER`: the istiod the proxy is registered with did not answer (time-out or
+ * error), so its state is unknown.
  */
-export type SyncState = 'SYNCED' | 'STALE' | 'NOT_SENT' | 'ERROR' | 'UNKNOWN' | 'IGNORED' | 'NOT_CONNECTED'
+export type SyncState = 'SYNCED' | 'STALE' | 'NOT_SENT' | 'ERROR' | 'UNKNOWN' | 'IGNORED' | 'NOT_CONNECTED' | 'NO_ANSWER'
 
 export interface TypeSync {
   state: SyncState
@@ -67,6 +68,9 @@ export interface TypeSync {
   lastSent?: string
   /** The NACK's error detail, for ERROR. */
   error?: string
+  /** The last nonce istiod sent / the proxy acknowledged (HTTP syncz only; xDS mode does not report them). */
+  sent?: string
+  acked?: string
 }
 
 export interface IstiodRef {
@@ -107,11 +111,14 @@ export interface VmInfo {
 }
 
 export interface ProxyStatusRow {
-  /** istioctl's NAME: the proxy ID, `<pod>.<namespace>`. */
+  /** istioctl's NAME: the proxy ID, `<pod>.<namespace>`; `*` for the placeholder row of an istiod that did not answer. */
   name: string
   namespace?: string
   cluster?: string
-  type: 'pod' | 'vm'
+  /** The kubeconfig context the row was read through (set by the command). */
+  context?: string
+  /** `istiod`: a placeholder row standing for the unknown proxies of an istiod that did not answer (table only). */
+  type: 'pod' | 'vm' | 'istiod'
   /** False for a registered VM that no istiod reports. */
   connected: boolean
   xds: Record<XdsType, TypeSync>
@@ -161,6 +168,8 @@ export function xdsStatus(t: TypeSync, now: Date = new Date()): string {
       return 'NOT SENT'
     case 'NOT_CONNECTED':
       return 'NOT CONNECTED'
+    case 'NO_ANSWER':
+      return 'NO ANSWER'
     default: {
       if (t.state === 'STALE' && t.neverAcknowledged) return 'STALE (Never Acknowledged)'
       const at = t.lastSent === undefined ? Number.NaN : Date.parse(t.lastSent)
@@ -271,8 +280,10 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
       const rw = () => `${at()}: resources["${XDS_TYPE_URLS[t]}"]`
       if (!isObject(r)) throw new Error(`${rw()} must be an object, got ${kindOf(r)}`)
       const lastError = optString(r, 'lastError', rw)
-      const {state, neverAcknowledged} = nonceState(optString(r, 'sent', rw), optString(r, 'acked', rw), lastError)
-      types[t] = withOptional({state, subscribed: true, neverAcknowledged}, timestamp(r.sentTime), lastError)
+      const sent = optString(r, 'sent', rw)
+      const acked = optString(r, 'acked', rw)
+      const {state, neverAcknowledged} = nonceState(sent, acked, lastError)
+      types[t] = withNonces(withOptional({state, subscribed: true, neverAcknowledged}, timestamp(r.sentTime), lastError), sent, acked)
     }
   } else {
     shape = 'http-legacy'
@@ -282,7 +293,7 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
       const acked = optString(item, `${LEGACY_FIELDS[t]}_acked`, at)
       const {state, neverAcknowledged} = nonceState(sent, acked)
       // istioctl 1.21: nothing sent to a ztunnel is IGNORED rather than NOT SENT.
-      types[t] = state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: Boolean(sent), neverAcknowledged}
+      types[t] = withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: Boolean(sent), neverAcknowledged}, sent, acked)
     }
   }
   return {
@@ -301,6 +312,12 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
 function withOptional(t: TypeSync, lastSent: string | undefined, error: string | undefined): TypeSync {
   if (lastSent !== undefined) t.lastSent = lastSent
   if (error) t.error = error
+  return t
+}
+
+function withNonces(t: TypeSync, sent: string | undefined, acked: string | undefined): TypeSync {
+  if (sent) t.sent = sent
+  if (acked) t.acked = acked
   return t
 }
 
@@ -504,8 +521,15 @@ function clean(row: ProxyStatusRow): ProxyStatusRow {
 export type ProxyStatusLayout = 'types' | 'subscribed' | 'verbose'
 
 export interface ProxyStatusTableOptions {
-  /** Adds TYPE ADDRESS HEALTH REGISTRATION. */
+  /** Adds TYPE ADDRESS HEALTH REGISTRATION (and CONTEXT with `context`), and marks version skew in VERSION. */
   wide?: boolean
+  /** With `wide`: a CONTEXT column (several kubeconfig contexts in one table). */
+  context?: boolean
+  /**
+   * Cells to highlight (`--watch`: what changed since the last frame), by row and column header. With
+   * colour they are shown in inverse video; without, prefixed with `*`.
+   */
+  changed?: (row: ProxyStatusRow, header: string) => boolean
   color: boolean
   layout?: ProxyStatusLayout
   noHeaders?: boolean
@@ -520,13 +544,13 @@ const EMPTY = '-'
 const ALPHABETICAL_TYPES: XdsType[] = [...XDS_TYPES].sort(compare)
 
 function subscribedCell(row: ProxyStatusRow): string {
-  if (!row.connected) return 'NOT CONNECTED'
+  if (!row.connected) return row.xds.CDS.state === 'NO_ANSWER' ? 'NO ANSWER' : 'NOT CONNECTED'
   return row.subscribed.length === 0 ? '0' : `${row.subscribed.length} (${row.subscribed.join(',')})`
 }
 
 export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxyStatusTableOptions): string {
   const chalk = options.chalk ?? makeChalk({env: {FORCE_COLOR: options.color ? '1' : '0'}, stream: {isTTY: options.color}})
-  const paint = (text: string) => statusColor(chalk, text)
+  const paint = (text: string) => (text.startsWith('NO ANSWER') ? chalk.red(text) : statusColor(chalk, text))
   const layout = options.layout ?? 'types'
   const text = (v: string | undefined) => (v === undefined || v === '' ? EMPTY : v)
   const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] =>
@@ -534,9 +558,16 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
 
   const name: Column<ProxyStatusRow> = {header: 'NAME', value: (r) => r.name}
   const cluster: Column<ProxyStatusRow> = {header: 'CLUSTER', value: (r) => (r.connected ? (r.cluster ?? '') : EMPTY)}
-  const istiod: Column<ProxyStatusRow> = {header: 'ISTIOD', value: (r) => (r.connected ? (r.istiod ?? '') : EMPTY)}
-  const version: Column<ProxyStatusRow> = {header: 'VERSION', value: (r) => (r.connected ? (r.version ?? '') : EMPTY)}
+  // A row whose istiod did not answer (NO ANSWER) still names that istiod.
+  const istiod: Column<ProxyStatusRow> = {header: 'ISTIOD', value: (r) => (r.connected ? (r.istiod ?? '') : (r.istiod ?? EMPTY))}
+  const skew = (r: ProxyStatusRow) => options.wide === true && r.versionSkew && r.istiodRef?.version !== undefined
+  const version: Column<ProxyStatusRow> = {
+    header: 'VERSION',
+    value: (r) => (r.connected ? (r.version ?? '') + (skew(r) ? ` (skew: istiod ${r.istiodRef!.version})` : '') : EMPTY),
+    color: (s, r) => (skew(r) ? chalk.yellow(s) : s),
+  }
   const wide: Column<ProxyStatusRow>[] = [
+    ...(options.context ? [{header: 'CONTEXT', wide: true, value: (r: ProxyStatusRow) => text(r.context)}] : []),
     {header: 'TYPE', wide: true, value: (r) => r.type},
     {header: 'ADDRESS', wide: true, value: (r) => text(r.address)},
     {header: 'HEALTH', wide: true, value: (r) => text(r.health), color: paint},
@@ -549,7 +580,24 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
   } else {
     columns = [name, cluster, ...typeColumns(layout === 'verbose' ? ALPHABETICAL_TYPES : XDS_TYPES), istiod, version, ...wide]
   }
+  const changed = options.changed
+  if (changed) columns = columns.map((c) => highlighted(c, changed, chalk))
   return renderTable(rows, columns, {wide: options.wide, noHeaders: options.noHeaders, gap: ISTIOCTL_GAP})
+}
+
+/** Inverse video on a colour terminal, a `*` prefix otherwise (widths are measured without ANSI codes). */
+function highlighted(c: Column<ProxyStatusRow>, changed: (row: ProxyStatusRow, header: string) => boolean, chalk: ChalkInstance): Column<ProxyStatusRow> {
+  const paint = c.color
+  if (chalk.level > 0) {
+    return {
+      ...c,
+      color: (s, r) => {
+        const painted = paint ? paint(s, r) : s
+        return changed(r, c.header) ? chalk.inverse(painted) : painted
+      },
+    }
+  }
+  return {...c, value: (r) => (changed(r, c.header) ? '*' : '') + c.value(r)}
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -568,24 +616,29 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
  *     name: string,                 // proxy ID: `<pod>.<namespace>` or `<hostname>.<namespace>`
  *     namespace: string | null,
  *     type: 'pod' | 'vm',
- *     connected: boolean,           // false: a registered VM that no istiod reports
+ *     connected: boolean,           // false: a registered VM that no istiod reports (or whose istiod did not answer)
  *     cluster: string | null,       // CLUSTER_ID
+ *     context: string | null,       // the kubeconfig context it was read through
  *     version: string | null,       // the proxy's Istio version (`1.1*` = legacy proxy_version fallback)
  *     istiod: {name: string, namespace: string, version: string | null, revision: string | null} | null,
  *     versionSkew: boolean,         // proxy and istiod differ in major.minor
  *     xds: {                        // keys CDS, LDS, EDS, RDS, ECDS
  *       [type]: {
- *         status: 'SYNCED' | 'STALE' | 'NOT_SENT' | 'ERROR' | 'IGNORED' | 'NOT_CONNECTED',
+ *         status: 'SYNCED' | 'STALE' | 'NOT_SENT' | 'ERROR' | 'IGNORED' | 'NOT_CONNECTED' | 'NO_ANSWER',
  *         subscribed: boolean,      // in the proxy's watch list
  *         neverAcknowledged: boolean,
  *         lastSent: string | null,  // RFC 3339
  *         error: string | null,     // NACK detail
+ *         nonceSent: string | null, // HTTP syncz only
+ *         nonceAcked: string | null,
  *       }
  *     },
  *     vm: {address: string, health: 'Healthy' | 'Unhealthy' | 'Unknown' | null, registration: string | null} | null,
- *   }]
+ *   }],
+ *   errors: [{context: string | null, istiod: string | null, message: string}],  // what could not be read
  * }
  * ```
+ * Placeholder rows (`type: 'istiod'`) are table-only: in JSON the failure is in `errors`.
  */
 export interface ProxyStatusJsonItem {
   name: string
@@ -593,49 +646,69 @@ export interface ProxyStatusJsonItem {
   type: 'pod' | 'vm'
   connected: boolean
   cluster: string | null
+  context: string | null
   version: string | null
   istiod: {name: string; namespace: string; version: string | null; revision: string | null} | null
   versionSkew: boolean
-  xds: Record<XdsType, {status: Exclude<SyncState, 'UNKNOWN'>; subscribed: boolean; neverAcknowledged: boolean; lastSent: string | null; error: string | null}>
+  xds: Record<
+    XdsType,
+    {status: Exclude<SyncState, 'UNKNOWN'>; subscribed: boolean; neverAcknowledged: boolean; lastSent: string | null; error: string | null; nonceSent: string | null; nonceAcked: string | null}
+  >
   vm: {address: string; health: string | null; registration: string | null} | null
+}
+
+export interface ProxyStatusError {
+  context: string | null
+  /** The istiod pod, when the failure was one istiod's. */
+  istiod: string | null
+  message: string
 }
 
 export interface ProxyStatusList {
   apiVersion: 'meshvm.io/v1alpha1'
   kind: 'ProxyStatusList'
   items: ProxyStatusJsonItem[]
+  errors: ProxyStatusError[]
 }
 
-export function proxyStatusJson(rows: ProxyStatusRow[]): ProxyStatusList {
-  const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v)
+const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v)
+
+/** One row in the JSON schema above. */
+export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
+  const xds = {} as ProxyStatusJsonItem['xds']
+  for (const t of XDS_TYPES) {
+    const x = r.xds[t]
+    xds[t] = {
+      status: x.state === 'UNKNOWN' ? 'IGNORED' : x.state,
+      subscribed: x.subscribed,
+      neverAcknowledged: x.neverAcknowledged,
+      lastSent: x.lastSent ?? null,
+      error: x.error ?? null,
+      nonceSent: x.sent ?? null,
+      nonceAcked: x.acked ?? null,
+    }
+  }
+  const ref = r.istiodRef
+  return {
+    name: r.name,
+    namespace: orNull(r.namespace),
+    type: r.type === 'vm' ? 'vm' : 'pod',
+    connected: r.connected,
+    cluster: orNull(r.cluster),
+    context: orNull(r.context),
+    version: orNull(r.version),
+    istiod: ref ? {name: ref.name, namespace: ref.namespace, version: orNull(ref.version), revision: orNull(ref.revision)} : null,
+    versionSkew: r.versionSkew,
+    xds,
+    vm: r.type === 'vm' ? {address: r.address ?? '', health: orNull(r.health), registration: orNull(r.registration)} : null,
+  }
+}
+
+export function proxyStatusJson(rows: ProxyStatusRow[], errors: ProxyStatusError[] = []): ProxyStatusList {
   return {
     apiVersion: 'meshvm.io/v1alpha1',
     kind: 'ProxyStatusList',
-    items: rows.map((r) => {
-      const xds = {} as ProxyStatusJsonItem['xds']
-      for (const t of XDS_TYPES) {
-        const x = r.xds[t]
-        xds[t] = {
-          status: x.state === 'UNKNOWN' ? 'IGNORED' : x.state,
-          subscribed: x.subscribed,
-          neverAcknowledged: x.neverAcknowledged,
-          lastSent: x.lastSent ?? null,
-          error: x.error ?? null,
-        }
-      }
-      const ref = r.istiodRef
-      return {
-        name: r.name,
-        namespace: orNull(r.namespace),
-        type: r.type,
-        connected: r.connected,
-        cluster: orNull(r.cluster),
-        version: orNull(r.version),
-        istiod: ref ? {name: ref.name, namespace: ref.namespace, version: orNull(ref.version), revision: orNull(ref.revision)} : null,
-        versionSkew: r.versionSkew,
-        xds,
-        vm: r.type === 'vm' ? {address: r.address ?? '', health: orNull(r.health), registration: orNull(r.registration)} : null,
-      }
-    }),
+    items: rows.filter((r) => r.type !== 'istiod').map(proxyStatusJsonItem),
+    errors,
   }
 }

@@ -1,0 +1,152 @@
+/**
+ * One cluster's proxy status: istiods → syncz (concurrently) + registrations → pods when needed →
+ * rows. Failures of single istiods become warnings, `NO ANSWER` rows and errors; when every istiod
+ * fails, or none runs, the whole context fails (thrown).
+ */
+import {ExitCode, MeshvmError} from '../errors.js'
+import type {KubeClient} from '../kube/client.js'
+import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {selectorMatches, type Selector} from './selector.js'
+import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
+import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} from './vms.js'
+
+export interface CollectOptions {
+  istioNamespace: string
+  revision?: string
+  /** Only proxies and registrations of this namespace (-n). */
+  namespace?: string
+  timeoutMs: number
+  selector?: Selector
+  now?: Date
+}
+
+export interface ContextProblem {
+  context: string
+  istiod?: string
+  error: MeshvmError
+}
+
+export interface ContextStatus {
+  context: string
+  istiods: IstiodPod[]
+  rows: ProxyStatusRow[]
+  /** Rows' registrations, by row name (proxy ID, or `<registration>.<namespace>` when not connected). */
+  registrations: Map<string, VmRecord>
+  /** Istiods that did not answer. */
+  failures: IstiodFailure[]
+  /** Degraded reads (registrations or pods that could not be listed). */
+  warnings: string[]
+}
+
+function statesOf(state: TypeSync['state']): Record<XdsType, TypeSync> {
+  const out = {} as Record<XdsType, TypeSync>
+  for (const t of XDS_TYPES) out[t] = {state, subscribed: false, neverAcknowledged: false}
+  return out
+}
+
+function noAnswerRow(name: string, namespace: string | undefined, type: ProxyStatusRow['type'], istiod: IstiodPod, vm?: VmRecord): ProxyStatusRow {
+  const status = {} as Record<XdsType, string>
+  for (const t of XDS_TYPES) status[t] = 'NO ANSWER'
+  const {port: _port, ...ref} = istiod
+  const row: ProxyStatusRow = {name, type, connected: false, xds: statesOf('NO_ANSWER'), status, subscribed: [], istiod: istiod.name, istiodRef: ref, versionSkew: false}
+  if (namespace) row.namespace = namespace
+  if (vm) {
+    row.address = vm.address
+    if (vm.health) row.health = vm.health
+    if (vm.registration) row.registration = vm.registration
+  }
+  return row
+}
+
+/** When every istiod failed: the context fails with the first failure, or a summary when they differ. */
+function allFailed(failures: IstiodFailure[]): MeshvmError {
+  const first = failures[0]!.error
+  if (failures.length === 1 || failures.every((f) => f.kind === failures[0]!.kind && f.error.exit === first.exit)) {
+    const others = failures.length > 1 ? ` (and ${failures.length - 1} more istiod${failures.length > 2 ? 's' : ''} alike)` : ''
+    return new MeshvmError(first.message + others, {exit: first.exit, code: first.code, hints: first.hints})
+  }
+  return new MeshvmError(`none of the ${failures.length} istiods answered: ${failures.map((f) => f.error.message).join('; ')}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodUnreachable', hints: first.hints})
+}
+
+export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
+  const now = options.now ?? new Date()
+  const {selected, others} = await findIstiods(client, options)
+  if (selected.length === 0) throw await noIstiodError(client, {...options, others})
+
+  const [answers, registrations] = await Promise.all([
+    Promise.all(selected.map((istiod) => readSyncz(client, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
+    listRegistrations(client, {namespace: options.namespace}),
+  ])
+  const syncs: ProxySync[] = []
+  const failures: IstiodFailure[] = []
+  for (const a of answers) {
+    if (a.ok) syncs.push(...a.syncs)
+    else failures.push(a.failure)
+  }
+  if (failures.length === selected.length) throw allFailed(failures)
+  const warnings = [...registrations.warnings]
+
+  // An istiod may ignore ?namespace= (older versions): filter here too.
+  const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
+
+  // VMs connected to another revision's istiod belong to that revision's view.
+  const otherIstiods = new Set(others.map((o) => o.name))
+  const records = vmRecords(registrations.workloadEntries, registrations.wars).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod)))
+
+  // Pods: for -l, every namespace with proxies; otherwise only where registrations must be paired by connection.
+  const podNamespaces = options.selector
+    ? [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))]
+    : namespacesNeedingPods(inScope, records)
+  const pods = podNamespaces.length > 0 ? await listPods(client, podNamespaces) : undefined
+  if (pods) warnings.push(...pods.warnings.map((w) => `${w}; ${options.selector ? 'proxies there are left out by -l' : 'VMs there may show as pods'}`))
+
+  const pairing = pairVms({syncs: inScope, vms: records, pods})
+  const vms: VmRecord[] = [...pairing.vms]
+  // Proxies that are neither pods nor registered VMs, in namespaces whose pods are known: VMs without registration.
+  if (pods) {
+    const vmIds = new Set(vms.map((v) => v.proxyId).filter(Boolean))
+    for (const s of inScope) {
+      const {name, namespace} = splitProxyId(s.proxyId)
+      if (!pods.listed.has(namespace) || pairing.podProxies.has(s.proxyId) || vmIds.has(s.proxyId)) continue
+      vmIds.add(s.proxyId)
+      vms.push({name, namespace, source: 'workloadentry', autoRegistered: false, group: '', address: '', connected: true, proxyId: s.proxyId, labels: {}})
+    }
+  }
+
+  // Registered VMs whose istiod did not answer: their state is unknown, not "not connected".
+  const failed = new Map(failures.map((f) => [f.istiod.name, f.istiod]))
+  const noAnswer = vms.filter((v) => v.proxyId === undefined && v.connected && v.istiod !== undefined && failed.has(v.istiod))
+  const rows = proxyStatusRows(
+    inScope,
+    {vms: vms.filter((v) => !noAnswer.includes(v)), now},
+  )
+  for (const vm of noAnswer) rows.push(noAnswerRow(`${vm.name}.${vm.namespace}`, vm.namespace, 'vm', failed.get(vm.istiod!)!, vm))
+  // One placeholder per silent istiod: its pods' rows are missing.
+  for (const f of failures) rows.push(noAnswerRow('*', undefined, 'istiod', f.istiod))
+
+  const registrationsByRow = new Map<string, VmRecord>()
+  for (const v of vms) registrationsByRow.set(v.proxyId ?? `${v.name}.${v.namespace}`, v)
+
+  let out = rows
+  const selector = options.selector
+  if (selector) {
+    out = rows.filter((r) => {
+      if (r.type === 'istiod') return true
+      if (r.type === 'vm') {
+        const rec = registrationsByRow.get(r.name)
+        return selectorMatches(selector, rec?.labels ?? {})
+      }
+      const {name, namespace} = splitProxyId(r.name)
+      const labels = pods?.labels.get(`${namespace}/${name}`)
+      return labels !== undefined && selectorMatches(selector, labels)
+    })
+  }
+  for (const r of out) r.context = context
+  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings}
+}
+
+/** Byte order, as istioctl sorts: name, then istiod, then context. */
+export function sortRows(rows: ProxyStatusRow[]): ProxyStatusRow[] {
+  const c = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+  return rows.sort((a, b) => c(a.name, b.name) || c(a.istiod ?? '', b.istiod ?? '') || c(a.context ?? '', b.context ?? ''))
+}

@@ -1,0 +1,102 @@
+/**
+ * `meshvm proxy-status NAME.NAMESPACE`: one proxy in detail, kubectl-describe style: per-type status
+ * with nonces and the NACK detail, its istiod, its registration and health. Pure.
+ */
+import {age} from '../output/age.js'
+import {renderTable} from '../output/table.js'
+import {XDS_TYPES, type ProxyStatusRow} from './status.js'
+import type {VmRecord} from './vms.js'
+
+type Field = [key: string, value: string | undefined]
+
+/** `Key:` padded so the values of a block line up; fields without a value are left out. */
+function fields(list: Field[], indent = ''): string[] {
+  const shown = list.filter((f): f is [string, string] => f[1] !== undefined && f[1] !== '')
+  const width = Math.max(0, ...shown.map(([k]) => k.length + 1)) + 2
+  return shown.map(([k, v]) => `${indent}${`${k}:`.padEnd(width)}${v}`)
+}
+
+function ago(ts: string | undefined, now: Date): string | undefined {
+  return ts ? `${ts} (${age(ts, now)} ago)` : undefined
+}
+
+function istiodText(row: ProxyStatusRow): string | undefined {
+  const ref = row.istiodRef
+  if (!ref) return row.istiod
+  const extras = [ref.revision ? `revision ${ref.revision}` : undefined, ref.version ? `version ${ref.version}` : undefined].filter(Boolean)
+  return `${ref.namespace}/${ref.name}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}`
+}
+
+function healthText(vm: VmRecord, now: Date): string | undefined {
+  if (!vm.health) return vm.source === 'workloadentry' || vm.workloadEntry ? '<no Healthy condition: health checks off>' : undefined
+  const extras = [vm.healthReason, vm.healthSince ? `since ${age(vm.healthSince, now)}` : undefined].filter(Boolean)
+  return `${vm.health}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${vm.healthMessage ? `: ${vm.healthMessage}` : ''}`
+}
+
+function connectionText(vm: VmRecord, now: Date): string {
+  if (vm.connected) return `True${vm.istiod ? ` (istiod ${vm.istiod}` : ' ('}${vm.connectedAt ? `${vm.istiod ? ', ' : ''}since ${age(vm.connectedAt, now)}` : ''})`.replace(' ()', '')
+  return `False${vm.disconnectedAt ? ` (disconnected ${age(vm.disconnectedAt, now)} ago)` : ''}`
+}
+
+export function renderProxyDetail(rows: ProxyStatusRow[], registrationOf: (row: ProxyStatusRow) => VmRecord | undefined, now: Date = new Date()): string {
+  const blocks = rows.map((row) => {
+    const lines: string[] = []
+    const vm = registrationOf(row)
+    const noAnswer = row.xds.CDS.state === 'NO_ANSWER'
+    lines.push(
+      ...fields([
+        ['Name', row.name],
+        ['Namespace', row.namespace],
+        ['Type', row.type],
+        ['Context', row.context],
+        ['Cluster', row.cluster],
+        ['Istiod', istiodText(row)],
+        ['Proxy Version', row.connected ? row.version || '<unknown>' : undefined],
+        ['Version Skew', row.connected ? (row.versionSkew ? `yes: proxy ${row.version}, istiod ${row.istiodRef?.version}` : 'no') : undefined],
+      ]),
+    )
+    if (vm) {
+      lines.push('Registration:')
+      lines.push(
+        ...fields(
+          [
+            ['Source', vm.registration],
+            ['WorkloadAutoRegistration', vm.war],
+            ['WorkloadEntry', vm.workloadEntry],
+            ['WorkloadGroup', vm.group || undefined],
+            ['Address', vm.address || undefined],
+            ['Identity', vm.identity],
+            ['Connected', connectionText(vm, now)],
+            ['Health', healthText(vm, now)],
+            ['Sidecar', vm.sidecarVersion],
+            ['Agent', vm.agentVersion],
+          ],
+          '  ',
+        ),
+      )
+    }
+    lines.push('xDS:')
+    if (noAnswer) {
+      lines.push(`  unknown: istiod ${row.istiod} did not answer`)
+    } else if (!row.connected) {
+      lines.push('  not connected to any istiod that was asked')
+    } else {
+      const table = renderTable(
+        XDS_TYPES.map((t) => ({t, x: row.xds[t], s: row.status[t]})),
+        [
+          {header: 'TYPE', value: (r) => r.t},
+          {header: 'STATUS', value: (r) => r.s},
+          {header: 'LAST SENT', value: (r) => r.x.lastSent ?? '-'},
+          {header: 'NONCE SENT', value: (r) => r.x.sent ?? '-'},
+          {header: 'NONCE ACKED', value: (r) => r.x.acked ?? '-'},
+        ],
+      )
+      lines.push(...table.trimEnd().split('\n').map((l) => `  ${l}`))
+      const errors = XDS_TYPES.filter((t) => row.xds[t].error)
+      lines.push(`Last Error:${errors.length === 0 ? ' <none>' : ''}`)
+      for (const t of errors) lines.push(`  ${t}: ${row.xds[t].error!.replace(/\s+/g, ' ').trim()}`)
+    }
+    return lines.join('\n') + '\n'
+  })
+  return blocks.join('\n')
+}

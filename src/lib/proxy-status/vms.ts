@@ -1,0 +1,227 @@
+/**
+ * From a cluster's registrations to proxy-status's VM view, and from syncz proxies to VMs. Pure.
+ *
+ * istiod's syncz names a VM's proxy `<hostname>.<namespace>` and says nothing else about it, while an
+ * auto-registered WorkloadEntry is named `<group>-<address>` and records the istiod holding the
+ * connection (`istio.io/workloadController`). A registration is paired with a proxy:
+ *   1. by name: the proxy `<WorkloadEntry or WAR name>.<namespace>` (WARs, hand-written entries);
+ *   2. otherwise by connection: the one proxy of that istiod in that namespace that is not a pod,
+ *      when exactly one registration and one such proxy are left (pods must have been listed).
+ * Proxies left ambiguous by (2) are still shown as VMs, with the group when all candidates share it.
+ */
+import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
+import type {ProxySync, VmInfo} from './status.js'
+
+export interface VmRecord extends VmInfo {
+  source: 'war' | 'workloadentry'
+  /** Auto-registered by istiod (`istio.io/autoRegistrationGroup`). */
+  autoRegistered: boolean
+  group: string
+  workloadEntry?: string
+  war?: string
+  /** The WorkloadEntry's labels (or the WAR's workload labels), for -l. */
+  labels: Record<string, string>
+  /** The istiod pod the registration says holds the connection. */
+  istiod?: string
+  connectedAt?: string
+  disconnectedAt?: string
+  healthReason?: string
+  healthMessage?: string
+  healthSince?: string
+  identity?: string
+  sidecarVersion?: string
+  agentVersion?: string
+}
+
+type Json = Record<string, unknown>
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'boolean' ? (v ? 'True' : 'False') : undefined)
+
+function stringMap(v: unknown): Record<string, string> {
+  if (!isObject(v)) return {}
+  return Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === 'string')) as Record<string, string>
+}
+
+function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> {
+  const c = (we?.status?.conditions ?? []).find((x) => isObject(x) && x.type === 'Healthy')
+  if (!c) return {}
+  const s = str(c.status)?.toLowerCase()
+  const out: Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> = {health: s === 'true' ? 'Healthy' : s === 'false' ? 'Unhealthy' : 'Unknown'}
+  if (str(c.reason)) out.healthReason = str(c.reason)
+  if (str(c.message)) out.healthMessage = str(c.message)!.replace(/\s+/g, ' ').trim()
+  if (str(c.lastTransitionTime)) out.healthSince = str(c.lastTransitionTime)
+  return out
+}
+
+function ownerWar(we: WorkloadEntryObject): string | undefined {
+  const refs = we.metadata?.ownerReferences ?? []
+  return refs.find((r) => r.kind === 'WorkloadAutoRegistration')?.name
+}
+
+function defined<T extends object>(o: T): T {
+  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k]
+  return o
+}
+
+/** One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name. */
+export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[]): VmRecord[] {
+  const out: VmRecord[] = []
+  const entryOf = new Map<string, WorkloadEntryObject>()
+  for (const we of workloadEntries) {
+    const war = ownerWar(we)
+    if (war) entryOf.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
+  }
+  const warKeys = new Set(wars.map((w) => `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`))
+  for (const war of wars) {
+    const namespace = war.metadata?.namespace ?? ''
+    const name = war.metadata?.name ?? ''
+    const we = entryOf.get(`${namespace}/${name}`)
+    const reg = registrationFromWar(war)
+    const weReg = we ? registrationFromWorkloadEntry(we) : undefined
+    const connected = reg.agentConnected === 'True' || (reg.agentConnected === 'Unknown' && weReg?.agentConnected === 'True')
+    const labels = we ? {...stringMap(we.spec?.labels), ...stringMap(we.metadata?.labels)} : stringMap(war.spec?.registration?.workload?.labels)
+    out.push(
+      defined({
+        name, namespace, source: 'war', autoRegistered: false, group: reg.group,
+        address: we?.spec?.address ?? reg.addresses[0] ?? '',
+        registration: `war/${name}`,
+        connected,
+        workloadEntry: we?.metadata?.name,
+        war: name,
+        labels,
+        // The WAR's connectedTo is the onboarding plane; the istiod is on the WorkloadEntry.
+        istiod: connected ? weReg?.connectedTo : undefined,
+        connectedAt: we?.metadata?.annotations?.['istio.io/connectedAt'],
+        disconnectedAt: reg.disconnectedAt,
+        identity: reg.identity || undefined,
+        sidecarVersion: reg.sidecarVersion,
+        agentVersion: reg.agentVersion,
+        ...healthOf(we),
+      } as VmRecord),
+    )
+  }
+  for (const we of workloadEntries) {
+    const namespace = we.metadata?.namespace ?? ''
+    const war = ownerWar(we)
+    if (war && warKeys.has(`${namespace}/${war}`)) continue
+    const name = we.metadata?.name ?? ''
+    const reg = registrationFromWorkloadEntry(we)
+    const group = we.metadata?.annotations?.['istio.io/autoRegistrationGroup']
+    out.push(
+      defined({
+        name, namespace, source: 'workloadentry', autoRegistered: group !== undefined, group: reg.group,
+        address: we.spec?.address ?? '',
+        registration: group !== undefined ? `auto/${group}` : `workloadentry/${name}`,
+        connected: reg.agentConnected === 'True',
+        workloadEntry: name,
+        labels: {...stringMap(we.spec?.labels), ...stringMap(we.metadata?.labels)},
+        istiod: reg.connectedTo,
+        connectedAt: we.metadata?.annotations?.['istio.io/connectedAt'],
+        disconnectedAt: reg.disconnectedAt,
+        identity: reg.identity || undefined,
+        ...healthOf(we),
+      } as VmRecord),
+    )
+  }
+  return out.sort((a, b) => cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** `name.ns` split on the last dot, as istioctl does. */
+export function splitProxyId(id: string): {name: string; namespace: string} {
+  const i = id.lastIndexOf('.')
+  return i > 0 ? {name: id.slice(0, i), namespace: id.slice(i + 1)} : {name: id, namespace: ''}
+}
+
+export interface PairingInput {
+  syncs: ProxySync[]
+  vms: VmRecord[]
+  /** Pods by `namespace/name`, and the namespaces that were listed; undefined when pods were not listed. */
+  pods?: {labels: Map<string, Record<string, string>>; listed: Set<string>}
+}
+
+export interface Pairing {
+  /** VmInfos for proxyStatusRows: paired records (proxyId set), unpaired records, and anonymous VM proxies. */
+  vms: VmRecord[]
+  /** Records represented by an ambiguous VM proxy (connected, but which proxy is theirs is unknown). */
+  represented: VmRecord[]
+  /** Proxy IDs that are known pods. */
+  podProxies: Set<string>
+}
+
+/** Namespaces whose pods must be listed to pair the remaining registrations by connection. */
+export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): string[] {
+  const ids = new Set(syncs.map((s) => s.proxyId))
+  const out = new Set<string>()
+  for (const vm of vms) {
+    if (nameCandidates(vm).some((id) => ids.has(id))) continue
+    if (vm.connected && vm.istiod) out.add(vm.namespace)
+  }
+  return [...out].sort()
+}
+
+function nameCandidates(vm: VmRecord): string[] {
+  return [...new Set([vm.war, vm.workloadEntry, vm.name].filter((n): n is string => n !== undefined).map((n) => `${n}.${vm.namespace}`))]
+}
+
+export function pairVms(input: PairingInput): Pairing {
+  const byId = new Map<string, ProxySync[]>()
+  for (const s of input.syncs) byId.set(s.proxyId, [...(byId.get(s.proxyId) ?? []), s])
+  const isPod = (id: string) => {
+    const {name, namespace} = splitProxyId(id)
+    return input.pods?.labels.has(`${namespace}/${name}`) ?? false
+  }
+  const podProxies = new Set([...byId.keys()].filter(isPod))
+  const taken = new Set<string>()
+  const out: VmRecord[] = []
+  const waiting: VmRecord[] = []
+  // 1. by name
+  for (const vm of input.vms) {
+    const id = nameCandidates(vm).find((c) => byId.has(c) && !podProxies.has(c) && !taken.has(c))
+    if (id) {
+      taken.add(id)
+      out.push({...vm, proxyId: id, connected: true})
+    } else waiting.push(vm)
+  }
+  // 2. by connection (istiod + namespace), only where pods are known
+  const represented: VmRecord[] = []
+  const buckets = new Map<string, VmRecord[]>()
+  const rest: VmRecord[] = []
+  for (const vm of waiting) {
+    if (vm.connected && vm.istiod && input.pods?.listed.has(vm.namespace)) {
+      const key = `${vm.istiod}/${vm.namespace}`
+      buckets.set(key, [...(buckets.get(key) ?? []), vm])
+    } else rest.push(vm)
+  }
+  for (const [key, records] of buckets) {
+    const [istiod, namespace] = [key.slice(0, key.lastIndexOf('/')), key.slice(key.lastIndexOf('/') + 1)]
+    const candidates = input.syncs
+      .filter((s) => s.istiod.name === istiod && splitProxyId(s.proxyId).namespace === namespace && !podProxies.has(s.proxyId) && !taken.has(s.proxyId))
+      .map((s) => s.proxyId)
+    const unique = [...new Set(candidates)]
+    if (unique.length === 0) {
+      rest.push(...records)
+    } else if (unique.length === 1 && records.length === 1) {
+      taken.add(unique[0]!)
+      out.push({...records[0]!, proxyId: unique[0]!, connected: true})
+    } else {
+      const groups = [...new Set(records.map((r) => r.group))]
+      const group = groups.length === 1 && groups[0] ? groups[0] : undefined
+      // The labels every candidate registration has (for -l).
+      const labels = Object.fromEntries(Object.entries(records[0]!.labels).filter(([k, v]) => records.every((r) => r.labels[k] === v)))
+      for (const id of unique) {
+        taken.add(id)
+        const {name} = splitProxyId(id)
+        out.push({
+          name, namespace, source: 'workloadentry', autoRegistered: true, group: group ?? '', address: '', connected: true, proxyId: id,
+          labels, istiod, ...(group ? {registration: `auto/${group}`} : {}),
+        })
+      }
+      represented.push(...records)
+    }
+  }
+  return {vms: [...out, ...rest], represented, podProxies}
+}

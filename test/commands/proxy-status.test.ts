@@ -1,0 +1,544 @@
+/**
+ * `meshvm proxy-status` against the test API server and its simulated mesh: istiods that answer
+ * /debug/syncz through the pods/proxy subresource (Istio 1.21 and 1.23+ shapes), pods and VMs
+ * (auto-registered WorkloadEntries and WARs), revisions, failing istiods, several contexts, --watch.
+ *
+ * The mesh reports push times relative to "now", so goldens hold `(AGE)` and `<time>` instead of the
+ * ages and timestamps (their widths do not change between runs: every push is 2m5s old).
+ */
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {spawn} from '@lydell/node-pty'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {stripAnsi} from '../../src/lib/errors.js'
+import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {expectMatchesGoldenFile} from '../helpers/golden.js'
+import {kubeconfigYaml} from '../cluster/index.js'
+
+const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
+const BEHAVIOUR_DOC = new URL('../../../shared/reference/istioctl-behaviour.md', import.meta.url)
+const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
+
+function ps(c: TestCluster | {env: Record<string, string>}, args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+  return runCli(['proxy-status', ...args], {env: {...c.env, ...env}})
+}
+
+/** Ages in status cells → `(AGE)`; the column widths stay those of the real ages. */
+const tableAges = (text: string) => text.replace(/\((?:\d+[smhdy])+\)/g, '(AGE)')
+/** Everything that depends on the clock: timestamps, then durations. */
+const clockFree = (text: string) =>
+  tableAges(text)
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z/g, '<time>')
+    .replace(/\b\d+[smhdy](?:\d+[smhdy])?\b/g, 'AGE')
+const firstLine = (text: string) => text.split('\n')[0]
+/** Table rows as cell lists (cells are separated by 2+ spaces), ages removed. */
+const cells = (table: string) =>
+  table
+    .replace(/ \((?:\d+[smhdy])+\)/g, '')
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.split(/\s{2,}/))
+
+/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt, quoted verbatim in §4.5 of the behaviour reference. */
+function istioctl124Golden(): string {
+  const doc = readFileSync(BEHAVIOUR_DOC, 'utf8')
+  const m = /Golden `istioctl\/pkg\/writer\/pilot\/testdata\/multiXdsStatusMultiPilot\.txt` \(1\.24\.6, exact\):\*\*\n```\n([\s\S]*?)```/.exec(doc)
+  if (!m?.[1]) throw new Error('1.24.6 golden not found in istioctl-behaviour.md §4.5')
+  return m[1]
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+describe.concurrent('istioctl testdata: the same statuses', () => {
+  let cluster: TestCluster
+  beforeAll(async () => {
+    cluster = await startCluster()
+    const m = cluster.mesh
+    // istioctl/pkg/writer/pilot/status_test.go: four proxies on four istiods
+    for (const n of [1, 2, 3, 4]) m.addIstiod({name: `istiod${n}`})
+    m.connect({id: 'proxy1', istiod: 'istiod1', clusterId: 'cluster1', version: '1.20', types: {CDS: 'stale', LDS: 'synced', EDS: 'synced', RDS: 'not-sent', ECDS: 'synced'}})
+    m.connect({id: 'proxy2', istiod: 'istiod2', clusterId: 'cluster2', version: '1.19', types: {CDS: 'stale', LDS: 'synced', EDS: 'stale', RDS: 'synced', ECDS: 'stale'}})
+    m.connect({id: 'proxy3', istiod: 'istiod3', clusterId: 'cluster3', version: '1.20', types: {CDS: 'not-sent', LDS: 'nack', EDS: 'stale', RDS: 'not-sent', ECDS: 'not-sent'}})
+    m.connect({id: 'proxy4', istiod: 'istiod4', clusterId: 'cluster4', version: '1.20', types: {CDS: 'unwatched', LDS: 'unwatched', EDS: 'unwatched', RDS: 'unwatched', ECDS: 'unwatched'}})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('multiXdsStatusMultiPilot: every cell as istioctl 1.24.6 prints it (ages aside), columns aligned like its tabwriter', async () => {
+    const res = await ps(cluster, [])
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expect(cells(res.stdout)).toEqual(cells(istioctl124Golden()))
+    expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'istioctl-multi-pilot.txt'))
+    // tabwriter: 5 spaces after the widest cell, nothing after the last column
+    expect(res.stdout.split('\n')[0]).toMatch(/^NAME {7}CLUSTER {6}CDS {2,}LDS .* ISTIOD {5,}VERSION$/)
+    expect(res.stdout).not.toMatch(/ \n/)
+  })
+
+  it('`ps` is an alias', async () => {
+    const res = await runCli(['ps'], {env: cluster.env})
+    expect(res.code).toBe(0)
+    expect(cells(res.stdout)).toEqual(cells(istioctl124Golden()))
+  })
+
+  it('colours statuses only when colour is on, never in JSON', async () => {
+    const plain = await ps(cluster, [])
+    expect(plain.stdout).not.toMatch(/\u001B\[/) // not a terminal
+    const coloured = await ps(cluster, [], {NO_COLOR: undefined, FORCE_COLOR: '1'})
+    expect(coloured.stdout).toContain('\u001B[31mERROR')
+    expect(coloured.stdout).toContain('\u001B[33mSTALE')
+    expect(tableAges(stripAnsi(coloured.stdout))).toBe(tableAges(plain.stdout)) // same layout
+    const json = await ps(cluster, ['-o', 'json'], {NO_COLOR: undefined, FORCE_COLOR: '1'})
+    expect(json.stdout).not.toMatch(/\u001B\[/)
+  })
+})
+
+describe('Istio 1.21 syncz (nonces only, no resources map)', () => {
+  let cluster: TestCluster
+  beforeAll(async () => {
+    cluster = await startCluster({istio: false})
+    cluster.mesh.installIstio({gatewayIp: '203.0.113.10'})
+    cluster.mesh.addIstiod({name: 'istiod-6c9f7d-abcde', version: '1.21.2', shape: 'legacy'})
+    cluster.mesh.addPod({name: 'productpage-v1-6b746f74dc-9stvs', namespace: 'bookinfo', istiod: 'istiod-6c9f7d-abcde', version: '1.21.2'})
+    cluster.mesh.addPod({name: 'reviews-v1-545db77b95-mffvg', namespace: 'bookinfo', istiod: 'istiod-6c9f7d-abcde', version: '1.21.2', types: {CDS: 'never-acked', EDS: 'stale', RDS: 'not-sent'}})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('computes SYNCED / STALE / STALE (Never Acknowledged) / NOT SENT like istioctl 1.21, without ages', async () => {
+    const res = await ps(cluster, [])
+    expect(res.code).toBe(0)
+    expect(res.stdout).not.toMatch(/\(\d/)
+    expectMatchesGoldenFile(res.stdout, join(GOLDEN, 'legacy-1.21-cluster.txt'))
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
+  let cluster: TestCluster
+  beforeAll(async () => {
+    cluster = await startCluster()
+    const m = cluster.mesh
+    m.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    m.addPod({name: 'ratings-5c8d9-k2j4f', namespace: 'apps', istiod: ISTIOD, types: {RDS: 'nack'}, lastError: 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain "*.*")'})
+    // auto-registered WorkloadEntries (web-<address>) and a WAR
+    m.addVm({name: 'vm-1', namespace: 'vms', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+    m.addVm({name: 'vm-2', namespace: 'vms', group: 'web', address: '10.0.0.6', healthy: false})
+    m.addVm({name: 'vm-3', namespace: 'vms', group: 'web', address: '10.0.0.7', source: 'war', connectedTo: ISTIOD, version: '1.22.1'})
+    m.addVm({name: 'db-vm', namespace: 'data', group: 'db', address: '10.0.1.7', connectedTo: ISTIOD, healthy: false, types: {EDS: 'stale'}})
+    // two VMs of one group on one istiod in one namespace: which proxy is which cannot be told
+    m.addVm({name: 'batch-a', namespace: 'batch', group: 'batch', address: '10.0.2.1', connectedTo: ISTIOD})
+    m.addVm({name: 'batch-b', namespace: 'batch', group: 'batch', address: '10.0.2.2', connectedTo: ISTIOD})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('default table: each VM is a row; the registered but disconnected VM is NOT CONNECTED', async () => {
+    const res = await ps(cluster, [])
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'vms-cluster.txt'))
+    expect(res.stdout).toMatch(/^web-10\.0\.0\.6\.vms +- +NOT CONNECTED {5}NOT CONNECTED/m)
+  })
+
+  it('-o wide: TYPE, ADDRESS, HEALTH, REGISTRATION and version skew', async () => {
+    const res = await ps(cluster, ['-o', 'wide'])
+    expect(res.code).toBe(0)
+    expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'vms-cluster-wide.txt'))
+    const row = (name: string) => res.stdout.split('\n').find((l) => l.startsWith(name + ' '))!
+    expect(row('vm-1.vms')).toMatch(/ vm +10\.0\.0\.5 +Healthy +auto\/web$/)
+    expect(row('web-10.0.0.6.vms')).toMatch(/ vm +10\.0\.0\.6 +Unhealthy +auto\/web$/)
+    expect(row('vm-3.vms')).toMatch(/1\.22\.1 \(skew: istiod 1\.24\.2\) +vm +10\.0\.0\.7 +- +war\/vm-3$/)
+    expect(row('db-vm.data')).toMatch(/ vm +10\.0\.1\.7 +Unhealthy +auto\/db$/)
+    expect(row('web-7b9d8-abcde.apps')).toMatch(/ pod +- +- +-$/)
+    expect(row('batch-a.batch')).toMatch(/ vm +- +- +auto\/batch$/)
+  })
+
+  it('--vms shows VMs only; -n one namespace', async () => {
+    const [vms, ns] = await Promise.all([ps(cluster, ['--vms']), ps(cluster, ['-n', 'vms'])])
+    const names = (out: string) => out.trim().split('\n').slice(1).map((l) => l.split(' ')[0])
+    expect(names(vms.stdout)).toEqual(['batch-a.batch', 'batch-b.batch', 'db-vm.data', 'vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
+    expect(names(ns.stdout)).toEqual(['vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
+    expect(cluster.requests.some((r) => r.path.includes('/proxy/debug/syncz') && r.query.includes('namespace=vms'))).toBe(true)
+  })
+
+  it('-l filters pods by pod labels and VMs by WorkloadEntry labels', async () => {
+    const [web, notWeb] = await Promise.all([ps(cluster, ['-l', 'app=web']), ps(cluster, ['-l', 'app notin (web,batch)'])])
+    const names = (out: string) => out.trim().split('\n').slice(1).map((l) => l.split(' ')[0])
+    expect(web.code).toBe(0)
+    expect(names(web.stdout)).toEqual(['vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms', 'web-7b9d8-abcde.apps'])
+    expect(names(notWeb.stdout)).toEqual(['db-vm.data', 'ratings-5c8d9-k2j4f.apps'])
+  })
+
+  it('NAME.NS shows one VM in detail: status per type, nonces, istiod, registration, health', async () => {
+    const res = await ps(cluster, ['vm-1.vms'])
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expectMatchesGoldenFile(clockFree(res.stdout), join(GOLDEN, 'detail-vm.txt'))
+  })
+
+  it('a NACKed proxy: ERROR in the table, the error detail in NAME.NS', async () => {
+    const [table, detail] = await Promise.all([ps(cluster, ['-n', 'apps']), ps(cluster, ['ratings-5c8d9-k2j4f', '-n', 'apps'])])
+    expect(table.stdout).toMatch(/^ratings-5c8d9-k2j4f\.apps +cluster1 +SYNCED \(2m\d+s\) +SYNCED \(2m\d+s\) +SYNCED \(2m\d+s\) +ERROR \(2m\d+s\) +NOT SENT /m)
+    expect(detail.code).toBe(0)
+    expectMatchesGoldenFile(clockFree(detail.stdout), join(GOLDEN, 'detail-nack.txt'))
+    expect(detail.stdout).toContain('Last Error:\n  RDS: Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain "*.*")\n')
+  })
+
+  it('a disconnected VM in detail, found by its WorkloadEntry name', async () => {
+    const res = await ps(cluster, ['web-10.0.0.6.vms'])
+    expect(res.code).toBe(0)
+    expect(clockFree(res.stdout)).toBe(
+      [
+        'Name:       web-10.0.0.6.vms',
+        'Namespace:  vms',
+        'Type:       vm',
+        'Context:    meshvm-test',
+        'Registration:',
+        '  Source:         auto/web',
+        '  WorkloadEntry:  web-10.0.0.6',
+        '  WorkloadGroup:  web',
+        '  Address:        10.0.0.6',
+        '  Identity:       serviceaccount vms/default',
+        '  Connected:      False (disconnected AGE ago)',
+        '  Health:         Unhealthy (HTTPGetFailed, since AGE): Get "http://127.0.0.1:8080/ready": connection refused',
+        'xDS:',
+        '  not connected to any istiod that was asked',
+        '',
+      ].join('\n'),
+    )
+  })
+
+  it('-o json: the stable schema (snapshot)', async () => {
+    const res = await ps(cluster, ['-o', 'json', '-n', 'vms'])
+    expect(res.code).toBe(0)
+    const list = JSON.parse(res.stdout) as {apiVersion: string; kind: string; items: Record<string, unknown>[]; errors: unknown[]}
+    expect(Object.keys(list)).toEqual(['apiVersion', 'kind', 'items', 'errors'])
+    for (const item of list.items) {
+      expect(Object.keys(item)).toEqual(['name', 'namespace', 'type', 'connected', 'cluster', 'context', 'version', 'istiod', 'versionSkew', 'xds', 'vm'])
+      expect(Object.keys(item.xds as object)).toEqual(['CDS', 'LDS', 'EDS', 'RDS', 'ECDS'])
+    }
+    expectMatchesGoldenFile(clockFree(res.stdout), join(GOLDEN, 'schema.json'))
+    const yaml = await ps(cluster, ['-o', 'yaml', '-n', 'vms'])
+    expect(yaml.stdout).toMatch(/^apiVersion: meshvm\.io\/v1alpha1\nkind: ProxyStatusList\nitems:\n/)
+  })
+
+  it('an unknown proxy is exit 4 with a hint', async () => {
+    const res = await ps(cluster, ['nope.vms'])
+    expect(res.code).toBe(4)
+    expect(res.stderr).toBe('Error: proxy "nope.vms" not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it\nHint: list the proxies of the namespace with: meshvm proxy-status -n vms\n')
+    expect(res.stdout).toBe('')
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe.concurrent('two istiods of one revision, and a second revision', () => {
+  let cluster: TestCluster
+  const REPLICA = 'istiod-7d4b9c6f8-m4n5q'
+  const CANARY = 'istiod-canary-6b8f9-q7w2e'
+  beforeAll(async () => {
+    cluster = await startCluster()
+    const m = cluster.mesh
+    m.addIstiod({name: REPLICA})
+    m.addIstiod({name: CANARY, revision: 'canary', version: '1.25.1', port: 15015})
+    m.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    m.addPod({name: 'web-7b9d8-fghij', namespace: 'apps', istiod: REPLICA, types: {EDS: 'stale'}})
+    m.addPod({name: 'web-canary-5d6f7-klmno', namespace: 'apps', istiod: CANARY, version: '1.25.1'})
+    m.addPod({name: 'old-1-pqrst', namespace: 'apps', istiod: CANARY, version: '1.23.4'})
+    m.addVm({name: 'vm-1', namespace: 'vms', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+    m.addVm({name: 'vm-c', namespace: 'vms', group: 'web', address: '10.0.0.9', connectedTo: CANARY, healthy: true, version: '1.25.1'})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('every istiod is asked (on its prometheus.io/port), one table sorted by name', async () => {
+    const res = await ps(cluster, ['-o', 'wide'])
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'revisions-wide.txt'))
+    expect(cluster.requests.some((r) => r.path === `/api/v1/namespaces/istio-system/pods/${CANARY}:15015/proxy/debug/syncz`)).toBe(true)
+  })
+
+  it('--revision canary: only that revision\'s istiod and its proxies', async () => {
+    const res = await ps(cluster, ['-r', 'canary'])
+    expect(res.code).toBe(0)
+    const names = res.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])
+    expect(names).toEqual(['old-1-pqrst.apps', 'vm-c.vms', 'web-canary-5d6f7-klmno.apps'])
+  })
+
+  it('an unknown revision is exit 4, naming the revisions that run', async () => {
+    const res = await ps(cluster, ['-r', 'nope'])
+    expect(res.code).toBe(4)
+    expect(res.stderr).toBe(
+      'Error: no running istiod pods of revision "nope" in namespace "istio-system" (labels app=istiod,istio.io/rev=nope)\n' +
+        'Hint: revisions running in istio-system: canary, default; pass one of them with --revision, or leave --revision out\n',
+    )
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('an istiod that does not answer', () => {
+  let cluster: TestCluster
+  const SLOW = 'istiod-7d4b9c6f8-zz9yx'
+  beforeAll(async () => {
+    cluster = await startCluster()
+    const m = cluster.mesh
+    m.addIstiod({name: SLOW})
+    m.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    m.addPod({name: 'web-7b9d8-fghij', namespace: 'apps', istiod: SLOW})
+    m.addVm({name: 'vm-1', namespace: 'vms', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+    m.addVm({name: 'vm-2', namespace: 'vms', group: 'web', address: '10.0.0.6', connectedTo: SLOW, healthy: true})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('times out: its rows are marked NO ANSWER, a warning names it, the rest is printed, exit 7', async () => {
+    cluster.mesh.setIstiod(SLOW, {latencyMs: 6000})
+    try {
+      const res = await ps(cluster, ['--timeout', '2s', '-o', 'wide'])
+      expect(res.code).toBe(7)
+      expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'istiod-timeout-wide.txt'))
+      expect(res.stderr).toBe(
+        `Warning: istiod istio-system/${SLOW} did not answer within 2s; its proxies are missing from the table (rows marked NO ANSWER)\n` +
+          `Hint: raise --timeout, or check the pod: kubectl -n istio-system logs ${SLOW} -c discovery\n` +
+          `Error: proxy status is incomplete: 1 istiod did not answer (${SLOW})\n`,
+      )
+      const json = await ps(cluster, ['--timeout', '2s', '-o', 'json'])
+      expect(json.code).toBe(7)
+      const list = JSON.parse(json.stdout) as {items: {name: string; xds: {CDS: {status: string}}}[]; errors: unknown[]}
+      expect(list.errors).toEqual([{context: 'meshvm-test', istiod: SLOW, message: `istiod istio-system/${SLOW} did not answer within 2s`}])
+      expect(list.items.map((i) => [i.name, i.xds.CDS.status])).toEqual([
+        ['vm-1.vms', 'SYNCED'],
+        ['web-10.0.0.6.vms', 'NO_ANSWER'],
+        ['web-7b9d8-abcde.apps', 'SYNCED'],
+      ])
+    } finally {
+      cluster.mesh.setIstiod(SLOW, {latencyMs: 0})
+    }
+  })
+
+  it('refuses connections or answers garbage: the same, with the reason', async () => {
+    cluster.mesh.setIstiod(SLOW, {down: true})
+    try {
+      const res = await ps(cluster, [])
+      expect(res.code).toBe(7)
+      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Warning: istiod istio-system/${SLOW}: the API server could not reach it on port 15014: error trying to reach service: dial tcp [\\d.]+:15014: connect: connection refused; its proxies`))
+      expect(res.stdout).toMatch(/^\* +- +NO ANSWER {2,}NO ANSWER/m)
+      expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps +cluster1 +SYNCED/m)
+    } finally {
+      cluster.mesh.setIstiod(SLOW, {down: false})
+    }
+    cluster.mesh.setIstiod(SLOW, {malformed: true})
+    try {
+      const res = await ps(cluster, [])
+      expect(res.code).toBe(7)
+      // (The test API server JSON-encodes a non-JSON pod proxy body, so this is a JSON string, not HTML.)
+      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Warning: istiod istio-system/${SLOW}: unreadable /debug/syncz response: .+; its proxies are missing from the table \\(rows marked NO ANSWER\\)$`))
+    } finally {
+      cluster.mesh.setIstiod(SLOW, {malformed: false})
+    }
+  })
+
+  it('when every istiod times out there is nothing to print: exit 3', async () => {
+    cluster.mesh.setIstiod(SLOW, {latencyMs: 2500})
+    cluster.mesh.setIstiod(ISTIOD, {latencyMs: 2500})
+    try {
+      const res = await ps(cluster, ['--timeout', '500ms'])
+      expect(res.code).toBe(3)
+      expect(res.stdout).toBe('')
+      expect(firstLine(res.stderr)).toMatch(/^Error: istiod istio-system\/istiod-7d4b9c6f8-\w+ did not answer within 500ms \(and 1 more istiod alike\)$/)
+    } finally {
+      cluster.mesh.setIstiod(SLOW, {latencyMs: 0})
+      cluster.mesh.setIstiod(ISTIOD, {latencyMs: 0})
+    }
+  })
+})
+
+describe.concurrent('errors', () => {
+  let cluster: TestCluster
+  let elsewhere: TestCluster
+  beforeAll(async () => {
+    ;[cluster, elsewhere] = await Promise.all([startCluster(), startCluster({istio: false})])
+    elsewhere.mesh.installIstio({namespace: 'istio-alt'})
+    elsewhere.mesh.addIstiod({name: 'istiod-5b7c8-abcde', namespace: 'istio-alt'})
+  })
+  afterAll(async () => {
+    await cluster?.stop()
+    await elsewhere?.stop()
+  })
+
+  it('no istiod in the namespace: exit 4, with a hint', async () => {
+    const res = await ps(cluster, ['-i', 'nowhere'])
+    expect(res.code).toBe(4)
+    expect(res.stderr).toBe(
+      'Error: no running istiod pods in namespace "nowhere" (labels app=istiod)\nHint: istiod runs in namespace istio-system: pass -i istio-system\n',
+    )
+    const alt = await ps(elsewhere, [])
+    expect(alt.code).toBe(4)
+    expect(alt.stderr).toBe('Error: no running istiod pods in namespace "istio-system" (labels app=istiod)\nHint: istiod runs in namespace istio-alt: pass -i istio-alt\n')
+    const ok = await ps(elsewhere, ['-i', 'istio-alt'])
+    expect(ok.code).toBe(0)
+  })
+
+  it('pods/proxy forbidden: exit 5 and the RBAC rule needed', async () => {
+    const token = cluster.addUser('viewer', {
+      rules: [
+        {verbs: ['get', 'list'], apiGroups: [''], resources: ['pods']},
+        {verbs: ['list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io'], resources: ['*']},
+      ],
+    })
+    const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
+    expect(res.code).toBe(5)
+    expect(res.stdout).toBe('')
+    expect(res.stderr).toBe(
+      `Error: istiod istio-system/${ISTIOD}: cannot read /debug/syncz: pods "${ISTIOD}" is forbidden: User "viewer" cannot get resource "pods/proxy" in API group "" in the namespace "istio-system"\n` +
+        'Hint: reading istiod\'s /debug/syncz needs verb "get" on "pods/proxy" in namespace istio-system (kubectl auth can-i get pods/proxy -n istio-system); a cluster admin can grant it with: kubectl create role meshvm-proxy-status -n istio-system --verb=get,list --resource=pods,pods/proxy && kubectl create rolebinding meshvm-proxy-status -n istio-system --role=meshvm-proxy-status --user=YOU\n',
+    )
+  })
+
+  it('WorkloadEntries forbidden: the table still prints, with a warning', async () => {
+    const token = cluster.addUser('podreader', {rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/proxy']}]})
+    const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
+    expect(res.code).toBe(0)
+    expect(res.stdout).toMatch(/^NAME +CLUSTER/)
+    expect(firstLine(res.stderr)).toMatch(/^Warning: cannot list WorkloadEntries: workloadentries\.networking\.istio\.io is forbidden: User "podreader" cannot list resource "workloadentries" .*; VM rows may be missing/)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe.concurrent('several contexts', () => {
+  let east: TestCluster
+  let west: TestCluster
+  let kubeconfig: string
+  beforeAll(async () => {
+    ;[east, west] = await Promise.all([startCluster({contextName: 'east'}), startCluster({istio: false, contextName: 'west'})])
+    west.mesh.installIstio({clusterId: 'cluster2', gatewayIp: '203.0.113.20'})
+    west.mesh.addIstiod({name: 'istiod-66f9c-west1', clusterId: 'cluster2'})
+    east.mesh.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    east.mesh.addVm({name: 'vm-1', namespace: 'vms', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+    west.mesh.addPod({name: 'web-84c6d-vwxyz', namespace: 'apps', istiod: 'istiod-66f9c-west1', types: {CDS: 'stale'}})
+    west.mesh.addVm({name: 'vm-9', namespace: 'vms', group: 'web', address: '10.1.0.9', healthy: false})
+    // a third context whose API server is gone
+    const gone = join(east.dir, 'kubeconfig-gone')
+    writeFileSync(gone, kubeconfigYaml({server: 'https://127.0.0.1:1', caPem: east.caPem, token: 'not-a-secret', name: 'gone'}), {mode: 0o600})
+    kubeconfig = [east.kubeconfigPath, west.kubeconfigPath, gone].join(':')
+  })
+  afterAll(async () => {
+    await east?.stop()
+    await west?.stop()
+  })
+  const env = () => ({KUBECONFIG: kubeconfig})
+
+  it('--context twice: one table, the CLUSTER column from each', async () => {
+    const res = await ps({env: env()}, ['--context', 'east', '--context', 'west'])
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'two-contexts.txt'))
+    const wide = await ps({env: env()}, ['--context', 'east', '--context', 'west', '-o', 'wide'])
+    expectMatchesGoldenFile(tableAges(wide.stdout), join(GOLDEN, 'two-contexts-wide.txt'))
+  })
+
+  it('-o json names the context of every item', async () => {
+    const res = await ps({env: env()}, ['--context', 'east', '--context', 'west', '-o', 'json'])
+    const list = JSON.parse(res.stdout) as {items: {name: string; context: string; cluster: string | null}[]}
+    expect(list.items.map((i) => [i.name, i.context, i.cluster])).toEqual([
+      ['vm-1.vms', 'east', 'cluster1'],
+      ['web-10.1.0.9.vms', 'west', null],
+      ['web-7b9d8-abcde.apps', 'east', 'cluster1'],
+      ['web-84c6d-vwxyz.apps', 'west', 'cluster2'],
+    ])
+  })
+
+  it('an unreachable context is reported and the others still print (exit 7); --all-contexts alike', async () => {
+    const two = await ps({env: env()}, ['--context', 'east', '--context', 'west'])
+    for (const args of [['--context', 'east', '--context', 'gone', '--context', 'west'], ['--all-contexts']]) {
+      const res = await ps({env: env()}, args)
+      expect(res.code).toBe(7)
+      expect(tableAges(res.stdout)).toBe(tableAges(two.stdout))
+      expect(res.stderr).toBe(
+        'Warning: context gone: cannot connect to the API server at https://127.0.0.1:1 (context "gone"): connection refused; its proxies are missing from the table\n' +
+          'Hint: is the cluster running, and is this the right --context?\n' +
+          'Error: proxy status is incomplete: 1 context could not be read (gone)\n',
+      )
+    }
+  })
+
+  it('only an unreachable context: its error, exit 3; an unknown context: exit 4', async () => {
+    const res = await ps({env: env()}, ['--context', 'gone'])
+    expect(res.code).toBe(3)
+    expect(firstLine(res.stderr)).toBe('Error: cannot connect to the API server at https://127.0.0.1:1 (context "gone"): connection refused')
+    const unknown = await ps({env: env()}, ['--context', 'east', '--context', 'north'])
+    expect(unknown.code).toBe(7)
+    expect(firstLine(unknown.stderr)).toMatch(/^Warning: context north: context "north" not found in /)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('--watch', () => {
+  let cluster: TestCluster
+  const OTHER = 'istiod-7d4b9c6f8-w8v7u'
+  beforeAll(async () => {
+    cluster = await startCluster()
+    cluster.mesh.addIstiod({name: OTHER})
+    cluster.mesh.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    cluster.mesh.addPod({name: 'web-7b9d8-fghij', namespace: 'apps', istiod: OTHER, types: {EDS: 'stale'}})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('without a terminal: prints a new table per frame, changed cells marked with *', async () => {
+    // The first frame finds one istiod unreachable; the second sees it again.
+    const remove = cluster.faults.add({path: new RegExp(`/pods/${OTHER}:15014/proxy/debug/syncz`), status: 503, times: 1})
+    try {
+      const res = await ps(cluster, ['--watch', '--watch-count', '2', '--interval', '200ms'])
+      expect(res.code).toBe(0)
+      const [first, second] = tableAges(res.stdout).split('\n\n')
+      expect(first).toMatch(/^\* +- +NO ANSWER/m)
+      expect(first).toMatch(/^web-7b9d8-abcde\.apps /m)
+      expect(first).not.toContain('web-7b9d8-fghij')
+      // the new row lights up (NAME marked); unchanged rows do not
+      expect(second).toMatch(/^\*web-7b9d8-fghij\.apps +cluster1 +SYNCED \(AGE\) +SYNCED \(AGE\) +STALE \(AGE\)/m)
+      expect(second).toMatch(/^web-7b9d8-abcde\.apps +cluster1 +SYNCED \(AGE\)/m)
+      expect(second).not.toMatch(/NO ANSWER/)
+      expect(res.stderr).toContain(`Warning: istiod istio-system/${OTHER}: the API server could not reach it on port 15014: injected fault: 503`)
+      expect(res.stderr).toContain('gone: *\n')
+    } finally {
+      remove()
+    }
+  })
+
+  it('on a terminal: redraws in place, in colour', async () => {
+    const env = {...process.env, ...cluster.env, TERM: 'xterm'} as Record<string, string>
+    delete env.NO_COLOR
+    const pty = spawn(process.execPath, [BIN, 'proxy-status', '--watch', '--watch-count', '2', '--interval', '100ms'], {cols: 200, rows: 50, cwd: REPO_ROOT, env})
+    let screen = ''
+    pty.onData((d) => (screen += d))
+    const code = await new Promise<number>((resolve) => pty.onExit(({exitCode}) => resolve(exitCode)))
+    expect(code).toBe(0)
+    expect(screen.split('\u001B[H\u001B[2J')).toHaveLength(3) // two frames, each drawn from the top
+    expect(screen).toMatch(/Every 100ms: meshvm proxy-status/)
+    expect(screen).toContain('\u001B[32mSYNCED')
+  })
+})
+
+describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
+  const cases: [string[], string][] = [
+    [['--timeout', 'soon'], 'Error: --timeout "soon": expected a positive duration such as 10s, 1m or 500ms'],
+    [['--watch', '--interval', '0s'], 'Error: --interval "0s": expected a positive duration such as 10s, 1m or 500ms'],
+    [['-l', 'app in web'], 'Error: -l "app in web": cannot parse "app in web"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
+    [['-l', 'app=-web'], 'Error: -l "app=-web": label value "-web": value must be empty or consist of letters, digits, \'-\', \'_\' or \'.\', and start and end with a letter or digit'],
+    [['--all-contexts', '--context', 'east'], 'Error: --all-contexts and --context are exclusive: give contexts by name, or read all of them'],
+    [['vm-1.vms', '--watch'], 'Error: NAME and --watch are exclusive: --watch redraws the whole table'],
+    [['--watch-count', '2'], 'Error: --watch-count needs --watch'],
+    [['-o', 'xml'], 'Error: Expected --output=xml to be one of: table, wide, json, yaml'],
+  ]
+  it.each(cases)('%j', async (args, line) => {
+    const res = await runCli(['proxy-status', ...args], {env: {KUBECONFIG: '/nonexistent'}})
+    expect(res.code).toBe(2)
+    expect(firstLine(res.stderr)).toBe(line)
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+    expect(res.stdout).toBe('')
+  })
+})
