@@ -1,0 +1,111 @@
+/**
+ * `create-remote-secret` against the cluster whose credentials are exported, in istioctl's order
+ * (§5.3): cluster name → ServiceAccount → token Secret → kubeconfig → Secret. The server (and its
+ * warnings) is settled first, so warnings appear before any wait. The command
+ * decides where the result goes (stdout, --output-file, --apply-to).
+ */
+import type {KubeClient} from '../kube/client.js'
+import {
+  buildRemoteKubeconfig,
+  buildRemoteSecret,
+  remoteSecretWarnings,
+  type RemoteKubeconfigAuth,
+  type RemoteSecretManifest,
+  type RemoteSecretSettings,
+} from './generate.js'
+import {
+  caDataOf,
+  getOrCreateServiceAccount,
+  getServiceAccountTokenSecret,
+  isAtLeast124,
+  kubeSystemUid,
+  serverVersion,
+  tokenOf,
+  type ApplyObject,
+  type ApplyOutcome,
+  type ProgressLog,
+  applyOne,
+} from './fetch.js'
+
+export interface RemoteSecretRun {
+  settings: RemoteSecretSettings
+  /** Namespace of the ServiceAccount, its token Secret and the printed Secret. */
+  namespace: string
+  /** --create-service-account */
+  createServiceAccount: boolean
+  /** --token-timeout, in ms. */
+  tokenTimeoutMs: number
+  /** The API server of the selected kubeconfig context (used unless --server is given). */
+  contextServer: string
+  log: ProgressLog
+  pollMs?: number
+}
+
+export interface RemoteSecretOutcome {
+  manifest: RemoteSecretManifest
+  /** The cluster name (--name or the kube-system UID). */
+  clusterName: string
+  /** The server written into the kubeconfig. */
+  server: string
+  /** The kubeconfig inside the Secret (holds the credential). */
+  kubeconfig: string
+  serviceAccount: string
+  tokenSecret: string
+}
+
+export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRun): Promise<RemoteSecretOutcome> {
+  const {settings, namespace, log} = run
+
+  const server = settings.server ?? run.contextServer
+  for (const w of remoteSecretWarnings({
+    server,
+    serverSource: settings.server === undefined ? 'kubeconfig' : 'flag',
+    authType: settings.authType,
+    authPluginName: settings.authPlugin?.name,
+  })) {
+    log.warning(w)
+  }
+
+  const clusterName = settings.name ?? (await kubeSystemUid(client))
+
+  const {serviceAccount: account, created} = await getOrCreateServiceAccount(client, {
+    namespace,
+    serviceAccount: settings.serviceAccount,
+    create: run.createServiceAccount,
+    log,
+  })
+
+  const modern = isAtLeast124(await serverVersion(client))
+  const secret = await getServiceAccountTokenSecret(client, {
+      namespace,
+      serviceAccount: settings.serviceAccount,
+      secretName: settings.secretName,
+      timeoutMs: run.tokenTimeoutMs,
+      needToken: settings.authType === 'bearer-token',
+      log,
+      pollMs: run.pollMs,
+      account,
+      accountCreated: created,
+      modern,
+    })
+
+  const auth: RemoteKubeconfigAuth =
+    settings.authType === 'plugin' && settings.authPlugin
+      ? {type: 'plugin', name: settings.authPlugin.name, config: settings.authPlugin.config}
+      : {type: 'bearer-token', token: tokenOf(secret)}
+  const kubeconfig = buildRemoteKubeconfig({clusterName, server, caData: caDataOf(secret), tlsServerName: settings.tlsServerName, auth})
+  const manifest = buildRemoteSecret({name: clusterName, type: settings.type, namespace, kubeconfig})
+  return {manifest, clusterName, server, kubeconfig, serviceAccount: settings.serviceAccount, tokenSecret: secret.metadata.name}
+}
+
+/**
+ * `--apply-to`: the Secret, server-side applied (forced: meshvm owns it) into `namespace`. It is sent
+ * with `data` rather than the printed `stringData`: the stored object is the same, and field
+ * ownership and no-op detection then work on a plain map.
+ */
+export async function applyRemoteSecret(client: KubeClient, manifest: RemoteSecretManifest, namespace: string): Promise<ApplyOutcome> {
+  const {stringData, ...rest} = manifest.object
+  const data = Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]))
+  const object: ApplyObject = {...rest, metadata: {...rest.metadata, namespace}, data}
+  return applyOne(client, object, {force: true})
+}

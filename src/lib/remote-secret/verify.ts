@@ -1,0 +1,95 @@
+/**
+ * `--verify`: uses the generated kubeconfig itself (its server, CA and token) to check that it
+ * reaches the API server and that its identity has the read permissions istiod in another cluster
+ * needs (SelfSubjectAccessReview). Nothing is written. Messages never carry the kubeconfig.
+ */
+import {KubeConfig} from '@kubernetes/client-node'
+import {ExitCode, MeshvmError} from '../errors.js'
+import {KubeClient} from '../kube/client.js'
+import {Resources, resourcePath} from '../kube/resources.js'
+
+export interface VerifyPermission {
+  verb: string
+  group: string
+  resource: string
+}
+
+/** What istiod reads in a remote cluster: a sample of istio-reader-clusterrole, cluster-wide. */
+export const REQUIRED_PERMISSIONS: VerifyPermission[] = [
+  ...['pods', 'services', 'namespaces', 'nodes', 'secrets'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: '', resource}))),
+  ...['get', 'list', 'watch'].map((verb) => ({verb, group: 'discovery.k8s.io', resource: 'endpointslices'})),
+  ...['serviceentries', 'workloadentries'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: 'networking.istio.io', resource}))),
+  {verb: 'create', group: 'authentication.k8s.io', resource: 'tokenreviews'},
+]
+
+export function permissionText(p: VerifyPermission): string {
+  return `${p.verb} ${p.group ? `${p.resource}.${p.group}` : p.resource}`
+}
+
+export interface VerifyResult {
+  server: string
+  gitVersion?: string
+  /** Set when the API server could not be reached or rejected the credentials. */
+  connectError?: MeshvmError
+  allowed: VerifyPermission[]
+  denied: VerifyPermission[]
+}
+
+interface SsarResponse {
+  status?: {allowed?: boolean; denied?: boolean; reason?: string}
+}
+
+/** A client for the generated kubeconfig: its only context, no retries beyond one. */
+async function clientFor(kubeconfig: string, timeoutMs: number): Promise<KubeClient> {
+  const kc = new KubeConfig()
+  try {
+    kc.loadFromString(kubeconfig)
+  } catch {
+    throw new MeshvmError('--verify: the generated kubeconfig could not be loaded', {exit: ExitCode.BUG, code: 'InternalError'})
+  }
+  const contextName = kc.getCurrentContext()
+  const context = kc.getContextObject(contextName)
+  const cluster = context ? kc.getCluster(context.cluster) : null
+  if (!context || !cluster) throw new MeshvmError('--verify: the generated kubeconfig has no current context', {exit: ExitCode.BUG, code: 'InternalError'})
+  return KubeClient.create(
+    {kc, contextName, clusterName: cluster.name, server: cluster.server.replace(/\/+$/, ''), namespace: 'default', source: 'the generated kubeconfig'},
+    {timeoutMs, maxRetries: 1, userAgent: 'meshvm (create-remote-secret --verify)'},
+  )
+}
+
+export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeoutMs: number; permissions?: VerifyPermission[]}): Promise<VerifyResult> {
+  const client = await clientFor(kubeconfig, options.timeoutMs)
+  const result: VerifyResult = {server: client.server, allowed: [], denied: []}
+  try {
+    try {
+      const v = await client.get<{gitVersion?: string}>('/version')
+      result.gitVersion = v?.gitVersion
+    } catch (err) {
+      if (!(err instanceof MeshvmError)) throw err
+      result.connectError = err
+      return result
+    }
+    const permissions = options.permissions ?? REQUIRED_PERMISSIONS
+    const answers = await Promise.all(
+      permissions.map(async (p) => {
+        const review = await client.request<SsarResponse>({
+          method: 'POST',
+          path: resourcePath(Resources.selfSubjectAccessReviews),
+          body: {apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {resourceAttributes: {verb: p.verb, group: p.group, resource: p.resource}}},
+          retry: 'idempotent',
+        })
+        return {p, allowed: review?.status?.allowed === true}
+      }),
+    )
+    for (const a of answers) (a.allowed ? result.allowed : result.denied).push(a.p)
+    return result
+  } catch (err) {
+    if (err instanceof MeshvmError) {
+      result.connectError = err
+      return result
+    }
+    throw err
+  } finally {
+    client.close()
+  }
+}
