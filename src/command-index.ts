@@ -2,12 +2,26 @@
 // Every command, by oclif id (oclif reads this map through bin/commands.cjs).
 import Bundle from './commands/bundle.js'
 import Completion from './commands/completion.js'
+import CreateRemoteSecret from './commands/create-remote-secret.js'
 import Onboard from './commands/onboard.js'
 import Precheck from './commands/precheck.js'
+import ProxyStatus from './commands/proxy-status.js'
+import WarDelete from './commands/war/delete.js'
+import WarDescribe from './commands/war/describe.js'
+import WarList from './commands/war/list.js'
+import WarPrune from './commands/war/prune.js'
+import WarRollout from './commands/war/rollout.js'
 
 export const COMMANDS = {
   'bundle': Bundle,
   'completion': Completion,
+  'create-remote-secret': CreateRemoteSecret,
   'onboard': Onboard,
   'precheck': Precheck,
+  'proxy-status': ProxyStatus,
+  'war:delete': WarDelete,
+  'war:describe': WarDescribe,
+  'war:list': WarList,
+  'war:prune': WarPrune,
+  'war:rollout': WarRollout,
 }
