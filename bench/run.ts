@@ -6,13 +6,18 @@
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {measurePair, type Stats} from './measure.js'
+import {execFileSync} from 'node:child_process'
+import {measurePair, runOnce, type Stats} from './measure.js'
+import {clusterWithProxies, clusterWithWars, onboardObjectsFile} from './cluster.js'
+import type {TestCluster} from '../test/cluster/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const BIN = join(ROOT, 'bin/run.js')
 const quick = process.argv.includes('--quick')
 const runs = quick ? 3 : 21
 const warmup = quick ? 1 : 3
+const clusterRuns = quick ? 2 : 7
+const offlineOnly = process.argv.includes('--offline')
 
 interface Case {
   name: string
@@ -49,6 +54,71 @@ function fmt(ms: number): string {
   return `${ms.toFixed(0)} ms`
 }
 
+interface ClusterCase extends Omit<Case, 'env'> {
+  /** Starts and seeds the cluster the case runs against. */
+  cluster: () => Promise<TestCluster>
+}
+
+const WARS = quick ? 1_000 : 10_000
+const PROXIES = quick ? 500 : 5_000
+const clusterCases: ClusterCase[] = [
+  {name: `meshvm war list -A (${WARS} WARs)`, command: [node, BIN, 'war', 'list', '-A'], baselineName: 'kubectl get war -A', baseline: ['kubectl', 'get', 'war', '-A'], target: 1.0, cluster: () => clusterWithWars(WARS)},
+  {name: `meshvm war list -A -o json (${WARS} WARs)`, command: [node, BIN, 'war', 'list', '-A', '-o', 'json'], baselineName: 'kubectl get war -A -o json', baseline: ['kubectl', 'get', 'war', '-A', '-o', 'json'], target: 1.0, cluster: () => clusterWithWars(WARS)},
+  {name: `meshvm proxy-status (${PROXIES} proxies, 3 istiods)`, command: [node, BIN, 'proxy-status'], baselineName: `kubectl get workloadentries -A (${PROXIES})`, baseline: ['kubectl', 'get', 'workloadentries', '-A'], target: 1.5, cluster: () => clusterWithProxies(PROXIES)},
+]
+
+const ONBOARD = ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account']
+
+async function measureCluster(c: ClusterCase): Promise<Result> {
+  const cluster = await c.cluster()
+  try {
+    const env = {...process.env, NO_COLOR: '1', ...cluster.env}
+    const {command: meshvm, baseline} = await measurePair(c.command, c.baseline, {runs: clusterRuns, warmup: 1, env})
+    const ratio = meshvm.median / baseline.median
+    return {name: c.name, meshvm, baselineName: c.baselineName, baseline, ratio, target: c.target, pass: ratio <= c.target}
+  } finally {
+    await cluster.stop()
+  }
+}
+
+async function measureApply(): Promise<Result> {
+  const {startTestCluster} = await import('../test/cluster/index.js')
+  const cluster = await startTestCluster()
+  try {
+    const env = {...process.env, NO_COLOR: '1', ...cluster.env}
+    const yaml = execFileSync(node, [BIN, ...ONBOARD], {env, encoding: 'utf8'})
+    const file = onboardObjectsFile(yaml)
+    const command = [node, BIN, ...ONBOARD, '--apply']
+    const baseline = ['kubectl', 'apply', '--server-side', '--field-manager=bench', '--force-conflicts', '-f', file]
+    const m = await measurePair(command, baseline, {runs: clusterRuns * 2, warmup: 1, env})
+    const ratio = m.command.median / m.baseline.median
+    return {name: 'meshvm onboard … --apply (4 objects)', meshvm: m.command, baselineName: 'kubectl apply --server-side -f (same 4)', baseline: m.baseline, ratio, target: 1.5, pass: ratio <= 1.5}
+  } finally {
+    await cluster.stop()
+  }
+}
+
+/** How cost grows with the number of objects: wall time and peak RSS of one run each. */
+async function growth(): Promise<{objects: number; command: string; wallMs: number; peakRssKiB?: number}[]> {
+  const rows: {objects: number; command: string; wallMs: number; peakRssKiB?: number}[] = []
+  for (const n of quick ? [1_000] : [1_000, 10_000, 50_000]) {
+    const cluster = await clusterWithWars(n)
+    try {
+      const env = {...process.env, NO_COLOR: '1', ...cluster.env}
+      for (const argv of [[node, BIN, 'war', 'list', '-A'], [node, BIN, 'war', 'list', '-A', '-o', 'json'], ['kubectl', 'get', 'war', '-A'], ['kubectl', 'get', 'war', '-A', '-o', 'json']]) {
+        await runOnce(argv, env)
+        const sample = await runOnce(argv, env, true)
+        if (sample.code !== 0) throw new Error(`${argv.join(' ')} exited ${sample.code}: ${sample.stderr.trim().split('\n').pop()}`)
+        rows.push({objects: n, command: argv[0] === node ? `meshvm ${argv.slice(2).join(' ')}` : argv.join(' '), wallMs: sample.wallMs, peakRssKiB: sample.peakRssKiB})
+      }
+    } finally {
+      await cluster.stop()
+    }
+    process.stderr.write('.')
+  }
+  return rows
+}
+
 async function main(): Promise<void> {
   const env = {...process.env, NO_COLOR: '1'}
   const results: Result[] = []
@@ -58,6 +128,15 @@ async function main(): Promise<void> {
     results.push({name: c.name, meshvm, baselineName: c.baselineName, baseline, ratio, target: c.target, pass: ratio <= c.target})
     process.stderr.write('.')
   }
+  let scaling: Awaited<ReturnType<typeof growth>> = []
+  if (!offlineOnly) {
+    for (const c of clusterCases) {
+      results.push(await measureCluster(c))
+      process.stderr.write('.')
+    }
+    results.push(await measureApply())
+    scaling = await growth()
+  }
   process.stderr.write('\n')
   const rows = results.map((r) => [
     r.name, `${fmt(r.meshvm.median)} (${fmt(r.meshvm.min)}–${fmt(r.meshvm.max)})`, `${r.baselineName}: ${fmt(r.baseline.median)}`,
@@ -66,7 +145,12 @@ async function main(): Promise<void> {
   const head = ['CASE', 'MESHVM MEDIAN (MIN–MAX)', 'BASELINE MEDIAN', 'RATIO', 'TARGET', 'RESULT']
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
   for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('   ').trimEnd())
-  writeFileSync(join(ROOT, 'bench/results.json'), JSON.stringify({date: new Date().toISOString(), node: process.version, quick, runs, results}, null, 2) + '\n')
+  if (scaling.length > 0) {
+    console.log('\nGROWTH (one run each after a warm-up)')
+    for (const r of scaling) console.log(`${String(r.objects).padStart(6)} objects   ${r.command.padEnd(34)} ${fmt(r.wallMs).padStart(9)}   peak RSS ${r.peakRssKiB ? (r.peakRssKiB / 1024).toFixed(0) + ' MiB' : 'n/a'}`)
+  }
+  const rss = results.map((r) => ({name: r.name, meshvmPeakRssMiB: r.meshvm.peakRssKiB ? Math.round(r.meshvm.peakRssKiB / 1024) : undefined}))
+  writeFileSync(join(ROOT, 'bench/results.json'), JSON.stringify({date: new Date().toISOString(), node: process.version, quick, runs, results, rss, scaling}, null, 2) + '\n')
   const failed = results.filter((r) => !r.pass)
   if (failed.length > 0 && !quick) {
     console.error(`${failed.length} case(s) missed the target`)
