@@ -221,7 +221,9 @@ export class ApiServer {
     try {
       const result = await this.route(req, res, url, body, user)
       if (result === undefined) return // streamed (watch, proxy)
-      const text = fault?.malformed ? '{"kind": "Status", "apiVersion": ' : JSON.stringify(result.body)
+      // Proxied non-JSON answers (e.g. an istiod debug page) pass through as they are.
+      const raw = typeof result.body === 'string' && result.contentType !== undefined && !result.contentType.startsWith('application/json')
+      const text = fault?.malformed ? '{"kind": "Status", "apiVersion": ' : raw ? (result.body as string) : JSON.stringify(result.body)
       res.writeHead(result.status, {'Content-Type': result.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(text)})
       if (fault?.truncate) {
         res.write(text.slice(0, Math.floor(text.length / 2)))

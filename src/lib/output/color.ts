@@ -33,6 +33,6 @@ export function statusColor(chalk: ChalkInstance, status: string): string {
   const s = status.toUpperCase()
   if (s.startsWith('SYNCED') || s === 'TRUE' || s === 'PASS' || s === 'HEALTHY' || s === 'CONNECTED') return chalk.green(status)
   if (s.startsWith('STALE') || s === 'WARN' || s === 'UNKNOWN' || s.startsWith('NOT SENT')) return chalk.yellow(status)
-  if (s.startsWith('ERROR') || s.startsWith('NOT CONNECTED') || s === 'FALSE' || s === 'FAIL' || s === 'UNHEALTHY') return chalk.red(status)
+  if (s.startsWith('ERROR') || s.startsWith('NOT CONNECTED') || s.startsWith('NO ANSWER') || s === 'FALSE' || s === 'FAIL' || s === 'UNHEALTHY') return chalk.red(status)
   return status
 }

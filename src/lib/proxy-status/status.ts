@@ -550,7 +550,7 @@ function subscribedCell(row: ProxyStatusRow): string {
 
 export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxyStatusTableOptions): string {
   const chalk = options.chalk ?? makeChalk({env: {FORCE_COLOR: options.color ? '1' : '0'}, stream: {isTTY: options.color}})
-  const paint = (text: string) => (text.startsWith('NO ANSWER') ? chalk.red(text) : statusColor(chalk, text))
+  const paint = (text: string) => statusColor(chalk, text)
   const layout = options.layout ?? 'types'
   const text = (v: string | undefined) => (v === undefined || v === '' ? EMPTY : v)
   const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] =>
