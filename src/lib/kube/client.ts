@@ -12,6 +12,7 @@ import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
 import type {KubeConfig} from '@kubernetes/client-node'
 import type {LoadedKubeConfig} from './config.js'
+import type {MeshvmError} from '../errors.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 
 export const MAX_RETRIES = 5
@@ -39,6 +40,11 @@ export interface KubeRequest {
   retry?: RetryPolicy
   /** Per-request override of the client's time-out. */
   timeoutMs?: number
+  /**
+   * Absolute time (epoch ms) by which the request, retries included, must end: each attempt's
+   * time-out shrinks to fit, and no retry starts that could not finish (e.g. proxy-status --timeout).
+   */
+  deadline?: number
 }
 
 export interface RetryEvent {
@@ -232,8 +238,10 @@ export class KubeClient {
     for (let attempt = 0; ; attempt++) {
       let reason: string
       let retryAfter: string | string[] | undefined
+      let failure: () => MeshvmError
       try {
-        const res = await this.once(req)
+        const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
+        const res = await this.once(remaining === undefined ? req : {...req, timeoutMs: Math.min(timeoutMs, remaining)})
         if (res.status < 400) return res
         if (res.status === 401 && !refreshed) {
           refreshed = true
@@ -247,15 +255,18 @@ export class KubeClient {
         if (!retryable || attempt >= this.options.maxRetries) throw translateHttpError(description, res.status, res.body.toString('utf8'))
         reason = `HTTP ${res.status}`
         retryAfter = res.headers['retry-after']
+        failure = () => translateHttpError(description, res.status, res.body.toString('utf8'))
       } catch (err) {
         if (err instanceof KubeApiError) throw err
         const retryable = policy !== 'never' && isTransientNetworkError(err)
         if (!retryable || attempt >= this.options.maxRetries) throw translateNetworkError(description, err, timeoutMs)
         lostAnswer = req.method !== 'GET'
         reason = (err as NodeJS.ErrnoException).code ?? 'network error'
+        failure = () => translateNetworkError(description, err, timeoutMs)
       }
       const delayMs = this.backoff(attempt, retryAfter)
       if (delayMs === undefined) throw translateHttpError(description, 429, '')
+      if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure()
       this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
       await new Promise((r) => setTimeout(r, delayMs))
     }

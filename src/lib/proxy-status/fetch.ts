@@ -4,7 +4,7 @@
  * - the running istiod pods (`app=istiod`, `istio.io/rev` for --revision, `status.phase=Running`, in -i);
  * - each istiod's `/debug/syncz`, through the API server's pod proxy
  *   (`/api/v1/namespaces/NS/pods/POD:PORT/proxy/debug/syncz`, PORT from `prometheus.io/port`, else 15014),
- *   one attempt each, bounded by --timeout, like istioctl;
+ *   retrying transient API server faults only while --timeout allows;
  * - the VM registrations: WorkloadEntries and, when the CRD exists, WorkloadAutoRegistrations;
  * - pods, when VMs must be told apart from pods or -l filters by pod labels.
  *
@@ -155,9 +155,10 @@ export async function readSyncz(
       method: 'GET',
       path: synczPath(istiod),
       query: {namespace: options.namespace},
-      // One attempt within --timeout, as istioctl: a retry loop would multiply the wait for a dead istiod.
-      retry: 'never',
-      timeoutMs: options.timeoutMs,
+      // Transient API server faults are retried, but only within --timeout: a dead istiod costs
+      // the time-out once, never a multiple of it.
+      retry: 'read',
+      deadline: Date.now() + options.timeoutMs,
     })
     body = res.body.toString('utf8')
   } catch (err) {
