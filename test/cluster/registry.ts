@@ -3,6 +3,7 @@
  * from YAML or created through the API. Discovery documents, Tables and validation come from here.
  */
 import {compileSchema, type Schema, type SchemaValidator} from '../../src/lib/schema/validate.js'
+import {compileCelRule} from './cel.js'
 
 export interface PrinterColumn {
   name: string
@@ -108,7 +109,7 @@ export function resourcesFromCrd(crd: Crd): ResourceDef[] {
         subresources: [],
         printerColumns: v.additionalPrinterColumns ?? [],
         schema,
-        validator: schema ? compileSchema(schema, {unknownFields: 'prune'}) : undefined,
+        validator: schema ? compileSchema(schema, {unknownFields: 'prune', compileRule: compileCelRule}) : undefined,
         crd: true,
       }
     })

@@ -1,14 +1,13 @@
 /**
  * Validation of objects against a CRD's structural `openAPIV3Schema`, the way kube-apiserver does
  * it: types, required fields, enums, bounds, lengths, patterns, list-map keys, oneOf/anyOf/not,
- * int-or-string, unknown-field pruning, and `x-kubernetes-validations` CEL rules (evaluated with
- * @bufbuild/cel). Used by meshvm before it prints or applies an object, and by the test API server
+ * int-or-string, unknown-field pruning, and `x-kubernetes-validations` CEL rules (the Istio CRDs'
+ * rules transpiled to JavaScript at build time; others through a compiler the caller passes, such as
+ * the test API server's, which uses the CEL library). Used by meshvm before it prints or applies an object, and by the test API server
  * on every write. Field paths and messages follow kube-apiserver's 422 causes.
  */
-import {plan, parse, celEnv, isCelError} from '@bufbuild/cel'
-import {strings} from '@bufbuild/cel/ext'
-import {ParsedExprSchema} from '@bufbuild/cel-spec/cel/expr/syntax_pb.js'
-import {fromBinary} from '@bufbuild/protobuf'
+import {CelEvalError, type CelRule} from './cel-runtime.js'
+import {TRANSPILED_RULES} from './istio-rules.generated.js'
 
 export type CauseReason =
   | 'FieldValueInvalid'
@@ -55,12 +54,17 @@ export interface Schema {
   'x-kubernetes-int-or-string'?: boolean
   'x-kubernetes-list-type'?: 'atomic' | 'set' | 'map'
   'x-kubernetes-list-map-keys'?: string[]
-  'x-kubernetes-validations'?: {rule: string; message?: string; fieldPath?: string; reason?: string; 'x-meshvm-parsed'?: string}[]
+  'x-kubernetes-validations'?: {rule: string; message?: string; fieldPath?: string; reason?: string}[]
 }
 
 export interface ValidateOptions {
   /** 'report': an unknown field is an error (meshvm checks its own output); 'prune': it is dropped, as kube-apiserver does. */
   unknownFields?: 'prune' | 'report'
+  /**
+   * Compiles a CEL rule that has no build-time transpiled form (see scripts/gen-schemas.mjs); throws
+   * when it does not compile. Without it such a rule fails validation, never passes silently.
+   */
+  compileRule?: (rule: string) => CelRule
 }
 
 export interface SchemaValidator {
@@ -92,27 +96,16 @@ function child(path: string, key: string): string {
 
 // ---- CEL ------------------------------------------------------------------------------------
 
-type Program = (ctx: {self: unknown}) => unknown
-const programs = new Map<string, Program | Error>()
-const env = celEnv({funcs: strings})
-
-/**
- * A planned rule. `parsed` is the rule's AST computed at build time (scripts/gen-schemas.mjs), which
- * spares each process the CEL parser (~35 ms for a WorkloadGroup's rules); test/lib/schema checks
- * that it equals what parse() gives.
- */
-function compileRule(rule: string, parsed?: string): Program | Error {
-  let p = programs.get(rule)
-  if (!p) {
-    try {
-      const ast = parsed ? fromBinary(ParsedExprSchema, Buffer.from(parsed, 'base64')) : parse(rule)
-      p = plan(env, ast) as unknown as Program
-    } catch (err) {
-      p = err instanceof Error ? err : new Error(String(err))
-    }
-    programs.set(rule, p)
+/** A rule's program, or why it has none (reported as `compilation failed: …`, like kube-apiserver). */
+function compileRule(rule: string, options: ValidateOptions): CelRule | Error {
+  const transpiled = TRANSPILED_RULES.get(rule)
+  if (transpiled) return transpiled
+  if (!options.compileRule) return new Error('meshvm has no compiled form of this rule')
+  try {
+    return options.compileRule(rule)
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err))
   }
-  return p
 }
 
 /** JSON → CEL values: objects become maps, integers of integer-typed fields become ints. */
@@ -127,24 +120,26 @@ function toCel(value: unknown, schema: Schema | undefined): unknown {
   return value
 }
 
-function celCauses(value: unknown, schema: Schema, path: string): FieldCause[] {
+function celCauses(value: unknown, schema: Schema, path: string, options: Context): FieldCause[] {
+  const programs = options.programs
   const causes: FieldCause[] = []
   for (const rule of schema['x-kubernetes-validations'] ?? []) {
-    const program = compileRule(rule.rule, rule['x-meshvm-parsed'])
+    let program = programs.get(rule.rule)
+    if (!program) programs.set(rule.rule, (program = compileRule(rule.rule, options)))
     let ok: boolean
     let detail = ''
     if (program instanceof Error) {
       ok = false
       detail = `compilation failed: ${program.message.split('\n')[0]}`
     } else {
-      let result: unknown
       try {
-        result = program({self: toCel(value, schema)})
+        ok = program(toCel(value, schema)) === true
       } catch (err) {
-        result = err
+        // Only evaluation errors are a rule's verdict; anything else is a bug and must surface.
+        if (!(err instanceof CelEvalError)) throw err
+        ok = false
+        detail = `evaluation failed: ${err.message.split('\n')[0]}`
       }
-      ok = result === true
-      if (isCelError(result) || result instanceof Error) detail = `evaluation failed: ${(result as Error).message.split('\n')[0]}`
     }
     if (!ok) {
       const field = rule.fieldPath ? path + rule.fieldPath : path
@@ -191,7 +186,7 @@ function typeMatches(value: unknown, schema: Schema): boolean {
 
 const INT_RANGES: Record<string, [number, number]> = {int32: [-2147483648, 2147483647], uint32: [0, 4294967295], int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]}
 
-function walk(value: unknown, schema: Schema, path: string, options: ValidateOptions, causes: FieldCause[], root: boolean): void {
+function walk(value: unknown, schema: Schema, path: string, options: Context, causes: FieldCause[], root: boolean): void {
   if (value === null || value === undefined) {
     if (!schema.nullable) causes.push({reason: 'FieldValueTypeInvalid', field: path, message: `Invalid value: "null": ${path} in body must be of type ${schema.type ?? 'object'}: "null"`})
     return
@@ -279,15 +274,21 @@ function walk(value: unknown, schema: Schema, path: string, options: ValidateOpt
   }
   // CEL rules run only on values that passed the structural checks, as in kube-apiserver.
   if (schema['x-kubernetes-validations'] && !causes.some((c) => c.field === path || c.field.startsWith(path + '.') || c.field.startsWith(path + '['))) {
-    causes.push(...celCauses(value, schema, path))
+    causes.push(...celCauses(value, schema, path, options))
   }
 }
 
+/** The options, and the validator's compiled rules (each compiled on first use). */
+interface Context extends ValidateOptions {
+  programs: Map<string, CelRule | Error>
+}
+
 export function compileSchema(schema: Schema, options: ValidateOptions = {}): SchemaValidator {
+  const context: Context = {...options, programs: new Map()}
   return {
     validate(value: unknown): FieldCause[] {
       const causes: FieldCause[] = []
-      walk(value, schema, '', options, causes, true)
+      walk(value, schema, '', context, causes, true)
       return causes
     },
   }

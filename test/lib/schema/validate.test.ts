@@ -4,6 +4,7 @@ import {describe, expect, it} from 'vitest'
 import {assertValidIstioObjects, validateIstioObject} from '../../../src/lib/schema/istio.js'
 import {compileSchema, invalidMessage, type Schema} from '../../../src/lib/schema/validate.js'
 import {REPO_ROOT} from '../../helpers/cli.js'
+import {compileCelRule} from '../../cluster/cel.js'
 
 const wg = (spec: unknown) => ({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec})
 const se = (spec: unknown) => ({apiVersion: 'networking.istio.io/v1', kind: 'ServiceEntry', metadata: {name: 'db', namespace: 'apps'}, spec})
@@ -13,8 +14,10 @@ const causes = (obj: object) => validateIstioObject(obj)!.map((c) => `${c.field}
 describe('the committed schemas', () => {
   it('are the served v1 schemas of the reference CRDs (npm run gen:schemas regenerates them)', async () => {
     // @ts-expect-error plain .mjs script without types
-    const {extractSchemas, CRD_FILE, OUT_FILE} = await import('../../../scripts/gen-schemas.mjs')
-    expect(readFileSync(OUT_FILE, 'utf8')).toBe(extractSchemas(readFileSync(CRD_FILE, 'utf8')))
+    const {extractSchemas, transpileRules, CRD_FILE, OUT_FILE, RULES_FILE} = await import('../../../scripts/gen-schemas.mjs')
+    const crds = readFileSync(CRD_FILE, 'utf8')
+    expect(readFileSync(OUT_FILE, 'utf8')).toBe(extractSchemas(crds))
+    expect(readFileSync(RULES_FILE, 'utf8')).toBe(transpileRules(crds))
     expect(CRD_FILE).toBe(join(REPO_ROOT, '../shared/reference/crds/istio-networking.yaml'))
   })
 })
@@ -109,26 +112,17 @@ describe('generic CRD schemas', () => {
   })
 })
 
-describe('build-time parsed CEL rules', () => {
-  it('validate exactly as rules parsed at run time', () => {
-    const schemas = JSON.parse(readFileSync(join(REPO_ROOT, 'src/lib/schema/istio-networking.schemas.json'), 'utf8')) as Record<string, {schema: Schema}>
-    const strip = (s: unknown): unknown =>
-      Array.isArray(s) ? s.map(strip) : s && typeof s === 'object'
-        ? Object.fromEntries(Object.entries(s).filter(([k]) => k !== 'x-meshvm-parsed').map(([k, v]) => [k, strip(v)]))
-        : s
-    const samples = [
-      wg({template: {ports: {http: 8080}}, probe: {httpGet: {port: 8080}, tcpSocket: {port: 1}}}),
-      wg({template: {ports: {http: 8080}}, probe: {exec: {command: []}}}),
-      se({hosts: ['a.com'], resolution: 'DNS', workloadSelector: {labels: {app: 'a'}}, endpoints: [{address: '1.1.1.1'}]}),
-      se({hosts: ['*.a.com'], resolution: 'DNS', ports: [{name: 'x', number: 80, protocol: 'HTTP', targetPort: 0}]}),
-      we({address: '', ports: {http: 8080}}),
-    ]
-    for (const obj of samples) {
-      const kind = (obj as {kind: string}).kind
-      const withAst = compileSchema(schemas[kind]!.schema, {unknownFields: 'report'}).validate(structuredClone(obj))
-      const parsedNow = compileSchema(strip(schemas[kind]!.schema) as Schema, {unknownFields: 'report'}).validate(structuredClone(obj))
-      expect(withAst).toEqual(parsedNow)
-    }
-    expect(JSON.stringify(schemas)).toContain('x-meshvm-parsed')
+describe('CEL rules without a transpiled form', () => {
+  const schema: Schema = {type: 'object', 'x-kubernetes-validations': [{rule: 'self.x.size() > 1', message: 'x too short'}], properties: {x: {type: 'string'}}}
+  it('fail validation unless a compiler is given: never pass silently', () => {
+    expect(compileSchema(schema).validate({x: 'abc'})).toEqual([
+      {reason: 'FieldValueInvalid', field: '', message: 'Invalid value: "object": compilation failed: meshvm has no compiled form of this rule'},
+    ])
+  })
+  it('use the compiler given (the test API server passes the CEL library)', () => {
+    const v = compileSchema(schema, {compileRule: compileCelRule})
+    expect(v.validate({x: 'abc'})).toEqual([])
+    expect(v.validate({x: 'a'})).toEqual([{reason: 'FieldValueInvalid', field: '', message: 'Invalid value: "object": x too short'}])
+    expect(compileSchema({type: 'object', 'x-kubernetes-validations': [{rule: 'self.(('}]}, {compileRule: compileCelRule}).validate({})[0]!.message).toMatch(/^Invalid value: "object": compilation failed: /)
   })
 })
