@@ -5,11 +5,22 @@ import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 import {parse, parseAllDocuments} from 'yaml'
 import {validateIstioObject} from '../../src/lib/schema/istio.js'
+import {compileSchema, type SchemaValidator} from '../../src/lib/schema/validate.js'
+import {compileCelRule} from '../cluster/cel.js'
+import {ISTIO_CRDS} from '../cluster/index.js'
 import {dns1035Label, labelValue, qualifiedName} from '../../src/lib/validation/kube.js'
 import {expectDirMatchesGolden, expectMatchesGoldenFile} from '../helpers/golden.js'
 import {REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 
 const GOLDEN = join(REPO_ROOT, 'test/golden/onboard')
+
+/** Validators for the served v1 schemas of ../shared/reference/crds, with every CEL rule run by the CEL library. */
+const referenceValidators = new Map<string, SchemaValidator>(
+  parseAllDocuments(readFileSync(ISTIO_CRDS, 'utf8'))
+    .map((d) => d.toJS())
+    .filter((crd) => crd?.kind === 'CustomResourceDefinition')
+    .map((crd) => [crd.spec.names.kind, compileSchema(crd.spec.versions.find((v: {name: string}) => v.name === 'v1').schema.openAPIV3Schema, {unknownFields: 'report', preferTranspiled: false, compileRule: compileCelRule})]),
+)
 const work = mkdtempSync(join(tmpdir(), 'meshvm-onboard-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
 
@@ -74,11 +85,14 @@ describe.concurrent('meshvm onboard: golden matrix', () => {
       const fromFiles = readdirSync(dir).filter((f) => f !== 'kustomization.yaml').sort().map((f) => readFileSync(join(dir, f), 'utf8'))
       expect(printed.stdout).toBe(fromFiles.join('---\n'))
 
-      // Every object passes the official CRD schema with its CEL rules, or Kubernetes' Service rules.
+      // Every object passes the official CRD schema with its CEL rules, or Kubernetes' Service rules:
+      // as meshvm checks it (transpiled rules), and straight from the reference CRDs with the CEL library.
       for (const obj of objectsOf(printed.stdout)) {
         const causes = validateIstioObject(obj)
-        if (causes) expect(causes, `${obj.kind} against the CRD schema`).toEqual([])
-        else if (obj.kind === 'Service') expect(serviceProblems(obj as never)).toEqual([])
+        if (causes) {
+          expect(causes, `${obj.kind} against the CRD schema`).toEqual([])
+          expect(referenceValidators.get(obj.kind as string)!.validate(structuredClone(obj)), `${obj.kind} against the reference CRD, CEL library`).toEqual([])
+        } else if (obj.kind === 'Service') expect(serviceProblems(obj as never)).toEqual([])
       }
 
       // Round trip through the real kubectl: kustomize reads every file and accepts every object.
