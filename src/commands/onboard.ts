@@ -238,9 +238,20 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
       }
       if (bundle) {
         const wg = objects.find((o) => o.kind === 'WorkloadGroup') as unknown as WorkloadGroupLike
-        const {writeBundle} = await import('../lib/bundle/run.js')
-        const summary = await writeBundle(session, wg, bundle)
-        reportBundle(this.sink, summary)
+        // Ctrl-C: what was applied stays applied; stop before the token is issued or any file written.
+        const controller = new AbortController()
+        const onSigint = (): void => {
+          this.note('Interrupted: stopping before any file is written.')
+          controller.abort()
+        }
+        process.once('SIGINT', onSigint)
+        try {
+          const {writeBundle} = await import('../lib/bundle/run.js')
+          const summary = await writeBundle(session, wg, {...bundle, signal: controller.signal})
+          reportBundle(this.sink, summary)
+        } finally {
+          process.removeListener('SIGINT', onSigint)
+        }
       }
     } finally {
       session.client.close()

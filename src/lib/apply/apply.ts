@@ -60,7 +60,10 @@ export async function applyObjects(client: KubeClient, objects: KubeObject[], op
   for (const object of objects) {
     const ref = resourceName(object)
     if (options.signal?.aborted) {
-      results.push({object, ref, outcome: 'not applied'})
+      // Interrupted: reported one by one, as after a failure.
+      const skipped: ApplyResult = {object, ref, outcome: 'not applied'}
+      results.push(skipped)
+      options.onResult?.(skipped)
       continue
     }
     let result: ApplyResult

@@ -3,6 +3,7 @@
  * them atomically (all or none; the token 0600), optionally as a .tar.gz too.
  */
 import {join} from 'node:path'
+import {InterruptedError} from '../errors.js'
 import {writeFilesAtomic, type FileToWrite} from '../fs/atomic.js'
 import {tarGz} from '../fs/tar.js'
 import type {KubeSession} from '../kube/session.js'
@@ -18,6 +19,8 @@ export interface BundleOptions extends GatewayOptions {
   autoregister: boolean
   captureDns: boolean
   archive: boolean
+  /** Ctrl-C: checked before each step, so an interrupted run issues no token and writes no file. */
+  signal?: AbortSignal
 }
 
 export interface BundleSummary {
@@ -33,6 +36,10 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   const warnings: string[] = []
   // Check what needs no cluster first, so a typo fails before any request (and before a token is issued).
   validateBundleInputs({internalIp: options.internalIp, externalIp: options.externalIp} as Parameters<typeof validateBundleInputs>[0])
+  const stopIfInterrupted = (): void => {
+    if (options.signal?.aborted) throw new InterruptedError(`interrupted: nothing was written to ${options.outputDir}`)
+  }
+  stopIfInterrupted()
   const {client, istioNamespace, revision} = session
   const namespace = wg.metadata.namespace
   const [clusterId, meshConfigYaml, rootCert, gateway] = await Promise.all([
@@ -41,6 +48,7 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
     fetchRootCert(client, namespace),
     findGateway(client, istioNamespace, options),
   ])
+  stopIfInterrupted()
   // The token last: it is the only value that grants something, so only issue it when all else worked.
   const issued = await requestToken(client, namespace, wg.spec.template?.serviceAccount as string, options.tokenSeconds)
   const bundle = buildBundle({
@@ -56,6 +64,8 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
     files.push({name, data: tarGz(`${wg.metadata.name}-bundle`, bundle.files, Math.floor(now.getTime() / 1000)), mode: 0o600})
     archive = join(options.outputDir, name)
   }
+  // The write is synchronous: a Ctrl-C from here on is handled only after every file is in place.
+  stopIfInterrupted()
   const written = writeFilesAtomic(options.outputDir, files)
   return {dir: options.outputDir, files: written, archive, tokenExpiresAt: issued.expiresAt, warnings}
 }

@@ -287,7 +287,8 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
 
   while ((queue.length > 0 && report.failure === undefined) || inflight.length > 0) {
     if (o.signal?.aborted) break
-    while (report.failure === undefined && inflight.length < o.maxUnavailable && queue.length > 0) {
+    // After Ctrl-C no new deletion starts (a delete in progress still finishes and is reported).
+    while (report.failure === undefined && !o.signal?.aborted && inflight.length < o.maxUnavailable && queue.length > 0) {
       const c = queue.shift()!
       const item = byName.get(c.name)!
       try {
