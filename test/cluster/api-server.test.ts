@@ -22,7 +22,9 @@ function call(method: string, path: string, options: {body?: unknown; token?: st
     if (token) headers.Authorization = `Bearer ${token}`
     const payload = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
     if (payload !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json'
-    const req = request(url, {method, headers, ca: cluster.caPem}, (res) => {
+    // A fresh connection per call: after a long synchronous burst in a test (filling the store), a
+    // reused keep-alive socket races its idle timer and can be reset.
+    const req = request(url, {method, headers, ca: cluster.caPem, agent: false}, (res) => {
       let text = ''
       res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => {
         let body: unknown

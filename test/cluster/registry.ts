@@ -109,7 +109,7 @@ export function resourcesFromCrd(crd: Crd): ResourceDef[] {
         subresources: [],
         printerColumns: v.additionalPrinterColumns ?? [],
         schema,
-        validator: schema ? compileSchema(schema, {unknownFields: 'prune', compileRule: compileCelRule}) : undefined,
+        validator: schema ? compileSchema(schema, {unknownFields: 'prune', preferTranspiled: false, compileRule: compileCelRule}) : undefined,
         crd: true,
       }
     })

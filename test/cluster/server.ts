@@ -155,7 +155,9 @@ export class ApiServer {
         else res.destroy()
       })
     })
-    server.keepAliveTimeout = 5000
+    // Long, like kube-apiserver's: a short idle timer can fire right after a test's long synchronous
+    // burst (filling the store) and reset a socket the client is just reusing (ECONNRESET).
+    server.keepAliveTimeout = 60_000
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     this.server = server
     const address = server.address()
