@@ -87,7 +87,8 @@ function mergeInto(target: Json, source: Json): Json {
 function parseYamlObject(text: string, what: string): Json {
   let value: unknown
   try {
-    value = parseYaml(text, {version: '1.1'})
+    // logLevel 'error': the yaml library would print warnings (e.g. unknown tags) as Node process warnings.
+    value = parseYaml(text, {version: '1.1', logLevel: 'error'})
   } catch (err) {
     throw new UsageError(`${what} is not valid YAML: ${(err as Error).message.split('\n')[0]}`)
   }

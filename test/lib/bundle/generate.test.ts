@@ -1,6 +1,6 @@
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {describe, expect, it} from 'vitest'
+import {describe, expect, it, vi} from 'vitest'
 import {parse} from 'yaml'
 import {buildBundle, type BundleInputs, type WorkloadGroupLike} from '../../../src/lib/bundle/generate.js'
 import {goYamlKeyCompare, istioShellQuote} from '../../../src/lib/bundle/go-compat.js'
@@ -99,6 +99,11 @@ describe('bundle: meshvm improvements', () => {
   it('honours a custom status port in ISTIO_LOCAL_EXCLUDE_PORTS', () => {
     expect(filesOf({...base, meshConfigYaml: 'defaultConfig:\n  statusPort: 15999\n'})['cluster.env']).toContain("ISTIO_LOCAL_EXCLUDE_PORTS='22,15090,15021,15999'")
     expect(filesOf({...base, meshConfigYaml: 'defaultConfig:\n  statusPort: 15021\n'})['cluster.env']).toContain("ISTIO_LOCAL_EXCLUDE_PORTS='22,15090,15021'")
+  })
+  it('reads a mesh config with unknown YAML tags without printing Node process warnings', () => {
+    const warn = vi.spyOn(process, 'emitWarning')
+    expect(filesOf({...base, meshConfigYaml: 'trustDomain: !custom example.org\ndefaultConfig: {}\n'})['mesh.yaml']).toBeDefined()
+    expect(warn).not.toHaveBeenCalled()
   })
 })
 
