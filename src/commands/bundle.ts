@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
-import {reportBundle} from '../lib/cli/bundle-report.js'
+import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/cli/bundle-report.js'
 import {UsageError} from '../lib/errors.js'
 import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
 
@@ -45,21 +45,16 @@ printed and checked by install.sh. Files are written whole or not at all.`
     const options = bundleOptions(f, f['output-dir'])
     const fileGroup = f.filename ? readWorkloadGroupFile(f.filename, f.namespace) : undefined
     const session = await this.session()
-    // Ctrl-C: let the request in progress finish, then stop before the token is issued or any file written.
-    const controller = new AbortController()
-    const onSigint = (): void => {
-      this.note('Interrupted: stopping before any file is written.')
-      controller.abort()
-    }
-    process.once('SIGINT', onSigint)
     try {
       const {fetchWorkloadGroup} = await import('../lib/bundle/fetch.js')
       const {writeBundle} = await import('../lib/bundle/run.js')
-      const wg = fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace))
-      const summary = await writeBundle(session, wg, {...options, signal: controller.signal})
+      // Ctrl-C: let the request in progress finish, then stop before the token is issued or any file written.
+      const summary = await this.interruptible(BUNDLE_INTERRUPTED, async (signal) => {
+        const wg = fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace))
+        return writeBundle(session, wg, {...options, signal})
+      })
       reportBundle(this.sink, summary)
     } finally {
-      process.removeListener('SIGINT', onSigint)
       session.client.close()
     }
   }

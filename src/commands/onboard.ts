@@ -4,7 +4,7 @@ import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import type {BundleOptions} from '../lib/bundle/run.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
-import {reportBundle} from '../lib/cli/bundle-report.js'
+import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/cli/bundle-report.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {UsageError} from '../lib/errors.js'
 import {writeFilesAtomic} from '../lib/fs/atomic.js'
@@ -213,16 +213,11 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     try {
       const dryRun = f['dry-run'] === 'server' || (f.diff && !f.apply)
       if (f.apply || f['dry-run'] === 'server' || f.diff) {
-        const controller = new AbortController()
-        const onSigint = () => {
-          this.note('Interrupted: finishing the object in progress, then stopping.')
-          controller.abort()
-        }
-        process.once('SIGINT', onSigint)
-        let results
-        try {
-          results = await applyObjects(session.client, objects, {
-            dryRun: Boolean(dryRun), diff: f.diff, signal: controller.signal,
+        let aborted = false
+        const results = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', (signal) => {
+          signal.addEventListener('abort', () => (aborted = true))
+          return applyObjects(session.client, objects, {
+            dryRun: Boolean(dryRun), diff: f.diff, signal,
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
               // Like kubectl: what happened on stdout, what did not on stderr.
@@ -230,28 +225,16 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
               else if (!f.diff) this.out(describeResult(r, Boolean(dryRun)) + '\n')
             },
           })
-        } finally {
-          process.removeListener('SIGINT', onSigint)
-        }
-        const failure = applyFailure(results, controller.signal.aborted)
+        })
+        const failure = applyFailure(results, aborted)
         if (failure) throw failure
       }
       if (bundle) {
         const wg = objects.find((o) => o.kind === 'WorkloadGroup') as unknown as WorkloadGroupLike
         // Ctrl-C: what was applied stays applied; stop before the token is issued or any file written.
-        const controller = new AbortController()
-        const onSigint = (): void => {
-          this.note('Interrupted: stopping before any file is written.')
-          controller.abort()
-        }
-        process.once('SIGINT', onSigint)
-        try {
-          const {writeBundle} = await import('../lib/bundle/run.js')
-          const summary = await writeBundle(session, wg, {...bundle, signal: controller.signal})
-          reportBundle(this.sink, summary)
-        } finally {
-          process.removeListener('SIGINT', onSigint)
-        }
+        const {writeBundle} = await import('../lib/bundle/run.js')
+        const summary = await this.interruptible(BUNDLE_INTERRUPTED, (signal) => writeBundle(session, wg, {...bundle, signal}))
+        reportBundle(this.sink, summary)
       }
     } finally {
       session.client.close()

@@ -41,28 +41,24 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     const timeoutMs = durationFlag('--timeout', f.timeout)
     const pollIntervalMs = durationFlag('--poll-interval', f['poll-interval'])
     const session = await this.session()
-    const controller = new AbortController()
-    const onSignal = (): void => controller.abort()
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
     let report: RolloutReport
     try {
       const {rollout} = await import('../../lib/war/rollout.js')
-      report = await rollout(session.client, {
-        namespace: session.namespace,
-        group,
-        maxUnavailable: f['max-unavailable'],
-        timeoutMs,
-        pollIntervalMs,
-        dryRun: f['dry-run'],
-        chunkSize: f['chunk-size'],
-        signal: controller.signal,
-        progress: (line) => this.note(line),
-        warn: (line) => this.warning(line),
-      })
+      report = await this.interruptible(undefined, (signal) =>
+        rollout(session.client, {
+          namespace: session.namespace,
+          group,
+          maxUnavailable: f['max-unavailable'],
+          timeoutMs,
+          pollIntervalMs,
+          dryRun: f['dry-run'],
+          chunkSize: f['chunk-size'],
+          signal,
+          progress: (line) => this.note(line),
+          warn: (line) => this.warning(line),
+        }),
+      )
     } finally {
-      process.off('SIGINT', onSignal)
-      process.off('SIGTERM', onSignal)
       session.client.close()
     }
     this.render(report, f.output)

@@ -104,6 +104,27 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.note(`Warning: ${text}`)
   }
 
+  /**
+   * Runs `work` with a signal that Ctrl-C (and SIGTERM) aborts instead of killing the process, so the
+   * step in progress finishes and the command reports what was and was not done (exit 130).
+   * `note`, when given, is printed on stderr at the interruption.
+   */
+  protected async interruptible<R>(note: string | undefined, work: (signal: AbortSignal) => Promise<R>): Promise<R> {
+    const controller = new AbortController()
+    const onSignal = (): void => {
+      if (note && !controller.signal.aborted) this.note(note)
+      controller.abort()
+    }
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+    try {
+      return await work(controller.signal)
+    } finally {
+      process.removeListener('SIGINT', onSignal)
+      process.removeListener('SIGTERM', onSignal)
+    }
+  }
+
   // Errors are printed by src/main.ts, in one format, with stable exit codes.
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
     throw err

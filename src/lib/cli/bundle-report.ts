@@ -3,6 +3,9 @@ import type {BundleSummary} from '../bundle/run.js'
 import type {Sink} from '../output/render.js'
 import {humanDuration} from '../output/age.js'
 
+/** The note on Ctrl-C while a bundle is being made: nothing is written after it. */
+export const BUNDLE_INTERRUPTED = 'Interrupted: stopping before any file is written.'
+
 export function reportBundle(sink: Sink, summary: BundleSummary, now = new Date()): void {
   for (const w of summary.warnings) sink.err(`Warning: ${w}\n`)
   sink.err(`Wrote the VM bundle to ${summary.dir}: ${summary.files.map((p) => p.slice(summary.dir.length).replace(/^\/+/, '')).join(', ')}\n`)
