@@ -43,6 +43,27 @@ function ensureNamespace(name: string): void {
   }
 }
 
+/**
+ * Runs meshvm, holds one request (a latency fault) and sends SIGINT while it is unanswered, after
+ * `check` has looked at the output so far. Returns the result, checked for a clean exit 130.
+ */
+async function interruptWhileHeld(args: string[], hold: {method: string; path: string}, what: string, check?: (run: ReturnType<typeof startCli>) => void) {
+  const remove = cluster.faults.add({...hold, latencyMs: LATENCY_MS, times: 1})
+  try {
+    const run = startCli(args, {env: env()})
+    await waitUntil(pending(hold.method, hold.path), what)
+    check?.(run)
+    run.kill('SIGINT')
+    const res = await run.done
+    expect(res.signal).toBeNull()
+    expect(res.code, res.stderr).toBe(130)
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+    return res
+  } finally {
+    remove()
+  }
+}
+
 beforeAll(async () => {
   cluster = await startCluster()
 })
@@ -55,17 +76,12 @@ describe('Ctrl-C during onboard --apply', () => {
   it('finishes the object in progress, reports applied and not applied objects, exits 130; a re-run completes and is idempotent', async () => {
     cluster.mesh.watchNamespace('apps')
     // The 2nd object (the WorkloadGroup, after the ServiceAccount) is applied slowly.
-    const remove = cluster.faults.add({method: 'PATCH', path: wgPath, latencyMs: LATENCY_MS, times: 1})
-    const run = startCli(args, {env: env()})
-    await waitUntil(pending('PATCH', wgPath), 'the WorkloadGroup apply to reach the server')
-    expect(run.stdout()).toBe('serviceaccount/web-vm created\n')
-    run.kill('SIGINT')
-    const res = await run.done
-    remove()
-
-    expect(res.signal).toBeNull()
-    expect(res.code, res.stderr).toBe(130)
-    expect(res.stderr).not.toMatch(STACK_TRACE)
+    const res = await interruptWhileHeld(
+      args,
+      {method: 'PATCH', path: wgPath},
+      'the WorkloadGroup apply to reach the server',
+      (run) => expect(run.stdout()).toBe('serviceaccount/web-vm created\n'),
+    )
     // What was applied on stdout (the object in progress was finished), what was not on stderr.
     expect(res.stdout).toBe('serviceaccount/web-vm created\nworkloadgroup.networking.istio.io/web created\n')
     expect(res.stderr).toBe(
@@ -111,16 +127,11 @@ describe('Ctrl-C during bundle', () => {
     const out = join(work, 'bundle-out')
     mkdirSync(out)
     const rootCert = '/api/v1/namespaces/vm/configmaps/istio-ca-root-cert'
-    const remove = cluster.faults.add({method: 'GET', path: rootCert, latencyMs: LATENCY_MS, times: 1})
-    const run = startCli(['bundle', 'db', '-n', 'vm', '-d', out], {env: env()})
-    await waitUntil(pending('GET', rootCert), 'the root certificate read to reach the server')
-    run.kill('SIGINT')
-    const res = await run.done
-    remove()
-
-    expect(res.signal).toBeNull()
-    expect(res.code, res.stderr).toBe(130)
-    expect(res.stderr).not.toMatch(STACK_TRACE)
+    const res = await interruptWhileHeld(
+      ['bundle', 'db', '-n', 'vm', '-d', out],
+      {method: 'GET', path: rootCert},
+      'the root certificate read to reach the server',
+    )
     expect(res.stdout).toBe('')
     expect(res.stderr).toContain('Interrupted: stopping before any file is written.\n')
     expect(res.stderr.trimEnd().split('\n').pop()).toBe(`Error: interrupted: nothing was written to ${out}`)
@@ -138,16 +149,11 @@ describe('Ctrl-C during bundle', () => {
     cluster.mesh.watchNamespace('shop')
     const out = join(work, 'onboard-bundle-out')
     const token = tokenPath('shop', 'default')
-    const remove = cluster.faults.add({method: 'POST', path: token, latencyMs: LATENCY_MS, times: 1})
-    const run = startCli(['onboard', 'cart', '-n', 'shop', '-p', 'http=8080', '--apply', '--bundle', out], {env: env()})
-    await waitUntil(pending('POST', token), 'the TokenRequest to reach the server')
-    run.kill('SIGINT')
-    const res = await run.done
-    remove()
-
-    expect(res.signal).toBeNull()
-    expect(res.code, res.stderr).toBe(130)
-    expect(res.stderr).not.toMatch(STACK_TRACE)
+    const res = await interruptWhileHeld(
+      ['onboard', 'cart', '-n', 'shop', '-p', 'http=8080', '--apply', '--bundle', out],
+      {method: 'POST', path: token},
+      'the TokenRequest to reach the server',
+    )
     expect(res.stdout).toBe('workloadgroup.networking.istio.io/cart created\nservice/cart created\n')
     expect(res.stderr).toContain('Interrupted: stopping before any file is written.\n')
     expect(res.stderr.trimEnd().split('\n').pop()).toBe(`Error: interrupted: nothing was written to ${out}`)
@@ -203,17 +209,12 @@ describe('Ctrl-C during war rollout', () => {
     const args = ['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '--timeout', '20s']
     // The rollout checks on b (deleted, its agent not back yet) with a slow read: Ctrl-C lands during it.
     const bPath = `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${b}`
-    const remove = cluster.faults.add({method: 'GET', path: bPath, latencyMs: LATENCY_MS, times: 1})
-    const run = startCli(args, {env: env()})
-    await waitUntil(pending('GET', bPath), `the check on ${b} to reach the server`)
-    expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`)
-    run.kill('SIGINT')
-    const res = await run.done
-    remove()
-
-    expect(res.signal).toBeNull()
-    expect(res.code, res.stderr).toBe(130)
-    expect(res.stderr).not.toMatch(STACK_TRACE)
+    const res = await interruptWhileHeld(
+      args,
+      {method: 'GET', path: bPath},
+      `the check on ${b} to reach the server`,
+      (run) => expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
+    )
     // stderr: what was done, step by step, then the interruption and how to continue.
     expect(res.stderr).toMatch(new RegExp(`^\\[1/3\\] deleted ${a}; waiting for its agent to re-onboard it$`, 'm'))
     expect(res.stderr).toMatch(new RegExp(`^\\[1/3\\] ${a} re-onboarded in \\d+\\.\\ds: connected to onboarding-plane-${ISTIOD}, healthy$`, 'm'))
@@ -252,16 +253,11 @@ describe('Ctrl-C during war rollout', () => {
     const [a, b, c] = setup(ns, ['a', 'b', 'c']) as [string, string, string]
     const uids = [b, c].map((n) => war(ns, n)!.metadata.uid)
     const aPath = `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${a}`
-    const remove = cluster.faults.add({method: 'DELETE', path: aPath, latencyMs: LATENCY_MS, times: 1})
-    const run = startCli(['war', 'rollout', 'ratings', '-n', ns, '--max-unavailable', '2', '--poll-interval', '100ms'], {env: env()})
-    await waitUntil(pending('DELETE', aPath), `the delete of ${a} to reach the server`)
-    run.kill('SIGINT')
-    const res = await run.done
-    remove()
-
-    expect(res.signal).toBeNull()
-    expect(res.code, res.stderr).toBe(130)
-    expect(res.stderr).not.toMatch(STACK_TRACE)
+    const res = await interruptWhileHeld(
+      ['war', 'rollout', 'ratings', '-n', ns, '--max-unavailable', '2', '--poll-interval', '100ms'],
+      {method: 'DELETE', path: aPath},
+      `the delete of ${a} to reach the server`,
+    )
     expect(res.stderr).toMatch(new RegExp(`^\\[1/3\\] deleted ${a}; waiting for its agent to re-onboard it$`, 'm'))
     expect(res.stderr).toContain(`Error: rollout of workloadgroup ${ns}/ratings (generation 1) interrupted\n`)
     expect(res.stderr).toContain('(2 not started)')

@@ -77,8 +77,11 @@ function mapGet(map: Map<unknown, unknown>, key: unknown): unknown {
 
 // ---- logic ----------------------------------------------------------------------------------
 
-/** `a && b && …`: false if any term is false, else the first error (or non-bool term), else true. */
-export function and(...terms: (() => unknown)[]): boolean {
+/**
+ * CEL's commutative `&&` (decisive: false) and `||` (decisive: true): the decisive value if any term
+ * has it, else the first error (or non-bool term), else the other bool.
+ */
+function junction(decisive: boolean, terms: (() => unknown)[]): boolean {
   let error: CelEvalError | undefined
   for (const term of terms) {
     let value: unknown
@@ -89,31 +92,18 @@ export function and(...terms: (() => unknown)[]): boolean {
       error ??= e
       continue
     }
-    if (value === false) return false
-    if (value !== true) error ??= new CelEvalError(`type mismatch: expected bool, got ${typeString(value)}`)
+    if (value === decisive) return decisive
+    if (value !== !decisive) error ??= new CelEvalError(`type mismatch: expected bool, got ${typeString(value)}`)
   }
   if (error) throw error
-  return true
+  return !decisive
 }
 
-/** `a || b || …`: true if any term is true, else the first error (or non-bool term), else false. */
-export function or(...terms: (() => unknown)[]): boolean {
-  let error: CelEvalError | undefined
-  for (const term of terms) {
-    let value: unknown
-    try {
-      value = term()
-    } catch (e) {
-      if (!isEvalError(e)) throw e
-      error ??= e
-      continue
-    }
-    if (value === true) return true
-    if (value !== false) error ??= new CelEvalError(`type mismatch: expected bool, got ${typeString(value)}`)
-  }
-  if (error) throw error
-  return false
-}
+/** `a && b && …`. */
+export const and = (...terms: (() => unknown)[]): boolean => junction(false, terms)
+
+/** `a || b || …`. */
+export const or = (...terms: (() => unknown)[]): boolean => junction(true, terms)
 
 export function not(x: unknown): boolean {
   if (typeof x !== 'boolean') throw noOverload('!_', undefined, [x])
