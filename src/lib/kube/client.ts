@@ -8,11 +8,11 @@
  * Only requests that are safe to repeat are retried: reads, server-side apply, merge patches, deletes
  * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
  */
+import {readFileSync} from 'node:fs'
 import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
-import type {KubeConfig} from '@kubernetes/client-node'
 import type {LoadedKubeConfig} from './config.js'
-import type {MeshvmError} from '../errors.js'
+import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 
 export const MAX_RETRIES = 5
@@ -87,6 +87,44 @@ function codedError(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), {code})
 }
 
+/**
+ * TLS material and credentials of the kubeconfig's current user (running its exec plugin, if any).
+ * A failing plugin's output is never shown: it may hold secrets.
+ */
+async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<RequestOptions> {
+  const tls: RequestOptions = {}
+  try {
+    await loaded.kc.applyToHTTPSOptions(tls)
+  } catch {
+    const user = loaded.kc.getCurrentUser()
+    const what = user?.exec ? `the credential plugin (exec: ${user.exec.command})` : user?.authProvider ? `the auth provider ${JSON.stringify(user.authProvider.name)}` : 'its credentials'
+    throw new MeshvmError(`cannot get credentials for context ${JSON.stringify(loaded.contextName)}: ${what} failed`, {
+      exit: ExitCode.FORBIDDEN,
+      code: 'CredentialsFailed',
+      hints: ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
+    })
+  }
+  return tls
+}
+
+function credentialHeaders(loaded: LoadedKubeConfig, tls: RequestOptions): Record<string, string> {
+  const headers = {...((tls.headers as Record<string, string>) ?? {})}
+  if (tls.auth) headers.Authorization = `Basic ${Buffer.from(tls.auth).toString('base64')}`
+  if (loaded.tokenFile && !headers.Authorization) {
+    let token: string
+    try {
+      token = readFileSync(loaded.tokenFile, 'utf8').trim()
+    } catch (err) {
+      throw new MeshvmError(`cannot read the token file ${loaded.tokenFile} of context ${JSON.stringify(loaded.contextName)}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
+        exit: ExitCode.FORBIDDEN,
+        code: 'CredentialsFailed',
+      })
+    }
+    headers.Authorization = `Bearer ${token}`
+  }
+  return headers
+}
+
 export class KubeClient {
   readonly server: string
   readonly context: string
@@ -97,8 +135,7 @@ export class KubeClient {
   private readonly options: Required<Omit<KubeClientOptions, 'onRetry'>> & Pick<KubeClientOptions, 'onRetry'>
 
   private constructor(
-    private readonly kc: KubeConfig,
-    loaded: LoadedKubeConfig,
+    private readonly loaded: LoadedKubeConfig,
     tls: RequestOptions,
     options: KubeClientOptions,
   ) {
@@ -125,22 +162,16 @@ export class KubeClient {
       rejectUnauthorized: tls.rejectUnauthorized !== false,
     }
     this.agent = this.url.protocol === 'http:' ? new HttpAgent({keepAlive: true, maxSockets: 16}) : new Agent(agentOptions)
-    this.headers = {...((tls.headers as Record<string, string>) ?? {})}
-    if (tls.auth) this.headers.Authorization = `Basic ${Buffer.from(tls.auth).toString('base64')}`
+    this.headers = credentialHeaders(loaded, tls)
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {
-    const tls: RequestOptions = {}
-    await loaded.kc.applyToHTTPSOptions(tls)
-    return new KubeClient(loaded.kc, loaded, tls, options)
+    return new KubeClient(loaded, await tlsAndCredentials(loaded), options)
   }
 
-  /** Credentials from exec plugins and OIDC expire: fetch fresh headers once after a 401. */
+  /** Credentials from exec plugins, OIDC and token files expire: fetch fresh headers once after a 401. */
   private async refreshCredentials(): Promise<void> {
-    const tls: RequestOptions = {}
-    await this.kc.applyToHTTPSOptions(tls)
-    this.headers = {...((tls.headers as Record<string, string>) ?? {})}
-    if (tls.auth) this.headers.Authorization = `Basic ${Buffer.from(tls.auth).toString('base64')}`
+    this.headers = credentialHeaders(this.loaded, await tlsAndCredentials(this.loaded))
   }
 
   close(): void {

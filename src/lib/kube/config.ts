@@ -6,7 +6,8 @@
  */
 import {existsSync, readFileSync} from 'node:fs'
 import {homedir} from 'node:os'
-import {delimiter, join} from 'node:path'
+import {delimiter, dirname, join, resolve} from 'node:path'
+import {parse as parseYaml} from 'yaml'
 import {KubeConfig} from '@kubernetes/client-node'
 import {ExitCode, MeshvmError, UsageError} from '../errors.js'
 
@@ -24,6 +25,23 @@ export interface LoadedKubeConfig {
   namespace: string
   /** Where it came from, for messages: a path list, or "in-cluster". */
   source: string
+  /**
+   * The user's `tokenFile` (absolute), when the user has no other credential: kubectl reads it for
+   * every request; client-node ignores the field.
+   */
+  tokenFile?: string
+}
+
+/** users[].user.tokenFile of one kubeconfig text, resolved against the file's directory as kubectl does. */
+function tokenFilesIn(text: string, file: string): Map<string, string> {
+  const out = new Map<string, string>()
+  if (!text.includes('tokenFile')) return out
+  const users = (parseYaml(text, {logLevel: 'error'}) as {users?: {name?: unknown; user?: {tokenFile?: unknown}}[]} | null)?.users
+  for (const u of Array.isArray(users) ? users : []) {
+    const path = u?.user?.tokenFile
+    if (typeof u?.name === 'string' && typeof path === 'string' && path !== '') out.set(u.name, resolve(dirname(file), path))
+  }
+  return out
 }
 
 function kubeconfigFiles(target: KubeTarget, env: NodeJS.ProcessEnv): string[] {
@@ -52,6 +70,7 @@ function parseFailure(file: string, err: unknown): MeshvmError {
 export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv = process.env): LoadedKubeConfig {
   const kc = new KubeConfig()
   const files = kubeconfigFiles(target, env)
+  const tokenFiles = new Map<string, string>()
   let source: string
   if (files.length === 0) {
     if (env.KUBERNETES_SERVICE_HOST && existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) {
@@ -68,7 +87,10 @@ export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv =
     for (const [i, file] of files.entries()) {
       const one = i === 0 ? kc : new KubeConfig()
       try {
-        one.loadFromString(readFileSync(file, 'utf8'))
+        const text = readFileSync(file, 'utf8')
+        one.loadFromString(text)
+        // The first file that defines a user wins, as for everything else.
+        for (const [user, path] of tokenFilesIn(text, file)) if (!tokenFiles.has(user) && (i === 0 || !kc.getUser(user))) tokenFiles.set(user, path)
       } catch (err) {
         throw parseFailure(file, err)
       }
@@ -108,7 +130,9 @@ export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv =
       code: 'InsecureServer',
     })
   }
-  return {kc, contextName, clusterName: cluster.name, server: cluster.server.replace(/\/+$/, ''), namespace: context.namespace || 'default', source}
+  const user = kc.getUser(context.user)
+  const tokenFile = user && !user.token && !user.exec && !user.authProvider ? tokenFiles.get(user.name) : undefined
+  return {kc, contextName, clusterName: cluster.name, server: cluster.server.replace(/\/+$/, ''), namespace: context.namespace || 'default', source, ...(tokenFile ? {tokenFile} : {})}
 }
 
 // kubectl's merge rule for KUBECONFIG lists: the first file that defines a name wins.

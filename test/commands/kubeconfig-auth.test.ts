@@ -1,0 +1,86 @@
+/**
+ * The credential kinds of a kubeconfig, end to end through the built CLI (whose Kubernetes client is
+ * a trimmed bundle: this proves the trimming kept them): an exec credential plugin, a token file,
+ * and an exec plugin that fails, whose output must not leak into the error.
+ */
+import {chmodSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {startCluster, type TestCluster} from '../helpers/cluster.js'
+
+let cluster: TestCluster
+const work = mkdtempSync(join(tmpdir(), 'meshvm-auth-'))
+
+function kubeconfigWithUser(name: string, userLines: string[]): string {
+  const path = join(work, name)
+  const ca = Buffer.from(cluster.caPem).toString('base64')
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${ca}}}]`,
+      'contexts: [{name: c, context: {cluster: c, user: u, namespace: apps}}]',
+      'current-context: c',
+      'users:',
+      '- name: u',
+      '  user:',
+      ...userLines.map((l) => `    ${l}`),
+      '',
+    ].join('\n'),
+    {mode: 0o600},
+  )
+  return path
+}
+
+function script(name: string, body: string): string {
+  const path = join(work, name)
+  writeFileSync(path, `#!/bin/sh\n${body}\n`)
+  chmodSync(path, 0o700)
+  return path
+}
+
+beforeAll(async () => {
+  cluster = await startCluster()
+})
+afterAll(() => cluster?.stop())
+
+describe('kubeconfig credentials', () => {
+  it('an exec credential plugin (client.authentication.k8s.io/v1) supplies the token', async () => {
+    const plugin = script('plugin.sh', `printf '%s' '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${cluster.token}"}}'`)
+    const kubeconfig = kubeconfigWithUser('exec', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'])
+    const res = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfig}})
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+    expect(res.code, res.stderr).toBe(0)
+  })
+
+  it('a token file (tokenFile, which client-node ignores) is read', async () => {
+    const tokenFile = join(work, 'token')
+    writeFileSync(tokenFile, cluster.token, {mode: 0o600})
+    const res = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('token-file', [`tokenFile: ${tokenFile}`])}})
+    expect(res.code, res.stderr).toBe(0)
+    // Relative to the kubeconfig's directory, as kubectl resolves it.
+    const relative = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('token-file-relative', ['tokenFile: ./token'])}})
+    expect(relative.code, relative.stderr).toBe(0)
+    // An inline token takes precedence, as in kubectl.
+    const both = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-both', ['token: not-the-token-0123456789', `tokenFile: ${tokenFile}`])}})
+    expect(both.code).toBe(5)
+    const missing = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-missing', [`tokenFile: ${join(work, 'nope')}`])}})
+    expect(missing.code).toBe(5)
+    expect(missing.stderr).toBe(`Error: cannot read the token file ${join(work, 'nope')} of context "c": ENOENT\n`)
+  })
+
+  it('a failing exec plugin is one clean error, without the plugin output', async () => {
+    const plugin = script('broken.sh', `echo "secret-ish output ${cluster.token}" >&2; exit 3`)
+    const kubeconfig = kubeconfigWithUser('broken', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'])
+    const res = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfig}})
+    expect(res.code).toBe(5)
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+    expect(res.stderr).toBe(
+      `Error: cannot get credentials for context "c": the credential plugin (exec: ${plugin}) failed\n` +
+        'Hint: run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context\n',
+    )
+  })
+})
