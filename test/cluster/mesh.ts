@@ -244,7 +244,7 @@ export class Mesh {
     if (!istiod) return []
     const now = Date.now()
     const out: unknown[] = []
-    for (const p of [...this.proxies.values()].filter((x) => x.istiod === istiodName).sort((a, b) => a.id.localeCompare(b.id))) {
+    for (const p of [...this.proxies.values()].filter((x) => x.istiod === istiodName).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
       const ns = p.id.slice(p.id.lastIndexOf('.') + 1)
       if (namespace && ns !== namespace) continue
       const entry: Record<string, unknown> = {cluster_id: p.clusterId ?? istiod.clusterId, proxy: p.id, proxy_type: 'sidecar', istio_version: p.version ?? istiod.version}

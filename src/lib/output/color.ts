@@ -30,6 +30,8 @@ export function makeChalk(options: ColorOptions = {}): ChalkInstance {
 
 /** Colours for the statuses meshvm prints; one mapping so every command agrees. */
 export function statusColor(chalk: ChalkInstance, status: string): string {
+  // Without colour (pipes, NO_COLOR) there is nothing to decide: this runs for every cell of big tables.
+  if (chalk.level === 0) return status
   const s = status.toUpperCase()
   if (s.startsWith('SYNCED') || s === 'TRUE' || s === 'PASS' || s === 'HEALTHY' || s === 'CONNECTED') return chalk.green(status)
   if (s.startsWith('STALE') || s === 'WARN' || s === 'UNKNOWN' || s.startsWith('NOT SENT')) return chalk.yellow(status)

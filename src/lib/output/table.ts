@@ -36,7 +36,9 @@ const NO_BORDER = {
  */
 export const FAST_PATH_ROWS = 200
 
-const displayWidth = (text: string) => [...stripAnsi(text)].length
+// Most cells are printable ASCII without colour codes: their width is their length.
+const PLAIN = /^[\x20-\x7e]*$/
+const displayWidth = (text: string): number => (PLAIN.test(text) ? text.length : [...stripAnsi(text)].length)
 
 export function renderTable<Row>(rows: Iterable<Row>, columns: Column<Row>[], options: TableOptions = {}): string {
   const cols = columns.filter((c) => options.wide || !c.wide)
@@ -54,11 +56,17 @@ export function renderTable<Row>(rows: Iterable<Row>, columns: Column<Row>[], op
 /** Lays out rows of cells; exported for the equivalence test of the two paths. */
 export function renderCells(cells: string[][], gap: number, fast: boolean): string {
   if (cells.length === 0) return '\n'
-  const widths = cells[0]!.map((_, i) => Math.max(1, ...cells.map((r) => displayWidth(r[i] ?? ''))))
+  // Each cell is measured once.
+  const measured = cells.map((r) => r.map(displayWidth))
+  const widths = cells[0]!.map((_, i) => {
+    let width = 1
+    for (const r of measured) if ((r[i] ?? 0) > width) width = r[i]!
+    return width
+  })
   let lines: string[]
   if (fast) {
     const sep = ' '.repeat(gap)
-    lines = cells.map((r) => r.map((cell, i) => cell + ' '.repeat(widths[i]! - displayWidth(cell))).join(sep))
+    lines = cells.map((r, j) => r.map((cell, i) => cell + ' '.repeat(widths[i]! - measured[j]![i]!)).join(sep))
   } else {
     const table = new Table({
       chars: {...NO_BORDER, middle: ' '.repeat(gap)},
@@ -69,5 +77,5 @@ export function renderCells(cells: string[][], gap: number, fast: boolean): stri
     table.push(...cells)
     lines = table.toString().split('\n')
   }
-  return lines.map((line) => line.replace(/\s+$/, '')).join('\n') + '\n'
+  return lines.map((line) => line.trimEnd()).join('\n') + '\n'
 }

@@ -70,12 +70,16 @@ function allFailed(failures: IstiodFailure[]): MeshvmError {
 
 export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
   const now = options.now ?? new Date()
+  // The registrations are listed while the istiods are found and read: the largest list overlaps
+  // the other requests. Its failure is reported only if the istiods are found.
+  const listing = listRegistrations(client, {namespace: options.namespace})
+  listing.catch(() => undefined)
   const {selected, others} = await findIstiods(client, options)
   if (selected.length === 0) throw await noIstiodError(client, {...options, others})
 
   const [answers, registrations] = await Promise.all([
     Promise.all(selected.map((istiod) => readSyncz(client, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
-    listRegistrations(client, {namespace: options.namespace}),
+    listing,
   ])
   const syncs: ProxySync[] = []
   const failures: IstiodFailure[] = []

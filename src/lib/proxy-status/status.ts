@@ -18,6 +18,7 @@ import {MeshvmError} from '../errors.js'
 import {humanDuration} from '../output/age.js'
 import {makeChalk, statusColor} from '../output/color.js'
 import {renderTable, type Column} from '../output/table.js'
+import {withoutUndefined} from '../util/records.js'
 
 /** The five types istioctl shows, in istioctl 1.24's column order. */
 export const XDS_TYPES = ['CDS', 'LDS', 'EDS', 'RDS', 'ECDS'] as const
@@ -215,10 +216,18 @@ function timestamp(v: unknown): string | undefined {
   return Number.isNaN(Date.parse(v)) ? undefined : v
 }
 
-function optString(obj: Json, key: string, where: () => string): string | undefined {
+/** Where in a syncz answer a value is: an item by index, its proxy, and a resource type. */
+type SynczPlace = number | {index: number; proxyId: string; typeUrl?: string}
+
+function where(place: SynczPlace): string {
+  if (typeof place === 'number') return `item ${place}`
+  return `item ${place.index} (${place.proxyId})${place.typeUrl ? `: resources["${place.typeUrl}"]` : ''}`
+}
+
+function optString(obj: Json, key: string, place: SynczPlace): string | undefined {
   const v = obj[key]
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string') throw new Error(`${where()}: "${key}" must be a string, got ${kindOf(v)}`)
+  if (typeof v !== 'string') throw new Error(`${where(place)}: "${key}" must be a string, got ${kindOf(v)}`)
   return v
 }
 
@@ -259,11 +268,11 @@ export function parseSyncz(json: unknown, istiod: IstiodRef): ProxySync[] {
 }
 
 function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySync {
-  const where = () => `item ${index}`
-  if (!isObject(item)) throw new Error(`${where()} must be an object, got ${kindOf(item)}`)
-  const proxyId = optString(item, 'proxy', where)
-  if (!proxyId) throw new Error(`${where()} has no "proxy"`)
-  const at = () => `item ${index} (${proxyId})`
+  // Messages are built only on failure: this runs for every proxy of every istiod.
+  if (!isObject(item)) throw new Error(`item ${index} must be an object, got ${kindOf(item)}`)
+  const proxyId = optString(item, 'proxy', index)
+  if (!proxyId) throw new Error(`item ${index} has no "proxy"`)
+  const at = {index, proxyId}
   const istioVersion = optString(item, 'istio_version', at)
   const proxyVersion = optString(item, 'proxy_version', at)
   const proxyType = optString(item, 'proxy_type', at)
@@ -271,14 +280,14 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
   let types: Record<XdsType, TypeSync>
   let shape: SynczShape
   if (resources !== undefined && resources !== null) {
-    if (!isObject(resources)) throw new Error(`${at()}: "resources" must be an object keyed by type URL, got ${kindOf(resources)}`)
+    if (!isObject(resources)) throw new Error(`${where(at)}: "resources" must be an object keyed by type URL, got ${kindOf(resources)}`)
     shape = 'http-resources'
     types = ignoredTypes()
     for (const t of XDS_TYPES) {
       const r = resources[XDS_TYPE_URLS[t]]
       if (r === undefined || r === null) continue
-      const rw = () => `${at()}: resources["${XDS_TYPE_URLS[t]}"]`
-      if (!isObject(r)) throw new Error(`${rw()} must be an object, got ${kindOf(r)}`)
+      const rw = {index, proxyId, typeUrl: XDS_TYPE_URLS[t]}
+      if (!isObject(r)) throw new Error(`${where(rw)} must be an object, got ${kindOf(r)}`)
       const lastError = optString(r, 'lastError', rw)
       const sent = optString(r, 'sent', rw)
       const acked = optString(r, 'acked', rw)
@@ -303,7 +312,8 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
     // istioctl falls back to the proxy version, marked with `*`.
     proxyVersion: istioVersion || (proxyVersion === undefined ? '' : `${proxyVersion}*`),
     ...(proxyType ? {proxyType} : {}),
-    istiod: {...istiod},
+    // Shared by every proxy of this istiod (never mutated).
+    istiod,
     types,
     shape,
   }
@@ -458,7 +468,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     const status = {} as Record<XdsType, string>
     for (const t of XDS_TYPES) status[t] = xdsStatus(s.types[t], now)
     rows.push(
-      clean({
+      withoutUndefined<ProxyStatusRow>({
         name: s.proxyId,
         namespace: s.namespace ?? vm?.namespace,
         cluster: s.clusterId,
@@ -486,7 +496,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
       status[t] = 'NOT CONNECTED'
     }
     rows.push(
-      clean({
+      withoutUndefined<ProxyStatusRow>({
         name: key,
         namespace: vm.namespace,
         type: 'vm',
@@ -504,10 +514,6 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
   return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? ''))
 }
 
-function clean(row: ProxyStatusRow): ProxyStatusRow {
-  for (const k of Object.keys(row) as (keyof ProxyStatusRow)[]) if (row[k] === undefined) delete row[k]
-  return row
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Table

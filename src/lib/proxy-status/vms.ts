@@ -11,6 +11,7 @@
  */
 import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxySync, VmInfo} from './status.js'
+import {withoutUndefined} from '../util/records.js'
 
 export interface VmRecord extends VmInfo {
   source: 'war' | 'workloadentry'
@@ -58,11 +59,6 @@ function ownerWar(we: WorkloadEntryObject): string | undefined {
   return refs.find((r) => r.kind === 'WorkloadAutoRegistration')?.name
 }
 
-function defined<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k]
-  return o
-}
-
 /** One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name. */
 export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[]): VmRecord[] {
   const out: VmRecord[] = []
@@ -81,7 +77,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const connected = reg.agentConnected === 'True' || (reg.agentConnected === 'Unknown' && weReg?.agentConnected === 'True')
     const labels = we ? {...stringMap(we.spec?.labels), ...stringMap(we.metadata?.labels)} : stringMap(war.spec?.registration?.workload?.labels)
     out.push(
-      defined({
+      withoutUndefined({
         name, namespace, source: 'war', autoRegistered: false, group: reg.group,
         address: we?.spec?.address ?? reg.addresses[0] ?? '',
         registration: `war/${name}`,
@@ -108,7 +104,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const reg = registrationFromWorkloadEntry(we)
     const group = we.metadata?.annotations?.['istio.io/autoRegistrationGroup']
     out.push(
-      defined({
+      withoutUndefined({
         name, namespace, source: 'workloadentry', autoRegistered: group !== undefined, group: reg.group,
         address: we.spec?.address ?? '',
         registration: group !== undefined ? `auto/${group}` : `workloadentry/${name}`,
@@ -163,8 +159,14 @@ export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): stri
   return [...out].sort()
 }
 
+/** The proxy IDs a registration's VM may have, most likely first, without repeats. */
 function nameCandidates(vm: VmRecord): string[] {
-  return [...new Set([vm.war, vm.workloadEntry, vm.name].filter((n): n is string => n !== undefined).map((n) => `${n}.${vm.namespace}`))]
+  const out: string[] = []
+  for (const n of [vm.war, vm.workloadEntry, vm.name]) {
+    const id = n === undefined ? undefined : `${n}.${vm.namespace}`
+    if (id !== undefined && !out.includes(id)) out.push(id)
+  }
+  return out
 }
 
 export function pairVms(input: PairingInput): Pairing {

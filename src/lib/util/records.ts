@@ -2,3 +2,14 @@
 export function sortedRecord<V>(record: Record<string, V>): Record<string, V> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 }
+
+/**
+ * A copy without the keys whose value is undefined, so JSON/YAML output has no empty fields. A copy
+ * rather than `delete`: deleting properties sends V8 objects to slow dictionary mode, which costs
+ * when thousands of rows are rendered.
+ */
+export function withoutUndefined<T extends object>(o: T): T {
+  const out = {} as Record<string, unknown>
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k]
+  return out as T
+}
