@@ -20,6 +20,7 @@ import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cl
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {logRun} from '../helpers/secrets.js'
+import {waitUntil} from '../helpers/spawn.js'
 
 const GOLDEN = join(REPO_ROOT, 'test/golden/war')
 const WAR_KEY = resourceKey('runtime.onboarding.tetrate.io', 'workloadautoregistrations')
@@ -28,6 +29,7 @@ const WG_KEY = resourceKey('networking.istio.io', 'workloadgroups')
 const EVENTS_KEY = resourceKey('', 'events')
 const NS_KEY = resourceKey('', 'namespaces')
 const WAR_PATH = '/apis/runtime.onboarding.tetrate.io/v1alpha1'
+const AWAITING = 'rollout.meshvm.io/awaiting'
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -556,6 +558,7 @@ describe('meshvm war delete / rollout / prune', () => {
   }
 
   const war = (namespace: string, name: string) => cluster.store.get(WAR_KEY, namespace, name)
+  const annotations = (namespace: string): Record<string, string> => cluster.store.get(WG_KEY, namespace, 'ratings')!.metadata.annotations ?? {}
   const isStale = (namespace: string, name: string): boolean => {
     const w = war(namespace, name)!
     const group = cluster.store.get(WG_KEY, namespace, 'ratings')!
@@ -725,6 +728,9 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(res.stdout).toMatch(new RegExp(`^${c} +not started +-$`, 'm'))
       expect(war('roll-stuck', b!)).toBeUndefined()
       expect(war('roll-stuck', c!)!.metadata.uid).toBe(cUid)
+      // b is remembered as deleted and not back, for the next run.
+      expect(annotations('roll-stuck')[AWAITING]).toBe(JSON.stringify([b]))
+      expect(res.stderr).toContain(`Hint: the re-run first waits for the 1 deleted registration(s) not back yet, listed in annotation ${AWAITING} on the group`)
 
       // The VM comes back later; re-running re-onboards only what is still stale.
       agents.delete(`roll-stuck/${b}`)
@@ -737,6 +743,7 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(report.items.map((i) => [i.name, i.result])).toEqual([[c, 're-onboarded']])
       expect(war('roll-stuck', a!)!.metadata.uid).toBe(aUid)
       for (const name of [a!, b!, c!]) expect(isStale('roll-stuck', name)).toBe(false)
+      expect(annotations('roll-stuck')).not.toHaveProperty(AWAITING)
     })
 
     it('fails with exit 8 when a workload comes back connected but unhealthy', async () => {
@@ -752,12 +759,114 @@ describe('meshvm war delete / rollout / prune', () => {
     it('stops with exit 5 and a report when it may not delete registrations', async () => {
       addGroup(cluster, 'roll-ro', 'ratings', ratingsSpec())
       const a = addWarVm('roll-ro', 'a', {stale: true})
-      const token = cluster.addUser('rollout-reader', {rules: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']}]})
+      // It may patch WorkloadGroups (to record what it is about to delete), so the delete is what fails.
+      const token = cluster.addUser('rollout-reader', {
+        rules: [
+          {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
+          {verbs: ['patch'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']},
+        ],
+      })
       const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-ro'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expectCleanFailure(res, 5, /^Rolling out workloadgroup roll-ro\/ratings/)
       expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-ro/ratings (generation 1) stopped: could not delete ${a}: forbidden: missing permission to delete workloadautoregistrations.runtime.onboarding.tetrate.io in namespace "roll-ro"`)
       expect(res.stdout).toMatch(new RegExp(`^${a} +failed +- +delete failed: forbidden`, 'm'))
       expect(war('roll-ro', a)).toBeDefined()
+      // Not deleted, so not awaited: the name recorded before the delete was taken out again.
+      expect(annotations('roll-ro')[AWAITING]).toBeUndefined()
+    })
+
+    it('stops with exit 5 before deleting anything when it may not patch the WorkloadGroup (to record what it deletes)', async () => {
+      addGroup(cluster, 'roll-nopatch', 'ratings', ratingsSpec())
+      const a = addWarVm('roll-nopatch', 'a', {stale: true})
+      const uid = war('roll-nopatch', a)!.metadata.uid
+      const token = cluster.addUser('rollout-nopatch', {rules: [{verbs: ['get', 'list', 'delete'], apiGroups: ['*'], resources: ['*']}]})
+      const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-nopatch'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      expectCleanFailure(res, 5, /^Rolling out workloadgroup roll-nopatch\/ratings/)
+      expect(res.stderr).toContain(
+        `Error: rollout of workloadgroup roll-nopatch/ratings (generation 1) stopped before deleting ${a}: could not record it in annotation ${AWAITING} on the group: forbidden: missing permission to patch workloadgroups.networking.istio.io in namespace "roll-nopatch"\n`,
+      )
+      expect(res.stderr).toContain('Hint: ask a cluster admin for a Role in namespace roll-nopatch allowing verb "patch" on "workloadgroups.networking.istio.io"')
+      expect(res.stderr).not.toContain('deleted')
+      expect(res.stdout).toMatch(new RegExp(`^${a} +failed +- +not deleted: could not record it in annotation ${AWAITING}: forbidden`, 'm'))
+      // Nothing was deleted, or even tried.
+      expect(war('roll-nopatch', a)!.metadata.uid).toBe(uid)
+      expect(cluster.requests.some((r) => r.method === 'DELETE' && r.path.includes('/namespaces/roll-nopatch/'))).toBe(false)
+      expect(annotations('roll-nopatch')[AWAITING]).toBeUndefined()
+    })
+
+    it('records each registration in the group annotation before deleting it, and removes it once it is back', async () => {
+      const ns = 'roll-note'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const [a, b] = ['a', 'b'].map((s) => addWarVm(ns, s, {stale: true})) as [string, string]
+      // Every value the annotation takes, in order (undefined: absent).
+      const history: (string | undefined)[] = []
+      const stop = cluster.store.onEvent((e) => {
+        if (e.resource === WG_KEY && e.object.metadata.namespace === ns) history.push(e.object.metadata.annotations?.[AWAITING])
+      })
+      // a's agent is held back, so the test can look at the cluster while a is in flight.
+      agents.set(`${ns}/${a}`, 'never')
+      try {
+        const run = startCli(['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '-o', 'json'], cluster.env)
+        await waitUntil(() => run.stderr.includes(`[1/2] deleted ${a}; waiting`), `${a} to be deleted`, 15_000)
+        expect(war(ns, a)).toBeUndefined()
+        expect(annotations(ns)[AWAITING]).toBe(JSON.stringify([a]))
+        // Recorded before the delete was sent.
+        const patch = cluster.requests.findIndex((r) => r.method === 'PATCH' && r.path === `/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups/ratings`)
+        const del = cluster.requests.findIndex((r) => r.method === 'DELETE' && r.path === `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${a}`)
+        expect(patch).toBeGreaterThanOrEqual(0)
+        expect(patch).toBeLessThan(del)
+        // a's agent re-onboards it; the rollout goes on with b and finishes.
+        agents.delete(`${ns}/${a}`)
+        cluster.mesh.addVm({name: a, namespace: ns, group: 'ratings', address: addresses.get(`${ns}/${a}`)!, connectedTo: ISTIOD, healthy: true, source: 'war'})
+        const code = await run.exited
+        expect(code, run.stderr).toBe(0)
+        expect(JSON.parse(run.stdout)).toMatchObject({status: 'complete', awaited: 0, items: [{name: a, result: 're-onboarded'}, {name: b, result: 're-onboarded'}]})
+      } finally {
+        stop()
+      }
+      expect(history).toEqual([JSON.stringify([a]), undefined, JSON.stringify([b]), undefined])
+      expect(annotations(ns)).not.toHaveProperty(AWAITING)
+      // The group's spec is untouched: the annotation is metadata, so the generation stays.
+      expect(cluster.store.get(WG_KEY, ns, 'ratings')!.metadata.generation).toBe(1)
+    })
+
+    it('--dry-run lists the registrations an earlier run deleted that are not back yet, and changes nothing', async () => {
+      const ns = 'roll-await-dry'
+      ensureNamespace(cluster, ns)
+      const [gone, back, stale] = [warName(ns, 'x'), warName(ns, 'y'), warName(ns, 'z')]
+      cluster.store.create(WG_KEY, 'WorkloadGroup', {
+        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup',
+        metadata: {name: 'ratings', namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone, back])}},
+        spec: ratingsSpec(),
+      })
+      // back: re-registered from the current spec, connected and healthy; gone: not re-registered; stale: an ordinary stale one.
+      addWarVm(ns, 'y')
+      addWarVm(ns, 'z', {stale: true})
+      const versions = () => [WG_KEY, WAR_KEY, WE_KEY].flatMap((key) => cluster.store.list(key, ns).map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`))
+      const before = versions()
+      const requests = cluster.requests.length
+      const res = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout).toBe(
+        [
+          'STEP   NAME                                                     AGENT CONNECTED   ACTION',
+          `1      ${gone}   Unknown           wait (deleted by an earlier rollout)`,
+          `2      ${stale}   True              re-onboard`,
+          '',
+        ].join('\n'),
+      )
+      expect(res.stderr).toBe(`Dry run: 1 of 2 registration(s) of workloadgroup ${ns}/ratings would be re-onboarded, up to 1 at a time, after waiting for 1 deleted by an earlier rollout and not back yet; nothing was changed.\n`)
+      const json = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run', '-o', 'json'])
+      expect(json.code, json.stderr).toBe(0)
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        status: 'planned', registrations: 2, upToDate: 1, stale: 1, awaited: 1,
+        items: [{name: gone, result: 'planned', deletedEarlier: true, step: 1}, {name: stale, result: 'planned', step: 2}],
+      })
+      // Nothing changed, and nothing but reads was sent.
+      expect(versions()).toEqual(before)
+      expect(annotations(ns)[AWAITING]).toBe(JSON.stringify([gone, back]))
+      expect(cluster.requests.slice(requests).filter((r) => r.method !== 'GET' && r.path.includes(`/namespaces/${ns}/`))).toEqual([])
+      expect(cluster.requests.slice(requests).some((r) => r.method === 'GET' && r.path.includes(`/namespaces/${ns}/`))).toBe(true)
     })
 
     it.each([

@@ -20,6 +20,8 @@ const SA_KEY = resourceKey('', 'serviceaccounts')
 const SVC_KEY = resourceKey('', 'services')
 const NS_KEY = resourceKey('', 'namespaces')
 const WAR_PATH = '/apis/runtime.onboarding.tetrate.io/v1alpha1'
+/** Where war rollout remembers the registrations it deleted that are not back yet. */
+const AWAITING = 'rollout.meshvm.io/awaiting'
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 /** Long enough that SIGINT surely lands while the request is held; short enough for a fast suite. */
 const LATENCY_MS = 1000
@@ -246,6 +248,58 @@ describe('Ctrl-C during war rollout', () => {
     expect(war(ns, a)!.metadata.uid).toBe(uidA2)
     expect(war(ns, b)!.metadata.uid).toBe(uidB2)
     for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
+  })
+
+  it('a re-run after Ctrl-C waits for the registration the interrupted run deleted, instead of reporting complete', async () => {
+    const ns = 'int-resume'
+    const [a, b, c] = setup(ns, ['a', 'b', 'c']) as [string, string, string]
+    const awaiting = () => cluster.store.get(WG_KEY, ns, 'ratings')!.metadata.annotations?.[AWAITING]
+    held.add(`${ns}/${b}`)
+    const uidC = war(ns, c)!.metadata.uid
+    const args = ['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms']
+    const bPath = `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${b}`
+    await interruptWhileHeld(
+      [...args, '--timeout', '20s'],
+      {method: 'GET', path: bPath},
+      `the check on ${b} to reach the server`,
+      (run) => expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
+    )
+    // b is deleted and its agent has not come back: it is invisible in the cluster, but remembered on the group.
+    expect(war(ns, b)).toBeUndefined()
+    expect(awaiting()).toBe(JSON.stringify([b]))
+
+    // Re-run while b's agent is still held back: it waits for b (which takes the one slot, so c does not start), and times out naming b.
+    const stuck = await runCli([...args, '--timeout', '1s'], {env: env()})
+    expect(stuck.stderr).not.toMatch(STACK_TRACE)
+    expect(stuck.code, stuck.stderr).toBe(9)
+    expect(stuck.stderr).not.toContain('complete')
+    expect(stuck.stderr).toContain(`Rolling out workloadgroup ${ns}/ratings (generation 1): 1 of 2 registration(s) are stale; 1 deleted by an earlier rollout is not back yet; re-onboarding 1, up to 1 at a time, waiting up to 1s for each\n`)
+    expect(stuck.stderr).toContain(`[1/2] waiting for ${b} to re-onboard (deleted by an earlier rollout): the agent has not re-registered the workload\n`)
+    expect(stuck.stderr).toContain(`Error: rollout of workloadgroup ${ns}/ratings (generation 1) stopped: ${b} did not come back connected within 1s\n`)
+    expect(stuck.stdout).toMatch(new RegExp(`^${b} +timed out +\\d+\\.\\ds +not back connected within 1s: the agent has not re-registered the workload$`, 'm'))
+    expect(stuck.stdout).toMatch(new RegExp(`^${c} +not started +-$`, 'm'))
+    expect(stuck.stdout).not.toContain(a)
+    expect(war(ns, c)!.metadata.uid).toBe(uidC)
+    expect(awaiting()).toBe(JSON.stringify([b]))
+    // Nothing was deleted again: b is gone already, and c never started.
+    expect(cluster.requests.filter((r) => r.method === 'DELETE' && r.path.startsWith(`${WAR_PATH}/namespaces/${ns}/`)).map((r) => r.path)).toEqual([
+      `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${a}`,
+      bPath,
+    ])
+
+    // b's agent re-onboards it; the next run counts b as up to date, re-onboards c, and forgets b.
+    held.delete(`${ns}/${b}`)
+    comeBack(ns, b)
+    const uidB = war(ns, b)!.metadata.uid
+    const done = await runCli([...args, '--timeout', '20s', '-o', 'json'], {env: env()})
+    expect(done.code, done.stderr).toBe(0)
+    expect(done.stderr).toContain(`${b}, deleted by an earlier rollout, is back: connected to onboarding-plane-${ISTIOD}, healthy\n`)
+    const report = JSON.parse(done.stdout) as {status: string; items: {name: string; result: string}[]}
+    expect(report).toMatchObject({status: 'complete', registrations: 3, upToDate: 2, awaited: 0})
+    expect(report.items.map((i) => [i.name, i.result])).toEqual([[c, 're-onboarded']])
+    expect(war(ns, b)!.metadata.uid).toBe(uidB)
+    for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
+    expect(cluster.store.get(WG_KEY, ns, 'ratings')!.metadata.annotations ?? {}).not.toHaveProperty(AWAITING)
   })
 
   it('interrupted during a slow delete with --max-unavailable 2: finishes that delete, starts no other, exits 130', async () => {

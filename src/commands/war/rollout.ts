@@ -12,7 +12,7 @@ export default class WarRollout extends BaseCommand<typeof WarRollout> {
 
   static override description = `A WorkloadAutoRegistration keeps a snapshot of its WorkloadGroup taken when the VM onboarded; a change to the group reaches a VM only when it onboards again. This command finds the group's registrations whose snapshot differs from the current spec (STALE in "meshvm war list -o wide"), deletes them --max-unavailable at a time, and waits for each agent to re-onboard: a new registration of the same name, connected, made from the current spec and, when the group has a probe, with a healthy WorkloadEntry. A slot frees as soon as its workload is back.
 
-The first workload that does not come back within --timeout stops the rollout (nothing new starts) with a report of every registration. Re-running continues where it stopped: what is stale is worked out from the cluster each time. Stale registrations whose agent is not connected are skipped (their agent cannot re-onboard now) with a warning. --dry-run prints the plan. Progress goes to stderr, the report to stdout.
+The first workload that does not come back within --timeout stops the rollout (nothing new starts) with a report of every registration. Re-running continues where it stopped: what is stale is worked out from the cluster each time, and the registrations a run deleted that are not back yet are remembered in the annotation rollout.meshvm.io/awaiting on the group (so this needs permission to patch workloadgroups), so that the next run waits for them first instead of losing them. Stale registrations whose agent is not connected are skipped (their agent cannot re-onboard now) with a warning. --dry-run prints the plan. Progress goes to stderr, the report to stdout.
 
 Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected within --timeout; 8 a workload came back but stayed unhealthy, or came back from an old snapshot; 4 no such WorkloadGroup, or no WorkloadAutoRegistration CRD; 5 a permission is missing; 130 Ctrl-C (the workloads in flight are reported as interrupted).`
 
@@ -68,7 +68,9 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     const skippedText = skipped > 0 ? `, ${skipped} skipped (agent not connected)` : ''
     if (report.failure) throw new MeshvmError(report.failure.message, {exit: report.failure.exit, code: 'RolloutFailed', hints: report.failure.hints})
     if (report.status === 'planned') {
-      this.note(`Dry run: ${count('planned')} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${skippedText}; nothing was changed.`)
+      const waits = report.items.filter((i) => i.deletedEarlier).length
+      const waitText = waits > 0 ? `, after waiting for ${waits} deleted by an earlier rollout and not back yet` : ''
+      this.note(`Dry run: ${count('planned') - waits} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${waitText}${skippedText}; nothing was changed.`)
     } else if (report.status === 'complete') {
       this.note(`Rollout of ${where} complete: ${count('re-onboarded')} re-onboarded, ${report.upToDate} already up to date${skippedText}.`)
     } else if (f['dry-run'] || skipped > 0) {
@@ -88,7 +90,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           {header: 'STEP', value: (i) => (i.step === undefined ? '-' : String(i.step))},
           {header: 'NAME', value: (i) => i.name},
           {header: 'AGENT CONNECTED', value: (i) => i.agentConnected},
-          {header: 'ACTION', value: (i) => (i.result === 'skipped' ? 'skip (agent not connected)' : 're-onboard')},
+          {header: 'ACTION', value: (i) => (i.result === 'skipped' ? 'skip (agent not connected)' : i.deletedEarlier ? 'wait (deleted by an earlier rollout)' : 're-onboard')},
         ]),
       )
       return
