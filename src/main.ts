@@ -3,7 +3,7 @@
  * (plus optional hints) on stderr and returns a stable exit code. Stack traces only with DEBUG.
  */
 import {flush, run, settings} from '@oclif/core'
-import {ExitCode, stripAnsi, toReport} from './lib/errors.js'
+import {debugEnabled, ExitCode, stripAnsi, toReport} from './lib/errors.js'
 import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
 
@@ -16,8 +16,7 @@ export function printError(err: unknown, write: (text: string) => void = (t) => 
   const chalk = makeChalk({stream: process.stderr, noColor: process.argv.includes('--no-color')})
   let text = `${chalk.red('Error:')} ${stripAnsi(report.message)}\n`
   for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${hint}\n`
-  const debug = process.env.DEBUG ?? ''
-  if (report.stack && (debug.includes('meshvm') || debug === '*')) text += report.stack + '\n'
+  if (report.stack && debugEnabled()) text += report.stack + '\n'
   write(text)
   return report.exit
 }

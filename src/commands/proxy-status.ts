@@ -1,5 +1,5 @@
 import {Args, Flags, type Interfaces} from '@oclif/core'
-import {BaseCommand, KUBE_GROUP, kubeFlags, noColorFlag, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {BaseCommand, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
 import type {KubeSession} from '../lib/kube/session.js'
 import {renderData} from '../lib/output/render.js'
@@ -49,7 +49,7 @@ const proxyStatusFlags = {
   'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, helpGroup: WATCH_GROUP}),
 }
 
-type ProxyStatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof noColorFlag>, 'context'> & Interfaces.InferredFlags<typeof proxyStatusFlags>
+type ProxyStatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof proxyStatusFlags>
 
 export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
   static override summary = "Show whether every proxy — pods and VMs — has istiod's latest configuration."

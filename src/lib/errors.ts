@@ -129,7 +129,7 @@ export function toReport(err: unknown): ReportedError {
   return {
     exit: ExitCode.BUG,
     message: `internal error: ${firstLine(message)}`,
-    hints: ['this is a bug in meshvm; re-run with DEBUG=meshvm to see the stack trace and report it'],
+    hints: ['this is a bug in meshvm; re-run with --debug to see the stack trace and report it'],
     code: 'InternalError',
     stack: e && typeof e === 'object' ? e.stack : undefined,
   }
@@ -163,4 +163,10 @@ function oclifHints(text: string): string[] {
 export function stripAnsi(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/\u001B\[[0-9;]*m/g, '')
+}
+
+/** --debug, or DEBUG=meshvm (or *): API requests and retries, and stack traces of bugs, on stderr. */
+export function debugEnabled(argv: readonly string[] = process.argv, env: NodeJS.ProcessEnv = process.env): boolean {
+  const debug = env.DEBUG ?? ''
+  return argv.includes('--debug') || debug.includes('meshvm') || debug === '*'
 }

@@ -122,6 +122,26 @@ describe('transient faults: the result is the same as without them', () => {
   })
 })
 
+describe('--debug: every request and retry on stderr, never a credential', () => {
+  it('logs method, path, status, time and size; retries too; no token, in --debug or DEBUG=*', async () => {
+    const remove = cluster.faults.add({path: /\/namespaces\/istio-system\/configmaps\/istio$/, method: 'GET', status: 503, times: 1})
+    const bundle = await meshvm(['bundle', 'web', '-n', 'apps', '-d', join(mkdtempSync(join(work, 'debug-')), 'out'), '--debug'])
+    remove()
+    expect(bundle.code, bundle.stderr).toBe(0)
+    expect(bundle.stderr).toMatch(/^debug: GET \/api\/v1\/namespaces\/istio-system\/configmaps\/istio → 503 \(\d+ ms, \d+ bytes\)$/m)
+    expect(bundle.stderr).toMatch(/^debug: retry 1 of GET \/api\/v1\/namespaces\/istio-system\/configmaps\/istio in \d+ms \(HTTP 503\)$/m)
+    expect(bundle.stderr).toMatch(/^debug: POST \/api\/v1\/namespaces\/apps\/serviceaccounts\/default\/token → 201 /m)
+    expect(bundle.stderr).not.toContain(cluster.token)
+    expect(bundle.stderr).not.toMatch(/Bearer|Authorization/i)
+    // Everything else debug-minded (oclif's own DEBUG=* logging) stays free of secrets too: the
+    // suite's secret scan checks these runs' output for every token the test server issued.
+    const secret = await meshvm(['create-remote-secret', '--yes', '--server', 'https://remote.example:6443'], {env: {DEBUG: '*'}, stdoutMayHoldSecrets: true})
+    expect(secret.code, secret.stderr).toBe(0)
+    expect(secret.stderr).toMatch(/^debug: GET \/api\/v1\/namespaces\/kube-system → 200 /m)
+    expect(secret.stderr).not.toContain(cluster.token)
+  })
+})
+
 describe('permanent faults: one clean line, a documented exit code, no stack trace', () => {
   it('unreachable server: exit 3 within the request timeout', async () => {
     const path = join(work, 'unreachable')

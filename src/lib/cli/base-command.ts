@@ -50,15 +50,19 @@ export const kubeFlags = {
   }),
 }
 
-export const noColorFlag = {
+export const commonOutputFlags = {
   'no-color': Flags.boolean({
     summary: 'Disable coloured output (also honoured: NO_COLOR, TERM=dumb).',
+    helpGroup: OUTPUT_GROUP,
+  }),
+  debug: Flags.boolean({
+    summary: 'Print each API request (method, path, status, time, size; never headers or bodies) and retry on stderr, and the stack trace of internal errors (also: DEBUG=meshvm).',
     helpGroup: OUTPUT_GROUP,
   }),
 }
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
-  static override baseFlags = {...kubeFlags, ...noColorFlag}
+  static override baseFlags = {...kubeFlags, ...commonOutputFlags}
 
   protected flags!: BaseFlags<T>
   protected args!: BaseArgs<T>

@@ -62,7 +62,18 @@ export interface KubeClientOptions {
   userAgent?: string
   /** Called before each retry, e.g. to log with --debug (never with headers or bodies). */
   onRetry?: (event: RetryEvent) => void
+  /** Called after each answer (any status), e.g. to log with --debug (never with headers or bodies). */
+  onResponse?: (event: ResponseEvent) => void
   random?: () => number
+}
+
+export interface ResponseEvent {
+  method: string
+  /** Path and query, as sent. */
+  path: string
+  status: number
+  ms: number
+  bytes: number
 }
 
 interface RawResponse {
@@ -132,7 +143,7 @@ export class KubeClient {
   private readonly url: URL
   private readonly agent: Agent | HttpAgent
   private headers: Record<string, string>
-  private readonly options: Required<Omit<KubeClientOptions, 'onRetry'>> & Pick<KubeClientOptions, 'onRetry'>
+  private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
 
   private constructor(
     private readonly loaded: LoadedKubeConfig,
@@ -204,6 +215,8 @@ export class KubeClient {
       headers['Content-Length'] = String(Buffer.byteLength(body))
     }
     const send = this.url.protocol === 'http:' ? httpRequest : httpsRequest
+    const path = this.fullPath(req)
+    const started = Date.now()
     return new Promise<RawResponse>((resolve, reject) => {
       const r = send(
         {
@@ -211,7 +224,7 @@ export class KubeClient {
           hostname: this.url.hostname.replace(/^\[|\]$/g, ''),
           port: this.url.port || (this.url.protocol === 'http:' ? 80 : 443),
           method: req.method,
-          path: this.fullPath(req),
+          path,
           headers,
           agent: this.agent,
         },
@@ -228,6 +241,7 @@ export class KubeClient {
               reject(codedError('MESHVM_TRUNCATED', 'response truncated'))
               return
             }
+            this.options.onResponse?.({method: req.method, path, status: res.statusCode ?? 0, ms: Date.now() - started, bytes: buf.length})
             resolve({status: res.statusCode ?? 0, headers: res.headers, body: buf})
           })
         },

@@ -4,9 +4,9 @@
  * Commands reach it through BaseCommand.session(), which imports this module lazily so that
  * offline commands never load the Kubernetes client.
  */
-import {UsageError} from '../errors.js'
+import {debugEnabled, UsageError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
-import {KubeClient, type RetryEvent} from './client.js'
+import {KubeClient, type ResponseEvent, type RetryEvent} from './client.js'
 import {loadKubeConfig} from './config.js'
 
 export interface SessionFlags {
@@ -16,6 +16,7 @@ export interface SessionFlags {
   'istio-namespace'?: string
   revision?: string
   'request-timeout'?: string
+  debug?: boolean
 }
 
 export interface KubeSession {
@@ -41,11 +42,13 @@ export function requestTimeoutMs(text: string | undefined): number {
 export async function openSession(flags: SessionFlags, options: {context?: string; onRetry?: (e: RetryEvent) => void} = {}): Promise<KubeSession> {
   const timeoutMs = requestTimeoutMs(flags['request-timeout'])
   const loaded = loadKubeConfig({kubeconfig: flags.kubeconfig, context: options.context ?? flags.context})
-  const debug = (process.env.DEBUG ?? '').includes('meshvm')
+  // Requests and retries on stderr: what was asked and answered, never headers or bodies (secrets).
+  const debug = flags.debug === true || debugEnabled()
   const onRetry =
     options.onRetry ??
     (debug ? (e: RetryEvent) => process.stderr.write(`debug: retry ${e.attempt} of ${e.method} ${e.path} in ${e.delayMs}ms (${e.reason})\n`) : undefined)
-  const client = await KubeClient.create(loaded, {timeoutMs, onRetry})
+  const onResponse = debug ? (e: ResponseEvent) => process.stderr.write(`debug: ${e.method} ${e.path} → ${e.status} (${e.ms} ms, ${e.bytes} bytes)\n`) : undefined
+  const client = await KubeClient.create(loaded, {timeoutMs, onRetry, onResponse})
   return {
     client,
     contextName: loaded.contextName,
