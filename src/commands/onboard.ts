@@ -213,10 +213,8 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     try {
       const dryRun = f['dry-run'] === 'server' || (f.diff && !f.apply)
       if (f.apply || f['dry-run'] === 'server' || f.diff) {
-        let aborted = false
-        const results = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', (signal) => {
-          signal.addEventListener('abort', () => (aborted = true))
-          return applyObjects(session.client, objects, {
+        const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
+          results: await applyObjects(session.client, objects, {
             dryRun: Boolean(dryRun), diff: f.diff, signal,
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
@@ -224,9 +222,10 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
               if (r.outcome === 'failed' || r.outcome === 'not applied') this.note(describeResult(r, Boolean(dryRun)))
               else if (!f.diff) this.out(describeResult(r, Boolean(dryRun)) + '\n')
             },
-          })
-        })
-        const failure = applyFailure(results, aborted)
+          }),
+          interrupted: signal.aborted,
+        }))
+        const failure = applyFailure(results, interrupted)
         if (failure) throw failure
       }
       if (bundle) {
