@@ -237,12 +237,14 @@ async function optionalList<T extends {metadata?: {name?: string; namespace?: st
 
 /** WorkloadEntries and WorkloadAutoRegistrations (all namespaces, or one). */
 export async function listRegistrations(client: KubeClient, options: {namespace?: string}): Promise<Registrations> {
-  const warnings: string[] = []
+  // One warning list per request, joined in a fixed order: the two lists finish in any order.
+  const weWarnings: string[] = []
+  const warWarnings: string[] = []
   const [workloadEntries, wars] = await Promise.all([
-    optionalList<WorkloadEntryObject>(client, resourcePath(Resources.workloadEntries, {namespace: options.namespace}), 'WorkloadEntries', warnings),
-    optionalList<WarObject>(client, resourcePath(Resources.workloadAutoRegistrations, {namespace: options.namespace}), 'WorkloadAutoRegistrations', warnings),
+    optionalList<WorkloadEntryObject>(client, resourcePath(Resources.workloadEntries, {namespace: options.namespace}), 'WorkloadEntries', weWarnings),
+    optionalList<WarObject>(client, resourcePath(Resources.workloadAutoRegistrations, {namespace: options.namespace}), 'WorkloadAutoRegistrations', warWarnings),
   ])
-  return {workloadEntries, wars, warnings}
+  return {workloadEntries, wars, warnings: [...weWarnings, ...warWarnings]}
 }
 
 export interface PodIndex {
