@@ -14,17 +14,18 @@ interface Res {
 
 let cluster: TestCluster
 
-function call(method: string, path: string, options: {body?: unknown; token?: string | null; contentType?: string; accept?: string} = {}): Promise<Res> {
+function call(method: string, path: string, options: {body?: unknown; token?: string | null; contentType?: string; accept?: string; on?: TestCluster} = {}): Promise<Res> {
+  const target = options.on ?? cluster
   return new Promise((resolve, reject) => {
-    const url = new URL(path, cluster.url)
+    const url = new URL(path, target.url)
     const headers: Record<string, string> = {Accept: options.accept ?? 'application/json'}
-    const token = options.token === undefined ? cluster.token : options.token
+    const token = options.token === undefined ? target.token : options.token
     if (token) headers.Authorization = `Bearer ${token}`
     const payload = options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
     if (payload !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json'
     // A fresh connection per call: after a long synchronous burst in a test (filling the store), a
     // reused keep-alive socket races its idle timer and can be reset.
-    const req = request(url, {method, headers, ca: cluster.caPem, agent: false}, (res) => {
+    const req = request(url, {method, headers, ca: target.caPem, agent: false}, (res) => {
       let text = ''
       res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => {
         let body: unknown
@@ -48,7 +49,9 @@ const wg = (name: string, extra: Record<string, unknown> = {}) => ({
 })
 
 beforeAll(async () => {
-  cluster = await startCluster({continueTtlMs: 400, tokenControllerDelayMs: 100})
+  // The default continue-token lifetime (5 min): a short one would expire tokens between the pages
+  // of a slow list on a loaded CI machine. The expiry test has its own short-lived cluster.
+  cluster = await startCluster({tokenControllerDelayMs: 100})
 })
 afterAll(() => cluster?.stop())
 
@@ -200,10 +203,20 @@ describe('lists, selectors, paging and watch', () => {
     const third = (await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${second.metadata.continue}`)).body
     expect(third.items).toHaveLength(5)
     expect(third.metadata.continue).toBeUndefined()
-    await new Promise((r) => setTimeout(r, 450))
-    const expired = await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${first.metadata.continue}`)
-    expect(expired.status).toBe(410)
-    expect(expired.body.reason).toBe('Expired')
+
+    const shortLived = await startCluster({continueTtlMs: 200, istio: false, crdFiles: []})
+    try {
+      for (const name of ['a', 'b']) {
+        await call('POST', '/api/v1/namespaces/default/configmaps', {on: shortLived, body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name}}})
+      }
+      const page = (await call('GET', '/api/v1/namespaces/default/configmaps?limit=1', {on: shortLived})).body
+      await new Promise((r) => setTimeout(r, 250))
+      const expired = await call('GET', `/api/v1/namespaces/default/configmaps?limit=1&continue=${page.metadata.continue}`, {on: shortLived})
+      expect(expired.status).toBe(410)
+      expect(expired.body.reason).toBe('Expired')
+    } finally {
+      shortLived.stop()
+    }
   })
 
   it('streams watch events and answers a too-old resourceVersion with an ERROR event', async () => {
