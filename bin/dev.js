@@ -1,9 +1,18 @@
 #!/usr/bin/env -S node --import tsx --disable-warning=ExperimentalWarning
 // Development entry point: runs the TypeScript sources directly (no build needed).
-import {COMMANDS} from '../src/command-index.ts'
-import {main} from '../src/main.ts'
+// CommonJS like bin/run.js (bin/package.json); the ESM sources are loaded with import(), which tsx
+// (registered by --import tsx) compiles.
+'use strict'
+const path = require('node:path')
+const {pathToFileURL} = require('node:url')
 
-globalThis.__MESHVM_COMMANDS__ = COMMANDS
-main(process.argv.slice(2), import.meta.url, {development: true}).then((code) => {
+async function dev() {
+  const {COMMANDS} = await import('../src/command-index.ts')
+  const {main} = await import('../src/main.ts')
+  globalThis.__MESHVM_COMMANDS__ = COMMANDS
+  // The package root, not this file: oclif would take bin/package.json for the CLI's (see bin/run.js).
+  return main(process.argv.slice(2), pathToFileURL(path.join(__dirname, '..')).href, {development: true})
+}
+dev().then((code) => {
   process.exitCode = code
 })

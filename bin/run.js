@@ -1,16 +1,27 @@
 #!/usr/bin/env node
 // meshvm entry point. `--version` is answered here, before anything else is loaded, because it is
 // the command people (and scripts) run most and it needs nothing but package.json.
-import {readFileSync} from 'node:fs'
-import {createRequire} from 'node:module'
-
+// CommonJS (bin/package.json says so): an ES module entry starts Node's ESM loader, and importing
+// node:fs from ESM builds its ESM facade, which loads the streams modules (~8-10 ms per run).
+'use strict'
 const argv = process.argv.slice(2)
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  const pkg = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'package.json'), 'utf8'))
   process.stdout.write(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else {
-  const {loadBundle} = createRequire(import.meta.url)('./load.cjs')
+  const {loadBundle} = require('./load.cjs')
   const {exports, saveCache} = loadBundle()
-  process.exitCode = await exports.main(argv, import.meta.url)
-  saveCache()
+  // oclif finds the CLI's package.json by walking up from this path. It skips bin/run.js but would
+  // stop at bin/package.json, so it is given the package root rather than this file.
+  const rootUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, '..')).href
+  let settled = false
+  exports.main(argv, rootUrl).then((code) => {
+    settled = true
+    process.exitCode = code
+    saveCache()
+  })
+  // As the ES module entry did (unsettled top-level await): if main never finishes, do not exit 0.
+  process.once('beforeExit', () => {
+    if (!settled) process.exitCode = 13
+  })
 }

@@ -3,7 +3,6 @@
  * is flushed, then renamed over the target. A set of files is written as temporaries first and
  * renamed only when all of them were written, so a failure leaves none of them behind.
  */
-import {randomBytes} from 'node:crypto'
 import {closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync} from 'node:fs'
 import {basename, dirname, join} from 'node:path'
 import {ExitCode, MeshvmError} from '../errors.js'
@@ -17,6 +16,9 @@ export interface FileToWrite {
 }
 
 function tempPathFor(path: string): string {
+  // node:crypto is loaded here, on the first write, not at import: every command imports this
+  // module, and loading crypto costs a few ms of start-up even for commands that write no file.
+  const {randomBytes} = process.getBuiltinModule('node:crypto')
   return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
 }
 
