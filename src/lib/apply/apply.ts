@@ -55,9 +55,28 @@ export function comparable(obj: Live | undefined): string {
   return toYaml({...rest, metadata: meta})
 }
 
+/** A live object read before applying: the object (undefined if absent), or why it could not be read. */
+type LiveRead = {ok: true; path: string; live: Live | undefined} | {ok: false; error: unknown}
+
 export async function applyObjects(client: KubeClient, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
+  // All live objects are read at once, in one round trip instead of one per object; only the
+  // applies (which change the cluster) go one by one, in dependency order. A read never rejects
+  // here: its error is kept and reported when its object's turn comes, so results are the same as
+  // reading each object just before applying it. Interrupted before starting: no request at all.
+  const reads: LiveRead[] = options.signal?.aborted
+    ? []
+    : await Promise.all(
+        objects.map(async (object): Promise<LiveRead> => {
+          try {
+            const path = pathFor(object)
+            return {ok: true, path, live: await client.getOptional<Live>(path)}
+          } catch (error) {
+            return {ok: false, error}
+          }
+        }),
+      )
   const results: ApplyResult[] = []
-  for (const object of objects) {
+  for (const [i, object] of objects.entries()) {
     const ref = resourceName(object)
     if (options.signal?.aborted) {
       // Interrupted: reported one by one, as after a failure.
@@ -68,8 +87,9 @@ export async function applyObjects(client: KubeClient, objects: KubeObject[], op
     }
     let result: ApplyResult
     try {
-      const path = pathFor(object)
-      const live = await client.getOptional<Live>(path)
+      const read = reads[i]!
+      if (!read.ok) throw read.error
+      const {path, live} = read
       const applied = await client.apply<Live>(path, object, {fieldManager: FIELD_MANAGER, force: options.force ?? true, dryRun: options.dryRun})
       const outcome: ApplyOutcome = !live
         ? 'created'
