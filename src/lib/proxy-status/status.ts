@@ -231,6 +231,13 @@ function optString(obj: Json, key: string, place: SynczPlace): string | undefine
   return v
 }
 
+/** `optString` for one type's entry in `resources`, without building its place unless it fails (5 per proxy). */
+function resourceString(r: Json, key: string, index: number, proxyId: string, typeUrl: string): string | undefined {
+  const v = r[key]
+  if (v === undefined || v === null || typeof v === 'string') return v ?? undefined
+  return optString(r, key, {index, proxyId, typeUrl})
+}
+
 function ignoredTypes(): Record<XdsType, TypeSync> {
   const out = {} as Record<XdsType, TypeSync>
   for (const t of XDS_TYPES) out[t] = {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
@@ -284,13 +291,13 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
     shape = 'http-resources'
     types = ignoredTypes()
     for (const t of XDS_TYPES) {
-      const r = resources[XDS_TYPE_URLS[t]]
+      const typeUrl = XDS_TYPE_URLS[t]
+      const r = resources[typeUrl]
       if (r === undefined || r === null) continue
-      const rw = {index, proxyId, typeUrl: XDS_TYPE_URLS[t]}
-      if (!isObject(r)) throw new Error(`${where(rw)} must be an object, got ${kindOf(r)}`)
-      const lastError = optString(r, 'lastError', rw)
-      const sent = optString(r, 'sent', rw)
-      const acked = optString(r, 'acked', rw)
+      if (!isObject(r)) throw new Error(`${where({index, proxyId, typeUrl})} must be an object, got ${kindOf(r)}`)
+      const lastError = resourceString(r, 'lastError', index, proxyId, typeUrl)
+      const sent = resourceString(r, 'sent', index, proxyId, typeUrl)
+      const acked = resourceString(r, 'acked', index, proxyId, typeUrl)
       const {state, neverAcknowledged} = nonceState(sent, acked, lastError)
       types[t] = withNonces(withOptional({state, subscribed: true, neverAcknowledged}, timestamp(r.sentTime), lastError), sent, acked)
     }
@@ -437,6 +444,20 @@ export function isVersionSkewed(proxyVersion: string | undefined, istiodVersion:
   return a !== undefined && b !== undefined && a !== b
 }
 
+/** isVersionSkewed for many rows: a mesh has a handful of distinct versions, so each pair is computed once. */
+function skewChecker(): (proxyVersion: string | undefined, istiodVersion: string | undefined) => boolean {
+  const known = new Map<string, boolean>()
+  return (proxyVersion, istiodVersion) => {
+    const key = `${proxyVersion ?? ''}\n${istiodVersion ?? ''}`
+    let skewed = known.get(key)
+    if (skewed === undefined) {
+      skewed = isVersionSkewed(proxyVersion, istiodVersion)
+      known.set(key, skewed)
+    }
+    return skewed
+  }
+}
+
 export interface RowOptions {
   vms?: VmInfo[]
   /** The clock for ages; pass a fixed one in tests. */
@@ -462,30 +483,32 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
   for (const vm of options.vms ?? []) if (!vms.has(vmKey(vm))) vms.set(vmKey(vm), vm)
   const seen = new Set<string>()
   const rows: ProxyStatusRow[] = []
+  const skewed = skewChecker()
   for (const s of syncs) {
     const vm = vms.get(s.proxyId)
     if (vm) seen.add(s.proxyId)
     const status = {} as Record<XdsType, string>
-    for (const t of XDS_TYPES) status[t] = xdsStatus(s.types[t], now)
-    rows.push(
-      withoutUndefined<ProxyStatusRow>({
-        name: s.proxyId,
-        namespace: s.namespace ?? vm?.namespace,
-        cluster: s.clusterId,
-        type: vm ? 'vm' : 'pod',
-        connected: true,
-        xds: s.types,
-        status,
-        subscribed: XDS_TYPES.filter((t) => s.types[t].subscribed),
-        istiod: s.istiod.name,
-        istiodRef: s.istiod,
-        version: s.proxyVersion,
-        address: vm?.address,
-        health: vm?.health,
-        registration: vm?.registration,
-        versionSkew: isVersionSkewed(s.proxyVersion, s.istiod.version),
-      }),
-    )
+    const subscribed: XdsType[] = []
+    for (const t of XDS_TYPES) {
+      const x = s.types[t]
+      status[t] = xdsStatus(x, now)
+      if (x.subscribed) subscribed.push(t)
+    }
+    // Built field by field rather than copied through withoutUndefined: this runs once per proxy.
+    const row: ProxyStatusRow = {name: s.proxyId, type: vm ? 'vm' : 'pod', connected: true, xds: s.types, status, subscribed, versionSkew: false}
+    const namespace = s.namespace ?? vm?.namespace
+    if (namespace !== undefined) row.namespace = namespace
+    row.cluster = s.clusterId
+    row.istiod = s.istiod.name
+    row.istiodRef = s.istiod
+    row.version = s.proxyVersion
+    if (vm) {
+      if (vm.address !== undefined) row.address = vm.address
+      if (vm.health !== undefined) row.health = vm.health
+      if (vm.registration !== undefined) row.registration = vm.registration
+    }
+    row.versionSkew = skewed(s.proxyVersion, s.istiod.version)
+    rows.push(row)
   }
   for (const [key, vm] of vms) {
     if (seen.has(key)) continue

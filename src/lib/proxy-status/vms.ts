@@ -43,8 +43,19 @@ function stringMap(v: unknown): Record<string, string> {
   return Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === 'string')) as Record<string, string>
 }
 
+/** A WorkloadEntry's labels for -l: `spec.labels` (the workload's), overridden by `metadata.labels`. */
+function mergedLabels(we: WorkloadEntryObject): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const source of [we.spec?.labels, we.metadata?.labels]) {
+    if (!isObject(source)) continue
+    for (const k in source) if (typeof source[k] === 'string') out[k] = source[k]
+  }
+  return out
+}
+
 function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> {
-  const c = (we?.status?.conditions ?? []).find((x) => isObject(x) && x.type === 'Healthy')
+  const conditions = we?.status?.conditions
+  const c = Array.isArray(conditions) ? conditions.find((x) => isObject(x) && x.type === 'Healthy') : undefined
   if (!c) return {}
   const s = str(c.status)?.toLowerCase()
   const out: Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> = {health: s === 'true' ? 'Healthy' : s === 'false' ? 'Unhealthy' : 'Unknown'}
@@ -63,9 +74,11 @@ function ownerWar(we: WorkloadEntryObject): string | undefined {
 export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[]): VmRecord[] {
   const out: VmRecord[] = []
   const entryOf = new Map<string, WorkloadEntryObject>()
-  for (const we of workloadEntries) {
-    const war = ownerWar(we)
-    if (war) entryOf.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
+  if (wars.length > 0) {
+    for (const we of workloadEntries) {
+      const war = ownerWar(we)
+      if (war) entryOf.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
+    }
   }
   const warKeys = new Set(wars.map((w) => `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`))
   for (const war of wars) {
@@ -75,7 +88,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const reg = registrationFromWar(war)
     const weReg = we ? registrationFromWorkloadEntry(we) : undefined
     const connected = reg.agentConnected === 'True' || (reg.agentConnected === 'Unknown' && weReg?.agentConnected === 'True')
-    const labels = we ? {...stringMap(we.spec?.labels), ...stringMap(we.metadata?.labels)} : stringMap(war.spec?.registration?.workload?.labels)
+    const labels = we ? mergedLabels(we) : stringMap(war.spec?.registration?.workload?.labels)
     out.push(
       withoutUndefined({
         name, namespace, source: 'war', autoRegistered: false, group: reg.group,
@@ -98,26 +111,27 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
   }
   for (const we of workloadEntries) {
     const namespace = we.metadata?.namespace ?? ''
-    const war = ownerWar(we)
+    const war = warKeys.size > 0 ? ownerWar(we) : undefined
     if (war && warKeys.has(`${namespace}/${war}`)) continue
     const name = we.metadata?.name ?? ''
     const reg = registrationFromWorkloadEntry(we)
-    const group = we.metadata?.annotations?.['istio.io/autoRegistrationGroup']
-    out.push(
-      withoutUndefined({
-        name, namespace, source: 'workloadentry', autoRegistered: group !== undefined, group: reg.group,
-        address: we.spec?.address ?? '',
-        registration: group !== undefined ? `auto/${group}` : `workloadentry/${name}`,
-        connected: reg.agentConnected === 'True',
-        workloadEntry: name,
-        labels: {...stringMap(we.spec?.labels), ...stringMap(we.metadata?.labels)},
-        istiod: reg.connectedTo,
-        connectedAt: we.metadata?.annotations?.['istio.io/connectedAt'],
-        disconnectedAt: reg.disconnectedAt,
-        identity: reg.identity || undefined,
-        ...healthOf(we),
-      } as VmRecord),
-    )
+    const annotations = we.metadata?.annotations
+    const group = annotations?.['istio.io/autoRegistrationGroup']
+    // Built field by field rather than copied through withoutUndefined: this runs once per entry.
+    const record: VmRecord = {
+      name, namespace, source: 'workloadentry', autoRegistered: group !== undefined, group: reg.group,
+      address: we.spec?.address ?? '',
+      registration: group !== undefined ? `auto/${group}` : `workloadentry/${name}`,
+      connected: reg.agentConnected === 'True',
+      workloadEntry: name,
+      labels: mergedLabels(we),
+    }
+    if (reg.connectedTo !== undefined) record.istiod = reg.connectedTo
+    const connectedAt = annotations?.['istio.io/connectedAt']
+    if (connectedAt !== undefined) record.connectedAt = connectedAt
+    if (reg.disconnectedAt !== undefined) record.disconnectedAt = reg.disconnectedAt
+    if (reg.identity) record.identity = reg.identity
+    out.push(Object.assign(record, healthOf(we)))
   }
   return out.sort((a, b) => cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
 }
@@ -170,19 +184,22 @@ function nameCandidates(vm: VmRecord): string[] {
 }
 
 export function pairVms(input: PairingInput): Pairing {
-  const byId = new Map<string, ProxySync[]>()
-  for (const s of input.syncs) byId.set(s.proxyId, [...(byId.get(s.proxyId) ?? []), s])
-  const isPod = (id: string) => {
-    const {name, namespace} = splitProxyId(id)
-    return input.pods?.labels.has(`${namespace}/${name}`) ?? false
+  const ids = new Set<string>()
+  for (const s of input.syncs) ids.add(s.proxyId)
+  const pods = input.pods
+  const podProxies = new Set<string>()
+  if (pods) {
+    for (const id of ids) {
+      const {name, namespace} = splitProxyId(id)
+      if (pods.labels.has(`${namespace}/${name}`)) podProxies.add(id)
+    }
   }
-  const podProxies = new Set([...byId.keys()].filter(isPod))
   const taken = new Set<string>()
   const out: VmRecord[] = []
   const waiting: VmRecord[] = []
   // 1. by name
   for (const vm of input.vms) {
-    const id = nameCandidates(vm).find((c) => byId.has(c) && !podProxies.has(c) && !taken.has(c))
+    const id = nameCandidates(vm).find((c) => ids.has(c) && !podProxies.has(c) && !taken.has(c))
     if (id) {
       taken.add(id)
       out.push({...vm, proxyId: id, connected: true})

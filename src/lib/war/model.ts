@@ -243,12 +243,27 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
+/**
+ * Both spellings of a field name, computed once per name: `field` runs for every field of every
+ * registration (tens of thousands of times in a large list), and the names are the code's own literals.
+ */
+const keyStyles = new Map<string, readonly [camel: string, snake: string]>()
+function stylesOf(name: string): readonly [string, string] {
+  let styles = keyStyles.get(name)
+  if (styles === undefined) {
+    const c = camel(name)
+    styles = [c, snake(c)]
+    keyStyles.set(name, styles)
+  }
+  return styles
+}
+
 /** `obj[name]` under either key style: `field(x, 'instanceId')` also finds `instance_id`. */
 function field(obj: unknown, name: string): unknown {
   if (!isObject(obj)) return undefined
-  const c = camel(name)
-  if (obj[c] !== undefined && obj[c] !== null) return obj[c]
-  const s = snake(c)
+  const [c, s] = stylesOf(name)
+  const v = obj[c]
+  if (v !== undefined && v !== null) return v
   return obj[s] ?? undefined
 }
 
@@ -270,10 +285,8 @@ function text(v: unknown): string | undefined {
 function stringMap(v: unknown): Record<string, string> {
   if (!isObject(v)) return {}
   const out: Record<string, string> = {}
-  for (const [k, val] of Object.entries(v)) {
-    const t = text(val)
-    out[k] = t ?? ''
-  }
+  // for…in, not Object.entries: this runs for the labels and annotations of every registration listed.
+  for (const k in v) if (Object.hasOwn(v, k)) out[k] = text(v[k]) ?? ''
   return out
 }
 
