@@ -18,6 +18,10 @@ const runs = quick ? 3 : 21
 const warmup = quick ? 1 : 3
 const clusterRuns = quick ? 2 : 7
 const offlineOnly = process.argv.includes('--offline')
+// `--only TEXT`: just the cases whose name contains TEXT (no growth table), for working on one case.
+const onlyIndex = process.argv.indexOf('--only')
+const only = onlyIndex > 0 ? process.argv[onlyIndex + 1] : undefined
+const selected = (name: string) => only === undefined || name.includes(only)
 
 interface Case {
   name: string
@@ -67,6 +71,7 @@ const clusterCases: ClusterCase[] = [
   {name: `meshvm proxy-status (${PROXIES} proxies, 3 istiods)`, command: [node, BIN, 'proxy-status'], baselineName: `kubectl get workloadentries -A (${PROXIES})`, baseline: ['kubectl', 'get', 'workloadentries', '-A'], target: 1.5, cluster: () => clusterWithProxies(PROXIES)},
 ]
 
+const APPLY_CASE = 'meshvm onboard … --apply (4 objects)'
 const ONBOARD = ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account']
 
 async function measureCluster(c: ClusterCase): Promise<Result> {
@@ -92,7 +97,7 @@ async function measureApply(): Promise<Result> {
     const baseline = ['kubectl', 'apply', '--server-side', '--field-manager=bench', '--force-conflicts', '-f', file]
     const m = await measurePair(command, baseline, {runs: clusterRuns * 2, warmup: 1, env})
     const ratio = m.command.median / m.baseline.median
-    return {name: 'meshvm onboard … --apply (4 objects)', meshvm: m.command, baselineName: 'kubectl apply --server-side -f (same 4)', baseline: m.baseline, ratio, target: 1.5, pass: ratio <= 1.5}
+    return {name: APPLY_CASE, meshvm: m.command, baselineName: 'kubectl apply --server-side -f (same 4)', baseline: m.baseline, ratio, target: 1.5, pass: ratio <= 1.5}
   } finally {
     await cluster.stop()
   }
@@ -122,7 +127,7 @@ async function growth(): Promise<{objects: number; command: string; wallMs: numb
 async function main(): Promise<void> {
   const env = {...process.env, NO_COLOR: '1'}
   const results: Result[] = []
-  for (const c of offline) {
+  for (const c of offline.filter((c) => selected(c.name))) {
     const {command: meshvm, baseline} = await measurePair(c.command, c.baseline, {runs, warmup, env: {...env, ...c.env}, baselineEnv: env})
     const ratio = meshvm.median / baseline.median
     results.push({name: c.name, meshvm, baselineName: c.baselineName, baseline, ratio, target: c.target, pass: ratio <= c.target})
@@ -130,12 +135,12 @@ async function main(): Promise<void> {
   }
   let scaling: Awaited<ReturnType<typeof growth>> = []
   if (!offlineOnly) {
-    for (const c of clusterCases) {
+    for (const c of clusterCases.filter((c) => selected(c.name))) {
       results.push(await measureCluster(c))
       process.stderr.write('.')
     }
-    results.push(await measureApply())
-    scaling = await growth()
+    if (selected(APPLY_CASE)) results.push(await measureApply())
+    if (only === undefined) scaling = await growth()
   }
   process.stderr.write('\n')
   const rows = results.map((r) => [
@@ -150,7 +155,7 @@ async function main(): Promise<void> {
     for (const r of scaling) console.log(`${String(r.objects).padStart(6)} objects   ${r.command.padEnd(34)} ${fmt(r.wallMs).padStart(9)}   peak RSS ${r.peakRssKiB ? (r.peakRssKiB / 1024).toFixed(0) + ' MiB' : 'n/a'}`)
   }
   const rss = results.map((r) => ({name: r.name, meshvmPeakRssMiB: r.meshvm.peakRssKiB ? Math.round(r.meshvm.peakRssKiB / 1024) : undefined}))
-  writeFileSync(join(ROOT, 'bench/results.json'), JSON.stringify({date: new Date().toISOString(), node: process.version, quick, runs, results, rss, scaling}, null, 2) + '\n')
+  if (only === undefined) writeFileSync(join(ROOT, 'bench/results.json'), JSON.stringify({date: new Date().toISOString(), node: process.version, quick, runs, results, rss, scaling}, null, 2) + '\n')
   const failed = results.filter((r) => !r.pass)
   if (failed.length > 0 && !quick) {
     console.error(`${failed.length} case(s) missed the target`)
