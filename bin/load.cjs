@@ -1,8 +1,8 @@
 // Loads dist/meshvm.cjs through a V8 code cache: compiled code is saved after the first run and
 // reused after, which roughly halves start-up (Node 20 has no built-in compile cache for this).
 // The cache lives in $XDG_CACHE_HOME/meshvm (or ~/.cache/meshvm); it is keyed by the bundle's
-// size and mtime, rejected by V8 itself when it does not match, and skipped when it cannot be
-// written. MESHVM_NO_COMPILE_CACHE=1 turns it off.
+// install path, size and mtime (an upgrade replaces it), rejected by V8 itself when it does not
+// match, and skipped when it cannot be written. MESHVM_NO_COMPILE_CACHE=1 turns it off.
 'use strict'
 const fs = require('node:fs')
 const path = require('node:path')
@@ -10,11 +10,36 @@ const os = require('node:os')
 const vm = require('node:vm')
 const Module = require('node:module')
 
+/** FNV-1a, 32 bits: a short, stable name for an install path (node:crypto would cost ~7 ms to load). */
+function pathHash(text) {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return (h >>> 0).toString(36)
+}
+
+/**
+ * `<bundle>-<install path hash>-<size>-<mtime>-<node version>.v8cache`: one cache per installed copy
+ * of a bundle; an upgrade (new size or mtime) or another Node version makes a new one, and the stale
+ * ones of the same copy are removed when it is written (see removeStale).
+ */
 function cacheFileFor(bundle, stat) {
   if (process.env.MESHVM_NO_COMPILE_CACHE) return undefined
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache')
   const key = `${stat.size.toString(36)}-${Math.floor(stat.mtimeMs).toString(36)}-${process.version}`
-  return path.join(base, 'meshvm', `${path.basename(bundle, '.cjs')}-${key}.v8cache`)
+  return path.join(base, 'meshvm', `${cachePrefix(bundle)}${key}.v8cache`)
+}
+
+function cachePrefix(bundle) {
+  return `${path.basename(bundle, '.cjs')}-${pathHash(path.resolve(bundle))}-`
+}
+
+/** Removes the caches of earlier builds of the same installed bundle, so upgrades do not pile up. */
+function removeStale(bundle, cacheFile) {
+  const dir = path.dirname(cacheFile)
+  const prefix = cachePrefix(bundle)
+  for (const name of fs.readdirSync(dir)) {
+    if (name.startsWith(prefix) && name.endsWith('.v8cache') && path.join(dir, name) !== cacheFile) fs.rmSync(path.join(dir, name), {force: true})
+  }
 }
 
 /** Loads a CommonJS bundle (default: the CLI itself) through the code cache. */
@@ -22,29 +47,55 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs')) {
   const stat = fs.statSync(bundle)
   const source = fs.readFileSync(bundle, 'utf8')
   const cacheFile = cacheFileFor(bundle, stat)
-  let cachedData
-  try {
-    if (cacheFile) cachedData = fs.readFileSync(cacheFile)
-  } catch {
-    // No cache yet.
-  }
-  const script = new vm.Script(Module.wrap(source), {filename: bundle, cachedData, importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER})
+  const cached = cacheFile ? readCache(cacheFile) : undefined
+  const script = new vm.Script(Module.wrap(source), {filename: bundle, cachedData: cached?.data, importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER})
   const mod = {exports: {}, filename: bundle, id: bundle, loaded: false}
   const req = Module.createRequire(bundle)
   script.runInThisContext()(mod.exports, req, mod, bundle, path.dirname(bundle))
-  const saveCache = () => {
-    if (!cacheFile || (cachedData && !script.cachedDataRejected)) return
+  /**
+   * Called after the run, so the functions that ran are in the cache too. The cache records which
+   * commands it has seen; a command it has not seen rewrites it, adding its own functions to those it
+   * already held (V8 serialises every function compiled or deserialised so far), so after a few
+   * different commands the cache covers them all, and then it is never written again.
+   */
+  const saveCache = (command = 'meshvm') => {
+    if (!cacheFile) return
+    const fresh = cached && !script.cachedDataRejected
+    if (fresh && cached.commands.includes(command)) return
+    const commands = fresh ? [...cached.commands, command] : [command]
     try {
-      // After the run, so the functions that ran are in the cache too. Written atomically.
       fs.mkdirSync(path.dirname(cacheFile), {recursive: true, mode: 0o700})
       const temp = `${cacheFile}.${process.pid}.tmp`
-      fs.writeFileSync(temp, script.createCachedData(), {mode: 0o600})
+      const header = Buffer.from(`${CACHE_MAGIC}${JSON.stringify(commands)}\n`)
+      fs.writeFileSync(temp, Buffer.concat([header, script.createCachedData()]), {mode: 0o600})
       fs.renameSync(temp, cacheFile)
+      removeStale(bundle, cacheFile)
     } catch {
       // A read-only home or cache dir only costs speed.
     }
   }
   return {exports: mod.exports, saveCache}
+}
+
+/** A cache file: `meshvm-v8cache 1 ["onboard","war:list"]\n` then V8's code cache. */
+const CACHE_MAGIC = 'meshvm-v8cache 1 '
+
+function readCache(cacheFile) {
+  let buf
+  try {
+    buf = fs.readFileSync(cacheFile)
+  } catch {
+    return undefined // no cache yet
+  }
+  const end = buf.indexOf(10)
+  if (end < 0 || buf.toString('latin1', 0, CACHE_MAGIC.length) !== CACHE_MAGIC) return undefined
+  try {
+    const commands = JSON.parse(buf.toString('utf8', CACHE_MAGIC.length, end))
+    if (!Array.isArray(commands) || !commands.every((c) => typeof c === 'string')) return undefined
+    return {commands, data: buf.subarray(end + 1)}
+  } catch {
+    return undefined // damaged: rebuilt after this run
+  }
 }
 
 const vendors = new Map()
@@ -57,11 +108,18 @@ const vendors = new Map()
 function loadVendor(bundle) {
   let loaded = vendors.get(bundle)
   if (!loaded) {
-    loaded = loadBundle(bundle)
+    const vendor = loadBundle(bundle)
+    loaded = vendor
     vendors.set(bundle, loaded)
-    process.once('exit', loaded.saveCache)
+    process.once('exit', () => vendor.saveCache(ranCommand))
   }
   return loaded.exports
 }
 
-module.exports = {loadBundle, loadVendor}
+/** The command this process ran (set by bin/run.js when it knows), for the caches' command lists. */
+let ranCommand = 'meshvm'
+function setRanCommand(command) {
+  ranCommand = command
+}
+
+module.exports = {loadBundle, loadVendor, setRanCommand}

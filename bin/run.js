@@ -9,7 +9,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0]
   const pkg = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'package.json'), 'utf8'))
   process.stdout.write(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else {
-  const {loadBundle} = require('./load.cjs')
+  const {loadBundle, setRanCommand} = require('./load.cjs')
   const {exports, saveCache} = loadBundle()
   // oclif finds the CLI's package.json by walking up from this path. It skips bin/run.js but would
   // stop at bin/package.json, so it is given the package root rather than this file.
@@ -18,7 +18,10 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0]
   exports.main(argv, rootUrl).then((code) => {
     settled = true
     process.exitCode = code
-    saveCache()
+    // The code caches learn which command's functions they now hold (`meshvm` for help and errors).
+    const command = exports.ranCommandId() ?? 'meshvm'
+    setRanCommand(command)
+    saveCache(command)
   })
   // As the ES module entry did (unsettled top-level await): if main never finishes, do not exit 0.
   process.once('beforeExit', () => {

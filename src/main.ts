@@ -2,10 +2,18 @@
  * The process entry point behind bin/run.js: runs oclif, then prints any failure as one line
  * (plus optional hints) on stderr and returns a stable exit code. Stack traces only with DEBUG.
  */
-import {flush, run, settings} from '@oclif/core'
+import {flush} from '@oclif/core/flush'
+import {run} from '@oclif/core/run'
+import {settings} from '@oclif/core/settings'
 import {debugEnabled, ExitCode, stripAnsi, toReport} from './lib/errors.js'
 import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
+import {ranCommand} from './lib/cli/ran-command.js'
+
+/** The command the last main() ran, if oclif got that far (`--help` and unknown commands run none). */
+export function ranCommandId(): string | undefined {
+  return ranCommand.id
+}
 
 // oclif finds the commands through bin/commands.cjs, which reads them from here.
 ;(globalThis as {__MESHVM_COMMANDS__?: unknown}).__MESHVM_COMMANDS__ = COMMANDS

@@ -1,4 +1,5 @@
-import {Args, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../lib/cli/base-command.js'
 import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
 import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/cli/bundle-report.js'

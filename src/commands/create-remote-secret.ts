@@ -1,5 +1,5 @@
 import {existsSync, statSync} from 'node:fs'
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand, KUBE_GROUP, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError, flagError} from '../lib/errors.js'

@@ -1,4 +1,5 @@
-import {Args, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 import {applyFailure, applyObjects, describeResult} from '../lib/apply/apply.js'
 import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import type {BundleOptions} from '../lib/bundle/run.js'

@@ -1,4 +1,5 @@
-import {Args, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {ExitCode, MeshvmError} from '../lib/errors.js'
 import {statusColor} from '../lib/output/color.js'

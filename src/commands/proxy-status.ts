@@ -1,4 +1,6 @@
-import {Args, Flags, type Interfaces} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
+import type * as Interfaces from '@oclif/core/interfaces'
 import {BaseCommand, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
 import type {KubeSession} from '../lib/kube/session.js'

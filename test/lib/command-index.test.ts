@@ -11,6 +11,14 @@ describe('command index', () => {
     execFileSync(process.execPath, [join(REPO_ROOT, 'scripts/build.mjs'), '--index-only'])
     expect(readFileSync(join(REPO_ROOT, 'src/command-index.ts'), 'utf8')).toBe(before)
   })
+  it('sorts the same in byte order as with localeCompare (the build replaces oclif\'s localeCompare sort)', () => {
+    const ids = Object.keys(COMMANDS)
+    const byBytes = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    expect([...ids].sort((a, b) => a.localeCompare(b))).toEqual(byBytes)
+    // Topic commands (war:list…) are among them, so ':' is covered.
+    expect(ids.some((id) => id.includes(':'))).toBe(true)
+    expect(readFileSync(join(REPO_ROOT, 'dist/meshvm.cjs'), 'utf8')).not.toContain('localeCompare')
+  })
   it('every command has a summary, a description and examples', () => {
     for (const [id, cmd] of Object.entries(COMMANDS)) {
       expect(cmd.summary, id).toBeTruthy()

@@ -1,4 +1,5 @@
-import {Args, Flags} from '@oclif/core'
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../../lib/errors.js'

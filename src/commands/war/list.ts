@@ -1,4 +1,4 @@
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {statusColor} from '../../lib/output/color.js'
 import {resourceName, toJson} from '../../lib/output/render.js'

@@ -1,4 +1,4 @@
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {age} from '../../lib/output/age.js'

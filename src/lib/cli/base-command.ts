@@ -2,11 +2,14 @@
  * The base of every meshvm command: shared flags, one parse, one colour policy, and errors left to
  * the top level (src/main.ts) so every failure is printed the same way.
  */
-import {Command, Flags, type Interfaces} from '@oclif/core'
+import {Command} from '@oclif/core/command'
+import * as Flags from '@oclif/core/flags'
+import type * as Interfaces from '@oclif/core/interfaces'
 import type {ChalkInstance} from 'chalk'
 import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {processSink, type Sink} from '../output/render.js'
+import {ranCommand} from './ran-command.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -69,6 +72,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected sink: Sink = processSink
 
   public override async init(): Promise<void> {
+    ranCommand.id = this.id
     await super.init()
     const {args, flags} = await this.parse({
       flags: this.ctor.flags,

@@ -1,5 +1,5 @@
 /** Flags shared by `meshvm bundle` and `meshvm onboard --bundle`. */
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import type {BundleOptions} from '../bundle/run.js'
 import {UsageError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'

@@ -2,7 +2,7 @@
  * Flags and small helpers shared by the `meshvm war` commands. No Kubernetes client here: commands
  * import this statically and load the cluster code lazily.
  */
-import {Flags} from '@oclif/core'
+import * as Flags from '@oclif/core/flags'
 import {OUTPUT_GROUP} from '../cli/base-command.js'
 import {flagError, UsageError} from '../errors.js'
 import {OUTPUT_FORMATS} from '../output/render.js'
