@@ -3,7 +3,7 @@
  * a trimmed bundle: this proves the trimming kept them): an exec credential plugin, a token file,
  * and an exec plugin that fails, whose output must not leak into the error.
  */
-import {chmodSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -54,6 +54,23 @@ describe('kubeconfig credentials', () => {
     const res = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfig}})
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.code, res.stderr).toBe(0)
+  })
+
+  it('after a 401, concurrent requests share one new run of the exec plugin', async () => {
+    // The first run hands out a token the server rejects (as after it expired); later runs a good one.
+    const runs = join(work, 'runs')
+    writeFileSync(runs, '')
+    const credential = (token: string) => `'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'`
+    const plugin = script('expiring.sh', [
+      `echo run >> ${runs}`,
+      `if [ "$(wc -l < ${runs})" -eq 1 ]; then printf '%s' ${credential('expired-token-0123456789')}; else printf '%s' ${credential(cluster.token)}; fi`,
+    ].join('\n'))
+    const kubeconfig = kubeconfigWithUser('expiring', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'])
+    // proxy-status sends its first requests (istiods, WorkloadEntries, WARs) at once: all get a 401.
+    const res = await runCli(['proxy-status', '--debug'], {env: {KUBECONFIG: kubeconfig}})
+    expect(res.code, res.stderr).toBe(0)
+    expect((res.stderr.match(/→ 401/g) ?? []).length).toBeGreaterThanOrEqual(2)
+    expect(readFileSync(runs, 'utf8')).toBe('run\nrun\n')
   })
 
   it('a token file (tokenFile, which client-node ignores) is read', async () => {

@@ -180,9 +180,27 @@ export class KubeClient {
     return new KubeClient(loaded, await tlsAndCredentials(loaded), options)
   }
 
-  /** Credentials from exec plugins, OIDC and token files expire: fetch fresh headers once after a 401. */
-  private async refreshCredentials(): Promise<void> {
-    this.headers = credentialHeaders(this.loaded, await tlsAndCredentials(this.loaded))
+  /** Bumped each time the credentials are fetched again. */
+  private credentialsGeneration = 0
+  private refreshing?: Promise<void>
+
+  /**
+   * Credentials from exec plugins, OIDC and token files expire: fetch fresh headers once after a 401.
+   * Concurrent requests that all got a 401 share one refresh (an exec plugin such as a cloud login
+   * can take seconds, and runs once), and a request whose 401 answers credentials that were already
+   * replaced only retries with the new ones.
+   */
+  private async refreshCredentials(usedGeneration: number): Promise<void> {
+    if (usedGeneration !== this.credentialsGeneration) return
+    this.refreshing ??= (async () => {
+      try {
+        this.headers = credentialHeaders(this.loaded, await tlsAndCredentials(this.loaded))
+        this.credentialsGeneration++
+      } finally {
+        this.refreshing = undefined
+      }
+    })()
+    await this.refreshing
   }
 
   close(): void {
@@ -286,11 +304,12 @@ export class KubeClient {
       let failure: () => MeshvmError
       try {
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
+        const generation = this.credentialsGeneration
         const res = await this.once(remaining === undefined ? req : {...req, timeoutMs: Math.min(timeoutMs, remaining)})
         if (res.status < 400) return res
         if (res.status === 401 && !refreshed) {
           refreshed = true
-          await this.refreshCredentials()
+          await this.refreshCredentials(generation)
           attempt--
           continue
         }
