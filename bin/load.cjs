@@ -108,10 +108,10 @@ const vendors = new Map()
 function loadVendor(bundle) {
   let loaded = vendors.get(bundle)
   if (!loaded) {
-    const vendor = loadBundle(bundle)
-    loaded = vendor
+    loaded = loadBundle(bundle)
     vendors.set(bundle, loaded)
-    process.once('exit', () => vendor.saveCache(ranCommand))
+    const {saveCache} = loaded
+    process.once('exit', () => saveCache(ranCommand))
   }
   return loaded.exports
 }

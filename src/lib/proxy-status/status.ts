@@ -495,19 +495,18 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
       if (x.subscribed) subscribed.push(t)
     }
     // Built field by field rather than copied through withoutUndefined: this runs once per proxy.
-    const row: ProxyStatusRow = {name: s.proxyId, type: vm ? 'vm' : 'pod', connected: true, xds: s.types, status, subscribed, versionSkew: false}
+    const row: ProxyStatusRow = {
+      name: s.proxyId, type: vm ? 'vm' : 'pod', connected: true, xds: s.types, status, subscribed,
+      cluster: s.clusterId, istiod: s.istiod.name, istiodRef: s.istiod, version: s.proxyVersion,
+      versionSkew: skewed(s.proxyVersion, s.istiod.version),
+    }
     const namespace = s.namespace ?? vm?.namespace
     if (namespace !== undefined) row.namespace = namespace
-    row.cluster = s.clusterId
-    row.istiod = s.istiod.name
-    row.istiodRef = s.istiod
-    row.version = s.proxyVersion
     if (vm) {
       if (vm.address !== undefined) row.address = vm.address
       if (vm.health !== undefined) row.health = vm.health
       if (vm.registration !== undefined) row.registration = vm.registration
     }
-    row.versionSkew = skewed(s.proxyVersion, s.istiod.version)
     rows.push(row)
   }
   for (const [key, vm] of vms) {

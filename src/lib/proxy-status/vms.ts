@@ -38,19 +38,15 @@ type Json = Record<string, unknown>
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'boolean' ? (v ? 'True' : 'False') : undefined)
 
-function stringMap(v: unknown): Record<string, string> {
-  if (!isObject(v)) return {}
-  return Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === 'string')) as Record<string, string>
+/** The string values of `v`, added to `into` (a new record by default). */
+function stringMap(v: unknown, into: Record<string, string> = {}): Record<string, string> {
+  if (isObject(v)) for (const k in v) if (Object.hasOwn(v, k) && typeof v[k] === 'string') into[k] = v[k]
+  return into
 }
 
 /** A WorkloadEntry's labels for -l: `spec.labels` (the workload's), overridden by `metadata.labels`. */
 function mergedLabels(we: WorkloadEntryObject): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const source of [we.spec?.labels, we.metadata?.labels]) {
-    if (!isObject(source)) continue
-    for (const k in source) if (typeof source[k] === 'string') out[k] = source[k]
-  }
-  return out
+  return stringMap(we.metadata?.labels, stringMap(we.spec?.labels))
 }
 
 function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> {
@@ -74,11 +70,9 @@ function ownerWar(we: WorkloadEntryObject): string | undefined {
 export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[]): VmRecord[] {
   const out: VmRecord[] = []
   const entryOf = new Map<string, WorkloadEntryObject>()
-  if (wars.length > 0) {
-    for (const we of workloadEntries) {
-      const war = ownerWar(we)
-      if (war) entryOf.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
-    }
+  for (const we of workloadEntries) {
+    const war = ownerWar(we)
+    if (war) entryOf.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
   }
   const warKeys = new Set(wars.map((w) => `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`))
   for (const war of wars) {
@@ -111,7 +105,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
   }
   for (const we of workloadEntries) {
     const namespace = we.metadata?.namespace ?? ''
-    const war = warKeys.size > 0 ? ownerWar(we) : undefined
+    const war = ownerWar(we)
     if (war && warKeys.has(`${namespace}/${war}`)) continue
     const name = we.metadata?.name ?? ''
     const reg = registrationFromWorkloadEntry(we)
