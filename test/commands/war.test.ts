@@ -13,8 +13,6 @@ import {parse} from 'yaml'
 import {stripAnsi} from '../../src/lib/errors.js'
 import {asList, renderData} from '../../src/lib/output/render.js'
 import {renderTable, type Column} from '../../src/lib/output/table.js'
-import {ListWriter} from '../../src/lib/war/stream-list.js'
-import {StreamingTable} from '../../src/lib/war/stream-table.js'
 import {ISTIO_CRDS, resourceKey, type KubeObj} from '../cluster/index.js'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
@@ -143,69 +141,6 @@ function startCli(args: string[], env: Record<string, string>) {
   }
 }
 
-// ---- the streaming writers ----------------------------------------------------------------
-
-describe('StreamingTable', () => {
-  interface R {
-    name: string
-    status: string
-  }
-  const cols: Column<R>[] = [
-    {header: 'NAME', value: (r) => r.name},
-    {header: 'STATUS', value: (r) => r.status, color: (t) => `\u001B[32m${t}\u001B[39m`},
-    {header: 'EXTRA', wide: true, value: () => 'x'},
-  ]
-  const rows: R[] = [
-    {name: 'a', status: 'True'},
-    {name: 'a-much-longer-name', status: 'False'},
-    {name: 'b', status: ''},
-  ]
-  const render = (pages: R[][], options: {wide?: boolean; noHeaders?: boolean; bufferRows?: number}): string => {
-    let out = ''
-    const t = new StreamingTable(cols, options, (s) => (out += s))
-    for (const p of pages) t.add(p)
-    t.flush()
-    return out
-  }
-
-  it.each([
-    ['table', {}],
-    ['wide', {wide: true}],
-    ['no headers', {noHeaders: true}],
-  ])('is byte-identical to renderTable for a list within the buffer (%s)', (_title, options) => {
-    expect(render([rows.slice(0, 1), rows.slice(1)], {...options, bufferRows: 10})).toBe(renderTable(rows, cols, options))
-  })
-
-  it('prints the first buffer with its own widths, then widens columns for wider later rows', () => {
-    const chunks: string[] = []
-    const t = new StreamingTable(cols, {bufferRows: 2}, (s) => chunks.push(s))
-    t.add([{name: 'a', status: 'True'}])
-    expect(chunks).toEqual([])
-    t.add([{name: 'bb', status: 'True'}])
-    expect(stripAnsi(chunks.join(''))).toBe('NAME   STATUS\na      True\nbb     True\n')
-    t.add([{name: 'a-long-name', status: 'True'}, {name: 'c', status: 'True'}])
-    expect(stripAnsi(chunks.join(''))).toBe('NAME   STATUS\na      True\nbb     True\na-long-name   True\nc             True\n')
-    expect(t.count).toBe(4)
-  })
-
-  it('prints nothing for no rows', () => {
-    expect(render([[], []], {bufferRows: 1})).toBe('')
-  })
-})
-
-describe('ListWriter', () => {
-  const items = [{apiVersion: 'v1', kind: 'X', metadata: {name: 'a', labels: {on: 'yes'}}, spec: {list: [{a: 1, b: [1, 2]}], text: 'two\nlines'}}, {kind: 'Y', metadata: {name: 'b'}}]
-  it.each(['json', 'yaml'] as const)('writes exactly renderData(asList(items)) in %s, page by page', (format) => {
-    for (const pages of [[items.slice(0, 1), [], items.slice(1)], [[]], []]) {
-      let out = ''
-      const w = new ListWriter(format, (s) => (out += s))
-      for (const p of pages) w.add(p)
-      w.finish()
-      expect(out).toBe(renderData(asList(pages.flat()), format))
-    }
-  })
-})
-
 // ---- listing, describing, permissions (one read-only cluster) -----------------------------
 
 const RATINGS = 'ratings-aws-aws-123456789012-us-east-2b-ec2-i-'
@@ -278,10 +213,10 @@ describe.concurrent('meshvm war list / describe', () => {
         `workloadautoregistration.runtime.onboarding.tetrate.io/${UP_TO_DATE}`,
         `workloadautoregistration.runtime.onboarding.tetrate.io/${DISCONNECTED}`,
         `workloadautoregistration.runtime.onboarding.tetrate.io/${STALE}`,
-        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
-        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
         'workloadentry.networking.istio.io/web-10.0.0.7',
         'workloadentry.networking.istio.io/web-10.0.0.8',
+        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
+        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
         '',
       ].join('\n'),
     )
@@ -297,10 +232,10 @@ describe.concurrent('meshvm war list / describe', () => {
       `WorkloadAutoRegistration/${UP_TO_DATE}`,
       `WorkloadAutoRegistration/${DISCONNECTED}`,
       `WorkloadAutoRegistration/${STALE}`,
-      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
-      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
       'WorkloadEntry/web-10.0.0.7',
       'WorkloadEntry/web-10.0.0.8',
+      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
+      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
     ])
     expect(list.items[0]!.apiVersion).toBe('runtime.onboarding.tetrate.io/v1alpha1')
     expect(parse(yaml.stdout)).toEqual(list)

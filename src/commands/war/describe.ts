@@ -30,7 +30,8 @@ Details meshvm may not read (forbidden) are left out with a warning.`
     const session = await this.session()
     try {
       const {describeDetails, findRegistration, warApiServed} = await import('../../lib/war/fetch.js')
-      const {describeRegistration, registrationFromWar, registrationFromWorkloadEntry} = await import('../../lib/war/model.js')
+      const {registrationFromWar, registrationFromWorkloadEntry} = await import('../../lib/war/model.js')
+      const {describeRegistration} = await import('../../lib/war/describe.js')
       const warServed = await warApiServed(session.client)
       let first = true
       for (const name of names) {

@@ -405,7 +405,7 @@ class Evaluator {
   private filter(input: Value[], node: {left: ListNode; right: ListNode; op: string}): Value[] {
     const results: Value[] = []
     for (const v of input) {
-      if (!Array.isArray(v)) throw new JsonPathError(`${goText(v)} is not array or slice and cannot be filtered`)
+      if (!Array.isArray(v)) throw new JsonPathError(`${resultText(v)} is not array or slice and cannot be filtered`)
       for (const item of v) {
         let lefts: Value[]
         try {
@@ -461,7 +461,7 @@ function compare(op: string, left: Value, right: Value): boolean {
 }
 
 /** How kubectl prints one result: strings as they are, numbers and booleans as Go prints them, maps and lists as compact JSON. */
-function goText(v: Value): string {
+export function resultText(v: unknown): string {
   if (typeof v === 'string') return v
   if (v === null || v === undefined) return '<nil>'
   if (typeof v === 'object') return JSON.stringify(v)
@@ -481,7 +481,7 @@ export function findResults(template: Template, data: Value, options: ExecuteOpt
 /** `-o jsonpath=…`: each group's results space separated, as client-go's JSONPath.Execute. */
 export function execute(template: Template, data: Value, options: ExecuteOptions = {}): string {
   return findResults(template, data, options)
-    .map((group) => group.map(goText).join(' '))
+    .map((group) => group.map(resultText).join(' '))
     .join('')
 }
 

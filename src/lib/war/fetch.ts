@@ -15,7 +15,6 @@ import {
   registrationFromWar,
   registrationFromWorkloadEntry,
   WE_ANNOTATIONS,
-  type DescribeDetails,
   type EventLike,
   type ObjectMeta,
   type Registration,
@@ -23,6 +22,7 @@ import {
   type WorkloadEntryObject,
   type WorkloadGroup,
 } from './model.js'
+import type {DescribeDetails} from './describe.js'
 
 export const WAR = Resources.workloadAutoRegistrations
 export const WE = Resources.workloadEntries

@@ -3,16 +3,18 @@
  * import this statically and load the cluster code lazily.
  */
 import * as Flags from '@oclif/core/flags'
-import {OUTPUT_GROUP} from '../cli/base-command.js'
 import {flagError, UsageError} from '../errors.js'
-import {OUTPUT_FORMATS} from '../output/render.js'
+import {parseSelector, selectorString} from '../proxy-status/selector.js'
 import {dns1123Subdomain, parseDuration} from '../validation/kube.js'
 
 export const SOURCE_VALUES = ['all', 'war', 'workloadentry'] as const
 
 export const listingFlags = {
   'all-namespaces': Flags.boolean({char: 'A', summary: 'List across all namespaces (adds a NAMESPACE column).'}),
-  selector: Flags.string({char: 'l', summary: 'Label selector, e.g. app=web,version!=v1 (sent to the API server).'}),
+  selector: Flags.string({
+    char: 'l',
+    summary: "Label selector on the registrations' own labels, e.g. app=web,version!=v1 (=, ==, !=, in, notin, exists, !key).",
+  }),
   group: Flags.string({summary: 'Only registrations of this WorkloadGroup.'}),
   source: Flags.option({
     summary: 'Where rows come from: WorkloadAutoRegistrations, auto-registered WorkloadEntries, or both.',
@@ -27,15 +29,13 @@ export const listingFlags = {
   }),
 }
 
-export const outputFlag = Flags.option({
-  char: 'o',
-  summary: 'Output format.',
-  options: OUTPUT_FORMATS,
-  default: 'table' as const,
-  helpGroup: OUTPUT_GROUP,
-})()
+/** The output formats of the war listing commands. */
+export const WAR_OUTPUT_KINDS = ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'] as const
 
-export const noHeadersFlag = Flags.boolean({summary: 'Do not print the table header.', helpGroup: OUTPUT_GROUP})
+/** -l checked before any request (a usage error names the flag), in the form sent to the API server. */
+export function labelSelectorFlag(value: string | undefined): string | undefined {
+  return value === undefined ? undefined : selectorString(parseSelector([value], '-l/--selector'))
+}
 
 /** A positive duration flag (`30s`, `5m`, `1h30m`, plain seconds). */
 export function durationFlag(flag: string, value: string, options: {allowZero?: boolean} = {}): number {
