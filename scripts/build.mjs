@@ -76,7 +76,8 @@ const vendorPlugin = {
   name: 'meshvm-vendors',
   setup(b) {
     const filter = new RegExp(`^(${Object.keys(VENDORS).map((n) => n.replace(/[/]/g, '\\/')).join('|')})$`)
-    b.onResolve({filter}, (args) => ({path: args.path, namespace: 'meshvm-vendor'}))
+    // Only meshvm's own imports: dependencies may import another major version of the same name (oclif: string-width 4).
+    b.onResolve({filter}, (args) => (args.importer.includes('/node_modules/') ? undefined : {path: args.path, namespace: 'meshvm-vendor'}))
     b.onLoad({filter: /.*/, namespace: 'meshvm-vendor'}, (args) => {
       const load = `require(path.join(__dirname, '../bin/load.cjs')).loadVendor(path.join(__dirname, 'vendor/${VENDORS[args.path].file}'))`
       return {

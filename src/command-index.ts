@@ -3,9 +3,11 @@
 import Bundle from './commands/bundle.js'
 import Completion from './commands/completion.js'
 import CreateRemoteSecret from './commands/create-remote-secret.js'
+import Help from './commands/help.js'
 import Onboard from './commands/onboard.js'
 import Precheck from './commands/precheck.js'
 import ProxyStatus from './commands/proxy-status.js'
+import Version from './commands/version.js'
 import WarDelete from './commands/war/delete.js'
 import WarDescribe from './commands/war/describe.js'
 import WarList from './commands/war/list.js'
@@ -16,9 +18,11 @@ export const COMMANDS = {
   'bundle': Bundle,
   'completion': Completion,
   'create-remote-secret': CreateRemoteSecret,
+  'help': Help,
   'onboard': Onboard,
   'precheck': Precheck,
   'proxy-status': ProxyStatus,
+  'version': Version,
   'war:delete': WarDelete,
   'war:describe': WarDescribe,
   'war:list': WarList,

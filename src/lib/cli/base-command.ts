@@ -9,6 +9,7 @@ import type {ChalkInstance} from 'chalk'
 import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {processSink, type Sink} from '../output/render.js'
+import {keepInvocation} from './invocation.js'
 import {ranCommand} from './ran-command.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
@@ -105,6 +106,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Progress, warnings and notes: stderr, so pipes carry only data. */
   protected note(text: string): void {
+    // Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin).
+    text = keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
     this.sink.err(text.endsWith('\n') ? text : text + '\n')
   }
 
