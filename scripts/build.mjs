@@ -83,7 +83,8 @@ const vendorPlugin = {
       return {
         loader: 'js',
         contents: VENDORS[args.path].onFirstUse
-          ? `const path = require('node:path'); let m; Object.defineProperty(exports, '__esModule', {value: true}); Object.defineProperty(exports, 'default', {enumerable: true, get: () => (m ??= ${load}).default})`
+          ? // A default-exported function, loaded on its first call (meshvm's sources import it as Node does: default = module.exports).
+            `const path = require('node:path'); let m; module.exports = (...args) => (m ??= ${load}).default(...args)`
           : `const path = require('node:path'); module.exports = ${load}`,
       }
     })

@@ -222,6 +222,56 @@ describe.concurrent('meshvm war list / describe', () => {
     )
   })
 
+  it("-o jsonpath and -o jsonpath-as-json: kubectl's templates over the List", async () => {
+    const [names, path, asJson, range] = await Promise.all([
+      meshvm(['list', '-A', '-o', 'name']),
+      meshvm(['list', '-A', '-o', 'jsonpath={.items[*].metadata.name}']),
+      meshvm(['list', '-n', 'legacy', '-o', 'jsonpath-as-json={.items[*].spec.address}']),
+      meshvm(['list', '-n', 'legacy', '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}{"\\n"}{end}']),
+    ])
+    for (const r of [names, path, asJson, range]) expect(r.code, r.stderr).toBe(0)
+    expect(path.stdout).toBe(names.stdout.trim().split('\n').map((n) => n.split('/')[1]).join(' '))
+    expect(asJson.stdout).toBe('[\n    "10.0.0.7",\n    "10.0.0.8"\n]\n')
+    expect(range.stdout).toBe('WorkloadEntry/web-10.0.0.7\nWorkloadEntry/web-10.0.0.8\n')
+  })
+
+  it('-o custom-columns, --sort-by, --no-headers, --show-labels and -L', async () => {
+    const [cc, sorted, labels] = await Promise.all([
+      meshvm(['list', '-A', '-o', 'custom-columns=NS:.metadata.namespace,NAME:.metadata.name,ADDRESS:.spec.address', '--sort-by', '{.metadata.name}']),
+      meshvm(['list', '-A', '-o', 'name', '--sort-by=.metadata.creationTimestamp']),
+      meshvm(['list', '-n', 'legacy', '--show-labels', '-L', 'app,version', '--no-headers']),
+    ])
+    expect(cc.code, cc.stderr).toBe(0)
+    const lines = cc.stdout.trimEnd().split('\n')
+    expect(lines[0]).toMatch(/^NS {9}NAME {53}ADDRESS$/)
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[1])).toEqual([...lines.slice(1).map((l) => l.split(/\s+/)[1])].sort())
+    expect(lines.filter((l) => /^legacy {5}web-10\.0\.0\.7 +10\.0\.0\.7$/.test(l))).toHaveLength(1)
+    expect(lines.find((l) => l.includes('ledger'))).toMatch(/<none>$/)
+    expectAligned(cc.stdout)
+    expect(sorted.code, sorted.stderr).toBe(0)
+    // Oldest first: payments (50h), bookinfo (26h), legacy (10h).
+    expect(sorted.stdout.trim().split('\n').map((n) => n.split('/')[1]!.split('-')[0])).toEqual(['ledger', 'ledger', 'ratings', 'ratings', 'ratings', 'web', 'web'])
+    expect(labels.code, labels.stderr).toBe(0)
+    const json = JSON.parse((await meshvm(['list', '-n', 'legacy', '-o', 'json'])).stdout) as {items: {metadata: {labels?: Record<string, string>}}[]}
+    const first = json.items[0]!.metadata.labels ?? {}
+    const shown = Object.keys(first).sort().map((k) => `${k}=${first[k]}`).join(',') || '<none>'
+    expect(labels.stdout.split('\n')[0]).toMatch(new RegExp(`^web-10\\.0\\.0\\.7 +True +10h +${first.app ?? ''} +${shown.replace(/[.]/g, '\\.')}$`))
+  })
+
+  it.each([
+    [['list', '-l', 'app in (a'], 'Error: -l/--selector "app in (a": cannot parse "app in (a"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
+    [['prune', '-l', 'a b'], 'Error: -l/--selector "a b": cannot parse "a b"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
+    [['list', '-o', 'go-template={{.kind}}'], 'Error: -o/--output "go-template={{.kind}}": go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'],
+    [['list', '-o', 'jsonpath'], "Error: -o/--output jsonpath: template format specified but no template given, e.g. jsonpath='{.items[*].metadata.name}'"],
+    [['list', '-o', 'jsonpath={.items[0'], 'Error: -o/--output "jsonpath={.items[0": unterminated array'],
+    [['list', '-o', 'custom-columns=NAME'], 'Error: -o/--output custom-columns: unexpected custom-columns spec "NAME", expected <header>:<json-path-expr>'],
+    [['list', '-o', 'tabel'], 'Error: -o/--output "tabel": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
+  ])('bad output or selector flags are usage errors before any request: %j', async (args, first) => {
+    // No cluster to reach: the flags are checked before the kubeconfig is even read.
+    const res = await runCli(['war', ...args], {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
+    expectCleanFailure(res, 2, first)
+  })
+
   it('-o json and -o yaml: the objects as a kubectl List, with apiVersion and kind', async () => {
     const [json, yaml] = await Promise.all([meshvm(['list', '-A', '-o', 'json', '--chunk-size', '2']), meshvm(['list', '-A', '-o', 'yaml'])])
     expect(json.code, json.stderr).toBe(0)
@@ -341,6 +391,18 @@ describe('meshvm war list: paging', () => {
     for (let i = 0; i < 10_000; i++) cluster.store.create(WAR_KEY, 'WorkloadAutoRegistration', minimalWar('big', `vm-${String(i).padStart(5, '0')}`, true))
   })
   afterAll(() => cluster?.stop())
+
+  it('aligns columns holding wide (CJK) characters and emoji by their terminal width', async () => {
+    ensureNamespace(cluster, 'intl')
+    const notes = ['名前', 'ok', '😀 smile']
+    notes.forEach((note, i) => {
+      const w = minimalWar('intl', `vm-${i}`, true)
+      cluster.store.create(WAR_KEY, 'WorkloadAutoRegistration', {...w, metadata: {...w.metadata, annotations: {note}}} as KubeObj)
+    })
+    const res = await meshvm(['list', '-n', 'intl', '-o', 'custom-columns=NOTE:.metadata.annotations.note,NAME:.metadata.name'])
+    expect(res.code, res.stderr).toBe(0)
+    expect(res.stdout).toBe(['NOTE       NAME', '名前       vm-0', 'ok         vm-1', '😀 smile   vm-2', ''].join('\n'))
+  })
 
   it('pages with limit and continue, printing every row once, aligned', async () => {
     const before = listRequests('paged').length
@@ -539,11 +601,44 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(war('del', warName('del', 'a'))).toBeDefined()
     })
 
-    it('--dry-run asks the API server and changes nothing', async () => {
-      const res = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run'])
+    it('--dry-run=server asks the API server and changes nothing', async () => {
+      const res = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run=server'])
       expect(res.code, res.stderr).toBe(0)
       expect(res.stdout).toBe(`workloadautoregistration.runtime.onboarding.tetrate.io "${warName('del', 'a')}" deleted (server dry run)\n`)
       expect(war('del', warName('del', 'a'))).toBeDefined()
+    })
+
+    it('a bare --dry-run is client (as kubectl): the registrations are looked up, no DELETE is sent', async () => {
+      const deletes = (): number => cluster.requests.filter((r) => r.method === 'DELETE').length
+      const before = deletes()
+      const res = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout).toBe(`workloadautoregistration.runtime.onboarding.tetrate.io "${warName('del', 'a')}" deleted (dry run)\n`)
+      expect(deletes()).toBe(before)
+      const bad = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run=maybe'])
+      expect(bad.code).toBe(2)
+      expect(bad.stderr.split('\n')[0]).toBe('Error: Expected --dry-run=maybe to be one of: none, client, server')
+    })
+
+    it('-o name output feeds back: war list -o name | xargs war delete --dry-run=client (TYPE/NAME arguments)', async () => {
+      const list = await meshvm(['list', '-n', 'del', '-o', 'name'])
+      expect(list.code, list.stderr).toBe(0)
+      const names = list.stdout.trim().split('\n')
+      expect(names).toContain(`workloadautoregistration.runtime.onboarding.tetrate.io/${warName('del', 'a')}`)
+      expect(names).toContain('workloadentry.networking.istio.io/web-10.0.0.7')
+      const res = await meshvm(['delete', ...names, '-n', 'del', '--dry-run=client'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout.trim().split('\n')).toEqual(names.map((n) => `${n.replace('/', ' "')}" deleted (dry run)`))
+      const described = await meshvm(['describe', `we/web-10.0.0.7`, '-n', 'del'])
+      expect(described.code, described.stderr).toBe(0)
+      expect(described.stdout).toMatch(/^Name: +web-10\.0\.0\.7$/m)
+    })
+
+    it('TYPE/NAME: the type is honoured, and an unknown type is a usage error', async () => {
+      const wrong = await meshvm(['delete', `workloadentry/${warName('del', 'a')}`, '-n', 'del', '--dry-run'])
+      expect(wrong.code).toBe(4)
+      const bad = await meshvm(['delete', 'pod/x', '-n', 'del', '--dry-run'])
+      expectCleanFailure(bad, 2, 'Error: "pod/x": unknown TYPE "pod"; expected NAME, or workloadautoregistration/NAME or workloadentry/NAME (as -o name prints them)')
     })
 
     it('--yes deletes WARs (and, through the API server, their WorkloadEntries) and auto-registered WorkloadEntries, explaining the re-onboard', async () => {

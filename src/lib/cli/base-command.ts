@@ -9,6 +9,7 @@ import type {ChalkInstance} from 'chalk'
 import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {processSink, type Sink} from '../output/render.js'
+import {bareDryRunIsClient} from './dry-run.js'
 import {keepInvocation} from './invocation.js'
 import {ranCommand} from './ran-command.js'
 
@@ -75,6 +76,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   public override async init(): Promise<void> {
     ranCommand.id = this.id
     await super.init()
+    if ((this.ctor.flags as Record<string, {type?: string}> | undefined)?.['dry-run']?.type === 'option') this.argv = bareDryRunIsClient(this.argv)
     const {args, flags} = await this.parse({
       flags: this.ctor.flags,
       baseFlags: (super.ctor as typeof BaseCommand).baseFlags,

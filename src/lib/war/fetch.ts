@@ -262,12 +262,12 @@ export function notFoundError(name: string, namespace: string, warServed: boolea
 }
 
 /** A WAR of that name, else an auto-registered WorkloadEntry of that name; a one-line error otherwise. */
-export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean): Promise<Found> {
-  if (warServed) {
+export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean, only?: Registration['source']): Promise<Found> {
+  if (warServed && only !== 'workloadentry') {
     const war = await withPermission('get', WAR, namespace, () => client.getOptional<KubeObject>(resourcePath(WAR, {namespace, name})))
     if (war) return {source: 'war', object: withKind(war, WAR)}
   }
-  const we = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
+  const we = only === 'war' ? undefined : await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
   if (we) {
     const owner = ownerOfKind(we, WAR.kind)
     if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)

@@ -44,18 +44,47 @@ export function durationFlag(flag: string, value: string, options: {allowZero?: 
   return ms
 }
 
-/**
- * Registration names given as arguments (commands with several NAME arguments parse non-strictly,
- * so a mistyped flag would arrive here as a name).
- */
-export function registrationNames(argv: unknown[], command: string): string[] {
-  const names = argv.map(String)
-  const flag = names.find((n) => n.startsWith('-'))
-  if (flag !== undefined) throw new UsageError(`unknown flag ${flag}`, [`see meshvm ${command} --help for the flags this command takes`])
-  if (names.length === 0) throw new UsageError('missing NAME: which registration?', [`list them with: meshvm war list`])
-  for (const n of names) {
-    const problem = dns1123Subdomain(n)
-    if (problem) throw new UsageError(`NAME ${JSON.stringify(n)}: ${problem}`)
+export interface RegistrationRef {
+  name: string
+  /** From a TYPE/NAME argument (what -o name prints); otherwise a WAR is looked for first, then a WorkloadEntry. */
+  source?: 'war' | 'workloadentry'
+}
+
+// The TYPE spellings kubectl accepts for these resources: kind, plural, short name, each optionally with its group.
+const TYPES: Record<string, 'war' | 'workloadentry'> = {}
+for (const [source, words, group] of [
+  ['war', ['workloadautoregistration', 'workloadautoregistrations', 'war'], 'runtime.onboarding.tetrate.io'],
+  ['workloadentry', ['workloadentry', 'workloadentries', 'we'], 'networking.istio.io'],
+] as const) {
+  for (const w of words) {
+    TYPES[w] = source
+    TYPES[`${w}.${group}`] = source
   }
-  return [...new Set(names)]
+}
+
+/**
+ * Registrations given as arguments: NAME, or TYPE/NAME as `meshvm war list -o name` prints them (commands
+ * with several NAME arguments parse non-strictly, so a mistyped flag would arrive here as a name).
+ */
+export function registrationRefs(argv: unknown[], command: string): RegistrationRef[] {
+  const args = argv.map(String)
+  const flag = args.find((n) => n.startsWith('-'))
+  if (flag !== undefined) throw new UsageError(`unknown flag ${flag}`, [`see meshvm ${command} --help for the flags this command takes`])
+  if (args.length === 0) throw new UsageError('missing NAME: which registration?', [`list them with: meshvm war list`])
+  const refs = new Map<string, RegistrationRef>()
+  for (const arg of args) {
+    const slash = arg.indexOf('/')
+    const type = slash < 0 ? undefined : arg.slice(0, slash).toLowerCase()
+    const name = slash < 0 ? arg : arg.slice(slash + 1)
+    const source = type === undefined ? undefined : TYPES[type]
+    if (type !== undefined && source === undefined) {
+      throw new UsageError(`${JSON.stringify(arg)}: unknown TYPE ${JSON.stringify(type)}; expected NAME, or workloadautoregistration/NAME or workloadentry/NAME (as -o name prints them)`, [
+        `list them with: meshvm war list -o name`,
+      ])
+    }
+    const problem = dns1123Subdomain(name)
+    if (problem) throw new UsageError(`NAME ${JSON.stringify(name)}: ${problem}`)
+    refs.set(`${source ?? ''}/${name}`, {name, source})
+  }
+  return [...refs.values()]
 }
