@@ -147,7 +147,18 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     const fileGroup = f.filename === undefined ? undefined : await this.readFileGroup(f.filename)
     let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
     const wizard = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] && canPrompt()
-    if (wizard) input = await runOnboardWizard(input, await terminalPrompter())
+    let wizardApply = false
+    if (wizard) {
+      const given = (...names: string[]): boolean => this.argv.some((a) => names.some((n) => a === n || a.startsWith(`${n}=`)))
+      const answers = await runOnboardWizard(input, await terminalPrompter(), {
+        serviceAccount: given('-s', '--service-account', '--serviceAccount'),
+        createNamespace: given('--create-namespace'),
+        createServiceAccount: given('--create-service-account'),
+        action: given('--apply', '--dry-run', '--diff', '--output-dir', '-d', '--bundle'),
+      })
+      wizardApply = Boolean(answers.apply)
+      input = answers
+    }
 
     const spec = parseOnboardInput(input)
     const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as KubeObject) : o))
@@ -159,12 +170,12 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
 
     if (f['output-dir']) this.writeDir(f['output-dir'], objects)
     // --dry-run=client sends nothing that changes the cluster: it only prints.
-    const applying = (f.apply && f['dry-run'] !== 'client') || f['dry-run'] === 'server' || f.diff
+    const applying = ((f.apply || wizardApply) && f['dry-run'] !== 'client') || f['dry-run'] === 'server' || f.diff
     // Without an apply, the manifests are printed (also with --bundle, whose group must then be applied by the user).
     if (!applying && !f['output-dir']) this.out(this.render(objects, output))
     if (applying || bundle) await this.toCluster(objects, bundle, applying, output)
 
-    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, f['output-dir'] ? ['-d', f['output-dir']] : [])}`)
+    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, [...(f['output-dir'] ? ['-d', f['output-dir']] : []), ...(wizardApply ? ['--apply'] : [])])}`)
   }
 
   private inputFromFlags(): OnboardInput {
