@@ -9,7 +9,7 @@ import {debugEnabled, ExitCode, stripAnsi, toReport} from './lib/errors.js'
 import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
 import {ranCommand} from './lib/cli/ran-command.js'
-import {commandNotFound, pluginRunOptions, withInvocation} from './lib/cli/entry.js'
+import {commandNotFound, entryArgv, pluginRunOptions, withInvocation} from './lib/cli/entry.js'
 
 /** The command the last main() ran, if oclif got that far (`--help` and unknown commands run none). */
 export function ranCommandId(): string | undefined {
@@ -39,7 +39,7 @@ export async function main(argv: string[], binUrl: string, options: {development
     if (err.code === 'EPIPE') process.exit(0)
   })
   try {
-    await run(argv, pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
+    await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
     await flush()
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
   } catch (err) {

@@ -7,9 +7,11 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 
-const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}
-// `help -h` is meshvm's own help, as with oclif and kubectl.
-const ids = Object.keys(manifest.commands).filter((id) => id !== 'help').map((id) => id.split(':'))
+const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {hidden?: boolean}>}
+// `help -h` is meshvm's own help, as with oclif and kubectl; hidden commands (__complete) have none.
+const ids = Object.entries(manifest.commands)
+  .filter(([id, c]) => id !== 'help' && !c.hidden)
+  .map(([id]) => id.split(':'))
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {version: string}
 
 const work = mkdtempSync(join(tmpdir(), 'meshvm-conventions-'))

@@ -11,6 +11,11 @@ import {invocation, isKubectlPlugin, keepInvocation, setInvocation} from './invo
 import {ranCommand} from './ran-command.js'
 import {suggestCommands} from './suggest.js'
 
+/** kubectl runs kubectl_complete-meshvm WORD… to complete `kubectl meshvm WORD…`: that is `meshvm __complete WORD…`. */
+export function entryArgv(argv: string[], script = process.argv[1] ?? ''): string[] {
+  return /(^|\/)kubectl_complete-meshvm$/.test(script) ? ['__complete', ...argv] : argv
+}
+
 /** oclif's run options: the package root, and in plugin mode its package.json with bin `kubectl meshvm`. */
 export function pluginRunOptions(argv: string[], rootUrl: string): string | {root: string; pjson: unknown} {
   setInvocation(argv)
