@@ -12,6 +12,10 @@ export default class Complete extends Command {
   static override strict = false
   static override summary = 'Shell completion candidates for the words typed (used by the completion scripts).'
 
+  static override description = "Prints one candidate per line, then cobra's :DIRECTIVE line (4: no file names, 0: file names). Names from the cluster are looked up within 2 seconds."
+
+  static override examples = ['<%= config.bin %> <%= command.id %> war describe -n apps ""']
+
   // No flag parsing: --context, -n and anything half-typed belong to the command line being completed.
   override async init(): Promise<void> {}
 
