@@ -9,14 +9,17 @@ import type {VmSpec, XdsState} from './mesh.js'
 export const DEMO_NAMESPACES = ['shop', 'payments', 'legacy'] as const
 export const DEMO_ISTIODS = {stable: 'istiod-6c9f8d7b5-k2x4p', canary: 'istiod-1-23-5f7c9b8d4-q8w2n'} as const
 
-export function seedDemoMesh(cluster: TestCluster): void {
+export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string} = {}): void {
   const {mesh, store} = cluster
-  mesh.installIstio({revision: '1-23', clusterId: 'cluster1', gatewayIp: '203.0.113.10'})
+  const clusterId = options.clusterId ?? 'cluster1'
+  // Both revisions' injector configs carry the cluster ID (bundles read ISTIO_META_CLUSTER_ID from there).
+  mesh.installIstio({clusterId, gatewayIp: '203.0.113.10'})
+  mesh.installIstio({revision: '1-23', clusterId, gatewayIp: '203.0.113.10'})
   // startTestCluster() already runs one default-revision istiod; the demo uses its own names.
   for (const pod of store.list('/pods', 'istio-system')) store.delete('/pods', 'istio-system', pod.metadata.name)
   mesh.istiods.clear()
-  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId: 'cluster1'})
-  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId: 'cluster1'})
+  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId})
+  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId})
   for (const ns of DEMO_NAMESPACES) mesh.watchNamespace(ns)
 
   const apps: Record<(typeof DEMO_NAMESPACES)[number], string[]> = {
