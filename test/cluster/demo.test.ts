@@ -61,7 +61,7 @@ describe('npm run demo:cluster -- --name NAME --cluster-id ID', () => {
     const run = (args: string[]): Promise<string> =>
       new Promise((resolve, reject) => execFile('kubectl', args, {env, encoding: 'utf8'}, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))))
     expect((await run(['config', 'get-contexts', '-o', 'name'])).split('\n').filter(Boolean).sort()).toEqual(['east', 'west'])
-    for (const [context, id] of [['east', 'east-1'], ['west', 'west-1']]) {
+    for (const [context, id] of [['east', 'east-1'], ['west', 'west-1']] as const) {
       const values = await run(['--context', context, 'get', 'configmap', 'istio-sidecar-injector', '-n', 'istio-system', '-o', 'jsonpath={.data.values}'])
       expect(JSON.parse(values)).toMatchObject({global: {multiCluster: {clusterName: id}}})
     }
