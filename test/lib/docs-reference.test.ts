@@ -78,3 +78,55 @@ describe('docs/reference (npm run docs:reference)', () => {
     expect(unknown.stderr).toBe('gen-docs: unknown argument "--chek" (valid: --check, --manifest FILE, --out DIR)\n')
   })
 })
+
+/** Markdown files of the user documentation: README.md and docs/ (the generated reference included). */
+function docFiles(): string[] {
+  const files = ['README.md']
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(REPO_ROOT, dir), {withFileTypes: true})) {
+      if (entry.isDirectory()) walk(`${dir}/${entry.name}`)
+      else if (entry.name.endsWith('.md')) files.push(`${dir}/${entry.name}`)
+    }
+  }
+  walk('docs')
+  return files.sort()
+}
+
+/** GitHub's heading anchors: lower case, punctuation other than - and _ dropped, spaces to dashes. */
+function anchors(markdown: string): Set<string> {
+  const out = new Set<string>()
+  let fence = false
+  for (const line of markdown.split('\n')) {
+    if (/^(`{3,}|~{3,})/.test(line)) fence = !fence
+    const m = !fence && /^#{1,6}\s+(.*)$/.exec(line)
+    if (m) out.add(m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'))
+  }
+  return out
+}
+
+describe('README.md and docs/', () => {
+  it('every relative link points at a file that exists, and at a heading that exists', () => {
+    const broken: string[] = []
+    for (const file of docFiles()) {
+      const text = readFileSync(join(REPO_ROOT, file), 'utf8').replace(/^(`{3,})[^\n]*\n[\s\S]*?^\1\s*$/gm, '')
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!)) continue
+        const [path, anchor] = target!.split('#') as [string, string | undefined]
+        const resolved = path === '' ? file : join(file, '..', path)
+        if (!existsSync(join(REPO_ROOT, resolved))) broken.push(`${file}: ${target} (no such file)`)
+        else if (anchor && resolved.endsWith('.md') && !anchors(readFileSync(join(REPO_ROOT, resolved), 'utf8')).has(anchor)) broken.push(`${file}: ${target} (no such heading)`)
+      }
+    }
+    expect(broken).toEqual([])
+  })
+
+  it('stand on their own: nothing cites ../shared', () => {
+    for (const file of docFiles()) expect(readFileSync(join(REPO_ROOT, file), 'utf8'), file).not.toMatch(/\.\.\/shared|\/shared\/reference/)
+  })
+
+  it('keep the two set-up commands CI and the README promise', () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8')
+    expect(readme).toContain('\nnpm ci && npm run example\n')
+    expect(readme).toContain('\nnpm test\n')
+  })
+})
