@@ -34,7 +34,7 @@ describe('docs/reference (npm run docs:reference)', () => {
 
   it('has one page per command in the manifest, listed in the index', () => {
     const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {hidden?: boolean}>}
-    const ids = Object.keys(manifest.commands).filter((id) => !manifest.commands[id].hidden)
+    const ids = Object.keys(manifest.commands).filter((id) => !manifest.commands[id]?.hidden)
     const index = readFileSync(join(REFERENCE, 'README.md'), 'utf8')
     for (const id of ids) {
       const file = `${id.replaceAll(':', '-')}.md`
