@@ -139,8 +139,9 @@ function renderCommand(id, cmd, {bin, separator, topics}) {
   if (args.length) {
     out.push('## Arguments', '', '| argument | required | description |', '|---|---|---|')
     for (const a of args) {
-      const desc = [a.description ? cell(a.description) : '', a.options?.length ? `one of ${a.options.map(code).join(', ')}` : '', a.default !== undefined ? `default: ${code(a.default)}` : '']
-      out.push(`| ${code(a.name.toUpperCase())} | ${a.required ? 'yes' : 'no'} | ${desc.filter(Boolean).join('; ')} |`)
+      const notes = [a.options?.length ? `one of ${a.options.map(code).join(', ')}` : '', a.default !== undefined ? `default: ${code(a.default)}` : ''].filter(Boolean)
+      const desc = [a.description ? cell(a.description) : '', notes.length ? `(${notes.join('; ')})` : ''].filter(Boolean).join(' ')
+      out.push(`| ${code(a.name.toUpperCase())} | ${a.required ? 'yes' : 'no'} | ${desc} |`)
     }
     out.push('')
   }
