@@ -749,10 +749,11 @@ describe('meshvm war delete / rollout / prune', () => {
       const [a, b, c] = ['a', 'b', 'c'].map((s) => addWarVm('roll-stuck', s, {stale: true}))
       agents.set(`roll-stuck/${b}`, 'never')
       const cUid = war('roll-stuck', c!)!.metadata.uid
-      const res = await meshvm(['rollout', 'ratings', '-n', 'roll-stuck', '--timeout', '2s', '--poll-interval', '100ms'], 60_000)
+      // The resume line keeps the user's --context (and -n): it must act on the same cluster.
+      const res = await meshvm(['rollout', 'ratings', '-n', 'roll-stuck', '--context', cluster.contextName, '--timeout', '2s', '--poll-interval', '100ms'], 60_000)
       expectCleanFailure(res, 9, /^Rolling out workloadgroup roll-stuck\/ratings/)
       expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-stuck/ratings (generation 1) stopped: ${b} did not come back connected within 2s`)
-      expect(res.stderr).toContain('Hint: re-run "meshvm war rollout ratings -n roll-stuck" to continue: registrations already re-onboarded are up to date and are not touched again (1 not started)')
+      expect(res.stderr).toContain(`Hint: re-run "meshvm war rollout --context ${cluster.contextName} ratings -n roll-stuck" to continue: registrations already re-onboarded are up to date and are not touched again (1 not started)`)
       expect(res.stdout).toMatch(new RegExp(`^${a} +re-onboarded +`, 'm'))
       expect(res.stdout).toMatch(new RegExp(`^${b} +timed out +\\d+\\.\\ds +not back connected within 2s: the agent has not re-registered the workload$`, 'm'))
       expect(res.stdout).toMatch(new RegExp(`^${c} +not started +-$`, 'm'))
