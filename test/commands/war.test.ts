@@ -15,7 +15,7 @@ import {asList, renderData} from '../../src/lib/output/render.js'
 import {renderTable, type Column} from '../../src/lib/output/table.js'
 import {ISTIO_CRDS, resourceKey, type KubeObj} from '../cluster/index.js'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
-import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {logRun} from '../helpers/secrets.js'
 import {waitUntil} from '../helpers/spawn.js'
@@ -233,6 +233,20 @@ describe.concurrent('meshvm war list / describe', () => {
     expect(path.stdout).toBe(names.stdout.trim().split('\n').map((n) => n.split('/')[1]).join(' '))
     expect(asJson.stdout).toBe('[\n    "10.0.0.7",\n    "10.0.0.8"\n]\n')
     expect(range.stdout).toBe('WorkloadEntry/web-10.0.0.7\nWorkloadEntry/web-10.0.0.8\n')
+  })
+
+  it.each([
+    ['jsonpath={.items[*].metadata.name}'],
+    ['jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.status.conditions[?(@.type=="AgentConnected")].status}{"\\n"}{end}'],
+    ['jsonpath={.items[0].spec.identity}'],
+    ['jsonpath={.items[*].metadata.ownerReferences[0].kind} {.items[-1:].metadata.name}'],
+    ['jsonpath-as-json={.items[*].spec.registration.agent}'],
+    ['custom-columns=NAME:.metadata.name,EC2:.spec.identity.aws.ec2,CONDITIONS:.status.conditions[*].type,NOPE:.spec.nope'],
+  ])('prints exactly what kubectl prints for the same objects: -o %s', async (output) => {
+    const [ours, theirs] = await Promise.all([meshvm(['list', '-n', 'bookinfo', '--source', 'war', '-o', output]), kubectl(cluster, ['get', 'war', '-n', 'bookinfo', '-o', output])])
+    expect(theirs.code, theirs.stderr).toBe(0)
+    expect(ours.code, ours.stderr).toBe(0)
+    expect(ours.stdout).toBe(theirs.stdout)
   })
 
   it('-o custom-columns, --sort-by, --no-headers, --show-labels and -L', async () => {

@@ -464,7 +464,25 @@ function compare(op: string, left: Value, right: Value): boolean {
 export function resultText(v: unknown): string {
   if (typeof v === 'string') return v
   if (v === null || v === undefined) return '<nil>'
-  if (typeof v === 'object') return JSON.stringify(v)
+  if (typeof v === 'object') return goJson(v)
+  return String(v)
+}
+
+/**
+ * Go's encoding/json, as kubectl marshals results: the objects are maps, whose keys Go writes in
+ * sorted order, and <, >, &, U+2028 and U+2029 in strings are escaped (json.Marshal's HTML escaping).
+ */
+export function goJson(v: unknown, indent?: string): string {
+  const sorted = (x: unknown): unknown =>
+    Array.isArray(x) ? x.map(sorted) : isMap(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sorted(x[k])])) : x
+  return JSON.stringify(sorted(v), null, indent).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/** Go's fmt.Sprint of a result, as kubectl's custom-columns prints it: maps as map[k:v …] (sorted keys), lists as [a b]. */
+export function goSprint(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(goSprint).join(' ')}]`
+  if (isMap(v)) return `map[${Object.keys(v).sort().map((k) => `${k}:${goSprint(v[k])}`).join(' ')}]`
+  if (v === null || v === undefined) return '<nil>'
   return String(v)
 }
 
@@ -488,6 +506,6 @@ export function execute(template: Template, data: Value, options: ExecuteOptions
 /** `-o jsonpath-as-json=…`: each group's results as one JSON array indented by four spaces, then a newline. */
 export function executeAsJson(template: Template, data: Value, options: ExecuteOptions = {}): string {
   return findResults(template, data, options)
-    .map((group) => JSON.stringify(group, null, 4) + '\n')
+    .map((group) => goJson(group, '    ') + '\n')
     .join('')
 }

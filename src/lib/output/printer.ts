@@ -18,7 +18,7 @@
  */
 import {MeshvmError, UsageError} from '../errors.js'
 import {toYaml} from '../yaml.js'
-import {execute, executeAsJson, findResults, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
+import {execute, executeAsJson, findResults, goSprint, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
 import {ListWriter} from './list-writer.js'
 import {asList, resourceName, toJson, type KubeObjectLike} from './render.js'
 import {TableWriter, type Column} from './table.js'
@@ -252,8 +252,10 @@ export class Printer<Row> {
     return columns.map((c) => ({
       header: c.header,
       value: (r: Row) => {
-        const values = findResults(c.template, this.spec.object(r)).flat()
-        return values.length === 0 ? '<none>' : values.map(resultText).join(',')
+        // kubectl's customcolumn.go: <none> when the first result group is empty, each value as fmt.Sprint prints it.
+        const groups = findResults(c.template, this.spec.object(r))
+        const values = groups.flat().map(goSprint)
+        return (groups.length === 0 || groups[0]!.length === 0 ? ['<none>', ...values] : values).join(',')
       },
     }))
   }
