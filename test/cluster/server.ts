@@ -240,6 +240,14 @@ export class ApiServer {
     })
   }
 
+  /**
+   * Ends every open watch, as kube-apiserver does when a watch's timeout runs out or the server
+   * restarts: clients resume from the last resourceVersion they saw (or re-list after a 410).
+   */
+  closeWatches(): void {
+    for (const w of [...this.watchers]) w.end()
+  }
+
   private later(ms: number, fn: () => void): void {
     const t = setTimeout(() => {
       this.timers.delete(t)
@@ -610,7 +618,9 @@ export class ApiServer {
     // Headers go out at once, as kube-apiserver flushes them: a client waiting for the response
     // (and its status code) must not wait for the first event.
     res.flushHeaders()
-    const send = (type: string, object: unknown) => res.write(JSON.stringify({type, object}) + '\n')
+    const send = (type: string, object: unknown) => {
+      if (!res.writableEnded) res.write(JSON.stringify({type, object}) + '\n')
+    }
     // An object that changes across the selector's edge enters (ADDED) or leaves (DELETED) the
     // watch, as the watch cache's filter does (storage/cacher: cacheWatcher.convertToWatchEvent).
     const deliver = (e: StoreEvent) => {
