@@ -95,10 +95,10 @@ def watch_bookmark():
 
 
 def watch_headers():
-    # An empty namespace: no event to send. The response (status and headers) must still arrive,
-    # or the client waits for the read timeout.
-    listed = core.list_namespaced_config_map(NS)
-    resp = core.list_namespaced_config_map(NS, watch=True, resource_version=listed.metadata.resource_version, timeout_seconds=30, _preload_content=False, _request_timeout=(10, 10))
+    # Secrets of a namespace nothing writes to: no event to send. The response (status and
+    # headers) must still arrive, or the client waits for the read timeout.
+    listed = core.list_namespaced_secret(NS)
+    resp = core.list_namespaced_secret(NS, watch=True, resource_version=listed.metadata.resource_version, timeout_seconds=30, _preload_content=False, _request_timeout=(10, 10))
     out['status'] = resp.status
     out['contentType'] = resp.headers.get('Content-Type')
     resp.release_conn()
