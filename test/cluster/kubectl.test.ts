@@ -238,4 +238,22 @@ ${ports.map((p) => `  - name: p${p}\n    port: ${p}`).join('\n')}
     expect((await kubectl(cluster, ['apply', '--server-side', '--force-conflicts', '-f', file('owned.yaml', cm('slow'))])).code).toBe(0)
     expect(cluster.store.get('/configmaps', 'default', 'owned')?.data).toEqual({mode: 'slow'})
   })
+
+  it('client-side apply: strategic merge by the built-in patch keys (Service ports by port), atomic lists replaced (RBAC subjects)', async () => {
+    expect((await kubectl(cluster, ['apply', '-f', file('smp-svc.yaml', service('smp-svc', [80, 443]))])).code).toBe(0)
+    expect((await kubectl(cluster, ['apply', '-f', file('smp-svc.yaml', service('smp-svc', [80]))])).stdout.trim()).toBe('service/smp-svc configured')
+    expect(await ports('smp-svc')).toBe('80')
+    const binding = (users: string[]) => `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: readers
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+${users.map((u) => `- {apiGroup: rbac.authorization.k8s.io, kind: User, name: ${u}}`).join('\n')}
+`
+    expect((await kubectl(cluster, ['apply', '-f', file('crb.yaml', binding(['alice', 'bob']))])).code).toBe(0)
+    expect((await kubectl(cluster, ['apply', '-f', file('crb.yaml', binding(['carol']))])).code).toBe(0)
+    const subjects = (await kubectl(cluster, ['get', 'clusterrolebinding', 'readers', '-o', 'jsonpath={.subjects[*].name}'])).stdout
+    expect(subjects).toBe('carol')
+  })
 })

@@ -1,6 +1,6 @@
 /**
  * Patch semantics: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch
- * (merge patch, with named lists merged by `name` as Kubernetes does for containers, ports, env).
+ * (merge patch, with lists merged by the built-in kinds' patch merge keys).
  * Server-side apply and field ownership are in managed.ts.
  */
 
@@ -23,21 +23,47 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return out
 }
 
-/** Strategic merge: like a merge patch, but lists of objects with a `name` (or `port`) merge by that key. */
-export function strategicMergePatch(target: unknown, patch: unknown): unknown {
+/**
+ * The patch strategies of the built-in kinds this server serves (k8s.io/api `patchStrategy:"merge"`
+ * with `patchMergeKey`): lists not named here are atomic and a patch replaces them whole, as
+ * kube-apiserver does (e.g. RBAC subjects and rules). `null` merge key: a list of scalars merged as a set.
+ */
+const MERGE_KEYS: [RegExp, string | null][] = [
+  [/^metadata\.finalizers$/, null],
+  [/^metadata\.ownerReferences$/, 'uid'],
+  [/^spec\.ports$/, 'port'],
+  [/(^|\.)(containers|initContainers|ephemeralContainers)$/, 'name'],
+  [/(^|\.)containers\.ports$/, 'containerPort'],
+  [/(^|\.)(env|volumes|imagePullSecrets)$/, 'name'],
+  [/(^|\.)volumeMounts$/, 'mountPath'],
+  [/^secrets$/, 'name'],
+]
+
+function mergeKeyAt(path: string[]): string | null | undefined {
+  const p = path.join('.')
+  return MERGE_KEYS.find(([re]) => re.test(p))?.[1]
+}
+
+/**
+ * Strategic merge patch: a merge patch in which the lists with a patch strategy merge by their
+ * key (with `$patch: delete` items), lists of scalars with a strategy merge as sets, and other
+ * lists are replaced. `$setElementOrder/...` and other directives are accepted and ignored.
+ */
+export function strategicMergePatch(target: unknown, patch: unknown, path: string[] = []): unknown {
   if (Array.isArray(patch) && Array.isArray(target)) {
-    const key = ['name', 'port', 'containerPort'].find((k) => patch.every((p) => isObject(p) && k in p) && target.every((t) => isObject(t) && k in t))
-    if (!key) return structuredClone(patch)
+    const key = mergeKeyAt(path)
+    if (key === undefined) return structuredClone(patch)
+    if (key === null) return [...target, ...patch.filter((v) => !target.some((t) => JSON.stringify(t) === JSON.stringify(v)))]
     const out = target.map((t) => structuredClone(t) as Json)
     for (const p of patch as Json[]) {
+      if (!isObject(p)) continue
+      const i = out.findIndex((t) => t[key] === p[key])
       if (p.$patch === 'delete') {
-        const i = out.findIndex((t) => t[key] === p[key])
         if (i >= 0) out.splice(i, 1)
         continue
       }
-      const i = out.findIndex((t) => t[key] === p[key])
-      if (i >= 0) out[i] = strategicMergePatch(out[i], p) as Json
-      else out.push(structuredClone(p))
+      if (i >= 0) out[i] = strategicMergePatch(out[i], p, path) as Json
+      else out.push(strategicMergePatch({}, p, path) as Json)
     }
     return out
   }
@@ -46,7 +72,7 @@ export function strategicMergePatch(target: unknown, patch: unknown): unknown {
   for (const [k, v] of Object.entries(patch)) {
     if (k.startsWith('$')) continue
     if (v === null) delete out[k]
-    else out[k] = strategicMergePatch(out[k], v)
+    else out[k] = strategicMergePatch(out[k], v, [...path, k])
   }
   return out
 }
