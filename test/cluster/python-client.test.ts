@@ -104,4 +104,9 @@ describe('the Python client against the test API server', () => {
     expect(out.phase).toBe('Terminating')
     await expect.poll(() => cluster.store.get('/namespaces', undefined, 'doomed'), {timeout: 10_000}).toBeUndefined()
   })
+
+  it('deletecollection answers with the list it deleted', async () => {
+    const out = await python('delete_collection')
+    expect(out).toEqual({kind: 'ConfigMapList', names: ['bulk-a', 'bulk-b'], left: []})
+  })
 })

@@ -170,7 +170,17 @@ def namespace_terminating():
     custom.patch_namespaced_custom_object('networking.istio.io', 'v1', 'doomed', 'workloadgroups', 'held', {'metadata': {'finalizers': None}})
 
 
-SCENARIOS = {f.__name__: f for f in [dry_run, delete_precondition, delete_returns, watch_selector_exit, watch_bookmark, watch_headers, watch_expired, list_snapshot, bool_query, custom_update_without_rv, namespace_terminating]}
+def delete_collection():
+    for name in ['bulk-a', 'bulk-b']:
+        core.create_namespaced_config_map(NS, cm(name, labels={'bulk': 'yes'}))
+    # The generated client types the answer as V1Status; kube-apiserver sends the deleted list.
+    answer = json.loads(core.delete_collection_namespaced_config_map(NS, label_selector='bulk=yes', _preload_content=False).data)
+    out['kind'] = answer['kind']
+    out['names'] = [i['metadata']['name'] for i in answer['items']]
+    out['left'] = [i.metadata.name for i in core.list_namespaced_config_map(NS, label_selector='bulk=yes').items]
+
+
+SCENARIOS = {f.__name__: f for f in [dry_run, delete_precondition, delete_returns, watch_selector_exit, watch_bookmark, watch_headers, watch_expired, list_snapshot, bool_query, custom_update_without_rv, namespace_terminating, delete_collection]}
 
 SCENARIOS[sys.argv[1]]()
 print(json.dumps(out))

@@ -525,8 +525,11 @@ export class ApiServer {
         const labels = parseLabelSelector(q.get('labelSelector'))
         const fields = parseFieldSelector(q.get('fieldSelector'), def.kind)
         const victims = this.store.list(key, namespace).filter((o) => matchesLabels(o.metadata.labels, labels) && matchesFields(o, def.kind, fields))
-        for (const v of victims) this.deleteRequest(def, v.metadata.namespace, v.metadata.name, {}, dryRun)
-        return {status: 200, body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success'}}
+        const rv = String(this.store.resourceVersion)
+        const options = body.length > 0 ? (parseBody(body, req) as DeleteOptions) : {}
+        for (const v of victims) this.deleteRequest(def, v.metadata.namespace, v.metadata.name, {propagationPolicy: options.propagationPolicy}, dryRun)
+        // registry/generic/registry/store.go DeleteCollection answers with the list it deleted.
+        return {status: 200, body: {kind: `${def.kind}List`, apiVersion: groupVersionOf(def), metadata: {resourceVersion: rv}, items: victims.map((o) => this.present(def, o))}}
       }
     }
     throw methodNotAllowed()
