@@ -78,6 +78,19 @@ describe('the Python client against the test API server', () => {
     expect(out.result).toEqual({status: 410, reason: expect.stringMatching(/Expired|Gone/)})
   })
 
+  it('forgets watch history older than historyTtlMs (kube-apiserver keeps about 75 s): an older resourceVersion gets 410', async () => {
+    const old = String(cluster.store.resourceVersion)
+    await python('delete_precondition', {NAMESPACE: 'kube-public'})
+    cluster.store.historyTtlMs = 1
+    try {
+      await new Promise((r) => setTimeout(r, 20))
+      const out = await python('watch_expired', {OLD_RV: old})
+      expect(out.result).toEqual({status: 410, reason: expect.stringMatching(/Expired|Gone/)})
+    } finally {
+      cluster.store.historyTtlMs = 75_000
+    }
+  })
+
   it('serves every page of a list from the snapshot of its first page', async () => {
     const out = await python('list_snapshot')
     expect(out.first).toEqual(['snap-a'])
