@@ -122,4 +122,9 @@ describe('the Python client against the test API server', () => {
     const out = await python('delete_collection')
     expect(out).toEqual({kind: 'ConfigMapList', names: ['bulk-a', 'bulk-b'], left: []})
   })
+
+  it('refuses an unknown fieldValidation value with apimachinery\'s 422', async () => {
+    const out = await python('bad_field_validation')
+    expect(out.create).toEqual({status: 422, reason: 'Invalid', message: 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", "Warn"'})
+  })
 })

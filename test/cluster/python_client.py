@@ -180,7 +180,19 @@ def delete_collection():
     out['left'] = [i.metadata.name for i in core.list_namespaced_config_map(NS, label_selector='bulk=yes').items]
 
 
-SCENARIOS = {f.__name__: f for f in [dry_run, delete_precondition, delete_returns, watch_selector_exit, watch_bookmark, watch_headers, watch_expired, list_snapshot, bool_query, custom_update_without_rv, namespace_terminating, delete_collection]}
+def bad_field_validation():
+    # This client version has no field_validation argument: the query parameter is sent as it is.
+    api = client.ApiClient()
+    body = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'strictly'}}
+    try:
+        api.call_api('/api/v1/namespaces/{}/configmaps'.format(NS), 'POST', query_params=[('fieldValidation', 'Bogus')], header_params={'Content-Type': 'application/json', 'Accept': 'application/json'},
+                     body=body, auth_settings=['BearerToken'], _return_http_data_only=True)
+        out['create'] = 'created'
+    except ApiException as e:
+        out['create'] = error(e)
+
+
+SCENARIOS = {f.__name__: f for f in [dry_run, delete_precondition, delete_returns, watch_selector_exit, watch_bookmark, watch_headers, watch_expired, list_snapshot, bool_query, custom_update_without_rv, namespace_terminating, delete_collection, bad_field_validation]}
 
 SCENARIOS[sys.argv[1]]()
 print(json.dumps(out))

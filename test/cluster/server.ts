@@ -83,11 +83,16 @@ interface WriteOptions {
   fromApply?: boolean
 }
 
-/** `fieldValidation`: Strict, Warn (the default when absent) or Ignore; anything else is a 400. */
-function fieldValidation(q: URLSearchParams): Validation {
-  const v = q.get('fieldValidation') ?? 'Warn'
+/**
+ * `fieldValidation`: Strict, Warn (the default when absent or empty) or Ignore; anything else is
+ * the 422 of apimachinery's ValidateFieldValidation on the verb's options kind.
+ */
+function fieldValidation(q: URLSearchParams, verb: string): Validation {
+  const v = q.get('fieldValidation') || 'Warn'
   if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v
-  throw badRequest(`fieldValidation must be one of "Ignore", "Warn", or "Strict"`)
+  const kind = verb === 'create' ? 'CreateOptions' : verb === 'update' ? 'UpdateOptions' : 'PatchOptions'
+  const message = `Unsupported value: ${JSON.stringify(v)}: supported values: "", "Ignore", "Strict", "Warn"`
+  throw new ApiError(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: fieldValidation: ${message}`, {group: 'meta.k8s.io', kind, causes: [{reason: 'FieldValueNotSupported', message, field: 'fieldValidation'}]})
 }
 
 interface DeleteOptions {
@@ -482,7 +487,7 @@ export class ApiServer {
           {name: objName || undefined, group: def.group || undefined, kind: def.plural})
       }
     }
-    const validation = fieldValidation(q)
+    const validation = ['create', 'update', 'patch'].includes(verb) ? fieldValidation(q, verb) : 'Ignore'
     const warnings: string[] = []
 
     switch (verb) {
@@ -798,7 +803,7 @@ export class ApiServer {
     const key = resourceKey(def.group, def.plural)
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim()
     const current = this.store.get(key, namespace, name)
-    const validation = fieldValidation(q)
+    const validation = fieldValidation(q, 'patch')
     const warnings: string[] = []
     if (type === 'application/apply-patch+yaml') {
       const manager = q.get('fieldManager')
