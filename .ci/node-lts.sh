@@ -12,6 +12,7 @@ VERSIONS=("$@")
 case "$(uname -m)" in x86_64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) echo "node-lts: no Node package for $(uname -m)" >&2; exit 1 ;; esac
 cache=.cache/node
 mkdir -p "$cache"
+failed=()
 npm run build >/dev/null
 for version in "${VERSIONS[@]}"; do
   pkg="node-linux-$arch"
@@ -24,6 +25,15 @@ for version in "${VERSIONS[@]}"; do
   started=$SECONDS
   echo "== Node $("$dir/package/bin/node" --version): unit and command tests"
   # vitest, npm and the CLI under test (spawned with process.execPath or `#!/usr/bin/env node`) all run on this Node.
-  PATH="$PWD/$dir/package/bin:$PATH" npx vitest run test/lib test/commands test/install/npm-package.test.ts --maxWorkers=2
-  echo "== Node $version: $((SECONDS - started)) s"
+  if PATH="$PWD/$dir/package/bin:$PATH" npx vitest run test/lib test/commands test/install/npm-package.test.ts --maxWorkers=2; then
+    echo "== Node $version: passed in $((SECONDS - started)) s"
+  else
+    echo "== Node $version: FAILED after $((SECONDS - started)) s"
+    failed+=("$version")
+  fi
 done
+# Every version runs, then the run fails if any did.
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "node-lts: tests failed on Node ${failed[*]}" >&2
+  exit 1
+fi

@@ -67,6 +67,8 @@ describe('npm package', () => {
     expect(existsSync(join(root, 'node_modules'))).toBe(false)
     const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>
     expect(manifest.dependencies ?? {}).toEqual({})
+    // Nothing is built or run at install time.
+    expect(Object.keys(manifest.scripts ?? {}).filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([])
     expect(Object.keys(pkg.bin).sort()).toEqual(['kubectl-meshvm', 'meshvm'])
     for (const bin of Object.keys(pkg.bin)) expect(realpathSync(join(prefix, 'bin', bin))).toBe(join(realpathSync(root), 'bin', 'run.js'))
     expect(readdirSync(join(prefix, 'lib', 'node_modules'))).toEqual(['meshvm'])
