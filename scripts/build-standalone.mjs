@@ -133,9 +133,13 @@ function makeBlob(node, work, {codeCache}) {
   return blob
 }
 
-/** A tar.gz with fixed owner and time, so the same inputs give the same archive (GNU tar; zlib's gzip header has no time). */
+/**
+ * A tar.gz with fixed owner and time, so the same inputs give the same archive (GNU tar; zlib's gzip
+ * header has no time). The time is SOURCE_DATE_EPOCH, or the last commit that changed anything but
+ * plugins/: committing the regenerated krew manifest does not change the archives it describes.
+ */
 function tarGz(dir, names, out) {
-  const mtime = process.env.SOURCE_DATE_EPOCH ?? execFileSync('git', ['log', '-1', '--format=%ct'], {cwd: root, encoding: 'utf8'}).trim()
+  const mtime = process.env.SOURCE_DATE_EPOCH ?? execFileSync('git', ['log', '-1', '--format=%ct', '--', '.', ':!plugins'], {cwd: root, encoding: 'utf8'}).trim()
   const tar = execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', `--mtime=@${mtime}`, '-cf', '-', '-C', dir, ...names], {maxBuffer: 1 << 30})
   writeFileSync(`${out}.tmp`, gzipSync(tar))
   renameSync(`${out}.tmp`, out)
