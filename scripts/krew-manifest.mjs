@@ -14,7 +14,7 @@ import {existsSync, mkdirSync, readFileSync, renameSync, writeFileSync} from 'no
 import {dirname, join, relative, resolve} from 'node:path'
 import {parseArgs} from 'node:util'
 import {stringify} from 'yaml'
-import {archiveName, TARGETS} from './build-standalone.mjs'
+import {archiveName, TARGETS} from './standalone-targets.mjs'
 
 const root = new URL('..', import.meta.url).pathname
 
