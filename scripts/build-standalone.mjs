@@ -48,6 +48,7 @@ const require = createRequire(import.meta.url)
 /** The marker Node looks for to know it is a SEA (the value postject's --sentinel-fuse takes in Node's guide). */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 const CACHE = join(root, '.cache', 'node')
+const NOTICES = 'dist/THIRD-PARTY-NOTICES.txt'
 
 /** `npm pack PKG@VERSION` into .cache/node once; returns the path of the tarball. */
 export function fetchNodePackage(pkg, version = NODE_VERSION) {
@@ -100,7 +101,8 @@ function sha256(file) {
 
 /** Makes the SEA blob with the given Node; the assets' content hash names their directory on first run. */
 function makeBlob(node, work, {codeCache}) {
-  const files = packageFiles()
+  // The notices go beside the executable, in the archive.
+  const files = packageFiles().filter((f) => f !== NOTICES)
   const hash = createHash('sha256')
   for (const f of files) hash.update(f).update('\0').update(readFileSync(join(root, f)))
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
@@ -135,6 +137,7 @@ function tarGz(dir, names, out) {
 export async function buildStandalone({targets = Object.keys(TARGETS), out = join(root, 'dist', 'standalone'), build = true, codeCache = false} = {}) {
   for (const t of targets) if (!TARGETS[t]) throw new Error(`unknown target ${t}; valid: ${Object.keys(TARGETS).join(', ')}`)
   if (build) execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], {stdio: 'inherit'})
+  execFileSync(process.execPath, [join(root, 'scripts', 'third-party-notices.mjs')], {stdio: 'inherit'})
   const {inject} = require('postject')
   const host = Object.keys(TARGETS).find((t) => TARGETS[t].platform === process.platform && TARGETS[t].nodeArch === process.arch)
   if (!host) throw new Error(`no Node package for this build host (${process.platform}-${process.arch})`)
@@ -160,7 +163,8 @@ export async function buildStandalone({targets = Object.keys(TARGETS), out = joi
       await inject(binary, 'NODE_SEA_BLOB', blob, {sentinelFuse: SEA_FUSE, ...(t.platform === 'darwin' ? {machoSegmentName: 'NODE_SEA'} : {})})
       copyFileSync(nodeLicense(t), join(dir, 'LICENSE.node'))
       const archive = join(out, archiveName(target))
-      tarGz(dir, [exe, 'LICENSE.node'], archive)
+      copyFileSync(join(root, NOTICES), join(dir, 'THIRD-PARTY-NOTICES.txt'))
+      tarGz(dir, [exe, 'LICENSE.node', 'THIRD-PARTY-NOTICES.txt'], archive)
       const sum = sha256(archive)
       writeFileSync(`${archive}.sha256`, `${sum}  ${archiveName(target)}\n`)
       built.push({target, archive, sha256: sum})

@@ -44,7 +44,8 @@ async function installed(bin: string, args: string[], env: Record<string, string
 
 beforeAll(async () => {
   // --ignore-scripts: the test suite has just built dist/ (pretest); prepack would rebuild it under
-  // the other test files' feet.
+  // the other test files' feet; the notices are what prepack adds after the build.
+  await run(process.execPath, [join(REPO_ROOT, 'scripts/third-party-notices.mjs')], {cwd: REPO_ROOT})
   await run('npm', ['pack', '--ignore-scripts', '--pack-destination', work], {cwd: REPO_ROOT, env: npmEnv})
   // --offline: a package with no dependencies needs nothing from the registry.
   await run('npm', ['install', '--global', '--offline', '--prefix', prefix, join(work, `meshvm-${pkg.version}.tgz`)], {cwd: work, env: npmEnv})
@@ -59,7 +60,7 @@ afterAll(async () => {
 describe('npm package', () => {
   it('holds the bins, the bundles and the manifest, and installs no dependencies', () => {
     const root = join(prefix, 'lib', 'node_modules', 'meshvm')
-    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'oclif.manifest.json', 'package.json']) {
+    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'dist/THIRD-PARTY-NOTICES.txt', 'oclif.manifest.json', 'package.json']) {
       expect(existsSync(join(root, file)), file).toBe(true)
     }
     expect(existsSync(join(root, 'src'))).toBe(false)
