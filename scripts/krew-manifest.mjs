@@ -31,7 +31,7 @@ export function krewManifest({dir = join(root, 'dist', 'standalone'), baseUrl} =
       selector: {matchLabels: {os, arch}},
       uri: `${base}/${archiveName(target)}`,
       sha256: createHash('sha256').update(readFileSync(archive)).digest('hex'),
-      files: [{from: `meshvm${exe}`, to: `kubectl-meshvm${exe}`}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}],
+      files: [{from: `meshvm${exe}`, to: `kubectl-meshvm${exe}`}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}],
       bin: `kubectl-meshvm${exe}`,
     }]
   })

@@ -39,7 +39,7 @@ describe('plugins/meshvm.yaml', () => {
       const exe = os === 'windows' ? '.exe' : ''
       expect(p.uri).toMatch(new RegExp(`^https://.+/meshvm_${os}_${arch}\\.tar\\.gz$`))
       expect(p.bin).toBe(`kubectl-meshvm${exe}`)
-      expect(p.files).toEqual([{from: `meshvm${exe}`, to: `kubectl-meshvm${exe}`}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}])
+      expect(p.files).toEqual([{from: `meshvm${exe}`, to: `kubectl-meshvm${exe}`}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}])
     }
   })
 })
@@ -60,9 +60,9 @@ describe('scripts/krew-manifest.mjs', () => {
     expect(validatePlugin('meshvm', manifest)).toBeUndefined()
     expect(manifest.spec!.platforms).toEqual([
       {selector: {matchLabels: {os: 'linux', arch: 'arm64'}}, uri: 'https://releases.example.com/meshvm/v1/meshvm_linux_arm64.tar.gz', sha256: sha256(linux),
-        files: [{from: 'meshvm', to: 'kubectl-meshvm'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}], bin: 'kubectl-meshvm'},
+        files: [{from: 'meshvm', to: 'kubectl-meshvm'}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}], bin: 'kubectl-meshvm'},
       {selector: {matchLabels: {os: 'windows', arch: 'amd64'}}, uri: 'https://releases.example.com/meshvm/v1/meshvm_windows_amd64.tar.gz', sha256: sha256(windows),
-        files: [{from: 'meshvm.exe', to: 'kubectl-meshvm.exe'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}], bin: 'kubectl-meshvm.exe'},
+        files: [{from: 'meshvm.exe', to: 'kubectl-meshvm.exe'}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}], bin: 'kubectl-meshvm.exe'},
     ])
   })
 

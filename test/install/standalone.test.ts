@@ -62,7 +62,7 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
   it('is packed as meshvm_linux_amd64.tar.gz with its SHA-256 beside it', () => {
     const archive = readFileSync(join(out, 'meshvm_linux_amd64.tar.gz'))
     expect(readFileSync(join(out, 'meshvm_linux_amd64.tar.gz.sha256'), 'utf8')).toBe(`${createHash('sha256').update(archive).digest('hex')}  meshvm_linux_amd64.tar.gz\n`)
-    expect(readdirSync(unpacked).sort()).toEqual(['LICENSE.node', 'THIRD-PARTY-NOTICES.txt', 'meshvm'])
+    expect(readdirSync(unpacked).sort()).toEqual(['LICENSE', 'LICENSE.node', 'THIRD-PARTY-NOTICES.txt', 'meshvm'])
     expect(readFileSync(join(unpacked, 'THIRD-PARTY-NOTICES.txt'), 'utf8')).toMatch(/^@kubernetes\/client-node@[\d.]+ \(Apache-2\.0\)$/m)
     expect(statSync(join(unpacked, 'meshvm')).mode & 0o777).toBe(0o755)
     expect(readdirSync(out).sort()).toEqual(['meshvm_linux_amd64.tar.gz', 'meshvm_linux_amd64.tar.gz.sha256'])
