@@ -70,7 +70,8 @@ describe('npm package', () => {
     expect(manifest.dependencies ?? {}).toEqual({})
     // Nothing is built or run at install time.
     expect(Object.keys(manifest.scripts ?? {}).filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([])
-    expect(Object.keys(pkg.bin).sort()).toEqual(['kubectl-meshvm', 'meshvm'])
+    // kubectl_complete-meshvm: kubectl (1.26+) runs it to complete `kubectl meshvm …`.
+    expect(Object.keys(pkg.bin).sort()).toEqual(['kubectl-meshvm', 'kubectl_complete-meshvm', 'meshvm'])
     for (const bin of Object.keys(pkg.bin)) expect(realpathSync(join(prefix, 'bin', bin))).toBe(join(realpathSync(root), 'bin', 'run.js'))
     expect(readdirSync(join(prefix, 'lib', 'node_modules'))).toEqual(['meshvm'])
   })
