@@ -66,6 +66,7 @@ export function builtinResources(): ResourceDef[] {
     builtin('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', false),
     builtin('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false, {shortNames: ['crd', 'crds'], statusSubresource: true}),
     builtin('authorization.k8s.io', 'v1', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, {verbs: ['create']}),
+    builtin('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false, {verbs: ['create']}),
   ]
 }
 

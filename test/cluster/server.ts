@@ -15,6 +15,7 @@ import {Faults} from './faults.js'
 import {openApiV2, openApiV3Root, groupVersionDocument, gvPath} from './openapi.js'
 import {jsonPatch, mergePatch, PatchError, recordUpdate, serverSideApply, strategicMergePatch} from './patch.js'
 import type {Pki} from './pki.js'
+import {tokenReviewResponse} from './tokenreview.js'
 import {builtinResources, groupVersionOf, resourcesFromCrd, type Crd, type ResourceDef} from './registry.js'
 import {matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError} from './selectors.js'
 import {ApiError, alreadyExists, badRequest, conflict, methodNotAllowed, notFound, pathNotFound, qualified, statusBody} from './status.js'
@@ -394,6 +395,7 @@ export class ApiServer {
       return this.tokenRequest(namespace!, name!, parseBody(body, req))
     }
     if (def.kind === 'SelfSubjectAccessReview') return this.accessReview(user, parseBody(body, req))
+    if (def.kind === 'TokenReview') return tokenReviewResponse(this.options.pki, this.store, parseBody(body, req))
     if (subresource && subresource !== 'status') throw pathNotFound()
     if (subresource === 'status' && !def.statusSubresource) throw pathNotFound()
     if (namespace !== undefined && def.plural !== 'namespaces' && ['create', 'update', 'patch'].includes(verb)) {
