@@ -1,116 +1,145 @@
 /**
- * The mesh's certificate authority, as istiod's self-signed CA runs it: a root certificate
- * (subject O=<trust domain>, published in ConfigMap istio-ca-root-cert), workload certificates
- * signed from a CSR with the caller's SPIFFE identity as the only SAN (istiod ignores the CSR's own
- * SANs: security/pkg/server/ca/server.go CreateCertificate, `SubjectIDs: caller.Identities`), and
- * istiod's serving certificate for its `istiod[-REV].NS.svc` host names.
+ * istiod's CA service, `istio.v1.auth.IstioCertificateService/CreateCertificate`
+ * (security/pkg/server/ca/server.go), on a simulated istiod's gRPC server (xds.ts), signing with
+ * the mesh root CA (mesh-ca.ts):
  *
- * Keys come from Node's crypto; node-forge builds and signs the X.509 certificates (as pki.ts).
+ * - the caller is authenticated as istiod's Kubernetes JWT authenticator does
+ *   (security/pkg/server/ca/authenticate/kubeauth): the `ClusterID` metadata must name this
+ *   cluster (or be empty), then a TokenReview with audience `istio-ca` (tokenreview.ts) must
+ *   authenticate the bearer token as a service account; any failure answers UNAUTHENTICATED
+ *   "request authenticate failure" (the detail only goes to istiod's log);
+ * - the certificate carries the caller's identity `spiffe://TRUST_DOMAIN/ns/NS/sa/SA` as its only
+ *   SAN, whatever the CSR asks for, the CSR's public key, and the requested validity (default 24h,
+ *   at most 90 days); the answer is the leaf then the root, one PEM per element.
+ *
+ * Messages (istio.io/api security/v1alpha1/ca.proto): IstioCertificateRequest {csr = 1 (string),
+ * validity_duration = 2 (int64 seconds), metadata = 3 (Struct)}; IstioCertificateResponse
+ * {cert_chain = 1 (repeated string)}.
  */
-import {generateKeyPairSync} from 'node:crypto'
+import {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
 import forge from 'node-forge'
+import {GrpcCode} from '../../src/lib/grpc/framing.js'
+import type {MeshCa} from './mesh-ca.js'
+import type {Pki} from './pki.js'
+import type {Store} from './store.js'
+import {reviewedServiceAccount, reviewToken} from './tokenreview.js'
+import type {ServerCall, XdsServer} from './xds.js'
 
-export interface SignedCertificate {
-  /** Leaf first, then the root, one PEM per element with a trailing newline, as istiod answers. */
-  certChain: string[]
-  notAfter: Date
-}
+export const CREATE_CERTIFICATE = '/istio.v1.auth.IstioCertificateService/CreateCertificate'
 
-export class CaError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = 'CaError'
-  }
-}
-
-/** istiod's default (DEFAULT_WORKLOAD_CERT_TTL 24h) and maximum (MAX_WORKLOAD_CERT_TTL 90 days). */
 const DEFAULT_TTL_S = 24 * 3600
 const MAX_TTL_S = 90 * 24 * 3600
 
-function keyPair(): {privateKeyPem: string; publicKeyPem: string} {
-  const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
-  return {privateKeyPem: privateKey.export({type: 'pkcs1', format: 'pem'}) as string, publicKeyPem: publicKey.export({type: 'spki', format: 'pem'}) as string}
+export class CaError extends Error {}
+
+export function encodeCertificateRequest(r: {csr: string; validitySeconds?: number}): Uint8Array {
+  const w = new BinaryWriter()
+  w.tag(1, WireType.LengthDelimited).string(r.csr)
+  if (r.validitySeconds) w.tag(2, WireType.Varint).int64(r.validitySeconds)
+  return w.finish()
 }
 
-let serial = 0x1000
-const nextSerial = () => (serial++).toString(16).padStart(4, '0')
-
-export class MeshCa {
-  readonly rootPem: string
-  private readonly root: forge.pki.Certificate
-  private readonly rootKey: forge.pki.rsa.PrivateKey
-
-  constructor(readonly trustDomain = 'cluster.local') {
-    const keys = keyPair()
-    const cert = forge.pki.createCertificate()
-    cert.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem)
-    cert.serialNumber = nextSerial()
-    cert.validity.notBefore = new Date(Date.now() - 60_000)
-    cert.validity.notAfter = new Date(Date.now() + 10 * 365 * 24 * 3600_000)
-    // istiod's self-signed root: Organization = trust domain, CA, cert and CRL signing.
-    const subject = [{name: 'organizationName', value: trustDomain}]
-    cert.setSubject(subject)
-    cert.setIssuer(subject)
-    cert.setExtensions([{name: 'basicConstraints', cA: true, critical: true}, {name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true}])
-    this.rootKey = forge.pki.privateKeyFromPem(keys.privateKeyPem) as forge.pki.rsa.PrivateKey
-    cert.sign(this.rootKey, forge.md.sha256.create())
-    this.root = cert
-    this.rootPem = forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n')
+export function decodeCertificateRequest(bytes: Uint8Array): {csr: string; validitySeconds: number} {
+  const r = new BinaryReader(bytes)
+  const out = {csr: '', validitySeconds: 0}
+  while (r.pos < r.len) {
+    const [no, type] = r.tag()
+    if (no === 1 && type === WireType.LengthDelimited) out.csr = r.string()
+    else if (no === 2 && type === WireType.Varint) out.validitySeconds = Number(r.int64())
+    else r.skip(type)
   }
-
-  private issue(publicKey: forge.pki.PublicKey, ttlSeconds: number, altNames: object[]): {pem: string; notAfter: Date} {
-    const cert = forge.pki.createCertificate()
-    cert.publicKey = publicKey
-    cert.serialNumber = nextSerial()
-    cert.validity.notBefore = new Date(Date.now() - 60_000)
-    cert.validity.notAfter = new Date(Date.now() + ttlSeconds * 1000)
-    // Istio workload certificates have an empty subject; the identity is the URI SAN.
-    cert.setSubject([])
-    cert.setIssuer(this.root.subject.attributes)
-    cert.setExtensions([
-      {name: 'basicConstraints', cA: false, critical: true},
-      {name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true},
-      {name: 'extKeyUsage', serverAuth: true, clientAuth: true},
-      {name: 'subjectAltName', altNames, critical: true},
-    ])
-    cert.sign(this.rootKey, forge.md.sha256.create())
-    return {pem: forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n'), notAfter: cert.validity.notAfter}
-  }
-
-  /** The SPIFFE identity istiod gives a service account. */
-  spiffeId(namespace: string, serviceAccount: string): string {
-    return `spiffe://${this.trustDomain}/ns/${namespace}/sa/${serviceAccount}`
-  }
-
-  /**
-   * Signs a PKCS#10 CSR for an authenticated caller: the certificate carries the caller's identity,
-   * the CSR's public key, and the requested validity (default 24h, at most 90 days).
-   */
-  signCsr(csrPem: string, identity: string, validitySeconds = 0): SignedCertificate {
-    let csr: forge.pki.CertificateSigningRequest
-    try {
-      csr = forge.pki.certificationRequestFromPem(csrPem)
-    } catch {
-      // istiod: caerror.CSRError → codes.InvalidArgument "CSR signing error (...)"
-      throw new CaError('CSR signing error (failed to parse CSR)')
-    }
-    if (!csr.verify()) throw new CaError('CSR signing error (failed to verify the CSR signature)')
-    const ttl = validitySeconds <= 0 ? DEFAULT_TTL_S : Math.min(validitySeconds, MAX_TTL_S)
-    const leaf = this.issue(csr.publicKey!, ttl, [{type: 6, value: identity}])
-    return {certChain: [leaf.pem, this.rootPem], notAfter: leaf.notAfter}
-  }
-
-  /** istiod's serving certificate (DNS SANs istiod.NS.svc, istiod-REV.NS.svc, …) and its key. */
-  serverCertificate(dnsNames: string[]): {certPem: string; keyPem: string} {
-    const keys = keyPair()
-    const cert = this.issue(forge.pki.publicKeyFromPem(keys.publicKeyPem), 365 * 24 * 3600, dnsNames.map((value) => ({type: 2, value})))
-    return {certPem: cert.pem + this.rootPem, keyPem: keys.privateKeyPem}
-  }
+  return out
 }
 
-/** The identity in a workload certificate (its URI SAN), for tests and the simulated VM. */
+export function encodeCertificateResponse(chain: string[]): Uint8Array {
+  const w = new BinaryWriter()
+  for (const pem of chain) w.tag(1, WireType.LengthDelimited).string(pem)
+  return w.finish()
+}
+
+export function decodeCertificateResponse(bytes: Uint8Array): string[] {
+  const r = new BinaryReader(bytes)
+  const chain: string[] = []
+  while (r.pos < r.len) {
+    const [no, type] = r.tag()
+    if (no === 1 && type === WireType.LengthDelimited) chain.push(r.string())
+    else r.skip(type)
+  }
+  return chain
+}
+
+/** Signs a PKCS#10 CSR for an authenticated identity; throws CaError like istiod's "CSR signing error". */
+export function signCsr(ca: MeshCa, csrPem: string, identity: string, validitySeconds = 0): string[] {
+  let csr: forge.pki.CertificateSigningRequest
+  try {
+    csr = forge.pki.certificationRequestFromPem(csrPem)
+  } catch {
+    throw new CaError('CSR signing error (failed to parse CSR)')
+  }
+  if (!csr.verify()) throw new CaError('CSR signing error (failed to verify the CSR signature)')
+  const ttl = validitySeconds <= 0 ? DEFAULT_TTL_S : Math.min(validitySeconds, MAX_TTL_S)
+  const leaf = ca.issue({uris: [identity], publicKeyPem: forge.pki.publicKeyToPem(csr.publicKey!), ttlMs: ttl * 1000})
+  return [leaf.certPem, ca.rootPem].map((pem) => pem.replace(/\r\n/g, '\n').replace(/\n*$/, '\n'))
+}
+
+/** The identity in a workload certificate (its URI SAN). */
 export function certificateIdentity(certPem: string): string | undefined {
   const cert = forge.pki.certificateFromPem(certPem)
   const san = cert.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null
   return san?.altNames?.find((a) => a.type === 6)?.value
+}
+
+export interface CallerAuthOptions {
+  pki: Pki
+  store: Store
+  clusterId: string
+  trustDomain: string
+  /** istiod's log: the reason of every refusal (a client only sees the opaque message). */
+  log: (line: string) => void
+}
+
+/**
+ * istiod's KubeJWTAuthenticator: the caller's SPIFFE identity, namespace and service account, or
+ * undefined (with the reason logged).
+ */
+export function authenticateCaller(call: ServerCall, o: CallerAuthOptions): {identity: string; namespace: string; serviceAccount: string} | undefined {
+  const claimed = String(call.metadata.clusterid ?? '')
+  if (claimed !== '' && claimed !== o.clusterId) {
+    o.log(`Failed to authenticate client: could not get cluster ${claimed}'s kube client`)
+    return undefined
+  }
+  const m = /^Bearer\s+(\S+)$/i.exec(String(call.metadata.authorization ?? ''))
+  if (!m) {
+    o.log('Failed to authenticate client: target JWT extraction error: no bearer token exists in HTTP authorization header')
+    return undefined
+  }
+  const status = reviewToken(o.pki, o.store, m[1]!, ['istio-ca'])
+  const sa = reviewedServiceAccount(status)
+  if (!sa) {
+    o.log(`Failed to authenticate client: failed to validate the JWT from cluster "${claimed || o.clusterId}": the service account authentication returns an error: ${status.error ?? 'the token is not authenticated'}`)
+    return undefined
+  }
+  return {identity: `spiffe://${o.trustDomain}/ns/${sa.namespace}/sa/${sa.name}`, namespace: sa.namespace, serviceAccount: sa.name}
+}
+
+/** Registers CreateCertificate on an istiod's gRPC server. */
+export function serveCa(xds: XdsServer, ca: MeshCa, o: CallerAuthOptions): void {
+  xds.handle(CREATE_CERTIFICATE, async (call) => {
+    const raw = await call.next()
+    const caller = authenticateCaller(call, o)
+    if (!caller) {
+      call.end(GrpcCode.UNAUTHENTICATED, 'request authenticate failure')
+      return
+    }
+    let chain: string[]
+    try {
+      const request = decodeCertificateRequest(raw ?? new Uint8Array())
+      chain = signCsr(ca, request.csr, caller.identity, request.validitySeconds)
+    } catch (err) {
+      call.end(GrpcCode.INVALID_ARGUMENT, err instanceof CaError ? err.message : 'CSR signing error (invalid request)')
+      return
+    }
+    call.send(encodeCertificateResponse(chain))
+    call.end()
+  }, {auth: 'none'})
 }

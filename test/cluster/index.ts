@@ -13,7 +13,7 @@ import {randomBytes} from 'node:crypto'
 import {fileURLToPath} from 'node:url'
 import {parseAllDocuments} from 'yaml'
 import type {PolicyRule, UserInfo} from './auth.js'
-import {MeshCa} from './ca.js'
+import {meshCa, type MeshCa} from './mesh-ca.js'
 import {Mesh} from './mesh.js'
 import {NamespaceController} from './namespaces.js'
 import {testPki} from './pki.js'
@@ -84,12 +84,6 @@ export function loadCrds(file: string): Crd[] {
 
 const crdCache = new Map<string, Crd[]>()
 
-let meshCa: MeshCa | undefined
-/** One mesh CA per process, like testPki(): key generation is the slow part. */
-export function testMeshCa(): MeshCa {
-  return (meshCa ??= new MeshCa())
-}
-
 export function kubeconfigYaml(options: {server: string; caPem: string; token: string; name: string}): string {
   return [
     'apiVersion: v1',
@@ -140,7 +134,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   for (const ns of ['default', 'kube-system', 'kube-public']) {
     store.create('/namespaces', 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}}, spec: {finalizers: ['kubernetes']}, status: {phase: 'Active'}})
   }
-  const ca = testMeshCa()
+  const ca = meshCa()
   let namespaces: NamespaceController | undefined
   if (options.istio !== false) {
     mesh.installIstio({gatewayIp: '203.0.113.10', rootCert: ca.rootPem})

@@ -3,7 +3,7 @@ import {generateKeyPairSync} from 'node:crypto'
 import forge from 'node-forge'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
-import {certificateIdentity} from './ca.js'
+import {certificateIdentity, signCsr} from './ca.js'
 import {selectorMatches} from './namespaces.js'
 import {boundToken} from './tokens.js'
 import {testPki} from './pki.js'
@@ -35,26 +35,26 @@ function csr(commonName = ''): string {
 
 describe('mesh root CA', () => {
   it('signs a CSR with the caller identity as the only SAN (not the SANs the CSR asks for), chained to the published root', () => {
-    const signed = cluster.ca.signCsr(csr(), cluster.ca.spiffeId('apps', 'web-vm'), 3600)
-    expect(signed.certChain).toHaveLength(2)
-    expect(signed.certChain[1]).toBe(cluster.ca.rootPem)
-    expect(certificateIdentity(signed.certChain[0]!)).toBe('spiffe://cluster.local/ns/apps/sa/web-vm')
+    const signed = signCsr(cluster.ca, csr(), 'spiffe://cluster.local/ns/apps/sa/web-vm', 3600)
+    expect(signed).toHaveLength(2)
+    expect(signed[1]).toBe(cluster.ca.rootPem.replace(/\r\n/g, '\n'))
+    expect(certificateIdentity(signed[0]!)).toBe('spiffe://cluster.local/ns/apps/sa/web-vm')
     const root = forge.pki.certificateFromPem(cluster.ca.rootPem)
-    expect(root.verify(forge.pki.certificateFromPem(signed.certChain[0]!))).toBe(true)
+    expect(root.verify(forge.pki.certificateFromPem(signed[0]!))).toBe(true)
     expect(cluster.store.get('/configmaps', 'istio-system', 'istio-ca-root-cert')!.data).toEqual({'root-cert.pem': cluster.ca.rootPem})
   })
 
   it('refuses what is not a CSR', () => {
-    expect(() => cluster.ca.signCsr('not a csr', 'spiffe://cluster.local/ns/a/sa/b')).toThrow('CSR signing error (failed to parse CSR)')
+    expect(() => signCsr(cluster.ca, 'not a csr', 'spiffe://cluster.local/ns/a/sa/b')).toThrow('CSR signing error (failed to parse CSR)')
   })
 
   it('is verified by openssl (a client nobody here wrote)', async () => {
-    const signed = cluster.ca.signCsr(csr(), cluster.ca.spiffeId('apps', 'web-vm'))
+    const signed = signCsr(cluster.ca, csr(), 'spiffe://cluster.local/ns/apps/sa/web-vm')
     const {mkdtempSync, writeFileSync, rmSync} = await import('node:fs')
     const {join} = await import('node:path')
     const dir = mkdtempSync(join(cluster.dir, 'ca-'))
     writeFileSync(join(dir, 'root.pem'), cluster.ca.rootPem)
-    writeFileSync(join(dir, 'leaf.pem'), signed.certChain[0]!)
+    writeFileSync(join(dir, 'leaf.pem'), signed[0]!)
     const out = await new Promise<string>((resolve) => execFile('openssl', ['verify', '-CAfile', join(dir, 'root.pem'), join(dir, 'leaf.pem')], (_e, stdout, stderr) => resolve(stdout + stderr)))
     rmSync(dir, {recursive: true, force: true})
     expect(out).toContain(': OK')
