@@ -109,8 +109,9 @@ function channelTo(bundle: Bundle, address: string): GrpcChannel {
 
 function describe(err: unknown): string {
   if (err instanceof GrpcError) {
-    const t = err.transport
-    if (t?.code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || t?.code === 'SELF_SIGNED_CERT_IN_CHAIN' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' || t?.code === 'CERT_SIGNATURE_FAILURE') {
+    // http2 wraps the TLS failure: the cause carries its code.
+    const t = ((err.transport as {cause?: NodeJS.ErrnoException} | undefined)?.cause ?? err.transport) as NodeJS.ErrnoException | undefined
+    if (t?.code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT' || t?.code === 'SELF_SIGNED_CERT_IN_CHAIN' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' || t?.code === 'CERT_SIGNATURE_FAILURE') {
       return `TLS: istiod's certificate is not signed by the bundle's root-cert.pem (${t.code})`
     }
     if (t?.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `TLS: istiod's certificate does not name the discovery host (${t.message})`

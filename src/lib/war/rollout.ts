@@ -36,6 +36,7 @@
  * (TIMEOUT); one that comes back but stays unhealthy or comes back from an old snapshot → 8
  * (CHECK_FAILED); an API error → that error's code; Ctrl-C → 130.
  */
+import {spawn} from 'node:child_process'
 import {hostname, userInfo} from 'node:os'
 import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
 import {humanDuration} from '../output/age.js'
@@ -443,17 +444,15 @@ export function restartEnvironment(c: {name: string; address?: string}, namespac
 /** Runs the restart command through sh; resolves with its exit code and its last output line. */
 function runRestart(command: string, env: Record<string, string>, signal?: AbortSignal): Promise<{code: number; last: string}> {
   return new Promise((resolve) => {
-    import('node:child_process').then(({spawn}) => {
-      const child = spawn('/bin/sh', ['-c', command], {env: {...process.env, ...env}, stdio: ['ignore', 'pipe', 'pipe'], signal})
-      let out = ''
-      const keep = (d: Buffer) => {
-        out = (out + d.toString('utf8')).slice(-2000)
-      }
-      child.stdout.on('data', keep)
-      child.stderr.on('data', keep)
-      child.on('error', (err) => resolve({code: 127, last: err.message}))
-      child.on('close', (code, sig) => resolve({code: code ?? (sig ? 128 : 1), last: terminalSafe(out.trim().split('\n').pop() ?? '')}))
-    }, (err: Error) => resolve({code: 127, last: err.message}))
+    const child = spawn('/bin/sh', ['-c', command], {env: {...process.env, ...env}, stdio: ['ignore', 'pipe', 'pipe'], ...(signal ? {signal} : {})})
+    let out = ''
+    const keep = (d: Buffer) => {
+      out = (out + d.toString('utf8')).slice(-2000)
+    }
+    child.stdout.on('data', keep)
+    child.stderr.on('data', keep)
+    child.on('error', (err) => resolve({code: 127, last: terminalSafe(err.message)}))
+    child.on('close', (code, sig) => resolve({code: code ?? (sig ? 128 : 1), last: terminalSafe(out.trim().split('\n').pop() ?? '')}))
   })
 }
 
