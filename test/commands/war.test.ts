@@ -30,6 +30,7 @@ const EVENTS_KEY = resourceKey('', 'events')
 const NS_KEY = resourceKey('', 'namespaces')
 const WAR_PATH = '/apis/runtime.onboarding.tetrate.io/v1alpha1'
 const AWAITING = 'rollout.meshvm.io/awaiting'
+const LEASE = 'rollout.meshvm.io/lease'
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -796,6 +797,62 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(war('roll-nopatch', a)!.metadata.uid).toBe(uid)
       expect(cluster.requests.some((r) => r.method === 'DELETE' && r.path.includes('/namespaces/roll-nopatch/'))).toBe(false)
       expect(annotations('roll-nopatch')[AWAITING]).toBeUndefined()
+    })
+
+    it('two runs on one group: the second is refused while the first holds the lease, told who holds it, and never deletes anything', async () => {
+      const ns = 'roll-lease'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const [a, b, c] = ['a', 'b', 'c'].map((x) => addWarVm(ns, x, {stale: true})) as [string, string, string]
+      agents.set(`${ns}/${a}`, 'never')
+      const first = startCli(['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '--timeout', '20s'], cluster.env)
+      try {
+        await waitUntil(() => first.stderr.includes(`[1/3] deleted ${a}; waiting`), `${a} to be deleted`, 15_000)
+        const lease = JSON.parse(annotations(ns)[LEASE]!) as {holder: string; leaseDurationSeconds: number}
+        expect(lease.holder).toMatch(/ pid \d+$/)
+        expect(lease.leaseDurationSeconds).toBe(60)
+        const deletesBefore = cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length
+        const second = await meshvm(['rollout', 'ratings', '-n', ns, '--max-unavailable', '3'])
+        const escaped = JSON.stringify(lease.holder).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+        expectCleanFailure(second, 6, new RegExp(`^Error: another rollout of workloadgroup ${ns}/ratings is in progress: ${escaped} holds its lease \\(since \\S+, renewed \\S+\\)$`))
+        expect(second.stderr).toContain('Hint: wait for it to finish: two rollouts of one group would together take down more than --max-unavailable workloads')
+        expect(cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length).toBe(deletesBefore)
+      } finally {
+        agents.delete(`${ns}/${a}`)
+        cluster.mesh.addVm({name: a, namespace: ns, group: 'ratings', address: addresses.get(`${ns}/${a}`)!, connectedTo: ISTIOD, healthy: true, source: 'war'})
+      }
+      expect(await first.exited, first.stderr).toBe(0)
+      // The first run's record is intact, it finished all three, and it gave the lease back.
+      expect(maxInflight.get(ns) ?? 0).toBeLessThanOrEqual(1)
+      for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
+      expect(annotations(ns)).not.toHaveProperty(LEASE)
+      expect(annotations(ns)).not.toHaveProperty(AWAITING)
+    })
+
+    it('a live lease of another run refuses (exit 6, with the holder and when it expires); an expired one is taken over', async () => {
+      const ns = 'roll-lease2'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const a = addWarVm(ns, 'a', {stale: true})
+      const setLease = (renewAgoMs: number) => {
+        const g = cluster.store.get(WG_KEY, ns, 'ratings')!
+        const renewTime = new Date(Date.now() - renewAgoMs).toISOString()
+        cluster.store.update(WG_KEY, {...g, metadata: {...g.metadata, annotations: {...g.metadata.annotations, [LEASE]: JSON.stringify({holder: 'alice@laptop pid 4242', acquireTime: '2026-01-01T00:00:00Z', renewTime, leaseDurationSeconds: 60})}}})
+        return renewTime
+      }
+      const renewTime = setLease(1000)
+      const refused = await meshvm(['rollout', 'ratings', '-n', ns])
+      expectCleanFailure(refused, 6, `Error: another rollout of workloadgroup ${ns}/ratings is in progress: "alice@laptop pid 4242" holds its lease (since 2026-01-01T00:00:00Z, renewed ${renewTime})`)
+      expect(refused.stderr).toContain(`Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or remove annotation ${LEASE} from the group)`)
+      expect(war(ns, a)).toBeDefined()
+      expect(isStale(ns, a)).toBe(true)
+      // --dry-run only warns.
+      const dry = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run'])
+      expect(dry.code).toBe(0)
+      expect(dry.stderr).toContain('Warning: another rollout of workloadgroup')
+      setLease(61_000)
+      const ok = await meshvm(['rollout', 'ratings', '-n', ns, '--poll-interval', '100ms'], 60_000)
+      expect(ok.code, ok.stderr).toBe(0)
+      expect(isStale(ns, a)).toBe(false)
+      expect(annotations(ns)).not.toHaveProperty(LEASE)
     })
 
     it('records each registration in the group annotation before deleting it, and removes it once it is back', async () => {
