@@ -2,7 +2,8 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
 import {BaseCommand, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
-import {ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
+import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
+import type {IstiodPool} from '../lib/istiod/reader.js'
 import type {KubeSession} from '../lib/kube/session.js'
 import {renderData} from '../lib/output/render.js'
 import {parseDuration} from '../lib/validation/kube.js'
@@ -46,6 +47,12 @@ const proxyStatusFlags = {
     aliases: ['labels'],
   }),
   timeout: Flags.string({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: '30s'}),
+  'xds-address': Flags.string({
+    summary: "Read one istiod outside the cluster (a managed control plane) over xDS at HOST:PORT instead of port-forwarding to istiod pods.",
+    description: "The connection is TLS, verified against the mesh root in ConfigMap istio-ca-root-cert and the name istiod[-REV].NS.svc, with a token of service account default in the Istio namespace (audience istio-ca).",
+    env: 'MESHVM_XDS_ADDRESS',
+    helpGroup: KUBE_GROUP,
+  }),
   watch: Flags.boolean({char: 'w', summary: 'Redraw on an interval, highlighting what changed.', helpGroup: WATCH_GROUP}),
   interval: Flags.string({summary: 'Time between two frames of --watch.', default: '2s', helpGroup: WATCH_GROUP}),
   'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, helpGroup: WATCH_GROUP}),
@@ -96,6 +103,15 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
     if (f['watch-count'] !== undefined && !f.watch) throw new UsageError('--watch-count needs --watch')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE or HOSTNAME.NAMESPACE')
 
+    if (f['xds-address'] !== undefined) {
+      const {splitAddress} = await import('../lib/istiod/reader.js')
+      try {
+        splitAddress(f['xds-address'])
+      } catch {
+        throw flagError('--xds-address', f['xds-address'], 'expected HOST:PORT, e.g. istiod.example.com:15012')
+      }
+    }
+
     this.contexts = await this.contextNames(contextFlag, f['all-contexts'])
     const sessions = await this.openSessions(this.contexts)
     try {
@@ -111,8 +127,24 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
       this.out(this.render(snap, undefined))
       this.report(snap)
     } finally {
+      for (const p of this.pools.values()) p.close()
       for (const s of sessions.open) s.client.close()
     }
+  }
+
+  /** Per context: the istiod readers (one port-forward per istiod for the whole command). */
+  private readonly pools = new Map<KubeSession, IstiodPool>()
+
+  private async poolFor(s: KubeSession): Promise<IstiodPool> {
+    let pool = this.pools.get(s)
+    if (!pool) {
+      const {IstiodPool} = await import('../lib/istiod/reader.js')
+      const debug = this.flags.debug === true || debugEnabled()
+      const where = this.multi ? `context ${s.contextName}: ` : ''
+      pool = new IstiodPool(s.client, s.istioNamespace, debug ? (line: string) => this.note(`debug: ${where}${line}`) : undefined)
+      this.pools.set(s, pool)
+    }
+    return pool
   }
 
   // ------------------------------------------------------------------------------------------------
@@ -180,15 +212,18 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
   ): Promise<Snapshot> {
     const {collectContext, sortRows} = await import('../lib/proxy-status/collect.js')
     const settled = await Promise.allSettled(
-      sessions.open.map((s) =>
-        collectContext(s.client, s.contextName, {
+      sessions.open.map(async (s) => {
+        const pool = await this.poolFor(s)
+        return collectContext(s.client, s.contextName, {
           istioNamespace: s.istioNamespace,
           revision: s.revision,
+          pool,
+          xdsAddress: this.flags['xds-address'],
           namespace: options.namespace ?? (s.namespaceExplicit ? s.namespace : undefined),
           timeoutMs: options.timeoutMs,
           selector: options.selector.length > 0 ? options.selector : undefined,
-        }),
-      ),
+        })
+      }),
     )
     const problems: Problem[] = [...sessions.failed]
     const warnings: string[] = []

@@ -271,10 +271,8 @@ export class VmPlane {
   services(istiodName: string): IstiodVmServices {
     let s = this.istiods.get(istiodName)
     if (s) return s
-    const istiod = this.o.mesh.istiods.get(istiodName)
-    if (!istiod) throw new Error(`no istiod ${istiodName}`)
-    const san = `${istiod.revision === 'default' ? 'istiod' : `istiod-${istiod.revision}`}.${istiod.namespace}.svc`
-    const xds = new XdsServer({pki: this.o.pki, certificate: meshCa().issue({dnsNames: [san]})})
+    // The istiod's own gRPC server (the one proxy-status reaches through a port-forward).
+    const xds = this.o.mesh.xds(istiodName)
     s = new IstiodVmServices(xds, {store: this.o.store, pki: this.o.pki, mesh: this.o.mesh, istiod: istiodName, autoregistration: this.o.autoregistration})
     this.istiods.set(istiodName, s)
     return s
@@ -292,9 +290,7 @@ export class VmPlane {
 
   async stop(): Promise<void> {
     await this.gateway.close()
-    for (const s of this.istiods.values()) {
-      s.stop()
-      await s.xds.close()
-    }
+    // The istiods' gRPC servers are the mesh's: Mesh.close() stops them.
+    for (const s of this.istiods.values()) s.stop()
   }
 }

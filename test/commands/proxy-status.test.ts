@@ -159,7 +159,10 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     const names = (out: string) => out.trim().split('\n').slice(1).map((l) => l.split(' ')[0])
     expect(names(vms.stdout)).toEqual(['batch-a.batch', 'batch-b.batch', 'db-vm.data', 'vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
     expect(names(ns.stdout)).toEqual(['vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
-    expect(cluster.requests.some((r) => r.path.includes('/proxy/debug/syncz') && r.query.includes('namespace=vms'))).toBe(true)
+    // Through port-forward to istiod's monitoring port (never the pod proxy, which istiod answers 401).
+    expect(cluster.requests.some((r) => r.path.endsWith('/portforward') && r.query === '?ports=15014' && r.status === 101)).toBe(true)
+    expect(cluster.requests.some((r) => r.path.includes('/proxy/'))).toBe(false)
+    expect(cluster.mesh.debugRequests).toContain(`${ISTIOD} /debug/syncz?namespace=vms`)
   })
 
   it('-l filters pods by pod labels and VMs by WorkloadEntry labels', async () => {
@@ -256,7 +259,7 @@ describe.concurrent('two istiods of one revision, and a second revision', () => 
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'revisions-wide.txt'))
-    expect(cluster.requests.some((r) => r.path === `/api/v1/namespaces/istio-system/pods/${CANARY}:15015/proxy/debug/syncz`)).toBe(true)
+    expect(cluster.requests.some((r) => r.path === `/api/v1/namespaces/istio-system/pods/${CANARY}/portforward` && r.query === '?ports=15015')).toBe(true)
   })
 
   it('--revision canary: only that revision\'s istiod and its proxies', async () => {
@@ -323,7 +326,7 @@ describe('an istiod that does not answer', () => {
     try {
       const res = await ps(cluster, [])
       expect(res.code).toBe(7)
-      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Warning: istiod istio-system/${SLOW}: the API server could not reach it on port 15014: error trying to reach service: dial tcp [\\d.]+:15014: connect: connection refused; its proxies`))
+      expect(firstLine(res.stderr)).toBe(`Warning: istiod istio-system/${SLOW}: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused; its proxies are missing from the table (rows marked NO ANSWER)`)
       expect(res.stdout).toMatch(/^\* +- +NO ANSWER {2,}NO ANSWER/m)
       expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps +cluster1 +SYNCED/m)
     } finally {
@@ -380,10 +383,10 @@ describe.concurrent('errors', () => {
     expect(ok.code).toBe(0)
   })
 
-  it('pods/proxy forbidden: exit 5 and the RBAC rule needed', async () => {
+  it('pods/portforward forbidden: exit 5 and the RBAC rule needed', async () => {
     const token = cluster.addUser('viewer', {
       rules: [
-        {verbs: ['get', 'list'], apiGroups: [''], resources: ['pods']},
+        {verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/proxy']},
         {verbs: ['list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io'], resources: ['*']},
       ],
     })
@@ -391,13 +394,15 @@ describe.concurrent('errors', () => {
     expect(res.code).toBe(5)
     expect(res.stdout).toBe('')
     expect(res.stderr).toBe(
-      `Error: istiod istio-system/${ISTIOD}: cannot read /debug/syncz: pods "${ISTIOD}" is forbidden: User "viewer" cannot get resource "pods/proxy" in API group "" in the namespace "istio-system"\n` +
-        'Hint: reading istiod\'s /debug/syncz needs verb "get" on "pods/proxy" in namespace istio-system (kubectl auth can-i get pods/proxy -n istio-system); a cluster admin can grant it with: kubectl create role meshvm-proxy-status -n istio-system --verb=get,list --resource=pods,pods/proxy && kubectl create rolebinding meshvm-proxy-status -n istio-system --role=meshvm-proxy-status --user=YOU\n',
+      `Error: istiod istio-system/${ISTIOD}: GET /debug/syncz over port-forward to :15014: pods "${ISTIOD}" is forbidden: User "viewer" cannot get resource "pods/portforward" in API group "" in the namespace "istio-system"\n` +
+        'Hint: reading istiod needs verbs get and create on pods/portforward (create is checked from Kubernetes 1.35) and, for the xDS path, create on serviceaccounts/token, in namespace istio-system (kubectl auth can-i create pods/portforward -n istio-system; kubectl auth can-i create serviceaccounts/token -n istio-system); a cluster admin can grant them with: kubectl create role meshvm-istiod -n istio-system --verb=get,create --resource=pods/portforward,serviceaccounts/token && kubectl create rolebinding meshvm-istiod -n istio-system --role=meshvm-istiod --user=YOU\n',
     )
+    // pods/proxy is of no use: nothing asks for it.
+    expect(cluster.requests.some((r) => r.path.includes('/proxy/'))).toBe(false)
   })
 
   it('WorkloadEntries forbidden: the table still prints, with a warning', async () => {
-    const token = cluster.addUser('podreader', {rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/proxy']}]})
+    const token = cluster.addUser('podreader', {rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/portforward']}]})
     const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
     expect(res.code).toBe(0)
     expect(res.stdout).toMatch(/^NAME +CLUSTER/)
@@ -489,7 +494,7 @@ describe('--watch', () => {
 
   it('without a terminal: prints a new table per frame, changed cells marked with *', async () => {
     // The first frame finds one istiod silent past --timeout; the second sees it again.
-    const remove = cluster.faults.add({path: new RegExp(`/pods/${OTHER}:15014/proxy/debug/syncz`), latencyMs: 1500, times: 1})
+    const remove = cluster.faults.add({path: new RegExp(`/pods/${OTHER}/portforward`), latencyMs: 1500, times: 1})
     try {
       const res = await ps(cluster, ['--watch', '--watch-count', '2', '--interval', '200ms', '--timeout', '700ms'])
       expect(res.code).toBe(0)
