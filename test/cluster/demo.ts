@@ -5,14 +5,16 @@
 import {copyFileSync, mkdirSync} from 'node:fs'
 import {join, resolve} from 'node:path'
 import {startTestCluster} from './index.js'
-import {seedDemoMesh} from './demo-mesh.js'
+import {seedDemoMesh, startDemoVmPlane} from './demo-mesh.js'
 
-const cluster = await startTestCluster({contextName: 'meshvm-demo'})
+// istiod writes istio-ca-root-cert into a new namespace half a second after it appears.
+const cluster = await startTestCluster({contextName: 'meshvm-demo', rootCertDelayMs: 500})
 // --no-debug-http: every istiod runs with ENABLE_DEBUG_ON_HTTP=false, so only the xDS path (15012) answers.
 const debugHttp = !process.argv.includes('--no-debug-http')
 cluster.mesh.debugHttpDefault = debugHttp
 seedDemoMesh(cluster)
 for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp})
+const vmPlane = await startDemoVmPlane(cluster)
 // A stable path, so the printed line keeps working across restarts of the demo.
 const dir = resolve(process.env.MESHVM_DEMO_DIR ?? '.demo-cluster')
 mkdirSync(dir, {recursive: true})
@@ -30,9 +32,16 @@ Use it from another shell:
   meshvm precheck recommender -n shop
   kubectl get war -A
 
+A VM that really joins (the east-west gateway answers at ${vmPlane.gateway.address}:15012):
+
+  meshvm onboard web -n demo-vms --create-namespace -p http=8080 --probe-http 8080/ready --apply --bundle ./web-vm --autoregister
+  npm run demo:vm -- ./web-vm --address 10.10.0.5 --hostname vm-1     # prints its pid; SIGHUP restarts its sidecar
+  meshvm war list -n demo-vms -o wide && meshvm proxy-status
+
 Press Ctrl-C to stop.
 `)
 const stop = async () => {
+  await vmPlane.stop()
   await cluster.stop()
   process.exit(0)
 }
