@@ -11,7 +11,6 @@ import {ExitCode, UsageError, UsageErrors, toReport} from '../../src/lib/errors.
 import {
   buildRemoteKubeconfig,
   buildRemoteSecret,
-  goYamlMarshal,
   isLoopbackServer,
   isServiceAccountTokenSecret,
   parseAuthPluginConfig,
@@ -21,6 +20,7 @@ import {
   warnings,
   type RemoteSecretFlags,
 } from '../../src/lib/remote-secret/generate.js'
+import {goYamlMarshal} from '../../src/lib/util/go-compat.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
 const GOLDEN = join(import.meta.dirname, '..', 'golden', 'remote-secret')

@@ -3,7 +3,7 @@ import {join} from 'node:path'
 import {describe, expect, it, vi} from 'vitest'
 import {parse} from 'yaml'
 import {buildBundle, type BundleInputs, type WorkloadGroupLike} from '../../../src/lib/bundle/generate.js'
-import {goYamlKeyCompare, istioShellQuote} from '../../../src/lib/bundle/go-compat.js'
+import {goYamlKeyCompare, istioShellQuote} from '../../../src/lib/util/go-compat.js'
 import {REPO_ROOT} from '../../helpers/cli.js'
 
 const TESTDATA = join(REPO_ROOT, '../shared/reference/istioctl-testdata/workload/testdata')
