@@ -217,6 +217,14 @@ describe('goYamlMarshal: yaml.v2 formatting', () => {
     expect(goYamlMarshal({k: `'${words}`}).split('\n')[1]).toMatch(/^ {2}word/) // single-quoted folds alike
   })
 
+  it('writes a sequence in a sequence on the dash line, two columns in (as libyaml/yaml.v2 indent it)', () => {
+    expect(goYamlMarshal({k: [[1, 2], ['a'], []]})).toBe('k:\n- - 1\n  - 2\n- - a\n- []\n')
+  })
+
+  it("writes non-integers as Go's strconv.FormatFloat(f, 'g', -1, 64)", () => {
+    expect(goYamlMarshal({a: 0.5, b: 1.5e-7, c: 1234567.5, d: 12.5, e: Infinity, f: -Infinity, g: Number.NaN})).toBe('a: 0.5\nb: 1.5e-07\nc: 1.2345675e+06\nd: 12.5\ne: .inf\nf: -.inf\ng: .nan\n')
+  })
+
   it('never folds long strings without spaces (tokens, certificates)', () => {
     const long = 'x'.repeat(300)
     expect(goYamlMarshal({token: long})).toBe(`token: ${long}\n`)

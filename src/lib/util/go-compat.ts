@@ -111,9 +111,9 @@ class GoYamlEmitter {
   }
 
   /** Block sequences are indentless: `- ` sits at the parent key's column. */
-  private sequence(items: GoYaml[], indent: number): void {
-    for (const item of items) {
-      this.indentTo(indent)
+  private sequence(items: GoYaml[], indent: number, firstInline = false): void {
+    for (const [i, item] of items.entries()) {
+      if (!(firstInline && i === 0)) this.indentTo(indent)
       this.put('-')
       this.node(item, indent, 'sequence')
     }
@@ -129,7 +129,12 @@ class GoYamlEmitter {
       return
     }
     if (Array.isArray(value) && value.length > 0) {
-      if (ctx === 'sequence') throw new Error('goYamlMarshal: nested sequences are not supported')
+      // A sequence in a sequence starts on the dash's line, two columns in: `- - a` / `  - b`.
+      if (ctx === 'sequence') {
+        this.put(' ')
+        this.sequence(value, indent + BEST_INDENT, true)
+        return
+      }
       this.sequence(value, indent)
       return
     }
