@@ -105,8 +105,8 @@ export class AutoRegistration {
   readonly gracePeriodMs: number
   readonly mode: 'istio' | 'tsb'
   private readonly adsConnections = new Map<string, number>()
-  /** Live connections by proxy id (TSB: to re-onboard an agent whose WAR is deleted). */
-  private readonly live = new Map<string, Connection>()
+  /** Live connections by proxy id, oldest first (a restarted sidecar may reconnect before its old stream is gone). */
+  private readonly live = new Map<string, Connection[]>()
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly unsubscribe: () => void
 
@@ -135,7 +135,7 @@ export class AutoRegistration {
       if (this.adsConnections.get(key) === 0) this.adsConnections.delete(key)
       throw err
     }
-    this.live.set(proxy.id, {proxy, entryName, connectedAt: conTime})
+    this.live.set(proxy.id, [...(this.live.get(proxy.id) ?? []), {proxy, entryName, connectedAt: conTime}])
     return entryName
   }
 
@@ -166,11 +166,17 @@ export class AutoRegistration {
     this.store.update(WE, {...entry, metadata: {...entry.metadata, annotations}})
   }
 
-  /** QueueUnregisterWorkload + unregisterWorkload (processed at once here). */
-  disconnect(proxyId: string, disTime = new Date()): void {
-    const conn = this.live.get(proxyId)
+  /**
+   * QueueUnregisterWorkload + unregisterWorkload (processed at once here). `conTime` names the
+   * connection that ended (default: the oldest of that proxy).
+   */
+  disconnect(proxyId: string, disTime = new Date(), conTime?: Date): void {
+    const conns = this.live.get(proxyId) ?? []
+    const i = conTime === undefined ? 0 : conns.findIndex((c) => c.connectedAt.getTime() === conTime.getTime())
+    const conn = conns[i]
     if (!conn) return
-    this.live.delete(proxyId)
+    conns.splice(i, 1)
+    if (conns.length === 0) this.live.delete(proxyId)
     const key = this.key(conn.proxy, conn.entryName)
     const n = this.adsConnections.get(key) ?? 0
     if (n > 1) {
@@ -215,7 +221,7 @@ export class AutoRegistration {
 
   /** QueueWorkloadEntryHealth + updateWorkloadEntryHealth. */
   health(proxyId: string, event: {healthy: boolean; message?: string}, probeTime = new Date()): void {
-    const conn = this.live.get(proxyId)
+    const conn = this.live.get(proxyId)?.at(-1)
     if (!conn) return
     const entry = this.store.get(WE, conn.proxy.namespace, conn.entryName)
     if (!entry) return
@@ -285,7 +291,7 @@ export class AutoRegistration {
 
   private onStoreEvent(e: StoreEvent): void {
     if (this.mode !== 'tsb' || e.type !== 'DELETED' || e.resource !== WAR) return
-    for (const conn of this.live.values()) {
+    for (const conn of [...this.live.values()].map((c) => c.at(-1)!)) {
       if (conn.entryName === e.object.metadata.name && conn.proxy.namespace === e.object.metadata.namespace) {
         // The onboarding plane drops the agent's session; the agent onboards again.
         const id = conn.proxy.id

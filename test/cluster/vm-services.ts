@@ -47,6 +47,7 @@ const typeByUrl = new Map<string, XdsType>(Object.entries(XDS_TYPES).map(([k, v]
 
 interface Stream {
   call: ServerCall
+  connectedAt: Date
   proxy: ProxyInfo
   spec: ProxySpec
   sent: Map<string, string>
@@ -110,8 +111,9 @@ export class IstiodVmServices {
       identity: {namespace: caller.namespace, serviceAccount: caller.serviceAccount},
       version: str('ISTIO_VERSION'),
     }
+    const connectedAt = new Date()
     try {
-      this.autoregistration.connect(proxy)
+      this.autoregistration.connect(proxy, connectedAt)
     } catch (err) {
       if (!(err instanceof RegistrationError)) throw err
       this.log.push(err.message)
@@ -119,7 +121,7 @@ export class IstiodVmServices {
       return
     }
     const spec: ProxySpec = {id: proxyId, istiod: this.o.istiod, version: proxy.version, clusterId: str('CLUSTER_ID'), sentAgoMs: 0, types: {CDS: 'not-sent', LDS: 'not-sent', EDS: 'not-sent', RDS: 'not-sent', ECDS: 'unwatched'}}
-    const stream: Stream = {call, proxy, spec, sent: new Map()}
+    const stream: Stream = {call, connectedAt, proxy, spec, sent: new Map()}
     // A restarted sidecar may reconnect before istiod noticed the old stream ended.
     const previous = this.streams.get(proxyId)
     if (previous) this.close(previous)
@@ -132,7 +134,7 @@ export class IstiodVmServices {
     if (this.streams.get(s.proxy.id) !== s) return
     this.streams.delete(s.proxy.id)
     this.o.mesh.disconnect(s.proxy.id)
-    this.autoregistration.disconnect(s.proxy.id)
+    this.autoregistration.disconnect(s.proxy.id, new Date(), s.connectedAt)
   }
 
   private discovery(req: DiscoveryRequest, call: ServerCall) {

@@ -86,3 +86,46 @@ describe('war rollout --restart-command', {timeout: 180_000}, () => {
     expect(cluster.store.get(WG, ns, 'web')!.metadata.annotations).not.toHaveProperty('rollout.meshvm.io/lease')
   })
 })
+
+describe('TSB mode: a WorkloadAutoRegistration alongside the entry; war rollout re-onboards the agent', {timeout: 180_000}, () => {
+  let tsb: TestCluster
+  let tsbPlane: VmPlane
+  beforeAll(async () => {
+    tsb = await startCluster({rootCertDelayMs: 100})
+    tsbPlane = new VmPlane({store: tsb.store, pki: testPki(), mesh: tsb.mesh, autoregistration: {mode: 'tsb', gracePeriodMs: 60_000}})
+    await tsbPlane.start()
+  })
+  afterAll(async () => {
+    await tsbPlane?.stop()
+    await tsb?.stop()
+  })
+
+  it('joins with a WAR holding the group snapshot; after a group change the WAR is STALE and war rollout re-onboards it from the current spec', async () => {
+    const ns = 'tsb-vms'
+    const bundle = join(dir, 'tsb')
+    const res = await runCli(['onboard', 'web', '-n', ns, '-p', 'http=8080', '--probe-tcp', '8080', '--probe-period', '1', '--create-namespace', '--apply', '--bundle', bundle, '--autoregister'], {env: tsb.env})
+    expect(res.code, res.stderr).toBe(0)
+    const v = startVm(bundle, {address: '10.0.3.1', hostname: 'vm-a'})
+    vms.push(v)
+    await v.waitFor(/SYNCED/)
+    await v.waitFor(/readiness probe: healthy/)
+    const war = tsb.store.get('runtime.onboarding.tetrate.io/workloadautoregistrations', ns, 'web-jwt-k8s-vm-a')!
+    expect((war.status as {workloadGroupSnapshot: unknown}).workloadGroupSnapshot).toEqual(tsb.store.get(WG, ns, 'web')!.spec)
+    const list = await runCli(['war', 'list', '-n', ns], {env: tsb.env})
+    expect(list.stdout).toMatch(/^web-jwt-k8s-vm-a +True +\S+$/m)
+    const g = tsb.store.get(WG, ns, 'web')!
+    tsb.store.update(WG, {...g, spec: {...(g.spec as object), metadata: {labels: {app: 'web', version: 'v2'}}}})
+    const wide = await runCli(['war', 'list', '-n', ns, '-o', 'wide'], {env: tsb.env})
+    expect(wide.stdout).toMatch(/^web-jwt-k8s-vm-a .* true +war$/m)
+    const rolled = await runCli(['war', 'rollout', 'web', '-n', ns, '--poll-interval', '100ms', '--timeout', '60s'], {env: tsb.env, timeoutMs: 120_000})
+    expect(rolled.code, rolled.stderr).toBe(0)
+    expect(rolled.stdout).toMatch(/^web-jwt-k8s-vm-a +re-onboarded +\S+ +connected to istiod-7d4b9c6f8-x2k9p, healthy$/m)
+    await v.waitFor(/istiod closed the connection; reconnecting/)
+    const again = tsb.store.get('runtime.onboarding.tetrate.io/workloadautoregistrations', ns, 'web-jwt-k8s-vm-a')!
+    expect(again.metadata.uid).not.toBe(war.metadata.uid)
+    expect((again.status as {workloadGroupSnapshot: {metadata: unknown}}).workloadGroupSnapshot.metadata).toEqual({labels: {app: 'web', version: 'v2'}})
+    expect(tsb.store.get(WE, ns, 'web-jwt-k8s-vm-a')!.metadata.labels).toMatchObject({version: 'v2'})
+    v.child.kill('SIGTERM')
+    await v.done
+  })
+})
