@@ -126,6 +126,16 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
     // A budget, not a timing assertion: a dozen processes on a loaded 2-core machine.
   }, 180_000)
 
+  it('meshvm bundle waits for the root certificate too, saying so on stderr', async () => {
+    const ns = 'late'
+    cluster.store.create('/namespaces', 'Namespace', {metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}}})
+    cluster.store.create(WG, 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'db', namespace: ns}, spec: {metadata: {labels: {app: 'db'}}, template: {serviceAccount: 'default', ports: {tcp: 5432}}}})
+    const res = await meshvm(['bundle', 'db', '-n', ns, '-d', join(dir, 'late')])
+    expect(res.code, res.stderr).toBe(0)
+    expect(res.stderr.split('\n')[0]).toBe(`Waiting up to 30s for istiod to publish the mesh root certificate in namespace ${ns} (ConfigMap istio-ca-root-cert)…`)
+    expect(readFileSync(join(dir, 'late', 'root-cert.pem'), 'utf8')).toBe(cluster.ca.rootPem)
+  })
+
   it('onboard --bundle gives up after --timeout when istiod never reaches the namespace', async () => {
     // discoverySelectors leave the namespace out: istiod never writes its root certificate.
     const mesh = cluster.store.get('/configmaps', 'istio-system', 'istio')!
