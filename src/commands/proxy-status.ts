@@ -21,6 +21,8 @@ interface Problem {
 
 interface Snapshot {
   rows: ProxyStatusRow[]
+  /** How many contexts answered: with more than one, the table has a CONTEXT column. */
+  contextsRead: number
   problems: Problem[]
   warnings: string[]
   registrationOf: (row: ProxyStatusRow) => VmRecord | undefined
@@ -65,18 +67,24 @@ export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
 
   static override aliases = ['ps']
 
-  static override description = `Asks every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION with --revision, in the -i namespace) for its /debug/syncz through the API server's pod proxy, all at once, each within --timeout, and prints istioctl's table: NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION, sorted by name. Per type: SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). The syncz of Istio 1.21 (nonces only) is understood too.
+  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints istioctl's table: NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION, sorted by name. Per type: SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). The syncz of Istio 1.21 (nonces only) is understood too.
 
-VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), CONTEXT with several contexts, and marks version skew between proxy and istiod.
+Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert) and the name istiod[-REV].NS.svc, a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
 
-An istiod that does not answer is reported on stderr and its rows are marked NO ANSWER; a context that cannot be read is reported too. The rest is printed and the exit code is 7. No running istiod is exit 4; a missing pods/proxy permission is exit 5, with the RBAC rule to ask for.
+Without --revision, the revision of the default tag is read (MutatingWebhookConfiguration istio-revision-tag-default, as istioctl 1.28); without a default tag, every istiod.
 
-With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health (NAMESPACE defaults to -n, then the context's namespace).`
+VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), and marks version skew between proxy and istiod. When several contexts are read, a CONTEXT column tells their rows apart (clusters may share a cluster ID).
+
+An istiod that does not answer is reported on stderr and its rows are marked NO ANSWER; a context that cannot be read is reported too. The rest is printed and the exit code is 7. No running istiod is exit 4; a missing permission (pods/portforward, or serviceaccounts/token for the xDS path) is exit 5, with the RBAC rule to ask for.
+
+With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health. NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
 
   static override examples = [
     {description: 'Every proxy the control plane knows, and every registered VM:', command: '<%= config.bin %> <%= command.id %>'},
     {description: 'VMs only, with address, health and registration:', command: '<%= config.bin %> <%= command.id %> --vms -o wide'},
     {description: 'One VM in detail:', command: '<%= config.bin %> <%= command.id %> vm-1.vms'},
+    {description: 'An auto-registered VM in detail, by its WorkloadEntry name:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.5 -n vms'},
+    {description: 'A managed control plane outside the cluster, with --debug naming the path each istiod was read through:', command: '<%= config.bin %> <%= command.id %> --xds-address istiod.example.com:15012 --debug'},
     {description: 'Proxies of one namespace and label, for a revisioned control plane:', command: '<%= config.bin %> <%= command.id %> -n apps -l app=web -r canary'},
     {description: 'Two clusters in one table:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
     {description: 'Redraw every 5 seconds, changes highlighted:', command: '<%= config.bin %> <%= command.id %> --watch --interval 5s'},
@@ -84,7 +92,7 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
   ]
 
   static override args = {
-    name: Args.string({description: 'Show this proxy in detail: POD.NAMESPACE, or HOSTNAME.NAMESPACE for a VM.', required: false, ignoreStdin: true}),
+    name: Args.string({description: 'Show this proxy in detail: POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry/WorkloadAutoRegistration name (with -n NAMESPACE).', required: false, ignoreStdin: true}),
   }
 
   static override flags = proxyStatusFlags
@@ -244,7 +252,7 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
     if (this.flags.vms) rows = rows.filter((r) => r.type !== 'pod')
     const byContext = new Map(statuses.map((s) => [s.context, s.registrations]))
     return {
-      rows, problems, warnings,
+      rows, problems, warnings, contextsRead: statuses.length,
       registrationOf: (row) => (row.type === 'vm' ? byContext.get(row.context ?? '')?.get(row.name) : undefined),
     }
   }
@@ -258,7 +266,7 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
     if (output === 'json' || output === 'yaml') return renderData(proxyStatusJson(snap.rows, this.jsonErrors(snap.problems)), output) as string
     return renderProxyStatusTable(snap.rows, {
       wide: output === 'wide',
-      context: this.multi,
+      context: snap.contextsRead > 1,
       color: false,
       chalk: this.chalkFor(output),
       changed,
@@ -289,17 +297,18 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
   // ------------------------------------------------------------------------------------------------
 
   private async detail(sessions: {open: KubeSession[]; failed: Problem[]}, name: string, timeoutMs: number, output: string): Promise<void> {
-    const dot = name.lastIndexOf('.')
+    const {detailTargets, rowsForTarget} = await import('../lib/proxy-status/detail.js')
     const first = sessions.open[0]!
-    const [proxy, namespace] = dot > 0 && dot < name.length - 1 ? [name.slice(0, dot), name.slice(dot + 1)] : [name, first.namespace]
-    const id = `${proxy}.${namespace}`
-    const snap = await this.snapshot(sessions, {timeoutMs, selector: [], namespace})
-    const matches = snap.rows.filter((r) => {
-      if (r.type === 'istiod') return false
-      if (r.name === id) return true
-      const vm = snap.registrationOf(r)
-      return vm !== undefined && vm.namespace === namespace && (vm.workloadEntry === proxy || vm.war === proxy)
-    })
+    const targets = detailTargets(name, {namespace: first.namespace, namespaceExplicit: first.namespaceExplicit})
+    const namespaces = [...new Set(targets.map((t) => t.namespace))]
+    const snap = await this.snapshot(sessions, {timeoutMs, selector: [], namespace: namespaces.length === 1 ? namespaces[0] : undefined})
+    let matches: ProxyStatusRow[] = []
+    for (const t of targets) {
+      matches = rowsForTarget(snap.rows, t, snap.registrationOf)
+      if (matches.length > 0) break
+    }
+    const id = `${targets[0]!.name}.${targets[0]!.namespace}`
+    const namespace = targets[0]!.namespace
     if (matches.length === 0) {
       for (const w of snap.warnings) this.warning(w)
       const hints = [`list the proxies of the namespace with: meshvm proxy-status -n ${namespace}`]

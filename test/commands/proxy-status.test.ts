@@ -191,6 +191,10 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
   it('a disconnected VM in detail, found by its WorkloadEntry name', async () => {
     const res = await ps(cluster, ['web-10.0.0.6.vms'])
     expect(res.code).toBe(0)
+    // The WorkloadEntry name (GROUP-IP) with -n: its dots are part of the name, not a namespace.
+    const withNs = await ps(cluster, ['web-10.0.0.6', '-n', 'vms'])
+    expect(withNs.code, withNs.stderr).toBe(0)
+    expect(clockFree(withNs.stdout)).toBe(clockFree(res.stdout))
     expect(clockFree(res.stdout)).toBe(
       [
         'Name:       web-10.0.0.6.vms',
@@ -442,6 +446,22 @@ describe.concurrent('several contexts', () => {
     expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'two-contexts.txt'))
     const wide = await ps({env: env()}, ['--context', 'east', '--context', 'west', '-o', 'wide'])
     expectMatchesGoldenFile(tableAges(wide.stdout), join(GOLDEN, 'two-contexts-wide.txt'))
+  })
+
+  it('two clusters with the same cluster ID stay apart: CONTEXT tells their rows apart', async () => {
+    const again = east.kubeconfigFor(east.token, {contextName: 'east-again'})
+    const res = await ps({env: {KUBECONFIG: [east.kubeconfigPath, again].join(':')}}, ['--context', 'east', '--context', 'east-again'])
+    expect(res.code, res.stderr).toBe(0)
+    expect(cells(res.stdout).map((c) => [c[0], c[1], c.at(-1)])).toEqual([
+      ['NAME', 'CLUSTER', 'CONTEXT'],
+      ['vm-1.vms', 'cluster1', 'east'],
+      ['vm-1.vms', 'cluster1', 'east-again'],
+      ['web-7b9d8-abcde.apps', 'cluster1', 'east'],
+      ['web-7b9d8-abcde.apps', 'cluster1', 'east-again'],
+    ])
+    // One context read: no CONTEXT column.
+    const one = await ps({env: env()}, ['--context', 'east'])
+    expect(firstLine(one.stdout)).not.toMatch(/CONTEXT/)
   })
 
   it('-o json names the context of every item', async () => {
