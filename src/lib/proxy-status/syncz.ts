@@ -2,7 +2,7 @@
  * Parsing what one istiod says about its proxies into ProxySyncs. Pure: the bytes come from
  * src/lib/istiod (HTTP over port-forward, or xDS decoded to protojson's shape).
  *
- * Understood input shapes (istioctl-behaviour.md §4.4):
+ * Understood input shapes (istio/istio pilot/pkg/xds/debug.go and statusgen.go, 1.20–1.28):
  * - HTTP `/debug/syncz`, Istio 1.20–1.22: a JSON array of `SyncStatus` objects with
  *   `cluster_sent`/`cluster_acked`, `listener_*`, `route_*`, `endpoint_*`, `extensionconfig_*` nonces.
  * - HTTP `/debug/syncz`, Istio 1.23+: the same array, plus a `resources` map keyed by type URL with

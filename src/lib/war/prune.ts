@@ -1,6 +1,6 @@
 /**
  * `meshvm war prune`: registrations whose agent has been disconnected for longer than a grace period
- * (default 5m, TSB's own; see shared/reference/vm-onboarding-peers.md §1.4): WARs whose
+ * (default 5m, TSB's own default, docs.tetrate.io): WARs whose
  * AgentConnected condition turned False that long ago, and auto-registered WorkloadEntries whose
  * `istio.io/disconnectedAt` is that old.
  *
