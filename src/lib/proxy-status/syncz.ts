@@ -197,7 +197,8 @@ function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
     const out: IstiodRef = {...istiod}
     if (typeof id.ID === 'string' && id.ID !== '') out.name = id.ID
     if (typeof info.version === 'string' && info.version !== '') out.version = info.version
-    if (typeof info.revision === 'string' && info.revision !== '' && out.revision === undefined) out.revision = info.revision
+    // Info.revision is the build's git commit (istio pkg/version BuildInfo.GitRevision), not the
+    // control-plane revision: the revision comes from the pod's istio.io/rev label or --revision.
     return out
   } catch {
     return {...istiod}
