@@ -402,8 +402,15 @@ export class Mesh {
       .map((p) => {
         const sentTime = new Date(now - (p.sentAgoMs ?? 125_000)).toISOString()
         const generic: GenericXdsConfig[] = []
+        // An istiod older than 1.23 (the 1.21 syncz shape here) answers as 1.22 did: all five types, no
+        // ERROR state (a NACKed nonce was still acknowledged) and no timestamps.
+        const old = istiod.shape === 'legacy'
         for (const type of Object.keys(XDS_TYPES) as XdsType[]) {
           const state = p.types?.[type] ?? (type === 'ECDS' ? 'not-sent' : 'synced')
+          if (old) {
+            generic.push({typeUrl: XDS_TYPES[type], configStatus: state === 'not-sent' || state === 'unwatched' ? 2 : state === 'synced' || state === 'nack' ? 1 : 3})
+            continue
+          }
           if (state === 'unwatched') continue
           // debugSyncStatus: ERROR on a NACK, NOT_SENT without a sent nonce, SYNCED when acked, else STALE.
           const status = state === 'nack' ? 4 : state === 'not-sent' ? 2 : state === 'synced' ? 1 : 3

@@ -68,4 +68,14 @@ describe.skipIf(!hasPythonClient)('pods/portforward with the Python client', () 
       cluster.mesh.setIstiod(ISTIOD, {debugHttp: true})
     }
   })
+
+  it('kubectl port-forward (SPDY, in a WebSocket then plain) is told that only the WebSocket channel protocol is served', async () => {
+    const res = await run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', 'istio-system', 'port-forward', `pod/${ISTIOD}`, ':15014'], {timeout: 20_000, env: {...process.env, KUBECACHEDIR: `${cluster.dir}/kc`}}).then(
+      () => ({stderr: ''}),
+      (err: {stderr: string}) => err,
+    )
+    expect(res.stderr).toContain('not SPDY/3.1')
+    const tries = cluster.requests.filter((r) => r.path.endsWith(`/pods/${ISTIOD}/portforward`) && r.userAgent?.startsWith('kubectl/'))
+    expect(tries.map((r) => [r.method, r.status])).toEqual([['GET', 400], ['POST', 400]])
+  })
 })

@@ -97,6 +97,11 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   }
   const pod = ctx.podExists(namespace, name)
   if (!pod) return fail(notFound('', 'pods', name))
+  // kubectl 1.32 asks for SPDY first tunnelled in a WebSocket (subprotocol SPDY/3.1+portforward.k8s.io),
+  // then as a plain SPDY upgrade (POST, X-Stream-Protocol-Version); with SPDY the ports travel in each
+  // stream's headers, not in the query. Neither is served here: say so rather than ask for ports.
+  const spdy = String(req.headers['sec-websocket-protocol'] ?? '').includes('SPDY/3.1') || req.headers['x-stream-protocol-version'] !== undefined
+  if (spdy) return fail(badRequest('unable to upgrade connection: this test API server serves port-forward over the WebSocket channel protocol (v4.channel.k8s.io) only, not SPDY/3.1'))
   // kubelet's portforward.NewV4Options: `ports` values, each comma-separated, each 1..65535.
   const ports: number[] = []
   for (const value of url.searchParams.getAll('ports')) {
@@ -107,7 +112,7 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
     }
   }
   if (ports.length === 0) return fail(badRequest('at least 1 port must be specified'))
-  if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return fail(badRequest('unable to upgrade connection: only WebSocket port-forward is served by this test server (no SPDY)'))
+  if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return fail(badRequest('unable to upgrade connection: expected a WebSocket upgrade'))
   const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim()).filter(Boolean)
   if (offered.length > 0 && !offered.some((p) => PROTOCOLS.includes(p))) {
     return fail(badRequest(`unable to upgrade connection: requested protocols ${JSON.stringify(offered)} are not supported`))

@@ -10,13 +10,12 @@
  * encodes requests and decodes responses, the test istiod (and a simulated VM) the reverse.
  */
 import {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
+import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from './xds-types.js'
 
 export type JsonValue = null | number | string | boolean | JsonValue[] | {[key: string]: JsonValue}
 
 export const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources'
-export const CLIENT_CONFIG_TYPE = 'type.googleapis.com/envoy.service.status.v3.ClientConfig'
-/** istiod's `TypeDebugSyncronization` (pilot/pkg/xds/statusgen.go). */
-export const TYPE_DEBUG_SYNCZ = 'istio.io/debug/syncz'
+export {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ}
 
 /** envoy.service.status.v3.ConfigStatus */
 export const CONFIG_STATUS = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR'] as const

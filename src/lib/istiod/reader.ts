@@ -1,5 +1,5 @@
 /**
- * Reading istiod's debug data the way a real cluster allows (istioctl-behaviour §4.0):
+ * Reading istiod's debug data the way a real cluster allows (istio/istio PR #33403 moved istioctl off the pod proxy):
  *
  * 1. port-forward to the monitoring port (`prometheus.io/port`, else 15014) and GET the debug path:
  *    the connection arrives on istiod's loopback, which istiod trusts (pilot/pkg/xds/debug.go

@@ -2,10 +2,9 @@
  * The control-plane revision a command talks to. With --revision, that one. Without, istioctl 1.28's
  * default (istio/istio #56874, #58127): the revision the `default` tag points to, i.e. label
  * `istio.io/rev` of the MutatingWebhookConfiguration labelled `istio.io/tag=default`
- * (`istio-revision-tag-default`, made by `istioctl tag set default --revision REV`). No such webhook,
- * or one that names `default`: the default (unrevisioned) control plane.
+ * (`istio-revision-tag-default`, made by `istioctl tag set default --revision REV`). No such webhook:
+ * no revision (every istiod is read; the unrevisioned names istiod, istio, istio-sidecar-injector).
  */
-import {MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {Resources, resourcePath} from '../kube/resources.js'
@@ -33,19 +32,19 @@ export function revisionOrUndefined(revision: string | undefined): string | unde
  * default tag, as istioctl does when the lookup fails: the unrevisioned control plane.
  */
 export async function resolveRevision(client: KubeClient, flag: string | undefined): Promise<ResolvedRevision> {
-  if (flag !== undefined) return {revision: revisionOrUndefined(flag), source: 'flag'}
+  // `--revision default` selects the pods labelled istio.io/rev=default, as in istioctl.
+  if (flag !== undefined) return {revision: flag === '' ? undefined : flag, source: 'flag'}
   let hooks: WebhookConfiguration[]
   try {
     hooks = await client.list<WebhookConfiguration>(resourcePath(Resources.mutatingWebhookConfigurations), {labelSelector: 'istio.io/tag=default'})
   } catch (err) {
     if (err instanceof KubeApiError && (err.status === 403 || err.status === 404)) return {source: 'none'}
-    if (err instanceof MeshvmError) throw err
     throw err
   }
   // istioctl reads the first webhook of the tag; the canonical name first, should there be several.
   const hook = hooks.find((h) => h.metadata?.name === DEFAULT_TAG_WEBHOOK) ?? hooks[0]
-  const revision = revisionOrUndefined(hook?.metadata?.labels?.['istio.io/rev'])
-  return revision === undefined ? {source: 'none'} : {revision, source: 'default-tag'}
+  const revision = hook?.metadata?.labels?.['istio.io/rev']
+  return revision === undefined || revision === '' ? {source: 'none'} : {revision, source: 'default-tag'}
 }
 
 /** istiod's Service name for a revision: `istiod` or `istiod-REV` (also its certificate's DNS SAN, with `.NS.svc`). */
