@@ -28,7 +28,7 @@ import type {Pki} from './pki.js'
 import {resourceKey, type Store} from './store.js'
 import {XdsServer, type ServerCall} from './xds.js'
 
-/** pilot-agent's health reports (pilot/pkg/model/context.go HealthInfoType). */
+/** pilot-agent's health reports (pkg/istio-agent/health HealthInfoTypeURL; istiod: pilot/pkg/xds/v3 HealthInfoType). */
 export const HEALTH_INFO_TYPE = 'type.googleapis.com/istio.v1.HealthInformation'
 export const XDS_PORT = 15012
 
