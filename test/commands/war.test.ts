@@ -28,6 +28,7 @@ const EVENTS_KEY = resourceKey('', 'events')
 const NS_KEY = resourceKey('', 'namespaces')
 const WAR_PATH = '/apis/runtime.onboarding.tetrate.io/v1alpha1'
 const AWAITING = 'rollout.meshvm.io/awaiting'
+const LEASE = 'rollout.meshvm.io/lease'
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -537,10 +538,14 @@ describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () =>
     expect(missing.stderr).toContain('Hint: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed, so only WorkloadEntries were searched')
   })
 
-  it('rollout explains why it cannot re-onboard WorkloadEntries, and which are stale', async () => {
+  it('rollout without --restart-command never says "up to date" while auto-registered WorkloadEntries are stale: it lists them with what to run, exit 8', async () => {
     const res = await meshvm(['rollout', 'web', '-n', 'legacy'])
-    expectCleanFailure(res, 4, /^Error: the WorkloadAutoRegistration CRD .* is not installed in this cluster: rollout re-onboards WorkloadAutoRegistrations/)
-    expect(res.stderr).toContain('Hint: 1 auto-registered WorkloadEntry is stale (web-10.0.0.7): restart the Istio sidecar on those VMs, one at a time')
+    expectCleanFailure(res, 8, /^Error: 1 auto-registered WorkloadEntry of workloadgroup legacy\/web \(generation 1\) is stale and was not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself$/m)
+    expect(res.stderr).toContain('Hint: web-10.0.0.7 (10.0.0.7): kubectl delete workloadentry web-10.0.0.7 -n legacy, then on that VM: sudo systemctl restart istio')
+    expect(res.stderr).toContain(`meshvm war rollout web -n legacy --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`)
+    expect(res.stderr).not.toMatch(/up to date|nothing to/)
+    expect(res.stdout).toMatch(/^web-10\.0\.0\.7 +needs restart +- +delete the entry and restart the VM's sidecar \(or pass --restart-command\)$/m)
+    expect(cluster.store.get(WE_KEY, 'legacy', 'web-10.0.0.7')).toBeDefined()
   })
 })
 
@@ -839,14 +844,74 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(annotations('roll-nopatch')[AWAITING]).toBeUndefined()
     })
 
+    it('two runs on one group: the second is refused while the first holds the lease, told who holds it, and never deletes anything', async () => {
+      const ns = 'roll-lease'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const [a, b, c] = ['a', 'b', 'c'].map((x) => addWarVm(ns, x, {stale: true})) as [string, string, string]
+      agents.set(`${ns}/${a}`, 'never')
+      const first = startCli(['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '--timeout', '20s'], cluster.env)
+      try {
+        await waitUntil(() => first.stderr.includes(`[1/3] deleted ${a}; waiting`), `${a} to be deleted`, 15_000)
+        const lease = JSON.parse(annotations(ns)[LEASE]!) as {holder: string; leaseDurationSeconds: number}
+        expect(lease.holder).toMatch(/ pid \d+$/)
+        expect(lease.leaseDurationSeconds).toBe(60)
+        const deletesBefore = cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length
+        const second = await meshvm(['rollout', 'ratings', '-n', ns, '--max-unavailable', '3'])
+        const escaped = JSON.stringify(lease.holder).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+        expectCleanFailure(second, 6, new RegExp(`^Error: another rollout of workloadgroup ${ns}/ratings is in progress: ${escaped} holds its lease \\(since \\S+, renewed \\S+\\)$`))
+        expect(second.stderr).toContain('Hint: wait for it to finish: two rollouts of one group would together take down more than --max-unavailable workloads')
+        expect(cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length).toBe(deletesBefore)
+      } finally {
+        agents.delete(`${ns}/${a}`)
+        cluster.mesh.addVm({name: a, namespace: ns, group: 'ratings', address: addresses.get(`${ns}/${a}`)!, connectedTo: ISTIOD, healthy: true, source: 'war'})
+      }
+      expect(await first.exited, first.stderr).toBe(0)
+      // The first run's record is intact, it finished all three, and it gave the lease back.
+      expect(maxInflight.get(ns) ?? 0).toBeLessThanOrEqual(1)
+      for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
+      expect(annotations(ns)).not.toHaveProperty(LEASE)
+      expect(annotations(ns)).not.toHaveProperty(AWAITING)
+    })
+
+    it('a live lease of another run refuses (exit 6, with the holder and when it expires); an expired one is taken over', async () => {
+      const ns = 'roll-lease2'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const a = addWarVm(ns, 'a', {stale: true})
+      const setLease = (renewAgoMs: number) => {
+        const g = cluster.store.get(WG_KEY, ns, 'ratings')!
+        const renewTime = new Date(Date.now() - renewAgoMs).toISOString()
+        cluster.store.update(WG_KEY, {...g, metadata: {...g.metadata, annotations: {...g.metadata.annotations, [LEASE]: JSON.stringify({holder: 'alice@laptop pid 4242', acquireTime: '2026-01-01T00:00:00Z', renewTime, leaseDurationSeconds: 60})}}})
+        return renewTime
+      }
+      const renewTime = setLease(1000)
+      const refused = await meshvm(['rollout', 'ratings', '-n', ns])
+      expectCleanFailure(refused, 6, `Error: another rollout of workloadgroup ${ns}/ratings is in progress: "alice@laptop pid 4242" holds its lease (since 2026-01-01T00:00:00Z, renewed ${renewTime})`)
+      expect(refused.stderr).toContain(`Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or remove annotation ${LEASE} from the group)`)
+      expect(war(ns, a)).toBeDefined()
+      expect(isStale(ns, a)).toBe(true)
+      // --dry-run only warns.
+      const dry = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run'])
+      expect(dry.code).toBe(0)
+      expect(dry.stderr).toContain('Warning: another rollout of workloadgroup')
+      setLease(61_000)
+      const ok = await meshvm(['rollout', 'ratings', '-n', ns, '--poll-interval', '100ms'], 60_000)
+      expect(ok.code, ok.stderr).toBe(0)
+      expect(isStale(ns, a)).toBe(false)
+      expect(annotations(ns)).not.toHaveProperty(LEASE)
+    })
+
     it('records each registration in the group annotation before deleting it, and removes it once it is back', async () => {
       const ns = 'roll-note'
       addGroup(cluster, ns, 'ratings', ratingsSpec())
       const [a, b] = ['a', 'b'].map((s) => addWarVm(ns, s, {stale: true})) as [string, string]
-      // Every value the annotation takes, in order (undefined: absent).
+      // Every value the annotation takes, in order (undefined: absent); other writes to the group (the rollout's lease) do not change it.
       const history: (string | undefined)[] = []
+      let last: string | undefined | null = null
       const stop = cluster.store.onEvent((e) => {
-        if (e.resource === WG_KEY && e.object.metadata.namespace === ns) history.push(e.object.metadata.annotations?.[AWAITING])
+        if (e.resource !== WG_KEY || e.object.metadata.namespace !== ns) return
+        const value = e.object.metadata.annotations?.[AWAITING]
+        if (value !== last) history.push(value)
+        last = value
       })
       // a's agent is held back, so the test can look at the cluster while a is in flight.
       agents.set(`${ns}/${a}`, 'never')

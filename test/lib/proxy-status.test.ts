@@ -300,7 +300,9 @@ describe('xDS syncz, Istio 1.24 shape', () => {
   it('reads statuses, ages, NACK details and the istiod identity', () => {
     const [s] = parseSyncz(sample, {name: 'istiod', namespace: 'istio-system'})
     expect(s).toMatchObject({proxyId: 'vm-1.vm-ns', namespace: 'vm-ns', clusterId: 'cluster1', proxyVersion: '1.24.2', shape: 'xds'})
-    expect(s!.istiod).toEqual({name: 'istiod-7d4b9c6f8-x2k9p', namespace: 'istio-system', version: '1.24.2', revision: 'abc123'})
+    // Info.revision ("abc123") is istiod's git commit (BuildInfo.GitRevision), not its istio.io/rev.
+    expect(s!.istiod).toEqual({name: 'istiod-7d4b9c6f8-x2k9p', namespace: 'istio-system', version: '1.24.2'})
+    expect(parseSyncz(sample, {name: 'istiod', namespace: 'istio-system', revision: 'canary'})[0]!.istiod.revision).toBe('canary')
     const [row] = proxyStatusRows([s!], {now: NOW})
     expect(row!.status).toEqual({CDS: 'SYNCED (4m28s)', LDS: 'SYNCED (4m28s)', EDS: 'STALE (4m28s)', RDS: 'ERROR (4m28s)', ECDS: 'NOT SENT'})
     expect(row!.xds.RDS.error).toBe('Proto constraint validation failed ...')
