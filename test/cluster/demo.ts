@@ -6,9 +6,24 @@ import {copyFileSync, mkdirSync} from 'node:fs'
 import {join, resolve} from 'node:path'
 import {startTestCluster} from './index.js'
 import {seedDemoMesh} from './demo-mesh.js'
+import {parseScale, seedProxies, seedWars} from './scale.js'
 
+// `--scale wars=N,proxies=N,istiods=N`: a large cluster on top of the demo mesh, seeded as `npm run
+// bench` seeds its cases (test/cluster/scale.ts), to reproduce them by hand.
+const scaleAt = process.argv.indexOf('--scale')
+let scale
+try {
+  scale = scaleAt < 0 ? undefined : parseScale(process.argv[scaleAt + 1] ?? '')
+} catch (err) {
+  process.stderr.write(`Error: ${(err as Error).message}\n`)
+  process.exit(2)
+}
 const cluster = await startTestCluster({contextName: 'meshvm-demo'})
 seedDemoMesh(cluster)
+if (scale) {
+  seedWars(cluster, scale.wars)
+  seedProxies(cluster, scale.proxies, scale.proxies > 0 ? scale.istiods : 0)
+}
 // A stable path, so the printed line keeps working across restarts of the demo.
 const dir = resolve(process.env.MESHVM_DEMO_DIR ?? '.demo-cluster')
 mkdirSync(dir, {recursive: true})

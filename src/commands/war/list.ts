@@ -40,6 +40,7 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
     const {warColumns} = await import('../../lib/war/model.js')
     const {StreamingTable} = await import('../../lib/war/stream-table.js')
     const {ListWriter} = await import('../../lib/war/stream-list.js')
+    const {drained} = await import('../../lib/war/stream-drain.js')
     const q: ListQuery = {namespace, labelSelector: f.selector, group: f.group, source: f.source, chunkSize: f['chunk-size']}
     const state: ListState = {resourceVersions: {}}
     try {
@@ -75,6 +76,7 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
         }
         count += page.length
         print(page)
+        await drained() // stdout back-pressure: the next page is read when this one was taken
       }
       list?.finish()
       table.flush()
