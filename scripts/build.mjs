@@ -33,7 +33,13 @@ export function commandIndexSource() {
 }
 const indexFile = join(root, 'src/command-index.ts')
 const indexSource = commandIndexSource()
-if (!existsSync(indexFile) || readFileSync(indexFile, 'utf8') !== indexSource) writeFileSync(indexFile, indexSource)
+const indexStale = !existsSync(indexFile) || readFileSync(indexFile, 'utf8') !== indexSource
+// --check: only say whether the committed index is stale (exit 1), never rewrite it.
+if (process.argv.includes('--check')) {
+  if (indexStale) console.error('src/command-index.ts is stale: run npm run build and commit it')
+  process.exit(indexStale ? 1 : 0)
+}
+if (indexStale) writeFileSync(indexFile, indexSource)
 
 if (process.argv.includes('--index-only')) process.exit(0)
 

@@ -24,7 +24,7 @@ export type {FaultRule} from './faults.js'
 export type {KubeObj} from './store.js'
 export {resourceKey} from './store.js'
 
-export const ISTIO_CRDS = fileURLToPath(new URL('../../../shared/reference/crds/istio-networking.yaml', import.meta.url))
+export const ISTIO_CRDS = fileURLToPath(new URL('../fixtures/crds/istio-networking.yaml', import.meta.url))
 export const WAR_CRD = fileURLToPath(new URL('../fixtures/crds/workloadautoregistration.yaml', import.meta.url))
 
 export interface TestClusterOptions {

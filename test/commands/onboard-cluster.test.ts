@@ -103,7 +103,7 @@ describe('onboard --apply', () => {
 })
 
 describe('bundle against a cluster', () => {
-  const TESTDATA = join(REPO_ROOT, '../shared/reference/istioctl-testdata/workload/testdata')
+  const TESTDATA = join(REPO_ROOT, 'test/fixtures/istioctl/workload/testdata')
   const read = (...p: string[]) => readFileSync(join(TESTDATA, ...p), 'utf8')
 
   function istioctlSetup(dir: string, gatewayIp: string): void {

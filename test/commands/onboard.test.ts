@@ -14,7 +14,7 @@ import {REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 
 const GOLDEN = join(REPO_ROOT, 'test/golden/onboard')
 
-/** Validators for the served v1 schemas of ../shared/reference/crds, with every CEL rule run by the CEL library. */
+/** Validators for the served v1 schemas of test/fixtures/crds, with every CEL rule run by the CEL library. */
 const referenceValidators = new Map<string, SchemaValidator>(
   parseAllDocuments(readFileSync(ISTIO_CRDS, 'utf8'))
     .map((d) => d.toJS())

@@ -18,7 +18,6 @@ import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {kubeconfigYaml} from '../cluster/index.js'
 
 const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
-const BEHAVIOUR_DOC = new URL('../../../shared/reference/istioctl-behaviour.md', import.meta.url)
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 
 function ps(c: TestCluster | {env: Record<string, string>}, args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
@@ -41,12 +40,9 @@ const cells = (table: string) =>
     .split('\n')
     .map((l) => l.split(/\s{2,}/))
 
-/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt, quoted verbatim in §4.5 of the behaviour reference. */
+/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt (the other goldens in test/fixtures/istioctl are 1.28's). */
 function istioctl124Golden(): string {
-  const doc = readFileSync(BEHAVIOUR_DOC, 'utf8')
-  const m = /Golden `istioctl\/pkg\/writer\/pilot\/testdata\/multiXdsStatusMultiPilot\.txt` \(1\.24\.6, exact\):\*\*\n```\n([\s\S]*?)```/.exec(doc)
-  if (!m?.[1]) throw new Error('1.24.6 golden not found in istioctl-behaviour.md §4.5')
-  return m[1]
+  return readFileSync(new URL('../fixtures/istioctl/writer/pilot/testdata-1.24.6/multiXdsStatusMultiPilot.txt', import.meta.url), 'utf8')
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -17,18 +17,14 @@ import {
 } from '../../src/lib/proxy-status/status.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
-const ISTIOCTL_TESTDATA = new URL('../../../shared/reference/istioctl-testdata/writer/pilot/testdata/', import.meta.url)
-const BEHAVIOUR_DOC = new URL('../../../shared/reference/istioctl-behaviour.md', import.meta.url)
+const ISTIOCTL_TESTDATA = new URL('../fixtures/istioctl/writer/pilot/testdata/', import.meta.url)
 const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
 
 const istioctlGolden = (name: string) => readFileSync(new URL(name, ISTIOCTL_TESTDATA), 'utf8')
 
-/** The 1.24.6 golden, quoted verbatim in §4.5 of the behaviour reference (the on-disk goldens are 1.28's). */
+/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt (the other goldens in test/fixtures/istioctl are 1.28's). */
 function istioctl124Golden(): string {
-  const doc = readFileSync(BEHAVIOUR_DOC, 'utf8')
-  const m = /Golden `istioctl\/pkg\/writer\/pilot\/testdata\/multiXdsStatusMultiPilot\.txt` \(1\.24\.6, exact\):\*\*\n```\n([\s\S]*?)```/.exec(doc)
-  if (!m?.[1]) throw new Error('1.24.6 golden not found in istioctl-behaviour.md §4.5')
-  return m[1]
+  return readFileSync(new URL('../fixtures/istioctl/writer/pilot/testdata-1.24.6/multiXdsStatusMultiPilot.txt', import.meta.url), 'utf8')
 }
 
 const NOW = new Date('2024-11-05T10:20:00Z')

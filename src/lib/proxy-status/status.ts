@@ -4,7 +4,7 @@
  *
  * Pure: no Kubernetes client, no I/O. The command fetches one syncz body per istiod and hands it here.
  *
- * Understood input shapes (see shared/reference/istioctl-behaviour.md §4.4):
+ * Understood input shapes (istio/istio pilot/pkg/xds/debug.go and statusgen.go, 1.20–1.28):
  * - HTTP `/debug/syncz`, Istio 1.20–1.22: a JSON array of `SyncStatus` objects with
  *   `cluster_sent`/`cluster_acked`, `listener_*`, `route_*`, `endpoint_*`, `extensionconfig_*` nonces.
  * - HTTP `/debug/syncz`, Istio 1.23+: the same array, plus a `resources` map keyed by type URL with

@@ -1,8 +1,8 @@
 /**
  * `meshvm war rollout GROUP`: re-onboard the workloads of a WorkloadGroup after the group changed,
  * the way a Deployment rolls out, because TSB applies a group change only to workloads that onboard
- * after it (a WAR keeps a snapshot of the group taken at onboarding; see
- * shared/reference/vm-onboarding-peers.md §1.4).
+ * after it (a WAR keeps a snapshot of the group taken at onboarding: TSB's onboarding docs,
+ * docs.tetrate.io, WorkloadAutoRegistration lifecycle).
  *
  * 1. The plan is computed from the cluster on every run: the group's WARs whose snapshot differs
  *    from the current group spec (or, for WARs that record no snapshot, whose WorkloadEntry differs

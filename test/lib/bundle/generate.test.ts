@@ -6,7 +6,7 @@ import {buildBundle, type BundleInputs, type WorkloadGroupLike} from '../../../s
 import {goYamlKeyCompare, istioShellQuote} from '../../../src/lib/bundle/go-compat.js'
 import {REPO_ROOT} from '../../helpers/cli.js'
 
-const TESTDATA = join(REPO_ROOT, '../shared/reference/istioctl-testdata/workload/testdata')
+const TESTDATA = join(REPO_ROOT, 'test/fixtures/istioctl/workload/testdata')
 const read = (...p: string[]) => readFileSync(join(TESTDATA, ...p), 'utf8')
 
 function filesOf(inputs: BundleInputs): Record<string, string> {
