@@ -76,7 +76,8 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
         }
         count += page.length
         print(page)
-        await drained() // stdout back-pressure: the next page is read when this one was taken
+        const wait = drained() // stdout back-pressure: the next page is read when this one was taken
+        if (wait) await wait
       }
       list?.finish()
       table.flush()

@@ -18,11 +18,12 @@ export interface DrainableStream {
 }
 
 /**
- * Resolves at once when `stream` can take more, else on its next 'drain' (or when it closes or
- * fails: the write that failed reports the error, this only stops waiting).
+ * Undefined when `stream` can take more (the loop goes on without yielding), else a promise of its
+ * next 'drain' (or of its closing or failing: the write that failed reports the error, this only
+ * stops waiting). Use: `const wait = drained(); if (wait) await wait`.
  */
-export function drained(stream: DrainableStream = process.stdout): Promise<void> {
-  if (!stream.writableNeedDrain || stream.writableEnded || stream.destroyed) return Promise.resolve()
+export function drained(stream: DrainableStream = process.stdout): Promise<void> | undefined {
+  if (!stream.writableNeedDrain || stream.writableEnded || stream.destroyed) return undefined
   return new Promise((resolve) => {
     const done = (): void => {
       stream.off('drain', done)
