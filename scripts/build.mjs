@@ -1,7 +1,8 @@
 // Builds dist/meshvm.cjs: one esbuild bundle with oclif, every command and, behind lazy requires,
 // the Kubernetes client and the prompts. bin/run.js loads it through a V8 code cache (see
-// bin/load.cjs), which halves start-up time; then the oclif manifest is written so `--help` needs no
-// command code at all.
+// bin/load.cjs); then the oclif manifest is written so `--help` needs no command code at all.
+// Each start-up mechanism below says what it saves, measured as CPU time per run on Node 20.20
+// (medians of 21+ interleaved runs on a loaded 2-core machine; `node -e 0` is ~26 ms there).
 import {build} from 'esbuild'
 import {existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
@@ -46,9 +47,13 @@ rmSync(join(root, 'dist'), {recursive: true, force: true})
 rmSync(join(root, 'oclif.manifest.json'), {force: true})
 
 const started = Date.now()
+// `npm run build -- --no-minify`: readable bundles, for reading a `node --cpu-prof` profile by module
+// (esbuild marks each module's start with a `// path` comment). Start-up is slower that way.
+const minify = !process.argv.includes('--no-minify')
 
 // Heavy libraries only cluster commands (or the wizard) use go to their own bundles, loaded on first
-// use through bin/load.cjs: the main bundle stays small, so offline commands start fast.
+// use through bin/load.cjs: the main bundle stays small, so offline commands start fast (the
+// Kubernetes client alone would add ~22 ms CPU to `--help` and offline onboard).
 const VENDORS = {
   '@kubernetes/client-node': {file: 'kube.cjs', source: "export {KubeConfig} from '@kubernetes/client-node'"},
   '@inquirer/prompts': {file: 'prompts.cjs', source: "export * from '@inquirer/prompts'"},
@@ -58,7 +63,8 @@ const VENDORS = {
   ws: {file: 'ws.cjs', source: "export {WebSocket} from 'ws'"},
   '@bufbuild/protobuf/wire': {file: 'protobuf-wire.cjs', source: "export {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'"},
 }
-// Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter (~1 MB → ~0.25 MB):
+// Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter (~1 MB → ~0.25 MB)
+// and its loading from ~45 to ~24 ms CPU, for every command that talks to a cluster:
 // - client-node's modules have no import side effects but do not say so, so esbuild would keep all of
 //   its generated API (config.js imports gen/index.js for two helpers); marking them side-effect free
 //   lets tree shaking drop it;
@@ -77,7 +83,7 @@ const trimKubeClient = {
 for (const {file, source} of Object.values(VENDORS)) {
   await build({
     absWorkingDir: root, stdin: {contents: source, resolveDir: root, loader: 'js'}, outfile: join(root, 'dist/vendor', file),
-    bundle: true, format: 'cjs', platform: 'node', target: 'node20.17', minify: true, keepNames: true, legalComments: 'none', logLevel: 'warning',
+    bundle: true, format: 'cjs', platform: 'node', target: 'node20.17', minify, keepNames: true, legalComments: 'none', logLevel: 'warning',
     plugins: [trimKubeClient],
   })
 }
@@ -100,24 +106,58 @@ const vendorPlugin = {
   },
 }
 
-// oclif sorts the commands of each plugin with String#localeCompare when it loads them. The first
-// localeCompare of a process builds an ICU collator: ~13 ms, on every run, for ~10 ASCII command ids.
-// Byte order sorts those ids the same way (test/lib/command-index.test.ts checks it for every id),
-// so the comparison is replaced; the build fails if oclif's code no longer has that exact line.
-const OCLIF_COMMAND_SORT = '.sort((a, b) => a.id.localeCompare(b.id));'
-const oclifByteOrderSort = {
-  name: 'meshvm-oclif-byte-order-sort',
+// Exact-line patches to oclif, each for a start-up cost measured on every run; the build fails if
+// oclif's code no longer has the line, so an oclif upgrade gets the patch reviewed.
+const OCLIF_PATCHES = [
+  // oclif sorts the commands of each plugin with String#localeCompare when it loads them. The first
+  // localeCompare of a process builds an ICU collator (~7 ms CPU per run, measured with
+  // `node -e "'a'.localeCompare('b')"` against `node -e 0`) for ~10 ASCII command ids. Byte order sorts
+  // them the same way (test/lib/command-index.test.ts checks it for every id).
+  {
+    file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/,
+    from: '.sort((a, b) => a.id.localeCompare(b.id));',
+    to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
+  },
+  // Help renders every description, summary and example through EJS (compiled to a function each
+  // time, ~3 ms for the root help). A text without `<%` renders to itself, so only templates go to EJS.
+  {
+    file: /@oclif[\/]core[\/]lib[\/]help[\/]util\.js$/,
+    from: 'return ejs_1.default.render(t, context);',
+    to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;",
+  },
+]
+const oclifPatches = {
+  name: 'meshvm-oclif-patches',
   setup(b) {
-    b.onLoad({filter: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/}, (args) => {
-      const source = readFileSync(args.path, 'utf8')
-      if (source.split(OCLIF_COMMAND_SORT).length !== 2) throw new Error(`${args.path}: expected the line ${OCLIF_COMMAND_SORT} once; review the byte-order sort patch`)
-      return {loader: 'js', contents: source.replace(OCLIF_COMMAND_SORT, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));')}
+    for (const {file, from, to} of OCLIF_PATCHES) {
+      b.onLoad({filter: file}, (args) => {
+        const source = readFileSync(args.path, 'utf8')
+        if (source.split(from).length !== 2) throw new Error(`${args.path}: expected the line ${from} once; review the patch in scripts/build.mjs`)
+        return {loader: 'js', contents: source.replace(from, to)}
+      })
+    }
+  },
+}
+
+// In the bundle, each command's module (and what only it imports: schemas, the war and proxy-status
+// code…) is initialised when oclif first asks for that command, not at start-up: the command map's
+// values are getters that require() the module, which esbuild then wraps in a lazy initialiser.
+// `--help` needs no command (oclif reads the manifest) and a command needs only its own: --help
+// 2-6 ms CPU less, offline onboard ~1.5 ms. src/command-index.ts (eager imports) stays the source for
+// tests and bin/dev.js; the manifest build below still loads every command through the getters.
+const lazyCommandIndex = {
+  name: 'meshvm-lazy-command-index',
+  setup(b) {
+    b.onLoad({filter: /[\/]src[\/]command-index\.ts$/}, () => {
+      const files = commandFiles(join(root, 'src/commands')).map((f) => relative(join(root, 'src/commands'), f).replace(/\.ts$/, ''))
+      const getters = files.map((f) => `  get ${JSON.stringify(f.split('/').join(':'))}() { return require('./commands/${f}.ts').default },`)
+      return {loader: 'js', resolveDir: join(root, 'src'), contents: `export const COMMANDS = {\n${getters.join('\n')}\n}\n`}
     })
   },
 }
 
 const result = await build({
-  plugins: [vendorPlugin, oclifByteOrderSort],
+  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex],
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
@@ -125,7 +165,7 @@ const result = await build({
   format: 'cjs',
   platform: 'node',
   target: 'node20.17',
-  minify: true,
+  minify,
   keepNames: true,
   sourcemap: false,
   legalComments: 'none',

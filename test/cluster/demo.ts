@@ -7,14 +7,19 @@ import {join, resolve} from 'node:path'
 import {parseArgs} from 'node:util'
 import {startTestCluster} from './index.js'
 import {seedDemoMesh, startDemoVmPlane} from './demo-mesh.js'
+import {parseScale, seedProxies, seedWars} from './scale.js'
 
 // --name (or --context): the kubeconfig context and cluster name; --cluster-id: Istio's cluster ID.
 // Two demos with different names run side by side: KUBECONFIG=.demo-cluster-east/kubeconfig:.demo-cluster-west/kubeconfig.
 // --no-debug-http: every istiod runs with ENABLE_DEBUG_ON_HTTP=false, so only the xDS path (15012) answers.
-const USAGE = 'usage: npm run demo:cluster -- [--name NAME] [--cluster-id ID] [--no-debug-http]'
-let flags: {name?: string; context?: string; 'cluster-id'?: string; 'no-debug-http'?: boolean}
+// --scale wars=N,proxies=N,istiods=N: a large cluster on top of the demo mesh, seeded as `npm run bench`
+// seeds its cases (test/cluster/scale.ts), to reproduce them by hand.
+const USAGE = 'usage: npm run demo:cluster -- [--name NAME] [--cluster-id ID] [--no-debug-http] [--scale wars=N,proxies=N,istiods=N]'
+let flags: {name?: string; context?: string; 'cluster-id'?: string; 'no-debug-http'?: boolean; scale?: string}
+let scale: ReturnType<typeof parseScale> | undefined
 try {
-  flags = parseArgs({options: {name: {type: 'string'}, context: {type: 'string'}, 'cluster-id': {type: 'string'}, 'no-debug-http': {type: 'boolean'}}, strict: true}).values
+  flags = parseArgs({options: {name: {type: 'string'}, context: {type: 'string'}, 'cluster-id': {type: 'string'}, 'no-debug-http': {type: 'boolean'}, scale: {type: 'string'}}, strict: true}).values
+  scale = flags.scale === undefined ? undefined : parseScale(flags.scale)
 } catch (err) {
   process.stderr.write(`Error: ${(err as Error).message}\n${USAGE}\n`)
   process.exit(2)
@@ -33,6 +38,10 @@ const cluster = await startTestCluster({contextName: name ?? 'meshvm-demo', root
 const debugHttp = !flags['no-debug-http']
 cluster.mesh.debugHttpDefault = debugHttp
 seedDemoMesh(cluster, {clusterId: flags['cluster-id']})
+if (scale) {
+  seedWars(cluster, scale.wars)
+  seedProxies(cluster, scale.proxies, scale.proxies > 0 ? scale.istiods : 0)
+}
 for (const istiod of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(istiod, {debugHttp})
 const vmPlane = await startDemoVmPlane(cluster)
 // A stable path, so the printed line keeps working across restarts of the demo.

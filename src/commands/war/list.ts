@@ -40,6 +40,7 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
     const wide = print.output.kind === 'wide'
     const {CRD_MISSING_NOTE, fetchGroups, listRegistrations, watchRegistrations} = await import('../../lib/war/fetch.js')
     const {warColumns} = await import('../../lib/war/model.js')
+    const {drained} = await import('../../lib/output/drain.js')
     const q: ListQuery = {namespace, labelSelector, group: f.group, source: f.source, chunkSize: f['chunk-size']}
     const state: ListState = {resourceVersions: {}}
     try {
@@ -70,6 +71,8 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
           this.note(`Note: ${CRD_MISSING_NOTE}.`)
         }
         printer.add(page)
+        const wait = drained() // stdout back-pressure: the next page is read when this one was taken
+        if (wait) await wait
       }
       if (printer.count === 0 && print.output.kind !== 'json' && print.output.kind !== 'yaml') {
         const scope = namespace === undefined ? '' : ` in namespace ${namespace}`

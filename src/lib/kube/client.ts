@@ -12,6 +12,7 @@ import {readFileSync} from 'node:fs'
 import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
 import type {LoadedKubeConfig} from './config.js'
+import {KubeconfigCaAgent} from './tls.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 
@@ -172,7 +173,13 @@ export class KubeClient {
       // Verification stays on unless the kubeconfig itself says insecure-skip-tls-verify.
       rejectUnauthorized: tls.rejectUnauthorized !== false,
     }
-    this.agent = this.url.protocol === 'http:' ? new HttpAgent({keepAlive: true, maxSockets: 16}) : new Agent(agentOptions)
+    // With the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
+    this.agent =
+      this.url.protocol === 'http:'
+        ? new HttpAgent({keepAlive: true, maxSockets: 16})
+        : tls.ca && agentOptions.rejectUnauthorized
+          ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
+          : new Agent(agentOptions)
     this.headers = credentialHeaders(loaded, tls)
     this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
   }
