@@ -11,14 +11,16 @@
  * - the connection to the pod's port is dialled at once; when nothing listens, the error channel
  *   gets kubelet's "error forwarding port ..." text and the socket closes.
  *
- * kubectl's SPDY forms (plain SPDY/3.1, or SPDY tunnelled in a WebSocket as
- * `SPDY/3.1+portforward.k8s.io`) are not served: their upgrade gets 400, as from a server without them.
+ * kubectl's forms: plain SPDY/3.1 (`POST`, `Upgrade: SPDY/3.1`, `X-Stream-Protocol-Version:
+ * portforward.k8s.io`; authorized as `create`) is served by spdy.ts; SPDY tunnelled in a WebSocket
+ * (`SPDY/3.1+portforward.k8s.io`, kubectl 1.30+'s first try) is answered 400, and kubectl falls back.
  */
 import type {IncomingMessage} from 'node:http'
 import type {Socket} from 'node:net'
 import {Duplex} from 'node:stream'
 import {WebSocketServer, type WebSocket} from 'ws'
 import type {Attributes, UserInfo} from './auth.js'
+import {serveSpdyPortForward} from './spdy.js'
 import {ApiError, badRequest, notFound, statusBody} from './status.js'
 
 /** Accepts one TCP connection to a pod's port (a simulated container listening there). */
@@ -100,8 +102,20 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   // kubectl 1.32 asks for SPDY first tunnelled in a WebSocket (subprotocol SPDY/3.1+portforward.k8s.io),
   // then as a plain SPDY upgrade (POST, X-Stream-Protocol-Version); with SPDY the ports travel in each
   // stream's headers, not in the query. Neither is served here: say so rather than ask for ports.
-  const spdy = String(req.headers['sec-websocket-protocol'] ?? '').includes('SPDY/3.1') || req.headers['x-stream-protocol-version'] !== undefined
-  if (spdy) return fail(badRequest('unable to upgrade connection: this test API server serves port-forward over the WebSocket channel protocol (v4.channel.k8s.io) only, not SPDY/3.1'))
+  const upgrade = String(req.headers.upgrade ?? '').toLowerCase()
+  const streamProtocols = String(req.headers['x-stream-protocol-version'] ?? '').split(',').map((p) => p.trim())
+  if (req.method === 'POST' && upgrade === 'spdy/3.1') {
+    // Plain SPDY (kubectl's fallback): the ports come in each stream's headers.
+    if (!streamProtocols.includes('portforward.k8s.io')) return fail(badRequest(`unable to upgrade connection: unable to negotiate protocol: client supports ${JSON.stringify(streamProtocols)}, server supports ["portforward.k8s.io"]`))
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n')
+    if (head.length > 0) socket.unshift(head)
+    serveSpdyPortForward(socket, {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port))
+    return 101
+  }
+  if (String(req.headers['sec-websocket-protocol'] ?? '').includes('SPDY/3.1')) {
+    // SPDY tunnelled in a WebSocket (kubectl 1.30+'s first try) is not served: kubectl falls back to plain SPDY.
+    return fail(badRequest('unable to upgrade connection: SPDY tunnelled over WebSocket is not served by this test API server'))
+  }
   // kubelet's portforward.NewV4Options: `ports` values, each comma-separated, each 1..65535.
   const ports: number[] = []
   for (const value of url.searchParams.getAll('ports')) {
