@@ -12,8 +12,8 @@
  *   gets kubelet's "error forwarding port ..." text and the socket closes.
  *
  * kubectl's forms: plain SPDY/3.1 (`POST`, `Upgrade: SPDY/3.1`, `X-Stream-Protocol-Version:
- * portforward.k8s.io`; authorized as `create`) is served by spdy.ts; SPDY tunnelled in a WebSocket
- * (`SPDY/3.1+portforward.k8s.io`, kubectl 1.30+'s first try) is answered 400, and kubectl falls back.
+ * portforward.k8s.io`; authorized as `create`) and SPDY tunnelled in a WebSocket's binary messages
+ * (subprotocol `SPDY/3.1+portforward.k8s.io`, kubectl 1.30+'s first try) are served by spdy.ts.
  */
 import type {IncomingMessage} from 'node:http'
 import type {Socket} from 'node:net'
@@ -38,12 +38,14 @@ export interface PortForwardContext {
 }
 
 const PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io']
+const SPDY_TUNNEL = 'SPDY/3.1+portforward.k8s.io'
+const SPDY_TUNNEL_TOKEN = 'meshvm-spdy-tunnel'
 const PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/portforward$/
 
 const wss = new WebSocketServer({
   noServer: true,
   // wsstream picks the first protocol it knows from the client's list; no header means binary.
-  handleProtocols: (offered) => [...offered].find((p) => PROTOCOLS.includes(p)) ?? false,
+  handleProtocols: (offered) => (offered.has(SPDY_TUNNEL_TOKEN) ? SPDY_TUNNEL : ([...offered].find((p) => PROTOCOLS.includes(p)) ?? false)),
 })
 
 /** A pair of connected Duplex streams (node:stream's duplexPair is Node 22+). */
@@ -70,6 +72,29 @@ export function duplexPair(): [Duplex, Duplex] {
   a = make(() => b)
   b = make(() => a)
   return [a, b]
+}
+
+/** A WebSocket's binary messages as a byte stream (the SPDY tunnel). */
+function webSocketStream(ws: WebSocket): Duplex {
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      if (ws.readyState !== ws.OPEN) return cb()
+      ws.send(chunk, {binary: true}, () => cb())
+    },
+    final(cb) {
+      ws.close(1000)
+      cb()
+    },
+    destroy(err, cb) {
+      if (ws.readyState === ws.OPEN) ws.close(1000)
+      cb(err)
+    },
+  })
+  ws.on('message', (data: Buffer) => stream.push(data))
+  ws.on('close', () => stream.push(null))
+  ws.on('error', () => stream.destroy())
+  return stream
 }
 
 function writeError(socket: Socket, err: ApiError): void {
@@ -112,9 +137,14 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
     serveSpdyPortForward(socket, {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port))
     return 101
   }
-  if (String(req.headers['sec-websocket-protocol'] ?? '').includes('SPDY/3.1')) {
-    // SPDY tunnelled in a WebSocket (kubectl 1.30+'s first try) is not served: kubectl falls back to plain SPDY.
-    return fail(badRequest('unable to upgrade connection: SPDY tunnelled over WebSocket is not served by this test API server'))
+  if (String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).includes(SPDY_TUNNEL)) {
+    // SPDY tunnelled in a WebSocket (kubectl 1.30+'s first try; apiserver PortForwardWebsockets): the
+    // WebSocket's binary messages carry the SPDY byte stream.
+    // The ws package refuses '/' and '+' in a subprotocol (not RFC 7230 token characters); Go's
+    // gorilla/websocket, which kube-apiserver uses, accepts them. Offer ws a token and answer the real name.
+    req.headers['sec-websocket-protocol'] = SPDY_TUNNEL_TOKEN
+    wss.handleUpgrade(req, socket, head, (ws) => serveSpdyPortForward(webSocketStream(ws), {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port)))
+    return 101
   }
   // kubelet's portforward.NewV4Options: `ports` values, each comma-separated, each 1..65535.
   const ports: number[] = []
