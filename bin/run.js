@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// meshvm entry point. `--version` is answered here, before anything else is loaded, because it is
-// the command people (and scripts) run most and it needs nothing but package.json.
+// meshvm entry point. `--version`/`-v` is answered here, before anything else is loaded, because it is
+// the command people (and scripts) run most and it needs nothing but package.json: the same text as
+// oclif's config.userAgent. `meshvm version` (with --short, -o json|yaml) is a command.
 // CommonJS (bin/package.json says so): an ES module entry starts Node's ESM loader, and importing
 // node:fs from ESM builds its ESM facade, which loads the streams modules (~8-10 ms per run).
 'use strict'
 const argv = process.argv.slice(2)
-if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v' || argv[0] === 'version')) {
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const pkg = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'package.json'), 'utf8'))
   process.stdout.write(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else {

@@ -52,6 +52,8 @@ const started = Date.now()
 const VENDORS = {
   '@kubernetes/client-node': {file: 'kube.cjs', source: "export {KubeConfig} from '@kubernetes/client-node'"},
   '@inquirer/prompts': {file: 'prompts.cjs', source: "export * from '@inquirer/prompts'"},
+  // Loaded on the first non-ASCII table cell, not at import: its module builds an Intl.Segmenter (~15 ms).
+  'string-width': {file: 'width.cjs', source: "export {default} from 'string-width'", onFirstUse: true},
   // Port-forward (WebSocket) and the protobuf wire codec: only commands that read istiod load them.
   ws: {file: 'ws.cjs', source: "export {WebSocket} from 'ws'"},
   '@bufbuild/protobuf/wire': {file: 'protobuf-wire.cjs', source: "export {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'"},
@@ -83,11 +85,18 @@ const vendorPlugin = {
   name: 'meshvm-vendors',
   setup(b) {
     const filter = new RegExp(`^(${Object.keys(VENDORS).map((n) => n.replace(/[/]/g, '\\/')).join('|')})$`)
-    b.onResolve({filter}, (args) => ({path: args.path, namespace: 'meshvm-vendor'}))
-    b.onLoad({filter: /.*/, namespace: 'meshvm-vendor'}, (args) => ({
-      loader: 'js',
-      contents: `const path = require('node:path'); module.exports = require(path.join(__dirname, '../bin/load.cjs')).loadVendor(path.join(__dirname, 'vendor/${VENDORS[args.path].file}'))`,
-    }))
+    // Only meshvm's own imports: dependencies may import another major version of the same name (oclif: string-width 4).
+    b.onResolve({filter}, (args) => (args.importer.includes('/node_modules/') ? undefined : {path: args.path, namespace: 'meshvm-vendor'}))
+    b.onLoad({filter: /.*/, namespace: 'meshvm-vendor'}, (args) => {
+      const load = `require(path.join(__dirname, '../bin/load.cjs')).loadVendor(path.join(__dirname, 'vendor/${VENDORS[args.path].file}'))`
+      return {
+        loader: 'js',
+        contents: VENDORS[args.path].onFirstUse
+          ? // A default-exported function, loaded on its first call (meshvm's sources import it as Node does: default = module.exports).
+            `const path = require('node:path'); let m; module.exports = (...args) => (m ??= ${load}).default(...args)`
+          : `const path = require('node:path'); module.exports = ${load}`,
+      }
+    })
   },
 }
 

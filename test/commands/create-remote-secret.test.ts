@@ -472,7 +472,7 @@ describe('create-remote-secret: bad input (exit 2, one line, nothing sent)', () 
     [['--auth-type', 'plugin', '--auth-plugin-name', 'oidc', '--verify'], 'Error: --verify: only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use'],
     [['--server', 'ftp://x'], 'Error: --server "ftp://x": must be the API server address reachable from the other cluster: https://HOST[:PORT] or HOST[:PORT]'],
     // oclif reads a word after a command without arguments as a sub-command.
-    [['extra-arg'], 'Error: command create-remote-secret:extra-arg not found'],
+    [['extra-arg'], 'Error: Unexpected argument: extra-arg'],
   ])('%j', async (args, line) => {
     const before = cluster.requests.length
     const res = await meshvm(cluster, args)

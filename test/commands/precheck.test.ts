@@ -60,6 +60,22 @@ describe('precheck', () => {
     expect(ok['istiod answers']!.message).toBe('istiod istio-system/istiod-canary-6c5d4-abcde answers: HTTP /debug/syncz over port-forward to :15014')
   })
 
+  it('prints through the one printer: -o jsonpath, custom-columns, --sort-by, --no-headers', async () => {
+    const [names, cols, bad] = await Promise.all([
+      meshvm(['web', '-n', 'apps', '-o', 'jsonpath={range .checks[*]}{.check}={.status}{"\\n"}{end}']),
+      meshvm(['web', '-n', 'apps', '-o', 'custom-columns=CHECK:.check,STATUS:.status', '--sort-by', '.check', '--no-headers']),
+      meshvm(['web', '-n', 'apps', '-o', 'name']),
+    ])
+    expect(names.code, names.stderr).toBe(0)
+    const {checks: all} = await checks()
+    expect(names.stdout).toBe(Object.values(all).map((c) => `${c.check}=${c.status}\n`).join(''))
+    expect(cols.code, cols.stderr).toBe(0)
+    const rows = cols.stdout.trimEnd().split('\n')
+    expect(rows.map((r) => r.replace(/ {3,}/, '|'))).toEqual(Object.keys(all).sort().map((c) => `${c}|pass`))
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.split('\n')[0]).toBe('Error: -o/--output "name": expected one of table, wide, json, yaml, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…')
+  })
+
   it('fails "istiod running" without a running istiod pod, and hints at the namespace/revision', async () => {
     cluster.store.delete('/pods', 'istio-system', 'istiod-7d4b9c6f8-x2k9p')
     const {code, checks: c} = await checks()

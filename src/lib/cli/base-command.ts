@@ -9,6 +9,8 @@ import type {ChalkInstance} from 'chalk'
 import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {processSink, type Sink} from '../output/render.js'
+import {bareDryRunIsClient} from './dry-run.js'
+import {keepInvocation} from './invocation.js'
 import {ranCommand} from './ran-command.js'
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
@@ -74,6 +76,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   public override async init(): Promise<void> {
     ranCommand.id = this.id
     await super.init()
+    if ((this.ctor.flags as Record<string, {type?: string}> | undefined)?.['dry-run']?.type === 'option') this.argv = bareDryRunIsClient(this.argv)
     const {args, flags} = await this.parse({
       flags: this.ctor.flags,
       baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
@@ -105,6 +108,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Progress, warnings and notes: stderr, so pipes carry only data. */
   protected note(text: string): void {
+    // Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin).
+    text = keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
     this.sink.err(text.endsWith('\n') ? text : text + '\n')
   }
 
