@@ -230,7 +230,7 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
     }
   })
 
-  it('missing CRD: war list falls back to WorkloadEntries with a note; rollout explains', async () => {
+  it('missing CRD: war list falls back to WorkloadEntries with a note; rollout rolls out WorkloadEntries and says so', async () => {
     const noWar = await startCluster({crdFiles: [ISTIO_CRDS]})
     try {
       // The group exists, so the only thing missing for a rollout is the CRD.
@@ -238,8 +238,12 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
       const list = await runCli(['war', 'list', '-A'], {env: {...noWar.env, ...ENV}})
       expect(list.code).toBe(0)
       expect(list.stderr).toMatch(/WorkloadAutoRegistration|CRD/)
+      // Without the CRD, the group's registrations are its auto-registered WorkloadEntries (none here).
       const rollout = await runCli(['war', 'rollout', 'web', '-n', 'apps'], {env: {...noWar.env, ...ENV}})
-      expectCleanError(rollout, 4, /WorkloadAutoRegistration/)
+      expect(rollout.code, rollout.stderr).toBe(0)
+      expect(rollout.stderr).not.toMatch(STACK_TRACE)
+      expect(rollout.stderr).toContain('Note: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: only auto-registered WorkloadEntries are rolled out.')
+      expect(rollout.stderr).toContain('workloadgroup apps/web (generation 1): all 0 registration(s) are up to date, nothing to roll out')
       expect(rollout.stderr).not.toMatch(/workloadgroup .* not found/)
       logFault('war list', 'missing CRD')
       logFault('war rollout', 'missing CRD')

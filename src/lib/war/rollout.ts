@@ -45,6 +45,7 @@ import {PATCH, type KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {resourcePath} from '../kube/resources.js'
 import {
+  CRD_MISSING,
   deleteRegistration,
   groupNameOf,
   isListedWorkloadEntry,
@@ -480,6 +481,7 @@ const entries = (n: number) => `WorkloadEntr${n === 1 ? 'y' : 'ies'}`
 export async function rollout(client: KubeClient, o: RolloutOptions): Promise<RolloutReport> {
   let group = await getGroup(client, o.namespace, o.group)
   const warServed = await warApiServed(client)
+  if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
   const holder = o.holder ?? defaultHolder()
   // Two runs on one group would together exceed --max-unavailable and overwrite each other's record.
   const other = liveLeaseOfOther(group.metadata?.annotations?.[LEASE_ANNOTATION], holder, Date.now())
