@@ -374,7 +374,7 @@ export class Mesh {
     if (!this.options.pki) throw new Error('the mesh has no PKI to check tokens with')
     const san = `${istiod.revision === 'default' ? 'istiod' : `istiod-${istiod.revision}`}.${istiod.namespace}.svc`
     const ca = istiod.untrustedCertificate ? createMeshCa('not-the-mesh-root') : meshCa()
-    const xds = new XdsServer({pki: this.options.pki, certificate: ca.issue({dnsNames: [san]})})
+    const xds = new XdsServer({pki: this.options.pki, certificate: ca.issue({dnsNames: [san]}), clientCaPem: meshCa().rootPem})
     xds.onDiscovery(TYPE_DEBUG_SYNCZ, async () => {
       if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
       return this.synczXds(istiod.name)
