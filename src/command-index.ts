@@ -6,6 +6,10 @@ import CreateRemoteSecret from './commands/create-remote-secret.js'
 import Onboard from './commands/onboard.js'
 import Precheck from './commands/precheck.js'
 import ProxyStatus from './commands/proxy-status.js'
+import RemoteSecretCreate from './commands/remote-secret/create.js'
+import RemoteSecretList from './commands/remote-secret/list.js'
+import RemoteSecretRotate from './commands/remote-secret/rotate.js'
+import RemoteSecretStatus from './commands/remote-secret/status.js'
 import WarDelete from './commands/war/delete.js'
 import WarDescribe from './commands/war/describe.js'
 import WarList from './commands/war/list.js'
@@ -19,6 +23,10 @@ export const COMMANDS = {
   'onboard': Onboard,
   'precheck': Precheck,
   'proxy-status': ProxyStatus,
+  'remote-secret:create': RemoteSecretCreate,
+  'remote-secret:list': RemoteSecretList,
+  'remote-secret:rotate': RemoteSecretRotate,
+  'remote-secret:status': RemoteSecretStatus,
   'war:delete': WarDelete,
   'war:describe': WarDescribe,
   'war:list': WarList,

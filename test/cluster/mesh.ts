@@ -272,11 +272,16 @@ export class Mesh {
     return out
   }
 
+  /** More istiod debug endpoints (e.g. /debug/clusterz from test/cluster/clusterz.ts), by path. */
+  readonly debugHandlers = new Map<string, (istiod: {name: string; namespace: string; clusterId: string}) => unknown>()
+
   /** The pods/proxy handler: istiod monitoring ports answer /debug/syncz, anything else is refused. */
   async podProxy(req: PodProxyRequest): Promise<PodProxyAnswer | undefined> {
     const istiod = this.istiods.get(req.pod)
     if (!istiod || istiod.namespace !== req.namespace || istiod.down || req.port !== String(istiod.port)) return undefined
     if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
+    const extra = this.debugHandlers.get(req.path)
+    if (extra) return {status: 200, body: JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId}))}
     if (req.path !== '/debug/syncz') return {status: 404, body: '404 page not found\n', contentType: 'text/plain'}
     if (istiod.malformed) return {status: 200, body: '<html>not json</html>', contentType: 'text/html'}
     return {status: 200, body: JSON.stringify(this.syncz(req.pod, req.query.get('namespace') ?? undefined))}
