@@ -14,6 +14,7 @@ import WarDelete from './commands/war/delete.js'
 import WarDescribe from './commands/war/describe.js'
 import WarList from './commands/war/list.js'
 import WarPrune from './commands/war/prune.js'
+import WarReconcile from './commands/war/reconcile.js'
 import WarRollout from './commands/war/rollout.js'
 
 export const COMMANDS = {
@@ -31,5 +32,6 @@ export const COMMANDS = {
   'war:describe': WarDescribe,
   'war:list': WarList,
   'war:prune': WarPrune,
+  'war:reconcile': WarReconcile,
   'war:rollout': WarRollout,
 }
