@@ -130,6 +130,10 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     apply: Flags.boolean({summary: 'Apply the objects to the cluster (server-side apply, field manager "meshvm").', helpGroup: APPLY_GROUP}),
     'dry-run': Flags.option({summary: 'client: only print (the default without --apply); server: ask the API server what would change, change nothing.', options: ['client', 'server'] as const, helpGroup: APPLY_GROUP})(),
     diff: Flags.boolean({summary: 'Print a unified diff of the live objects against what applying would produce; change nothing.', helpGroup: APPLY_GROUP}),
+    'force-conflicts': Flags.boolean({
+      summary: 'Take over fields another field manager (Helm, Argo CD, kubectl...) owns with other values; without it such a field is a conflict error naming the field and its manager.',
+      helpGroup: APPLY_GROUP,
+    }),
     bundle: Flags.string({summary: 'Also write the VM bootstrap bundle (mesh.yaml, cluster.env, root-cert.pem, istio-token, hosts, install.sh) into this directory.', helpGroup: APPLY_GROUP}),
     ...bundleFlags,
   }
@@ -216,7 +220,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
       if (f.apply || f['dry-run'] === 'server' || f.diff) {
         const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
           results: await applyObjects(session.client, objects, {
-            dryRun: Boolean(dryRun), diff: f.diff, signal,
+            dryRun: Boolean(dryRun), diff: f.diff, force: f['force-conflicts'], signal,
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
               // Like kubectl: what happened on stdout, what did not on stderr.

@@ -120,8 +120,6 @@ describe('kubectl against the test API server', () => {
     expect((await kubectl(cluster, ['delete', 'secret', 'creds'])).stdout.trim()).toBe('secret "creds" deleted')
   })
 
-  // kubectl sends typed requests such as `auth can-i`'s SelfSubjectAccessReview as protobuf, which
-  // this server does not decode; meshvm only speaks JSON, so the forbidden path is what matters.
   it('denies what a user is not granted, with the kube-apiserver message', async () => {
     const token = cluster.addUser('viewer', {rules: [{verbs: ['get', 'list'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']}]})
     const kubeconfig = cluster.kubeconfigFor(token)
@@ -129,5 +127,72 @@ describe('kubectl against the test API server', () => {
     expect((await kubectl(cluster, ['get', 'workloadgroups'], {env})).code).toBe(0)
     const forbidden = await kubectl(cluster, ['get', 'secrets'], {env})
     expect(forbidden.stderr.trim()).toBe('Error from server (Forbidden): secrets is forbidden: User "viewer" cannot list resource "secrets" in API group "" in the namespace "default"')
+  })
+
+  // kubectl sends these typed requests as protobuf (Content-Type application/vnd.kubernetes.protobuf,
+  // Accept protobuf or JSON): the server decodes their bodies and answers JSON.
+  it('creates tokens, service accounts, config maps, secrets and namespaces with kubectl create', async () => {
+    expect((await kubectl(cluster, ['create', 'namespace', 'made'])).stdout.trim()).toBe('namespace/made created')
+    expect((await kubectl(cluster, ['create', 'serviceaccount', 'robot', '-n', 'made'])).stdout.trim()).toBe('serviceaccount/robot created')
+    expect((await kubectl(cluster, ['create', 'configmap', 'settings', '-n', 'made', '--from-literal=mode=fast'])).stdout.trim()).toBe('configmap/settings created')
+    expect((await kubectl(cluster, ['create', 'secret', 'generic', 'creds', '-n', 'made', '--from-literal=user=bob'])).stdout.trim()).toBe('secret/creds created')
+    expect(cluster.store.get('/configmaps', 'made', 'settings')?.data).toEqual({mode: 'fast'})
+    expect(cluster.store.get('/secrets', 'made', 'creds')?.data).toEqual({user: Buffer.from('bob').toString('base64')})
+    const token = await kubectl(cluster, ['create', 'token', 'robot', '-n', 'made', '--audience=vault', '--duration=20m'])
+    expect(token.stderr).toBe('')
+    const claims = JSON.parse(Buffer.from(token.stdout.trim().split('.')[1]!, 'base64url').toString()) as {sub: string; aud: string[]; exp: number; iat: number}
+    expect(claims).toMatchObject({sub: 'system:serviceaccount:made:robot', aud: ['vault']})
+    expect(claims.exp - claims.iat).toBe(1200)
+  })
+
+  it('answers kubectl auth can-i, can-i --list and whoami for a restricted user', async () => {
+    const token = cluster.addUser('auditor', {groups: ['auditors'], rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['configmaps']}]})
+    const env = {KUBECONFIG: cluster.kubeconfigFor(token)}
+    expect((await kubectl(cluster, ['auth', 'can-i', 'list', 'configmaps'], {env})).stdout.trim()).toBe('yes')
+    const no = await kubectl(cluster, ['auth', 'can-i', 'delete', 'configmaps'], {env})
+    expect([no.code, no.stdout.trim()]).toEqual([1, 'no'])
+    const list = await kubectl(cluster, ['auth', 'can-i', '--list'], {env})
+    expect(list.stdout).toMatch(/^configmaps\s+\[\]\s+\[\]\s+\[get list\]$/m)
+    expect(list.stdout).toMatch(/^selfsubjectaccessreviews\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create\]$/m)
+    const whoami = await kubectl(cluster, ['auth', 'whoami'], {env})
+    expect(whoami.stdout).toMatch(/^Username\s+auditor$/m)
+    expect(whoami.stdout).toMatch(/^Groups\s+\[auditors system:authenticated\]$/m)
+  })
+
+  it('warns about unknown fields with fieldValidation=Warn (kube-apiserver\'s default) and prunes them', async () => {
+    const path = file('warn.yaml', WORKLOAD_GROUP.replace('name: ratings', 'name: warned').replace('  template:', '  bogus: 1\n  template:'))
+    const res = await kubectl(cluster, ['create', '--validate=warn', '-f', path])
+    expect(res.stdout.trim()).toBe('workloadgroup.networking.istio.io/warned created')
+    expect(res.stderr.trim()).toBe('Warning: unknown field "spec.bogus"')
+    expect((cluster.store.get('networking.istio.io/workloadgroups', 'default', 'warned')?.spec as Record<string, unknown>).bogus).toBeUndefined()
+  })
+
+  it('refuses kubectl replace of a custom resource without resourceVersion, as kube-apiserver does', async () => {
+    // `kubectl replace -f` fills in the live resourceVersion itself; `--raw` sends the PUT as it is.
+    const path = file('replace.json', JSON.stringify({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'replaced', namespace: 'default'}, spec: {template: {serviceAccount: 'default'}}}))
+    expect((await kubectl(cluster, ['create', '-f', path])).code).toBe(0)
+    const res = await kubectl(cluster, ['replace', '--raw', '/apis/networking.istio.io/v1/namespaces/default/workloadgroups/replaced', '-f', path])
+    expect(res.stderr.trim()).toBe('The workloadgroups "replaced" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update')
+  })
+
+  it('deletes a namespace: Terminating, new content refused, gone once empty', async () => {
+    expect((await kubectl(cluster, ['create', 'namespace', 'short-lived'])).code).toBe(0)
+    const held = file('held.yaml', WORKLOAD_GROUP.replace('name: ratings', 'name: held\n  finalizers: [example.com/keep]').replace('namespace: default', 'namespace: short-lived'))
+    expect((await kubectl(cluster, ['create', '-f', held])).code).toBe(0)
+    expect((await kubectl(cluster, ['delete', 'namespace', 'short-lived', '--wait=false'])).stdout.trim()).toBe('namespace "short-lived" deleted')
+    expect((await kubectl(cluster, ['get', 'namespace', 'short-lived'])).stdout).toMatch(/^short-lived\s+Terminating\s+\d+s$/m)
+    const refused = await kubectl(cluster, ['create', 'configmap', 'late', '-n', 'short-lived'])
+    expect(refused.stderr.trim()).toBe('error: failed to create configmap: configmaps "late" is forbidden: unable to create new content in namespace short-lived because it is being terminated')
+    expect((await kubectl(cluster, ['patch', 'wg', 'held', '-n', 'short-lived', '--type=merge', '-p', '{"metadata":{"finalizers":null}}'])).code).toBe(0)
+    await expect.poll(async () => (await kubectl(cluster, ['get', 'namespace', 'short-lived'])).stderr.trim(), {timeout: 10_000})
+      .toBe('Error from server (NotFound): namespaces "short-lived" not found')
+  })
+
+  it('keeps a foreground deletion\'s object with its foregroundDeletion finalizer while dependents remain', async () => {
+    const path = file('fg.yaml', WORKLOAD_GROUP.replace('name: ratings', 'name: fg\n  finalizers: [example.com/keep]'))
+    expect((await kubectl(cluster, ['create', '-f', path])).code).toBe(0)
+    expect((await kubectl(cluster, ['delete', 'wg', 'fg', '--cascade=foreground', '--wait=false'])).stdout.trim()).toBe('workloadgroup.networking.istio.io "fg" deleted')
+    const live = await kubectl(cluster, ['get', 'wg', 'fg', '-o', 'jsonpath={.metadata.finalizers} {.metadata.deletionTimestamp}'])
+    expect(live.stdout).toMatch(/^\["example.com\/keep"(,"foregroundDeletion")?\] \d{4}-\d\d-\d\dT/)
   })
 })

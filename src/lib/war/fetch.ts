@@ -195,8 +195,8 @@ export interface WatchedChange extends Listed {
 
 /**
  * Streams changes after the list (`--watch`), from the resourceVersions the list saw, until `signal`
- * aborts. A watch the server closes is resumed; one whose version expired (410) starts again from
- * the current state.
+ * aborts. A watch the server closes is resumed; one whose version expired (410) re-lists and
+ * starts again from the new list's state.
  */
 export async function watchRegistrations(
   client: KubeClient,
@@ -213,6 +213,12 @@ export async function watchRegistrations(
       const res = source === 'war' ? WAR : WE
       const path = resourcePath(res, {namespace: q.namespace})
       let version = state.resourceVersions[source]
+      const emit = (type: WatchedChange['type'], raw: KubeObject) => {
+        const object = withKind(raw, res)
+        if (source === 'workloadentry' && !isListedWorkloadEntry(object, q.source)) return
+        if (q.group !== undefined && groupNameOf(source, object) !== q.group) return
+        onChange({type, source, object, registration: toRegistration(source, object, q.groups)})
+      }
       while (!signal.aborted) {
         let expired = false
         try {
@@ -225,10 +231,7 @@ export async function watchRegistrations(
                 expired = true
                 return
               }
-              const object = withKind(event.object, res)
-              if (source === 'workloadentry' && !isListedWorkloadEntry(object, q.source)) return
-              if (q.group !== undefined && groupNameOf(source, object) !== q.group) return
-              onChange({type: event.type, source, object, registration: toRegistration(source, object, q.groups)})
+              emit(event.type, event.object)
             },
             signal,
           )
@@ -237,8 +240,14 @@ export async function watchRegistrations(
           throw explainForbidden(err, 'watch', res, q.namespace)
         }
         if (expired) {
-          const fresh = await client.get<{metadata?: {resourceVersion?: string}}>(path, {limit: 1, labelSelector: q.labelSelector || undefined})
-          version = fresh.metadata?.resourceVersion
+          // 410: the events since `version` are gone (kube-apiserver keeps a few minutes of them).
+          // Re-list, as client-go's reflector does, and show every registration as it is now: what
+          // changed meanwhile is among them. The watch resumes from the new list's version.
+          version = undefined
+          for await (const page of client.listPages<KubeObject>(path, {labelSelector: q.labelSelector || undefined}, q.chunkSize)) {
+            version ??= page.metadata?.resourceVersion
+            for (const object of page.items) emit('MODIFIED', object)
+          }
         }
       }
     }),
