@@ -52,6 +52,9 @@ const started = Date.now()
 const VENDORS = {
   '@kubernetes/client-node': {file: 'kube.cjs', source: "export {KubeConfig} from '@kubernetes/client-node'"},
   '@inquirer/prompts': {file: 'prompts.cjs', source: "export * from '@inquirer/prompts'"},
+  // Port-forward (WebSocket) and the protobuf wire codec: only commands that read istiod load them.
+  ws: {file: 'ws.cjs', source: "export {WebSocket} from 'ws'"},
+  '@bufbuild/protobuf/wire': {file: 'protobuf-wire.cjs', source: "export {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'"},
 }
 // Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter (~1 MB → ~0.25 MB):
 // - client-node's modules have no import side effects but do not say so, so esbuild would keep all of

@@ -237,7 +237,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
         const wg = objects.find((o) => o.kind === 'WorkloadGroup') as unknown as WorkloadGroupLike
         // Ctrl-C: what was applied stays applied; stop before the token is issued or any file written.
         const {writeBundle} = await import('../lib/bundle/run.js')
-        const summary = await this.interruptible(BUNDLE_INTERRUPTED, (signal) => writeBundle(session, wg, {...bundle, signal}))
+        const summary = await this.interruptible(BUNDLE_INTERRUPTED, (signal) => writeBundle(session, wg, {...bundle, signal, progress: (line) => this.note(line)}))
         reportBundle(this.sink, summary)
       }
     } finally {

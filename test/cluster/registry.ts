@@ -68,6 +68,7 @@ export function builtinResources(): ResourceDef[] {
     builtin('authorization.k8s.io', 'v1', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, {verbs: ['create']}),
     builtin('authorization.k8s.io', 'v1', 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', false, {verbs: ['create']}),
     builtin('authentication.k8s.io', 'v1', 'selfsubjectreviews', 'SelfSubjectReview', false, {verbs: ['create']}),
+    builtin('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false, {verbs: ['create']}),
   ]
 }
 

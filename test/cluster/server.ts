@@ -16,6 +16,7 @@ import {openApiV2, openApiV3Root, groupVersionDocument, gvPath} from './openapi.
 import {jsonPatch, mergePatch, PatchError, recordUpdate, serverSideApply, strategicMergePatch} from './patch.js'
 import type {Pki} from './pki.js'
 import {decodeProtobufBody, ProtobufError} from './protobuf.js'
+import {tokenReviewResponse} from './tokenreview.js'
 import {builtinResources, groupVersionOf, resourcesFromCrd, type Crd, type ResourceDef} from './registry.js'
 import {matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError} from './selectors.js'
 import {ApiError, alreadyExists, badRequest, conflict, methodNotAllowed, notFound, pathNotFound, qualified, statusBody} from './status.js'
@@ -477,6 +478,7 @@ export class ApiServer {
     if (def.kind === 'SelfSubjectAccessReview') return this.accessReview(user, parseBody(body, req))
     if (def.kind === 'SelfSubjectRulesReview') return this.selfRulesReview(user, parseBody(body, req))
     if (def.kind === 'SelfSubjectReview') return selfReview(user)
+    if (def.kind === 'TokenReview') return tokenReviewResponse(this.options.pki, this.store, parseBody(body, req))
     if (subresource && subresource !== 'status') throw pathNotFound()
     if (subresource === 'status' && !def.statusSubresource) throw pathNotFound()
     if (namespace !== undefined && def.plural !== 'namespaces' && ['create', 'update', 'patch'].includes(verb)) {

@@ -526,10 +526,14 @@ describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () =>
     expect(missing.stderr).toContain('Hint: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed, so only WorkloadEntries were searched')
   })
 
-  it('rollout explains why it cannot re-onboard WorkloadEntries, and which are stale', async () => {
+  it('rollout without --restart-command never says "up to date" while auto-registered WorkloadEntries are stale: it lists them with what to run, exit 8', async () => {
     const res = await meshvm(['rollout', 'web', '-n', 'legacy'])
-    expectCleanFailure(res, 4, /^Error: the WorkloadAutoRegistration CRD .* is not installed in this cluster: rollout re-onboards WorkloadAutoRegistrations/)
-    expect(res.stderr).toContain('Hint: 1 auto-registered WorkloadEntry is stale (web-10.0.0.7): restart the Istio sidecar on those VMs, one at a time')
+    expectCleanFailure(res, 8, /^Error: 1 auto-registered WorkloadEntry of workloadgroup legacy\/web \(generation 1\) is stale and was not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself$/m)
+    expect(res.stderr).toContain('Hint: web-10.0.0.7 (10.0.0.7): kubectl delete workloadentry web-10.0.0.7 -n legacy, then on that VM: sudo systemctl restart istio')
+    expect(res.stderr).toContain(`meshvm war rollout web -n legacy --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`)
+    expect(res.stderr).not.toMatch(/up to date|nothing to/)
+    expect(res.stdout).toMatch(/^web-10\.0\.0\.7 +needs restart +- +delete the entry and restart the VM's sidecar \(or pass --restart-command\)$/m)
+    expect(cluster.store.get(WE_KEY, 'legacy', 'web-10.0.0.7')).toBeDefined()
   })
 })
 
@@ -798,10 +802,14 @@ describe('meshvm war delete / rollout / prune', () => {
       const ns = 'roll-note'
       addGroup(cluster, ns, 'ratings', ratingsSpec())
       const [a, b] = ['a', 'b'].map((s) => addWarVm(ns, s, {stale: true})) as [string, string]
-      // Every value the annotation takes, in order (undefined: absent).
+      // Every value the annotation takes, in order (undefined: absent); other writes to the group (the rollout's lease) do not change it.
       const history: (string | undefined)[] = []
+      let last: string | undefined | null = null
       const stop = cluster.store.onEvent((e) => {
-        if (e.resource === WG_KEY && e.object.metadata.namespace === ns) history.push(e.object.metadata.annotations?.[AWAITING])
+        if (e.resource !== WG_KEY || e.object.metadata.namespace !== ns) return
+        const value = e.object.metadata.annotations?.[AWAITING]
+        if (value !== last) history.push(value)
+        last = value
       })
       // a's agent is held back, so the test can look at the cluster while a is in flight.
       agents.set(`${ns}/${a}`, 'never')

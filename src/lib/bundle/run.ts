@@ -19,6 +19,10 @@ export interface BundleOptions extends GatewayOptions {
   autoregister: boolean
   captureDns: boolean
   archive: boolean
+  /** How long to wait for istiod to publish istio-ca-root-cert in a namespace it has not reached yet. */
+  rootCertTimeoutMs: number
+  /** Progress lines (stderr), e.g. while waiting for the root certificate. */
+  progress?: (line: string) => void
   /** Ctrl-C: checked before each step, so an interrupted run issues no token and writes no file. */
   signal?: AbortSignal
 }
@@ -45,9 +49,13 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   const [clusterId, meshConfigYaml, rootCert, gateway] = await Promise.all([
     options.clusterId ?? fetchClusterId(client, istioNamespace, revision, (w) => warnings.push(w)),
     fetchMeshConfig(client, istioNamespace, revision),
-    fetchRootCert(client, namespace),
+    fetchRootCert(client, namespace, {timeoutMs: options.rootCertTimeoutMs, signal: options.signal, progress: options.progress}),
     findGateway(client, istioNamespace, options),
-  ])
+  ]).catch((err: unknown) => {
+    // Ctrl-C while waiting for the root certificate: say so, not that it is missing.
+    stopIfInterrupted()
+    throw err
+  })
   stopIfInterrupted()
   // The token last: it is the only value that grants something, so only issue it when all else worked.
   const issued = await requestToken(client, namespace, wg.spec.template?.serviceAccount as string, options.tokenSeconds)
