@@ -12,11 +12,19 @@ import {resourceKey} from '../cluster/index.js'
 import {KubeClient} from '../../src/lib/kube/client.js'
 import {loadKubeConfig} from '../../src/lib/kube/config.js'
 import {applyFix} from '../../src/lib/reconcile/collect.js'
+import {testPki} from '../cluster/pki.js'
+import {VmPlane} from '../cluster/vm-services.js'
+import {startVm, type RunningVm} from '../vm/run.js'
+import {waitUntil} from '../helpers/spawn.js'
+import {mkdtempSync} from 'node:fs'
+import {join} from 'node:path'
 import type {ReconcileReport} from '../../src/lib/reconcile/model.js'
 
 let east: TestCluster
 let west: TestCluster
 let env: Record<string, string>
+let plane: VmPlane | undefined
+const vms: RunningVm[] = []
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const WE_KEY = resourceKey('networking.istio.io', 'workloadentries')
 
@@ -40,7 +48,7 @@ async function applyGroup(cluster: TestCluster, name: string, namespace: string)
 }
 
 beforeAll(async () => {
-  east = await startCluster({contextName: 'east'})
+  east = await startCluster({contextName: 'east', rootCertDelayMs: 50})
   west = await startCluster({contextName: 'west'})
   env = {KUBECONFIG: `${east.kubeconfigPath}:${west.kubeconfigPath}`, KUBECACHEDIR: east.env.KUBECACHEDIR!}
   await applyGroup(east, 'web', 'apps')
@@ -69,6 +77,8 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
+  for (const vm of vms) if (vm.child.exitCode === null) vm.child.kill('SIGKILL')
+  await plane?.stop()
   await east?.stop()
   await west?.stop()
 })
@@ -167,5 +177,32 @@ describe.sequential('war reconcile on two clusters', () => {
     expect(r.stderr).toMatch(/^4 finding\(s\); 1 deleted\nError: 3 finding\(s\) left$/m)
     const again = await meshvm(['-n', 'apps', '--context', 'east', '--grace-period', '1m', '-o', 'json'])
     expect((JSON.parse(again.stdout) as ReconcileReport).findings.map((x) => x.type)).not.toContain('DanglingEntry')
+  })
+})
+
+describe.sequential('war reconcile with a simulated VM', () => {
+  it('a VM that joined is accounted for; once it is gone its entry is dangling and --fix removes it', async () => {
+    // istiod's own clean-up waits 10 minutes here, so the entry outlives the VM as after an istiod restart.
+    plane = new VmPlane({store: east.store, pki: testPki(), mesh: east.mesh, autoregistration: {gracePeriodMs: 600_000}})
+    await plane.start()
+    const bundle = join(mkdtempSync(join(east.dir, 'vm-')), 'web')
+    const on = await runCli(['onboard', 'web', '-n', 'vmapps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'], {env: east.env, timeoutMs: 60_000})
+    expect(on.code, on.stderr).toBe(0)
+    const vm = startVm(bundle, {address: '10.9.0.5', hostname: 'vm-9'})
+    vms.push(vm)
+    await vm.waitFor(/configuration acknowledged \(SYNCED\)/)
+    const joined = await meshvm(['-n', 'vmapps', '--context', 'east', '--grace-period', '0s', '-o', 'json'])
+    expect(joined.code, joined.stderr).toBe(0)
+    expect((JSON.parse(joined.stdout) as ReconcileReport).findings).toEqual([])
+
+    vm.child.kill('SIGTERM')
+    await vm.done
+    await waitUntil(() => east.store.get(WE_KEY, 'vmapps', 'web-10.9.0.5')?.metadata.annotations?.['istio.io/disconnectedAt'] !== undefined, 'istiod to mark the entry disconnected')
+    const r = await meshvm(['-n', 'vmapps', '--context', 'east', '--grace-period', '0s', '--fix', '--yes', '-o', 'json'])
+    const report = JSON.parse(r.stdout) as ReconcileReport & {fixes: {name: string; result: string}[]}
+    expect(report.findings.map((x) => [x.type, x.name])).toEqual([['DanglingEntry', 'web-10.9.0.5']])
+    expect(report.fixes.map((x) => [x.name, x.result])).toEqual([['web-10.9.0.5', 'deleted']])
+    expect(r.code, r.stderr).toBe(0)
+    expect(east.store.get(WE_KEY, 'vmapps', 'web-10.9.0.5')).toBeUndefined()
   })
 })
