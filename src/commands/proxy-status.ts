@@ -2,7 +2,8 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
 import {BaseCommand, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
-import {ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
+import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
+import type {IstiodPool} from '../lib/istiod/reader.js'
 import type {KubeSession} from '../lib/kube/session.js'
 import {renderData} from '../lib/output/render.js'
 import {parseDuration} from '../lib/validation/kube.js'
@@ -20,6 +21,8 @@ interface Problem {
 
 interface Snapshot {
   rows: ProxyStatusRow[]
+  /** How many contexts answered: with more than one, the table has a CONTEXT column. */
+  contextsRead: number
   problems: Problem[]
   warnings: string[]
   registrationOf: (row: ProxyStatusRow) => VmRecord | undefined
@@ -46,6 +49,12 @@ const proxyStatusFlags = {
     aliases: ['labels'],
   }),
   timeout: Flags.string({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: '30s'}),
+  'xds-address': Flags.string({
+    summary: "Read one istiod outside the cluster (a managed control plane) over xDS at HOST:PORT instead of port-forwarding to istiod pods.",
+    description: "The connection is TLS, verified against the mesh root in ConfigMap istio-ca-root-cert and the name istiod[-REV].NS.svc, with a token of service account default in the Istio namespace (audience istio-ca).",
+    env: 'MESHVM_XDS_ADDRESS',
+    helpGroup: KUBE_GROUP,
+  }),
   watch: Flags.boolean({char: 'w', summary: 'Redraw on an interval, highlighting what changed.', helpGroup: WATCH_GROUP}),
   interval: Flags.string({summary: 'Time between two frames of --watch.', default: '2s', helpGroup: WATCH_GROUP}),
   'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, helpGroup: WATCH_GROUP}),
@@ -58,18 +67,24 @@ export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
 
   static override aliases = ['ps']
 
-  static override description = `Asks every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION with --revision, in the -i namespace) for its /debug/syncz through the API server's pod proxy, all at once, each within --timeout, and prints istioctl's table: NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION, sorted by name. Per type: SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). The syncz of Istio 1.21 (nonces only) is understood too.
+  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints istioctl's table: NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION, sorted by name. Per type: SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). The syncz of Istio 1.21 (nonces only) is understood too.
 
-VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), CONTEXT with several contexts, and marks version skew between proxy and istiod.
+Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert) and the name istiod[-REV].NS.svc, a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
 
-An istiod that does not answer is reported on stderr and its rows are marked NO ANSWER; a context that cannot be read is reported too. The rest is printed and the exit code is 7. No running istiod is exit 4; a missing pods/proxy permission is exit 5, with the RBAC rule to ask for.
+Without --revision, the revision of the default tag is read (MutatingWebhookConfiguration istio-revision-tag-default, as istioctl 1.28); without a default tag, every istiod.
 
-With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health (NAMESPACE defaults to -n, then the context's namespace).`
+VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), and marks version skew between proxy and istiod. When several contexts are read, a CONTEXT column tells their rows apart (clusters may share a cluster ID).
+
+An istiod that does not answer is reported on stderr and its rows are marked NO ANSWER; a context that cannot be read is reported too. The rest is printed and the exit code is 7. No running istiod is exit 4; a missing permission (pods/portforward, or serviceaccounts/token for the xDS path) is exit 5, with the RBAC rule to ask for.
+
+With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health. NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
 
   static override examples = [
     {description: 'Every proxy the control plane knows, and every registered VM:', command: '<%= config.bin %> <%= command.id %>'},
     {description: 'VMs only, with address, health and registration:', command: '<%= config.bin %> <%= command.id %> --vms -o wide'},
     {description: 'One VM in detail:', command: '<%= config.bin %> <%= command.id %> vm-1.vms'},
+    {description: 'An auto-registered VM in detail, by its WorkloadEntry name:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.5 -n vms'},
+    {description: 'A managed control plane outside the cluster, with --debug naming the path each istiod was read through:', command: '<%= config.bin %> <%= command.id %> --xds-address istiod.example.com:15012 --debug'},
     {description: 'Proxies of one namespace and label, for a revisioned control plane:', command: '<%= config.bin %> <%= command.id %> -n apps -l app=web -r canary'},
     {description: 'Two clusters in one table:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
     {description: 'Redraw every 5 seconds, changes highlighted:', command: '<%= config.bin %> <%= command.id %> --watch --interval 5s'},
@@ -77,7 +92,7 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
   ]
 
   static override args = {
-    name: Args.string({description: 'Show this proxy in detail: POD.NAMESPACE, or HOSTNAME.NAMESPACE for a VM.', required: false, ignoreStdin: true}),
+    name: Args.string({description: 'Show this proxy in detail: POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry/WorkloadAutoRegistration name (with -n NAMESPACE).', required: false, ignoreStdin: true}),
   }
 
   static override flags = proxyStatusFlags
@@ -96,6 +111,15 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
     if (f['watch-count'] !== undefined && !f.watch) throw new UsageError('--watch-count needs --watch')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE or HOSTNAME.NAMESPACE')
 
+    if (f['xds-address'] !== undefined) {
+      const {splitAddress} = await import('../lib/istiod/reader.js')
+      try {
+        splitAddress(f['xds-address'])
+      } catch {
+        throw flagError('--xds-address', f['xds-address'], 'expected HOST:PORT, e.g. istiod.example.com:15012')
+      }
+    }
+
     this.contexts = await this.contextNames(contextFlag, f['all-contexts'])
     const sessions = await this.openSessions(this.contexts)
     try {
@@ -111,8 +135,24 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
       this.out(this.render(snap, undefined))
       this.report(snap)
     } finally {
+      for (const p of this.pools.values()) p.close()
       for (const s of sessions.open) s.client.close()
     }
+  }
+
+  /** Per context: the istiod readers (one port-forward per istiod for the whole command). */
+  private readonly pools = new Map<KubeSession, IstiodPool>()
+
+  private async poolFor(s: KubeSession): Promise<IstiodPool> {
+    let pool = this.pools.get(s)
+    if (!pool) {
+      const {IstiodPool} = await import('../lib/istiod/reader.js')
+      const debug = this.flags.debug === true || debugEnabled()
+      const where = this.multi ? `context ${s.contextName}: ` : ''
+      pool = new IstiodPool(s.client, s.istioNamespace, debug ? (line: string) => this.note(`debug: ${where}${line}`) : undefined)
+      this.pools.set(s, pool)
+    }
+    return pool
   }
 
   // ------------------------------------------------------------------------------------------------
@@ -180,15 +220,18 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
   ): Promise<Snapshot> {
     const {collectContext, sortRows} = await import('../lib/proxy-status/collect.js')
     const settled = await Promise.allSettled(
-      sessions.open.map((s) =>
-        collectContext(s.client, s.contextName, {
+      sessions.open.map(async (s) => {
+        const pool = await this.poolFor(s)
+        return collectContext(s.client, s.contextName, {
           istioNamespace: s.istioNamespace,
           revision: s.revision,
+          pool,
+          xdsAddress: this.flags['xds-address'],
           namespace: options.namespace ?? (s.namespaceExplicit ? s.namespace : undefined),
           timeoutMs: options.timeoutMs,
           selector: options.selector.length > 0 ? options.selector : undefined,
-        }),
-      ),
+        })
+      }),
     )
     const problems: Problem[] = [...sessions.failed]
     const warnings: string[] = []
@@ -209,7 +252,7 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
     if (this.flags.vms) rows = rows.filter((r) => r.type !== 'pod')
     const byContext = new Map(statuses.map((s) => [s.context, s.registrations]))
     return {
-      rows, problems, warnings,
+      rows, problems, warnings, contextsRead: statuses.length,
       registrationOf: (row) => (row.type === 'vm' ? byContext.get(row.context ?? '')?.get(row.name) : undefined),
     }
   }
@@ -223,7 +266,7 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
     if (output === 'json' || output === 'yaml') return renderData(proxyStatusJson(snap.rows, this.jsonErrors(snap.problems)), output) as string
     return renderProxyStatusTable(snap.rows, {
       wide: output === 'wide',
-      context: this.multi,
+      context: snap.contextsRead > 1,
       color: false,
       chalk: this.chalkFor(output),
       changed,
@@ -254,17 +297,18 @@ With NAME[.NAMESPACE], one proxy is shown in detail: per-type status, nonces, th
   // ------------------------------------------------------------------------------------------------
 
   private async detail(sessions: {open: KubeSession[]; failed: Problem[]}, name: string, timeoutMs: number, output: string): Promise<void> {
-    const dot = name.lastIndexOf('.')
+    const {detailTargets, rowsForTarget} = await import('../lib/proxy-status/detail.js')
     const first = sessions.open[0]!
-    const [proxy, namespace] = dot > 0 && dot < name.length - 1 ? [name.slice(0, dot), name.slice(dot + 1)] : [name, first.namespace]
-    const id = `${proxy}.${namespace}`
-    const snap = await this.snapshot(sessions, {timeoutMs, selector: [], namespace})
-    const matches = snap.rows.filter((r) => {
-      if (r.type === 'istiod') return false
-      if (r.name === id) return true
-      const vm = snap.registrationOf(r)
-      return vm !== undefined && vm.namespace === namespace && (vm.workloadEntry === proxy || vm.war === proxy)
-    })
+    const targets = detailTargets(name, {namespace: first.namespace, namespaceExplicit: first.namespaceExplicit})
+    const namespaces = [...new Set(targets.map((t) => t.namespace))]
+    const snap = await this.snapshot(sessions, {timeoutMs, selector: [], namespace: namespaces.length === 1 ? namespaces[0] : undefined})
+    let matches: ProxyStatusRow[] = []
+    for (const t of targets) {
+      matches = rowsForTarget(snap.rows, t, snap.registrationOf)
+      if (matches.length > 0) break
+    }
+    const id = `${targets[0]!.name}.${targets[0]!.namespace}`
+    const namespace = targets[0]!.namespace
     if (matches.length === 0) {
       for (const w of snap.warnings) this.warning(w)
       const hints = [`list the proxies of the namespace with: meshvm proxy-status -n ${namespace}`]

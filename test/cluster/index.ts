@@ -111,13 +111,14 @@ export function kubeconfigYaml(options: {server: string; caPem: string; token: s
 export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
   const pki = testPki()
   const store = new Store()
-  const mesh = new Mesh(store)
+  const mesh = new Mesh(store, {pki})
   const server = new ApiServer({
     pki, store,
     gitVersion: options.gitVersion ?? 'v1.32.0',
     tokenControllerDelayMs: options.tokenControllerDelayMs ?? 150,
     continueTtlMs: options.continueTtlMs ?? 5 * 60_000,
     podProxy: (req) => mesh.podProxy(req),
+    portForward: (namespace, pod, port) => mesh.portForward(namespace, pod, port),
     onSecret: options.onSecret,
   })
   const token = `admin-${randomBytes(16).toString('hex')}`
@@ -164,6 +165,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     kubeconfigFor,
     async stop() {
       namespaces?.stop()
+      await mesh.close()
       await server.close()
       rmSync(dir, {recursive: true, force: true})
     },

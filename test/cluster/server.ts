@@ -22,6 +22,7 @@ import {matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, Se
 import {ApiError, alreadyExists, badRequest, conflict, methodNotAllowed, notFound, pathNotFound, qualified, statusBody} from './status.js'
 import {resourceKey, Store, type KubeObj, type StoreEvent} from './store.js'
 import {toTable} from './table.js'
+import {handlePortForward, type PortAcceptor} from './portforward.js'
 import {boundToken, legacyToken, verifyToken} from './tokens.js'
 
 type Json = Record<string, unknown>
@@ -65,6 +66,8 @@ export interface ApiServerOptions {
   podProxy?: (req: PodProxyRequest) => PodProxyAnswer | Promise<PodProxyAnswer | undefined> | undefined
   /** Called with every credential the server issues, so the suite can check none leaks. */
   onSecret?: (secret: string) => void
+  /** What listens on a pod's port, for pods/portforward (portforward.ts); undefined = connection refused. */
+  portForward?: (namespace: string, pod: string, port: number) => PortAcceptor | undefined
 }
 
 const SA_TOKEN_TYPE = 'kubernetes.io/service-account-token'
@@ -222,6 +225,7 @@ export class ApiServer {
     // Long, like kube-apiserver's: a short idle timer can fire right after a test's long synchronous
     // burst (filling the store) and reset a socket the client is just reusing (ECONNRESET).
     server.keepAliveTimeout = 60_000
+    server.on('upgrade', (req: IncomingMessage, socket: import('node:net').Socket, head: Buffer) => void this.upgrade(req, socket, head))
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     this.server = server
     const address = server.address()
@@ -313,6 +317,33 @@ export class ApiServer {
       else if (err instanceof PatchError) this.sendError(res, new ApiError(err.status, err.status === 400 ? 'BadRequest' : 'Invalid', err.message))
       else throw err
     }
+  }
+
+  /** WebSocket upgrades: pods/portforward (portforward.ts). */
+  private async upgrade(req: IncomingMessage, socket: import('node:net').Socket, head: Buffer): Promise<void> {
+    const url = new URL(req.url ?? '/', 'https://test')
+    const user = this.authenticate(req)
+    const record: RequestRecord = {method: req.method ?? 'GET', path: url.pathname, query: url.search, status: 0, userAgent: req.headers['user-agent'], user: user?.name}
+    this.requests.push(record)
+    const fault = this.faults.take(record.method, url.pathname, url.searchParams)
+    if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs))
+    if (fault?.reset || fault?.truncate) return void socket.destroy()
+    if (fault?.status) {
+      record.status = fault.status
+      const body = JSON.stringify(statusBody(new ApiError(fault.status, 'Unavailable', fault.message ?? `injected fault: ${fault.status}`)))
+      return void socket.end(`HTTP/1.1 ${fault.status} Fault\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${fault.retryAfterSeconds !== undefined ? `Retry-After: ${fault.retryAfterSeconds}\r\n` : ''}Connection: close\r\n\r\n${body}`)
+    }
+    record.status = handlePortForward(req, socket, head, {
+      user,
+      authorize: (attrs) => authorize(this.store, user!, attrs),
+      forbidden: (attrs) => new ApiError(403, 'Forbidden', forbiddenMessage(user!, attrs, 'pods'), {name: attrs.name, kind: 'pods'}),
+      podExists: (ns, name) => {
+        const pod = this.store.get(resourceKey('', 'pods'), ns, name)
+        return pod ? {uid: pod.metadata.uid ?? ''} : undefined
+      },
+      connect: (ns, pod, port) => this.options.portForward?.(ns, pod, port),
+      minor: Number(/^v\d+\.(\d+)/.exec(this.options.gitVersion)?.[1] ?? 0),
+    })
   }
 
   private sendError(res: ServerResponse, err: ApiError): void {

@@ -13,7 +13,7 @@ import {runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {resourceKey} from '../cluster/index.js'
-import {TEST_ROOT_CERT} from '../cluster/mesh.js'
+import {createMeshCa} from '../cluster/mesh-ca.js'
 import {testPki} from '../cluster/pki.js'
 import {boundToken} from '../cluster/tokens.js'
 import {VmPlane} from '../cluster/vm-services.js'
@@ -138,8 +138,8 @@ describe.sequential('bundle verify', () => {
     const key = resourceKey('', 'configmaps')
     const cm = east.store.get(key, NS, 'istio-ca-root-cert')!
     const original = structuredClone(cm.data)
-    // Another root: the stand-in certificate of the test mesh.
-    const rotated = TEST_ROOT_CERT
+    // Another mesh root, as after a CA rotation.
+    const rotated = createMeshCa('rotated-root').rootPem
     expect(rotated).not.toBe((original as Record<string, string>)['root-cert.pem'])
     east.store.update(key, {...cm, data: {'root-cert.pem': rotated}})
     try {

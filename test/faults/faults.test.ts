@@ -48,7 +48,7 @@ interface CommandCase {
 const commands: CommandCase[] = [
   {name: 'war list', args: () => ['war', 'list', '-A', '-o', 'wide'], path: '/apis/runtime.onboarding.tetrate.io/v1alpha1/workloadautoregistrations'},
   {name: 'war describe', args: () => ['war', 'describe', 'web-vm-1', '-n', 'apps'], path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups'},
-  {name: 'proxy-status', args: () => ['proxy-status', '-o', 'wide'], path: /\/pods\/istiod-[^/]+\/proxy\/debug\/syncz$/},
+  {name: 'proxy-status', args: () => ['proxy-status', '-o', 'wide'], path: /\/pods\/istiod-[^/]+\/portforward$/},
   {name: 'precheck', args: () => ['precheck', 'web', '-n', 'apps', '-o', 'json'], path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', method: 'POST'},
   {name: 'bundle', args: () => ['bundle', 'web', '-n', 'apps', '-d', join(mkdtempSync(join(work, 'b-')), 'out')], path: '/api/v1/namespaces/istio-system/configmaps', compare: false},
   {name: 'onboard --apply', args: () => ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', method: 'PATCH'},

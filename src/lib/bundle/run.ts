@@ -9,6 +9,7 @@ import {tarGz} from '../fs/tar.js'
 import type {KubeSession} from '../kube/session.js'
 import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type WorkloadGroupLike} from './generate.js'
 import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
+import {resolveRevision} from '../istiod/revision.js'
 
 export interface BundleOptions extends GatewayOptions {
   outputDir: string
@@ -44,7 +45,9 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
     if (options.signal?.aborted) throw new InterruptedError(`interrupted: nothing was written to ${options.outputDir}`)
   }
   stopIfInterrupted()
-  const {client, istioNamespace, revision} = session
+  const {client, istioNamespace} = session
+  // Without --revision, the default tag's revision (istioctl 1.28): CA_ADDR and hosts then name istiod-REV.
+  const {revision} = await resolveRevision(client, session.revision)
   const namespace = wg.metadata.namespace
   const [clusterId, meshConfigYaml, rootCert, gateway] = await Promise.all([
     options.clusterId ?? fetchClusterId(client, istioNamespace, revision, (w) => warnings.push(w)),

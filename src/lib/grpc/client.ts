@@ -135,7 +135,11 @@ export class GrpcCall {
         this.fail(new GrpcError(GrpcCode.UNAVAILABLE, cause ? cause.message : `the stream was reset (HTTP/2 code ${this.stream.rstCode})`, cause))
       }
     })
-    this.stream.on('error', (err: NodeJS.ErrnoException) => this.fail(new GrpcError(GrpcCode.UNAVAILABLE, err.message, err)))
+    this.stream.on('error', (err: NodeJS.ErrnoException) => {
+      // A stream cancelled because its session failed carries the session's error (TLS, connection) as cause.
+      const cause = ((err as {cause?: NodeJS.ErrnoException}).cause ?? channel.transportError ?? err) as NodeJS.ErrnoException
+      this.fail(new GrpcError(GrpcCode.UNAVAILABLE, cause.message, cause))
+    })
   }
 
   private finish(h: IncomingHttpHeaders): void {

@@ -174,6 +174,23 @@ export class KubeClient {
     }
     this.agent = this.url.protocol === 'http:' ? new HttpAgent({keepAlive: true, maxSockets: 16}) : new Agent(agentOptions)
     this.headers = credentialHeaders(loaded, tls)
+    this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
+  }
+
+  private readonly tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
+
+  /**
+   * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
+   * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
+   */
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; describe: RequestDescription} {
+    const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
+    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, describe: this.describe({method: 'GET', path})}
+  }
+
+  /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
+  reportResponse(event: ResponseEvent): void {
+    this.options.onResponse?.(event)
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {

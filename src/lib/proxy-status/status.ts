@@ -549,9 +549,9 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
 export type ProxyStatusLayout = 'types' | 'subscribed' | 'verbose'
 
 export interface ProxyStatusTableOptions {
-  /** Adds TYPE ADDRESS HEALTH REGISTRATION (and CONTEXT with `context`), and marks version skew in VERSION. */
+  /** Adds TYPE ADDRESS HEALTH REGISTRATION, and marks version skew in VERSION. */
   wide?: boolean
-  /** With `wide`: a CONTEXT column (several kubeconfig contexts in one table). */
+  /** A CONTEXT column after VERSION (several kubeconfig contexts in one table: clusters may share a cluster ID). */
   context?: boolean
   /**
    * Cells to highlight (`--watch`: what changed since the last frame), by row and column header. With
@@ -595,7 +595,7 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
     color: (s, r) => (skew(r) ? chalk.yellow(s) : s),
   }
   const wide: Column<ProxyStatusRow>[] = [
-    ...(options.context ? [{header: 'CONTEXT', wide: true, value: (r: ProxyStatusRow) => text(r.context)}] : []),
+    ...(options.context ? [{header: 'CONTEXT', value: (r: ProxyStatusRow) => text(r.context)}] : []),
     {header: 'TYPE', wide: true, value: (r) => r.type},
     {header: 'ADDRESS', wide: true, value: (r) => text(r.address)},
     {header: 'HEALTH', wide: true, value: (r) => text(r.health), color: paint},

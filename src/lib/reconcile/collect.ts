@@ -1,11 +1,13 @@
 /**
  * What `meshvm war reconcile` reads from one context, through the readers proxy-status and the war
- * commands already use: the running istiods and their /debug/syncz (proxy-status/fetch.ts), the
+ * commands already use: the running istiods and their /debug/syncz (proxy-status/fetch.ts: over
+ * port-forward, else xDS, through src/lib/istiod/reader.ts), the
  * WorkloadEntries and WARs, the WorkloadGroups (war/fetch.ts), and the pods of the namespaces
  * proxies are in. And the --fix deletes, each guarded by uid and resourceVersion preconditions.
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
+import {IstiodPool} from '../istiod/reader.js'
 import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz} from '../proxy-status/fetch.js'
 import type {ProxySync} from '../proxy-status/status.js'
 import {splitProxyId} from '../proxy-status/vms.js'
@@ -26,7 +28,13 @@ export async function collectSnapshot(
   groupsP.catch(() => undefined)
   const {selected, others} = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision})
   if (selected.length === 0) throw await noIstiodError(client, {istioNamespace: o.istioNamespace, revision: o.revision, others})
-  const answers = await Promise.all(selected.map((istiod) => readSyncz(client, istiod, {timeoutMs: o.timeoutMs, namespace: o.namespace})))
+  const pool = new IstiodPool(client, o.istioNamespace)
+  let answers: Awaited<ReturnType<typeof readSyncz>>[]
+  try {
+    answers = await Promise.all(selected.map((istiod) => readSyncz(pool, istiod, {timeoutMs: o.timeoutMs, namespace: o.namespace})))
+  } finally {
+    pool.close()
+  }
   const syncs: ProxySync[] = []
   const istiods: string[] = []
   const unreadIstiods: {name: string; error: string}[] = []

@@ -4,13 +4,13 @@
  * with those very credentials, src/lib/remote-secret/verify.ts), and (2) what istiod itself says:
  * its `/debug/clusterz` (istio pilot/pkg/xds/debug.go, a list of cluster.DebugInfo
  * {id, secretName, syncStatus} from pkg/kube/multicluster; syncStatus is one of syncing, synced,
- * timeout, closed), read from every running istiod of the Istio namespace.
+ * timeout, closed), read from every running istiod of the Istio namespace over port-forward to
+ * its monitoring port, as proxy-status reads syncz (src/lib/istiod/reader.ts).
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {KubeApiError} from '../kube/errors.js'
-import {Resources, resourcePath} from '../kube/resources.js'
-import {findIstiods, type IstiodPod} from '../proxy-status/fetch.js'
+import {IstiodPool} from '../istiod/reader.js'
+import {findIstiods, istiodTarget, type IstiodPod} from '../proxy-status/fetch.js'
 import {listRemoteSecrets, remoteSecretEntries, type RemoteSecretEntry} from './list.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
 
@@ -40,10 +40,6 @@ export interface RemoteSecretStatus extends RemoteSecretEntry {
   verdict: 'ok' | 'failing'
 }
 
-export function clusterzPath(istiod: IstiodPod): string {
-  return `${resourcePath(Resources.pods, {namespace: istiod.namespace})}/${encodeURIComponent(istiod.name)}:${istiod.port}/proxy/debug/clusterz`
-}
-
 export function parseClusterz(body: string): ClusterDebugInfo[] {
   let json: unknown
   try {
@@ -57,36 +53,30 @@ export function parseClusterz(body: string): ClusterDebugInfo[] {
     .map((x) => ({id: String(x.id ?? x.ID ?? ''), secretName: typeof x.secretName === 'string' ? x.secretName : undefined, syncStatus: String(x.syncStatus ?? x.SyncStatus ?? '')}))
 }
 
-/** One istiod's clusterz, through the API server's pod proxy (as proxy-status reads syncz). */
-export async function readClusterz(client: KubeClient, istiod: IstiodPod, timeoutMs: number): Promise<ClusterDebugInfo[]> {
-  try {
-    const res = await client.send({method: 'GET', path: clusterzPath(istiod), retry: 'read', deadline: Date.now() + timeoutMs})
-    return parseClusterz(res.body.toString('utf8'))
-  } catch (err) {
-    if (err instanceof KubeApiError) {
-      throw new MeshvmError(`istiod ${istiod.namespace}/${istiod.name}: cannot read /debug/clusterz: ${err.kubeStatus?.message?.split('\n')[0] ?? err.message}`, {
-        exit: err.status === 403 ? ExitCode.FORBIDDEN : ExitCode.UNREACHABLE,
-        code: err.reason,
-      })
-    }
-    throw err
-  }
+/** One istiod's clusterz, over port-forward to its monitoring port (src/lib/istiod/reader.ts). */
+export async function readClusterz(pool: IstiodPool, istiod: IstiodPod, timeoutMs: number): Promise<ClusterDebugInfo[]> {
+  return parseClusterz(await pool.reader(istiodTarget(istiod)).debugHttp('/debug/clusterz', timeoutMs))
 }
 
 /** What every running istiod of the namespace reports, by istiod name. */
 export async function istiodClusterViews(client: KubeClient, o: {istioNamespace: string; revision?: string; timeoutMs: number}): Promise<Map<string, ClusterDebugInfo[] | MeshvmError>> {
   const {selected} = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision})
   const views = new Map<string, ClusterDebugInfo[] | MeshvmError>()
-  await Promise.all(
-    selected.map(async (istiod) => {
-      try {
-        views.set(istiod.name, await readClusterz(client, istiod, o.timeoutMs))
-      } catch (err) {
-        if (!(err instanceof MeshvmError)) throw err
-        views.set(istiod.name, err)
-      }
-    }),
-  )
+  const pool = new IstiodPool(client, o.istioNamespace)
+  try {
+    await Promise.all(
+      selected.map(async (istiod) => {
+        try {
+          views.set(istiod.name, await readClusterz(pool, istiod, o.timeoutMs))
+        } catch (err) {
+          if (!(err instanceof MeshvmError)) throw err
+          views.set(istiod.name, err)
+        }
+      }),
+    )
+  } finally {
+    pool.close()
+  }
   return views
 }
 
