@@ -3,6 +3,7 @@ import * as Flags from '@oclif/core/flags'
 import {BaseCommand, KUBE_GROUP, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
 import {flagError, UsageError} from '../../lib/errors.js'
 import {renderData} from '../../lib/output/render.js'
+import {terminalSafe} from '../../lib/output/terminal.js'
 import {parseDuration} from '../../lib/validation/kube.js'
 
 export default class RemoteSecretRotate extends BaseCommand<typeof RemoteSecretRotate> {
@@ -81,9 +82,9 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
         log: {note: (t) => this.note(t), warning: (t) => this.warning(t)},
       })
       if (f.output === 'text') {
-        this.out(`secret/${result.secret} rotated (context ${target.contextName}, namespace ${result.namespace}): cluster ${result.cluster}, ServiceAccount ${result.serviceAccount}, token Secret ${result.newTokenSecret}; istiod synced: ${result.istiods.map((i) => i.istiod).join(', ')}\n`)
-        if (result.removedTokenSecret) this.out(`old token Secret ${result.removedTokenSecret} deleted in context ${source.contextName}\n`)
-        else if (result.oldTokenSecretNote) this.note(result.oldTokenSecretNote)
+        this.out(terminalSafe(`secret/${result.secret} rotated (context ${target.contextName}, namespace ${result.namespace}): cluster ${result.cluster}, ServiceAccount ${result.serviceAccount}, token Secret ${result.newTokenSecret}; istiod synced: ${result.istiods.map((i) => i.istiod).join(', ')}`) + '\n')
+        if (result.removedTokenSecret) this.out(terminalSafe(`old token Secret ${result.removedTokenSecret} deleted in context ${source.contextName}`) + '\n')
+        else if (result.oldTokenSecretNote) this.note(terminalSafe(result.oldTokenSecretNote))
       } else this.out(renderData(result, f.output)!)
     } finally {
       target.client.close()
