@@ -184,6 +184,29 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     expect((JSON.parse(s.stdout) as {items: Item[]}).items[0]!.verdict).toBe('ok')
   })
 
+  it('a rotation istiod does not take (not synced in time) puts the old kubeconfig back and revokes nothing', async () => {
+    const before = east.store.get(SECRETS, NS, REMOTE)!
+    const tokenSecretsBefore = west.store.list(SECRETS, NS).map((s) => s.metadata.name).sort()
+    const oldToken = tokenOfKubeconfig(kubeconfigIn(east, REMOTE))
+    // istiod in east cannot sync west with what it is given (say, the server is unreachable from there).
+    const real = east.mesh.debugHandlers.get('/debug/clusterz')!
+    east.mesh.debugHandlers.set('/debug/clusterz', async (i) => ((await real(i)) as {id: string; syncStatus: string}[]).map((c) => (c.id === 'west' ? {...c, syncStatus: 'timeout'} : c)))
+    let r: CliResult
+    try {
+      r = await meshvm(['remote-secret', 'rotate', REMOTE, '--context', 'east', '--from', 'west', '--istiod-timeout', '1s'])
+    } finally {
+      east.mesh.debugHandlers.set('/debug/clusterz', real)
+    }
+    expect(r.stderr).not.toMatch(STACK_TRACE)
+    expect(r.code).toBe(8)
+    expect(r.stderr).toMatch(/^Error: istiod did not report cluster west synced within 1s after the update \(istiod-7d4b9c6f8-x2k9p: timeout\); the old kubeconfig was put back into Secret istio-system\/istio-remote-secret-west$/m)
+    expect(r.stderr).toContain('the old Secret is still in force')
+    expect(east.store.get(SECRETS, NS, REMOTE)!.data).toEqual(before.data)
+    expect(west.store.list(SECRETS, NS).map((s) => s.metadata.name).sort()).toEqual(tokenSecretsBefore)
+    const oldUse = await kubectl(west, ['--kubeconfig', west.kubeconfigFor(oldToken), 'get', 'namespaces'])
+    expect(oldUse.code, oldUse.stderr).toBe(0)
+  })
+
   it('status fails (exit 8) when the token was revoked, while istiod still holds the cluster', async () => {
     const kc = kubeconfigIn(west, 'istio-remote-secret-east')
     const token = tokenOfKubeconfig(kc)
