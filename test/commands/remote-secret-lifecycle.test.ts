@@ -62,6 +62,24 @@ function pythonTokenRequest(cluster: TestCluster, serviceAccount: string, second
   })
 }
 
+/** A TokenReview made by the Python client: is the token still accepted? (prints True/False and the error) */
+function pythonTokenReview(cluster: TestCluster, token: string): Promise<string> {
+  const script = [
+    'import sys, kubernetes',
+    'kubernetes.config.load_kube_config(config_file=sys.argv[1])',
+    'api = kubernetes.client.AuthenticationV1Api()',
+    'st = api.create_token_review(kubernetes.client.V1TokenReview(spec=kubernetes.client.V1TokenReviewSpec(token=sys.stdin.read()))).status',
+    'print(st.authenticated, st.error)',
+  ].join('\n')
+  return new Promise((resolve, reject) => {
+    const child = execFile('/usr/bin/python3', ['-c', script, cluster.kubeconfigPath], {encoding: 'utf8', timeout: 30_000}, (err, stdout, stderr) => {
+      if (err) reject(new Error(`python TokenReview failed: ${stderr.split('\n').slice(-2).join(' ')}`))
+      else resolve(stdout.trim())
+    })
+    child.stdin?.end(token)
+  })
+}
+
 beforeAll(async () => {
   east = await startCluster({contextName: 'east'})
   west = await startCluster({contextName: 'west'})
@@ -153,6 +171,8 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     expect(oldUse.stderr).toMatch(/Unauthorized|must be logged in/)
     const newUse = await kubectl(west, ['--kubeconfig', west.kubeconfigFor(newToken), 'get', 'namespaces'])
     expect(newUse.code, newUse.stderr).toBe(0)
+    expect(await pythonTokenReview(west, oldToken)).toBe('False [invalid bearer token, Token has been invalidated]')
+    expect(await pythonTokenReview(west, newToken)).toBe('True None')
     // istiod in east sees the rotated Secret.
     const s = await meshvm(['remote-secret', 'status', REMOTE, '--context', 'east', '-o', 'json'])
     expect(s.code, s.stderr).toBe(0)
