@@ -72,11 +72,12 @@ export interface RotateResult {
   istiods: IstiodClusterView[]
 }
 
+const OLD_IN_FORCE = 'the old Secret is still in force: nothing istiod uses was changed'
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const secretPath = (namespace: string, name?: string) => resourcePath(Resources.secrets, {namespace, name})
 
 function rotateError(message: string, o: {exit?: (typeof ExitCode)[keyof typeof ExitCode]; code?: string; hints?: string[]; cause?: unknown} = {}): MeshvmError {
-  return new MeshvmError(message, {exit: o.exit ?? ExitCode.FAILURE, code: o.code ?? 'RotateFailed', hints: [...(o.hints ?? []), 'the old Secret is still in force: nothing istiod uses was changed'], cause: o.cause})
+  return new MeshvmError(message, {exit: o.exit ?? ExitCode.FAILURE, code: o.code ?? 'RotateFailed', hints: [...(o.hints ?? []), OLD_IN_FORCE], cause: o.cause})
 }
 
 /** A name for the new token Secret that sorts after the old ones: NAME-istio-remote-secret-token-<base36 time>. */
@@ -166,9 +167,9 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
     newManifest = {...built, secretName: secret.metadata.name, object: {...built.object, metadata: {...built.object.metadata, name: secret.metadata.name}, stringData: {[key]: newKubeconfig}}}
   } catch (err) {
     await dropNew()
-    if (err instanceof MeshvmError && err.code === 'RotateFailed') throw err
-    if (err instanceof MeshvmError && (err.code === 'VerifyFailed' || err.hints.some((h) => h.includes('old Secret')))) throw err
-    const e = err as MeshvmError
+    if (!(err instanceof MeshvmError)) throw err
+    if (err.hints.includes(OLD_IN_FORCE)) throw err
+    const e = err
     throw rotateError(e.message, {exit: e.exit, code: e.code, hints: e.hints, cause: err})
   }
 
