@@ -195,4 +195,65 @@ describe('kubectl against the test API server', () => {
     const live = await kubectl(cluster, ['get', 'wg', 'fg', '-o', 'jsonpath={.metadata.finalizers} {.metadata.deletionTimestamp}'])
     expect(live.stdout).toMatch(/^\["example.com\/keep"(,"foregroundDeletion")?\] \d{4}-\d\d-\d\dT/)
   })
+
+  const service = (name: string, ports: number[]) => `apiVersion: v1
+kind: Service
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+  selector:
+    app: ${name}
+  ports:
+${ports.map((p) => `  - name: p${p}\n    port: ${p}`).join('\n')}
+`
+  const ports = async (name: string) => (await kubectl(cluster, ['get', 'svc', name, '-o', 'jsonpath={.spec.ports[*].port}'])).stdout
+
+  it('server-side apply merges Service ports by port and protocol: a port no longer applied disappears', async () => {
+    expect((await kubectl(cluster, ['apply', '--server-side', '-f', file('ssa-svc.yaml', service('ssa-svc', [80, 443]))])).stdout.trim()).toBe('service/ssa-svc serverside-applied')
+    const managed = JSON.parse((await kubectl(cluster, ['get', 'svc', 'ssa-svc', '-o', 'jsonpath={.metadata.managedFields}', '--show-managed-fields'])).stdout) as {manager: string; operation: string; fieldsV1: Record<string, any>}[]
+    expect(managed.map((m) => `${m.manager}/${m.operation}`)).toEqual(['kubectl/Apply'])
+    expect(managed[0]!.fieldsV1['f:spec']['f:ports']['k:{"port":443,"protocol":"TCP"}']).toEqual({'.': {}, 'f:name': {}, 'f:port': {}})
+    expect((await kubectl(cluster, ['apply', '--server-side', '-f', file('ssa-svc.yaml', service('ssa-svc', [80]))])).code).toBe(0)
+    expect(await ports('ssa-svc')).toBe('80')
+  })
+
+  it('migrates client-side-applied fields to server-side apply (kubectl csaupgrade reads the FieldsV1 tree)', async () => {
+    expect((await kubectl(cluster, ['apply', '-f', file('csa-svc.yaml', service('csa-svc', [80, 443]))])).stdout.trim()).toBe('service/csa-svc created')
+    const ssa = await kubectl(cluster, ['apply', '--server-side', '-f', file('csa-svc.yaml', service('csa-svc', [80]))])
+    expect(ssa.stderr).toBe('')
+    expect(await ports('csa-svc')).toBe('80')
+    const managers = (await kubectl(cluster, ['get', 'svc', 'csa-svc', '-o', 'jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}', '--show-managed-fields'])).stdout.trim()
+    // kubectl moved the client-side manager's fields to its own Apply entry; the annotation it keeps
+    // up to date has its own manager, as on a real cluster.
+    expect(managers.split(' ').sort()).toEqual(['kubectl-last-applied/Apply', 'kubectl/Apply'])
+  })
+
+  it('reports a server-side apply conflict with another manager as kube-apiserver does', async () => {
+    const cm = (value: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owned\n  namespace: default\ndata:\n  mode: ${value}\n`
+    expect((await kubectl(cluster, ['apply', '--server-side', '--field-manager=helm', '-f', file('owned.yaml', cm('fast'))])).code).toBe(0)
+    const res = await kubectl(cluster, ['apply', '--server-side', '-f', file('owned.yaml', cm('slow'))])
+    expect(res.code).not.toBe(0)
+    expect(res.stderr).toContain('Apply failed with 1 conflict: conflict with "helm": .data.mode')
+    expect((await kubectl(cluster, ['apply', '--server-side', '--force-conflicts', '-f', file('owned.yaml', cm('slow'))])).code).toBe(0)
+    expect(cluster.store.get('/configmaps', 'default', 'owned')?.data).toEqual({mode: 'slow'})
+  })
+
+  it('client-side apply: strategic merge by the built-in patch keys (Service ports by port), atomic lists replaced (RBAC subjects)', async () => {
+    expect((await kubectl(cluster, ['apply', '-f', file('smp-svc.yaml', service('smp-svc', [80, 443]))])).code).toBe(0)
+    expect((await kubectl(cluster, ['apply', '-f', file('smp-svc.yaml', service('smp-svc', [80]))])).stdout.trim()).toBe('service/smp-svc configured')
+    expect(await ports('smp-svc')).toBe('80')
+    const binding = (users: string[]) => `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: readers
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+${users.map((u) => `- {apiGroup: rbac.authorization.k8s.io, kind: User, name: ${u}}`).join('\n')}
+`
+    expect((await kubectl(cluster, ['apply', '-f', file('crb.yaml', binding(['alice', 'bob']))])).code).toBe(0)
+    expect((await kubectl(cluster, ['apply', '-f', file('crb.yaml', binding(['carol']))])).code).toBe(0)
+    const subjects = (await kubectl(cluster, ['get', 'clusterrolebinding', 'readers', '-o', 'jsonpath={.subjects[*].name}'])).stdout
+    expect(subjects).toBe('carol')
+  })
 })

@@ -78,6 +78,19 @@ describe('the Python client against the test API server', () => {
     expect(out.result).toEqual({status: 410, reason: expect.stringMatching(/Expired|Gone/)})
   })
 
+  it('forgets watch history older than historyTtlMs (kube-apiserver keeps about 75 s): an older resourceVersion gets 410', async () => {
+    const old = String(cluster.store.resourceVersion)
+    await python('delete_precondition', {NAMESPACE: 'kube-public'})
+    cluster.store.historyTtlMs = 1
+    try {
+      await new Promise((r) => setTimeout(r, 20))
+      const out = await python('watch_expired', {OLD_RV: old})
+      expect(out.result).toEqual({status: 410, reason: expect.stringMatching(/Expired|Gone/)})
+    } finally {
+      cluster.store.historyTtlMs = 75_000
+    }
+  })
+
   it('serves every page of a list from the snapshot of its first page', async () => {
     const out = await python('list_snapshot')
     expect(out.first).toEqual(['snap-a'])
@@ -103,5 +116,15 @@ describe('the Python client against the test API server', () => {
     expect(out.create).toEqual({status: 403, reason: 'Forbidden', message: 'configmaps "late" is forbidden: unable to create new content in namespace doomed because it is being terminated'})
     expect(out.phase).toBe('Terminating')
     await expect.poll(() => cluster.store.get('/namespaces', undefined, 'doomed'), {timeout: 10_000}).toBeUndefined()
+  })
+
+  it('deletecollection answers with the list it deleted', async () => {
+    const out = await python('delete_collection')
+    expect(out).toEqual({kind: 'ConfigMapList', names: ['bulk-a', 'bulk-b'], left: []})
+  })
+
+  it('refuses an unknown fieldValidation value with apimachinery\'s 422', async () => {
+    const out = await python('bad_field_validation')
+    expect(out.create).toEqual({status: 422, reason: 'Invalid', message: 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", "Warn"'})
   })
 })

@@ -95,10 +95,10 @@ def watch_bookmark():
 
 
 def watch_headers():
-    # An empty namespace: no event to send. The response (status and headers) must still arrive,
-    # or the client waits for the read timeout.
-    listed = core.list_namespaced_config_map(NS)
-    resp = core.list_namespaced_config_map(NS, watch=True, resource_version=listed.metadata.resource_version, timeout_seconds=30, _preload_content=False, _request_timeout=(10, 10))
+    # Secrets of a namespace nothing writes to: no event to send. The response (status and
+    # headers) must still arrive, or the client waits for the read timeout.
+    listed = core.list_namespaced_secret(NS)
+    resp = core.list_namespaced_secret(NS, watch=True, resource_version=listed.metadata.resource_version, timeout_seconds=30, _preload_content=False, _request_timeout=(10, 10))
     out['status'] = resp.status
     out['contentType'] = resp.headers.get('Content-Type')
     resp.release_conn()
@@ -170,7 +170,29 @@ def namespace_terminating():
     custom.patch_namespaced_custom_object('networking.istio.io', 'v1', 'doomed', 'workloadgroups', 'held', {'metadata': {'finalizers': None}})
 
 
-SCENARIOS = {f.__name__: f for f in [dry_run, delete_precondition, delete_returns, watch_selector_exit, watch_bookmark, watch_headers, watch_expired, list_snapshot, bool_query, custom_update_without_rv, namespace_terminating]}
+def delete_collection():
+    for name in ['bulk-a', 'bulk-b']:
+        core.create_namespaced_config_map(NS, cm(name, labels={'bulk': 'yes'}))
+    # The generated client types the answer as V1Status; kube-apiserver sends the deleted list.
+    answer = json.loads(core.delete_collection_namespaced_config_map(NS, label_selector='bulk=yes', _preload_content=False).data)
+    out['kind'] = answer['kind']
+    out['names'] = [i['metadata']['name'] for i in answer['items']]
+    out['left'] = [i.metadata.name for i in core.list_namespaced_config_map(NS, label_selector='bulk=yes').items]
+
+
+def bad_field_validation():
+    # This client version has no field_validation argument: the query parameter is sent as it is.
+    api = client.ApiClient()
+    body = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'strictly'}}
+    try:
+        api.call_api('/api/v1/namespaces/{}/configmaps'.format(NS), 'POST', query_params=[('fieldValidation', 'Bogus')], header_params={'Content-Type': 'application/json', 'Accept': 'application/json'},
+                     body=body, auth_settings=['BearerToken'], _return_http_data_only=True)
+        out['create'] = 'created'
+    except ApiException as e:
+        out['create'] = error(e)
+
+
+SCENARIOS = {f.__name__: f for f in [dry_run, delete_precondition, delete_returns, watch_selector_exit, watch_bookmark, watch_headers, watch_expired, list_snapshot, bool_query, custom_update_without_rv, namespace_terminating, delete_collection, bad_field_validation]}
 
 SCENARIOS[sys.argv[1]]()
 print(json.dumps(out))

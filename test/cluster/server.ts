@@ -13,7 +13,8 @@ import {dns1123Subdomain, dns1123Label} from '../../src/lib/validation/kube.js'
 import {authorize, forbiddenMessage, rulesReview, type Attributes, type UserInfo} from './auth.js'
 import {Faults} from './faults.js'
 import {openApiV2, openApiV3Root, groupVersionDocument, gvPath} from './openapi.js'
-import {jsonPatch, mergePatch, PatchError, recordUpdate, serverSideApply, strategicMergePatch} from './patch.js'
+import {applyFields, builtinListTypes, describePath, recordUpdate, schemaListTypes, type Conflict, type ListTypes} from './managed.js'
+import {jsonPatch, mergePatch, PatchError, strategicMergePatch} from './patch.js'
 import type {Pki} from './pki.js'
 import {decodeProtobufBody, ProtobufError} from './protobuf.js'
 import {tokenReviewResponse} from './tokenreview.js'
@@ -86,11 +87,16 @@ interface WriteOptions {
   fromApply?: boolean
 }
 
-/** `fieldValidation`: Strict, Warn (the default when absent) or Ignore; anything else is a 400. */
-function fieldValidation(q: URLSearchParams): Validation {
-  const v = q.get('fieldValidation') ?? 'Warn'
+/**
+ * `fieldValidation`: Strict, Warn (the default when absent or empty) or Ignore; anything else is
+ * the 422 of apimachinery's ValidateFieldValidation on the verb's options kind.
+ */
+function fieldValidation(q: URLSearchParams, verb: string): Validation {
+  const v = q.get('fieldValidation') || 'Warn'
   if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v
-  throw badRequest(`fieldValidation must be one of "Ignore", "Warn", or "Strict"`)
+  const kind = verb === 'create' ? 'CreateOptions' : verb === 'update' ? 'UpdateOptions' : 'PatchOptions'
+  const message = `Unsupported value: ${JSON.stringify(v)}: supported values: "", "Ignore", "Strict", "Warn"`
+  throw new ApiError(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: fieldValidation: ${message}`, {group: 'meta.k8s.io', kind, causes: [{reason: 'FieldValueNotSupported', message, field: 'fieldValidation'}]})
 }
 
 interface DeleteOptions {
@@ -522,7 +528,7 @@ export class ApiServer {
           {name: objName || undefined, group: def.group || undefined, kind: def.plural})
       }
     }
-    const validation = fieldValidation(q)
+    const validation = ['create', 'update', 'patch'].includes(verb) ? fieldValidation(q, verb) : 'Ignore'
     const warnings: string[] = []
 
     switch (verb) {
@@ -565,8 +571,11 @@ export class ApiServer {
         const labels = parseLabelSelector(q.get('labelSelector'))
         const fields = parseFieldSelector(q.get('fieldSelector'), def.kind)
         const victims = this.store.list(key, namespace).filter((o) => matchesLabels(o.metadata.labels, labels) && matchesFields(o, def.kind, fields))
-        for (const v of victims) this.deleteRequest(def, v.metadata.namespace, v.metadata.name, {}, dryRun)
-        return {status: 200, body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success'}}
+        const rv = String(this.store.resourceVersion)
+        const options = body.length > 0 ? (parseBody(body, req) as DeleteOptions) : {}
+        for (const v of victims) this.deleteRequest(def, v.metadata.namespace, v.metadata.name, {propagationPolicy: options.propagationPolicy}, dryRun)
+        // registry/generic/registry/store.go DeleteCollection answers with the list it deleted.
+        return {status: 200, body: {kind: `${def.kind}List`, apiVersion: groupVersionOf(def), metadata: {resourceVersion: rv}, items: victims.map((o) => this.present(def, o))}}
       }
     }
     throw methodNotAllowed()
@@ -801,7 +810,7 @@ export class ApiServer {
     if (def.crd && def.statusSubresource) delete (obj as Json).status
     for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'deletionTimestamp'] as const) delete obj.metadata[f]
     this.defaults(def, obj)
-    const tracked = opts.fromApply ? obj : (recordUpdate(undefined, obj as Json, opts.manager ?? 'unknown', groupVersionOf(def)) as KubeObj)
+    const tracked = opts.fromApply ? obj : (recordUpdate(undefined, obj as Json, opts.manager ?? 'unknown', groupVersionOf(def), listTypes(def)) as KubeObj)
     const created = this.store.create(key, def.kind, tracked, {dryRun: opts.dryRun})
     if (!opts.dryRun) this.afterWrite(def, created)
     return created
@@ -822,7 +831,7 @@ export class ApiServer {
     if (status !== undefined) (next as Json).status = status
     next.metadata = {...next.metadata, uid: current.metadata.uid, creationTimestamp: current.metadata.creationTimestamp}
     this.defaults(def, next, current)
-    const tracked = opts.fromApply ? next : (recordUpdate(current as Json, next as Json, opts.manager ?? 'unknown', groupVersionOf(def)) as KubeObj)
+    const tracked = opts.fromApply ? next : (recordUpdate(current as Json, next as Json, opts.manager ?? 'unknown', groupVersionOf(def), listTypes(def), opts.subresource) as KubeObj)
     const updated = this.store.update(key, tracked, {dryRun: opts.dryRun})
     if (!opts.dryRun) {
       this.afterWrite(def, updated)
@@ -835,7 +844,7 @@ export class ApiServer {
     const key = resourceKey(def.group, def.plural)
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim()
     const current = this.store.get(key, namespace, name)
-    const validation = fieldValidation(q)
+    const validation = fieldValidation(q, 'patch')
     const warnings: string[] = []
     if (type === 'application/apply-patch+yaml') {
       const manager = q.get('fieldManager')
@@ -844,12 +853,8 @@ export class ApiServer {
       const appliedMeta = (applied?.metadata ?? {}) as Json
       if (appliedMeta.name !== undefined && appliedMeta.name !== name) throw badRequest(`the name of the object (${appliedMeta.name}) does not match the name on the URL (${name})`)
       const force = queryBool(q, 'force')
-      const {object, conflicts} = serverSideApply(current as Json | undefined, {...applied, metadata: {...appliedMeta, name, ...(def.namespaced ? {namespace} : {})}}, manager, force, groupVersionOf(def))
-      if (conflicts.length > 0) {
-        throw new ApiError(409, 'Conflict', `Apply failed with ${conflicts.length} conflict${conflicts.length > 1 ? 's' : ''}: ${conflicts.join('\n')}`, {
-          causes: conflicts.map((c) => ({reason: 'FieldManagerConflict', message: c.replace(/: \..*$/, ''), field: c.replace(/^.*: /, '')})),
-        })
-      }
+      const {object, conflicts} = applyFields(current as Json | undefined, {...applied, metadata: {...appliedMeta, name, ...(def.namespaced ? {namespace} : {})}}, manager, force, groupVersionOf(def), listTypes(def), keyDefaults(def))
+      if (conflicts.length > 0) throw applyConflict(conflicts)
       if (!current) return {status: 201, body: this.present(def, this.create(def, namespace, object as KubeObj, {dryRun, manager, validation, warnings, fromApply: true})), warnings}
       const withRv = {...object, metadata: {...(object.metadata as Json), resourceVersion: undefined}} as KubeObj
       return {status: 200, body: this.present(def, this.update(def, namespace, name, withRv, {dryRun, subresource, manager, validation, warnings, fromApply: true})), warnings}
@@ -1092,6 +1097,35 @@ export class ApiServer {
     }
     return {status: answer.status, body: parsed, contentType}
   }
+}
+
+/** How lists of this kind merge: the CRD schema's list types, or the built-in kinds' strategic-merge keys. */
+function listTypes(def: ResourceDef): ListTypes {
+  return def.crd ? schemaListTypes(def.schema as Json | undefined) : builtinListTypes
+}
+
+/** Defaults of list-map keys, applied before keys are compared (a Service port's protocol is TCP when left out). */
+function keyDefaults(def: ResourceDef): ((path: string[], item: Json) => Json) | undefined {
+  if (def.crd || def.plural !== 'services') return undefined
+  return (path, item) => (path.join('.') === 'spec.ports' && item.protocol === undefined ? {...item, protocol: 'TCP'} : item)
+}
+
+/**
+ * kube-apiserver's apply conflict (apimachinery managedfields/internal/conflict.go): one line for
+ * one conflict, else the paths grouped by manager; one FieldManagerConflict cause per path.
+ */
+function applyConflict(conflicts: Conflict[]): ApiError {
+  // printManager: an Update manager is named with its API version and time.
+  const who = (c: Conflict) => JSON.stringify(c.manager) + (c.operation === 'Update' ? ` using ${c.apiVersion}${c.time ? ` at ${c.time}` : ''}` : '')
+  let message: string
+  if (conflicts.length === 1) message = `Apply failed with 1 conflict: conflict with ${who(conflicts[0]!)}: ${describePath(conflicts[0]!.path)}`
+  else {
+    const byManager = new Map<string, string[]>()
+    for (const c of conflicts) byManager.set(who(c), [...(byManager.get(who(c)) ?? []), describePath(c.path)])
+    const lines = [...byManager.keys()].sort().flatMap((m) => [`conflicts with ${m}:`, ...byManager.get(m)!.map((p) => `- ${p}`)])
+    message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`
+  }
+  return new ApiError(409, 'Conflict', message, {causes: conflicts.map((c) => ({reason: 'FieldManagerConflict', message: `conflict with ${who(c)}`, field: describePath(c.path)}))})
 }
 
 function managerFromAgent(req: IncomingMessage): string {

@@ -93,6 +93,21 @@ describe('onboard: outcomes and conflicts', () => {
   })
 })
 
+describe('create-remote-secret: the same server-side apply path', () => {
+  it('leaves a reader ClusterRole another manager owns with other rules as it is (conflict, not forced)', async () => {
+    const ns = 'remote-conflict'
+    const role = `istio-reader-clusterrole-${ns}`
+    expect((await kubectl(cluster, ['create', 'namespace', ns])).code).toBe(0)
+    const file = join(dir, 'helm-role.yaml')
+    writeFileSync(file, `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${role}\nrules:\n- apiGroups: ['']\n  resources: [pods]\n  verbs: [get]\n`)
+    expect((await kubectl(cluster, ['apply', '--server-side', '--field-manager=helm', '-f', file])).code).toBe(0)
+    const res = await runCli(['create-remote-secret', '-n', ns], {env: cluster.env, stdoutMayHoldSecrets: true})
+    expect(res.code, res.stderr).toBe(0)
+    expect(res.stderr).toContain(`clusterrole.rbac.authorization.k8s.io/${role} exists and is managed by another tool with different content; left unchanged`)
+    expect(cluster.store.get('rbac.authorization.k8s.io/clusterroles', undefined, role)?.rules).toEqual([{apiGroups: [''], resources: ['pods'], verbs: ['get']}])
+  })
+})
+
 describe('war prune and war list --watch', () => {
   const ns = 'faithful'
   const iso = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().replace(/\.\d+Z$/, 'Z')
