@@ -10,6 +10,20 @@ import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {processSink, type Sink} from '../output/render.js'
 import {ranCommand} from './ran-command.js'
+import {UsageError} from '../errors.js'
+import {MAX_DURATION_MS, parseDuration} from '../validation/kube.js'
+
+/**
+ * The one duration flag type: "10s", "1m30s", "500ms", "2h" or plain seconds, parsed to ms; values
+ * beyond what Node's timers hold (2^31-1 ms, about 24.8 days) are clamped to it.
+ */
+export const durationFlag = Flags.custom<number>({
+  parse: async (input, _ctx, opts) => {
+    const ms = parseDuration(input)
+    if (ms === undefined || ms <= 0) throw new UsageError(`--${opts.name} ${JSON.stringify(input)}: expected a duration such as 10s, 1m or 500ms (at most ${Math.floor(MAX_DURATION_MS / 86_400_000)}d)`)
+    return ms
+  },
+})
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -46,9 +60,10 @@ export const kubeFlags = {
     summary: 'Istio control-plane revision (e.g. 1-24-6 or canary).',
     helpGroup: KUBE_GROUP,
   }),
-  'request-timeout': Flags.string({
-    summary: 'Time to wait for one API request before retrying or giving up (e.g. 10s, 1m).',
-    default: '30s',
+  'request-timeout': durationFlag({
+    summary: 'Time to wait for one API request, its whole answer included, before retrying or giving up (e.g. 10s, 1m).',
+    default: 30_000,
+    defaultHelp: async () => '30s',
     helpGroup: KUBE_GROUP,
   }),
 }
