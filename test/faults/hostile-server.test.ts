@@ -4,6 +4,7 @@
  * end, lists and watches that never end, credentials in server messages and URLs, proxies.
  * Every case must end in a clean MeshvmError (never a crash, a hang or a false success).
  */
+import {getEventListeners} from 'node:events'
 import {createServer as createHttpServer, type Server} from 'node:http'
 import {connect, type AddressInfo, type Socket} from 'node:net'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
@@ -227,7 +228,6 @@ describe('hangs and limits', () => {
   it('many watches on one signal leave no abort listener behind', async () => {
     logFault('hangs and limits', 'listener leak')
     const controller = new AbortController()
-    const {getEventListeners} = await import('node:events')
     const c = await client()
     for (let i = 0; i < 15; i++) {
       s.handlers.push((_q, res) => {
