@@ -14,13 +14,14 @@ import {UsageError} from '../errors.js'
 import {MAX_DURATION_MS, parseDuration} from '../validation/kube.js'
 
 /**
- * The one duration flag type: "10s", "1m30s", "500ms", "2h" or plain seconds, parsed to ms; values
- * beyond what Node's timers hold (2^31-1 ms, about 24.8 days) are clamped to it.
+ * The one duration flag type for waits (time-outs, intervals): "10s", "1m30s", "500ms", "2h" or plain
+ * seconds, parsed to ms; zero, negative and values beyond what Node's timers hold (2^31-1 ms, about
+ * 24.8 days) are usage errors.
  */
 export const durationFlag = Flags.custom<number>({
   parse: async (input, _ctx, opts) => {
     const ms = parseDuration(input)
-    if (ms === undefined || ms <= 0) throw new UsageError(`--${opts.name} ${JSON.stringify(input)}: expected a duration such as 10s, 1m or 500ms (at most ${Math.floor(MAX_DURATION_MS / 86_400_000)}d)`)
+    if (ms === undefined || ms <= 0 || ms > MAX_DURATION_MS) throw new UsageError(`--${opts.name} ${JSON.stringify(input)}: expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)`)
     return ms
   },
 })

@@ -85,18 +85,15 @@ export function serviceEntryHost(host: string): string | undefined {
 
 /** Go duration strings as kubectl accepts them for --request-timeout: 500ms, 30s, 1m30s, or a bare number of seconds. */
 /**
- * The longest duration meshvm waits: Node's timers hold at most 2^31-1 ms (about 24.8 days) and fire
- * at once beyond it, so every duration flag is clamped here (documented).
+ * The longest time meshvm can wait: Node's timers hold at most 2^31-1 ms (about 24.8 days) and fire
+ * at once beyond it (with a TimeoutOverflowWarning). Flags that set a wait (time-outs, intervals)
+ * refuse longer values: see durationFlag in src/lib/cli/base-command.ts. Durations that are not
+ * waits (token lifetimes, probe periods in seconds) have their own, larger limits.
  */
 export const MAX_DURATION_MS = 2 ** 31 - 1
 
-/** A duration flag's value in ms ("90", "10s", "1m30s", "500ms", "2h"), clamped to MAX_DURATION_MS; undefined if not a duration. */
+/** A duration in ms ("90" seconds, "10s", "1m30s", "500ms", "2h"); undefined if not a duration. */
 export function parseDuration(text: string): number | undefined {
-  const ms = parseDurationUnclamped(text)
-  return ms === undefined ? undefined : Math.min(ms, MAX_DURATION_MS)
-}
-
-function parseDurationUnclamped(text: string): number | undefined {
   if (/^\d+$/.test(text)) return Number(text) * 1000
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy
   let total = 0
