@@ -165,4 +165,14 @@ describe('false success and terminals through the test cluster', () => {
     expect(res.stderr).not.toContain('abcdefghijklmnop')
     expectOneLine(res, 3, /: 500 \\e\]0;pwned\\x07\\e\[2Jdenied for Bearer \[redacted\]$/)
   })
+
+  it('a rejected apply quoting a server message with escapes: the per-object report and the error are escaped', async () => {
+    logFault('secrets and terminals', 'ESC in a 422 message on apply', 'onboard --apply')
+    const remove = cluster.faults.add({method: 'PATCH', path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', status: 422, message: 'spec.x: \u001b[8mhidden\u001b[0m Invalid value'})
+    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})
+    remove()
+    expect(res.code).toBe(6)
+    expect(res.stdout + res.stderr).not.toContain('\u001b')
+    expect(res.stderr).toContain('spec.x: \\e[8mhidden\\e[0m Invalid value')
+  })
 })

@@ -8,6 +8,7 @@ import type * as Interfaces from '@oclif/core/interfaces'
 import type {ChalkInstance} from 'chalk'
 import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
+import {terminalSafeLines} from '../output/terminal.js'
 import {processSink, type Sink} from '../output/render.js'
 import {ranCommand} from './ran-command.js'
 import {UsageError} from '../errors.js'
@@ -121,7 +122,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Progress, warnings and notes: stderr, so pipes carry only data. */
   protected note(text: string): void {
-    this.sink.err(text.endsWith('\n') ? text : text + '\n')
+    // Notes and warnings quote names and server messages: no control character reaches the terminal.
+    const safe = terminalSafeLines(text)
+    this.sink.err(safe.endsWith('\n') ? safe : safe + '\n')
   }
 
   protected warning(text: string): void {

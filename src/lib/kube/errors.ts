@@ -3,6 +3,7 @@
  * and a hint. Never includes request bodies or headers: they may carry tokens.
  */
 import {ExitCode, MeshvmError, redactCredentials} from '../errors.js'
+import {terminalSafe} from '../output/terminal.js'
 
 export interface KubeStatus {
   kind?: string
@@ -49,13 +50,15 @@ export function translateHttpError(req: RequestDescription, status: number, body
   let kubeStatus: KubeStatus | undefined
   try {
     const parsed = JSON.parse(body) as KubeStatus
-    if (parsed && parsed.kind === 'Status') kubeStatus = parsed
+    // The Status kept for callers carries the cleaned message too (proxy-status quotes it).
+    if (parsed && parsed.kind === 'Status') kubeStatus = typeof parsed.message === 'string' ? {...parsed, message: parsed.message.split('\n').map((l) => terminalSafe(redactCredentials(l))).join('\n')} : parsed
   } catch {
     // Not a Status: some proxies answer with HTML or plain text. Their text is not shown.
   }
   // The server's own words are shown, minus anything that looks like a credential.
-  const message = typeof kubeStatus?.message === 'string' ? redactCredentials(kubeStatus.message.split('\n')[0] ?? '') : undefined
-  const reason = (typeof kubeStatus?.reason === 'string' && kubeStatus.reason) || httpReason(status)
+  // Made terminal-safe here, at the source, because callers quote it in warnings and reports too.
+  const message = typeof kubeStatus?.message === 'string' ? kubeStatus.message.split('\n')[0] : undefined
+  const reason = terminalSafe((typeof kubeStatus?.reason === 'string' && kubeStatus.reason) || httpReason(status))
   if (status < 200 || (status >= 300 && status < 400) || status > 599) {
     // Not an answer meshvm asked for: a redirect (never followed: it would take the token to
     // another host) or a status outside HTTP's range. Nothing was confirmed.
@@ -88,7 +91,7 @@ export function translateHttpError(req: RequestDescription, status: number, body
     case 409:
       return new KubeApiError(message ?? `conflict: ${req.path}`, {status, reason, kubeStatus, exit: ExitCode.REJECTED})
     case 422: {
-      const causes = (kubeStatus?.details?.causes ?? []).map((c) => `${c.field ? c.field + ': ' : ''}${c.message ?? c.reason ?? ''}`)
+      const causes = (Array.isArray(kubeStatus?.details?.causes) ? kubeStatus.details.causes : []).map((c) => terminalSafe(redactCredentials(`${typeof c?.field === 'string' ? c.field + ': ' : ''}${String(c?.message ?? c?.reason ?? '')}`)))
       const text = message ?? `invalid: ${causes.join('; ')}`
       return new KubeApiError(text, {status, reason: 'Invalid', kubeStatus, exit: ExitCode.REJECTED})
     }
