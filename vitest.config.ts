@@ -3,7 +3,7 @@ import {defineConfig} from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // @oclif/test captures stdout/stderr itself; vitest's interception would swallow them.
+    // Command tests spawn the CLI and read its streams; console interception would only reorder logs.
     disableConsoleIntercept: true,
     restoreMocks: true,
     testTimeout: 30_000,

@@ -52,29 +52,59 @@ function stats(walls: number[]): Omit<Stats, 'peakRssKiB'> {
   return {median, min: sorted[0]!, max: sorted[sorted.length - 1]!, runs: sorted.length}
 }
 
+/** One command line and the environment it runs in. */
+export interface Run {
+  argv: string[]
+  env: NodeJS.ProcessEnv
+}
+
 /**
- * Measures a command and its baseline in alternation (A B A B …), so both see the same machine
- * load; on a noisy 2-core machine this matters more than the number of runs.
+ * Measures several runs in alternation (A B C A B C …), so all see the same machine load; on a
+ * noisy 2-core machine this matters more than the number of runs. Then one more run of each under
+ * GNU time for its peak RSS.
  */
+export async function measureInterleaved(list: Run[], options: {runs: number; warmup: number}): Promise<Stats[]> {
+  for (let i = 0; i < options.warmup; i++) for (const r of list) await runOnce(r.argv, r.env)
+  const walls: number[][] = list.map(() => [])
+  for (let i = 0; i < options.runs; i++) {
+    for (const [j, r] of list.entries()) {
+      const s = await runOnce(r.argv, r.env)
+      if (s.code !== 0) throw new Error(`${r.argv.join(' ')} exited ${s.code}: ${s.stderr.trim().split('\n').pop()}`)
+      walls[j]!.push(s.wallMs)
+    }
+  }
+  const out: Stats[] = []
+  for (const [j, r] of list.entries()) out.push({...stats(walls[j]!), peakRssKiB: (await runOnce(r.argv, r.env, true)).peakRssKiB})
+  return out
+}
+
+/** A command and its baseline in alternation (see measureInterleaved). */
 export async function measurePair(
   command: string[],
   baseline: string[],
   options: {runs: number; warmup: number; env?: NodeJS.ProcessEnv; baselineEnv?: NodeJS.ProcessEnv},
 ): Promise<{command: Stats; baseline: Stats}> {
-  for (let i = 0; i < options.warmup; i++) {
-    await runOnce(baseline, options.baselineEnv ?? options.env)
-    await runOnce(command, options.env)
-  }
-  const a: number[] = []
-  const b: number[] = []
-  for (let i = 0; i < options.runs; i++) {
-    const sb = await runOnce(baseline, options.baselineEnv ?? options.env)
-    const sa = await runOnce(command, options.env)
-    if (sa.code !== 0) throw new Error(`${command.join(' ')} exited ${sa.code}: ${sa.stderr.trim().split('\n').pop()}`)
-    if (sb.code !== 0) throw new Error(`${baseline.join(' ')} exited ${sb.code}`)
-    a.push(sa.wallMs)
-    b.push(sb.wallMs)
-  }
-  const [ra, rb] = [await runOnce(command, options.env, true), await runOnce(baseline, options.baselineEnv ?? options.env, true)]
-  return {command: {...stats(a), peakRssKiB: ra.peakRssKiB}, baseline: {...stats(b), peakRssKiB: rb.peakRssKiB}}
+  const env = options.env ?? process.env
+  const [b, a] = await measureInterleaved([{argv: baseline, env: options.baselineEnv ?? env}, {argv: command, env}], options)
+  return {command: a!, baseline: b!}
+}
+
+/**
+ * Peak RSS of a command whose stdout is a pipe into `cat` (as in `meshvm … | cat`): Node then writes
+ * stdout asynchronously, and a writer that ignores back-pressure queues its output in memory.
+ */
+export function peakRssThroughPipe(argv: string[], env: NodeJS.ProcessEnv): Promise<Sample> {
+  if (!existsSync(GNU_TIME)) return Promise.reject(new Error(`${GNU_TIME} (GNU time) is needed to measure peak RSS`))
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint()
+    // sh runs `time -f … meshvm … | cat > /dev/null`: a real pipe between meshvm and cat.
+    const child = spawn('sh', ['-c', '"$@" | cat > /dev/null', 'sh', GNU_TIME, '-f', '__MESHVM_RSS__%M', ...argv], {env, stdio: ['ignore', 'ignore', 'pipe']})
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code) => {
+      const m = /__MESHVM_RSS__(\d+)/.exec(stderr)
+      resolve({wallMs: Number(process.hrtime.bigint() - started) / 1e6, peakRssKiB: m ? Number(m[1]) : undefined, code: code ?? 1, stderr})
+    })
+  })
 }

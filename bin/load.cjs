@@ -1,5 +1,8 @@
 // Loads dist/meshvm.cjs through a V8 code cache: compiled code is saved after the first run and
-// reused after, which roughly halves start-up (Node 20 has no built-in compile cache for this).
+// reused after. Measured (Node 20.20, CPU time, medians of 21): `--help` 67 ms with it, 102 ms without
+// (`node -e 0`: 26 ms). Node 22's module.enableCompileCache() is not used: it caches what is compiled
+// before the code runs, not the functions a run compiles lazily, and measured worse with Node 22.23
+// (`--help` 86 ms against 70 ms with this cache, offline onboard 103 against 71).
 // The cache lives in $XDG_CACHE_HOME/meshvm (or ~/.cache/meshvm); it is keyed by the bundle's
 // install path, size and mtime (an upgrade replaces it), rejected by V8 itself when it does not
 // match, and skipped when it cannot be written. MESHVM_NO_COMPILE_CACHE=1 turns it off.
@@ -56,7 +59,9 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs')) {
    * Called after the run, so the functions that ran are in the cache too. The cache records which
    * commands it has seen; a command it has not seen rewrites it, adding its own functions to those it
    * already held (V8 serialises every function compiled or deserialised so far), so after a few
-   * different commands the cache covers them all, and then it is never written again.
+   * different commands the cache covers them all, and then it is never written again. Measured: a
+   * cache that covers 4 commands costs `--help` ~2 ms more to deserialise than one that covers `--help`
+   * only, and saves offline onboard ~30 ms of lazy compilation when it was not the first command run.
    */
   const saveCache = (command = 'meshvm') => {
     if (!cacheFile) return
@@ -126,8 +131,9 @@ const vendors = new Map()
 
 /**
  * A vendor bundle (dist/vendor/*.cjs: the Kubernetes client, the prompt library), loaded only when
- * a command first needs it, so offline commands never read or compile it. Its cache is saved when
- * the process exits, after the functions that ran were compiled.
+ * a command first needs it, so offline commands never read or compile it (loading kube.cjs costs
+ * ~22 ms CPU even through its code cache). Its cache is saved when the process exits, after the
+ * functions that ran were compiled.
  */
 function loadVendor(bundle) {
   let loaded = vendors.get(bundle)

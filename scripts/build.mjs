@@ -1,7 +1,8 @@
 // Builds dist/meshvm.cjs: one esbuild bundle with oclif, every command and, behind lazy requires,
 // the Kubernetes client and the prompts. bin/run.js loads it through a V8 code cache (see
-// bin/load.cjs), which halves start-up time; then the oclif manifest is written so `--help` needs no
-// command code at all.
+// bin/load.cjs); then the oclif manifest is written so `--help` needs no command code at all.
+// Each start-up mechanism below says what it saves, measured as CPU time per run on Node 20.20
+// (medians of 21+ interleaved runs on a loaded 2-core machine; `node -e 0` is ~26 ms there).
 import {build} from 'esbuild'
 import {existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
@@ -32,7 +33,13 @@ export function commandIndexSource() {
 }
 const indexFile = join(root, 'src/command-index.ts')
 const indexSource = commandIndexSource()
-if (!existsSync(indexFile) || readFileSync(indexFile, 'utf8') !== indexSource) writeFileSync(indexFile, indexSource)
+const indexStale = !existsSync(indexFile) || readFileSync(indexFile, 'utf8') !== indexSource
+// --check: only say whether the committed index is stale (exit 1), never rewrite it.
+if (process.argv.includes('--check')) {
+  if (indexStale) console.error('src/command-index.ts is stale: run npm run build and commit it')
+  process.exit(indexStale ? 1 : 0)
+}
+if (indexStale) writeFileSync(indexFile, indexSource)
 
 if (process.argv.includes('--index-only')) process.exit(0)
 
@@ -40,14 +47,24 @@ rmSync(join(root, 'dist'), {recursive: true, force: true})
 rmSync(join(root, 'oclif.manifest.json'), {force: true})
 
 const started = Date.now()
+// `npm run build -- --no-minify`: readable bundles, for reading a `node --cpu-prof` profile by module
+// (esbuild marks each module's start with a `// path` comment). Start-up is slower that way.
+const minify = !process.argv.includes('--no-minify')
 
 // Heavy libraries only cluster commands (or the wizard) use go to their own bundles, loaded on first
-// use through bin/load.cjs: the main bundle stays small, so offline commands start fast.
+// use through bin/load.cjs: the main bundle stays small, so offline commands start fast (the
+// Kubernetes client alone would add ~22 ms CPU to `--help` and offline onboard).
 const VENDORS = {
   '@kubernetes/client-node': {file: 'kube.cjs', source: "export {KubeConfig} from '@kubernetes/client-node'"},
   '@inquirer/prompts': {file: 'prompts.cjs', source: "export * from '@inquirer/prompts'"},
+  // Loaded on the first non-ASCII table cell, not at import: its module builds an Intl.Segmenter (~15 ms).
+  'string-width': {file: 'width.cjs', source: "export {default} from 'string-width'", onFirstUse: true},
+  // Port-forward (WebSocket) and the protobuf wire codec: only commands that read istiod load them.
+  ws: {file: 'ws.cjs', source: "export {WebSocket} from 'ws'"},
+  '@bufbuild/protobuf/wire': {file: 'protobuf-wire.cjs', source: "export {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'"},
 }
-// Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter (~1 MB → ~0.25 MB):
+// Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter (~1 MB → ~0.25 MB)
+// and its loading from ~45 to ~24 ms CPU, for every command that talks to a cluster:
 // - client-node's modules have no import side effects but do not say so, so esbuild would keep all of
 //   its generated API (config.js imports gen/index.js for two helpers); marking them side-effect free
 //   lets tree shaking drop it;
@@ -66,7 +83,7 @@ const trimKubeClient = {
 for (const {file, source} of Object.values(VENDORS)) {
   await build({
     absWorkingDir: root, stdin: {contents: source, resolveDir: root, loader: 'js'}, outfile: join(root, 'dist/vendor', file),
-    bundle: true, format: 'cjs', platform: 'node', target: 'node20.17', minify: true, keepNames: true, legalComments: 'none', logLevel: 'warning',
+    bundle: true, format: 'cjs', platform: 'node', target: 'node20.17', minify, keepNames: true, legalComments: 'none', logLevel: 'warning',
     plugins: [trimKubeClient],
   })
 }
@@ -74,32 +91,73 @@ const vendorPlugin = {
   name: 'meshvm-vendors',
   setup(b) {
     const filter = new RegExp(`^(${Object.keys(VENDORS).map((n) => n.replace(/[/]/g, '\\/')).join('|')})$`)
-    b.onResolve({filter}, (args) => ({path: args.path, namespace: 'meshvm-vendor'}))
-    b.onLoad({filter: /.*/, namespace: 'meshvm-vendor'}, (args) => ({
-      loader: 'js',
-      contents: `const path = require('node:path'); module.exports = require(path.join(__dirname, '../bin/load.cjs')).loadVendor(path.join(__dirname, 'vendor/${VENDORS[args.path].file}'))`,
-    }))
+    // Only meshvm's own imports: dependencies may import another major version of the same name (oclif: string-width 4).
+    b.onResolve({filter}, (args) => (args.importer.includes('/node_modules/') ? undefined : {path: args.path, namespace: 'meshvm-vendor'}))
+    b.onLoad({filter: /.*/, namespace: 'meshvm-vendor'}, (args) => {
+      const load = `require(path.join(__dirname, '../bin/load.cjs')).loadVendor(path.join(__dirname, 'vendor/${VENDORS[args.path].file}'))`
+      return {
+        loader: 'js',
+        contents: VENDORS[args.path].onFirstUse
+          ? // A default-exported function, loaded on its first call (meshvm's sources import it as Node does: default = module.exports).
+            `const path = require('node:path'); let m; module.exports = (...args) => (m ??= ${load}).default(...args)`
+          : `const path = require('node:path'); module.exports = ${load}`,
+      }
+    })
   },
 }
 
-// oclif sorts the commands of each plugin with String#localeCompare when it loads them. The first
-// localeCompare of a process builds an ICU collator: ~13 ms, on every run, for ~10 ASCII command ids.
-// Byte order sorts those ids the same way (test/lib/command-index.test.ts checks it for every id),
-// so the comparison is replaced; the build fails if oclif's code no longer has that exact line.
-const OCLIF_COMMAND_SORT = '.sort((a, b) => a.id.localeCompare(b.id));'
-const oclifByteOrderSort = {
-  name: 'meshvm-oclif-byte-order-sort',
+// Exact-line patches to oclif, each for a start-up cost measured on every run; the build fails if
+// oclif's code no longer has the line, so an oclif upgrade gets the patch reviewed.
+const OCLIF_PATCHES = [
+  // oclif sorts the commands of each plugin with String#localeCompare when it loads them. The first
+  // localeCompare of a process builds an ICU collator (~7 ms CPU per run, measured with
+  // `node -e "'a'.localeCompare('b')"` against `node -e 0`) for ~10 ASCII command ids. Byte order sorts
+  // them the same way (test/lib/command-index.test.ts checks it for every id).
+  {
+    file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/,
+    from: '.sort((a, b) => a.id.localeCompare(b.id));',
+    to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
+  },
+  // Help renders every description, summary and example through EJS (compiled to a function each
+  // time, ~3 ms for the root help). A text without `<%` renders to itself, so only templates go to EJS.
+  {
+    file: /@oclif[\/]core[\/]lib[\/]help[\/]util\.js$/,
+    from: 'return ejs_1.default.render(t, context);',
+    to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;",
+  },
+]
+const oclifPatches = {
+  name: 'meshvm-oclif-patches',
   setup(b) {
-    b.onLoad({filter: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/}, (args) => {
-      const source = readFileSync(args.path, 'utf8')
-      if (source.split(OCLIF_COMMAND_SORT).length !== 2) throw new Error(`${args.path}: expected the line ${OCLIF_COMMAND_SORT} once; review the byte-order sort patch`)
-      return {loader: 'js', contents: source.replace(OCLIF_COMMAND_SORT, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));')}
+    for (const {file, from, to} of OCLIF_PATCHES) {
+      b.onLoad({filter: file}, (args) => {
+        const source = readFileSync(args.path, 'utf8')
+        if (source.split(from).length !== 2) throw new Error(`${args.path}: expected the line ${from} once; review the patch in scripts/build.mjs`)
+        return {loader: 'js', contents: source.replace(from, to)}
+      })
+    }
+  },
+}
+
+// In the bundle, each command's module (and what only it imports: schemas, the war and proxy-status
+// code…) is initialised when oclif first asks for that command, not at start-up: the command map's
+// values are getters that require() the module, which esbuild then wraps in a lazy initialiser.
+// `--help` needs no command (oclif reads the manifest) and a command needs only its own: --help
+// 2-6 ms CPU less, offline onboard ~1.5 ms. src/command-index.ts (eager imports) stays the source for
+// tests and bin/dev.js; the manifest build below still loads every command through the getters.
+const lazyCommandIndex = {
+  name: 'meshvm-lazy-command-index',
+  setup(b) {
+    b.onLoad({filter: /[\/]src[\/]command-index\.ts$/}, () => {
+      const files = commandFiles(join(root, 'src/commands')).map((f) => relative(join(root, 'src/commands'), f).replace(/\.ts$/, ''))
+      const getters = files.map((f) => `  get ${JSON.stringify(f.split('/').join(':'))}() { return require('./commands/${f}.ts').default },`)
+      return {loader: 'js', resolveDir: join(root, 'src'), contents: `export const COMMANDS = {\n${getters.join('\n')}\n}\n`}
     })
   },
 }
 
 const result = await build({
-  plugins: [vendorPlugin, oclifByteOrderSort],
+  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex],
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
@@ -107,7 +165,7 @@ const result = await build({
   format: 'cjs',
   platform: 'node',
   target: 'node20.17',
-  minify: true,
+  minify,
   keepNames: true,
   sourcemap: false,
   legalComments: 'none',

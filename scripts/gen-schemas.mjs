@@ -1,16 +1,21 @@
-// Extracts, from the official Istio CRDs in ../shared/reference/crds, the served v1 schemas meshvm
-// validates its output against, into src/lib/schema/istio-networking.schemas.json, and transpiles
-// their CEL rules (x-kubernetes-validations) to JavaScript in src/lib/schema/istio-rules.generated.ts.
-// Both are committed (the installed CLI has no ../shared) and checked for staleness by
-// test/lib/schema. A rule the transpiler cannot express fails this script: meshvm never validates
-// its output with less than every rule.
+// Extracts, from Istio's networking CRDs, the served v1 schemas meshvm validates its output against,
+// into src/lib/schema/istio-networking.schemas.json, and transpiles their CEL rules
+// (x-kubernetes-validations) to JavaScript in src/lib/schema/istio-rules.generated.ts. Both are
+// committed and checked for staleness by test/lib/schema. A rule the transpiler cannot express fails
+// this script: meshvm never validates its output with less than every rule.
+//
+//   node scripts/gen-schemas.mjs                 regenerate from the project's fixture (test/fixtures/crds)
+//   node scripts/gen-schemas.mjs UPSTREAM.yaml   first refresh the fixture from upstream CRDs
+//                                                (istio/api kubernetes/customresourcedefinitions.gen.yaml):
+//                                                the three networking CRDs, descriptions dropped
 import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {parseAllDocuments} from 'yaml'
+import {parseAllDocuments, stringify} from 'yaml'
 import {celToJs} from './cel-to-js.mjs'
 
 const root = new URL('..', import.meta.url).pathname
-export const CRD_FILE = join(root, '../shared/reference/crds/istio-networking.yaml')
+export const CRD_FILE = join(root, 'test/fixtures/crds/istio-networking.yaml')
+const FIXTURE_KINDS = new Set(['ServiceEntry', 'WorkloadEntry', 'WorkloadGroup'])
 export const OUT_FILE = join(root, 'src/lib/schema/istio-networking.schemas.json')
 export const RULES_FILE = join(root, 'src/lib/schema/istio-rules.generated.ts')
 
@@ -60,7 +65,40 @@ export function transpileRules(text) {
   return lines.join('\n')
 }
 
+/** Drops `description` annotations from a schema tree (a property that is named description stays). */
+function withoutDescriptions(node, inProperties = false) {
+  if (Array.isArray(node)) return node.map((n) => withoutDescriptions(n))
+  if (!node || typeof node !== 'object') return node
+  const out = {}
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'description' && !inProperties && typeof v === 'string') continue
+    out[k] = withoutDescriptions(v, k === 'properties' || k === 'patternProperties')
+  }
+  return out
+}
+
+/** The project's fixture from upstream CRDs: the three networking kinds, structure only. */
+export function fixtureFromUpstream(text, source) {
+  const docs = parseAllDocuments(text)
+    .map((d) => d.toJS())
+    .filter((crd) => crd?.kind === 'CustomResourceDefinition' && FIXTURE_KINDS.has(crd.spec?.names?.kind))
+    .map((crd) => ({...crd, spec: {...crd.spec, versions: crd.spec.versions.map((v) => withoutDescriptions(v))}}))
+  const header = [
+    '# Istio networking CRDs (ServiceEntry, WorkloadEntry, WorkloadGroup): structure only, descriptions dropped.',
+    `# Source: ${source} (Apache License 2.0, Copyright Istio Authors).`,
+    '# Made by `node scripts/gen-schemas.mjs UPSTREAM.yaml`; the test API server serves them and',
+    '# src/lib/schema is generated from them.',
+  ]
+  return header.join('\n') + '\n' + docs.map((d) => '---\n' + stringify(d, {lineWidth: 0})).join('')
+}
+
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
+  const upstream = process.argv[2]
+  if (upstream) {
+    const source = process.env.CRD_SOURCE ?? `istio/api kubernetes/customresourcedefinitions.gen.yaml (${upstream})`
+    writeFileSync(CRD_FILE, fixtureFromUpstream(readFileSync(upstream, 'utf8'), source))
+    console.error(`wrote ${CRD_FILE}`)
+  }
   const text = readFileSync(CRD_FILE, 'utf8')
   writeFileSync(OUT_FILE, extractSchemas(text))
   writeFileSync(RULES_FILE, transpileRules(text))

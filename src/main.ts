@@ -10,6 +10,7 @@ import {terminalSafe} from './lib/output/terminal.js'
 import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
 import {ranCommand} from './lib/cli/ran-command.js'
+import {commandNotFound, entryArgv, pluginRunOptions, withInvocation} from './lib/cli/entry.js'
 
 /** The command the last main() ran, if oclif got that far (`--help` and unknown commands run none). */
 export function ranCommandId(): string | undefined {
@@ -20,7 +21,7 @@ export function ranCommandId(): string | undefined {
 ;(globalThis as {__MESHVM_COMMANDS__?: unknown}).__MESHVM_COMMANDS__ = COMMANDS
 
 export function printError(err: unknown, write: (text: string) => void = (t) => process.stderr.write(t)): number {
-  const report = toReport(err)
+  const report = withInvocation(toReport(commandNotFound(err, Object.keys(COMMANDS))), Object.keys(COMMANDS))
   if (report.code === 'EPIPE') return ExitCode.OK
   const chalk = makeChalk({stream: process.stderr, noColor: process.argv.includes('--no-color')})
   // Every error line is the last gate before the terminal: no credential, no control character
@@ -42,7 +43,7 @@ export async function main(argv: string[], binUrl: string, options: {development
     if (err.code === 'EPIPE') process.exit(0)
   })
   try {
-    await run(argv, binUrl)
+    await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
     await flush()
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
   } catch (err) {

@@ -52,7 +52,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
       // Ctrl-C: let the request in progress finish, then stop before the token is issued or any file written.
       const summary = await this.interruptible(BUNDLE_INTERRUPTED, async (signal) => {
         const wg = fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace))
-        return writeBundle(session, wg, {...options, signal})
+        return writeBundle(session, wg, {...options, signal, progress: (line) => this.note(line)})
       })
       reportBundle(this.sink, summary)
     } finally {

@@ -4,6 +4,7 @@ import {applyFailure, applyObjects, describeResult} from '../lib/apply/apply.js'
 import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import type {BundleOptions} from '../lib/bundle/run.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {dryRunFlag} from '../lib/cli/dry-run.js'
 import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
 import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/cli/bundle-report.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
@@ -13,12 +14,13 @@ import {fileNameFor, generateOnboardObjects, type KubeObject} from '../lib/onboa
 import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
 import {missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
 import {onboardCommandLine, runOnboardWizard} from '../lib/onboard/wizard.js'
-import {asList, renderData, resourceName} from '../lib/output/render.js'
+import {parseOutput, Printer, type OutputSpec} from '../lib/output/printer.js'
 import {toYaml, toYamlStream} from '../lib/yaml.js'
 
 const PROBE_GROUP = 'PROBE'
 const APPLY_GROUP = 'CLUSTER'
 const WORKLOAD_GROUP = 'WORKLOAD'
+const OUTPUT_KINDS = ['yaml', 'json', 'name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'] as const
 
 export default class Onboard extends BaseCommand<typeof Onboard> {
   static override summary = 'Generate the manifests that bring a group of VMs into the mesh.'
@@ -114,12 +116,12 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     'probe-initial-delay': Flags.string({summary: 'Seconds before the first probe.', helpGroup: PROBE_GROUP}),
     'probe-success-threshold': Flags.string({summary: 'Successes in a row that make the VM ready.', helpGroup: PROBE_GROUP}),
     'probe-failure-threshold': Flags.string({summary: 'Failures in a row that make the VM not ready.', helpGroup: PROBE_GROUP}),
-    output: Flags.option({
+    output: Flags.string({
       char: 'o',
-      summary: 'Print a kubectl List as yaml or json, or only the object names. Default: a YAML stream (--- separated).',
-      options: ['yaml', 'json', 'name'] as const,
+      summary: 'Print a kubectl List as yaml or json, only the object names, or jsonpath=…/jsonpath-as-json=…/custom-columns=… (kubectl syntax). Default: a YAML stream (--- separated).',
+      description: 'With --apply the objects applied are printed this way instead of the "created/configured" lines. Not with --output-dir (the files are YAML) or --diff.',
       helpGroup: OUTPUT_GROUP,
-    })(),
+    }),
     'output-dir': Flags.string({
       char: 'd',
       summary: 'Write one file per object, plus a kustomization.yaml, into this directory instead of printing.',
@@ -128,8 +130,12 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     'no-prompt': Flags.boolean({summary: 'Never ask questions, even in a terminal.', helpGroup: OUTPUT_GROUP}),
     filename: Flags.string({char: 'f', summary: 'Read the WorkloadGroup from this YAML file (- for stdin) instead of the workload flags.', helpGroup: WORKLOAD_GROUP}),
     apply: Flags.boolean({summary: 'Apply the objects to the cluster (server-side apply, field manager "meshvm").', helpGroup: APPLY_GROUP}),
-    'dry-run': Flags.option({summary: 'client: only print (the default without --apply); server: ask the API server what would change, change nothing.', options: ['client', 'server'] as const, helpGroup: APPLY_GROUP})(),
-    diff: Flags.boolean({summary: 'Print a unified diff of the live objects against what applying would produce; change nothing.', helpGroup: APPLY_GROUP}),
+    'dry-run': dryRunFlag('client: only print, even with --apply (the default without --apply); server: ask the API server what would change, change nothing.', APPLY_GROUP),
+    diff: Flags.boolean({summary: 'Print a unified diff of the live objects against what applying would produce; change nothing unless --apply is given too. Exit 1 when there are differences (as kubectl diff).', helpGroup: APPLY_GROUP}),
+    'force-conflicts': Flags.boolean({
+      summary: 'Take over fields another field manager (Helm, Argo CD, kubectl...) owns with other values; without it such a field is a conflict error naming the field and its manager.',
+      helpGroup: APPLY_GROUP,
+    }),
     bundle: Flags.string({summary: 'Also write the VM bootstrap bundle (mesh.yaml, cluster.env, root-cert.pem, istio-token, hosts, install.sh) into this directory.', helpGroup: APPLY_GROUP}),
     ...bundleFlags,
   }
@@ -139,10 +145,24 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (this.args.name && f.name && this.args.name !== f.name) {
       throw new UsageError(`NAME ${JSON.stringify(this.args.name)} and --name ${JSON.stringify(f.name)} disagree; give one of them`)
     }
+    const output = f.output === undefined ? undefined : parseOutput(f.output, OUTPUT_KINDS)
+    if (output && f.diff) throw new UsageError(`-o ${f.output} cannot be combined with --diff: --diff prints a unified diff`)
+    if (output && f['output-dir']) throw new UsageError(`-o ${f.output} cannot be combined with --output-dir: the directory gets one YAML file per object`)
     const fileGroup = f.filename === undefined ? undefined : await this.readFileGroup(f.filename)
     let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
     const wizard = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] && canPrompt()
-    if (wizard) input = await runOnboardWizard(input, await terminalPrompter())
+    let wizardApply = false
+    if (wizard) {
+      const given = (...names: string[]): boolean => this.argv.some((a) => names.some((n) => a === n || a.startsWith(`${n}=`)))
+      const answers = await runOnboardWizard(input, await terminalPrompter(), {
+        serviceAccount: given('-s', '--service-account', '--serviceAccount'),
+        createNamespace: given('--create-namespace'),
+        createServiceAccount: given('--create-service-account'),
+        action: given('--apply', '--dry-run', '--diff', '--output-dir', '-d', '--bundle'),
+      })
+      wizardApply = Boolean(answers.apply)
+      input = answers
+    }
 
     const spec = parseOnboardInput(input)
     const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as KubeObject) : o))
@@ -153,11 +173,13 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     const bundle = f.bundle === undefined ? undefined : bundleOptions(f, f.bundle)
 
     if (f['output-dir']) this.writeDir(f['output-dir'], objects)
-    const cluster = f.apply || f['dry-run'] === 'server' || f.diff || f.bundle
-    if (!cluster && !f['output-dir']) this.out(this.render(objects, f.output))
-    if (cluster) await this.toCluster(objects, bundle)
+    // --dry-run=client sends nothing that changes the cluster: it only prints.
+    const applying = ((f.apply || wizardApply) && f['dry-run'] !== 'client') || f['dry-run'] === 'server' || f.diff
+    // Without an apply, the manifests are printed (also with --bundle, whose group must then be applied by the user).
+    if (!applying && !f['output-dir']) this.out(this.render(objects, output))
+    if (applying || bundle) await this.toCluster(objects, bundle, applying, output)
 
-    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, f['output-dir'] ? ['-d', f['output-dir']] : [])}`)
+    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, [...(f['output-dir'] ? ['-d', f['output-dir']] : []), ...(wizardApply ? ['--apply'] : [])])}`)
   }
 
   private inputFromFlags(): OnboardInput {
@@ -208,32 +230,38 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     return wg
   }
 
-  private async toCluster(objects: KubeObject[], bundle: BundleOptions | undefined): Promise<void> {
+  private async toCluster(objects: KubeObject[], bundle: BundleOptions | undefined, applying: boolean, output: OutputSpec | undefined): Promise<void> {
     const f = this.flags
     const session = await this.session()
     try {
       const dryRun = f['dry-run'] === 'server' || (f.diff && !f.apply)
-      if (f.apply || f['dry-run'] === 'server' || f.diff) {
+      if (applying) {
+        const applied: KubeObject[] = []
         const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
           results: await applyObjects(session.client, objects, {
-            dryRun: Boolean(dryRun), diff: f.diff, signal,
+            dryRun: Boolean(dryRun), diff: f.diff, force: f['force-conflicts'], signal,
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
-              // Like kubectl: what happened on stdout, what did not on stderr.
+              // Like kubectl: what happened on stdout, what did not on stderr. --diff --apply prints both.
               if (r.outcome === 'failed' || r.outcome === 'not applied') this.note(describeResult(r, Boolean(dryRun)))
-              else if (!f.diff) this.out(describeResult(r, Boolean(dryRun)) + '\n')
+              else if (output) applied.push(r.object)
+              else if (!f.diff || !dryRun) this.out(describeResult(r, Boolean(dryRun)) + '\n')
             },
           }),
           interrupted: signal.aborted,
         }))
+        if (applied.length > 0) this.out(this.render(applied, output))
         const failure = applyFailure(results, interrupted)
         if (failure) throw failure
+        // As kubectl diff: exit 1 when there are differences (only a diff was asked for).
+        if (f.diff && dryRun && results.some((r) => r.diff)) process.exitCode = 1
       }
       if (bundle) {
         const wg = objects.find((o) => o.kind === 'WorkloadGroup') as unknown as WorkloadGroupLike
+        if (!applying || dryRun) await this.warnIfGroupMissing(session, wg)
         // Ctrl-C: what was applied stays applied; stop before the token is issued or any file written.
         const {writeBundle} = await import('../lib/bundle/run.js')
-        const summary = await this.interruptible(BUNDLE_INTERRUPTED, (signal) => writeBundle(session, wg, {...bundle, signal}))
+        const summary = await this.interruptible(BUNDLE_INTERRUPTED, (signal) => writeBundle(session, wg, {...bundle, signal, progress: (line) => this.note(line)}))
         reportBundle(this.sink, summary)
       }
     } finally {
@@ -241,10 +269,25 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     }
   }
 
-  private render(objects: KubeObject[], format: 'yaml' | 'json' | 'name' | undefined): string {
-    if (format === 'name') return objects.map((o) => resourceName(o) + '\n').join('')
-    if (format === undefined) return toYamlStream(objects)
-    return renderData(asList(objects), format) as string
+  /** The objects in the chosen format; without -o, a YAML stream (--- separated) for kubectl apply -f -. */
+  private render(objects: KubeObject[], output: OutputSpec | undefined): string {
+    if (output === undefined) return toYamlStream(objects)
+    let text = ''
+    const printer = new Printer<KubeObject>({columns: [], object: (o) => o}, {output}, (t) => (text += t))
+    printer.add(objects)
+    printer.finish()
+    return text
+  }
+
+  /** A bundle for a group the cluster does not have yet: the VM could not register until it is applied. */
+  private async warnIfGroupMissing(session: Awaited<ReturnType<Onboard['session']>>, wg: WorkloadGroupLike): Promise<void> {
+    const {resourcePath, Resources} = await import('../lib/kube/resources.js')
+    const live = await session.client.getOptional(resourcePath(Resources.workloadGroups, {namespace: wg.metadata.namespace, name: wg.metadata.name}))
+    if (!live) {
+      this.warning(
+        `WorkloadGroup ${wg.metadata.namespace}/${wg.metadata.name} is not in the cluster: the VM cannot join until it is applied (run again with --apply, or kubectl apply -f the manifests printed above)`,
+      )
+    }
   }
 
   private writeDir(dir: string, objects: KubeObject[]): void {

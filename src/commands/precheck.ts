@@ -1,11 +1,14 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {BaseCommand} from '../lib/cli/base-command.js'
+import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {ExitCode, MeshvmError} from '../lib/errors.js'
 import {statusColor} from '../lib/output/color.js'
-import {renderData} from '../lib/output/render.js'
-import {renderTable} from '../lib/output/table.js'
+import {Printer} from '../lib/output/printer.js'
+import {terminalSafe} from '../lib/output/terminal.js'
 import type {CheckResult} from '../lib/precheck/checks.js'
+
+const OUTPUT_KINDS = ['table', 'wide', 'json', 'yaml', 'jsonpath', 'jsonpath-as-json', 'custom-columns'] as const
 
 export default class Precheck extends BaseCommand<typeof Precheck> {
   static override summary = 'Check that the cluster is ready for VMs to join the mesh.'
@@ -22,6 +25,7 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
   static override examples = [
     '<%= config.bin %> <%= command.id %> web -n apps',
     '<%= config.bin %> <%= command.id %> -n apps --service-account web-vm -r canary -o json',
+    {description: 'Only the failed checks, by name:', command: `<%= config.bin %> <%= command.id %> web -n apps -o jsonpath='{range .checks[?(@.status=="fail")]}{.check}{"\\n"}{end}'`},
   ]
 
   static override args = {
@@ -32,11 +36,12 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
     'service-account': Flags.string({char: 's', summary: 'Service account the VMs use, when no NAME is given.', default: 'default'}),
     'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway.', default: 'istio-eastwestgateway'}),
     'ingress-ip': Flags.string({summary: 'Address of the east-west gateway, when the Service has none.'}),
-    output: Flags.option({char: 'o', summary: 'Output format.', options: ['table', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+    ...outputFlags(OUTPUT_KINDS),
   }
 
   async run(): Promise<void> {
     const f = this.flags
+    const print = printOptions(f, OUTPUT_KINDS)
     const session = await this.session()
     let results: CheckResult[]
     try {
@@ -48,18 +53,24 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
     } finally {
       session.client.close()
     }
-    if (f.output === 'table') {
-      const chalk = this.chalkFor('table')
-      this.out(
-        renderTable(results, [
+    const chalk = this.chalkFor(print.output.kind)
+    const printer = new Printer<CheckResult>(
+      {
+        columns: [
           {header: 'CHECK', value: (r) => r.check},
           {header: 'STATUS', value: (r) => r.status.toUpperCase(), color: (t) => statusColor(chalk, t)},
           {header: 'MESSAGE', value: (r) => r.message},
-        ]),
-      )
-      for (const r of results.filter((x) => x.hint)) this.note(`${r.status === 'fail' ? 'Fix' : 'Hint'} (${r.check}): ${r.hint}`)
-    } else {
-      this.out(renderData({checks: results, failed: results.filter((r) => r.status === 'fail').length}, f.output) as string)
+        ],
+        object: (r) => r,
+        document: (checks) => ({checks, failed: results.filter((r) => r.status === 'fail').length}),
+      },
+      print,
+      (t) => this.out(t),
+    )
+    printer.add(results)
+    printer.finish()
+    if (print.output.kind === 'table' || print.output.kind === 'wide') {
+      for (const r of results.filter((x) => x.hint)) this.note(terminalSafe(`${r.status === 'fail' ? 'Fix' : 'Hint'} (${r.check}): ${r.hint}`))
     }
     const failed = results.filter((r) => r.status === 'fail')
     if (failed.length > 0) {

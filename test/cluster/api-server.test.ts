@@ -281,17 +281,19 @@ describe('service accounts, RBAC and subresources', () => {
     expect(res.body.message).toBe('serviceaccounts "default" is forbidden: User "bob" cannot create resource "serviceaccounts/token" in API group "" in the namespace "default"')
   })
 
-  it('proxies to istiod /debug/syncz in both shapes, and refuses unknown ports', async () => {
+  it('pod proxy to istiod /debug/*: 401, as a real istiod answers a proxied (credential-less, non-loopback) caller; unknown ports refused', async () => {
     cluster.mesh.addIstiod({name: 'istiod-old', shape: 'legacy', version: '1.21.2', revision: 'old'})
     cluster.mesh.addPod({name: 'web-1', namespace: 'default', istiod: 'istiod-old', version: '1.21.2'})
     cluster.mesh.addPod({name: 'api-1', namespace: 'default', istiod: 'istiod-7d4b9c6f8-x2k9p', types: {RDS: 'nack'}})
-    const legacy = await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-old:15014/proxy/debug/syncz')
-    expect(legacy.body).toEqual([expect.objectContaining({proxy: 'web-1.default', istio_version: '1.21.2', cluster_sent: expect.any(String)})])
-    expect(legacy.body[0].resources).toBeUndefined()
-    const current = await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-7d4b9c6f8-x2k9p:15014/proxy/debug/syncz')
-    const rds = current.body[0].resources['type.googleapis.com/envoy.config.route.v3.RouteConfiguration']
-    expect(rds.lastError).toMatch(/Proto constraint/)
+    const proxied = await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-7d4b9c6f8-x2k9p:15014/proxy/debug/syncz')
+    expect(proxied.status).toBe(401)
     expect((await call('GET', '/api/v1/namespaces/istio-system/pods/istiod-old:9999/proxy/debug/syncz')).status).toBe(503)
+    // The syncz the monitoring port serves over port-forward (test/cluster/portforward.test.ts), in both shapes.
+    const legacy = cluster.mesh.syncz('istiod-old') as {proxy: string; istio_version: string; cluster_sent: string; resources?: unknown}[]
+    expect(legacy).toEqual([expect.objectContaining({proxy: 'web-1.default', istio_version: '1.21.2', cluster_sent: expect.any(String)})])
+    expect(legacy[0]!.resources).toBeUndefined()
+    const current = cluster.mesh.syncz('istiod-7d4b9c6f8-x2k9p') as {resources: Record<string, {lastError?: string}>}[]
+    expect(current[0]!.resources['type.googleapis.com/envoy.config.route.v3.RouteConfiguration']!.lastError).toMatch(/Proto constraint/)
   })
 })
 

@@ -32,6 +32,32 @@ export interface Attributes {
   path?: string
 }
 
+/** The system:basic-user ClusterRole every authenticated user has (plugin/pkg/auth/authorizer/rbac/bootstrappolicy). */
+const BASIC_USER: PolicyRule[] = [
+  {verbs: ['create'], apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews']},
+  {verbs: ['create'], apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews']},
+]
+
+/** The rules a user has in a namespace, as SelfSubjectRulesReview reports them (`kubectl auth can-i --list`). */
+export function rulesReview(store: Store, user: UserInfo, namespace: string): {resourceRules: PolicyRule[]; nonResourceRules: PolicyRule[]} {
+  const rules: PolicyRule[] = [...BASIC_USER]
+  if (user.groups.includes('system:masters')) rules.push({verbs: ['*'], apiGroups: ['*'], resources: ['*']}, {verbs: ['*'], nonResourceURLs: ['*']})
+  rules.push(...(user.rules ?? []))
+  for (const binding of store.list(resourceKey('rbac.authorization.k8s.io', 'clusterrolebindings'))) {
+    if (((binding.subjects as Subject[] | undefined) ?? []).some((s) => subjectMatches(s, user))) rules.push(...rulesOf(store, binding.roleRef as {kind: string; name: string}, undefined))
+  }
+  if (namespace) {
+    for (const binding of store.list(resourceKey('rbac.authorization.k8s.io', 'rolebindings'), namespace)) {
+      if (((binding.subjects as Subject[] | undefined) ?? []).some((s) => subjectMatches(s, user))) rules.push(...rulesOf(store, binding.roleRef as {kind: string; name: string}, namespace))
+    }
+  }
+  // Discovery paths every authenticated user may read (system:discovery, system:public-info-viewer).
+  rules.push({verbs: ['get'], nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/']})
+  const resourceRules = rules.filter((r) => !r.nonResourceURLs).map((r) => ({verbs: r.verbs, apiGroups: r.apiGroups ?? [], resources: r.resources ?? [], ...(r.resourceNames?.length ? {resourceNames: r.resourceNames} : {})}))
+  const nonResourceRules = rules.filter((r) => r.nonResourceURLs).map((r) => ({verbs: r.verbs, nonResourceURLs: r.nonResourceURLs}))
+  return {resourceRules, nonResourceRules}
+}
+
 function matches(list: string[] | undefined, value: string): boolean {
   return (list ?? []).some((v) => v === '*' || v === value)
 }
@@ -69,7 +95,7 @@ function rulesOf(store: Store, roleRef: {kind: string; name: string}, namespace:
 export function authorize(store: Store, user: UserInfo, a: Attributes): boolean {
   if (user.groups.includes('system:masters')) return true
   if (a.path !== undefined && ['/version', '/api', '/apis', '/openapi', '/healthz', '/readyz', '/livez'].some((p) => a.path === p || a.path!.startsWith(p + '/'))) return true
-  if (a.group === 'authorization.k8s.io' && (a.resource === 'selfsubjectaccessreviews' || a.resource === 'selfsubjectrulesreviews')) return true
+  if (BASIC_USER.some((r) => ruleAllows(r, a))) return true
   if ((user.rules ?? []).some((r) => ruleAllows(r, a))) return true
   for (const binding of store.list(resourceKey('rbac.authorization.k8s.io', 'clusterrolebindings'))) {
     if (!((binding.subjects as Subject[] | undefined) ?? []).some((s) => subjectMatches(s, user))) continue

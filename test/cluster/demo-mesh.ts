@@ -5,18 +5,24 @@
  */
 import type {TestCluster} from './index.js'
 import type {VmSpec, XdsState} from './mesh.js'
+import {testPki} from './pki.js'
+import {VmPlane} from './vm-services.js'
 
 export const DEMO_NAMESPACES = ['shop', 'payments', 'legacy'] as const
 export const DEMO_ISTIODS = {stable: 'istiod-6c9f8d7b5-k2x4p', canary: 'istiod-1-23-5f7c9b8d4-q8w2n'} as const
 
-export function seedDemoMesh(cluster: TestCluster): void {
+export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string} = {}): void {
   const {mesh, store} = cluster
-  mesh.installIstio({revision: '1-23', clusterId: 'cluster1', gatewayIp: '203.0.113.10'})
+  const clusterId = options.clusterId ?? 'cluster1'
+  // Both revisions' injector configs carry the cluster ID (bundles read ISTIO_META_CLUSTER_ID from there).
+  mesh.installIstio({clusterId, gatewayIp: '203.0.113.10'})
+  // A revisioned install's mesh config names its own istiod (as the istio-discovery chart renders it).
+  mesh.installIstio({revision: '1-23', clusterId, gatewayIp: '203.0.113.10', meshConfig: 'defaultConfig:\n  discoveryAddress: istiod-1-23.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n'})
   // startTestCluster() already runs one default-revision istiod; the demo uses its own names.
   for (const pod of store.list('/pods', 'istio-system')) store.delete('/pods', 'istio-system', pod.metadata.name)
   mesh.istiods.clear()
-  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId: 'cluster1'})
-  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId: 'cluster1'})
+  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId})
+  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId})
   for (const ns of DEMO_NAMESPACES) mesh.watchNamespace(ns)
 
   const apps: Record<(typeof DEMO_NAMESPACES)[number], string[]> = {
@@ -82,4 +88,16 @@ export function seedDemoMesh(cluster: TestCluster): void {
   groups.forEach((g, i) => {
     for (const vm of vms[i]!) mesh.addVm({...vm, namespace: g.ns, group: g.group, source: g.source})
   })
+}
+
+/**
+ * Lets VMs join the demo for real: each istiod serves the CA and ADS, and the east-west gateway
+ * listens on a loopback address (port 15012) that the istio-eastwestgateway Service now names, so
+ * a bundle written against the demo (`meshvm onboard … --apply --bundle DIR --autoregister`) works
+ * as it is with `npm run demo:vm -- DIR --address IP --hostname NAME`.
+ */
+export async function startDemoVmPlane(cluster: TestCluster, options: {gracePeriodMs?: number} = {}): Promise<VmPlane> {
+  const plane = new VmPlane({store: cluster.store, pki: testPki(), mesh: cluster.mesh, autoregistration: {gracePeriodMs: options.gracePeriodMs}})
+  await plane.start()
+  return plane
 }

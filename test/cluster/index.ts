@@ -13,7 +13,9 @@ import {randomBytes} from 'node:crypto'
 import {fileURLToPath} from 'node:url'
 import {parseAllDocuments} from 'yaml'
 import type {PolicyRule, UserInfo} from './auth.js'
+import {meshCa, type MeshCa} from './mesh-ca.js'
 import {Mesh} from './mesh.js'
+import {NamespaceController} from './namespaces.js'
 import {testPki} from './pki.js'
 import type {Crd} from './registry.js'
 import {ApiServer} from './server.js'
@@ -24,7 +26,7 @@ export type {FaultRule} from './faults.js'
 export type {KubeObj} from './store.js'
 export {resourceKey} from './store.js'
 
-export const ISTIO_CRDS = fileURLToPath(new URL('../../../shared/reference/crds/istio-networking.yaml', import.meta.url))
+export const ISTIO_CRDS = fileURLToPath(new URL('../fixtures/crds/istio-networking.yaml', import.meta.url))
 export const WAR_CRD = fileURLToPath(new URL('../fixtures/crds/workloadautoregistration.yaml', import.meta.url))
 
 export interface TestClusterOptions {
@@ -40,6 +42,12 @@ export interface TestClusterOptions {
   contextName?: string
   /** Called with every credential the cluster issues (tests pass recordSecret). */
   onSecret?: (secret: string) => void
+  /**
+   * With Istio: run istiod's namespace controller, which writes istio-ca-root-cert into each
+   * namespace this long after it appears. Off by default (tests that count objects in a namespace
+   * would see one more); the demo and the VM tests turn it on.
+   */
+  rootCertDelayMs?: number | false
 }
 
 export interface TestCluster {
@@ -55,6 +63,10 @@ export interface TestCluster {
   server: ApiServer
   store: Store
   mesh: Mesh
+  /** The mesh root CA (its certificate is in every istio-ca-root-cert ConfigMap istiod writes). */
+  ca: MeshCa
+  /** istiod's namespace controller (with Istio and rootCertDelayMs). */
+  namespaces?: NamespaceController
   faults: ApiServer['faults']
   requests: ApiServer['requests']
   /** A user with a token; with `rules` only those (plus RBAC bindings in the store) are allowed. */
@@ -99,13 +111,14 @@ export function kubeconfigYaml(options: {server: string; caPem: string; token: s
 export async function startTestCluster(options: TestClusterOptions = {}): Promise<TestCluster> {
   const pki = testPki()
   const store = new Store()
-  const mesh = new Mesh(store)
+  const mesh = new Mesh(store, {pki})
   const server = new ApiServer({
     pki, store,
     gitVersion: options.gitVersion ?? 'v1.32.0',
     tokenControllerDelayMs: options.tokenControllerDelayMs ?? 150,
     continueTtlMs: options.continueTtlMs ?? 5 * 60_000,
     podProxy: (req) => mesh.podProxy(req),
+    portForward: (namespace, pod, port) => mesh.portForward(namespace, pod, port),
     onSecret: options.onSecret,
   })
   const token = `admin-${randomBytes(16).toString('hex')}`
@@ -122,9 +135,12 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   for (const ns of ['default', 'kube-system', 'kube-public']) {
     store.create('/namespaces', 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}}, spec: {finalizers: ['kubernetes']}, status: {phase: 'Active'}})
   }
+  const ca = meshCa()
+  let namespaces: NamespaceController | undefined
   if (options.istio !== false) {
-    mesh.installIstio({gatewayIp: '203.0.113.10'})
+    mesh.installIstio({gatewayIp: '203.0.113.10', rootCert: ca.rootPem})
     mesh.addIstiod({name: 'istiod-7d4b9c6f8-x2k9p'})
+    if (options.rootCertDelayMs !== undefined && options.rootCertDelayMs !== false) namespaces = new NamespaceController(store, {rootCert: ca.rootPem, delayMs: options.rootCertDelayMs})
   }
   const url = await server.listen()
   const dir = mkdtempSync(join(tmpdir(), 'meshvm-cluster-'))
@@ -138,7 +154,7 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   return {
     url, token, caPem: pki.caPem, dir, kubeconfigPath, contextName,
     env: {KUBECONFIG: kubeconfigPath, KUBECACHEDIR: join(dir, 'kube-cache')},
-    server, store, mesh, faults: server.faults, requests: server.requests,
+    server, store, mesh, ca, namespaces, faults: server.faults, requests: server.requests,
     addUser(name, o = {}) {
       const userToken = `user-${name}-${randomBytes(12).toString('hex')}`
       options.onSecret?.(userToken)
@@ -148,6 +164,8 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     },
     kubeconfigFor,
     async stop() {
+      namespaces?.stop()
+      await mesh.close()
       await server.close()
       rmSync(dir, {recursive: true, force: true})
     },

@@ -6,8 +6,17 @@
  * WorkloadAutoRegistrations (Tetrate). Tests change it between commands.
  */
 import {randomUUID} from 'node:crypto'
+import {createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse} from 'node:http'
+import {CLIENT_CONFIG_TYPE, encodeClientConfig, TYPE_DEBUG_SYNCZ, type DiscoveryResponse, type GenericXdsConfig} from '../../src/lib/grpc/xds.js'
+import {createMeshCa, meshCa} from './mesh-ca.js'
+import type {Pki} from './pki.js'
+import type {PortAcceptor} from './portforward.js'
 import type {PodProxyAnswer, PodProxyRequest} from './server.js'
 import {resourceKey, type KubeObj, type Store} from './store.js'
+import {XdsServer} from './xds.js'
+
+/** istiod's secure gRPC port (xDS and the CA). */
+export const XDS_PORT = 15012
 
 export const XDS_TYPES = {
   CDS: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
@@ -33,6 +42,10 @@ export interface IstiodSpec {
   port?: number
   clusterId?: string
   ip?: string
+  /** ENABLE_DEBUG_ON_HTTP (default true; Mesh.debugHttp sets the default for new istiods). */
+  debugHttp?: boolean
+  /** Serve 15012 with a certificate from a CA other than the mesh root (a man in the middle). */
+  untrustedCertificate?: boolean
 }
 
 export interface ProxySpec {
@@ -72,6 +85,9 @@ interface IstiodState extends Required<Omit<IstiodSpec, 'ip'>> {
   down: boolean
   latencyMs: number
   malformed: boolean
+  /** The gRPC server on 15012 and the HTTP server on the monitoring port, made on first use. */
+  xds?: XdsServer
+  http?: HttpServer
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')
@@ -80,8 +96,16 @@ export class Mesh {
   readonly istiods = new Map<string, IstiodState>()
   readonly proxies = new Map<string, ProxySpec>()
   private podIp = 20
+  /** Requests istiods' HTTP monitoring servers received (over port-forward): `POD PATH?QUERY`. */
+  readonly debugRequests: string[] = []
+  /** Default of ENABLE_DEBUG_ON_HTTP for istiods added from now on (demo --no-debug-http turns it off). */
+  debugHttpDefault = true
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** The API server's PKI: istiod checks bearer tokens against it (a TokenReview, in a real cluster). */
+    private readonly options: {pki?: Pki} = {},
+  ) {}
 
   private ensureNamespace(name: string): void {
     const key = resourceKey('', 'namespaces')
@@ -118,7 +142,7 @@ export class Mesh {
     })
     this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
       apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-ca-root-cert', namespace: ns},
-      data: {'root-cert.pem': options.rootCert ?? TEST_ROOT_CERT},
+      data: {'root-cert.pem': options.rootCert ?? meshCa().rootPem},
     })
     this.put(resourceKey('', 'services'), 'Service', {
       apiVersion: 'v1', kind: 'Service', metadata: {name: rev ? `istiod-${rev}` : 'istiod', namespace: ns, labels: {app: 'istiod', 'istio.io/rev': rev ?? 'default'}},
@@ -135,14 +159,36 @@ export class Mesh {
     }
   }
 
+  /**
+   * `istioctl tag set default --revision REV`: the MutatingWebhookConfiguration istio-revision-tag-default,
+   * labelled istio.io/tag=default and istio.io/rev=REV (undefined removes it).
+   */
+  setDefaultTag(revision: string | undefined, namespace = 'istio-system'): void {
+    const key = resourceKey('admissionregistration.k8s.io', 'mutatingwebhookconfigurations')
+    if (revision === undefined) {
+      if (this.store.get(key, undefined, 'istio-revision-tag-default')) this.store.delete(key, undefined, 'istio-revision-tag-default')
+      return
+    }
+    const service = revision === 'default' ? 'istiod' : `istiod-${revision}`
+    this.put(key, 'MutatingWebhookConfiguration', {
+      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration',
+      metadata: {name: 'istio-revision-tag-default', labels: {'istio.io/tag': 'default', 'istio.io/rev': revision, app: 'sidecar-injector'}},
+      webhooks: [{
+        name: 'rev.namespace.sidecar-injector.istio.io', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail',
+        clientConfig: {service: {name: service, namespace, path: '/inject', port: 443}},
+        namespaceSelector: {matchExpressions: [{key: 'istio.io/rev', operator: 'In', values: ['default']}]},
+      }],
+    })
+  }
+
   /** Copies the root cert into a namespace, as istiod's namespace controller does. */
   watchNamespace(namespace: string): void {
-    this.put(resourceKey('', 'configmaps'), 'ConfigMap', {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-ca-root-cert', namespace}, data: {'root-cert.pem': TEST_ROOT_CERT}})
+    this.put(resourceKey('', 'configmaps'), 'ConfigMap', {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-ca-root-cert', namespace}, data: {'root-cert.pem': meshCa().rootPem}})
   }
 
   addIstiod(spec: IstiodSpec): void {
     const state: IstiodState = {
-      namespace: 'istio-system', revision: 'default', version: '1.24.2', shape: 'resources', port: 15014, clusterId: 'cluster1',
+      namespace: 'istio-system', revision: 'default', version: '1.24.2', shape: 'resources', port: 15014, clusterId: 'cluster1', debugHttp: this.debugHttpDefault, untrustedCertificate: false,
       ...spec, ip: spec.ip ?? this.nextIp(), down: false, latencyMs: 0, malformed: false,
     }
     this.istiods.set(spec.name, state)
@@ -162,7 +208,7 @@ export class Mesh {
   }
 
   /** Makes an istiod stop answering (connection refused), answer slowly, or answer garbage. */
-  setIstiod(name: string, change: Partial<Pick<IstiodState, 'down' | 'latencyMs' | 'malformed'>>): void {
+  setIstiod(name: string, change: Partial<Pick<IstiodState, 'down' | 'latencyMs' | 'malformed' | 'debugHttp'>>): void {
     const state = this.istiods.get(name)
     if (!state) throw new Error(`no istiod ${name}`)
     Object.assign(state, change)
@@ -272,14 +318,126 @@ export class Mesh {
     return out
   }
 
-  /** The pods/proxy handler: istiod monitoring ports answer /debug/syncz, anything else is refused. */
+  /**
+   * The pods/proxy handler. A real istiod serves /debug/* only to loopback callers or callers with an
+   * istio-ca token or certificate (pilot/pkg/xds/debug.go allowAuthenticatedOrLocalhost), and the API
+   * server strips the caller's Authorization header before proxying: 401 with an empty body. With
+   * ENABLE_DEBUG_ON_HTTP=false the handlers are not registered at all: 404.
+   */
   async podProxy(req: PodProxyRequest): Promise<PodProxyAnswer | undefined> {
     const istiod = this.istiods.get(req.pod)
     if (!istiod || istiod.namespace !== req.namespace || istiod.down || req.port !== String(istiod.port)) return undefined
     if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
-    if (req.path !== '/debug/syncz') return {status: 404, body: '404 page not found\n', contentType: 'text/plain'}
-    if (istiod.malformed) return {status: 200, body: '<html>not json</html>', contentType: 'text/html'}
-    return {status: 200, body: JSON.stringify(this.syncz(req.pod, req.query.get('namespace') ?? undefined))}
+    if (!istiod.debugHttp || !req.path.startsWith('/debug/')) return {status: 404, body: '404 page not found\n', contentType: 'text/plain; charset=utf-8'}
+    return {status: 401, body: '', contentType: 'text/plain; charset=utf-8'}
+  }
+
+  /** What listens on an istiod pod's ports for pods/portforward: the monitoring port and 15012. */
+  portForward(namespace: string, pod: string, port: number): PortAcceptor | undefined {
+    const istiod = this.istiods.get(pod)
+    if (!istiod || istiod.namespace !== namespace || istiod.down) return undefined
+    if (port === istiod.port) {
+      istiod.http ??= createHttpServer((req, res) => void this.serveDebugHttp(istiod, req, res))
+      const http = istiod.http
+      return (socket) => http.emit('connection', socket)
+    }
+    if (port === XDS_PORT) {
+      const xds = this.xds(istiod.name)
+      return (socket) => xds.acceptConnection(socket)
+    }
+    return undefined
+  }
+
+  /** istiod's HTTP monitoring server, reached over port-forward (so from loopback: no authentication). */
+  private async serveDebugHttp(istiod: IstiodState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    this.debugRequests.push(`${istiod.name} ${req.url ?? '/'}`)
+    if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
+    const send = (status: number, body: string, type: string) => {
+      res.writeHead(status, {'Content-Type': type, 'Content-Length': Buffer.byteLength(body)})
+      res.end(body)
+    }
+    if (!istiod.debugHttp || url.pathname !== '/debug/syncz') return send(404, '404 page not found\n', 'text/plain; charset=utf-8')
+    if (istiod.malformed) return send(200, '<html>not json</html>', 'text/html')
+    send(200, JSON.stringify(this.syncz(istiod.name, url.searchParams.get('namespace') ?? undefined)), 'application/json')
+  }
+
+  /**
+   * The istiod's gRPC server (made on first use): serving certificate for istiod[-REV].NS.svc from the
+   * mesh root CA, tokens checked against the API server's signing key, istio.io/debug/syncz answered
+   * from this model. Other helpers register more handlers on it (the CA, VM ADS connections).
+   */
+  xds(name: string): XdsServer {
+    const istiod = this.istiods.get(name)
+    if (!istiod) throw new Error(`no istiod ${name}`)
+    if (istiod.xds) return istiod.xds
+    if (!this.options.pki) throw new Error('the mesh has no PKI to check tokens with')
+    const san = `${istiod.revision === 'default' ? 'istiod' : `istiod-${istiod.revision}`}.${istiod.namespace}.svc`
+    const ca = istiod.untrustedCertificate ? createMeshCa('not-the-mesh-root') : meshCa()
+    const xds = new XdsServer({pki: this.options.pki, certificate: ca.issue({dnsNames: [san]})})
+    xds.onDiscovery(TYPE_DEBUG_SYNCZ, async () => {
+      if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
+      return this.synczXds(istiod.name)
+    })
+    istiod.xds = xds
+    return xds
+  }
+
+  /** `host:port` of the istiod's gRPC server on 127.0.0.1 (for --xds-address: an istiod outside the cluster). */
+  async xdsAddress(name: string): Promise<string> {
+    const xds = this.xds(name)
+    const a = xds.address ?? (await xds.listen())
+    return `${a.host}:${a.port}`
+  }
+
+  /** istiod's StatusGen.debugSyncz (pilot/pkg/xds/statusgen.go, 1.23+): one ClientConfig per connected proxy. */
+  synczXds(istiodName: string): DiscoveryResponse | undefined {
+    const istiod = this.istiods.get(istiodName)
+    if (!istiod || istiod.down) return undefined
+    const now = Date.now()
+    const version = `${iso(now)}/1`
+    const resources = [...this.proxies.values()]
+      .filter((p) => p.istiod === istiodName)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((p) => {
+        const sentTime = new Date(now - (p.sentAgoMs ?? 125_000)).toISOString()
+        const generic: GenericXdsConfig[] = []
+        // An istiod older than 1.23 (the 1.21 syncz shape here) answers as 1.22 did: all five types, no
+        // ERROR state (a NACKed nonce was still acknowledged) and no timestamps.
+        const old = istiod.shape === 'legacy'
+        for (const type of Object.keys(XDS_TYPES) as XdsType[]) {
+          const state = p.types?.[type] ?? (type === 'ECDS' ? 'not-sent' : 'synced')
+          if (old) {
+            generic.push({typeUrl: XDS_TYPES[type], configStatus: state === 'not-sent' || state === 'unwatched' ? 2 : state === 'synced' || state === 'nack' ? 1 : 3})
+            continue
+          }
+          if (state === 'unwatched') continue
+          // debugSyncStatus: ERROR on a NACK, NOT_SENT without a sent nonce, SYNCED when acked, else STALE.
+          const status = state === 'nack' ? 4 : state === 'not-sent' ? 2 : state === 'synced' ? 1 : 3
+          generic.push({
+            typeUrl: XDS_TYPES[type], configStatus: status,
+            lastUpdated: state === 'not-sent' ? '0001-01-01T00:00:00Z' : sentTime,
+            ...(state === 'nack' ? {errorState: {lastUpdateAttempt: sentTime, details: p.lastError ?? 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain)'}} : {}),
+          })
+        }
+        generic.sort((a, b) => (a.typeUrl < b.typeUrl ? -1 : 1))
+        const ns = p.id.slice(p.id.lastIndexOf('.') + 1)
+        return {
+          typeUrl: CLIENT_CONFIG_TYPE,
+          value: encodeClientConfig({node: {id: p.id, metadata: {CLUSTER_ID: p.clusterId ?? istiod.clusterId, NAMESPACE: ns, ISTIO_VERSION: p.version ?? istiod.version}}, genericXdsConfigs: generic}),
+        }
+      })
+    const identifier = JSON.stringify({Component: 'istiod', ID: istiod.name, Info: {version: istiod.version, revision: 'abc123', golang_version: 'go1.23.4', status: 'Clean', tag: istiod.version}})
+    return {versionInfo: version, typeUrl: TYPE_DEBUG_SYNCZ, nonce: `${version}${randomUUID()}`, controlPlane: {identifier}, resources}
+  }
+
+  /** Stops the istiods' servers. */
+  async close(): Promise<void> {
+    for (const istiod of this.istiods.values()) {
+      istiod.http?.closeAllConnections()
+      istiod.http?.close()
+      await istiod.xds?.close()
+    }
   }
 
   /** Unique nonce, for tests that move a proxy between states. */
@@ -294,12 +452,3 @@ function staleSnapshot(spec: unknown): unknown {
   old.template = {...old.template, labels: {...old.template?.labels, version: 'v1'}, ports: {...old.template?.ports, http: 8000}}
   return old
 }
-
-/** A self-signed certificate in PEM form, standing in for the mesh root CA (its content is never parsed). */
-export const TEST_ROOT_CERT = `-----BEGIN CERTIFICATE-----
-MIIC/DCCAeSgAwIBAgIQL3L5Nr0I3G2aLcCyLN6l9DANBgkqhkiG9w0BAQsFADAY
-MRYwFAYDVQQKEw1jbHVzdGVyLmxvY2FsMB4XDTI0MTEwNTEwMDAwMFoXDTM0MTEw
-MzEwMDAwMFowGDEWMBQGA1UEChMNY2x1c3Rlci5sb2NhbDCCASIwDQYJKoZIhvcN
-AQEBBQADggEPADCCAQoCggEBAMeshvmTestRootCertificateForTheSimulatedMe
------END CERTIFICATE-----
-`

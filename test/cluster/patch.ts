@@ -1,7 +1,7 @@
 /**
- * Patch semantics: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch
- * (merge patch, with named lists merged by `name` as Kubernetes does for containers, ports, env),
- * and server-side apply with per-field managers and conflicts.
+ * Patch semantics: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch
+ * (merge patch, with lists merged by the built-in kinds' patch merge keys).
+ * Server-side apply and field ownership are in managed.ts.
  */
 
 type Json = Record<string, unknown>
@@ -23,21 +23,47 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return out
 }
 
-/** Strategic merge: like a merge patch, but lists of objects with a `name` (or `port`) merge by that key. */
-export function strategicMergePatch(target: unknown, patch: unknown): unknown {
+/**
+ * The patch strategies of the built-in kinds this server serves (k8s.io/api `patchStrategy:"merge"`
+ * with `patchMergeKey`): lists not named here are atomic and a patch replaces them whole, as
+ * kube-apiserver does (e.g. RBAC subjects and rules). `null` merge key: a list of scalars merged as a set.
+ */
+const MERGE_KEYS: [RegExp, string | null][] = [
+  [/^metadata\.finalizers$/, null],
+  [/^metadata\.ownerReferences$/, 'uid'],
+  [/^spec\.ports$/, 'port'],
+  [/(^|\.)(containers|initContainers|ephemeralContainers)$/, 'name'],
+  [/(^|\.)containers\.ports$/, 'containerPort'],
+  [/(^|\.)(env|volumes|imagePullSecrets)$/, 'name'],
+  [/(^|\.)volumeMounts$/, 'mountPath'],
+  [/^secrets$/, 'name'],
+]
+
+function mergeKeyAt(path: string[]): string | null | undefined {
+  const p = path.join('.')
+  return MERGE_KEYS.find(([re]) => re.test(p))?.[1]
+}
+
+/**
+ * Strategic merge patch: a merge patch in which the lists with a patch strategy merge by their
+ * key (with `$patch: delete` items), lists of scalars with a strategy merge as sets, and other
+ * lists are replaced. `$setElementOrder/...` and other directives are accepted and ignored.
+ */
+export function strategicMergePatch(target: unknown, patch: unknown, path: string[] = []): unknown {
   if (Array.isArray(patch) && Array.isArray(target)) {
-    const key = ['name', 'port', 'containerPort'].find((k) => patch.every((p) => isObject(p) && k in p) && target.every((t) => isObject(t) && k in t))
-    if (!key) return structuredClone(patch)
+    const key = mergeKeyAt(path)
+    if (key === undefined) return structuredClone(patch)
+    if (key === null) return [...target, ...patch.filter((v) => !target.some((t) => JSON.stringify(t) === JSON.stringify(v)))]
     const out = target.map((t) => structuredClone(t) as Json)
     for (const p of patch as Json[]) {
+      if (!isObject(p)) continue
+      const i = out.findIndex((t) => t[key] === p[key])
       if (p.$patch === 'delete') {
-        const i = out.findIndex((t) => t[key] === p[key])
         if (i >= 0) out.splice(i, 1)
         continue
       }
-      const i = out.findIndex((t) => t[key] === p[key])
-      if (i >= 0) out[i] = strategicMergePatch(out[i], p) as Json
-      else out.push(structuredClone(p))
+      if (i >= 0) out[i] = strategicMergePatch(out[i], p, path) as Json
+      else out.push(strategicMergePatch({}, p, path) as Json)
     }
     return out
   }
@@ -46,7 +72,7 @@ export function strategicMergePatch(target: unknown, patch: unknown): unknown {
   for (const [k, v] of Object.entries(patch)) {
     if (k.startsWith('$')) continue
     if (v === null) delete out[k]
-    else out[k] = strategicMergePatch(out[k], v)
+    else out[k] = strategicMergePatch(out[k], v, [...path, k])
   }
   return out
 }
@@ -114,95 +140,5 @@ export function jsonPatch(doc: unknown, ops: unknown): unknown {
         throw new PatchError(`unknown JSON patch operation ${JSON.stringify(op.op)}`, 400)
     }
   }
-  return out
-}
-
-/** Leaf field paths of an object, the unit of ownership in server-side apply. */
-export function leafPaths(value: unknown, prefix = ''): Map<string, string> {
-  const out = new Map<string, string>()
-  if (isObject(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      if (!prefix && (k === 'apiVersion' || k === 'kind' || k === 'status')) continue
-      if (!prefix && k === 'metadata') {
-        for (const mk of ['labels', 'annotations'] as const) {
-          for (const [lk, lv] of Object.entries(((v as Json)?.[mk] as Json) ?? {})) out.set(`metadata.${mk}.${lk}`, JSON.stringify(lv))
-        }
-        continue
-      }
-      for (const [p, s] of leafPaths(v, prefix ? `${prefix}.${k}` : k)) out.set(p, s)
-    }
-    if (Object.keys(value).length === 0 && prefix) out.set(prefix, '{}')
-  } else {
-    out.set(prefix, JSON.stringify(value))
-  }
-  return out
-}
-
-export interface ManagedField {
-  manager: string
-  operation: 'Apply' | 'Update'
-  apiVersion?: string
-  time: string
-  fieldsType: 'FieldsV1'
-  fieldsV1: {paths: string[]}
-}
-
-/**
- * Server-side apply: merges the applied configuration into the live object. A field that another
- * manager set to a different value is a conflict unless `force`; with force the field changes owner.
- * Fields this manager applied before and no longer applies are removed.
- */
-export function serverSideApply(live: Json | undefined, applied: Json, manager: string, force: boolean, apiVersion: string): {object: Json; conflicts: string[]} {
-  const managed = ((live?.metadata as Json | undefined)?.managedFields as ManagedField[] | undefined) ?? []
-  const appliedPaths = leafPaths(applied)
-  const liveLeaves = leafPaths(live ?? {})
-  const conflicts: string[] = []
-  for (const [path, value] of appliedPaths) {
-    const liveValue = liveLeaves.get(path)
-    if (liveValue === undefined || liveValue === value) continue
-    const owner = managed.find((m) => m.manager !== manager && m.fieldsV1.paths.includes(path))
-    if (owner && !force) conflicts.push(`conflict with "${owner.manager}": .${path}`)
-  }
-  if (conflicts.length > 0) return {object: live ?? {}, conflicts}
-  let merged = strategicMergePatch(live ?? {}, applied) as Json
-  const previous = managed.find((m) => m.manager === manager && m.operation === 'Apply')
-  for (const path of previous?.fieldsV1.paths ?? []) {
-    if (appliedPaths.has(path)) continue
-    if (managed.some((m) => m.manager !== manager && m.fieldsV1.paths.includes(path))) continue
-    merged = removePath(merged, path)
-  }
-  const time = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
-  const others = managed
-    .filter((m) => !(m.manager === manager && m.operation === 'Apply'))
-    .map((m) => ({...m, fieldsV1: {paths: m.fieldsV1.paths.filter((p) => !(force && appliedPaths.has(p)))}}))
-    .filter((m) => m.fieldsV1.paths.length > 0)
-  const metadata = {...(merged.metadata as Json), managedFields: [...others, {manager, operation: 'Apply', apiVersion, time, fieldsType: 'FieldsV1', fieldsV1: {paths: [...appliedPaths.keys()]}}]}
-  return {object: {...merged, metadata}, conflicts: []}
-}
-
-/** Records an Update by `manager` of every leaf that changed. */
-export function recordUpdate(before: Json | undefined, after: Json, manager: string, apiVersion: string): Json {
-  const beforeLeaves = leafPaths(before ?? {})
-  const changed = [...leafPaths(after)].filter(([p, v]) => beforeLeaves.get(p) !== v).map(([p]) => p)
-  const managed = (((after.metadata as Json)?.managedFields ?? (before?.metadata as Json | undefined)?.managedFields) as ManagedField[] | undefined) ?? []
-  if (changed.length === 0) return {...after, metadata: {...(after.metadata as Json), managedFields: managed}}
-  const time = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
-  const others = managed
-    .map((m) => (m.manager === manager ? m : {...m, fieldsV1: {paths: m.fieldsV1.paths.filter((p) => !changed.includes(p))}}))
-    .filter((m) => m.fieldsV1.paths.length > 0 && !(m.manager === manager && m.operation === 'Update'))
-  const mine = managed.find((m) => m.manager === manager && m.operation === 'Update')
-  const paths = [...new Set([...(mine?.fieldsV1.paths ?? []), ...changed])]
-  return {...after, metadata: {...(after.metadata as Json), managedFields: [...others, {manager, operation: 'Update', apiVersion, time, fieldsType: 'FieldsV1', fieldsV1: {paths}}]}}
-}
-
-function removePath(obj: Json, path: string): Json {
-  const parts = path.startsWith('metadata.labels.') || path.startsWith('metadata.annotations.') ? [path.split('.')[0]!, path.split('.')[1]!, path.split('.').slice(2).join('.')] : path.split('.')
-  const out = structuredClone(obj)
-  let cur: Json = out
-  for (const p of parts.slice(0, -1)) {
-    if (!isObject(cur[p])) return out
-    cur = cur[p] as Json
-  }
-  delete cur[parts[parts.length - 1]!]
   return out
 }

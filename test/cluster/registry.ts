@@ -47,7 +47,7 @@ function builtin(group: string, version: string, plural: string, kind: string, n
 
 export function builtinResources(): ResourceDef[] {
   return [
-    builtin('', 'v1', 'namespaces', 'Namespace', false, {shortNames: ['ns'], statusSubresource: true}),
+    builtin('', 'v1', 'namespaces', 'Namespace', false, {shortNames: ['ns'], statusSubresource: true, printerColumns: [{name: 'Status', type: 'string', jsonPath: '.status.phase'}]}),
     builtin('', 'v1', 'serviceaccounts', 'ServiceAccount', true, {shortNames: ['sa'], subresources: ['token']}),
     builtin('', 'v1', 'secrets', 'Secret', true, {printerColumns: [{name: 'Type', type: 'string', jsonPath: '.type'}]}),
     builtin('', 'v1', 'configmaps', 'ConfigMap', true, {shortNames: ['cm']}),
@@ -66,6 +66,9 @@ export function builtinResources(): ResourceDef[] {
     builtin('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', false),
     builtin('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false, {shortNames: ['crd', 'crds'], statusSubresource: true}),
     builtin('authorization.k8s.io', 'v1', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, {verbs: ['create']}),
+    builtin('authorization.k8s.io', 'v1', 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', false, {verbs: ['create']}),
+    builtin('authentication.k8s.io', 'v1', 'selfsubjectreviews', 'SelfSubjectReview', false, {verbs: ['create']}),
+    builtin('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false, {verbs: ['create']}),
   ]
 }
 

@@ -10,16 +10,20 @@ import {randomBytes} from 'node:crypto'
 import {parse as parseYaml} from 'yaml'
 import {compileSchema, invalidMessage, type FieldCause, type SchemaValidator} from '../../src/lib/schema/validate.js'
 import {dns1123Subdomain, dns1123Label} from '../../src/lib/validation/kube.js'
-import {authorize, forbiddenMessage, type Attributes, type UserInfo} from './auth.js'
+import {authorize, forbiddenMessage, rulesReview, type Attributes, type UserInfo} from './auth.js'
 import {Faults} from './faults.js'
 import {openApiV2, openApiV3Root, groupVersionDocument, gvPath} from './openapi.js'
-import {jsonPatch, mergePatch, PatchError, recordUpdate, serverSideApply, strategicMergePatch} from './patch.js'
+import {applyFields, builtinListTypes, describePath, recordUpdate, schemaListTypes, type Conflict, type ListTypes} from './managed.js'
+import {jsonPatch, mergePatch, PatchError, strategicMergePatch} from './patch.js'
 import type {Pki} from './pki.js'
+import {decodeProtobufBody, ProtobufError} from './protobuf.js'
+import {tokenReviewResponse} from './tokenreview.js'
 import {builtinResources, groupVersionOf, resourcesFromCrd, type Crd, type ResourceDef} from './registry.js'
 import {matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, SelectorError} from './selectors.js'
 import {ApiError, alreadyExists, badRequest, conflict, methodNotAllowed, notFound, pathNotFound, qualified, statusBody} from './status.js'
 import {resourceKey, Store, type KubeObj, type StoreEvent} from './store.js'
 import {toTable} from './table.js'
+import {handlePortForward, type PortAcceptor} from './portforward.js'
 import {boundToken, legacyToken, verifyToken} from './tokens.js'
 
 type Json = Record<string, unknown>
@@ -31,6 +35,9 @@ export interface RequestRecord {
   user?: string
   status: number
   userAgent?: string
+  /** Content-Type and Accept headers, to see which calls a client sends as protobuf. */
+  contentType?: string
+  accept?: string
 }
 
 export interface PodProxyRequest {
@@ -60,9 +67,42 @@ export interface ApiServerOptions {
   podProxy?: (req: PodProxyRequest) => PodProxyAnswer | Promise<PodProxyAnswer | undefined> | undefined
   /** Called with every credential the server issues, so the suite can check none leaks. */
   onSecret?: (secret: string) => void
+  /** What listens on a pod's port, for pods/portforward (portforward.ts); undefined = connection refused. */
+  portForward?: (namespace: string, pod: string, port: number) => PortAcceptor | undefined
 }
 
 const SA_TOKEN_TYPE = 'kubernetes.io/service-account-token'
+const FOREGROUND = 'foregroundDeletion'
+/** Built-in registries with ReturnDeletedObject: true (pkg/registry/core/{pod,serviceaccount}/storage). */
+const RETURNS_DELETED_OBJECT = new Set(['pods', 'serviceaccounts'])
+
+type Validation = 'Strict' | 'Warn' | 'Ignore'
+
+interface WriteOptions {
+  dryRun?: boolean
+  manager?: string
+  validation?: Validation
+  /** Filled with kube-apiserver's warnings (unknown fields with fieldValidation=Warn). */
+  warnings?: string[]
+  fromApply?: boolean
+}
+
+/**
+ * `fieldValidation`: Strict, Warn (the default when absent or empty) or Ignore; anything else is
+ * the 422 of apimachinery's ValidateFieldValidation on the verb's options kind.
+ */
+function fieldValidation(q: URLSearchParams, verb: string): Validation {
+  const v = q.get('fieldValidation') || 'Warn'
+  if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v
+  const kind = verb === 'create' ? 'CreateOptions' : verb === 'update' ? 'UpdateOptions' : 'PatchOptions'
+  const message = `Unsupported value: ${JSON.stringify(v)}: supported values: "", "Ignore", "Strict", "Warn"`
+  throw new ApiError(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: fieldValidation: ${message}`, {group: 'meta.k8s.io', kind, causes: [{reason: 'FieldValueNotSupported', message, field: 'fieldValidation'}]})
+}
+
+interface DeleteOptions {
+  propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'
+  preconditions?: {uid?: string; resourceVersion?: string}
+}
 
 function versionPriority(v: string): number[] {
   const m = /^v(\d+)(?:(alpha|beta)(\d+))?$/.exec(v)
@@ -94,6 +134,35 @@ interface Continue {
   rv: number
   key: string
   iat: number
+  /** The list snapshot the pages come from (kept by the server until the token expires). */
+  snap?: string
+}
+
+/** What a handler answers; `warnings` become `Warning: 299 - "..."` headers. */
+interface Answer {
+  status: number
+  body: unknown
+  contentType?: string
+  warnings?: string[]
+}
+
+/** The objects one paged list walks through: every page of it comes from this one snapshot. */
+interface Snapshot {
+  rv: number
+  iat: number
+  keys: string[]
+  objects: KubeObj[]
+}
+
+/**
+ * A boolean query parameter as kube-apiserver converts it (apimachinery runtime
+ * Convert_Slice_string_To_bool): absent is false; "false" (any case) and "0" are false; anything
+ * else, even an empty value, is true.
+ */
+export function queryBool(q: URLSearchParams, name: string): boolean {
+  const v = q.get(name)
+  if (v === null) return false
+  return !(v === '0' || v.toLowerCase() === 'false')
 }
 
 export class ApiServer {
@@ -106,6 +175,10 @@ export class ApiServer {
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly watchers = new Set<ServerResponse>()
   private clusterIp = 10
+  /** Paged lists in progress: each continue token reads from the snapshot its first page took. */
+  private readonly snapshots = new Map<string, Snapshot>()
+  /** How often a watch with allowWatchBookmarks gets a BOOKMARK (kube-apiserver: about once a minute). */
+  bookmarkIntervalMs = 60_000
   url = ''
 
   constructor(readonly options: ApiServerOptions) {
@@ -158,6 +231,7 @@ export class ApiServer {
     // Long, like kube-apiserver's: a short idle timer can fire right after a test's long synchronous
     // burst (filling the store) and reset a socket the client is just reusing (ECONNRESET).
     server.keepAliveTimeout = 60_000
+    server.on('upgrade', (req: IncomingMessage, socket: import('node:net').Socket, head: Buffer) => void this.upgrade(req, socket, head))
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     this.server = server
     const address = server.address()
@@ -177,6 +251,14 @@ export class ApiServer {
     })
   }
 
+  /**
+   * Ends every open watch, as kube-apiserver does when a watch's timeout runs out or the server
+   * restarts: clients resume from the last resourceVersion they saw (or re-list after a 410).
+   */
+  closeWatches(): void {
+    for (const w of [...this.watchers]) w.end()
+  }
+
   private later(ms: number, fn: () => void): void {
     const t = setTimeout(() => {
       this.timers.delete(t)
@@ -190,7 +272,7 @@ export class ApiServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'https://test')
-    const record: RequestRecord = {method: req.method ?? 'GET', path: url.pathname, query: url.search, status: 0, userAgent: req.headers['user-agent']}
+    const record: RequestRecord = {method: req.method ?? 'GET', path: url.pathname, query: url.search, status: 0, userAgent: req.headers['user-agent'], contentType: req.headers['content-type'], accept: req.headers.accept}
     this.requests.push(record)
     if (this.requests.length > 20000) this.requests.splice(0, 10000)
     res.on('finish', () => (record.status = res.statusCode))
@@ -226,6 +308,8 @@ export class ApiServer {
       // Proxied non-JSON answers (e.g. an istiod debug page) pass through as they are.
       const raw = typeof result.body === 'string' && result.contentType !== undefined && !result.contentType.startsWith('application/json')
       const text = fault?.malformed ? '{"kind": "Status", "apiVersion": ' : raw ? (result.body as string) : JSON.stringify(result.body)
+      // kube-apiserver's warnings (RFC 7234 style, code 299), e.g. unknown fields with fieldValidation=Warn.
+      if (result.warnings?.length) res.setHeader('Warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`))
       res.writeHead(result.status, {'Content-Type': result.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(text)})
       if (fault?.truncate) {
         res.write(text.slice(0, Math.floor(text.length / 2)))
@@ -239,6 +323,33 @@ export class ApiServer {
       else if (err instanceof PatchError) this.sendError(res, new ApiError(err.status, err.status === 400 ? 'BadRequest' : 'Invalid', err.message))
       else throw err
     }
+  }
+
+  /** WebSocket upgrades: pods/portforward (portforward.ts). */
+  private async upgrade(req: IncomingMessage, socket: import('node:net').Socket, head: Buffer): Promise<void> {
+    const url = new URL(req.url ?? '/', 'https://test')
+    const user = this.authenticate(req)
+    const record: RequestRecord = {method: req.method ?? 'GET', path: url.pathname, query: url.search, status: 0, userAgent: req.headers['user-agent'], user: user?.name}
+    this.requests.push(record)
+    const fault = this.faults.take(record.method, url.pathname, url.searchParams)
+    if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs))
+    if (fault?.reset || fault?.truncate) return void socket.destroy()
+    if (fault?.status) {
+      record.status = fault.status
+      const body = JSON.stringify(statusBody(new ApiError(fault.status, 'Unavailable', fault.message ?? `injected fault: ${fault.status}`)))
+      return void socket.end(`HTTP/1.1 ${fault.status} Fault\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${fault.retryAfterSeconds !== undefined ? `Retry-After: ${fault.retryAfterSeconds}\r\n` : ''}Connection: close\r\n\r\n${body}`)
+    }
+    record.status = handlePortForward(req, socket, head, {
+      user,
+      authorize: (attrs) => authorize(this.store, user!, attrs),
+      forbidden: (attrs) => new ApiError(403, 'Forbidden', forbiddenMessage(user!, attrs, 'pods'), {name: attrs.name, kind: 'pods'}),
+      podExists: (ns, name) => {
+        const pod = this.store.get(resourceKey('', 'pods'), ns, name)
+        return pod ? {uid: pod.metadata.uid ?? ''} : undefined
+      },
+      connect: (ns, pod, port) => this.options.portForward?.(ns, pod, port),
+      minor: Number(/^v\d+\.(\d+)/.exec(this.options.gitVersion)?.[1] ?? 0),
+    })
   }
 
   private sendError(res: ServerResponse, err: ApiError): void {
@@ -270,7 +381,7 @@ export class ApiServer {
     throw new ApiError(403, 'Forbidden', forbiddenMessage(user, attrs, attrs.subresource && def ? `${q}` : q), attrs.path ? undefined : {name: attrs.name, group: attrs.group || undefined, kind: attrs.resource})
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, user: UserInfo): Promise<{status: number; body: unknown; contentType?: string} | undefined> {
+  private async route(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, user: UserInfo): Promise<Answer | undefined> {
     const path = url.pathname.replace(/\/+$/, '') || '/'
     const segs = path.split('/').filter(Boolean)
     const method = req.method ?? 'GET'
@@ -366,11 +477,11 @@ export class ApiServer {
     return {def, namespace, name: rest[1], subresource: rest[2], rest: rest.slice(3).join('/')}
   }
 
-  private async resourceRequest(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, user: UserInfo, route: Route): Promise<{status: number; body: unknown; contentType?: string} | undefined> {
+  private async resourceRequest(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, user: UserInfo, route: Route): Promise<Answer | undefined> {
     const {def, namespace, subresource} = route
     const method = req.method ?? 'GET'
     const q = url.searchParams
-    const watch = q.get('watch') === 'true' || q.get('watch') === '1'
+    const watch = queryBool(q, 'watch')
     // pods/proxy: the name carries an optional scheme and port, `https:pod:15014`.
     let name = route.name
     let proxyPort = ''
@@ -394,16 +505,30 @@ export class ApiServer {
       return this.tokenRequest(namespace!, name!, parseBody(body, req))
     }
     if (def.kind === 'SelfSubjectAccessReview') return this.accessReview(user, parseBody(body, req))
+    if (def.kind === 'SelfSubjectRulesReview') return this.selfRulesReview(user, parseBody(body, req))
+    if (def.kind === 'SelfSubjectReview') return selfReview(user)
+    if (def.kind === 'TokenReview') return tokenReviewResponse(this.options.pki, this.store, parseBody(body, req))
     if (subresource && subresource !== 'status') throw pathNotFound()
     if (subresource === 'status' && !def.statusSubresource) throw pathNotFound()
     if (namespace !== undefined && def.plural !== 'namespaces' && ['create', 'update', 'patch'].includes(verb)) {
-      if (!this.store.get(resourceKey('', 'namespaces'), undefined, namespace)) throw notFound('', 'namespaces', namespace)
+      const ns = this.store.get(resourceKey('', 'namespaces'), undefined, namespace)
+      if (!ns) throw notFound('', 'namespaces', namespace)
+      // The NamespaceLifecycle admission plugin: nothing new in a namespace being deleted.
+      if (verb === 'create' && ns.metadata.deletionTimestamp) {
+        const objName = (tryParse(body, req) as KubeObj | undefined)?.metadata?.name ?? ''
+        throw new ApiError(403, 'Forbidden', `${qualified(def.group, def.plural)}${objName ? ` "${objName}"` : ''} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+          {name: objName || undefined, group: def.group || undefined, kind: def.plural})
+      }
     }
+    const validation = ['create', 'update', 'patch'].includes(verb) ? fieldValidation(q, verb) : 'Ignore'
+    const warnings: string[] = []
 
     switch (verb) {
       case 'get': {
         const obj = this.store.get(key, namespace, name!)
         if (!obj) throw notFound(def.group, def.plural, name!)
+        // A single object as a Table too (kubectl get KIND NAME asks for one, as for a list).
+        if (/as=Table/.test(req.headers.accept ?? '')) return {status: 200, body: toTable(def, [obj], {resourceVersion: obj.metadata.resourceVersion ?? ''}, q.get('includeObject'))}
         return {status: 200, body: this.present(def, obj)}
       }
       case 'list':
@@ -413,32 +538,36 @@ export class ApiServer {
         return undefined
       case 'create': {
         const obj = parseBody(body, req) as KubeObj
-        const created = this.create(def, namespace, obj, {dryRun, manager: q.get('fieldManager') ?? managerFromAgent(req), strict: q.get('fieldValidation') === 'Strict'})
-        return {status: 201, body: this.present(def, created)}
+        const created = this.create(def, namespace, obj, {dryRun, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})
+        return {status: 201, body: this.present(def, created), warnings}
       }
       case 'update': {
         const obj = parseBody(body, req) as KubeObj
         if (obj?.metadata?.name !== undefined && obj.metadata.name !== name) throw badRequest(`the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`)
-        return {status: 200, body: this.present(def, this.update(def, namespace, name!, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), strict: q.get('fieldValidation') === 'Strict'}))}
+        // Custom resources allow no unconditional update (the CRD strategy's AllowUnconditionalUpdate
+        // is false): registry/generic/registry/store.go answers 422 for a PUT without resourceVersion.
+        if (def.crd && !obj?.metadata?.resourceVersion && this.store.get(key, namespace, name!)) {
+          throw new ApiError(422, 'Invalid', `${qualified(def.group, def.plural)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
+            {name, group: def.group || undefined, kind: def.plural, causes: [{reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion'}]})
+        }
+        return {status: 200, body: this.present(def, this.update(def, namespace, name!, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})), warnings}
       }
       case 'patch':
         return this.patch(def, namespace, name!, body, req, q, subresource, dryRun)
       case 'delete': {
-        const options = body.length > 0 ? (parseBody(body, req) as {propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; preconditions?: {uid?: string; resourceVersion?: string}}) : {}
-        const current = this.store.get(key, namespace, name!)
-        if (!current) throw notFound(def.group, def.plural, name!)
-        if (options.preconditions?.uid && options.preconditions.uid !== current.metadata.uid) {
-          throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${options.preconditions.uid}, UID in object meta: ${current.metadata.uid}`)
-        }
-        const gone = this.delete(def, namespace, name!, {dryRun, propagation: options.propagationPolicy})
-        return {status: 200, body: this.present(def, gone!)}
+        const options = body.length > 0 ? (parseBody(body, req) as DeleteOptions) : {}
+        if (q.get('propagationPolicy')) options.propagationPolicy = q.get('propagationPolicy') as DeleteOptions['propagationPolicy']
+        return this.deleteRequest(def, namespace, name!, options, dryRun)
       }
       case 'deletecollection': {
         const labels = parseLabelSelector(q.get('labelSelector'))
         const fields = parseFieldSelector(q.get('fieldSelector'), def.kind)
         const victims = this.store.list(key, namespace).filter((o) => matchesLabels(o.metadata.labels, labels) && matchesFields(o, def.kind, fields))
-        for (const v of victims) this.delete(def, v.metadata.namespace, v.metadata.name, {dryRun})
-        return {status: 200, body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success'}}
+        const rv = String(this.store.resourceVersion)
+        const options = body.length > 0 ? (parseBody(body, req) as DeleteOptions) : {}
+        for (const v of victims) this.deleteRequest(def, v.metadata.namespace, v.metadata.name, {propagationPolicy: options.propagationPolicy}, dryRun)
+        // registry/generic/registry/store.go DeleteCollection answers with the list it deleted.
+        return {status: 200, body: {kind: `${def.kind}List`, apiVersion: groupVersionOf(def), metadata: {resourceVersion: rv}, items: victims.map((o) => this.present(def, o))}}
       }
     }
     throw methodNotAllowed()
@@ -457,36 +586,62 @@ export class ApiServer {
     const fields = parseFieldSelector(q.get('fieldSelector'), def.kind)
     const limit = Number(q.get('limit') ?? 0)
     if (!Number.isInteger(limit) || limit < 0) throw badRequest(`invalid limit ${q.get('limit')}`)
-    let start: string | undefined
-    let rv = this.store.resourceVersion
+    for (const [id, snap] of this.snapshots) if (Date.now() - snap.iat > this.options.continueTtlMs) this.snapshots.delete(id)
     const token = q.get('continue')
+    let snapshot: Snapshot
+    let start: string | undefined
+    let snapId: string
     if (token) {
       const c = decodeContinue(token)
-      if (Date.now() - c.iat > this.options.continueTtlMs) throw expiredContinue()
+      const kept = c.snap ? this.snapshots.get(c.snap) : undefined
+      if (Date.now() - c.iat > this.options.continueTtlMs || !kept) throw expiredContinue()
+      snapshot = kept
+      snapId = c.snap!
       start = c.key
-      rv = c.rv
+    } else {
+      // The first page fixes the list's resourceVersion: later pages read the objects as they were
+      // then (etcd serves them at that revision), not as they are now.
+      const keys: string[] = []
+      const objects: KubeObj[] = []
+      for (const k of this.store.keysFrom(key, namespace, undefined)) {
+        if (namespace !== undefined && !k.startsWith(`${namespace}/`)) break
+        keys.push(k)
+        objects.push(this.store.byKey(key, k)!)
+      }
+      snapshot = {rv: this.store.resourceVersion, iat: Date.now(), keys, objects}
+      snapId = randomBytes(8).toString('hex')
+    }
+    const rv = snapshot.rv
+    let i = 0
+    if (start !== undefined) {
+      let lo = 0
+      let hi = snapshot.keys.length
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1
+        if (snapshot.keys[mid]! <= start) lo = mid + 1
+        else hi = mid
+      }
+      i = lo
     }
     const items: KubeObj[] = []
     let last: string | undefined
     let more = false
-    let remaining = 0
-    for (const k of this.store.keysFrom(key, namespace, start)) {
-      if (namespace !== undefined && !k.startsWith(`${namespace}/`)) break
+    for (; i < snapshot.keys.length; i++) {
       if (limit > 0 && items.length >= limit) {
         more = true
-        if (labels.length > 0 || fields.length > 0) break
-        remaining++
-        continue
+        break
       }
-      const obj = this.store.byKey(key, k)!
+      const k = snapshot.keys[i]!
+      const obj = snapshot.objects[i]!
       if (!matchesLabels(obj.metadata.labels, labels) || !matchesFields(obj, def.kind, fields)) continue
       items.push(obj)
       last = k
     }
     const metadata: Json = {resourceVersion: String(rv)}
     if (more && last) {
-      metadata.continue = encodeContinue({rv, key: last, iat: token ? decodeContinue(token).iat : Date.now()})
-      if (labels.length === 0 && fields.length === 0) metadata.remainingItemCount = remaining
+      if (!token) this.snapshots.set(snapId, snapshot)
+      metadata.continue = encodeContinue({rv, key: last, iat: snapshot.iat, snap: snapId})
+      if (labels.length === 0 && fields.length === 0) metadata.remainingItemCount = snapshot.keys.length - i
     }
     if (/as=Table/.test(accept)) {
       return toTable(def, items, metadata as {resourceVersion: string}, q.get('includeObject'))
@@ -502,25 +657,45 @@ export class ApiServer {
     const matches = (o: KubeObj) => (namespace === undefined || o.metadata.namespace === namespace) && matchesLabels(o.metadata.labels, labels) && matchesFields(o, def.kind, fields)
     const render = (o: KubeObj) => (asTable ? toTable(def, [o], {resourceVersion: o.metadata.resourceVersion ?? ''}, q.get('includeObject')) : this.present(def, o))
     res.writeHead(200, {'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked'})
-    const send = (type: string, object: unknown) => res.write(JSON.stringify({type, object}) + '\n')
+    // Headers go out at once, as kube-apiserver flushes them: a client waiting for the response
+    // (and its status code) must not wait for the first event.
+    res.flushHeaders()
+    const send = (type: string, object: unknown) => {
+      if (!res.writableEnded) res.write(JSON.stringify({type, object}) + '\n')
+    }
+    // An object that changes across the selector's edge enters (ADDED) or leaves (DELETED) the
+    // watch, as the watch cache's filter does (storage/cacher: cacheWatcher.convertToWatchEvent).
+    const deliver = (e: StoreEvent) => {
+      if (e.resource !== key) return
+      const now = matches(e.object)
+      const before = e.type === 'MODIFIED' && e.previous ? matches(e.previous) : now
+      if (e.type === 'MODIFIED' && now !== before) send(now ? 'ADDED' : 'DELETED', render(e.object))
+      else if (now) send(e.type, render(e.object))
+    }
     const rvParam = q.get('resourceVersion')
     if (rvParam && rvParam !== '0') {
       const events = this.store.eventsSince(Number(rvParam))
       if (!events) {
-        send('ERROR', statusBody(new ApiError(410, 'Expired', `too old resource version: ${rvParam} (${this.store.resourceVersion})`)))
+        send('ERROR', statusBody(new ApiError(410, 'Expired', `too old resource version: ${rvParam} (${this.store.oldestResourceVersion})`)))
         res.end()
         return
       }
-      for (const e of events) if (e.resource === key && matches(e.object)) send(e.type, render(e.object))
+      for (const e of events) deliver(e)
     } else {
       for (const o of this.store.list(key, namespace)) if (matches(o)) send('ADDED', render(o))
     }
-    const stop = this.store.onEvent((e: StoreEvent) => {
-      if (e.resource === key && matches(e.object)) send(e.type, render(e.object))
-    })
+    const stop = this.store.onEvent(deliver)
     this.watchers.add(res)
+    // allowWatchBookmarks: BOOKMARK events carry only the current resourceVersion, so a client can
+    // resume from there instead of from an event that may expire meanwhile.
+    let bookmarks: NodeJS.Timeout | undefined
+    if (queryBool(q, 'allowWatchBookmarks')) {
+      bookmarks = setInterval(() => send('BOOKMARK', {kind: def.kind, apiVersion: groupVersionOf(def), metadata: {resourceVersion: String(this.store.resourceVersion)}}), this.bookmarkIntervalMs)
+      bookmarks.unref()
+    }
     const end = () => {
       stop()
+      if (bookmarks) clearInterval(bookmarks)
       this.watchers.delete(res)
       if (!res.writableEnded) res.end()
     }
@@ -531,7 +706,7 @@ export class ApiServer {
 
   // ---- writes ----
 
-  private prepare(def: ResourceDef, namespace: string | undefined, obj: KubeObj, strict: boolean): KubeObj {
+  private prepare(def: ResourceDef, namespace: string | undefined, obj: KubeObj, validation: Validation, warnings?: string[]): KubeObj {
     if (!obj || typeof obj !== 'object' || Array.isArray(obj) || typeof obj.metadata !== 'object' || obj.metadata === null) {
       throw badRequest(`Object 'metadata' is missing in '${JSON.stringify(obj)?.slice(0, 200)}'`)
     }
@@ -545,11 +720,11 @@ export class ApiServer {
     obj.apiVersion = groupVersionOf(def)
     obj.kind = def.kind
     if (obj.metadata.generateName && !obj.metadata.name) obj.metadata.name = obj.metadata.generateName + randomBytes(3).toString('hex').slice(0, 5)
-    this.validate(def, obj, strict)
+    this.validate(def, obj, validation, warnings)
     return obj
   }
 
-  private validate(def: ResourceDef, obj: KubeObj, strict: boolean): void {
+  private validate(def: ResourceDef, obj: KubeObj, validation: Validation, warnings?: string[]): void {
     const causes: FieldCause[] = []
     const name = obj.metadata.name
     if (!name) causes.push({reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required'})
@@ -558,14 +733,16 @@ export class ApiServer {
       if (problem) causes.push({reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${problem}`})
     }
     if (def.validator) {
-      if (strict) {
+      if (validation !== 'Ignore') {
         let strictValidator = this.strictValidators.get(def)
         if (!strictValidator) {
           strictValidator = compileSchema(def.schema!, {unknownFields: 'report'})
           this.strictValidators.set(def, strictValidator)
         }
         const unknown = strictValidator.validate(structuredClone(obj)).filter((c) => c.message.startsWith('unknown field'))
-        if (unknown.length > 0) throw badRequest(`strict decoding error: ${unknown.map((c) => c.message).join(', ')}`)
+        if (unknown.length > 0 && validation === 'Strict') throw badRequest(`strict decoding error: ${unknown.map((c) => c.message).join(', ')}`)
+        // fieldValidation=Warn, kube-apiserver's default since 1.27: the fields are pruned, with a warning each.
+        warnings?.push(...unknown.map((c) => c.message))
       }
       causes.push(...def.validator.validate(obj))
     }
@@ -618,24 +795,24 @@ export class ApiServer {
     }
   }
 
-  create(def: ResourceDef, namespace: string | undefined, input: KubeObj, opts: {dryRun?: boolean; manager?: string; strict?: boolean; fromApply?: boolean} = {}): KubeObj {
-    const obj = this.prepare(def, namespace, structuredClone(input), opts.strict ?? false)
+  create(def: ResourceDef, namespace: string | undefined, input: KubeObj, opts: WriteOptions = {}): KubeObj {
+    const obj = this.prepare(def, namespace, structuredClone(input), opts.validation ?? 'Ignore', opts.warnings)
     const key = resourceKey(def.group, def.plural)
     if (this.store.get(key, obj.metadata.namespace, obj.metadata.name)) throw alreadyExists(def.group, def.plural, obj.metadata.name)
     if (def.crd && def.statusSubresource) delete (obj as Json).status
     for (const f of ['uid', 'resourceVersion', 'creationTimestamp', 'generation', 'deletionTimestamp'] as const) delete obj.metadata[f]
     this.defaults(def, obj)
-    const tracked = opts.fromApply ? obj : (recordUpdate(undefined, obj as Json, opts.manager ?? 'unknown', groupVersionOf(def)) as KubeObj)
+    const tracked = opts.fromApply ? obj : (recordUpdate(undefined, obj as Json, opts.manager ?? 'unknown', groupVersionOf(def), listTypes(def)) as KubeObj)
     const created = this.store.create(key, def.kind, tracked, {dryRun: opts.dryRun})
     if (!opts.dryRun) this.afterWrite(def, created)
     return created
   }
 
-  update(def: ResourceDef, namespace: string | undefined, name: string, input: KubeObj, opts: {dryRun?: boolean; subresource?: string; manager?: string; strict?: boolean; fromApply?: boolean} = {}): KubeObj {
+  update(def: ResourceDef, namespace: string | undefined, name: string, input: KubeObj, opts: WriteOptions & {subresource?: string} = {}): KubeObj {
     const key = resourceKey(def.group, def.plural)
     const current = this.store.get(key, namespace, name)
     if (!current) throw notFound(def.group, def.plural, name)
-    const obj = this.prepare(def, namespace, structuredClone(input), opts.strict ?? false)
+    const obj = this.prepare(def, namespace, structuredClone(input), opts.validation ?? 'Ignore', opts.warnings)
     obj.metadata.name = name
     if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== current.metadata.resourceVersion) throw conflict(def.group, def.plural, name)
     if (obj.metadata.uid && obj.metadata.uid !== current.metadata.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${obj.metadata.uid}, UID in object meta: ${current.metadata.uid}`)
@@ -646,33 +823,33 @@ export class ApiServer {
     if (status !== undefined) (next as Json).status = status
     next.metadata = {...next.metadata, uid: current.metadata.uid, creationTimestamp: current.metadata.creationTimestamp}
     this.defaults(def, next, current)
-    const tracked = opts.fromApply ? next : (recordUpdate(current as Json, next as Json, opts.manager ?? 'unknown', groupVersionOf(def)) as KubeObj)
+    const tracked = opts.fromApply ? next : (recordUpdate(current as Json, next as Json, opts.manager ?? 'unknown', groupVersionOf(def), listTypes(def), opts.subresource) as KubeObj)
     const updated = this.store.update(key, tracked, {dryRun: opts.dryRun})
-    if (!opts.dryRun) this.afterWrite(def, updated)
+    if (!opts.dryRun) {
+      this.afterWrite(def, updated)
+      this.finalizersChanged(def, updated)
+    }
     return updated
   }
 
-  private patch(def: ResourceDef, namespace: string | undefined, name: string, body: Buffer, req: IncomingMessage, q: URLSearchParams, subresource: string | undefined, dryRun: boolean): {status: number; body: unknown} {
+  private patch(def: ResourceDef, namespace: string | undefined, name: string, body: Buffer, req: IncomingMessage, q: URLSearchParams, subresource: string | undefined, dryRun: boolean): Answer {
     const key = resourceKey(def.group, def.plural)
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim()
     const current = this.store.get(key, namespace, name)
-    const strict = q.get('fieldValidation') === 'Strict'
+    const validation = fieldValidation(q, 'patch')
+    const warnings: string[] = []
     if (type === 'application/apply-patch+yaml') {
       const manager = q.get('fieldManager')
       if (!manager) throw new ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
       const applied = parseBody(body, req, true) as Json
       const appliedMeta = (applied?.metadata ?? {}) as Json
       if (appliedMeta.name !== undefined && appliedMeta.name !== name) throw badRequest(`the name of the object (${appliedMeta.name}) does not match the name on the URL (${name})`)
-      const force = q.get('force') === 'true'
-      const {object, conflicts} = serverSideApply(current as Json | undefined, {...applied, metadata: {...appliedMeta, name, ...(def.namespaced ? {namespace} : {})}}, manager, force, groupVersionOf(def))
-      if (conflicts.length > 0) {
-        throw new ApiError(409, 'Conflict', `Apply failed with ${conflicts.length} conflict${conflicts.length > 1 ? 's' : ''}: ${conflicts.join('\n')}`, {
-          causes: conflicts.map((c) => ({reason: 'FieldManagerConflict', message: c.replace(/: \..*$/, ''), field: c.replace(/^.*: /, '')})),
-        })
-      }
-      if (!current) return {status: 201, body: this.present(def, this.create(def, namespace, object as KubeObj, {dryRun, manager, strict, fromApply: true}))}
+      const force = queryBool(q, 'force')
+      const {object, conflicts} = applyFields(current as Json | undefined, {...applied, metadata: {...appliedMeta, name, ...(def.namespaced ? {namespace} : {})}}, manager, force, groupVersionOf(def), listTypes(def), keyDefaults(def))
+      if (conflicts.length > 0) throw applyConflict(conflicts)
+      if (!current) return {status: 201, body: this.present(def, this.create(def, namespace, object as KubeObj, {dryRun, manager, validation, warnings, fromApply: true})), warnings}
       const withRv = {...object, metadata: {...(object.metadata as Json), resourceVersion: undefined}} as KubeObj
-      return {status: 200, body: this.present(def, this.update(def, namespace, name, withRv, {dryRun, subresource, manager, strict, fromApply: true}))}
+      return {status: 200, body: this.present(def, this.update(def, namespace, name, withRv, {dryRun, subresource, manager, validation, warnings, fromApply: true})), warnings}
     }
     if (!current) throw notFound(def.group, def.plural, name)
     const patch = parseBody(body, req)
@@ -687,7 +864,94 @@ export class ApiServer {
     // A patch carrying a resourceVersion is an optimistic-lock precondition; without one it always applies.
     const rvInPatch = (patch as {metadata?: {resourceVersion?: string}} | undefined)?.metadata?.resourceVersion
     obj.metadata = {...obj.metadata, resourceVersion: rvInPatch ?? current.metadata.resourceVersion}
-    return {status: 200, body: this.present(def, this.update(def, namespace, name, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), strict}))}
+    return {status: 200, body: this.present(def, this.update(def, namespace, name, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})), warnings}
+  }
+
+  /**
+   * DELETE as registry/generic/registry/store.go does it: preconditions (uid, resourceVersion) → 409
+   * with the storage layer's message; an object with finalizers, or deleted with Foreground
+   * propagation (finalizer `foregroundDeletion`), stays with a deletionTimestamp until its finalizers
+   * are gone and is returned; a namespace turns Terminating (registry/core/namespace/storage); an
+   * object deleted at once is returned for the kinds with ReturnDeletedObject (pods,
+   * serviceaccounts, custom resources), else a Success Status naming it.
+   */
+  private deleteRequest(def: ResourceDef, namespace: string | undefined, name: string, options: DeleteOptions, dryRun: boolean): Answer {
+    const key = resourceKey(def.group, def.plural)
+    const current = this.store.get(key, namespace, name)
+    if (!current) throw notFound(def.group, def.plural, name)
+    const pre = options.preconditions ?? {}
+    const failed = (what: string, want: string, have: string | undefined) => {
+      const msg = `Precondition failed: ${what} in precondition: ${want}, ${what} in object meta: ${have ?? ''}`
+      const storageKey = `/registry/${def.group ? `${def.group}/` : ''}${def.plural}/${namespace ? `${namespace}/` : ''}${name}`
+      // The namespace registry checks preconditions itself (no storage error around the message).
+      const cause = def.plural === 'namespaces' && !def.group ? msg : `StorageError: invalid object, Code: 4, Key: ${storageKey}, ResourceVersion: 0, AdditionalErrorMsg: ${msg}`
+      return new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(def.group, def.plural)} "${name}": ${cause}`, {name, group: def.group || undefined, kind: def.plural})
+    }
+    if (pre.uid && pre.uid !== current.metadata.uid) throw failed('UID', pre.uid, current.metadata.uid)
+    if (pre.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) throw failed('ResourceVersion', pre.resourceVersion, current.metadata.resourceVersion)
+    const foreground = options.propagationPolicy === 'Foreground'
+    const isNamespace = def.plural === 'namespaces' && !def.group
+    if (isNamespace || foreground || (current.metadata.finalizers ?? []).length > 0 || current.metadata.deletionTimestamp) {
+      let next = current
+      if (!current.metadata.deletionTimestamp || (foreground && !current.metadata.finalizers?.includes(FOREGROUND))) {
+        next = structuredClone(current)
+        next.metadata.deletionTimestamp ??= now()
+        next.metadata.deletionGracePeriodSeconds ??= 0
+        if (foreground) next.metadata.finalizers = [...(next.metadata.finalizers ?? []), FOREGROUND]
+        if (isNamespace) (next as Json).status = {...((next as Json).status as Json), phase: 'Terminating'}
+        if (!dryRun) {
+          next = this.store.update(key, next)
+          if (isNamespace) this.later(0, () => this.terminateNamespace(name))
+          if (foreground) this.later(0, () => this.foregroundCollect(def, next))
+        }
+      }
+      return {status: 200, body: this.present(def, next)}
+    }
+    const gone = dryRun ? current : this.delete(def, namespace, name, {propagation: options.propagationPolicy})!
+    if (RETURNS_DELETED_OBJECT.has(def.plural) || def.crd) return {status: 200, body: this.present(def, gone)}
+    return {status: 200, body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: {name, group: def.group || undefined, kind: def.plural, uid: current.metadata.uid}}}
+  }
+
+  /** The namespace controller: deletes what the namespace holds, then the namespace itself. */
+  private terminateNamespace(name: string): void {
+    const nsKey = resourceKey('', 'namespaces')
+    let remaining = 0
+    for (const def of this.resources) {
+      if (!def.namespaced) continue
+      const key = resourceKey(def.group, def.plural)
+      for (const obj of this.store.list(key, name)) {
+        if (!this.store.get(key, name, obj.metadata.name)) continue
+        if ((obj.metadata.finalizers ?? []).length > 0) {
+          remaining++
+          if (!obj.metadata.deletionTimestamp) this.store.update(key, {...obj, metadata: {...obj.metadata, deletionTimestamp: now(), deletionGracePeriodSeconds: 0}})
+        } else this.delete(def, name, obj.metadata.name, {})
+      }
+    }
+    // Objects with finalizers keep the namespace Terminating until their controllers let them go.
+    if (remaining > 0) this.later(100, () => this.terminateNamespace(name))
+    else if (this.store.get(nsKey, undefined, name)?.metadata.deletionTimestamp) this.store.delete(nsKey, undefined, name)
+  }
+
+  /** The garbage collector's foreground deletion: dependents first, then the owner's finalizer goes. */
+  private foregroundCollect(def: ResourceDef, owner: KubeObj): void {
+    const uid = owner.metadata.uid
+    for (const d of this.resources) {
+      const key = resourceKey(d.group, d.plural)
+      for (const obj of this.store.list(key)) {
+        if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid) && this.store.get(key, obj.metadata.namespace, obj.metadata.name)) this.delete(d, obj.metadata.namespace, obj.metadata.name, {})
+      }
+    }
+    const key = resourceKey(def.group, def.plural)
+    const current = this.store.get(key, owner.metadata.namespace, owner.metadata.name)
+    if (!current || current.metadata.uid !== uid) return
+    this.finalizersChanged(def, this.store.update(key, {...current, metadata: {...current.metadata, finalizers: (current.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND)}}))
+  }
+
+  /** An object being deleted goes when its last finalizer is removed. */
+  private finalizersChanged(def: ResourceDef, obj: KubeObj): void {
+    if (obj.metadata.deletionTimestamp && (obj.metadata.finalizers ?? []).length === 0 && !(def.plural === 'namespaces' && !def.group)) {
+      this.delete(def, obj.metadata.namespace, obj.metadata.name, {})
+    }
   }
 
   delete(def: ResourceDef, namespace: string | undefined, name: string, opts: {dryRun?: boolean; propagation?: 'Background' | 'Foreground' | 'Orphan'} = {}): KubeObj | undefined {
@@ -799,6 +1063,15 @@ export class ApiServer {
     }
   }
 
+  /** SelfSubjectRulesReview (`kubectl auth can-i --list`): the user's rules in a namespace. */
+  private selfRulesReview(user: UserInfo, body: unknown): Answer {
+    const namespace = (((body as Json | undefined)?.spec ?? {}) as {namespace?: string}).namespace ?? ''
+    return {
+      status: 201,
+      body: {kind: 'SelfSubjectRulesReview', apiVersion: 'authorization.k8s.io/v1', metadata: {creationTimestamp: null}, spec: {namespace}, status: {...rulesReview(this.store, user, namespace), incomplete: false}},
+    }
+  }
+
   private async podProxy(route: Route, pod: string, port: string, url: URL): Promise<{status: number; body: unknown; contentType?: string}> {
     const obj = this.store.get(resourceKey('', 'pods'), route.namespace, pod)
     if (!obj) throw notFound('', 'pods', pod)
@@ -818,20 +1091,73 @@ export class ApiServer {
   }
 }
 
+/** How lists of this kind merge: the CRD schema's list types, or the built-in kinds' strategic-merge keys. */
+function listTypes(def: ResourceDef): ListTypes {
+  return def.crd ? schemaListTypes(def.schema as Json | undefined) : builtinListTypes
+}
+
+/** Defaults of list-map keys, applied before keys are compared (a Service port's protocol is TCP when left out). */
+function keyDefaults(def: ResourceDef): ((path: string[], item: Json) => Json) | undefined {
+  if (def.crd || def.plural !== 'services') return undefined
+  return (path, item) => (path.join('.') === 'spec.ports' && item.protocol === undefined ? {...item, protocol: 'TCP'} : item)
+}
+
+/**
+ * kube-apiserver's apply conflict (apimachinery managedfields/internal/conflict.go): one line for
+ * one conflict, else the paths grouped by manager; one FieldManagerConflict cause per path.
+ */
+function applyConflict(conflicts: Conflict[]): ApiError {
+  // printManager: an Update manager is named with its API version and time.
+  const who = (c: Conflict) => JSON.stringify(c.manager) + (c.operation === 'Update' ? ` using ${c.apiVersion}${c.time ? ` at ${c.time}` : ''}` : '')
+  let message: string
+  if (conflicts.length === 1) message = `Apply failed with 1 conflict: conflict with ${who(conflicts[0]!)}: ${describePath(conflicts[0]!.path)}`
+  else {
+    const byManager = new Map<string, string[]>()
+    for (const c of conflicts) byManager.set(who(c), [...(byManager.get(who(c)) ?? []), describePath(c.path)])
+    const lines = [...byManager.keys()].sort().flatMap((m) => [`conflicts with ${m}:`, ...byManager.get(m)!.map((p) => `- ${p}`)])
+    message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`
+  }
+  return new ApiError(409, 'Conflict', message, {causes: conflicts.map((c) => ({reason: 'FieldManagerConflict', message: `conflict with ${who(c)}`, field: describePath(c.path)}))})
+}
+
 function managerFromAgent(req: IncomingMessage): string {
   // kube-apiserver names the manager after the user agent's program name.
   return (req.headers['user-agent'] ?? 'unknown').split('/')[0]!
 }
 
 function parseBody(body: Buffer, req: IncomingMessage, yaml = false): unknown {
+  const type = req.headers['content-type'] ?? ''
+  if (type.startsWith('application/vnd.kubernetes.protobuf')) {
+    try {
+      return decodeProtobufBody(body)
+    } catch (err) {
+      if (err instanceof ProtobufError) throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${err.message})`)
+      throw err
+    }
+  }
   const text = body.toString('utf8')
   if (text.trim() === '') throw badRequest('the body of the request was empty')
-  const type = req.headers['content-type'] ?? ''
-  if (type.includes('protobuf')) throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`)
   try {
     return yaml || type.includes('yaml') ? parseYaml(text) : JSON.parse(text)
   } catch (err) {
     throw badRequest(`couldn't get version/kind; json parse error: ${(err as Error).message.split('\n')[0]}`)
+  }
+}
+
+/** The body if it parses, else undefined (for messages that name the object when they can). */
+function tryParse(body: Buffer, req: IncomingMessage): unknown {
+  try {
+    return parseBody(body, req)
+  } catch {
+    return undefined
+  }
+}
+
+/** SelfSubjectReview (`kubectl auth whoami`): who the request authenticated as. */
+function selfReview(user: UserInfo): Answer {
+  return {
+    status: 201,
+    body: {kind: 'SelfSubjectReview', apiVersion: 'authentication.k8s.io/v1', metadata: {creationTimestamp: null}, status: {userInfo: {username: user.name, groups: user.groups}}},
   }
 }
 

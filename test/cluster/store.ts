@@ -31,7 +31,11 @@ export interface StoreEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED'
   resource: string
   object: KubeObj
+  /** For MODIFIED: the object before the change (a watch with a selector turns it into ADDED/DELETED). */
+  previous?: KubeObj
   rv: number
+  /** When it happened (ms since the epoch): the watch history forgets events older than `historyTtlMs`. */
+  at: number
 }
 
 /** Resource key: `group/plural` (`/pods` for core), shared by every served version. */
@@ -48,6 +52,13 @@ export class Store {
   private readonly sortedKeys = new Map<string, string[]>()
   private rv = 1000
   private readonly history: StoreEvent[] = []
+  /**
+   * How long events stay in the watch history, like kube-apiserver's watch cache (which keeps
+   * about 75 s of events): a watch from an older resourceVersion gets 410 Expired and must re-list.
+   */
+  historyTtlMs = 75_000
+  /** The oldest resourceVersion a watch can still resume from. */
+  private oldestKept = 0
   private readonly listeners = new Set<(e: StoreEvent) => void>()
   /** Kinds of the resources, for garbage collection across resources. */
   readonly kinds = new Map<string, string>()
@@ -117,11 +128,28 @@ export class Store {
     return n
   }
 
-  private emit(event: Omit<StoreEvent, 'rv'>): void {
-    const e = {...event, rv: this.rv}
+  private emit(event: Omit<StoreEvent, 'rv' | 'at'>): void {
+    const e = {...event, rv: this.rv, at: Date.now()}
     this.history.push(e)
-    if (this.history.length > 5000) this.history.splice(0, this.history.length - 5000)
+    if (this.history.length > 5000) this.forget(this.history.length - 5000)
     for (const l of this.listeners) l(e)
+  }
+
+  private forget(n: number): void {
+    if (n <= 0) return
+    this.oldestKept = this.history[n - 1]!.rv
+    this.history.splice(0, n)
+  }
+
+  /** Forgets all history up to now, as an etcd compaction does: every older resourceVersion is too old to watch from. */
+  compact(): void {
+    this.forget(this.history.length)
+    this.oldestKept = this.rv
+  }
+
+  /** The oldest resourceVersion still watchable (kube-apiserver names it in its 410 message). */
+  get oldestResourceVersion(): number {
+    return this.oldestKept
   }
 
   onEvent(listener: (e: StoreEvent) => void): () => void {
@@ -131,7 +159,11 @@ export class Store {
 
   /** Events after `rv`, or undefined when they are no longer kept (a watch must then relist: 410). */
   eventsSince(rv: number): StoreEvent[] | undefined {
-    if (this.history.length > 0 && this.history[0]!.rv > rv + 1 && rv < this.rv) return undefined
+    const cutoff = Date.now() - this.historyTtlMs
+    let stale = 0
+    while (stale < this.history.length && this.history[stale]!.at < cutoff) stale++
+    this.forget(stale)
+    if (rv < this.oldestKept) return undefined
     return this.history.filter((e) => e.rv > rv)
   }
 
@@ -142,8 +174,9 @@ export class Store {
     stored.metadata.uid = randomUUID()
     stored.metadata.creationTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
     stored.metadata.generation = 1
+    // A dry-run create has no resourceVersion: nothing was stored (kube-apiserver answers the same).
     if (options.dryRun) {
-      stored.metadata.resourceVersion = String(this.rv)
+      delete stored.metadata.resourceVersion
       return stored
     }
     this.rv++
@@ -163,17 +196,20 @@ export class Store {
     next.metadata.creationTimestamp = current.metadata.creationTimestamp
     const specChanged = JSON.stringify({...current, metadata: undefined, status: undefined}) !== JSON.stringify({...next, metadata: undefined, status: undefined})
     next.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0)
-    const changed = JSON.stringify({...current, metadata: {...current.metadata, resourceVersion: undefined, managedFields: undefined}}) !==
-      JSON.stringify({...next, metadata: {...next.metadata, resourceVersion: undefined, managedFields: undefined}})
+    // A change of field ownership is a write; a new timestamp alone is not (a repeated apply is a no-op).
+    const timeless = (o: KubeObj) => JSON.stringify({...o, metadata: {...o.metadata, resourceVersion: undefined,
+      managedFields: (o.metadata.managedFields as Record<string, unknown>[] | undefined)?.map((m) => ({...m, time: undefined}))}})
+    const changed = timeless(current) !== timeless(next)
     if (!changed) return structuredClone(current)
+    // A dry-run update keeps the stored resourceVersion: nothing was written, as kube-apiserver does.
     if (options.dryRun) {
-      next.metadata.resourceVersion = String(this.rv + 1)
+      next.metadata.resourceVersion = current.metadata.resourceVersion
       return next
     }
     this.rv++
     next.metadata.resourceVersion = String(this.rv)
     this.bucket(resource).set(objectKey(next.metadata.namespace, next.metadata.name), next)
-    this.emit({type: 'MODIFIED', resource, object: next})
+    this.emit({type: 'MODIFIED', resource, object: next, previous: current})
     return structuredClone(next)
   }
 
@@ -182,18 +218,18 @@ export class Store {
     const current = this.get(resource, namespace, name)
     if (!current) return undefined
     if (options.dryRun) return structuredClone(current)
+    if (resource === resourceKey('', 'namespaces')) {
+      // Deleting a namespace deletes everything in it first (the namespace controller's order).
+      for (const [res, bucket] of this.data) {
+        for (const obj of [...bucket.values()]) if (obj.metadata.namespace === name) this.delete(res, name, obj.metadata.name)
+      }
+    }
     this.rv++
     this.bucket(resource).delete(objectKey(namespace, name))
     this.sortedKeys.delete(resource)
     const gone = {...current, metadata: {...current.metadata, resourceVersion: String(this.rv)}}
     this.emit({type: 'DELETED', resource, object: gone})
     const uid = current.metadata.uid
-    if (resource === resourceKey('', 'namespaces')) {
-      // Deleting a namespace deletes everything in it.
-      for (const [res, bucket] of this.data) {
-        for (const obj of [...bucket.values()]) if (obj.metadata.namespace === name) this.delete(res, name, obj.metadata.name)
-      }
-    }
     for (const [res, bucket] of this.data) {
       for (const obj of [...bucket.values()]) {
         const refs = obj.metadata.ownerReferences ?? []

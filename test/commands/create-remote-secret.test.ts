@@ -14,6 +14,7 @@ import {parse as parseYaml} from 'yaml'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {recordSecret} from '../helpers/secrets.js'
+import {waitUntil} from '../helpers/spawn.js'
 import {stripAnsi} from '../../src/lib/errors.js'
 import {normalizeBooleanArgs} from '../../src/commands/create-remote-secret.js'
 
@@ -197,8 +198,8 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
     addServiceAccount(cluster, 'istio-system', READER)
     addSecret(cluster, 'istio-system', 'reader-token-x1', SA_TOKEN_TYPE, READER)
     addSecret(cluster, 'istio-system', 'unrelated', 'Opaque')
-    // Let the token controller fill it.
-    await new Promise((r) => setTimeout(r, 400))
+    // The token controller fills it after its delay.
+    await waitUntil(() => Boolean((cluster.store.get(SECRETS, 'istio-system', 'reader-token-x1')?.data as Record<string, string> | undefined)?.token), 'the token controller to fill reader-token-x1')
     const res = await meshvm(cluster, ['--name', 'c1'])
     expect(res.code, res.stderr).toBe(0)
     expect(kubeconfigIn(res.stdout).users[0]!.user.token).toBe(tokenOf(cluster, 'istio-system', 'reader-token-x1'))
@@ -471,7 +472,7 @@ describe('create-remote-secret: bad input (exit 2, one line, nothing sent)', () 
     [['--auth-type', 'plugin', '--auth-plugin-name', 'oidc', '--verify'], 'Error: --verify: only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use'],
     [['--server', 'ftp://x'], 'Error: --server "ftp://x": must be the API server address reachable from the other cluster: https://HOST[:PORT] or HOST[:PORT]'],
     // oclif reads a word after a command without arguments as a sub-command.
-    [['extra-arg'], 'Error: command create-remote-secret:extra-arg not found'],
+    [['extra-arg'], 'Error: Unexpected argument: extra-arg'],
   ])('%j', async (args, line) => {
     const before = cluster.requests.length
     const res = await meshvm(cluster, args)

@@ -5,7 +5,9 @@
 import {mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, existsSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {afterEach, beforeEach, describe, expect, it} from 'vitest'
+import {rmSync} from 'node:fs'
+import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
+import {parse, parseAllDocuments} from 'yaml'
 import {runCli, REPO_ROOT, STACK_TRACE} from '../helpers/cli.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 
@@ -51,7 +53,8 @@ describe('onboard --apply', () => {
   it('--diff prints a unified diff of each live object against the result', async () => {
     await meshvm(args)
     const res = await meshvm(['onboard', 'web', '-n', 'apps', '-p', 'http=9090', '-s', 'web-vm', '--apply', '--diff', '--dry-run=server'])
-    expect(res.code).toBe(0)
+    // As kubectl diff: exit 1 when there are differences.
+    expect(res.code, res.stderr).toBe(1)
     expect(res.stdout).toContain('--- live/workloadgroup.networking.istio.io/web\n+++ applied/workloadgroup.networking.istio.io/web\n')
     expect(res.stdout).toContain('-      http: 8080\n+      http: 9090\n')
     expect(cluster.store.get(WG, 'apps', 'web')!.spec).toMatchObject({template: {ports: {http: 8080}}})
@@ -103,7 +106,7 @@ describe('onboard --apply', () => {
 })
 
 describe('bundle against a cluster', () => {
-  const TESTDATA = join(REPO_ROOT, '../shared/reference/istioctl-testdata/workload/testdata')
+  const TESTDATA = join(REPO_ROOT, 'test/fixtures/istioctl/workload/testdata')
   const read = (...p: string[]) => readFileSync(join(TESTDATA, ...p), 'utf8')
 
   function istioctlSetup(dir: string, gatewayIp: string): void {
@@ -184,5 +187,68 @@ describe('bundle against a cluster', () => {
     expect(ok.code).toBe(0)
     // As istioctl's no-gateway golden: an empty hosts file (the VM resolves istiod itself).
     expect(readFileSync(join(out, 'hosts'), 'utf8')).toBe('')
+  })
+})
+
+describe('onboard conventions against a cluster (issue 18)', () => {
+  const work = mkdtempSync(join(tmpdir(), 'meshvm-onboard-conv-'))
+  afterAll(() => rmSync(work, {recursive: true, force: true}))
+  const args = ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-s', 'web-vm', '--create-service-account']
+
+  it('--diff exits 0 without differences, 1 with; --diff --apply prints the diff and what was applied', async () => {
+    await meshvm([...args, '--apply'])
+    const same = await meshvm([...args, '--diff'])
+    expect(same.code, same.stderr).toBe(0)
+    expect(same.stdout).toBe('')
+    const changed = await meshvm(['onboard', 'web', '-n', 'apps', '-p', 'http=9090', '-s', 'web-vm', '--create-service-account', '--diff'])
+    expect(changed.code, changed.stderr).toBe(1)
+    expect(cluster.store.get(WG, 'apps', 'web')!.spec).toMatchObject({template: {ports: {http: 8080}}})
+    const both = await meshvm(['onboard', 'web', '-n', 'apps', '-p', 'http=9090', '-s', 'web-vm', '--create-service-account', '--diff', '--apply'])
+    expect(both.code, both.stderr).toBe(0)
+    expect(both.stdout).toContain('-      http: 8080\n+      http: 9090\n')
+    expect(both.stdout).toContain('workloadgroup.networking.istio.io/web configured\n')
+    expect(cluster.store.get(WG, 'apps', 'web')!.spec).toMatchObject({template: {ports: {http: 9090}}})
+  })
+
+  it('-o with --apply prints the applied objects in that format; a bare --dry-run (client) applies nothing', async () => {
+    const named = await meshvm([...args, '--apply', '-o', 'name'])
+    expect(named.code, named.stderr).toBe(0)
+    expect(named.stdout).toBe('serviceaccount/web-vm\nworkloadgroup.networking.istio.io/web\nservice/web\n')
+    const path = await meshvm([...args, '--apply', '-o', 'jsonpath={.items[*].kind}'])
+    expect(path.stdout).toBe('ServiceAccount WorkloadGroup Service')
+    const patches = cluster.requests.filter((r) => r.method === 'PATCH').length
+    const client = await meshvm(['onboard', 'db', '-n', 'apps', '-p', 'tcp=5432', '--apply', '--dry-run'])
+    expect(client.code, client.stderr).toBe(0)
+    expect(parseAllDocuments(client.stdout).map((d) => (d.toJS() as {kind: string}).kind)).toEqual(['WorkloadGroup', 'Service'])
+    expect(cluster.requests.filter((r) => r.method === 'PATCH').length).toBe(patches)
+    expect(cluster.store.get(WG, 'apps', 'db')).toBeUndefined()
+  })
+
+  it('--bundle DIR without --apply prints the manifests, warns that the group is not in the cluster, and reports whole file names', async () => {
+    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--bundle', './web-vm'], {env: cluster.env, cwd: work})
+    expect(res.code, res.stderr).toBe(0)
+    expect(parseAllDocuments(res.stdout).map((d) => (d.toJS() as {kind: string}).kind)).toEqual(['WorkloadGroup', 'Service'])
+    expect(res.stderr).toContain('Warning: WorkloadGroup apps/web is not in the cluster: the VM cannot join until it is applied')
+    expect(res.stderr).toContain('Wrote the VM bundle to ./web-vm: mesh.yaml, cluster.env, root-cert.pem, istio-token, hosts, install.sh\n')
+    expect(readdirSync(join(work, 'web-vm')).sort()).toEqual(['cluster.env', 'hosts', 'install.sh', 'istio-token', 'mesh.yaml', 'root-cert.pem'])
+  })
+
+  it('-f of a live object (kubectl get wg -o yaml) drops what the server and meshvm set', async () => {
+    await meshvm([...args, '--apply'])
+    const wg = cluster.store.get(WG, 'apps', 'web')!
+    cluster.store.update(WG, {...wg, metadata: {...wg.metadata, annotations: {'rollout.meshvm.io/awaiting': '["x"]', keep: 'me'}}})
+    const live = await kubectl(cluster, ['get', 'wg', 'web', '-n', 'apps', '-o', 'yaml', '--show-managed-fields'])
+    const file = join(work, 'live.yaml')
+    writeFileSync(file, live.stdout)
+    expect(parse(live.stdout)).toMatchObject({metadata: {uid: expect.any(String), resourceVersion: expect.any(String), managedFields: expect.any(Array)}})
+    const res = await meshvm(['onboard', '-f', file, '-o', 'json'])
+    expect(res.code, res.stderr).toBe(0)
+    const group = (JSON.parse(res.stdout) as {items: {kind: string; metadata: Record<string, unknown>; status?: unknown}[]}).items.find((o) => o.kind === 'WorkloadGroup')!
+    for (const field of ['uid', 'resourceVersion', 'generation', 'managedFields', 'creationTimestamp']) expect(group.metadata, field).not.toHaveProperty(field)
+    expect(group.metadata).toMatchObject({name: 'web', namespace: 'apps'})
+    expect(group.metadata.annotations).toEqual({keep: 'me'})
+    expect(group.status).toBeUndefined()
+    const applied = await meshvm(['onboard', '-f', file, '--apply'])
+    expect(applied.code, applied.stderr).toBe(0)
   })
 })

@@ -14,7 +14,7 @@ import {REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 
 const GOLDEN = join(REPO_ROOT, 'test/golden/onboard')
 
-/** Validators for the served v1 schemas of ../shared/reference/crds, with every CEL rule run by the CEL library. */
+/** Validators for the served v1 schemas of test/fixtures/crds, with every CEL rule run by the CEL library. */
 const referenceValidators = new Map<string, SchemaValidator>(
   parseAllDocuments(readFileSync(ISTIO_CRDS, 'utf8'))
     .map((d) => d.toJS())
@@ -197,7 +197,11 @@ const BAD: [string, string[], string][] = [
   ['empty network', ['web', '-n', 'apps', '-p', 'http=80', '--network', ''], 'Error: --network "": must not be empty'],
   ['name and --name disagree', ['web', '--name', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: NAME "web" and --name "api" disagree; give one of them'],
   ['unknown flag', ['web', '-n', 'apps', '-p', 'http=80', '--prot', 'x'], 'Error: Nonexistent flag: --prot'],
-  ['bad -o', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'table'], 'Error: Expected --output=table to be one of: yaml, json, name'],
+  // (every case here runs with -d DIR)
+  ['-o with --output-dir', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'json'], 'Error: -o json cannot be combined with --output-dir: the directory gets one YAML file per object'],
+  ['-o with --diff', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'name', '--diff'], 'Error: -o name cannot be combined with --diff: --diff prints a unified diff'],
+  ['a bad --dry-run', ['web', '-n', 'apps', '-p', 'http=80', '--dry-run=yes'], 'Error: Expected --dry-run=yes to be one of: none, client, server'],
+  ['bad -o', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'table'], 'Error: -o/--output "table": expected one of yaml, json, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
   ['too many arguments', ['web', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: Unexpected argument: api'],
 ]
 

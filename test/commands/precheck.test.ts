@@ -37,6 +37,43 @@ describe('precheck', () => {
     expect(res.stdout).not.toMatch(/FAIL|WARN/)
     const {checks: all} = await checks()
     expect(Object.values(all).every((c) => c.status === 'pass')).toBe(true)
+    expect(all['istiod answers']!.message).toBe('istiod istio-system/istiod-7d4b9c6f8-x2k9p answers: HTTP /debug/syncz over port-forward to :15014')
+  })
+
+  it('reads istiod over xDS when its HTTP debug is off, and warns when it cannot be reached', async () => {
+    cluster.mesh.setIstiod('istiod-7d4b9c6f8-x2k9p', {debugHttp: false})
+    const {checks: xds} = await checks()
+    expect(xds['istiod answers']).toMatchObject({status: 'pass', message: 'istiod istio-system/istiod-7d4b9c6f8-x2k9p answers: xDS over port-forward to :15012 (TLS verified for istiod.istio-system.svc)'})
+    cluster.mesh.setIstiod('istiod-7d4b9c6f8-x2k9p', {down: true})
+    const {checks: down} = await checks()
+    expect(down['istiod answers']).toMatchObject({status: 'warn', message: 'istiod istio-system/istiod-7d4b9c6f8-x2k9p: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused'})
+    expect(cluster.requests.some((r) => r.path.includes('/proxy/'))).toBe(false)
+  })
+
+  it('without --revision, checks the revision of the default tag (istio-revision-tag-default), as istioctl 1.28', async () => {
+    cluster.mesh.setDefaultTag('canary')
+    const {checks: c} = await checks()
+    expect(c['istiod running']).toMatchObject({status: 'fail', message: 'no ready istiod pod with labels app=istiod,istio.io/rev=canary in istio-system'})
+    cluster.mesh.addIstiod({name: 'istiod-canary-6c5d4-abcde', revision: 'canary'})
+    const {checks: ok} = await checks()
+    expect(ok['istiod running']).toMatchObject({status: 'pass', message: '1 ready istiod pod(s) in istio-system (revision canary)'})
+    expect(ok['istiod answers']!.message).toBe('istiod istio-system/istiod-canary-6c5d4-abcde answers: HTTP /debug/syncz over port-forward to :15014')
+  })
+
+  it('prints through the one printer: -o jsonpath, custom-columns, --sort-by, --no-headers', async () => {
+    const [names, cols, bad] = await Promise.all([
+      meshvm(['web', '-n', 'apps', '-o', 'jsonpath={range .checks[*]}{.check}={.status}{"\\n"}{end}']),
+      meshvm(['web', '-n', 'apps', '-o', 'custom-columns=CHECK:.check,STATUS:.status', '--sort-by', '.check', '--no-headers']),
+      meshvm(['web', '-n', 'apps', '-o', 'name']),
+    ])
+    expect(names.code, names.stderr).toBe(0)
+    const {checks: all} = await checks()
+    expect(names.stdout).toBe(Object.values(all).map((c) => `${c.check}=${c.status}\n`).join(''))
+    expect(cols.code, cols.stderr).toBe(0)
+    const rows = cols.stdout.trimEnd().split('\n')
+    expect(rows.map((r) => r.replace(/ {3,}/, '|'))).toEqual(Object.keys(all).sort().map((c) => `${c}|pass`))
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.split('\n')[0]).toBe('Error: -o/--output "name": expected one of table, wide, json, yaml, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…')
   })
 
   it('fails "istiod running" without a running istiod pod, and hints at the namespace/revision', async () => {

@@ -18,7 +18,6 @@ import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {kubeconfigYaml} from '../cluster/index.js'
 
 const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
-const BEHAVIOUR_DOC = new URL('../../../shared/reference/istioctl-behaviour.md', import.meta.url)
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 
 function ps(c: TestCluster | {env: Record<string, string>}, args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
@@ -41,12 +40,9 @@ const cells = (table: string) =>
     .split('\n')
     .map((l) => l.split(/\s{2,}/))
 
-/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt, quoted verbatim in §4.5 of the behaviour reference. */
+/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt (the other goldens in test/fixtures/istioctl are 1.28's). */
 function istioctl124Golden(): string {
-  const doc = readFileSync(BEHAVIOUR_DOC, 'utf8')
-  const m = /Golden `istioctl\/pkg\/writer\/pilot\/testdata\/multiXdsStatusMultiPilot\.txt` \(1\.24\.6, exact\):\*\*\n```\n([\s\S]*?)```/.exec(doc)
-  if (!m?.[1]) throw new Error('1.24.6 golden not found in istioctl-behaviour.md §4.5')
-  return m[1]
+  return readFileSync(new URL('../fixtures/istioctl/writer/pilot/testdata-1.24.6/multiXdsStatusMultiPilot.txt', import.meta.url), 'utf8')
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -159,7 +155,10 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     const names = (out: string) => out.trim().split('\n').slice(1).map((l) => l.split(' ')[0])
     expect(names(vms.stdout)).toEqual(['batch-a.batch', 'batch-b.batch', 'db-vm.data', 'vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
     expect(names(ns.stdout)).toEqual(['vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
-    expect(cluster.requests.some((r) => r.path.includes('/proxy/debug/syncz') && r.query.includes('namespace=vms'))).toBe(true)
+    // Through port-forward to istiod's monitoring port (never the pod proxy, which istiod answers 401).
+    expect(cluster.requests.some((r) => r.path.endsWith('/portforward') && r.query === '?ports=15014' && r.status === 101)).toBe(true)
+    expect(cluster.requests.some((r) => r.path.includes('/proxy/'))).toBe(false)
+    expect(cluster.mesh.debugRequests).toContain(`${ISTIOD} /debug/syncz?namespace=vms`)
   })
 
   it('-l filters pods by pod labels and VMs by WorkloadEntry labels', async () => {
@@ -188,6 +187,10 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
   it('a disconnected VM in detail, found by its WorkloadEntry name', async () => {
     const res = await ps(cluster, ['web-10.0.0.6.vms'])
     expect(res.code).toBe(0)
+    // The WorkloadEntry name (GROUP-IP) with -n: its dots are part of the name, not a namespace.
+    const withNs = await ps(cluster, ['web-10.0.0.6', '-n', 'vms'])
+    expect(withNs.code, withNs.stderr).toBe(0)
+    expect(clockFree(withNs.stdout)).toBe(clockFree(res.stdout))
     expect(clockFree(res.stdout)).toBe(
       [
         'Name:       web-10.0.0.6.vms',
@@ -256,7 +259,7 @@ describe.concurrent('two istiods of one revision, and a second revision', () => 
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'revisions-wide.txt'))
-    expect(cluster.requests.some((r) => r.path === `/api/v1/namespaces/istio-system/pods/${CANARY}:15015/proxy/debug/syncz`)).toBe(true)
+    expect(cluster.requests.some((r) => r.path === `/api/v1/namespaces/istio-system/pods/${CANARY}/portforward` && r.query === '?ports=15015')).toBe(true)
   })
 
   it('--revision canary: only that revision\'s istiod and its proxies', async () => {
@@ -323,7 +326,7 @@ describe('an istiod that does not answer', () => {
     try {
       const res = await ps(cluster, [])
       expect(res.code).toBe(7)
-      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Warning: istiod istio-system/${SLOW}: the API server could not reach it on port 15014: error trying to reach service: dial tcp [\\d.]+:15014: connect: connection refused; its proxies`))
+      expect(firstLine(res.stderr)).toBe(`Warning: istiod istio-system/${SLOW}: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused; its proxies are missing from the table (rows marked NO ANSWER)`)
       expect(res.stdout).toMatch(/^\* +- +NO ANSWER {2,}NO ANSWER/m)
       expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps +cluster1 +SYNCED/m)
     } finally {
@@ -380,10 +383,10 @@ describe.concurrent('errors', () => {
     expect(ok.code).toBe(0)
   })
 
-  it('pods/proxy forbidden: exit 5 and the RBAC rule needed', async () => {
+  it('pods/portforward forbidden: exit 5 and the RBAC rule needed', async () => {
     const token = cluster.addUser('viewer', {
       rules: [
-        {verbs: ['get', 'list'], apiGroups: [''], resources: ['pods']},
+        {verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/proxy']},
         {verbs: ['list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io'], resources: ['*']},
       ],
     })
@@ -391,13 +394,15 @@ describe.concurrent('errors', () => {
     expect(res.code).toBe(5)
     expect(res.stdout).toBe('')
     expect(res.stderr).toBe(
-      `Error: istiod istio-system/${ISTIOD}: cannot read /debug/syncz: pods "${ISTIOD}" is forbidden: User "viewer" cannot get resource "pods/proxy" in API group "" in the namespace "istio-system"\n` +
-        'Hint: reading istiod\'s /debug/syncz needs verb "get" on "pods/proxy" in namespace istio-system (kubectl auth can-i get pods/proxy -n istio-system); a cluster admin can grant it with: kubectl create role meshvm-proxy-status -n istio-system --verb=get,list --resource=pods,pods/proxy && kubectl create rolebinding meshvm-proxy-status -n istio-system --role=meshvm-proxy-status --user=YOU\n',
+      `Error: istiod istio-system/${ISTIOD}: GET /debug/syncz over port-forward to :15014: pods "${ISTIOD}" is forbidden: User "viewer" cannot get resource "pods/portforward" in API group "" in the namespace "istio-system"\n` +
+        'Hint: reading istiod needs verbs get and create on pods/portforward (create is checked from Kubernetes 1.35) and, for the xDS path, create on serviceaccounts/token, in namespace istio-system (kubectl auth can-i create pods/portforward -n istio-system; kubectl auth can-i create serviceaccounts/token -n istio-system); a cluster admin can grant them with: kubectl create role meshvm-istiod -n istio-system --verb=get,create --resource=pods/portforward,serviceaccounts/token && kubectl create rolebinding meshvm-istiod -n istio-system --role=meshvm-istiod --user=YOU\n',
     )
+    // pods/proxy is of no use: nothing asks for it.
+    expect(cluster.requests.some((r) => r.path.includes('/proxy/'))).toBe(false)
   })
 
   it('WorkloadEntries forbidden: the table still prints, with a warning', async () => {
-    const token = cluster.addUser('podreader', {rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/proxy']}]})
+    const token = cluster.addUser('podreader', {rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/portforward']}]})
     const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
     expect(res.code).toBe(0)
     expect(res.stdout).toMatch(/^NAME +CLUSTER/)
@@ -437,6 +442,22 @@ describe.concurrent('several contexts', () => {
     expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'two-contexts.txt'))
     const wide = await ps({env: env()}, ['--context', 'east', '--context', 'west', '-o', 'wide'])
     expectMatchesGoldenFile(tableAges(wide.stdout), join(GOLDEN, 'two-contexts-wide.txt'))
+  })
+
+  it('two clusters with the same cluster ID stay apart: CONTEXT tells their rows apart', async () => {
+    const again = east.kubeconfigFor(east.token, {contextName: 'east-again'})
+    const res = await ps({env: {KUBECONFIG: [east.kubeconfigPath, again].join(':')}}, ['--context', 'east', '--context', 'east-again'])
+    expect(res.code, res.stderr).toBe(0)
+    expect(cells(res.stdout).map((c) => [c[0], c[1], c.at(-1)])).toEqual([
+      ['NAME', 'CLUSTER', 'CONTEXT'],
+      ['vm-1.vms', 'cluster1', 'east'],
+      ['vm-1.vms', 'cluster1', 'east-again'],
+      ['web-7b9d8-abcde.apps', 'cluster1', 'east'],
+      ['web-7b9d8-abcde.apps', 'cluster1', 'east-again'],
+    ])
+    // One context read: no CONTEXT column.
+    const one = await ps({env: env()}, ['--context', 'east'])
+    expect(firstLine(one.stdout)).not.toMatch(/CONTEXT/)
   })
 
   it('-o json names the context of every item', async () => {
@@ -489,7 +510,7 @@ describe('--watch', () => {
 
   it('without a terminal: prints a new table per frame, changed cells marked with *', async () => {
     // The first frame finds one istiod silent past --timeout; the second sees it again.
-    const remove = cluster.faults.add({path: new RegExp(`/pods/${OTHER}:15014/proxy/debug/syncz`), latencyMs: 1500, times: 1})
+    const remove = cluster.faults.add({path: new RegExp(`/pods/${OTHER}/portforward`), latencyMs: 1500, times: 1})
     try {
       const res = await ps(cluster, ['--watch', '--watch-count', '2', '--interval', '200ms', '--timeout', '700ms'])
       expect(res.code).toBe(0)
@@ -539,5 +560,168 @@ describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
     expect(firstLine(res.stderr)).toBe(line)
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.stdout).toBe('')
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, the default tag', () => {
+  let cluster: TestCluster
+  const REPLICA = 'istiod-7d4b9c6f8-m4n5q'
+  const debugOff = (on: boolean) => {
+    for (const name of [ISTIOD, REPLICA]) cluster.mesh.setIstiod(name, {debugHttp: !on})
+  }
+  beforeAll(async () => {
+    cluster = await startCluster()
+    const m = cluster.mesh
+    m.addIstiod({name: REPLICA})
+    m.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    m.addPod({name: 'web-7b9d8-fghij', namespace: 'apps', istiod: REPLICA, types: {EDS: 'stale', RDS: 'nack'}})
+    m.addVm({name: 'vm-1', namespace: 'vms', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('HTTP debug off: every istiod is read over xDS through a port-forward to 15012, with the same rows as over HTTP', async () => {
+    const http = await ps(cluster, ['-o', 'wide'])
+    expect(http.code).toBe(0)
+    debugOff(true)
+    try {
+      const before = cluster.requests.length
+      const xds = await ps(cluster, ['-o', 'wide', '--debug'])
+      expect(xds.code, xds.stderr).toBe(0)
+      expect(cells(xds.stdout)).toEqual(cells(http.stdout))
+      expect(xds.stdout).toMatch(/^web-7b9d8-fghij\.apps +cluster1 +SYNCED \(\d+m\d+s\) +SYNCED \(\S+\) +STALE \(\S+\) +ERROR \(\S+\) +NOT SENT /m)
+      for (const name of [ISTIOD, REPLICA]) {
+        expect(xds.stderr).toContain(`debug: istiod istio-system/${name}: GET /debug/syncz over port-forward to :15014 → HTTP 404`)
+        expect(xds.stderr).toMatch(new RegExp(`debug: istiod istio-system/${name}: xDS over port-forward to :15012 \\(TLS verified for istiod\\.istio-system\\.svc against istio-system/istio-ca-root-cert\\) → istio\\.io/debug/syncz: \\d+ resources`))
+      }
+      const mine = cluster.requests.slice(before)
+      // One TokenRequest (SA default in the Istio namespace) for both istiods; nothing through the pod proxy.
+      expect(mine.filter((r) => r.method === 'POST' && r.path === '/api/v1/namespaces/istio-system/serviceaccounts/default/token')).toHaveLength(1)
+      expect(mine.filter((r) => r.path.endsWith('/portforward') && r.query === '?ports=15012')).toHaveLength(2)
+      expect(mine.some((r) => r.path.includes('/proxy/'))).toBe(false)
+      // The detail view reads the same way.
+      const detail = await ps(cluster, ['vm-1.vms'])
+      expect(detail.code, detail.stderr).toBe(0)
+      expect(detail.stdout).toMatch(/SYNCED/)
+    } finally {
+      debugOff(false)
+    }
+  })
+
+  it('a token istiod refuses: exit 5, the path and the reason', async () => {
+    debugOff(true)
+    cluster.mesh.xds(ISTIOD).refuseTokens = true
+    cluster.mesh.xds(REPLICA).refuseTokens = true
+    try {
+      const res = await ps(cluster, [])
+      expect(res.code).toBe(5)
+      expect(res.stdout).toBe('')
+      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Error: istiod istio-system/istiod-7d4b9c6f8-\\w+: xDS over port-forward to :15012: istiod refused the token \\(UNAUTHENTICATED: authentication failure\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\) \\(and 1 more istiod alike\\)$`))
+      expect(res.stderr).toMatch(/^Hint: istiod accepts tokens of audience istio-ca/m)
+    } finally {
+      cluster.mesh.xds(ISTIOD).refuseTokens = false
+      cluster.mesh.xds(REPLICA).refuseTokens = false
+      debugOff(false)
+    }
+  })
+
+  it('no right to create the token: exit 5 with the RBAC rule and the can-i line', async () => {
+    debugOff(true)
+    const token = cluster.addUser('forwarder', {
+      rules: [
+        {verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'configmaps']},
+        {verbs: ['get', 'create'], apiGroups: [''], resources: ['pods/portforward']},
+        {verbs: ['list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io', 'admissionregistration.k8s.io'], resources: ['*']},
+      ],
+    })
+    try {
+      const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
+      expect(res.code).toBe(5)
+      expect(firstLine(res.stderr)).toMatch(/^Error: istiod istio-system\/istiod-7d4b9c6f8-\w+: xDS over port-forward to :15012: cannot get a token for service account istio-system\/default: serviceaccounts "default" is forbidden: User "forwarder" cannot create resource "serviceaccounts\/token"/)
+      expect(res.stderr).toContain('Hint: the xDS path needs a token for service account default in istio-system: verb create on serviceaccounts/token (kubectl auth can-i create serviceaccounts/token -n istio-system)\n')
+    } finally {
+      debugOff(false)
+    }
+  })
+
+  it('an istiod whose certificate the mesh root did not sign: a clean TLS error for it, the rest prints (exit 7)', async () => {
+    const ROGUE = 'istiod-7d4b9c6f8-r0gue'
+    cluster.mesh.addIstiod({name: ROGUE, debugHttp: false, untrustedCertificate: true})
+    try {
+      const res = await ps(cluster, [])
+      expect(res.code).toBe(7)
+      expect(res.stderr).not.toMatch(STACK_TRACE)
+      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Warning: istiod istio-system/${ROGUE}: xDS over port-forward to :15012: TLS verification failed: its certificate is not signed by the mesh root CA in ConfigMap istio-system/istio-ca-root-cert \\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN)\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\); its proxies are missing`))
+      expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps /m)
+    } finally {
+      cluster.mesh.setIstiod(ROGUE, {down: true})
+      cluster.store.delete('/pods', 'istio-system', ROGUE)
+    }
+  })
+
+  it('one istiod timing out over xDS while the other answers: NO ANSWER for it, exit 7', async () => {
+    debugOff(true)
+    cluster.mesh.setIstiod(REPLICA, {latencyMs: 4000})
+    try {
+      const res = await ps(cluster, ['--timeout', '1500ms'])
+      expect(res.code).toBe(7)
+      expect(firstLine(res.stderr)).toBe(`Warning: istiod istio-system/${REPLICA} did not answer within 1500ms; its proxies are missing from the table (rows marked NO ANSWER)`)
+      expect(res.stdout).toMatch(/^\* +- +NO ANSWER/m)
+      expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps +cluster1 +SYNCED/m)
+    } finally {
+      cluster.mesh.setIstiod(REPLICA, {latencyMs: 0})
+      debugOff(false)
+    }
+  })
+
+  it('--xds-address (and MESHVM_XDS_ADDRESS): one istiod outside the cluster, over xDS with the same checks', async () => {
+    const address = await cluster.mesh.xdsAddress(ISTIOD)
+    const before = cluster.requests.length
+    const res = await ps(cluster, ['--xds-address', address, '--debug'])
+    expect(res.code, res.stderr).toBe(0)
+    const names = res.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])
+    expect(names).toEqual(['vm-1.vms', 'web-7b9d8-abcde.apps'])
+    expect(res.stdout).toMatch(new RegExp(`^web-7b9d8-abcde\\.apps +cluster1 +SYNCED .* ${ISTIOD} +1\\.24\\.2$`, 'm'))
+    expect(res.stderr).toContain(`debug: istiod at ${address}: xDS (TLS verified for istiod.istio-system.svc against istio-system/istio-ca-root-cert) → istio.io/debug/syncz: 2 resources`)
+    // No istiod pod lookup, no port-forward.
+    expect(cluster.requests.slice(before).some((r) => r.path.endsWith('/portforward') || r.query.includes('app%3Distiod'))).toBe(false)
+    const env = await ps(cluster, [], {MESHVM_XDS_ADDRESS: address})
+    expect(tableAges(env.stdout)).toBe(tableAges(res.stdout))
+    const bad = await ps(cluster, ['--xds-address', 'istiod.example.com'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/^Error: --xds-address "istiod\.example\.com": expected HOST:PORT/)
+  })
+})
+
+describe('the default revision, as istioctl 1.28 resolves it', () => {
+  let cluster: TestCluster
+  const CANARY = 'istiod-canary-6b8f9-q7w2e'
+  beforeAll(async () => {
+    cluster = await startCluster()
+    const m = cluster.mesh
+    m.addIstiod({name: CANARY, revision: 'canary', version: '1.25.1', debugHttp: false})
+    m.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
+    m.addPod({name: 'web-canary-5d6f7-klmno', namespace: 'apps', istiod: CANARY, version: '1.25.1'})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('without --revision: every istiod while no default tag exists, the tag\'s revision once it does (xDS SAN istiod-canary.NS.svc)', async () => {
+    const all = await ps(cluster, [])
+    expect(all.code, all.stderr).toBe(0)
+    expect(all.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['web-7b9d8-abcde.apps', 'web-canary-5d6f7-klmno.apps'])
+    cluster.mesh.setDefaultTag('canary')
+    try {
+      const tagged = await ps(cluster, ['--debug'])
+      expect(tagged.code, tagged.stderr).toBe(0)
+      expect(tagged.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['web-canary-5d6f7-klmno.apps'])
+      expect(tagged.stderr).toContain('debug: revision canary (the default tag: MutatingWebhookConfiguration istio-revision-tag-default)')
+      expect(tagged.stderr).toContain(`debug: istiod istio-system/${CANARY}: xDS over port-forward to :15012 (TLS verified for istiod-canary.istio-system.svc`)
+      // --revision still wins.
+      const explicit = await ps(cluster, ['-r', 'default'])
+      expect(explicit.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['web-7b9d8-abcde.apps'])
+    } finally {
+      cluster.mesh.setDefaultTag(undefined)
+    }
   })
 })

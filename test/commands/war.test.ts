@@ -13,11 +13,9 @@ import {parse} from 'yaml'
 import {stripAnsi} from '../../src/lib/errors.js'
 import {asList, renderData} from '../../src/lib/output/render.js'
 import {renderTable, type Column} from '../../src/lib/output/table.js'
-import {ListWriter} from '../../src/lib/war/stream-list.js'
-import {StreamingTable} from '../../src/lib/war/stream-table.js'
 import {ISTIO_CRDS, resourceKey, type KubeObj} from '../cluster/index.js'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
-import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {logRun} from '../helpers/secrets.js'
 import {waitUntil} from '../helpers/spawn.js'
@@ -30,6 +28,7 @@ const EVENTS_KEY = resourceKey('', 'events')
 const NS_KEY = resourceKey('', 'namespaces')
 const WAR_PATH = '/apis/runtime.onboarding.tetrate.io/v1alpha1'
 const AWAITING = 'rollout.meshvm.io/awaiting'
+const LEASE = 'rollout.meshvm.io/lease'
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -143,69 +142,6 @@ function startCli(args: string[], env: Record<string, string>) {
   }
 }
 
-// ---- the streaming writers ----------------------------------------------------------------
-
-describe('StreamingTable', () => {
-  interface R {
-    name: string
-    status: string
-  }
-  const cols: Column<R>[] = [
-    {header: 'NAME', value: (r) => r.name},
-    {header: 'STATUS', value: (r) => r.status, color: (t) => `\u001B[32m${t}\u001B[39m`},
-    {header: 'EXTRA', wide: true, value: () => 'x'},
-  ]
-  const rows: R[] = [
-    {name: 'a', status: 'True'},
-    {name: 'a-much-longer-name', status: 'False'},
-    {name: 'b', status: ''},
-  ]
-  const render = (pages: R[][], options: {wide?: boolean; noHeaders?: boolean; bufferRows?: number}): string => {
-    let out = ''
-    const t = new StreamingTable(cols, options, (s) => (out += s))
-    for (const p of pages) t.add(p)
-    t.flush()
-    return out
-  }
-
-  it.each([
-    ['table', {}],
-    ['wide', {wide: true}],
-    ['no headers', {noHeaders: true}],
-  ])('is byte-identical to renderTable for a list within the buffer (%s)', (_title, options) => {
-    expect(render([rows.slice(0, 1), rows.slice(1)], {...options, bufferRows: 10})).toBe(renderTable(rows, cols, options))
-  })
-
-  it('prints the first buffer with its own widths, then widens columns for wider later rows', () => {
-    const chunks: string[] = []
-    const t = new StreamingTable(cols, {bufferRows: 2}, (s) => chunks.push(s))
-    t.add([{name: 'a', status: 'True'}])
-    expect(chunks).toEqual([])
-    t.add([{name: 'bb', status: 'True'}])
-    expect(stripAnsi(chunks.join(''))).toBe('NAME   STATUS\na      True\nbb     True\n')
-    t.add([{name: 'a-long-name', status: 'True'}, {name: 'c', status: 'True'}])
-    expect(stripAnsi(chunks.join(''))).toBe('NAME   STATUS\na      True\nbb     True\na-long-name   True\nc             True\n')
-    expect(t.count).toBe(4)
-  })
-
-  it('prints nothing for no rows', () => {
-    expect(render([[], []], {bufferRows: 1})).toBe('')
-  })
-})
-
-describe('ListWriter', () => {
-  const items = [{apiVersion: 'v1', kind: 'X', metadata: {name: 'a', labels: {on: 'yes'}}, spec: {list: [{a: 1, b: [1, 2]}], text: 'two\nlines'}}, {kind: 'Y', metadata: {name: 'b'}}]
-  it.each(['json', 'yaml'] as const)('writes exactly renderData(asList(items)) in %s, page by page', (format) => {
-    for (const pages of [[items.slice(0, 1), [], items.slice(1)], [[]], []]) {
-      let out = ''
-      const w = new ListWriter(format, (s) => (out += s))
-      for (const p of pages) w.add(p)
-      w.finish()
-      expect(out).toBe(renderData(asList(pages.flat()), format))
-    }
-  })
-})
-
 // ---- listing, describing, permissions (one read-only cluster) -----------------------------
 
 const RATINGS = 'ratings-aws-aws-123456789012-us-east-2b-ec2-i-'
@@ -278,13 +214,77 @@ describe.concurrent('meshvm war list / describe', () => {
         `workloadautoregistration.runtime.onboarding.tetrate.io/${UP_TO_DATE}`,
         `workloadautoregistration.runtime.onboarding.tetrate.io/${DISCONNECTED}`,
         `workloadautoregistration.runtime.onboarding.tetrate.io/${STALE}`,
-        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
-        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
         'workloadentry.networking.istio.io/web-10.0.0.7',
         'workloadentry.networking.istio.io/web-10.0.0.8',
+        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
+        'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
         '',
       ].join('\n'),
     )
+  })
+
+  it("-o jsonpath and -o jsonpath-as-json: kubectl's templates over the List", async () => {
+    const [names, path, asJson, range] = await Promise.all([
+      meshvm(['list', '-A', '-o', 'name']),
+      meshvm(['list', '-A', '-o', 'jsonpath={.items[*].metadata.name}']),
+      meshvm(['list', '-n', 'legacy', '-o', 'jsonpath-as-json={.items[*].spec.address}']),
+      meshvm(['list', '-n', 'legacy', '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}{"\\n"}{end}']),
+    ])
+    for (const r of [names, path, asJson, range]) expect(r.code, r.stderr).toBe(0)
+    expect(path.stdout).toBe(names.stdout.trim().split('\n').map((n) => n.split('/')[1]).join(' '))
+    expect(asJson.stdout).toBe('[\n    "10.0.0.7",\n    "10.0.0.8"\n]\n')
+    expect(range.stdout).toBe('WorkloadEntry/web-10.0.0.7\nWorkloadEntry/web-10.0.0.8\n')
+  })
+
+  it.each([
+    ['jsonpath={.items[*].metadata.name}'],
+    ['jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.status.conditions[?(@.type=="AgentConnected")].status}{"\\n"}{end}'],
+    ['jsonpath={.items[0].spec.identity}'],
+    ['jsonpath={.items[*].metadata.ownerReferences[0].kind} {.items[-1:].metadata.name}'],
+    ['jsonpath-as-json={.items[*].spec.registration.agent}'],
+    ['custom-columns=NAME:.metadata.name,EC2:.spec.identity.aws.ec2,CONDITIONS:.status.conditions[*].type,NOPE:.spec.nope'],
+  ])('prints exactly what kubectl prints for the same objects: -o %s', async (output) => {
+    const [ours, theirs] = await Promise.all([meshvm(['list', '-n', 'bookinfo', '--source', 'war', '-o', output]), kubectl(cluster, ['get', 'war', '-n', 'bookinfo', '-o', output])])
+    expect(theirs.code, theirs.stderr).toBe(0)
+    expect(ours.code, ours.stderr).toBe(0)
+    expect(ours.stdout).toBe(theirs.stdout)
+  })
+
+  it('-o custom-columns, --sort-by, --no-headers, --show-labels and -L', async () => {
+    const [cc, sorted, labels] = await Promise.all([
+      meshvm(['list', '-A', '-o', 'custom-columns=NS:.metadata.namespace,NAME:.metadata.name,ADDRESS:.spec.address', '--sort-by', '{.metadata.name}']),
+      meshvm(['list', '-A', '-o', 'name', '--sort-by=.metadata.creationTimestamp']),
+      meshvm(['list', '-n', 'legacy', '--show-labels', '-L', 'app,version', '--no-headers']),
+    ])
+    expect(cc.code, cc.stderr).toBe(0)
+    const lines = cc.stdout.trimEnd().split('\n')
+    expect(lines[0]).toMatch(/^NS {9}NAME {53}ADDRESS$/)
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[1])).toEqual([...lines.slice(1).map((l) => l.split(/\s+/)[1])].sort())
+    expect(lines.filter((l) => /^legacy {5}web-10\.0\.0\.7 +10\.0\.0\.7$/.test(l))).toHaveLength(1)
+    expect(lines.find((l) => l.includes('ledger'))).toMatch(/<none>$/)
+    expectAligned(cc.stdout)
+    expect(sorted.code, sorted.stderr).toBe(0)
+    // Oldest first: payments (50h), bookinfo (26h), legacy (10h).
+    expect(sorted.stdout.trim().split('\n').map((n) => n.split('/')[1]!.split('-')[0])).toEqual(['ledger', 'ledger', 'ratings', 'ratings', 'ratings', 'web', 'web'])
+    expect(labels.code, labels.stderr).toBe(0)
+    const json = JSON.parse((await meshvm(['list', '-n', 'legacy', '-o', 'json'])).stdout) as {items: {metadata: {labels?: Record<string, string>}}[]}
+    const first = json.items[0]!.metadata.labels ?? {}
+    const shown = Object.keys(first).sort().map((k) => `${k}=${first[k]}`).join(',') || '<none>'
+    expect(labels.stdout.split('\n')[0]).toMatch(new RegExp(`^web-10\\.0\\.0\\.7 +True +10h +${first.app ?? ''} +${shown.replace(/[.]/g, '\\.')}$`))
+  })
+
+  it.each([
+    [['list', '-l', 'app in (a'], 'Error: -l/--selector "app in (a": cannot parse "app in (a"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
+    [['prune', '-l', 'a b'], 'Error: -l/--selector "a b": cannot parse "a b"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
+    [['list', '-o', 'go-template={{.kind}}'], 'Error: -o/--output "go-template={{.kind}}": go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'],
+    [['list', '-o', 'jsonpath'], "Error: -o/--output jsonpath: template format specified but no template given, e.g. jsonpath='{.items[*].metadata.name}'"],
+    [['list', '-o', 'jsonpath={.items[0'], 'Error: -o/--output "jsonpath={.items[0": unterminated array'],
+    [['list', '-o', 'custom-columns=NAME'], 'Error: -o/--output custom-columns: unexpected custom-columns spec "NAME", expected <header>:<json-path-expr>'],
+    [['list', '-o', 'tabel'], 'Error: -o/--output "tabel": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
+  ])('bad output or selector flags are usage errors before any request: %j', async (args, first) => {
+    // No cluster to reach: the flags are checked before the kubeconfig is even read.
+    const res = await runCli(['war', ...args], {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
+    expectCleanFailure(res, 2, first)
   })
 
   it('-o json and -o yaml: the objects as a kubectl List, with apiVersion and kind', async () => {
@@ -297,10 +297,10 @@ describe.concurrent('meshvm war list / describe', () => {
       `WorkloadAutoRegistration/${UP_TO_DATE}`,
       `WorkloadAutoRegistration/${DISCONNECTED}`,
       `WorkloadAutoRegistration/${STALE}`,
-      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
-      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
       'WorkloadEntry/web-10.0.0.7',
       'WorkloadEntry/web-10.0.0.8',
+      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
+      'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
     ])
     expect(list.items[0]!.apiVersion).toBe('runtime.onboarding.tetrate.io/v1alpha1')
     expect(parse(yaml.stdout)).toEqual(list)
@@ -406,6 +406,18 @@ describe('meshvm war list: paging', () => {
     for (let i = 0; i < 10_000; i++) cluster.store.create(WAR_KEY, 'WorkloadAutoRegistration', minimalWar('big', `vm-${String(i).padStart(5, '0')}`, true))
   })
   afterAll(() => cluster?.stop())
+
+  it('aligns columns holding wide (CJK) characters and emoji by their terminal width', async () => {
+    ensureNamespace(cluster, 'intl')
+    const notes = ['名前', 'ok', '😀 smile']
+    notes.forEach((note, i) => {
+      const w = minimalWar('intl', `vm-${i}`, true)
+      cluster.store.create(WAR_KEY, 'WorkloadAutoRegistration', {...w, metadata: {...w.metadata, annotations: {note}}} as KubeObj)
+    })
+    const res = await meshvm(['list', '-n', 'intl', '-o', 'custom-columns=NOTE:.metadata.annotations.note,NAME:.metadata.name'])
+    expect(res.code, res.stderr).toBe(0)
+    expect(res.stdout).toBe(['NOTE       NAME', '名前       vm-0', 'ok         vm-1', '😀 smile   vm-2', ''].join('\n'))
+  })
 
   it('pages with limit and continue, printing every row once, aligned', async () => {
     const before = listRequests('paged').length
@@ -526,10 +538,16 @@ describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () =>
     expect(missing.stderr).toContain('Hint: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed, so only WorkloadEntries were searched')
   })
 
-  it('rollout explains why it cannot re-onboard WorkloadEntries, and which are stale', async () => {
+  it('rollout without --restart-command never says "up to date" while auto-registered WorkloadEntries are stale: it lists them with what to run, exit 8', async () => {
     const res = await meshvm(['rollout', 'web', '-n', 'legacy'])
-    expectCleanFailure(res, 4, /^Error: the WorkloadAutoRegistration CRD .* is not installed in this cluster: rollout re-onboards WorkloadAutoRegistrations/)
-    expect(res.stderr).toContain('Hint: 1 auto-registered WorkloadEntry is stale (web-10.0.0.7): restart the Istio sidecar on those VMs, one at a time')
+    const [note, ...rest] = res.stderr.split('\n')
+    expect(note).toBe(NOTE.replace('are shown.', 'are rolled out.'))
+    expectCleanFailure({...res, stderr: rest.join('\n')}, 8, /^Error: 1 auto-registered WorkloadEntry of workloadgroup legacy\/web \(generation 1\) is stale and was not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself$/m)
+    expect(res.stderr).toContain('Hint: web-10.0.0.7 (10.0.0.7): kubectl delete workloadentry web-10.0.0.7 -n legacy, then on that VM: sudo systemctl restart istio')
+    expect(res.stderr).toContain(`meshvm war rollout web -n legacy --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`)
+    expect(res.stderr).not.toMatch(/up to date|nothing to/)
+    expect(res.stdout).toMatch(/^web-10\.0\.0\.7 +needs restart +- +delete the entry and restart the VM's sidecar \(or pass --restart-command\)$/m)
+    expect(cluster.store.get(WE_KEY, 'legacy', 'web-10.0.0.7')).toBeDefined()
   })
 })
 
@@ -604,11 +622,44 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(war('del', warName('del', 'a'))).toBeDefined()
     })
 
-    it('--dry-run asks the API server and changes nothing', async () => {
-      const res = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run'])
+    it('--dry-run=server asks the API server and changes nothing', async () => {
+      const res = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run=server'])
       expect(res.code, res.stderr).toBe(0)
       expect(res.stdout).toBe(`workloadautoregistration.runtime.onboarding.tetrate.io "${warName('del', 'a')}" deleted (server dry run)\n`)
       expect(war('del', warName('del', 'a'))).toBeDefined()
+    })
+
+    it('a bare --dry-run is client (as kubectl): the registrations are looked up, no DELETE is sent', async () => {
+      const deletes = (): number => cluster.requests.filter((r) => r.method === 'DELETE').length
+      const before = deletes()
+      const res = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout).toBe(`workloadautoregistration.runtime.onboarding.tetrate.io "${warName('del', 'a')}" deleted (dry run)\n`)
+      expect(deletes()).toBe(before)
+      const bad = await meshvm(['delete', warName('del', 'a'), '-n', 'del', '--dry-run=maybe'])
+      expect(bad.code).toBe(2)
+      expect(bad.stderr.split('\n')[0]).toBe('Error: Expected --dry-run=maybe to be one of: none, client, server')
+    })
+
+    it('-o name output feeds back: war list -o name | xargs war delete --dry-run=client (TYPE/NAME arguments)', async () => {
+      const list = await meshvm(['list', '-n', 'del', '-o', 'name'])
+      expect(list.code, list.stderr).toBe(0)
+      const names = list.stdout.trim().split('\n')
+      expect(names).toContain(`workloadautoregistration.runtime.onboarding.tetrate.io/${warName('del', 'a')}`)
+      expect(names).toContain('workloadentry.networking.istio.io/web-10.0.0.7')
+      const res = await meshvm(['delete', ...names, '-n', 'del', '--dry-run=client'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout.trim().split('\n')).toEqual(names.map((n) => `${n.replace('/', ' "')}" deleted (dry run)`))
+      const described = await meshvm(['describe', `we/web-10.0.0.7`, '-n', 'del'])
+      expect(described.code, described.stderr).toBe(0)
+      expect(described.stdout).toMatch(/^Name: +web-10\.0\.0\.7$/m)
+    })
+
+    it('TYPE/NAME: the type is honoured, and an unknown type is a usage error', async () => {
+      const wrong = await meshvm(['delete', `workloadentry/${warName('del', 'a')}`, '-n', 'del', '--dry-run'])
+      expect(wrong.code).toBe(4)
+      const bad = await meshvm(['delete', 'pod/x', '-n', 'del', '--dry-run'])
+      expectCleanFailure(bad, 2, 'Error: "pod/x": unknown TYPE "pod"; expected NAME, or workloadautoregistration/NAME or workloadentry/NAME (as -o name prints them)')
     })
 
     it('--yes deletes WARs (and, through the API server, their WorkloadEntries) and auto-registered WorkloadEntries, explaining the re-onboard', async () => {
@@ -719,10 +770,11 @@ describe('meshvm war delete / rollout / prune', () => {
       const [a, b, c] = ['a', 'b', 'c'].map((s) => addWarVm('roll-stuck', s, {stale: true}))
       agents.set(`roll-stuck/${b}`, 'never')
       const cUid = war('roll-stuck', c!)!.metadata.uid
-      const res = await meshvm(['rollout', 'ratings', '-n', 'roll-stuck', '--timeout', '2s', '--poll-interval', '100ms'], 60_000)
+      // The resume line keeps the user's --context (and -n): it must act on the same cluster.
+      const res = await meshvm(['rollout', 'ratings', '-n', 'roll-stuck', '--context', cluster.contextName, '--timeout', '2s', '--poll-interval', '100ms'], 60_000)
       expectCleanFailure(res, 9, /^Rolling out workloadgroup roll-stuck\/ratings/)
       expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-stuck/ratings (generation 1) stopped: ${b} did not come back connected within 2s`)
-      expect(res.stderr).toContain('Hint: re-run "meshvm war rollout ratings -n roll-stuck" to continue: registrations already re-onboarded are up to date and are not touched again (1 not started)')
+      expect(res.stderr).toContain(`Hint: re-run "meshvm war rollout --context ${cluster.contextName} ratings -n roll-stuck" to continue: registrations already re-onboarded are up to date and are not touched again (1 not started)`)
       expect(res.stdout).toMatch(new RegExp(`^${a} +re-onboarded +`, 'm'))
       expect(res.stdout).toMatch(new RegExp(`^${b} +timed out +\\d+\\.\\ds +not back connected within 2s: the agent has not re-registered the workload$`, 'm'))
       expect(res.stdout).toMatch(new RegExp(`^${c} +not started +-$`, 'm'))
@@ -794,14 +846,74 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(annotations('roll-nopatch')[AWAITING]).toBeUndefined()
     })
 
+    it('two runs on one group: the second is refused while the first holds the lease, told who holds it, and never deletes anything', async () => {
+      const ns = 'roll-lease'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const [a, b, c] = ['a', 'b', 'c'].map((x) => addWarVm(ns, x, {stale: true})) as [string, string, string]
+      agents.set(`${ns}/${a}`, 'never')
+      const first = startCli(['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '--timeout', '20s'], cluster.env)
+      try {
+        await waitUntil(() => first.stderr.includes(`[1/3] deleted ${a}; waiting`), `${a} to be deleted`, 15_000)
+        const lease = JSON.parse(annotations(ns)[LEASE]!) as {holder: string; leaseDurationSeconds: number}
+        expect(lease.holder).toMatch(/ pid \d+$/)
+        expect(lease.leaseDurationSeconds).toBe(60)
+        const deletesBefore = cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length
+        const second = await meshvm(['rollout', 'ratings', '-n', ns, '--max-unavailable', '3'])
+        const escaped = JSON.stringify(lease.holder).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+        expectCleanFailure(second, 6, new RegExp(`^Error: another rollout of workloadgroup ${ns}/ratings is in progress: ${escaped} holds its lease \\(since \\S+, renewed \\S+\\)$`))
+        expect(second.stderr).toContain('Hint: wait for it to finish: two rollouts of one group would together take down more than --max-unavailable workloads')
+        expect(cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length).toBe(deletesBefore)
+      } finally {
+        agents.delete(`${ns}/${a}`)
+        cluster.mesh.addVm({name: a, namespace: ns, group: 'ratings', address: addresses.get(`${ns}/${a}`)!, connectedTo: ISTIOD, healthy: true, source: 'war'})
+      }
+      expect(await first.exited, first.stderr).toBe(0)
+      // The first run's record is intact, it finished all three, and it gave the lease back.
+      expect(maxInflight.get(ns) ?? 0).toBeLessThanOrEqual(1)
+      for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
+      expect(annotations(ns)).not.toHaveProperty(LEASE)
+      expect(annotations(ns)).not.toHaveProperty(AWAITING)
+    })
+
+    it('a live lease of another run refuses (exit 6, with the holder and when it expires); an expired one is taken over', async () => {
+      const ns = 'roll-lease2'
+      addGroup(cluster, ns, 'ratings', ratingsSpec())
+      const a = addWarVm(ns, 'a', {stale: true})
+      const setLease = (renewAgoMs: number) => {
+        const g = cluster.store.get(WG_KEY, ns, 'ratings')!
+        const renewTime = new Date(Date.now() - renewAgoMs).toISOString()
+        cluster.store.update(WG_KEY, {...g, metadata: {...g.metadata, annotations: {...g.metadata.annotations, [LEASE]: JSON.stringify({holder: 'alice@laptop pid 4242', acquireTime: '2026-01-01T00:00:00Z', renewTime, leaseDurationSeconds: 60})}}})
+        return renewTime
+      }
+      const renewTime = setLease(1000)
+      const refused = await meshvm(['rollout', 'ratings', '-n', ns])
+      expectCleanFailure(refused, 6, `Error: another rollout of workloadgroup ${ns}/ratings is in progress: "alice@laptop pid 4242" holds its lease (since 2026-01-01T00:00:00Z, renewed ${renewTime})`)
+      expect(refused.stderr).toContain(`Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or remove annotation ${LEASE} from the group)`)
+      expect(war(ns, a)).toBeDefined()
+      expect(isStale(ns, a)).toBe(true)
+      // --dry-run only warns.
+      const dry = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run'])
+      expect(dry.code).toBe(0)
+      expect(dry.stderr).toContain('Warning: another rollout of workloadgroup')
+      setLease(61_000)
+      const ok = await meshvm(['rollout', 'ratings', '-n', ns, '--poll-interval', '100ms'], 60_000)
+      expect(ok.code, ok.stderr).toBe(0)
+      expect(isStale(ns, a)).toBe(false)
+      expect(annotations(ns)).not.toHaveProperty(LEASE)
+    })
+
     it('records each registration in the group annotation before deleting it, and removes it once it is back', async () => {
       const ns = 'roll-note'
       addGroup(cluster, ns, 'ratings', ratingsSpec())
       const [a, b] = ['a', 'b'].map((s) => addWarVm(ns, s, {stale: true})) as [string, string]
-      // Every value the annotation takes, in order (undefined: absent).
+      // Every value the annotation takes, in order (undefined: absent); other writes to the group (the rollout's lease) do not change it.
       const history: (string | undefined)[] = []
+      let last: string | undefined | null = null
       const stop = cluster.store.onEvent((e) => {
-        if (e.resource === WG_KEY && e.object.metadata.namespace === ns) history.push(e.object.metadata.annotations?.[AWAITING])
+        if (e.resource !== WG_KEY || e.object.metadata.namespace !== ns) return
+        const value = e.object.metadata.annotations?.[AWAITING]
+        if (value !== last) history.push(value)
+        last = value
       })
       // a's agent is held back, so the test can look at the cluster while a is in flight.
       agents.set(`${ns}/${a}`, 'never')

@@ -48,7 +48,7 @@ interface CommandCase {
 const commands: CommandCase[] = [
   {name: 'war list', args: () => ['war', 'list', '-A', '-o', 'wide'], path: '/apis/runtime.onboarding.tetrate.io/v1alpha1/workloadautoregistrations'},
   {name: 'war describe', args: () => ['war', 'describe', 'web-vm-1', '-n', 'apps'], path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups'},
-  {name: 'proxy-status', args: () => ['proxy-status', '-o', 'wide'], path: /\/pods\/istiod-[^/]+\/proxy\/debug\/syncz$/},
+  {name: 'proxy-status', args: () => ['proxy-status', '-o', 'wide'], path: /\/pods\/istiod-[^/]+\/portforward$/},
   {name: 'precheck', args: () => ['precheck', 'web', '-n', 'apps', '-o', 'json'], path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', method: 'POST'},
   {name: 'bundle', args: () => ['bundle', 'web', '-n', 'apps', '-d', join(mkdtempSync(join(work, 'b-')), 'out')], path: '/api/v1/namespaces/istio-system/configmaps', compare: false},
   {name: 'onboard --apply', args: () => ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', method: 'PATCH'},
@@ -230,7 +230,7 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
     }
   })
 
-  it('missing CRD: war list falls back to WorkloadEntries with a note; rollout explains', async () => {
+  it('missing CRD: war list falls back to WorkloadEntries with a note; rollout rolls out WorkloadEntries and says so', async () => {
     const noWar = await startCluster({crdFiles: [ISTIO_CRDS]})
     try {
       // The group exists, so the only thing missing for a rollout is the CRD.
@@ -238,8 +238,12 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
       const list = await runCli(['war', 'list', '-A'], {env: {...noWar.env, ...ENV}})
       expect(list.code).toBe(0)
       expect(list.stderr).toMatch(/WorkloadAutoRegistration|CRD/)
+      // Without the CRD, the group's registrations are its auto-registered WorkloadEntries (none here).
       const rollout = await runCli(['war', 'rollout', 'web', '-n', 'apps'], {env: {...noWar.env, ...ENV}})
-      expectCleanError(rollout, 4, /WorkloadAutoRegistration/)
+      expect(rollout.code, rollout.stderr).toBe(0)
+      expect(rollout.stderr).not.toMatch(STACK_TRACE)
+      expect(rollout.stderr).toContain('Note: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: only auto-registered WorkloadEntries are rolled out.')
+      expect(rollout.stderr).toContain('workloadgroup apps/web (generation 1): all 0 registration(s) are up to date, nothing to roll out')
       expect(rollout.stderr).not.toMatch(/workloadgroup .* not found/)
       logFault('war list', 'missing CRD')
       logFault('war rollout', 'missing CRD')

@@ -4,7 +4,7 @@
  * gives exactly the results of reading each object just before applying it.
  */
 import {describe, expect, it} from 'vitest'
-import {applyObjects, type ApplyResult} from '../../src/lib/apply/apply.js'
+import {applyObjects, outcomeOf, type ApplyResult} from '../../src/lib/apply/apply.js'
 import {MeshvmError} from '../../src/lib/errors.js'
 import type {KubeClient} from '../../src/lib/kube/client.js'
 import type {KubeObject} from '../../src/lib/onboard/generate.js'
@@ -151,5 +151,15 @@ describe('applyObjects', () => {
     const results = await apply(fake, {signal: controller.signal})
     expect(outcomes(results)).toEqual(['namespace/apps created', 'serviceaccount/web-vm created', 'workloadgroup.networking.istio.io/web not applied', 'service/web not applied'])
     expect(fake.calls.filter((c) => c.startsWith('PATCH '))).toEqual([`PATCH ${PATHS[0]}`, `PATCH ${PATHS[1]}`])
+  })
+})
+
+describe('outcomeOf', () => {
+  const obj = (port: number, rv: string) => ({apiVersion: 'v1', kind: 'Service', metadata: {name: 'web', namespace: 'apps', resourceVersion: rv, managedFields: [{manager: rv}]}, spec: {ports: [{port}]}})
+
+  it('compares the objects, never the resourceVersion alone (a server dry run keeps the stored one)', () => {
+    expect(outcomeOf(undefined, obj(80, '7'))).toBe('created')
+    expect(outcomeOf(obj(80, '7'), obj(8080, '7'))).toBe('configured')
+    expect(outcomeOf(obj(80, '7'), obj(80, '9'))).toBe('unchanged')
   })
 })

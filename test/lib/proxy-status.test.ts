@@ -17,18 +17,14 @@ import {
 } from '../../src/lib/proxy-status/status.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
-const ISTIOCTL_TESTDATA = new URL('../../../shared/reference/istioctl-testdata/writer/pilot/testdata/', import.meta.url)
-const BEHAVIOUR_DOC = new URL('../../../shared/reference/istioctl-behaviour.md', import.meta.url)
+const ISTIOCTL_TESTDATA = new URL('../fixtures/istioctl/writer/pilot/testdata/', import.meta.url)
 const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
 
 const istioctlGolden = (name: string) => readFileSync(new URL(name, ISTIOCTL_TESTDATA), 'utf8')
 
-/** The 1.24.6 golden, quoted verbatim in §4.5 of the behaviour reference (the on-disk goldens are 1.28's). */
+/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt (the other goldens in test/fixtures/istioctl are 1.28's). */
 function istioctl124Golden(): string {
-  const doc = readFileSync(BEHAVIOUR_DOC, 'utf8')
-  const m = /Golden `istioctl\/pkg\/writer\/pilot\/testdata\/multiXdsStatusMultiPilot\.txt` \(1\.24\.6, exact\):\*\*\n```\n([\s\S]*?)```/.exec(doc)
-  if (!m?.[1]) throw new Error('1.24.6 golden not found in istioctl-behaviour.md §4.5')
-  return m[1]
+  return readFileSync(new URL('../fixtures/istioctl/writer/pilot/testdata-1.24.6/multiXdsStatusMultiPilot.txt', import.meta.url), 'utf8')
 }
 
 const NOW = new Date('2024-11-05T10:20:00Z')
@@ -304,7 +300,9 @@ describe('xDS syncz, Istio 1.24 shape', () => {
   it('reads statuses, ages, NACK details and the istiod identity', () => {
     const [s] = parseSyncz(sample, {name: 'istiod', namespace: 'istio-system'})
     expect(s).toMatchObject({proxyId: 'vm-1.vm-ns', namespace: 'vm-ns', clusterId: 'cluster1', proxyVersion: '1.24.2', shape: 'xds'})
-    expect(s!.istiod).toEqual({name: 'istiod-7d4b9c6f8-x2k9p', namespace: 'istio-system', version: '1.24.2', revision: 'abc123'})
+    // Info.revision ("abc123") is istiod's git commit (BuildInfo.GitRevision), not its istio.io/rev.
+    expect(s!.istiod).toEqual({name: 'istiod-7d4b9c6f8-x2k9p', namespace: 'istio-system', version: '1.24.2'})
+    expect(parseSyncz(sample, {name: 'istiod', namespace: 'istio-system', revision: 'canary'})[0]!.istiod.revision).toBe('canary')
     const [row] = proxyStatusRows([s!], {now: NOW})
     expect(row!.status).toEqual({CDS: 'SYNCED (4m28s)', LDS: 'SYNCED (4m28s)', EDS: 'STALE (4m28s)', RDS: 'ERROR (4m28s)', ECDS: 'NOT SENT'})
     expect(row!.xds.RDS.error).toBe('Proto constraint validation failed ...')

@@ -11,7 +11,6 @@ import {ExitCode, UsageError, UsageErrors, toReport} from '../../src/lib/errors.
 import {
   buildRemoteKubeconfig,
   buildRemoteSecret,
-  goYamlMarshal,
   isLoopbackServer,
   isServiceAccountTokenSecret,
   parseAuthPluginConfig,
@@ -21,6 +20,7 @@ import {
   warnings,
   type RemoteSecretFlags,
 } from '../../src/lib/remote-secret/generate.js'
+import {goYamlMarshal} from '../../src/lib/util/go-compat.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
 const GOLDEN = join(import.meta.dirname, '..', 'golden', 'remote-secret')
@@ -215,6 +215,14 @@ describe('goYamlMarshal: yaml.v2 formatting', () => {
     expect(first).toHaveLength(82)
     expect(second).toBe('  ' + Array.from({length: 16}, () => 'word').join(' '))
     expect(goYamlMarshal({k: `'${words}`}).split('\n')[1]).toMatch(/^ {2}word/) // single-quoted folds alike
+  })
+
+  it('writes a sequence in a sequence on the dash line, two columns in (as libyaml/yaml.v2 indent it)', () => {
+    expect(goYamlMarshal({k: [[1, 2], ['a'], []]})).toBe('k:\n- - 1\n  - 2\n- - a\n- []\n')
+  })
+
+  it("writes non-integers as Go's strconv.FormatFloat(f, 'g', -1, 64)", () => {
+    expect(goYamlMarshal({a: 0.5, b: 1.5e-7, c: 1234567.5, d: 12.5, e: Infinity, f: -Infinity, g: Number.NaN})).toBe('a: 0.5\nb: 1.5e-07\nc: 1.2345675e+06\nd: 12.5\ne: .inf\nf: -.inf\ng: .nan\n')
   })
 
   it('never folds long strings without spaces (tokens, certificates)', () => {

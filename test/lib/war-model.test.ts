@@ -6,7 +6,6 @@ import {renderTable} from '../../src/lib/output/table.js'
 import {compileSchema, type Schema} from '../../src/lib/schema/validate.js'
 import {
   DEFAULT_WAR_GRACE_PERIOD_MS,
-  describeRegistration,
   identityString,
   isAutoRegisteredWorkloadEntry,
   isPrunable,
@@ -21,6 +20,7 @@ import {
   type WorkloadEntryObject,
   type WorkloadGroup,
 } from '../../src/lib/war/model.js'
+import {describeRegistration} from '../../src/lib/war/describe.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {REPO_ROOT} from '../helpers/cli.js'
 

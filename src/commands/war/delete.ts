@@ -4,7 +4,8 @@ import {BaseCommand} from '../../lib/cli/base-command.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../../lib/errors.js'
 import type {Found} from '../../lib/war/fetch.js'
-import {registrationNames} from '../../lib/war/flags.js'
+import {dryRunFlag} from '../../lib/cli/dry-run.js'
+import {registrationRefs} from '../../lib/war/flags.js'
 
 const REONBOARD =
   "The onboarding agent on each VM re-onboards its workload: while it runs, it registers again within seconds and a new WorkloadAutoRegistration is made from the current WorkloadGroup. For an auto-registered WorkloadEntry, istiod re-creates it when the VM's sidecar reconnects. A VM that is gone does not come back."
@@ -19,32 +20,34 @@ Every NAME is looked up first: if one does not exist, nothing is deleted. In a t
   static override examples = [
     '<%= config.bin %> <%= command.id %> ratings-aws-aws-123456789012-us-east-2b-ec2-i-1234567890abcdef0 -n bookinfo',
     {description: 'Several, without a question (scripts):', command: '<%= config.bin %> <%= command.id %> web-10.0.0.7 web-10.0.0.8 -n apps --yes'},
-    {description: 'Ask the API server what would happen, changing nothing:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.7 -n apps --dry-run'},
+    {description: 'Ask the API server what would happen, changing nothing:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.7 -n apps --dry-run=server'},
+    {description: 'What war list shows, as TYPE/NAME (see what would be deleted):', command: '<%= config.bin %> war list -n apps -o name | xargs <%= config.bin %> <%= command.id %> -n apps --dry-run=client'},
   ]
 
   static override strict = false
 
   static override args = {
-    name: Args.string({description: 'Name of the registration (several may be given).', required: true, ignoreStdin: true}),
+    name: Args.string({description: 'NAME or TYPE/NAME (as -o name prints it) of the registration; several may be given.', required: true, ignoreStdin: true}),
   }
 
   static override flags = {
     yes: Flags.boolean({char: 'y', summary: 'Delete without asking (required when stdin or stdout is not a terminal).'}),
-    'dry-run': Flags.boolean({summary: 'Send the deletes as a server dry run: report, change nothing.'}),
+    'dry-run': dryRunFlag('client: look the registrations up and print what would be deleted; server: send the deletes as a server dry run. Either way nothing changes.'),
   }
 
   async run(): Promise<void> {
     const {argv} = await this.parse()
-    const names = registrationNames(argv, 'war delete')
+    const refs = registrationRefs(argv, 'war delete')
     const f = this.flags
+    const dryRun = f['dry-run'] !== 'none'
     const session = await this.session()
     try {
       const {deleteRegistration, findRegistration, kindName, warApiServed} = await import('../../lib/war/fetch.js')
       const warServed = await warApiServed(session.client)
       const found: Found[] = []
-      for (const name of names) found.push(await findRegistration(session.client, session.namespace, name, warServed))
+      for (const ref of refs) found.push(await findRegistration(session.client, session.namespace, ref.name, warServed, ref.source))
       const listing = found.map((x) => `  ${kindName(x.source)}/${x.object.metadata?.name ?? ''}`).join('\n')
-      if (!f.yes && !f['dry-run']) {
+      if (!f.yes && !dryRun) {
         if (!canPrompt()) {
           throw new UsageError(`refusing to delete ${found.length} registration(s) without confirmation: pass --yes (there is no terminal to ask in)`, [
             'the agents re-onboard their workloads after a delete; "meshvm war rollout GROUP" does it one VM at a time',
@@ -63,9 +66,10 @@ Every NAME is looked up first: if one does not exist, nothing is deleted. In a t
       for (const x of found) {
         const name = x.object.metadata?.name ?? ''
         try {
-          const existed = await deleteRegistration(session.client, x.source, x.object, {dryRun: f['dry-run']})
+          // client: found above, nothing is sent; server: the API server runs the delete with dryRun=All.
+          const existed = f['dry-run'] === 'client' ? true : await deleteRegistration(session.client, x.source, x.object, {dryRun: f['dry-run'] === 'server'})
           if (existed) deleted++
-          this.out(`${kindName(x.source)} "${name}" ${existed ? 'deleted' : 'was already gone'}${f['dry-run'] ? ' (server dry run)' : ''}\n`)
+          this.out(`${kindName(x.source)} "${name}" ${existed ? 'deleted' : 'was already gone'}${{none: '', client: ' (dry run)', server: ' (server dry run)'}[f['dry-run']]}\n`)
         } catch (err) {
           if (!(err instanceof MeshvmError)) throw err
           failures.push(err)
@@ -73,7 +77,7 @@ Every NAME is looked up first: if one does not exist, nothing is deleted. In a t
           if (found.length > 1) this.note(`${kindName(x.source)} "${name}" not deleted: ${err.message}`)
         }
       }
-      if (f.yes && deleted > 0 && !f['dry-run']) this.note(REONBOARD)
+      if (f.yes && deleted > 0 && !dryRun) this.note(REONBOARD)
       if (failures.length > 0) {
         const first = failures[0]!
         throw new MeshvmError(`${failures.length} of ${found.length} registration(s) not deleted: ${first.message}`, {

@@ -1,9 +1,9 @@
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
+import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {statusColor} from '../../lib/output/color.js'
-import {resourceName, toJson} from '../../lib/output/render.js'
-import {toYaml} from '../../lib/yaml.js'
-import {listingFlags, noHeadersFlag, outputFlag} from '../../lib/war/flags.js'
+import {byNamespaceThenName, onRows, Printer} from '../../lib/output/printer.js'
+import {labelSelectorFlag, listingFlags, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
 import type {Listed, ListQuery, ListState} from '../../lib/war/fetch.js'
 
 export default class WarList extends BaseCommand<typeof WarList> {
@@ -13,34 +13,35 @@ export default class WarList extends BaseCommand<typeof WarList> {
 
 Rows come from Tetrate WorkloadAutoRegistrations when their CRD is installed, and from the WorkloadEntries istiod auto-registered (see --source). Without the CRD only WorkloadEntries are shown, with a note on stderr. Identity keys are read in both spellings (task_id and taskId).
 
-The list is read in pages of --chunk-size objects and printed as it arrives, so long lists start at once and never sit in memory whole. Table column widths come from the first --chunk-size rows (all rows, for a shorter list); a wider value after those widens its column from there on, as with kubectl. A list whose continue token expires (410 Gone) restarts without repeating rows. -o json|yaml print the objects as a kubectl List; -o name prints kind.group/name. --watch keeps printing a row (or object) for every change after the list.`
+The list is read in pages of --chunk-size objects and printed as it arrives, so long lists start at once and never sit in memory whole. Table column widths come from the first --chunk-size rows (all rows, for a shorter list); a wider value after those widens its column from there on, as with kubectl. A list whose continue token expires (410 Gone) restarts without repeating rows. -o json|yaml print the objects as a kubectl List; -o name prints kind.group/name (which war describe and war delete accept back); -o jsonpath=…, -o jsonpath-as-json=… and -o custom-columns=… take kubectl's JSONPath templates. With -A rows are ordered by namespace, then name; --sort-by orders them by any field. Both hold the list until it is complete. --watch keeps printing a row (or object) for every change after the list.`
 
   static override examples = [
     {description: 'Registrations in a namespace:', command: '<%= config.bin %> <%= command.id %> -n bookinfo'},
     {description: 'Everywhere, with identities, versions and staleness:', command: '<%= config.bin %> <%= command.id %> -A -o wide'},
     {description: 'One group, then keep watching:', command: '<%= config.bin %> <%= command.id %> -n bookinfo --group ratings --watch'},
     {description: 'Only Istio auto-registered WorkloadEntries, as YAML:', command: '<%= config.bin %> <%= command.id %> -n apps --source workloadentry -o yaml'},
+    {description: 'Names only, fed back to another command:', command: '<%= config.bin %> <%= command.id %> -n apps -o name | xargs <%= config.bin %> war delete -n apps --dry-run=client'},
+    {description: "kubectl's JSONPath and custom columns:", command: `<%= config.bin %> <%= command.id %> -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name --sort-by=.metadata.creationTimestamp`},
   ]
 
   static override flags = {
     ...listingFlags,
-    output: outputFlag,
-    'no-headers': noHeadersFlag,
+    ...outputFlags(WAR_OUTPUT_KINDS),
     watch: Flags.boolean({char: 'w', summary: 'After listing, print every change (Ctrl-C to stop).'}),
   }
 
   async run(): Promise<void> {
     const f = this.flags
+    const print = printOptions(f, WAR_OUTPUT_KINDS)
+    const labelSelector = labelSelectorFlag(f.selector)
     const session = await this.session()
     const allNamespaces = f['all-namespaces']
     const namespace = allNamespaces ? undefined : session.namespace
-    const format = f.output
-    const wide = format === 'wide'
+    const wide = print.output.kind === 'wide'
     const {CRD_MISSING_NOTE, fetchGroups, listRegistrations, watchRegistrations} = await import('../../lib/war/fetch.js')
     const {warColumns} = await import('../../lib/war/model.js')
-    const {StreamingTable} = await import('../../lib/war/stream-table.js')
-    const {ListWriter} = await import('../../lib/war/stream-list.js')
-    const q: ListQuery = {namespace, labelSelector: f.selector, group: f.group, source: f.source, chunkSize: f['chunk-size']}
+    const {drained} = await import('../../lib/output/drain.js')
+    const q: ListQuery = {namespace, labelSelector, group: f.group, source: f.source, chunkSize: f['chunk-size']}
     const state: ListState = {resourceVersions: {}}
     try {
       if (wide) {
@@ -51,37 +52,33 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
           this.warning(`${(err as Error).message}: the STALE column is not computed`)
         }
       }
-      const chalk = this.chalkFor(format)
+      const chalk = this.chalkFor(print.output.kind)
       // One Date, moved forward for --watch rows, so AGE stays current.
       const now = new Date()
-      const table = new StreamingTable(warColumns(wide, allNamespaces, now, (s) => statusColor(chalk, s)), {wide, noHeaders: f['no-headers'], bufferRows: f['chunk-size']}, (t) => this.out(t))
-      const list = (format === 'json' || format === 'yaml') && !f.watch ? new ListWriter(format, (t) => this.out(t)) : undefined
-      let documents = 0
-      const print = (page: Listed[]): void => {
-        if (format === 'table' || format === 'wide') table.add(page.map((l) => l.registration))
-        else if (format === 'name') this.out(page.map((l) => resourceName(l.object) + '\n').join(''))
-        else if (list) list.add(page.map((l) => l.object))
-        else {
-          // --watch with -o json|yaml: one document per object, as kubectl prints them.
-          for (const l of page) this.out(format === 'json' ? toJson(l.object) : `${documents++ > 0 ? '---\n' : ''}${toYaml(l.object)}`)
-        }
-      }
-      let count = 0
+      const printer = new Printer<Listed>(
+        {
+          columns: onRows(warColumns(wide, allNamespaces, now, (s) => statusColor(chalk, s)), (l: Listed) => l.registration),
+          object: (l) => l.object,
+          order: allNamespaces ? byNamespaceThenName((l: Listed) => l.registration) : undefined,
+        },
+        {...print, bufferRows: f['chunk-size'], watch: f.watch},
+        (t) => this.out(t),
+      )
       let noted = false
       for await (const page of listRegistrations(session.client, q, state)) {
         if (state.warServed === false && !noted && f.source === 'all') {
           noted = true
           this.note(`Note: ${CRD_MISSING_NOTE}.`)
         }
-        count += page.length
-        print(page)
+        printer.add(page)
+        const wait = drained() // stdout back-pressure: the next page is read when this one was taken
+        if (wait) await wait
       }
-      list?.finish()
-      table.flush()
-      if (count === 0 && !list) {
+      if (printer.count === 0 && print.output.kind !== 'json' && print.output.kind !== 'yaml') {
         const scope = namespace === undefined ? '' : ` in namespace ${namespace}`
         this.note(`No registrations found${scope}${f.group === undefined ? '' : ` for workloadgroup ${f.group}`}.`)
       }
+      printer.finish()
       if (!f.watch) return
       const controller = new AbortController()
       await watchRegistrations(
@@ -90,7 +87,7 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
         state,
         (change) => {
           now.setTime(Date.now())
-          print([change])
+          printer.add([change])
         },
         controller.signal,
       )

@@ -1,11 +1,11 @@
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
+import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {age} from '../../lib/output/age.js'
-import {asList, renderData, resourceName} from '../../lib/output/render.js'
-import {renderTable} from '../../lib/output/table.js'
-import {durationFlag, listingFlags, noHeadersFlag, outputFlag} from '../../lib/war/flags.js'
-import type {ListState} from '../../lib/war/fetch.js'
+import {byNamespaceThenName, onRows, Printer} from '../../lib/output/printer.js'
+import {durationFlag, labelSelectorFlag, listingFlags, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
+import type {Listed, ListState} from '../../lib/war/fetch.js'
 import type {PruneOutcome} from '../../lib/war/prune.js'
 
 export default class WarPrune extends BaseCommand<typeof WarPrune> {
@@ -25,36 +25,46 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
     ...listingFlags,
     'grace-period': Flags.string({summary: 'How long an agent must have been disconnected (e.g. 30s, 5m, 1h).', default: '5m'}),
     yes: Flags.boolean({char: 'y', summary: 'Delete the registrations found (otherwise they are only listed).'}),
-    output: outputFlag,
-    'no-headers': noHeadersFlag,
+    ...outputFlags(WAR_OUTPUT_KINDS),
   }
 
   async run(): Promise<void> {
     const f = this.flags
     const gracePeriodMs = durationFlag('--grace-period', f['grace-period'], {allowZero: true})
+    const print = printOptions(f, WAR_OUTPUT_KINDS)
+    const labelSelector = labelSelectorFlag(f.selector)
     const grace = f['grace-period']
     const session = await this.session()
     const allNamespaces = f['all-namespaces']
     const namespace = allNamespaces ? undefined : session.namespace
-    const format = f.output
+    const format = print.output.kind
+    const human = format === 'table' || format === 'wide'
     try {
       const {CRD_MISSING_NOTE, kindName} = await import('../../lib/war/fetch.js')
       const {findPrunable, prune, pruneColumns} = await import('../../lib/war/prune.js')
       const state: ListState = {resourceVersions: {}}
       const now = new Date()
-      const candidates = await findPrunable(session.client, {namespace, labelSelector: f.selector, group: f.group, source: f.source, chunkSize: f['chunk-size'], gracePeriodMs}, state, now)
+      const candidates = await findPrunable(session.client, {namespace, labelSelector, group: f.group, source: f.source, chunkSize: f['chunk-size'], gracePeriodMs}, state, now)
       if (state.warServed === false && f.source === 'all') this.note(`Note: ${CRD_MISSING_NOTE}.`)
       const scope = namespace === undefined ? '' : ` in namespace ${namespace}`
+      // Candidates without --yes, the deleted ones with it (except in tables, where each delete is reported as a line).
+      const printer = new Printer<Listed>(
+        {
+          columns: onRows(pruneColumns(allNamespaces, now, (ts, n) => age(ts, n)), (l: Listed) => l.registration),
+          object: (l) => l.object,
+          order: allNamespaces ? byNamespaceThenName((l: Listed) => l.registration) : undefined,
+        },
+        print,
+        (t) => this.out(t),
+      )
       if (candidates.length === 0) {
-        if (format === 'json' || format === 'yaml') this.out(renderData(asList([]), format) as string)
+        if (!human) printer.finish()
         this.note(`No registrations${scope} have been disconnected for longer than ${grace}.`)
         return
       }
       if (!f.yes) {
-        if (format === 'table' || format === 'wide') {
-          this.out(renderTable(candidates.map((c) => c.registration), pruneColumns(allNamespaces, now, (ts, n) => age(ts, n)), {wide: format === 'wide', noHeaders: f['no-headers']}))
-        } else if (format === 'name') this.out(candidates.map((c) => resourceName(c.object) + '\n').join(''))
-        else this.out(renderData(asList(candidates.map((c) => c.object)), format) as string)
+        printer.add(candidates)
+        printer.finish()
         this.note(`${candidates.length} registration(s)${scope} have been disconnected for longer than ${grace}; run again with --yes to delete them.`)
         return
       }
@@ -63,15 +73,15 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
         const ns = o.listed.object.metadata?.namespace ?? ''
         const kind = kindName(o.listed.source)
         if (o.result === 'deleted') {
-          if (format === 'name') this.out(resourceName(o.listed.object) + '\n')
-          else if (format === 'table' || format === 'wide') this.out(`${kind} "${name}" deleted${allNamespaces ? ` from namespace ${ns}` : ''}\n`)
+          if (human) this.out(`${kind} "${name}" deleted${allNamespaces ? ` from namespace ${ns}` : ''}\n`)
+          else printer.add([o.listed])
         } else if (o.result === 'reconnected') this.note(`Kept ${kind} "${name}": its agent reconnected.`)
         else if (o.result === 'gone') this.note(`Skipped ${kind} "${name}": it was already deleted or replaced.`)
         else this.note(`Error: ${kind} "${name}" not deleted: ${o.error?.message ?? 'unknown error'}`)
       }
       const outcomes = await prune(session.client, candidates, gracePeriodMs, report)
       const deleted = outcomes.filter((o) => o.result === 'deleted')
-      if (format === 'json' || format === 'yaml') this.out(renderData(asList(deleted.map((o) => o.listed.object)), format) as string)
+      if (!human) printer.finish()
       const failed = outcomes.filter((o) => o.result === 'failed')
       this.note(`Pruned ${deleted.length} of ${candidates.length} registration(s) disconnected for longer than ${grace}.`)
       if (failed.length > 0) {

@@ -15,12 +15,17 @@ export default class WarRollout extends BaseCommand<typeof WarRollout> {
 
 The first workload that does not come back within --timeout stops the rollout (nothing new starts) with a report of every registration. Re-running continues where it stopped: what is stale is worked out from the cluster each time, and the registrations a run deleted that are not back yet are remembered in the annotation rollout.meshvm.io/awaiting on the group (so this needs permission to patch workloadgroups), so that the next run waits for them first instead of losing them. Stale registrations whose agent is not connected are skipped (their agent cannot re-onboard now) with a warning. --dry-run prints the plan. Progress goes to stderr, the report to stdout.
 
-Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected within --timeout; 8 a workload came back but stayed unhealthy, or came back from an old snapshot; 4 no such WorkloadGroup, or no WorkloadAutoRegistration CRD; 5 a permission is missing; 130 Ctrl-C (the workloads in flight are reported as interrupted).`
+Istio's own auto-registered WorkloadEntries (no WorkloadAutoRegistration) are rolled out too, but istiod re-makes such an entry from the current group only when the VM's sidecar reconnects after the entry was deleted, and meshvm cannot reach a VM by itself: with --restart-command CMD, each stale entry is deleted and CMD is run through sh with MESHVM_VM_NAME (the entry), MESHVM_VM_ADDRESS (the VM's address), MESHVM_VM_HOSTNAME (the address: the cluster does not record host names) and MESHVM_NAMESPACE set, --max-unavailable at a time, and the rollout waits for the entry to come back from the current group (and healthy, with a probe). Without it, the stale entries are listed with what to run on each VM, and the command exits 8.
+
+Only one rollout of a group runs at a time: a run takes a lease on the group (annotation rollout.meshvm.io/lease, written with the group's resourceVersion), renews it while it runs and gives it back at the end; another run is refused (exit 6) and told who holds it, until the lease expires (60s after the holder's last renewal, e.g. when it was killed).
+
+Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected within --timeout; 8 a workload came back but stayed unhealthy, or came back from an old snapshot; 8 also when stale auto-registered WorkloadEntries need --restart-command; 1 the restart command failed; 4 no such WorkloadGroup; 5 a permission is missing; 6 another rollout of the group holds its lease; 130 Ctrl-C (the workloads in flight are reported as interrupted).`
 
   static override examples = [
     '<%= config.bin %> <%= command.id %> ratings -n bookinfo',
     {description: 'See the plan first:', command: '<%= config.bin %> <%= command.id %> ratings -n bookinfo --dry-run'},
     {description: 'Two at a time, allowing 10 minutes per VM:', command: '<%= config.bin %> <%= command.id %> ratings -n bookinfo --max-unavailable 2 --timeout 10m'},
+    {description: "Istio auto-registered VMs: restart each stale VM's sidecar over ssh:", command: `<%= config.bin %> <%= command.id %> web -n apps --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`},
   ]
 
   static override args = {
@@ -31,6 +36,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     'max-unavailable': Flags.integer({summary: 'How many workloads may be re-onboarding at once.', default: 1, min: 1}),
     timeout: Flags.string({summary: 'How long to wait for each workload to come back connected (and healthy).', default: '5m'}),
     'dry-run': Flags.boolean({summary: 'Print the plan; change nothing.'}),
+    'restart-command': Flags.string({summary: "Command (run with sh -c) that restarts a VM's sidecar, for auto-registered WorkloadEntries; gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE."}),
     'chunk-size': Flags.integer({summary: 'Objects per list request; 0 lists everything in one request.', default: 500, min: 0}),
     'poll-interval': Flags.string({summary: 'How often to check on workloads being re-onboarded.', default: '1s', hidden: true}),
     output: Flags.option({char: 'o', summary: 'Output format of the report.', options: ['table', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
@@ -54,6 +60,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           pollIntervalMs,
           dryRun: f['dry-run'],
           chunkSize: f['chunk-size'],
+          restartCommand: f['restart-command'],
           signal,
           progress: (line) => this.note(line),
           warn: (line) => this.warning(line),
@@ -91,7 +98,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           {header: 'STEP', value: (i) => (i.step === undefined ? '-' : String(i.step))},
           {header: 'NAME', value: (i) => i.name},
           {header: 'AGENT CONNECTED', value: (i) => i.agentConnected},
-          {header: 'ACTION', value: (i) => (i.result === 'skipped' ? 'skip (agent not connected)' : i.deletedEarlier ? 'wait (deleted by an earlier rollout)' : 're-onboard')},
+          {header: 'ACTION', value: (i) => (i.result === 'skipped' ? 'skip (agent not connected)' : i.result === 'needs restart' ? 'needs --restart-command' : i.deletedEarlier ? 'wait (deleted by an earlier rollout)' : i.kind === 'workloadentry' ? 'delete, restart sidecar' : 're-onboard')},
         ]),
       )
       return

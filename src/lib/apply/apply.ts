@@ -1,10 +1,15 @@
 /**
- * Server-side apply of generated objects, in order, with an exact account of what changed:
- * every object ends as created, configured, unchanged or failed (with the API server's causes),
- * and an interrupted run says which objects it did not reach.
+ * meshvm's one server-side apply (onboard --apply/--dry-run=server/--diff and create-remote-secret):
+ * field manager "meshvm", conflicts with other managers refused unless forced, and an outcome
+ * (created, configured, unchanged) decided by comparing the live object with the result, never by
+ * resourceVersion alone (a server dry run returns the stored resourceVersion even when the object
+ * would change). applyObjects applies generated objects in order with an exact account of what
+ * changed: every object ends as created, configured, unchanged or failed (with the API server's
+ * causes), and an interrupted run says which objects it did not reach.
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
+import {KubeApiError} from '../kube/errors.js'
 import {findResourceByKind, resourcePath} from '../kube/resources.js'
 import type {KubeObject} from '../onboard/generate.js'
 import {resourceName} from '../output/render.js'
@@ -28,6 +33,7 @@ export interface ApplyResult {
 export interface ApplyOptions {
   dryRun?: boolean
   diff?: boolean
+  /** Take fields other managers own (--force-conflicts); without it such a field is a conflict error. */
   force?: boolean
   signal?: AbortSignal
   onResult?: (result: ApplyResult) => void
@@ -53,6 +59,50 @@ export function comparable(obj: Live | undefined): string {
     if (meta.annotations === undefined) delete meta.annotations
   }
   return toYaml({...rest, metadata: meta})
+}
+
+export type WriteOutcome = 'created' | 'configured' | 'unchanged'
+
+/** What an apply did to `live` (undefined: it did not exist), judged from the objects themselves. */
+export function outcomeOf(live: Live | undefined, applied: Live | undefined): WriteOutcome {
+  if (!live) return 'created'
+  return comparable(live) === comparable(applied) ? 'unchanged' : 'configured'
+}
+
+/**
+ * One server-side apply. A 409 with FieldManagerConflict causes becomes an error naming each
+ * field and the manager that owns it (Helm, Argo CD, kubectl...), as kubectl reports it; `force`
+ * takes the fields over (kubectl's --force-conflicts).
+ */
+export async function serverSideApply<T = Live>(client: KubeClient, path: string, object: unknown, options: {force?: boolean; dryRun?: boolean} = {}): Promise<T> {
+  try {
+    return await client.apply<T>(path, object, {fieldManager: FIELD_MANAGER, force: options.force ?? false, dryRun: options.dryRun})
+  } catch (err) {
+    throw conflictError(err) ?? err
+  }
+}
+
+function conflictError(err: unknown): KubeApiError | undefined {
+  if (!(err instanceof KubeApiError) || err.status !== 409) return undefined
+  const causes = (err.kubeStatus?.details?.causes ?? []).filter((c) => c.reason === 'FieldManagerConflict')
+  if (causes.length === 0) return undefined
+  // Cause message: `conflict with "helm" using v1` (or `... with "kubectl" with subresource "status"`).
+  const owned = causes.map((c) => {
+    const manager = /conflict with "([^"]*)"/.exec(c.message ?? '')?.[1] ?? 'another manager'
+    return `${c.field ?? '<unknown field>'} is managed by "${manager}"`
+  })
+  const message = `server-side apply conflict${owned.length > 1 ? 's' : ''}: ${owned.join('; ')}`
+  return new KubeApiError(message, {
+    status: 409, reason: 'Conflict', kubeStatus: err.kubeStatus, exit: ExitCode.REJECTED,
+    hints: ['another tool manages these fields with other values; leave them to it, or run again with --force-conflicts to take them over (as kubectl apply --server-side --force-conflicts does)'],
+  })
+}
+
+/** Reads the live object, applies, and says what changed. */
+export async function applyOne(client: KubeClient, path: string, object: unknown, options: {force?: boolean; dryRun?: boolean} = {}): Promise<{outcome: WriteOutcome; live: Live | undefined; applied: Live}> {
+  const live = await client.getOptional<Live>(path)
+  const applied = await serverSideApply<Live>(client, path, object, options)
+  return {outcome: outcomeOf(live, applied), live, applied}
 }
 
 /** A live object read before applying: the object (undefined if absent), or why it could not be read. */
@@ -90,13 +140,8 @@ export async function applyObjects(client: KubeClient, objects: KubeObject[], op
       const read = reads[i]!
       if (!read.ok) throw read.error
       const {path, live} = read
-      const applied = await client.apply<Live>(path, object, {fieldManager: FIELD_MANAGER, force: options.force ?? true, dryRun: options.dryRun})
-      const outcome: ApplyOutcome = !live
-        ? 'created'
-        : live.metadata?.resourceVersion === applied?.metadata?.resourceVersion || comparable(live) === comparable(applied)
-          ? 'unchanged'
-          : 'configured'
-      result = {object, ref, outcome}
+      const applied = await serverSideApply<Live>(client, path, object, {force: options.force, dryRun: options.dryRun})
+      result = {object, ref, outcome: outcomeOf(live, applied)}
       if (options.diff) result.diff = unifiedDiff(comparable(live), comparable(applied), {from: `live/${ref}`, to: `applied/${ref}`})
     } catch (err) {
       if (!(err instanceof MeshvmError)) throw err

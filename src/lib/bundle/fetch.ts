@@ -73,16 +73,51 @@ export async function fetchMeshConfig(client: KubeClient, istioNamespace: string
   return cm.data?.mesh ?? ''
 }
 
-export async function fetchRootCert(client: KubeClient, namespace: string): Promise<string> {
-  const cm = await configMap(client, namespace, 'istio-ca-root-cert')
-  const cert = cm?.data?.['root-cert.pem']
-  if (!cert) {
-    throw new MeshvmError(`ConfigMap ${namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`, {
-      exit: ExitCode.NOT_FOUND, code: 'NotFound',
-      hints: [`istiod copies the mesh root certificate into every namespace it watches; check that istiod is running and that namespace ${namespace} is not excluded by discoverySelectors`],
+const rootCertHint = (namespace: string) =>
+  `istiod copies the mesh root certificate into every namespace it watches; check that istiod is running and that namespace ${namespace} is not excluded by discoverySelectors`
+
+export interface RootCertWait {
+  /** How long to wait for istiod to write the ConfigMap into a namespace it has not reached yet. */
+  timeoutMs: number
+  pollIntervalMs?: number
+  signal?: AbortSignal
+  /** Told once, when the ConfigMap is not there yet. */
+  progress?: (line: string) => void
+}
+
+/**
+ * `root-cert.pem` of ConfigMap istio-ca-root-cert in the group's namespace. istiod writes it a
+ * moment after a namespace appears (namespacecontroller.go), so right after `--create-namespace`
+ * it is not there yet: wait for it, up to `timeoutMs`, instead of failing at once.
+ */
+export async function fetchRootCert(client: KubeClient, namespace: string, wait: RootCertWait = {timeoutMs: 0}): Promise<string> {
+  const started = Date.now()
+  let told = false
+  for (;;) {
+    const cm = await configMap(client, namespace, 'istio-ca-root-cert')
+    const cert = cm?.data?.['root-cert.pem']
+    if (cert) return cert
+    const waited = Date.now() - started
+    if (wait.signal?.aborted || waited >= wait.timeoutMs) {
+      throw new MeshvmError(`ConfigMap ${namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}${wait.timeoutMs > 0 ? ` after waiting ${Math.round(waited / 1000)}s` : ''}`, {
+        exit: wait.timeoutMs > 0 ? ExitCode.TIMEOUT : ExitCode.NOT_FOUND, code: 'NotFound',
+        hints: [rootCertHint(namespace), ...(wait.timeoutMs > 0 ? ['wait longer with --timeout'] : [])],
+      })
+    }
+    if (!told) {
+      told = true
+      wait.progress?.(`Waiting up to ${Math.round(wait.timeoutMs / 1000)}s for istiod to publish the mesh root certificate in namespace ${namespace} (ConfigMap istio-ca-root-cert)…`)
+    }
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, Math.min(wait.pollIntervalMs ?? 500, Math.max(0, wait.timeoutMs - waited)))
+      function done(): void {
+        clearTimeout(t)
+        wait.signal?.removeEventListener('abort', done)
+        resolve()
+      }
+      wait.signal?.addEventListener('abort', done, {once: true})
     })
   }
-  return cert
 }
 
 export interface IssuedToken {

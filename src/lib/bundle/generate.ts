@@ -5,10 +5,10 @@
  * gateways known only by a load-balancer host name, and an install.sh. Pure: no I/O.
  */
 import {isIP} from 'node:net'
-import {parse as parseYaml, stringify} from 'yaml'
+import {parse as parseYaml} from 'yaml'
 import {UsageError} from '../errors.js'
 import {shellQuote} from '../cli/prompt.js'
-import {goJsonString, goJsonStringMap, goYamlKeyCompare, istioShellQuote} from './go-compat.js'
+import {goJsonString, goJsonStringMap, goYamlMarshal, istioShellQuote, type GoYaml} from '../util/go-compat.js'
 
 export interface WorkloadGroupLike {
   metadata: {name: string; namespace: string; annotations?: Record<string, string>}
@@ -117,18 +117,6 @@ function firstLabel(labels: Record<string, string>, keys: string[]): string | un
   return undefined
 }
 
-function sortedKeysDeep(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortedKeysDeep)
-  if (isObject(value)) {
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort(goYamlKeyCompare)
-        .map((k) => [k, sortedKeysDeep(value[k])]),
-    )
-  }
-  return value
-}
-
 export function validateBundleInputs(inputs: BundleInputs): void {
   if (inputs.internalIp !== undefined && inputs.externalIp !== undefined) {
     throw new UsageError('--internal-ip and --external-ip are mutually exclusive: give the address the mesh should use to reach the VM')
@@ -186,7 +174,8 @@ export function buildBundle(inputs: BundleInputs): Bundle {
   if (inputs.autoregister) meta.ISTIO_META_AUTO_REGISTER_GROUP = name
   defaultConfig.proxyMetadata = meta
 
-  const meshYaml = stringify(sortedKeysDeep({defaultConfig}), {version: '1.1', aliasDuplicateObjects: false, lineWidth: 0, minContentWidth: 0, indentSeq: false})
+  // sigs.k8s.io/yaml of ToJSONMap(defaultConfig): the JSON shape (dates as strings), then yaml.v2 (keys, quoting, folding).
+  const meshYaml = goYamlMarshal(JSON.parse(JSON.stringify({defaultConfig})) as GoYaml)
 
   // cluster.env: every proxyMetadata key plus the VM-specific ones, one sorted KEY='value' line each.
   const env: Record<string, string> = {...meta}

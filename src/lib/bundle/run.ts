@@ -9,6 +9,7 @@ import {tarGz} from '../fs/tar.js'
 import type {KubeSession} from '../kube/session.js'
 import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type WorkloadGroupLike} from './generate.js'
 import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
+import {resolveRevision} from '../istiod/revision.js'
 
 export interface BundleOptions extends GatewayOptions {
   outputDir: string
@@ -19,6 +20,10 @@ export interface BundleOptions extends GatewayOptions {
   autoregister: boolean
   captureDns: boolean
   archive: boolean
+  /** How long to wait for istiod to publish istio-ca-root-cert in a namespace it has not reached yet. */
+  rootCertTimeoutMs: number
+  /** Progress lines (stderr), e.g. while waiting for the root certificate. */
+  progress?: (line: string) => void
   /** Ctrl-C: checked before each step, so an interrupted run issues no token and writes no file. */
   signal?: AbortSignal
 }
@@ -40,14 +45,20 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
     if (options.signal?.aborted) throw new InterruptedError(`interrupted: nothing was written to ${options.outputDir}`)
   }
   stopIfInterrupted()
-  const {client, istioNamespace, revision} = session
+  const {client, istioNamespace} = session
+  // Without --revision, the default tag's revision (istioctl 1.28): CA_ADDR and hosts then name istiod-REV.
+  const {revision} = await resolveRevision(client, session.revision)
   const namespace = wg.metadata.namespace
   const [clusterId, meshConfigYaml, rootCert, gateway] = await Promise.all([
     options.clusterId ?? fetchClusterId(client, istioNamespace, revision, (w) => warnings.push(w)),
     fetchMeshConfig(client, istioNamespace, revision),
-    fetchRootCert(client, namespace),
+    fetchRootCert(client, namespace, {timeoutMs: options.rootCertTimeoutMs, signal: options.signal, progress: options.progress}),
     findGateway(client, istioNamespace, options),
-  ])
+  ]).catch((err: unknown) => {
+    // Ctrl-C while waiting for the root certificate: say so, not that it is missing.
+    stopIfInterrupted()
+    throw err
+  })
   stopIfInterrupted()
   // The token last: it is the only value that grants something, so only issue it when all else worked.
   const issued = await requestToken(client, namespace, wg.spec.template?.serviceAccount as string, options.tokenSeconds)

@@ -10,6 +10,8 @@ import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
 import {terminalSafeLines} from '../output/terminal.js'
 import {processSink, type Sink} from '../output/render.js'
+import {bareDryRunIsClient} from './dry-run.js'
+import {keepInvocation} from './invocation.js'
 import {ranCommand} from './ran-command.js'
 import {UsageError} from '../errors.js'
 import {MAX_DURATION_MS, parseDuration} from '../validation/kube.js'
@@ -91,6 +93,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   public override async init(): Promise<void> {
     ranCommand.id = this.id
     await super.init()
+    if ((this.ctor.flags as Record<string, {type?: string}> | undefined)?.['dry-run']?.type === 'option') this.argv = bareDryRunIsClient(this.argv)
     const {args, flags} = await this.parse({
       flags: this.ctor.flags,
       baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
@@ -122,6 +125,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Progress, warnings and notes: stderr, so pipes carry only data. */
   protected note(text: string): void {
+    // Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin).
+    text = keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
     // Notes and warnings quote names and server messages: no control character reaches the terminal.
     const safe = terminalSafeLines(text)
     this.sink.err(safe.endsWith('\n') ? safe : safe + '\n')

@@ -1,4 +1,5 @@
 /** What `meshvm bundle` and `onboard --bundle` tell the user after writing the files (stderr). */
+import {relative, resolve} from 'node:path'
 import type {BundleSummary} from '../bundle/run.js'
 import type {Sink} from '../output/render.js'
 import {humanDuration} from '../output/age.js'
@@ -8,7 +9,7 @@ export const BUNDLE_INTERRUPTED = 'Interrupted: stopping before any file is writ
 
 export function reportBundle(sink: Sink, summary: BundleSummary, now = new Date()): void {
   for (const w of summary.warnings) sink.err(`Warning: ${w}\n`)
-  sink.err(`Wrote the VM bundle to ${summary.dir}: ${summary.files.map((p) => p.slice(summary.dir.length).replace(/^\/+/, '')).join(', ')}\n`)
+  sink.err(`Wrote the VM bundle to ${summary.dir}: ${summary.files.map((p) => relative(resolve(summary.dir), resolve(p))).join(', ')}\n`)
   if (summary.tokenExpiresAt) {
     const left = summary.tokenExpiresAt.getTime() - now.getTime()
     sink.err(`The istio-token (mode 0600) expires at ${summary.tokenExpiresAt.toISOString()} (in ${humanDuration(left)}): start the VM's sidecar before then.\n`)

@@ -1,12 +1,13 @@
 /**
- * The one door to interactive prompts. Prompts run only when both stdin and stdout are terminals;
- * otherwise callers must fail with a usage error that names the flags to pass (a piped newline
- * would silently accept a default). @inquirer/prompts is imported lazily: most runs never prompt.
+ * The one door to interactive prompts. Prompts are written to stderr, so they run when stdin and
+ * stderr are terminals even if stdout is piped (`meshvm onboard > web.yaml` still asks); otherwise
+ * callers must fail with a usage error that names the flags to pass (a piped newline would silently
+ * accept a default). @inquirer/prompts is imported lazily: most runs never prompt.
  */
 import {InterruptedError} from '../errors.js'
 
-export function canPrompt(streams: {stdin: {isTTY?: boolean}; stdout: {isTTY?: boolean}} = process): boolean {
-  return Boolean(streams.stdin.isTTY && streams.stdout.isTTY)
+export function canPrompt(streams: {stdin: {isTTY?: boolean}; stderr: {isTTY?: boolean}} = process): boolean {
+  return Boolean(streams.stdin.isTTY && streams.stderr.isTTY)
 }
 
 export interface Prompter {
@@ -26,10 +27,11 @@ async function guard<T>(run: () => Promise<T>): Promise<T> {
 
 export async function terminalPrompter(): Promise<Prompter> {
   const prompts = await import('@inquirer/prompts')
+  const context = {output: process.stderr}
   return {
-    input: (message, options = {}) => guard(() => prompts.input({message, default: options.default, validate: options.validate})),
-    confirm: (message, options = {}) => guard(() => prompts.confirm({message, default: options.default})),
-    select: (message, choices, options = {}) => guard(() => prompts.select({message, choices, default: options.default})),
+    input: (message, options = {}) => guard(() => prompts.input({message, default: options.default, validate: options.validate}, context)),
+    confirm: (message, options = {}) => guard(() => prompts.confirm({message, default: options.default}, context)),
+    select: (message, choices, options = {}) => guard(() => prompts.select({message, choices, default: options.default}, context)),
   }
 }
 

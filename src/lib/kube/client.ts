@@ -13,6 +13,7 @@ import {createSecureContext} from 'node:tls'
 import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
 import type {LoadedKubeConfig} from './config.js'
+import {KubeconfigCaAgent} from './tls.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {runExecPlugin, type ExecConfig} from './exec.js'
 import {proxyFor, TunnelAgent} from './proxy.js'
@@ -199,11 +200,12 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<RequestOptio
       hints: ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
     })
   }
-  if (tls.cert || tls.key || tls.ca) {
+  if (tls.cert || tls.key) {
     // A certificate without its key, a key that is not the certificate's, or PEM that does not
     // parse: name the kubeconfig fields instead of failing inside the TLS handshake.
     try {
-      createSecureContext({cert: tls.cert as string, key: tls.key as string, ca: tls.ca as string})
+      // No `ca` here: giving one makes Node build its whole root store (see tls.ts).
+      createSecureContext({cert: tls.cert as string, key: tls.key as string})
     } catch (err) {
       const certWhere = user?.certFile ?? 'client-certificate-data'
       const keyWhere = user?.keyFile ?? 'client-key-data'
@@ -214,7 +216,7 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<RequestOptio
           ? `a client certificate (${certWhere}) without a client key`
           : !tls.cert && tls.key
             ? `a client key (${keyWhere}) without a client certificate`
-            : `the client certificate (${certWhere}), client key (${keyWhere}) or certificate authority (${cluster?.caFile ?? 'certificate-authority-data'}) is not valid PEM`
+            : `the client certificate (${certWhere}) or client key (${keyWhere}) is not valid PEM`
       throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${why}`, {
         exit: ExitCode.USAGE,
         code: 'BadKubeconfig',
@@ -279,9 +281,35 @@ export class KubeClient {
       // Verification stays on unless the kubeconfig itself says insecure-skip-tls-verify.
       rejectUnauthorized: tls.rejectUnauthorized !== false,
     }
+    // A proxy (proxy-url, HTTPS_PROXY) tunnels with CONNECT and Node's own verification; otherwise,
+    // with the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
     const proxy = this.url.protocol === 'https:' ? proxyFor(this.url, loaded.kc.getCurrentCluster()?.proxyUrl) : undefined
-    this.agent = this.url.protocol === 'http:' ? new HttpAgent({keepAlive: true, maxSockets: 16}) : proxy ? new TunnelAgent(proxy, agentOptions) : new Agent(agentOptions)
+    this.agent =
+      this.url.protocol === 'http:'
+        ? new HttpAgent({keepAlive: true, maxSockets: 16})
+        : proxy
+          ? new TunnelAgent(proxy, agentOptions)
+          : tls.ca && agentOptions.rejectUnauthorized
+            ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
+            : new Agent(agentOptions)
     this.headers = credentialHeaders(loaded, tls)
+    this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
+  }
+
+  private readonly tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
+
+  /**
+   * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
+   * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
+   */
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; describe: RequestDescription} {
+    const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
+    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, describe: this.describe({method: 'GET', path})}
+  }
+
+  /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
+  reportResponse(event: ResponseEvent): void {
+    this.options.onResponse?.(event)
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {

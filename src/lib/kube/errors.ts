@@ -124,6 +124,7 @@ const TLS_CODES: Record<string, string> = {
   CERT_HAS_EXPIRED: 'the server certificate has expired',
   CERT_NOT_YET_VALID: 'the server certificate is not valid yet (check the clock)',
   ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate does not name this host',
+  INVALID_PURPOSE: 'the server certificate is not for server authentication (extended key usage)',
   EPROTO: 'the TLS handshake failed',
   ERR_SSL_WRONG_VERSION_NUMBER: 'the server does not speak TLS on this port',
 }

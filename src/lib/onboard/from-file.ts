@@ -103,11 +103,34 @@ export function readWorkloadGroupFile(path: string, namespaceFlag: string | unde
     throw new UsageError(`${where}: metadata.namespace ${JSON.stringify(namespace)} differs from -n ${JSON.stringify(namespaceFlag)}`)
   }
   if (wg.spec !== undefined && (typeof wg.spec !== 'object' || wg.spec === null || Array.isArray(wg.spec))) throw new UsageError(`${where}: spec must be a mapping`)
+  const {status: _status, ...rest} = wg as {status?: unknown}
   return {
-    ...(wg as object),
+    ...(rest as object),
     apiVersion: 'networking.istio.io/v1',
     kind: 'WorkloadGroup',
-    metadata: {...(wg.metadata as object), name: wg.metadata.name, namespace},
+    metadata: {...withoutServerFields(wg.metadata as Record<string, unknown>), name: wg.metadata.name, namespace},
     spec: (wg.spec ?? {}) as WorkloadGroupLike['spec'],
   } as WorkloadGroupLike
+}
+
+/**
+ * What the API server and meshvm itself set on a live object (`kubectl get wg NAME -o yaml`), which must
+ * not be applied back: uid, resourceVersion and the like would make the apply a conflict or a no-op
+ * check, status is not the user's, and meshvm's own annotations (e.g. rollout.meshvm.io/awaiting)
+ * belong to the run that wrote them. kubectl's last-applied-configuration goes too.
+ */
+const SERVER_FIELDS = ['uid', 'resourceVersion', 'generation', 'managedFields', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink']
+
+function withoutServerFields(metadata: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(metadata)) if (!SERVER_FIELDS.includes(k)) out[k] = v
+  const annotations = metadata.annotations
+  if (typeof annotations === 'object' && annotations !== null && !Array.isArray(annotations)) {
+    const kept = Object.fromEntries(
+      Object.entries(annotations).filter(([k]) => !/(^|\.)meshvm\.io\//.test(k) && k !== 'kubectl.kubernetes.io/last-applied-configuration'),
+    )
+    if (Object.keys(kept).length > 0) out.annotations = kept
+    else delete out.annotations
+  }
+  return out
 }

@@ -4,7 +4,7 @@
  */
 import type {Prompter} from '../cli/prompt.js'
 import {shellQuote} from '../cli/prompt.js'
-import {dns1035Label, dns1123Label} from '../validation/kube.js'
+import {dns1035Label, dns1123Label, dns1123Subdomain} from '../validation/kube.js'
 import {parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
 
 function check(fn: () => unknown): string | true {
@@ -16,8 +16,17 @@ function check(fn: () => unknown): string | true {
   }
 }
 
-export async function runOnboardWizard(given: OnboardInput, ask: Prompter): Promise<OnboardInput> {
-  const input: OnboardInput = {...given}
+/** What the command line set explicitly, so the wizard does not ask for it again. */
+export interface WizardGiven {
+  serviceAccount?: boolean
+  createNamespace?: boolean
+  createServiceAccount?: boolean
+  /** --apply, --dry-run, --diff or --output-dir: what to do with the objects is decided. */
+  action?: boolean
+}
+
+export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: WizardGiven = {}): Promise<OnboardInput & {apply?: boolean}> {
+  const input: OnboardInput & {apply?: boolean} = {...given}
   input.name ??= await ask.input('Workload group name (the VMs\' service name):', {
     validate: (v) => (given.serviceEntry ? dns1123Label(v) : dns1035Label(v)) ?? true,
   })
@@ -74,6 +83,17 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter): Prom
       input.hosts = [host]
     }
   }
+  if (!set.serviceAccount) {
+    input.serviceAccount = await ask.input('Service account the VMs run as (their mesh identity):', {
+      default: input.serviceAccount ?? 'default',
+      validate: (v) => dns1123Subdomain(v) ?? true,
+    })
+  }
+  if (!set.createNamespace) input.createNamespace = await ask.confirm(`Also create the namespace ${input.namespace}?`, {default: false})
+  if (!set.createServiceAccount && input.serviceAccount !== undefined && input.serviceAccount !== 'default') {
+    input.createServiceAccount = await ask.confirm(`Also create the ServiceAccount ${input.serviceAccount}?`, {default: true})
+  }
+  if (!set.action) input.apply = await ask.confirm('Apply the objects to the cluster now (server-side apply)? No prints them.', {default: false})
   return input
 }
 

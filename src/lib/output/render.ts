@@ -3,8 +3,7 @@
  */
 import {toYaml} from '../yaml.js'
 
-export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
+export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml' | 'name'
 
 export interface KubeObjectLike {
   apiVersion?: string

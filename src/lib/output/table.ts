@@ -1,16 +1,24 @@
 /**
- * kubectl-style borderless tables on top of cli-table3: upper-case headers, columns separated by
- * `gap` spaces, no trailing whitespace, ANSI-aware widths.
+ * The one table engine: kubectl-style borderless tables (upper-case headers, columns left aligned and
+ * separated by `gap` spaces, no trailing whitespace), measured with the one width function
+ * (output/width.ts: wide CJK characters and emoji count two columns, colour codes none). Every cell
+ * passes through terminalSafe: values come from clusters and VMs.
+ *
+ * Tables can be printed while a list is still being paged in: rows are kept as rendered cells (never as
+ * objects) until `bufferRows` of them have arrived or the list ends; the column widths come from those
+ * rows, which are then printed. Later rows are printed at once; a later cell wider than its column
+ * widens that column from then on (lines already printed are not re-aligned, as with kubectl's
+ * --chunk-size). A table of at most `bufferRows` rows is laid out exactly as a whole one.
  */
-import Table from 'cli-table3'
-import {stripAnsi} from '../errors.js'
+import {terminalSafe} from './terminal.js'
+import {displayWidth} from './width.js'
 
 export interface Column<Row> {
   header: string
   /** Shown only with `-o wide`. */
   wide?: boolean
   value: (row: Row) => string
-  /** Optional colouring applied after width computation (cli-table3 measures without ANSI codes). */
+  /** Optional colouring applied after width computation (widths are measured on the plain text). */
   color?: (text: string, row: Row) => string
 }
 
@@ -19,63 +27,92 @@ export interface TableOptions {
   noHeaders?: boolean
   /** Spaces between columns: kubectl uses 3, istioctl's tabwriter 5. */
   gap?: number
+  /** Rows measured before the first line is printed; unset or 0: all of them. */
+  bufferRows?: number
 }
 
-const NO_BORDER = {
-  top: '', 'top-mid': '', 'top-left': '', 'top-right': '',
-  bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
-  left: '', 'left-mid': '', mid: '', 'mid-mid': '',
-  right: '', 'right-mid': '', middle: '',
+interface Cells {
+  plain: string[]
+  shown: string[]
 }
 
-/**
- * cli-table3 spends ~30 µs a cell (ANSI regexes built per call, a layout pass quadratic in rows):
- * fine for a screenful, seconds for 5,000 proxies. Beyond FAST_PATH_ROWS the same layout (widths
- * measured here, cells padded, `gap` between columns) is produced directly; test/lib/table checks
- * both paths give identical text.
- */
-export const FAST_PATH_ROWS = 200
+export class TableWriter<Row> {
+  private readonly columns: Column<Row>[]
+  private widths: number[] | undefined
+  private buffer: Cells[] = []
+  private rows = 0
+  private readonly gap: string
+  private readonly noHeaders: boolean
+  private readonly bufferRows: number
 
-// Most cells are printable ASCII without colour codes: their width is their length.
-const PLAIN = /^[\x20-\x7e]*$/
-const displayWidth = (text: string): number => (PLAIN.test(text) ? text.length : [...stripAnsi(text)].length)
+  constructor(
+    columns: Column<Row>[],
+    options: TableOptions,
+    private readonly write: (text: string) => void,
+  ) {
+    this.columns = columns.filter((c) => options.wide || !c.wide)
+    this.gap = ' '.repeat(options.gap ?? 3)
+    this.noHeaders = Boolean(options.noHeaders)
+    this.bufferRows = options.bufferRows === undefined || options.bufferRows <= 0 ? Number.POSITIVE_INFINITY : options.bufferRows
+  }
 
+  /** Rows added so far. */
+  get count(): number {
+    return this.rows
+  }
+
+  /** Adds rows; they are rendered now and may be dropped by the caller. */
+  add(page: Iterable<Row>): void {
+    const cells: Cells[] = []
+    for (const row of page) {
+      const plain = this.columns.map((c) => terminalSafe(c.value(row)))
+      cells.push({plain, shown: this.columns.map((c, i) => (c.color ? c.color(plain[i]!, row) : plain[i]!))})
+    }
+    this.rows += cells.length
+    if (this.widths === undefined) {
+      this.buffer.push(...cells)
+      if (this.buffer.length >= this.bufferRows) this.flush()
+      return
+    }
+    this.print(cells)
+  }
+
+  /** Prints what is buffered (with `header`, the header even when there are no rows); later rows are printed as they are added. */
+  flush(options: {header?: boolean} = {}): void {
+    if (this.widths !== undefined || (this.buffer.length === 0 && !(options.header && !this.noHeaders))) return
+    this.widths = this.columns.map((c) => (this.noHeaders ? 1 : Math.max(1, displayWidth(c.header))))
+    const cells = this.buffer
+    this.buffer = []
+    const widths = this.grow(cells)
+    const headers = this.columns.map((c) => c.header)
+    const header = this.noHeaders ? '' : this.line(headers, headers, widths)
+    this.write(header + cells.map((c) => this.line(c.plain, c.shown, widths)).join(''))
+  }
+
+  private print(cells: Cells[]): void {
+    if (cells.length === 0) return
+    const widths = this.grow(cells)
+    this.write(cells.map((c) => this.line(c.plain, c.shown, widths)).join(''))
+  }
+
+  private grow(cells: Cells[]): number[] {
+    const widths = this.widths!
+    for (const c of cells) c.plain.forEach((text, i) => (widths[i] = Math.max(widths[i]!, displayWidth(text))))
+    return widths
+  }
+
+  private line(plain: string[], shown: string[], widths: number[]): string {
+    const last = plain.length - 1
+    const parts = shown.map((text, i) => (i === last ? text : text + ' '.repeat(Math.max(0, widths[i]! - displayWidth(plain[i]!))) + this.gap))
+    return parts.join('').trimEnd() + '\n'
+  }
+}
+
+/** A whole table as text (the header alone when there are no rows, nothing with noHeaders). */
 export function renderTable<Row>(rows: Iterable<Row>, columns: Column<Row>[], options: TableOptions = {}): string {
-  const cols = columns.filter((c) => options.wide || !c.wide)
-  const cells: string[][] = []
-  if (!options.noHeaders) cells.push(cols.map((c) => c.header))
-  let count = 0
-  for (const row of rows) {
-    cells.push(cols.map((c) => (c.color ? c.color(c.value(row), row) : c.value(row))))
-    count++
-  }
-  if (count === 0 && options.noHeaders) return ''
-  return renderCells(cells, options.gap ?? 3, count > FAST_PATH_ROWS)
-}
-
-/** Lays out rows of cells; exported for the equivalence test of the two paths. */
-export function renderCells(cells: string[][], gap: number, fast: boolean): string {
-  if (cells.length === 0) return '\n'
-  // Each cell is measured once.
-  const measured = cells.map((r) => r.map(displayWidth))
-  const widths = cells[0]!.map((_, i) => {
-    let width = 1
-    for (const r of measured) if ((r[i] ?? 0) > width) width = r[i]!
-    return width
-  })
-  let lines: string[]
-  if (fast) {
-    const sep = ' '.repeat(gap)
-    lines = cells.map((r, j) => r.map((cell, i) => cell + ' '.repeat(widths[i]! - measured[j]![i]!)).join(sep))
-  } else {
-    const table = new Table({
-      chars: {...NO_BORDER, middle: ' '.repeat(gap)},
-      style: {head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true},
-      colWidths: widths,
-      wordWrap: false,
-    })
-    table.push(...cells)
-    lines = table.toString().split('\n')
-  }
-  return lines.map((line) => line.trimEnd()).join('\n') + '\n'
+  let text = ''
+  const table = new TableWriter(columns, {...options, bufferRows: 0}, (t) => (text += t))
+  table.add(rows)
+  table.flush({header: true})
+  return text
 }

@@ -6,6 +6,7 @@ import {isRevisioned} from '../bundle/generate.js'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
+import {resolveRevision} from '../istiod/revision.js'
 
 export type CheckStatus = 'pass' | 'warn' | 'fail'
 
@@ -32,6 +33,7 @@ interface Meta {
   name?: string
   namespace?: string
   labels?: Record<string, string>
+  annotations?: Record<string, string>
 }
 interface Pod {
   metadata?: Meta
@@ -88,26 +90,53 @@ export async function canI(client: KubeClient, verb: string, res: ResourceType, 
   return review?.status?.allowed === true
 }
 
-export async function runPrechecks(client: KubeClient, o: PrecheckOptions): Promise<CheckResult[]> {
+/**
+ * Reads one istiod's sync status the way proxy-status does (port-forward, HTTP debug else xDS): proves
+ * that istiod can be reached from here and names the path, or says why not.
+ */
+async function istiodAnswers(client: KubeClient, istioNamespace: string, pod: Pod): Promise<CheckResult> {
+  const {IstiodPool, DEFAULT_MONITORING_PORT} = await import('../istiod/reader.js')
+  const port = Number(pod.metadata?.annotations?.['prometheus.io/port'] ?? DEFAULT_MONITORING_PORT) || DEFAULT_MONITORING_PORT
+  const name = pod.metadata?.name ?? ''
+  const pool = new IstiodPool(client, istioNamespace)
+  try {
+    const reader = pool.reader({kind: 'pod', name, namespace: istioNamespace, revision: pod.metadata?.labels?.['istio.io/rev'], monitoringPort: port})
+    const answer = await reader.syncz({timeoutMs: 10_000})
+    const how = answer.path === 'http' ? `HTTP /debug/syncz over port-forward to :${port}` : `xDS over port-forward to :15012 (TLS verified for ${reader.san})`
+    return pass('istiod answers', `istiod ${istioNamespace}/${name} answers: ${how}`)
+  } catch (err) {
+    if (!(err instanceof MeshvmError)) throw err
+    return warn('istiod answers', err.message, err.hints[0] ?? 'meshvm proxy-status will not be able to read this istiod')
+  } finally {
+    pool.close()
+  }
+}
+
+export async function runPrechecks(client: KubeClient, options: PrecheckOptions): Promise<CheckResult[]> {
+  // One request first: an unreachable or unauthorized cluster is one error, not a table of them.
+  await client.get('/version')
+  // Without --revision, the default tag's revision, as istioctl 1.28 resolves it.
+  const o = {...options, revision: (await resolveRevision(client, options.revision)).revision}
   const revLabel = isRevisioned(o.revision) ? `,istio.io/rev=${o.revision}` : ''
   const istiodName = isRevisioned(o.revision) ? `istiod-${o.revision}` : 'istiod'
   let serviceAccount = o.serviceAccount
   let groupLabels: Record<string, string> | undefined
+  let readyIstiod: Pod | undefined
 
-  // One request first: an unreachable or unauthorized cluster is one error, not a table of them.
-  await client.get('/version')
   const results: CheckResult[][] = []
   results.push(
     await guarded('istiod running', async () => {
       const pods = await client.list<Pod>(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
       const ready = pods.filter((p) => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
       if (ready.length > 0) {
+        readyIstiod = ready[0]
         const revs = [...new Set(ready.map((p) => p.metadata?.labels?.['istio.io/rev'] ?? 'default'))].sort()
         return pass('istiod running', `${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
       }
       return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, isRevisioned(o.revision) ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
     }),
   )
+  if (readyIstiod) results.push(await guarded('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!)))
   results.push(
     await guarded('auto-registration enabled', async () => {
       const deployments = await client.list<Deployment>(resourcePath(Resources.deployments, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
@@ -178,7 +207,8 @@ export async function runPrechecks(client: KubeClient, o: PrecheckOptions): Prom
     ['apply service entries', 'patch', Resources.serviceEntries, o.namespace],
     ['read mesh config', 'get', Resources.configMaps, o.istioNamespace],
     ['read root certificate', 'get', Resources.configMaps, o.namespace],
-    ['read istiod status', 'get', Resources.pods, o.istioNamespace, 'proxy'],
+    ['read istiod status (port-forward)', 'create', Resources.pods, o.istioNamespace, 'portforward'],
+    ['istiod token (xDS)', 'create', Resources.serviceAccounts, o.istioNamespace, 'token'],
   ]
   const rbac = await Promise.all(
     permissions.map(([what, verb, res, ns, sub]) =>

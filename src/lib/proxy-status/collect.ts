@@ -5,6 +5,7 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
+import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
 import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {selectorMatches, type Selector} from './selector.js'
 import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
@@ -12,7 +13,12 @@ import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} 
 
 export interface CollectOptions {
   istioNamespace: string
+  /** --revision; without it, the default tag's revision is resolved (through the pool, once). */
   revision?: string
+  /** The readers of this cluster's istiods (one port-forward each, kept across --watch frames). */
+  pool: IstiodPool
+  /** --xds-address: read this one istiod over xDS instead of finding istiod pods. */
+  xdsAddress?: string
   /** Only proxies and registrations of this namespace (-n). */
   namespace?: string
   timeoutMs: number
@@ -34,6 +40,8 @@ export interface ContextStatus {
   registrations: Map<string, VmRecord>
   /** Istiods that did not answer. */
   failures: IstiodFailure[]
+  /** How each istiod that answered was read (HTTP over port-forward, or xDS), by istiod name. */
+  paths: Map<string, IstiodPath>
   /** Degraded reads (registrations or pods that could not be listed). */
   warnings: string[]
 }
@@ -47,7 +55,7 @@ function statesOf(state: TypeSync['state']): Record<XdsType, TypeSync> {
 function noAnswerRow(name: string, namespace: string | undefined, type: ProxyStatusRow['type'], istiod: IstiodPod, vm?: VmRecord): ProxyStatusRow {
   const status = {} as Record<XdsType, string>
   for (const t of XDS_TYPES) status[t] = 'NO ANSWER'
-  const {port: _port, ...ref} = istiod
+  const {port: _port, address: _address, ...ref} = istiod
   const row: ProxyStatusRow = {name, type, connected: false, xds: statesOf('NO_ANSWER'), status, subscribed: [], istiod: istiod.name, istiodRef: ref, versionSkew: false}
   if (namespace) row.namespace = namespace
   if (vm) {
@@ -72,21 +80,29 @@ export async function collectContext(client: KubeClient, context: string, option
   const now = options.now ?? new Date()
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.
+  const resolving = options.pool.revision(options.revision)
   const listing = listRegistrations(client, {namespace: options.namespace})
   listing.catch(() => undefined)
-  const {selected, others} = await findIstiods(client, options)
-  if (selected.length === 0) throw await noIstiodError(client, {...options, others})
+  // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
+  const {revision} = await resolving
+  const {selected, others} = options.xdsAddress !== undefined
+    ? {selected: [{name: options.xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: options.xdsAddress, ...(revision ? {revision} : {})}], others: []}
+    : await findIstiods(client, {istioNamespace: options.istioNamespace, revision})
+  if (selected.length === 0) throw await noIstiodError(client, {istioNamespace: options.istioNamespace, revision, others})
 
   const [answers, registrations] = await Promise.all([
-    Promise.all(selected.map((istiod) => readSyncz(client, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
+    Promise.all(selected.map((istiod) => readSyncz(options.pool, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
     listing,
   ])
   const syncs: ProxySync[] = []
   const failures: IstiodFailure[] = []
-  for (const a of answers) {
-    if (a.ok) syncs.push(...a.syncs)
-    else failures.push(a.failure)
-  }
+  const paths = new Map<string, IstiodPath>()
+  answers.forEach((a, i) => {
+    if (a.ok) {
+      syncs.push(...a.syncs)
+      paths.set(selected[i]!.name, a.via)
+    } else failures.push(a.failure)
+  })
   if (failures.length === selected.length) throw allFailed(failures)
   const warnings = [...registrations.warnings]
 
@@ -146,7 +162,7 @@ export async function collectContext(client: KubeClient, context: string, option
     })
   }
   for (const r of out) r.context = context
-  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings}
+  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths}
 }
 
 /** Byte order, as istioctl sorts: name, then istiod, then context. */

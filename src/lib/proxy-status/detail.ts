@@ -100,3 +100,34 @@ export function renderProxyDetail(rows: ProxyStatusRow[], registrationOf: (row: 
   })
   return blocks.join('\n')
 }
+
+/** One reading of the NAME argument: a proxy or registration name and its namespace. */
+export interface DetailTarget {
+  name: string
+  namespace: string
+}
+
+/**
+ * What `proxy-status NAME` may mean, most likely first. A name may hold dots of its own: an
+ * auto-registered WorkloadEntry is named `GROUP-IP[-NETWORK]` (`web-10.0.0.5`), so `web-10.0.0.5 -n vms`
+ * is that WorkloadEntry, not proxy `web-10.0.0` in namespace `5`. With -n, the whole NAME in that
+ * namespace comes first; `NAME.NS` (split on the last dot, as istioctl splits) comes first otherwise.
+ */
+export function detailTargets(arg: string, options: {namespace: string; namespaceExplicit: boolean}): DetailTarget[] {
+  const dot = arg.lastIndexOf('.')
+  const split = dot > 0 && dot < arg.length - 1 ? {name: arg.slice(0, dot), namespace: arg.slice(dot + 1)} : undefined
+  const whole = {name: arg, namespace: options.namespace}
+  const list = options.namespaceExplicit || !split ? [whole, ...(split ? [split] : [])] : [split, whole]
+  return list.filter((t, i) => list.findIndex((u) => u.name === t.name && u.namespace === t.namespace) === i)
+}
+
+/** The rows a target names: the proxy `NAME.NS`, or the VM whose WorkloadEntry or WAR is NAME in NS. */
+export function rowsForTarget(rows: ProxyStatusRow[], target: DetailTarget, registrationOf: (row: ProxyStatusRow) => VmRecord | undefined): ProxyStatusRow[] {
+  const id = `${target.name}.${target.namespace}`
+  return rows.filter((r) => {
+    if (r.type === 'istiod') return false
+    if (r.name === id) return true
+    const vm = registrationOf(r)
+    return vm !== undefined && vm.namespace === target.namespace && (vm.workloadEntry === target.name || vm.war === target.name)
+  })
+}

@@ -2,9 +2,9 @@
  * What `meshvm proxy-status` reads from one cluster, through the one Kubernetes layer:
  *
  * - the running istiod pods (`app=istiod`, `istio.io/rev` for --revision, `status.phase=Running`, in -i);
- * - each istiod's `/debug/syncz`, through the API server's pod proxy
- *   (`/api/v1/namespaces/NS/pods/POD:PORT/proxy/debug/syncz`, PORT from `prometheus.io/port`, else 15014),
- *   retrying transient API server faults only while --timeout allows;
+ * - each istiod's sync status through src/lib/istiod (port-forward to the monitoring port for
+ *   `/debug/syncz`, else xDS `istio.io/debug/syncz` on 15012; never the pod proxy, which istiod refuses),
+ *   each within --timeout;
  * - the VM registrations: WorkloadEntries and, when the CRD exists, WorkloadAutoRegistrations;
  * - pods, when VMs must be told apart from pods or -l filters by pod labels.
  *
@@ -12,12 +12,13 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {KubeApiError, rbacHint} from '../kube/errors.js'
+import {KubeApiError} from '../kube/errors.js'
+import {DEFAULT_MONITORING_PORT, IstiodReadError, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {WarObject, WorkloadEntryObject} from '../war/model.js'
 import {parseSyncz, type IstiodRef, type ProxySync} from './status.js'
 
-export const DEFAULT_MONITORING_PORT = 15014
+export {DEFAULT_MONITORING_PORT}
 
 interface PodObject {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}
@@ -28,6 +29,8 @@ interface PodObject {
 export interface IstiodPod extends IstiodRef {
   /** The monitoring port /debug/syncz is served on. */
   port: number
+  /** --xds-address: an istiod outside the cluster, read over xDS at this HOST:PORT. */
+  address?: string
 }
 
 export interface IstiodFailure {
@@ -128,82 +131,30 @@ export async function noIstiodError(client: KubeClient, options: {istioNamespace
   return new MeshvmError(message, {exit: ExitCode.NOT_FOUND, code: 'IstiodNotFound', hints})
 }
 
-/** `/api/v1/namespaces/NS/pods/POD:PORT/proxy/debug/syncz` (the port is part of the name, unescaped). */
-export function synczPath(istiod: IstiodPod): string {
-  return `${resourcePath(Resources.pods, {namespace: istiod.namespace})}/${encodeURIComponent(istiod.name)}:${istiod.port}/proxy/debug/syncz`
+/** The reader target of an istiod pod (port-forward), or of --xds-address. */
+export function istiodTarget(istiod: IstiodPod): IstiodTarget {
+  if (istiod.address !== undefined) return {kind: 'address', address: istiod.address, namespace: istiod.namespace, revision: istiod.revision}
+  return {kind: 'pod', name: istiod.name, namespace: istiod.namespace, revision: istiod.revision, monitoringPort: istiod.port}
 }
 
-function formatMs(ms: number): string {
-  return ms < 1000 || ms % 1000 !== 0 ? `${ms}ms` : `${ms / 1000}s`
-}
-
-/** The RBAC rule that reading syncz needs, as a hint. */
-export function podProxyHint(namespace: string): string {
-  return `reading istiod's /debug/syncz needs verb "get" on "pods/proxy" in namespace ${namespace} (kubectl auth can-i get pods/proxy -n ${namespace}); a cluster admin can grant it with: kubectl create role meshvm-proxy-status -n ${namespace} --verb=get,list --resource=pods,pods/proxy && kubectl create rolebinding meshvm-proxy-status -n ${namespace} --role=meshvm-proxy-status --user=YOU`
-}
-
-/** One istiod's proxies, or why they cannot be read. Never throws for istiod or API failures. */
+/**
+ * One istiod's proxies, or why they cannot be read, through its reader (port-forward to the
+ * monitoring port, else xDS; src/lib/istiod/reader.ts). Never throws for istiod or API failures.
+ */
 export async function readSyncz(
-  client: KubeClient,
+  pool: IstiodPool,
   istiod: IstiodPod,
   options: {timeoutMs: number; namespace?: string},
-): Promise<{ok: true; syncs: ProxySync[]} | {ok: false; failure: IstiodFailure}> {
-  const who = `istiod ${istiod.namespace}/${istiod.name}`
-  let body: string
+): Promise<{ok: true; syncs: ProxySync[]; via: IstiodPath} | {ok: false; failure: IstiodFailure}> {
+  let answer: Awaited<ReturnType<IstiodReader['syncz']>>
   try {
-    const res = await client.send({
-      method: 'GET',
-      path: synczPath(istiod),
-      query: {namespace: options.namespace},
-      // Transient API server faults are retried, but only within --timeout: a dead istiod costs
-      // the time-out once, never a multiple of it.
-      retry: 'read',
-      deadline: Date.now() + options.timeoutMs,
-    })
-    body = res.body.toString('utf8')
+    answer = await pool.reader(istiodTarget(istiod)).syncz(options)
   } catch (err) {
-    if (err instanceof KubeApiError && err.status === 403) {
-      const hint = rbacHint(err.message)
-      return {
-        ok: false,
-        failure: {
-          istiod, kind: 'forbidden',
-          error: new MeshvmError(`${who}: cannot read /debug/syncz: ${err.message}`, {exit: ExitCode.FORBIDDEN, code: 'Forbidden', hints: [podProxyHint(istiod.namespace), ...(hint && !hint.includes('pods/proxy') ? [hint] : [])]}),
-        },
-      }
-    }
-    if (err instanceof MeshvmError && err.code === 'Timeout') {
-      return {
-        ok: false,
-        failure: {
-          istiod, kind: 'timeout',
-          error: new MeshvmError(`${who} did not answer within ${formatMs(options.timeoutMs)}`, {
-            exit: ExitCode.UNREACHABLE, code: 'Timeout', hints: [`raise --timeout, or check the pod: kubectl -n ${istiod.namespace} logs ${istiod.name} -c discovery`],
-          }),
-        },
-      }
-    }
-    if (err instanceof KubeApiError) {
-      const detail = err.kubeStatus?.message?.split('\n')[0] ?? err.message
-      const what = err.status === 404 ? `no /debug/syncz on port ${istiod.port} (${detail})` : err.status >= 500 ? `the API server could not reach it on port ${istiod.port}: ${detail}` : detail
-      return {
-        ok: false,
-        failure: {
-          istiod, kind: 'error',
-          error: new MeshvmError(`${who}: ${what}`, {
-            exit: err.status === 404 ? ExitCode.NOT_FOUND : ExitCode.UNREACHABLE, code: err.reason,
-            hints: [`is the pod ready and its monitoring port ${istiod.port} right (annotation prometheus.io/port)? kubectl -n ${istiod.namespace} get pod ${istiod.name}`],
-          }),
-        },
-      }
-    }
-    if (err instanceof MeshvmError) {
-      return {ok: false, failure: {istiod, kind: 'error', error: new MeshvmError(`${who}: ${err.message}`, {exit: err.exit, code: err.code, hints: err.hints})}}
-    }
+    if (err instanceof IstiodReadError) return {ok: false, failure: {istiod, kind: err.kind, error: err}}
     throw err
   }
   try {
-    return {ok: true, syncs: parseSyncz(body, istiod)}
+    return {ok: true, syncs: parseSyncz(answer.body, istiod), via: answer.path}
   } catch (err) {
     if (err instanceof MeshvmError) return {ok: false, failure: {istiod, kind: 'error', error: err}}
     throw err

@@ -5,6 +5,7 @@
  *
  * Every message names objects, never their contents: token Secrets are read into memory only.
  */
+import {applyOne as applyObject, FIELD_MANAGER, type WriteOutcome} from '../apply/apply.js'
 import {ExitCode, MeshvmError, UsageError, flagError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
@@ -18,7 +19,7 @@ import {
   tokenSecretName,
 } from './generate.js'
 
-export const FIELD_MANAGER = 'meshvm'
+export {FIELD_MANAGER}
 
 export interface ProgressLog {
   /** Progress and notes, on stderr. */
@@ -170,7 +171,7 @@ const KIND_RESOURCES: Record<string, ResourceType> = {
   Secret: Resources.secrets,
 }
 
-export type ApplyOutcome = 'created' | 'configured' | 'unchanged'
+export type ApplyOutcome = WriteOutcome
 
 /** `serviceaccount/x`, `clusterrole.rbac.authorization.k8s.io/x`, as kubectl names objects. */
 export function refOf(obj: ApplyObject): string {
@@ -179,15 +180,12 @@ export function refOf(obj: ApplyObject): string {
   return `${obj.kind.toLowerCase()}${group}/${obj.metadata.name}`
 }
 
-/** Server-side apply of one object (field manager meshvm), saying whether it changed anything. */
+/** Server-side apply of one object through meshvm's one apply path (src/lib/apply), saying whether it changed anything. */
 export async function applyOne(client: KubeClient, obj: ApplyObject, options: {force?: boolean} = {}): Promise<ApplyOutcome> {
   const res = KIND_RESOURCES[obj.kind]
   if (!res) throw new MeshvmError(`meshvm cannot apply ${obj.kind}`, {exit: ExitCode.BUG, code: 'UnsupportedKind'})
   const path = resourcePath(res, {namespace: obj.metadata.namespace, name: obj.metadata.name})
-  const live = await client.getOptional<{metadata?: {resourceVersion?: string}}>(path)
-  const applied = await client.apply<{metadata?: {resourceVersion?: string}}>(path, obj, {fieldManager: FIELD_MANAGER, force: options.force ?? false})
-  if (!live) return 'created'
-  return live.metadata?.resourceVersion === applied?.metadata?.resourceVersion ? 'unchanged' : 'configured'
+  return (await applyObject(client, path, obj, {force: options.force ?? false})).outcome
 }
 
 export interface ServiceAccountOptions {

@@ -15,7 +15,6 @@ import {
   registrationFromWar,
   registrationFromWorkloadEntry,
   WE_ANNOTATIONS,
-  type DescribeDetails,
   type EventLike,
   type ObjectMeta,
   type Registration,
@@ -23,6 +22,7 @@ import {
   type WorkloadEntryObject,
   type WorkloadGroup,
 } from './model.js'
+import type {DescribeDetails} from './describe.js'
 
 export const WAR = Resources.workloadAutoRegistrations
 export const WE = Resources.workloadEntries
@@ -195,8 +195,8 @@ export interface WatchedChange extends Listed {
 
 /**
  * Streams changes after the list (`--watch`), from the resourceVersions the list saw, until `signal`
- * aborts. A watch the server closes is resumed; one whose version expired (410) starts again from
- * the current state.
+ * aborts. A watch the server closes is resumed; one whose version expired (410) re-lists and
+ * starts again from the new list's state.
  */
 export async function watchRegistrations(
   client: KubeClient,
@@ -213,6 +213,12 @@ export async function watchRegistrations(
       const res = source === 'war' ? WAR : WE
       const path = resourcePath(res, {namespace: q.namespace})
       let version = state.resourceVersions[source]
+      const emit = (type: WatchedChange['type'], raw: KubeObject) => {
+        const object = withKind(raw, res)
+        if (source === 'workloadentry' && !isListedWorkloadEntry(object, q.source)) return
+        if (q.group !== undefined && groupNameOf(source, object) !== q.group) return
+        onChange({type, source, object, registration: toRegistration(source, object, q.groups)})
+      }
       while (!signal.aborted) {
         let expired = false
         try {
@@ -225,10 +231,7 @@ export async function watchRegistrations(
                 expired = true
                 return
               }
-              const object = withKind(event.object, res)
-              if (source === 'workloadentry' && !isListedWorkloadEntry(object, q.source)) return
-              if (q.group !== undefined && groupNameOf(source, object) !== q.group) return
-              onChange({type: event.type, source, object, registration: toRegistration(source, object, q.groups)})
+              emit(event.type, event.object)
             },
             signal,
           )
@@ -237,8 +240,14 @@ export async function watchRegistrations(
           throw explainForbidden(err, 'watch', res, q.namespace)
         }
         if (expired) {
-          const fresh = await client.get<{metadata?: {resourceVersion?: string}}>(path, {limit: 1, labelSelector: q.labelSelector || undefined})
-          version = fresh.metadata?.resourceVersion
+          // 410: the events since `version` are gone (kube-apiserver keeps a few minutes of them).
+          // Re-list, as client-go's reflector does, and show every registration as it is now: what
+          // changed meanwhile is among them. The watch resumes from the new list's version.
+          version = undefined
+          for await (const page of client.listPages<KubeObject>(path, {labelSelector: q.labelSelector || undefined}, q.chunkSize)) {
+            version ??= page.metadata?.resourceVersion
+            for (const object of page.items) emit('MODIFIED', object)
+          }
         }
       }
     }),
@@ -262,12 +271,12 @@ export function notFoundError(name: string, namespace: string, warServed: boolea
 }
 
 /** A WAR of that name, else an auto-registered WorkloadEntry of that name; a one-line error otherwise. */
-export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean): Promise<Found> {
-  if (warServed) {
+export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean, only?: Registration['source']): Promise<Found> {
+  if (warServed && only !== 'workloadentry') {
     const war = await withPermission('get', WAR, namespace, () => client.getOptional<KubeObject>(resourcePath(WAR, {namespace, name})))
     if (war) return {source: 'war', object: withKind(war, WAR)}
   }
-  const we = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
+  const we = only === 'war' ? undefined : await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
   if (we) {
     const owner = ownerOfKind(we, WAR.kind)
     if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)

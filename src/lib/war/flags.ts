@@ -3,16 +3,18 @@
  * import this statically and load the cluster code lazily.
  */
 import * as Flags from '@oclif/core/flags'
-import {OUTPUT_GROUP} from '../cli/base-command.js'
 import {flagError, UsageError} from '../errors.js'
-import {OUTPUT_FORMATS} from '../output/render.js'
+import {parseSelector, selectorString} from '../proxy-status/selector.js'
 import {dns1123Subdomain, parseDuration} from '../validation/kube.js'
 
 export const SOURCE_VALUES = ['all', 'war', 'workloadentry'] as const
 
 export const listingFlags = {
   'all-namespaces': Flags.boolean({char: 'A', summary: 'List across all namespaces (adds a NAMESPACE column).'}),
-  selector: Flags.string({char: 'l', summary: 'Label selector, e.g. app=web,version!=v1 (sent to the API server).'}),
+  selector: Flags.string({
+    char: 'l',
+    summary: "Label selector on the registrations' own labels, e.g. app=web,version!=v1 (=, ==, !=, in, notin, exists, !key).",
+  }),
   group: Flags.string({summary: 'Only registrations of this WorkloadGroup.'}),
   source: Flags.option({
     summary: 'Where rows come from: WorkloadAutoRegistrations, auto-registered WorkloadEntries, or both.',
@@ -27,15 +29,13 @@ export const listingFlags = {
   }),
 }
 
-export const outputFlag = Flags.option({
-  char: 'o',
-  summary: 'Output format.',
-  options: OUTPUT_FORMATS,
-  default: 'table' as const,
-  helpGroup: OUTPUT_GROUP,
-})()
+/** The output formats of the war listing commands. */
+export const WAR_OUTPUT_KINDS = ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'] as const
 
-export const noHeadersFlag = Flags.boolean({summary: 'Do not print the table header.', helpGroup: OUTPUT_GROUP})
+/** -l checked before any request (a usage error names the flag), in the form sent to the API server. */
+export function labelSelectorFlag(value: string | undefined): string | undefined {
+  return value === undefined ? undefined : selectorString(parseSelector([value], '-l/--selector'))
+}
 
 /** A positive duration flag (`30s`, `5m`, `1h30m`, plain seconds). */
 export function durationFlag(flag: string, value: string, options: {allowZero?: boolean} = {}): number {
@@ -44,18 +44,47 @@ export function durationFlag(flag: string, value: string, options: {allowZero?: 
   return ms
 }
 
-/**
- * Registration names given as arguments (commands with several NAME arguments parse non-strictly,
- * so a mistyped flag would arrive here as a name).
- */
-export function registrationNames(argv: unknown[], command: string): string[] {
-  const names = argv.map(String)
-  const flag = names.find((n) => n.startsWith('-'))
-  if (flag !== undefined) throw new UsageError(`unknown flag ${flag}`, [`see meshvm ${command} --help for the flags this command takes`])
-  if (names.length === 0) throw new UsageError('missing NAME: which registration?', [`list them with: meshvm war list`])
-  for (const n of names) {
-    const problem = dns1123Subdomain(n)
-    if (problem) throw new UsageError(`NAME ${JSON.stringify(n)}: ${problem}`)
+export interface RegistrationRef {
+  name: string
+  /** From a TYPE/NAME argument (what -o name prints); otherwise a WAR is looked for first, then a WorkloadEntry. */
+  source?: 'war' | 'workloadentry'
+}
+
+// The TYPE spellings kubectl accepts for these resources: kind, plural, short name, each optionally with its group.
+const TYPES: Record<string, 'war' | 'workloadentry'> = {}
+for (const [source, words, group] of [
+  ['war', ['workloadautoregistration', 'workloadautoregistrations', 'war'], 'runtime.onboarding.tetrate.io'],
+  ['workloadentry', ['workloadentry', 'workloadentries', 'we'], 'networking.istio.io'],
+] as const) {
+  for (const w of words) {
+    TYPES[w] = source
+    TYPES[`${w}.${group}`] = source
   }
-  return [...new Set(names)]
+}
+
+/**
+ * Registrations given as arguments: NAME, or TYPE/NAME as `meshvm war list -o name` prints them (commands
+ * with several NAME arguments parse non-strictly, so a mistyped flag would arrive here as a name).
+ */
+export function registrationRefs(argv: unknown[], command: string): RegistrationRef[] {
+  const args = argv.map(String)
+  const flag = args.find((n) => n.startsWith('-'))
+  if (flag !== undefined) throw new UsageError(`unknown flag ${flag}`, [`see meshvm ${command} --help for the flags this command takes`])
+  if (args.length === 0) throw new UsageError('missing NAME: which registration?', [`list them with: meshvm war list`])
+  const refs = new Map<string, RegistrationRef>()
+  for (const arg of args) {
+    const slash = arg.indexOf('/')
+    const type = slash < 0 ? undefined : arg.slice(0, slash).toLowerCase()
+    const name = slash < 0 ? arg : arg.slice(slash + 1)
+    const source = type === undefined ? undefined : TYPES[type]
+    if (type !== undefined && source === undefined) {
+      throw new UsageError(`${JSON.stringify(arg)}: unknown TYPE ${JSON.stringify(type)}; expected NAME, or workloadautoregistration/NAME or workloadentry/NAME (as -o name prints them)`, [
+        `list them with: meshvm war list -o name`,
+      ])
+    }
+    const problem = dns1123Subdomain(name)
+    if (problem) throw new UsageError(`NAME ${JSON.stringify(name)}: ${problem}`)
+    refs.set(`${source ?? ''}/${name}`, {name, source})
+  }
+  return [...refs.values()]
 }

@@ -238,9 +238,9 @@ export interface Registration {
 // ---- defensive readers ----------------------------------------------------------------------
 
 type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
 
-const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
+export const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
 /**
@@ -259,7 +259,7 @@ function stylesOf(name: string): readonly [string, string] {
 }
 
 /** `obj[name]` under either key style: `field(x, 'instanceId')` also finds `instance_id`. */
-function field(obj: unknown, name: string): unknown {
+export function field(obj: unknown, name: string): unknown {
   if (!isObject(obj)) return undefined
   const [c, s] = stylesOf(name)
   const v = obj[c]
@@ -268,21 +268,21 @@ function field(obj: unknown, name: string): unknown {
 }
 
 /** Nested `field` lookups. */
-function dig(obj: unknown, ...names: string[]): unknown {
+export function dig(obj: unknown, ...names: string[]): unknown {
   let cur = obj
   for (const n of names) cur = field(cur, n)
   return cur
 }
 
 /** A scalar as text; '' and non-scalars are undefined. YAML 1.1 timestamps (Date) become RFC 3339. */
-function text(v: unknown): string | undefined {
+export function text(v: unknown): string | undefined {
   if (typeof v === 'string') return v === '' ? undefined : v
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v)
   if (v instanceof Date) return Number.isNaN(v.getTime()) ? undefined : v.toISOString().replace(/\.000Z$/, 'Z')
   return undefined
 }
 
-function stringMap(v: unknown): Record<string, string> {
+export function stringMap(v: unknown): Record<string, string> {
   if (!isObject(v)) return {}
   const out: Record<string, string> = {}
   // for…in, not Object.entries: this runs for the labels and annotations of every registration listed.
@@ -290,7 +290,7 @@ function stringMap(v: unknown): Record<string, string> {
   return out
 }
 
-function meta(obj: unknown): {name: string; namespace: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string>; generation?: number} {
+export function meta(obj: unknown): {name: string; namespace: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string>; generation?: number} {
   const m = isObject(obj) ? obj.metadata : undefined
   const generation = isObject(m) && typeof m.generation === 'number' ? m.generation : undefined
   return {
@@ -303,12 +303,12 @@ function meta(obj: unknown): {name: string; namespace: string; creationTimestamp
   }
 }
 
-function conditions(obj: unknown): Condition[] {
+export function conditions(obj: unknown): Condition[] {
   const list = dig(obj, 'status', 'conditions')
   return Array.isArray(list) ? (list.filter(isObject) as Condition[]) : []
 }
 
-function condition(obj: unknown, type: string): Condition | undefined {
+export function condition(obj: unknown, type: string): Condition | undefined {
   return conditions(obj).find((c) => text(c.type) === type)
 }
 
@@ -327,7 +327,7 @@ function ownerGroupName(obj: unknown): string | undefined {
   return text(dig(owner, 'name'))
 }
 
-function sortedKeys(record: Record<string, unknown>): string[] {
+export function sortedKeys(record: Record<string, unknown>): string[] {
   return Object.keys(record).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
@@ -344,7 +344,7 @@ export function identityKind(identity: unknown): string {
   return sortedKeys(identity)[0] ?? ''
 }
 
-const joinParts = (...parts: (string | undefined)[]): string => parts.filter((p): p is string => p !== undefined && p !== '').join(' ')
+export const joinParts = (...parts: (string | undefined)[]): string => parts.filter((p): p is string => p !== undefined && p !== '').join(' ')
 
 /** One-line identity: `aws/ec2 i-0123 us-east-2b`, `aws/ecs CLUSTER/TASK ZONE`, `jwt ISSUER/SUBJECT`. */
 export function identityString(identity: unknown): string {
@@ -377,7 +377,7 @@ export function identityString(identity: unknown): string {
 }
 
 /** The identity's fields as describe rows, in a fixed order. */
-function identityRows(identity: unknown): [string, string[]][] {
+export function identityRows(identity: unknown): [string, string[]][] {
   const rows: [string, string | undefined][] = [['Kind', identityKind(identity) || undefined]]
   const aws = field(identity, 'aws')
   if (isObject(aws)) {
@@ -600,234 +600,4 @@ export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = ne
     )
   }
   return cols
-}
-
-// ---- describe -------------------------------------------------------------------------------
-
-export interface DescribeDetails {
-  war?: WarObject
-  workloadEntry?: WorkloadEntryObject
-  group?: WorkloadGroup
-  events?: EventLike[]
-}
-
-type Item = {kind: 'field'; level: number; key: string; values: string[]} | {kind: 'raw'; level: number; text: string}
-
-/** kubectl's describe layout: `Key:` padded so values line up within each run of sibling fields. */
-class Describer {
-  private readonly items: Item[] = []
-
-  field(level: number, key: string, values: string | string[] | undefined): void {
-    const list = Array.isArray(values) ? values : [values ?? '<none>']
-    this.items.push({kind: 'field', level, key, values: list.length === 0 ? ['<none>'] : list})
-  }
-
-  section(level: number, key: string, value?: string): void {
-    if (value === undefined) this.items.push({kind: 'raw', level, text: `${key}:`})
-    else this.field(level, key, value)
-  }
-
-  raw(level: number, text: string): void {
-    this.items.push({kind: 'raw', level, text})
-  }
-
-  table(level: number, header: string[], rows: string[][], underline = header.map((h) => '-'.repeat(h.length))): void {
-    const all = [header, underline, ...rows]
-    const widths = header.map((_h, i) => Math.max(...all.map((r) => (r[i] ?? '').length)))
-    for (const r of all) this.raw(level, r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 2))).join(''))
-  }
-
-  toString(): string {
-    const out: string[] = []
-    let i = 0
-    while (i < this.items.length) {
-      const item = this.items[i]!
-      if (item.kind === 'raw') {
-        out.push('  '.repeat(item.level) + item.text)
-        i++
-        continue
-      }
-      // A run of sibling fields shares one value column.
-      let j = i
-      while (j < this.items.length && this.items[j]!.kind === 'field' && this.items[j]!.level === item.level) j++
-      const run = this.items.slice(i, j) as Extract<Item, {kind: 'field'}>[]
-      const width = Math.max(...run.map((f) => f.key.length + 1)) + 2
-      const indent = '  '.repeat(item.level)
-      for (const f of run) {
-        f.values.forEach((v, k) => out.push(indent + (k === 0 ? `${f.key}:`.padEnd(width) : ' '.repeat(width)) + v))
-      }
-      i = j
-    }
-    return out.map((l) => l.replace(/\s+$/, '')).join('\n') + '\n'
-  }
-}
-
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
-
-function keyValues(record: Record<string, string>, skip: string[] = []): string[] {
-  return sortedKeys(record)
-    .filter((k) => !skip.includes(k))
-    .map((k) => `${k}=${record[k]}`)
-}
-
-function timestampWithAge(ts: string | undefined, now: Date): string | undefined {
-  return ts ? `${ts} (${age(ts, now)} ago)` : undefined
-}
-
-/** `True`/`False` also for YAML booleans; other statuses as written. */
-function statusText(status: unknown): string {
-  if (typeof status === 'boolean') return status ? 'True' : 'False'
-  return text(status) ?? 'Unknown'
-}
-
-function conditionRows(list: Condition[], now: Date): string[][] {
-  return list.map((c) => [text(c.type) ?? '', statusText(c.status), text(c.reason) ?? '', c.lastTransitionTime ? age(text(c.lastTransitionTime), now) : '<unknown>', (text(c.message) ?? '').replace(/\s+/g, ' ').trim()])
-}
-
-/** kubectl's events table: oldest first, `AGE (xN over AGE)` for repeated events. */
-function eventRows(events: EventLike[], now: Date): string[][] {
-  const timed = events.map((e, index) => {
-    const first = text(e.firstTimestamp) ?? text(e.eventTime) ?? text(e.metadata?.creationTimestamp)
-    const last = text(e.lastTimestamp) ?? text(e.series?.lastObservedTime) ?? first
-    const count = (typeof e.series?.count === 'number' ? e.series.count : undefined) ?? (typeof e.count === 'number' ? e.count : 1)
-    return {e, index, first, last, count}
-  })
-  const at = (ts: string | undefined): number => (ts ? Date.parse(ts) || 0 : 0)
-  timed.sort((a, b) => at(a.last) - at(b.last) || a.index - b.index)
-  return timed.map(({e, first, last, count}) => {
-    const ageText = count > 1 ? `${age(last, now)} (x${count} over ${age(first, now)})` : age(first ?? last, now)
-    const component = text(e.source?.component)
-    const from = component ? [component, text(e.source?.host)].filter(Boolean).join(', ') : (text(e.reportingController) ?? text(e.reportingComponent) ?? '')
-    return [text(e.type) ?? '', text(e.reason) ?? '', ageText, from, (text(e.message) ?? text(e.note) ?? '').replace(/\s+/g, ' ').trim()]
-  })
-}
-
-function healthyText(we: unknown, now: Date): string {
-  const c = condition(we, 'Healthy')
-  if (!c) return '<none>'
-  const extras = [text(c.reason), c.lastTransitionTime ? `${age(text(c.lastTransitionTime), now)} ago` : undefined].filter(Boolean)
-  const message = text(c.message)
-  return `${statusText(c.status)}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
-}
-
-function diffLines(d: Describer, level: number, diff: string): void {
-  for (const line of diff.replace(/\n$/, '').split('\n')) d.raw(level, line)
-}
-
-/**
- * `kubectl describe`-style text for one registration: metadata, identity, registration, owner
- * WorkloadGroup and snapshot status (with the diff when stale), WorkloadEntry, conditions, events.
- */
-export function describeRegistration(reg: Registration, details: DescribeDetails, now: Date): string {
-  const d = new Describer()
-  const self: unknown = reg.source === 'war' ? details.war : details.workloadEntry
-  const m = meta(self)
-  d.field(0, 'Name', reg.name)
-  d.field(0, 'Namespace', reg.namespace)
-  d.field(0, 'Labels', keyValues(m.labels))
-  d.field(0, 'Annotations', keyValues(m.annotations, [LAST_APPLIED]))
-  d.field(0, 'Kind', reg.source === 'war' ? WAR_KIND : 'WorkloadEntry')
-  d.field(0, 'Created', timestampWithAge(reg.creationTimestamp, now))
-
-  // Identity
-  if (reg.source === 'war') {
-    const rows = identityRows(dig(details.war, 'spec', 'identity'))
-    if (rows.length === 0) d.field(0, 'Identity', '<none>')
-    else {
-      d.section(0, 'Identity')
-      for (const [k, v] of rows) d.field(1, k, v)
-    }
-  } else {
-    const sa = text(dig(details.workloadEntry, 'spec', 'serviceAccount'))
-    if (sa === undefined) d.field(0, 'Identity', '<none>')
-    else {
-      d.section(0, 'Identity')
-      d.field(1, 'Kind', 'serviceaccount')
-      d.field(1, 'Service Account', `${reg.namespace}/${sa}`)
-    }
-  }
-
-  // Registration
-  d.section(0, 'Registration')
-  if (reg.source === 'war') {
-    const info = dig(details.war, 'spec', 'registration')
-    const revision = text(dig(info, 'sidecar', 'istio', 'revision'))
-    const addresses = dig(info, 'host', 'addresses')
-    const hostAddresses = Array.isArray(addresses)
-      ? addresses.map((a) => joinParts(text(field(a, 'ip')) ?? '<none>', text(field(a, 'type')) ? `(${text(field(a, 'type'))})` : undefined))
-      : []
-    const annotations = dig(info, 'workload', 'annotations')
-    const settings = field(info, 'settings')
-    d.field(1, 'Agent', reg.agentVersion)
-    d.field(1, 'Sidecar', reg.sidecarVersion ? `istio ${reg.sidecarVersion}${revision ? ` (revision ${revision})` : ''}` : undefined)
-    d.field(1, 'Host Addresses', hostAddresses)
-    d.field(1, 'Workload Labels', keyValues(stringMap(dig(info, 'workload', 'labels'))))
-    if (isObject(annotations) && Object.keys(annotations).length > 0) d.field(1, 'Workload Annotations', keyValues(stringMap(annotations)))
-    d.field(1, 'Connected Over', text(field(settings, 'connectedOver')) ?? 'VPC (default)')
-    if (isObject(settings)) {
-      for (const k of sortedKeys(settings).filter((k) => camel(k) !== 'connectedOver')) d.field(1, k, text(settings[k]) ?? JSON.stringify(settings[k]))
-    }
-    d.field(1, 'Agent Connected', reg.agentConnected)
-    d.field(1, 'Connected To', reg.connectedTo)
-    if (reg.disconnectedAt) d.field(1, 'Disconnected At', timestampWithAge(reg.disconnectedAt, now))
-  } else {
-    const ann = m.annotations
-    d.field(1, 'Agent Connected', reg.agentConnected)
-    d.field(1, 'Connected At', timestampWithAge(ann[WE_ANNOTATIONS.connectedAt], now))
-    if (ann[WE_ANNOTATIONS.disconnectedAt]) d.field(1, 'Disconnected At', timestampWithAge(ann[WE_ANNOTATIONS.disconnectedAt], now))
-    d.field(1, 'Controller', ann[WE_ANNOTATIONS.workloadController])
-    d.field(1, 'Workload Labels', keyValues(stringMap(dig(details.workloadEntry, 'spec', 'labels'))))
-  }
-
-  // Owner WorkloadGroup and snapshot status
-  d.section(0, 'Owner WorkloadGroup')
-  d.field(1, 'Name', reg.group || undefined)
-  const gm = meta(details.group)
-  if (details.group && gm.generation !== undefined) d.field(1, 'Generation', String(gm.generation))
-  const statusKey = reg.source === 'war' ? 'Snapshot' : 'Template'
-  let diff: string | undefined
-  if (!details.group) d.field(1, statusKey, '<unknown> (WorkloadGroup not available)')
-  else if (reg.source === 'war' && warSnapshot(details.war) !== undefined) diff = staleDifference(details.war, details.group)
-  else if (details.workloadEntry) diff = workloadEntryDifference(details.workloadEntry, details.group)
-  else d.field(1, statusKey, '<unknown> (not recorded)')
-  if (diff === '') d.field(1, statusKey, 'up to date')
-  else if (diff !== undefined) {
-    d.field(1, statusKey, 'stale: the group changed after this workload registered; re-onboard it to apply the change')
-    d.section(1, 'Diff')
-    diffLines(d, 2, diff)
-  }
-
-  // WorkloadEntry
-  const we = details.workloadEntry
-  if (!we) {
-    d.field(0, 'WorkloadEntry', '<none>')
-  } else {
-    const spec = field(we, 'spec')
-    const ports = stringMap(field(spec, 'ports'))
-    d.section(0, 'WorkloadEntry')
-    d.field(1, 'Name', meta(we).name || undefined)
-    d.field(1, 'Address', text(field(spec, 'address')))
-    if (text(field(spec, 'network'))) d.field(1, 'Network', text(field(spec, 'network')))
-    if (text(field(spec, 'locality'))) d.field(1, 'Locality', text(field(spec, 'locality')))
-    if (text(field(spec, 'serviceAccount'))) d.field(1, 'Service Account', text(field(spec, 'serviceAccount')))
-    if (Object.keys(ports).length > 0) d.field(1, 'Ports', keyValues(ports).join(', '))
-    d.field(1, 'Healthy', healthyText(we, now))
-  }
-
-  // Conditions
-  const conds = conditions(self)
-  if (conds.length === 0) d.field(0, 'Conditions', '<none>')
-  else {
-    d.section(0, 'Conditions')
-    d.table(1, ['Type', 'Status', 'Reason', 'Age', 'Message'], conditionRows(conds, now))
-  }
-
-  // Events
-  const events = details.events ?? []
-  if (events.length === 0) d.field(0, 'Events', '<none>')
-  else {
-    d.section(0, 'Events')
-    d.table(1, ['Type', 'Reason', 'Age', 'From', 'Message'], eventRows(events, now), ['----', '------', '----', '----', '-------'])
-  }
-  return d.toString()
 }

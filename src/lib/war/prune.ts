@@ -1,6 +1,6 @@
 /**
  * `meshvm war prune`: registrations whose agent has been disconnected for longer than a grace period
- * (default 5m, TSB's own; see shared/reference/vm-onboarding-peers.md §1.4): WARs whose
+ * (default 5m, TSB's own default, docs.tetrate.io): WARs whose
  * AgentConnected condition turned False that long ago, and auto-registered WorkloadEntries whose
  * `istio.io/disconnectedAt` is that old.
  *
@@ -9,6 +9,7 @@
  * resourceVersion preconditions, so an agent that reconnects meanwhile keeps its registration.
  */
 import {ExitCode, MeshvmError} from '../errors.js'
+import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {resourcePath} from '../kube/resources.js'
 import type {Column} from '../output/table.js'
@@ -54,6 +55,14 @@ export async function prune(
       else if (!isPrunable(toRegistration(listed.source, fresh), gracePeriodMs, new Date())) outcome = {listed, result: 'reconnected'}
       else outcome = {listed, result: (await deleteRegistration(client, listed.source, fresh, {exact: true})) ? 'deleted' : 'gone'}
     } catch (err) {
+      // 409 on the resourceVersion precondition: the registration changed after it was re-read
+      // (its agent reconnected and the status moved), so it is kept, not reported as a failure.
+      if (err instanceof KubeApiError && err.status === 409) {
+        outcome = {listed, result: 'reconnected'}
+        outcomes.push(outcome)
+        onOutcome(outcome)
+        continue
+      }
       const e = err instanceof MeshvmError ? err : new MeshvmError((err as Error).message, {exit: ExitCode.FAILURE})
       outcome = {listed, result: 'failed', error: e}
     }

@@ -1,8 +1,8 @@
 /**
  * `meshvm war rollout GROUP`: re-onboard the workloads of a WorkloadGroup after the group changed,
  * the way a Deployment rolls out, because TSB applies a group change only to workloads that onboard
- * after it (a WAR keeps a snapshot of the group taken at onboarding; see
- * shared/reference/vm-onboarding-peers.md §1.4).
+ * after it (a WAR keeps a snapshot of the group taken at onboarding: TSB's onboarding docs,
+ * docs.tetrate.io, WorkloadAutoRegistration lifecycle).
  *
  * 1. The plan is computed from the cluster on every run: the group's WARs whose snapshot differs
  *    from the current group spec (or, for WARs that record no snapshot, whose WorkloadEntry differs
@@ -36,9 +36,13 @@
  * (TIMEOUT); one that comes back but stays unhealthy or comes back from an old snapshot → 8
  * (CHECK_FAILED); an API error → that error's code; Ctrl-C → 130.
  */
+import {spawn} from 'node:child_process'
+import {hostname, userInfo} from 'node:os'
 import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
 import {humanDuration} from '../output/age.js'
+import {terminalSafe} from '../output/terminal.js'
 import {PATCH, type KubeClient} from '../kube/client.js'
+import {KubeApiError} from '../kube/errors.js'
 import {resourcePath} from '../kube/resources.js'
 import {
   CRD_MISSING,
@@ -65,15 +69,29 @@ export interface RolloutOptions {
   dryRun: boolean
   chunkSize: number
   signal?: AbortSignal
+  /**
+   * For auto-registered WorkloadEntries: a command run through `sh -c` for each stale entry, after
+   * the entry is deleted, that restarts the VM's sidecar (env: MESHVM_VM_NAME, MESHVM_VM_ADDRESS,
+   * MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE). Without it, stale entries are listed and the run fails.
+   */
+  restartCommand?: string
+  /** Who holds the group's rollout lease (default: user@host pid N). */
+  holder?: string
+  /** How long the lease lasts without renewal (default 60s). */
+  leaseDurationMs?: number
   /** Progress lines (stderr). */
   progress: (line: string) => void
   warn: (line: string) => void
 }
 
-export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'failed' | 'interrupted' | 'not started' | 'skipped'
+export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'failed' | 'interrupted' | 'not started' | 'skipped' | 'needs restart'
 
 export interface RolloutItem {
   name: string
+  /** A WorkloadAutoRegistration, or an auto-registered WorkloadEntry (re-onboarded by restarting its sidecar). */
+  kind: 'war' | 'workloadentry'
+  /** WorkloadEntry: the VM's address. */
+  address?: string
   agentConnected: ConnectedStatus
   result: ItemResult
   /** Deleted by an earlier run and not back (ready) yet: awaited without a delete. */
@@ -103,6 +121,8 @@ export interface RolloutReport {
 
 interface Candidate {
   name: string
+  kind: 'war' | 'workloadentry'
+  address?: string
   uid?: string
   resourceVersion?: string
   agentConnected: ConnectedStatus
@@ -115,22 +135,75 @@ export function elapsedText(ms: number): string {
 
 /** On the WorkloadGroup: the registrations a rollout deleted that are not back yet (a sorted JSON list of names). */
 export const AWAITING_ANNOTATION = 'rollout.meshvm.io/awaiting'
+/** On the WorkloadGroup: which run may delete registrations of the group now (JSON, see RolloutLease). */
+export const LEASE_ANNOTATION = 'rollout.meshvm.io/lease'
+/** Awaited WorkloadEntries are listed as `workloadentry/NAME` (WAR names stay bare, as before). */
+const WE_PREFIX = 'workloadentry/'
+
+export interface RolloutLease {
+  holder: string
+  acquireTime: string
+  renewTime: string
+  leaseDurationSeconds: number
+}
+
+export function parseLease(raw: string | undefined): RolloutLease | undefined {
+  if (!raw) return undefined
+  try {
+    const l = JSON.parse(raw) as Partial<RolloutLease>
+    if (typeof l.holder === 'string' && typeof l.renewTime === 'string' && typeof l.leaseDurationSeconds === 'number') return l as RolloutLease
+  } catch {
+    /* not a lease: treated as none */
+  }
+  return undefined
+}
+
+/** A lease someone else holds that has not expired at `now`. */
+export function liveLeaseOfOther(raw: string | undefined, holder: string, now: number): RolloutLease | undefined {
+  const l = parseLease(raw)
+  if (!l || l.holder === holder) return undefined
+  const renewed = Date.parse(l.renewTime)
+  return Number.isNaN(renewed) || renewed + l.leaseDurationSeconds * 1000 <= now ? undefined : l
+}
+
+export function leaseConflict(namespace: string, group: string, l: RolloutLease): MeshvmError {
+  const expires = new Date(Date.parse(l.renewTime) + l.leaseDurationSeconds * 1000).toISOString()
+  return new MeshvmError(`another rollout of workloadgroup ${namespace}/${group} is in progress: ${JSON.stringify(l.holder)} holds its lease (since ${l.acquireTime}, renewed ${l.renewTime})`, {
+    exit: ExitCode.REJECTED,
+    code: 'RolloutInProgress',
+    hints: [
+      'wait for it to finish: two rollouts of one group would together take down more than --max-unavailable workloads',
+      `if that run was killed, its lease expires at ${expires}; a new run takes over after that (or remove annotation ${LEASE_ANNOTATION} from the group)`,
+    ],
+  })
+}
 
 /**
- * The group's awaiting list, as the cluster holds it and as this run changes it. `save` writes it
- * back (JSON merge patch; null removes the annotation) when it differs from what was last written.
+ * The group's rollout record: the awaiting list, as the cluster holds it and as this run changes it,
+ * and this run's lease. Every write is a JSON merge patch carrying the group's resourceVersion
+ * (optimistic concurrency), and carries the lease: the first write takes it. A conflict re-reads
+ * the group; if another run holds a live lease by then, this run stops (leaseConflict); otherwise
+ * the write is retried on the new version. Writes are serialised.
  */
-class Awaiting {
+class RolloutRecord {
   readonly names = new Set<string>()
   private written: string
+  private resourceVersion: string | undefined
+  private acquired?: string
+  private lastWrite = 0
+  private chain: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly client: KubeClient,
     private readonly namespace: string,
     private readonly group: string,
-    raw: string | undefined,
+    groupObj: KubeObject,
+    private readonly holder: string,
+    private readonly leaseMs: number,
     warn: (line: string) => void,
   ) {
+    const raw = groupObj.metadata?.annotations?.[AWAITING_ANNOTATION]
+    this.resourceVersion = groupObj.metadata?.resourceVersion
     this.written = raw ?? ''
     if (raw === undefined || raw === '') return
     let parsed: unknown
@@ -150,18 +223,67 @@ class Awaiting {
     return [...this.names].sort()
   }
 
-  async save(): Promise<void> {
+  get held(): boolean {
+    return this.acquired !== undefined
+  }
+
+  /** Writes the list (when it changed), taking or renewing the lease. */
+  save(): Promise<void> {
     const value = this.names.size > 0 ? JSON.stringify(this.sorted()) : null
-    if ((value ?? '') === this.written) return
-    await withPermission('patch', WG, this.namespace, () =>
-      this.client.request({
-        method: 'PATCH',
-        path: resourcePath(WG, {namespace: this.namespace, name: this.group}),
-        contentType: PATCH.merge,
-        body: {metadata: {annotations: {[AWAITING_ANNOTATION]: value}}},
-      }),
-    )
-    this.written = value ?? ''
+    if ((value ?? '') === this.written) return this.chain
+    return this.write(value, false)
+  }
+
+  /** Renews the lease when a third of it has passed. */
+  renew(): Promise<void> {
+    if (!this.held || Date.now() - this.lastWrite < this.leaseMs / 3) return this.chain
+    return this.write(this.names.size > 0 ? JSON.stringify(this.sorted()) : null, false)
+  }
+
+  /** Gives the lease back (best effort) and writes the final list. */
+  release(): Promise<void> {
+    if (!this.held) return this.chain
+    return this.write(this.names.size > 0 ? JSON.stringify(this.sorted()) : null, true).catch(() => undefined)
+  }
+
+  private write(value: string | null, releasing: boolean): Promise<void> {
+    const run = async (): Promise<void> => {
+      for (let attempt = 0; ; attempt++) {
+        const now = new Date().toISOString()
+        this.acquired ??= now
+        const lease: RolloutLease = {holder: this.holder, acquireTime: this.acquired, renewTime: now, leaseDurationSeconds: Math.ceil(this.leaseMs / 1000)}
+        try {
+          const res = await withPermission('patch', WG, this.namespace, () =>
+            this.client.request<KubeObject>({
+              method: 'PATCH',
+              path: resourcePath(WG, {namespace: this.namespace, name: this.group}),
+              contentType: PATCH.merge,
+              body: {metadata: {resourceVersion: this.resourceVersion, annotations: {[AWAITING_ANNOTATION]: value, [LEASE_ANNOTATION]: releasing ? null : JSON.stringify(lease)}}},
+            }),
+          )
+          this.resourceVersion = res?.metadata?.resourceVersion ?? this.resourceVersion
+          this.written = value ?? ''
+          this.lastWrite = Date.now()
+          if (releasing) this.acquired = undefined
+          return
+        } catch (err) {
+          if (!(err instanceof KubeApiError && err.status === 409) || attempt >= 5) {
+            if (!this.lastWrite) this.acquired = undefined
+            throw err
+          }
+          const fresh = await getGroup(this.client, this.namespace, this.group)
+          this.resourceVersion = fresh.metadata?.resourceVersion
+          const other = liveLeaseOfOther(fresh.metadata?.annotations?.[LEASE_ANNOTATION], this.holder, Date.now())
+          if (other) {
+            if (!this.lastWrite) this.acquired = undefined
+            throw leaseConflict(this.namespace, this.group, other)
+          }
+        }
+      }
+    }
+    const next = this.chain.then(run, run)
+    this.chain = next.catch(() => undefined)
+    return next
   }
 }
 
@@ -199,61 +321,62 @@ async function getGroup(client: KubeClient, namespace: string, name: string): Pr
 const ownedByGroup = (obj: unknown, group: string): boolean => ownerOfKind(obj, 'WorkloadGroup')?.name === group
 
 /** The group's registrations and which of them are stale, from the cluster as it is now. */
-async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions, awaited: Set<string>): Promise<{total: number; stale: Candidate[]; present: Set<string>}> {
+async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions, awaited: Set<string>, warServed: boolean): Promise<{total: number; stale: Candidate[]; present: Set<string>}> {
   const namespace = o.namespace
   let total = 0
   const stale: Candidate[] = []
   /** The awaited names that exist now. */
   const present = new Set<string>()
-  // WARs that record no snapshot are judged by their WorkloadEntry, found in a second pass.
+  // WARs that record no snapshot are judged by their WorkloadEntry, found in the WorkloadEntry pass.
   const bySnapshotless = new Map<string, Candidate>()
-  await withPermission('list', WAR, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(WAR, {namespace}), {}, o.chunkSize)) {
-      for (const war of page.items) {
-        if (!ownedByGroup(war, o.group)) continue
+  if (warServed) {
+    await withPermission('list', WAR, namespace, async () => {
+      for await (const page of client.listPages<KubeObject>(resourcePath(WAR, {namespace}), {}, o.chunkSize)) {
+        for (const war of page.items) {
+          if (!ownedByGroup(war, o.group)) continue
+          total++
+          if (awaited.has(war.metadata?.name ?? '')) present.add(war.metadata!.name!)
+          const reg = registrationFromWar(war, group)
+          const c: Candidate = {name: reg.name, kind: 'war', uid: war.metadata?.uid, resourceVersion: war.metadata?.resourceVersion, agentConnected: reg.agentConnected}
+          if (warSnapshot(war) !== undefined) {
+            if (staleDifference(war, group) !== '') stale.push(c)
+          } else if (c.uid) bySnapshotless.set(c.uid, c)
+        }
+      }
+    })
+  }
+  // Auto-registered WorkloadEntries no WAR owns are registrations of their own (Istio's auto-registration).
+  await withPermission('list', WE, namespace, async () => {
+    for await (const page of client.listPages<KubeObject>(resourcePath(WE, {namespace}), {}, o.chunkSize)) {
+      for (const we of page.items) {
+        const owner = ownerOfKind(we, WAR.kind)
+        if (owner) {
+          const c = owner.uid ? bySnapshotless.get(owner.uid) : undefined
+          if (!c) continue
+          bySnapshotless.delete(owner.uid!)
+          if (workloadEntryDifference(we, group) !== '') stale.push(c)
+          continue
+        }
+        if (!isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
         total++
-        if (awaited.has(war.metadata?.name ?? '')) present.add(war.metadata!.name!)
-        const reg = registrationFromWar(war, group)
-        const c: Candidate = {name: reg.name, uid: war.metadata?.uid, resourceVersion: war.metadata?.resourceVersion, agentConnected: reg.agentConnected}
-        if (warSnapshot(war) !== undefined) {
-          if (staleDifference(war, group) !== '') stale.push(c)
-        } else if (c.uid) bySnapshotless.set(c.uid, c)
+        const name = we.metadata?.name ?? ''
+        if (awaited.has(WE_PREFIX + name)) present.add(WE_PREFIX + name)
+        const reg = registrationFromWorkloadEntry(we, group)
+        if (reg.stale) stale.push({name, kind: 'workloadentry', address: reg.addresses[0], uid: we.metadata?.uid, resourceVersion: we.metadata?.resourceVersion, agentConnected: reg.agentConnected})
       }
     }
   })
   if (bySnapshotless.size > 0) {
-    await withPermission('list', WE, namespace, async () => {
-      for await (const page of client.listPages<KubeObject>(resourcePath(WE, {namespace}), {}, o.chunkSize)) {
-        for (const we of page.items) {
-          const owner = ownerOfKind(we, WAR.kind)
-          const c = owner?.uid ? bySnapshotless.get(owner.uid) : undefined
-          if (!c) continue
-          bySnapshotless.delete(owner!.uid!)
-          if (workloadEntryDifference(we, group) !== '') stale.push(c)
-        }
-      }
-    })
-    if (bySnapshotless.size > 0) {
-      o.warn(`${bySnapshotless.size} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${[...bySnapshotless.values()].map((c) => c.name).sort().join(', ')}`)
-    }
+    o.warn(`${bySnapshotless.size} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${[...bySnapshotless.values()].map((c) => c.name).sort().join(', ')}`)
   }
-  stale.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  stale.sort((a, b) => (a.kind !== b.kind ? (a.kind === 'war' ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return {total, stale, present}
 }
 
-/** Stale auto-registered WorkloadEntries of the group, for the hint when there is no WAR CRD. */
-async function staleWorkloadEntries(client: KubeClient, group: WorkloadGroup, o: RolloutOptions): Promise<string[]> {
-  const names: string[] = []
-  await withPermission('list', WE, o.namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(WE, {namespace: o.namespace}), {}, o.chunkSize)) {
-      for (const we of page.items) {
-        if (!isListedWorkloadEntry(we, 'all') || groupNameOf('workloadentry', we) !== o.group) continue
-        if (registrationFromWorkloadEntry(we, group).stale) names.push(we.metadata?.name ?? '')
-      }
-    }
-  })
-  return names.sort()
-}
+/** The record's key for a candidate (WorkloadEntries prefixed). */
+const recordKey = (c: {name: string; kind: 'war' | 'workloadentry'}): string => (c.kind === 'workloadentry' ? WE_PREFIX + c.name : c.name)
+const fromRecordKey = (key: string): {name: string; kind: 'war' | 'workloadentry'} =>
+  key.startsWith(WE_PREFIX) ? {name: key.slice(WE_PREFIX.length), kind: 'workloadentry'} : {name: key, kind: 'war'}
 
 type Phase = 'gone' | 'deleting' | 'disconnected' | 'stale' | 'unhealthy' | 'ready'
 
@@ -273,7 +396,9 @@ function healthy(we: KubeObject | undefined): {ok: boolean; detail: string} {
 }
 
 /** Where one re-onboarding stands now. */
-async function check(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+  const name = c.name
+  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group)
   const war = await withPermission('get', WAR, namespace, () => client.getOptional<KubeObject>(resourcePath(WAR, {namespace, name})))
   if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
   if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
@@ -294,6 +419,44 @@ async function check(client: KubeClient, namespace: string, name: string, oldUid
   return {phase: 'ready', detail: to}
 }
 
+/** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
+async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+  const we = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
+  if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
+  if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
+  const reg = registrationFromWorkloadEntry(we, group)
+  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its sidecar is not connected'}
+  if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
+  const to = reg.connectedTo ? `connected to ${reg.connectedTo}` : 'connected'
+  if ((group.spec as {probe?: unknown} | undefined)?.probe) {
+    const h = healthy(we)
+    if (!h.ok) return {phase: 'unhealthy', detail: `${to}, but ${h.detail}`}
+    return {phase: 'ready', detail: `${to}, healthy`}
+  }
+  return {phase: 'ready', detail: to}
+}
+
+/** The environment a --restart-command runs with. */
+export function restartEnvironment(c: {name: string; address?: string}, namespace: string): Record<string, string> {
+  // The cluster does not record a VM's host name (the proxy ID is not on the entry): the address stands in.
+  return {MESHVM_VM_NAME: c.name, MESHVM_VM_ADDRESS: c.address ?? '', MESHVM_VM_HOSTNAME: c.address ?? '', MESHVM_NAMESPACE: namespace}
+}
+
+/** Runs the restart command through sh; resolves with its exit code and its last output line. */
+function runRestart(command: string, env: Record<string, string>, signal?: AbortSignal): Promise<{code: number; last: string}> {
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', command], {env: {...process.env, ...env}, stdio: ['ignore', 'pipe', 'pipe'], ...(signal ? {signal} : {})})
+    let out = ''
+    const keep = (d: Buffer) => {
+      out = (out + d.toString('utf8')).slice(-2000)
+    }
+    child.stdout.on('data', keep)
+    child.stderr.on('data', keep)
+    child.on('error', (err) => resolve({code: 127, last: terminalSafe(err.message)}))
+    child.on('close', (code, sig) => resolve({code: code ?? (sig ? 128 : 1), last: terminalSafe(out.trim().split('\n').pop() ?? '')}))
+  })
+}
+
 function verdict(phase: Phase): {result: ItemResult; exit: ExitCodeValue} {
   if (phase === 'unhealthy') return {result: 'unhealthy', exit: ExitCode.CHECK_FAILED}
   if (phase === 'stale') return {result: 'stale', exit: ExitCode.CHECK_FAILED}
@@ -304,35 +467,51 @@ export function rolloutCommandLine(o: Pick<RolloutOptions, 'group' | 'namespace'
   return `meshvm war rollout ${o.group} -n ${o.namespace}`
 }
 
+/** Who a lease names by default: the user, the host and this process. */
+function defaultHolder(): string {
+  try {
+    return `${userInfo().username}@${hostname()} pid ${process.pid}`
+  } catch {
+    return `${hostname()} pid ${process.pid}`
+  }
+}
+
+const entries = (n: number) => `WorkloadEntr${n === 1 ? 'y' : 'ies'}`
+
 export async function rollout(client: KubeClient, o: RolloutOptions): Promise<RolloutReport> {
   let group = await getGroup(client, o.namespace, o.group)
-  if (!(await warApiServed(client))) {
-    const stale = await staleWorkloadEntries(client, group, o)
-    throw new MeshvmError(`${CRD_MISSING}: rollout re-onboards WorkloadAutoRegistrations, and Istio re-creates an auto-registered WorkloadEntry only when its sidecar reconnects`, {
-      exit: ExitCode.NOT_FOUND,
-      code: 'CRDNotInstalled',
-      hints: [
-        stale.length > 0
-          ? `${stale.length} auto-registered WorkloadEntr${stale.length === 1 ? 'y is' : 'ies are'} stale (${stale.slice(0, 5).join(', ')}${stale.length > 5 ? ', …' : ''}): restart the Istio sidecar on those VMs, one at a time`
-          : 'no auto-registered WorkloadEntry of this group is stale',
-      ],
-    })
+  const warServed = await warApiServed(client)
+  if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
+  const holder = o.holder ?? defaultHolder()
+  // Two runs on one group would together exceed --max-unavailable and overwrite each other's record.
+  const other = liveLeaseOfOther(group.metadata?.annotations?.[LEASE_ANNOTATION], holder, Date.now())
+  if (other && !o.dryRun) throw leaseConflict(o.namespace, o.group, other)
+  if (other) o.warn(leaseConflict(o.namespace, o.group, other).message)
+  const awaiting = new RolloutRecord(client, o.namespace, o.group, group, holder, o.leaseDurationMs ?? 60_000, o.warn)
+  try {
+    return await rolloutHeld(client, o, group, warServed, awaiting)
+  } finally {
+    await awaiting.release()
   }
-  const awaiting = new Awaiting(client, o.namespace, o.group, group.metadata?.annotations?.[AWAITING_ANNOTATION], o.warn)
-  const {total, stale, present} = await plan(client, group, o, awaiting.names)
-  const staleNames = new Set(stale.map((c) => c.name))
+}
+
+async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: WorkloadGroup & KubeObject, warServed: boolean, awaiting: RolloutRecord): Promise<RolloutReport> {
+  let group = initialGroup
+  const {total, stale, present} = await plan(client, group, o, awaiting.names, warServed)
+  const staleKeys = new Set(stale.map(recordKey))
   // Registrations an earlier run deleted: awaited first unless they are back and ready, or present and stale (then the plan has them).
   const waits: {c: Candidate; last: Check}[] = []
   const back: {name: string; detail: string}[] = []
-  for (const name of awaiting.sorted()) {
-    if (staleNames.has(name)) continue
-    const last = await check(client, o.namespace, name, undefined, group)
-    if (last.phase === 'ready') back.push({name, detail: last.detail})
-    else waits.push({c: {name, agentConnected: last.phase === 'gone' ? 'Unknown' : last.phase === 'disconnected' ? 'False' : 'True'}, last})
+  for (const key of awaiting.sorted()) {
+    if (staleKeys.has(key)) continue
+    const ref = fromRecordKey(key)
+    const last = await check(client, o.namespace, ref, undefined, group)
+    if (last.phase === 'ready') back.push({name: ref.name, detail: last.detail})
+    else waits.push({c: {...ref, agentConnected: last.phase === 'gone' ? 'Unknown' : last.phase === 'disconnected' ? 'False' : 'True'}, last})
   }
   // From here on the list holds exactly the registrations this run still waits for.
-  for (const name of awaiting.sorted()) if (!waits.some((w) => w.c.name === name)) awaiting.names.delete(name)
-  const waitingPresent = waits.filter((w) => present.has(w.c.name)).length
+  for (const key of awaiting.sorted()) if (!waits.some((w) => recordKey(w.c) === key)) awaiting.names.delete(key)
+  const waitingPresent = waits.filter((w) => present.has(recordKey(w.c))).length
   const report: RolloutReport = {
     namespace: o.namespace,
     group: o.group,
@@ -345,16 +524,39 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
     status: 'nothing to do',
     items: [],
   }
-  const todo = stale.filter((c) => c.agentConnected === 'True')
+  const connected = stale.filter((c) => c.agentConnected === 'True')
+  // An auto-registered WorkloadEntry is re-made only when its sidecar reconnects: without a way to restart it, it is listed.
+  const needsRestart = o.restartCommand === undefined ? connected.filter((c) => c.kind === 'workloadentry') : []
+  const todo = connected.filter((c) => !needsRestart.includes(c))
   const skipped = stale.filter((c) => c.agentConnected !== 'True')
-  waits.forEach((w, i) => report.items.push({name: w.c.name, agentConnected: w.c.agentConnected, result: o.dryRun ? 'planned' : 'not started', deletedEarlier: true, step: i + 1}))
-  todo.forEach((c, i) => report.items.push({name: c.name, agentConnected: c.agentConnected, result: o.dryRun ? 'planned' : 'not started', step: waits.length + i + 1}))
+  const item = (c: Candidate): Pick<RolloutItem, 'name' | 'kind' | 'address' | 'agentConnected'> => ({name: c.name, kind: c.kind, ...(c.address ? {address: c.address} : {}), agentConnected: c.agentConnected})
+  waits.forEach((w, i) => report.items.push({...item(w.c), result: o.dryRun ? 'planned' : 'not started', deletedEarlier: true, step: i + 1}))
+  todo.forEach((c, i) => report.items.push({...item(c), result: o.dryRun ? 'planned' : 'not started', step: waits.length + i + 1}))
+  for (const c of needsRestart) {
+    report.items.push({...item(c), result: 'needs restart', detail: "delete the entry and restart the VM's sidecar (or pass --restart-command)"})
+  }
   for (const c of skipped) {
-    report.items.push({name: c.name, agentConnected: c.agentConnected, result: 'skipped', detail: 'agent not connected: it cannot re-onboard now; re-run the rollout once it reconnects'})
+    report.items.push({...item(c), result: 'skipped', detail: 'agent not connected: it cannot re-onboard now; re-run the rollout once it reconnects'})
   }
   const where = `workloadgroup ${o.namespace}/${o.group}${report.generation !== undefined ? ` (generation ${report.generation})` : ''}`
+  let restartOnly: RolloutReport['failure']
+  const restartFailure = (): void => {
+    if (needsRestart.length === 0 || report.failure) return
+    report.status = 'failed'
+    report.failure = restartOnly = {
+      exit: ExitCode.CHECK_FAILED,
+      message: `${needsRestart.length} auto-registered ${entries(needsRestart.length)} of ${where} ${needsRestart.length === 1 ? 'is' : 'are'} stale and ${needsRestart.length === 1 ? 'was' : 'were'} not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself`,
+      hints: [
+        ...needsRestart.slice(0, 10).map((c) => `${c.name} (${c.address ?? 'no address'}): kubectl delete workloadentry ${c.name} -n ${o.namespace}, then on that VM: sudo systemctl restart istio`),
+        ...(needsRestart.length > 10 ? [`… and ${needsRestart.length - 10} more (see the table)`] : []),
+        `or let meshvm do both, --max-unavailable at a time: ${rolloutCommandLine(o)} --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`,
+      ],
+    }
+  }
   if (o.dryRun) {
     report.status = todo.length + waits.length > 0 ? 'planned' : 'nothing to do'
+    restartFailure()
+    if (report.failure) report.status = 'planned'
     return report
   }
   // Forget what is back (or visible again) before anything else; a missing patch permission fails here, before any delete.
@@ -377,13 +579,16 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
     o.progress(`Rolling out ${where}: ${stale.length} of ${total} registration(s) are stale; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`)
   }
   for (const c of skipped) o.warn(`skipping ${c.name}: its agent is not connected, so it cannot re-onboard now (re-run the rollout once it reconnects)`)
-  if (n === 0) return report
+  if (n === 0) {
+    restartFailure()
+    return report
+  }
 
-  const byName = new Map(report.items.map((i) => [i.name, i]))
+  const byName = new Map(report.items.map((i) => [recordKey(i), i]))
   const queue = [...todo]
-  const inflight: {c: Candidate; item: RolloutItem; started: number; last: Check}[] = []
+  const inflight: {c: Candidate; item: RolloutItem; started: number; last: Check; restart?: {done?: {code: number; last: string}}}[] = []
   for (const w of waits) {
-    const item = byName.get(w.c.name)!
+    const item = byName.get(recordKey(w.c))!
     o.progress(`[${item.step}/${n}] waiting for ${w.c.name} to re-onboard (deleted by an earlier rollout): ${w.last.detail}`)
     inflight.push({c: w.c, item, started: Date.now(), last: w.last})
   }
@@ -396,23 +601,31 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
     // After Ctrl-C no new deletion starts (a delete in progress still finishes and is reported).
     while (report.failure === undefined && !o.signal?.aborted && inflight.length < o.maxUnavailable && queue.length > 0) {
       const c = queue.shift()!
-      const item = byName.get(c.name)!
+      const item = byName.get(recordKey(c))!
       // Remembered before the delete, so that a run stopped at any point knows to wait for it.
-      awaiting.names.add(c.name)
+      awaiting.names.add(recordKey(c))
       try {
         await awaiting.save()
       } catch (err) {
         const e = asMeshvmError(err)
-        awaiting.names.delete(c.name)
+        awaiting.names.delete(recordKey(c))
         item.result = 'failed'
         item.detail = `not deleted: could not record it in annotation ${AWAITING_ANNOTATION}: ${e.message}`
         report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped before deleting ${c.name}: could not record it in annotation ${AWAITING_ANNOTATION} on the group: ${e.message}`, hints: [...e.hints]}
         break
       }
       try {
-        const existed = await deleteRegistration(client, 'war', {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}})
-        o.progress(`[${item.step}/${n}] ${existed ? 'deleted' : 'already gone:'} ${c.name}; waiting for its agent to re-onboard it`)
-        inflight.push({c, item, started: Date.now(), last: {phase: 'gone', detail: 'the agent has not re-registered the workload'}})
+        const existed = await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}})
+        if (c.kind === 'war') {
+          o.progress(`[${item.step}/${n}] ${existed ? 'deleted' : 'already gone:'} ${c.name}; waiting for its agent to re-onboard it`)
+          inflight.push({c, item, started: Date.now(), last: {phase: 'gone', detail: 'the agent has not re-registered the workload'}})
+        } else {
+          // Deleted first: a sidecar that reconnects to an existing entry keeps it as it is (istiod's registerWorkload).
+          o.progress(`[${item.step}/${n}] ${existed ? 'deleted WorkloadEntry' : 'WorkloadEntry already gone:'} ${c.name}; restarting the sidecar of ${c.address ?? 'the VM'} (--restart-command)`)
+          const restart: {done?: {code: number; last: string}} = {}
+          void runRestart(o.restartCommand!, restartEnvironment(c, o.namespace), o.signal).then((r) => (restart.done = r))
+          inflight.push({c, item, started: Date.now(), restart, last: {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}})
+        }
       } catch (err) {
         const e = asMeshvmError(err)
         item.result = 'failed'
@@ -420,13 +633,24 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
         report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not delete ${c.name}: ${e.message}`, hints: [...e.hints]}
         // Not deleted, so not awaited. Should this write fail, the name stays listed: harmless, as
         // the next run finds the registration present and drops it.
-        awaiting.names.delete(c.name)
+        awaiting.names.delete(recordKey(c))
         await awaiting.save().catch(() => undefined)
       }
     }
     if (inflight.length === 0) break
     await sleep(o.pollIntervalMs, o.signal)
     if (o.signal?.aborted) break
+    try {
+      await awaiting.renew()
+    } catch (err) {
+      const e = asMeshvmError(err)
+      report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not renew its lease on the group: ${e.message}`, hints: [...e.hints]}
+      for (const f of inflight.splice(0)) {
+        f.item.result = 'failed'
+        f.item.detail = `deleted; not verified: ${e.message}`
+      }
+      break
+    }
     try {
       group = await getGroup(client, o.namespace, o.group)
     } catch (err) {
@@ -440,8 +664,17 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
       break
     }
     for (const f of [...inflight]) {
+      const r = f.restart?.done
+      if (r && r.code !== 0) {
+        f.item.result = 'failed'
+        f.item.detail = `deleted; the restart command exited with code ${r.code}${r.last ? `: ${r.last}` : ''}`
+        o.progress(`[${f.item.step}/${n}] ${f.c.name}: ${f.item.detail}`)
+        report.failure ??= {exit: ExitCode.FAILURE, message: `rollout of ${where} stopped: the restart command for ${f.c.name} (${f.c.address ?? 'no address'}) exited with code ${r.code}`, hints: ['check the command by hand, e.g. with MESHVM_VM_ADDRESS set to that address']}
+        inflight.splice(inflight.indexOf(f), 1)
+        continue
+      }
       try {
-        f.last = await check(client, o.namespace, f.c.name, f.c.uid, group)
+        f.last = await check(client, o.namespace, f.c, f.c.uid, group)
       } catch (err) {
         const e = asMeshvmError(err)
         f.item.result = 'failed'
@@ -456,7 +689,7 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
         f.item.detail = f.last.detail
         f.item.seconds = Math.round(elapsed / 100) / 10
         o.progress(`[${f.item.step}/${n}] ${f.c.name} re-onboarded in ${elapsedText(elapsed)}: ${f.last.detail}`)
-        awaiting.names.delete(f.c.name)
+        awaiting.names.delete(recordKey(f.c))
         try {
           await awaiting.save()
         } catch (err) {
@@ -484,9 +717,11 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
     report.status = 'interrupted'
     report.failure = {exit: ExitCode.INTERRUPTED, message: `rollout of ${where} interrupted`, hints: []}
   } else {
+    restartFailure()
     report.status = report.failure ? 'failed' : 'complete'
   }
-  if (report.failure) {
+  // A run whose only failure is the entries it could not restart has nothing to resume.
+  if (report.failure && report.failure !== restartOnly) {
     const notStarted = report.items.filter((i) => i.result === 'not started').length
     report.failure.hints.push(
       `re-run "${rolloutCommandLine(o)}" to continue: registrations already re-onboarded are up to date and are not touched again${notStarted > 0 ? ` (${notStarted} not started)` : ''}`,

@@ -3,10 +3,11 @@ import {join} from 'node:path'
 import {describe, expect, it, vi} from 'vitest'
 import {parse} from 'yaml'
 import {buildBundle, type BundleInputs, type WorkloadGroupLike} from '../../../src/lib/bundle/generate.js'
-import {goYamlKeyCompare, istioShellQuote} from '../../../src/lib/bundle/go-compat.js'
+import {goYamlKeyCompare, istioShellQuote} from '../../../src/lib/util/go-compat.js'
 import {REPO_ROOT} from '../../helpers/cli.js'
+import {expectMatchesGoldenFile} from '../../helpers/golden.js'
 
-const TESTDATA = join(REPO_ROOT, '../shared/reference/istioctl-testdata/workload/testdata')
+const TESTDATA = join(REPO_ROOT, 'test/fixtures/istioctl/workload/testdata')
 const read = (...p: string[]) => readFileSync(join(TESTDATA, ...p), 'utf8')
 
 function filesOf(inputs: BundleInputs): Record<string, string> {
@@ -117,5 +118,39 @@ describe('go compatibility', () => {
     expect(istioShellQuote('latest')).toBe("'latest'")
     expect(istioShellQuote('w/.-')).toBe('w/.-')
     expect(istioShellQuote("it's")).toBe(`'it'"'"'s'`)
+  })
+})
+
+describe('bundle: mesh.yaml goes through the yaml.v2 emitter (as istioctl writes it with sigs.k8s.io/yaml)', () => {
+  // istioctl's vmconfig/ipv4 inputs, plus a mesh config with long values that contain spaces (yaml.v2
+  // folds them after column 80, continuing two columns deeper), a probe command, a float and a
+  // string that would read as a number; see test/lib/remote-secret.test.ts for the emitter's rules.
+  const meshConfig = [
+    'defaultConfig:',
+    '  proxyMetadata:',
+    '    ISTIO_META_DNS_CAPTURE: "false"',
+    '    EXTRA_ENVOY_ARGS: "--log-level debug --component-log-level misc:error,upstream:warn,connection:info --concurrency 2"',
+    '    BOOTSTRAP_NOTE: "this VM group runs the legacy reporting service; ask the payments team before changing its proxy settings"',
+    '  tracing:',
+    '    sampling: 12.5',
+    '  concurrency: 2',
+    'trustDomain: cluster.local',
+    '',
+  ].join('\n')
+
+  it('folds long values at a space after column 80 and writes numbers as Go does', () => {
+    const dir = 'vmconfig/ipv4'
+    const wg = parse(read(dir, 'workloadgroup.yaml')) as WorkloadGroupLike
+    wg.spec.probe = {exec: {command: ['/usr/local/bin/check-health', '--endpoint', 'http://127.0.0.1:8080/ready', '--timeout', '5s', '--verbose']}, periodSeconds: 5}
+    const files = filesOf(istioctlCase(dir, {workloadGroup: wg, meshConfigYaml: meshConfig, revision: 'rev-1', gateway: {kind: 'ip', address: '10.10.10.11'}}))
+    const mesh = files['mesh.yaml']!
+    expectMatchesGoldenFile(mesh, join(REPO_ROOT, 'test/golden/bundle/mesh-folded.yaml'))
+    // Folded lines continue two columns deeper than their key, and read back as the same value.
+    expect(mesh).toMatch(/^ {4}BOOTSTRAP_NOTE: this VM group runs the legacy reporting service; ask the payments\n {6}team before changing its proxy settings$/m)
+    const back = parse(mesh) as {defaultConfig: {proxyMetadata: Record<string, string>; tracing: {sampling: number}; readinessProbe: {exec: {command: string[]}}}}
+    expect(back.defaultConfig.proxyMetadata.EXTRA_ENVOY_ARGS).toBe('--log-level debug --component-log-level misc:error,upstream:warn,connection:info --concurrency 2')
+    expect(back.defaultConfig.tracing.sampling).toBe(12.5)
+    expect(back.defaultConfig.readinessProbe.exec.command).toHaveLength(6)
+    expect(mesh).toContain('    ISTIO_META_DNS_CAPTURE: "true"\n')
   })
 })

@@ -1,0 +1,71 @@
+/**
+ * How the user ran meshvm, so every command line meshvm suggests (error hints, resume lines, the
+ * wizard's replay line) can be pasted as is: `kubectl meshvm …` when run as a kubectl plugin (through
+ * the kubectl-meshvm name), and the user's own --kubeconfig, --context and -n, so a suggestion never
+ * acts on another cluster or namespace than the one the user chose.
+ */
+import {basename} from 'node:path'
+
+export interface Invocation {
+  /** `meshvm`, or `kubectl meshvm` in plugin mode. */
+  bin: string
+  /** The user's cluster-selecting flags, in the order kubectl documents them. */
+  kube: {kubeconfig?: string; context?: string; namespace?: string}
+}
+
+export const invocation: Invocation = {bin: 'meshvm', kube: {}}
+
+/** kubectl runs plugins by their file name, kubectl-NAME. */
+export function isKubectlPlugin(script = process.argv[1] ?? ''): boolean {
+  return basename(script).startsWith('kubectl-')
+}
+
+/** Reads the cluster-selecting flags from the command line (before any `--`). */
+export function kubeFlagsOf(argv: string[]): Invocation['kube'] {
+  const kube: Invocation['kube'] = {}
+  const names: Record<string, keyof Invocation['kube']> = {'--kubeconfig': 'kubeconfig', '--context': 'context', '--namespace': 'namespace', '-n': 'namespace'}
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === '--') break
+    const eq = arg.indexOf('=')
+    const name = eq > 0 ? arg.slice(0, eq) : arg
+    const key = names[name] ?? (arg.startsWith('-n') && arg.length > 2 && !arg.startsWith('--') ? 'namespace' : undefined)
+    if (!key) continue
+    if (eq > 0) kube[key] = arg.slice(eq + 1)
+    else if (name === arg && names[name]) kube[key] = argv[++i]
+    else kube[key] = arg.slice(2)
+  }
+  return kube
+}
+
+export function setInvocation(argv: string[], script = process.argv[1] ?? ''): void {
+  invocation.bin = isKubectlPlugin(script) ? 'kubectl meshvm' : 'meshvm'
+  invocation.kube = kubeFlagsOf(argv)
+}
+
+const quote = (word: string): string => (word !== '' && /^[A-Za-z0-9_@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`)
+
+/** The user's --kubeconfig/--context (and -n unless the line already names a namespace) as flags. */
+function kubeArgs(rest: string): string {
+  const k = invocation.kube
+  const args: string[] = []
+  if (k.kubeconfig !== undefined && !/(^|\s)--kubeconfig[\s=]/.test(rest)) args.push('--kubeconfig', quote(k.kubeconfig))
+  if (k.context !== undefined && !/(^|\s)--context[\s=]/.test(rest)) args.push('--context', quote(k.context))
+  if (k.namespace !== undefined && !/(^|\s)(-n|--namespace|-A|--all-namespaces)([\s=]|$)/.test(rest)) args.push('-n', quote(k.namespace))
+  return args.join(' ')
+}
+
+/**
+ * Rewrites the meshvm command lines in a hint or note: `meshvm war list -n apps` becomes
+ * `kubectl meshvm war list --context c2 -n apps` (plugin mode, --context c2 given). `commands` are the
+ * command ids in words (`war list`); the flags go right after them, before any argument.
+ */
+export function keepInvocation(text: string, commands: string[]): string {
+  if (!text.includes('meshvm ')) return text
+  const ids = [...commands].sort((a, b) => b.length - a.length).map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+  const pattern = new RegExp(`(^|[\\s:("'\`])(?:kubectl )?meshvm (${ids.join('|')})(?=\\s|$|[)"'\`.,;])([^;)"'\`]*)`, 'g')
+  return text.replace(pattern, (_m, lead: string, id: string, rest: string) => {
+    const extra = kubeArgs(rest)
+    return `${lead}${invocation.bin} ${id}${extra ? ' ' + extra : ''}${rest}`
+  })
+}

@@ -1,0 +1,62 @@
+/**
+ * The output flags, the same on every command that prints objects or rows (kubectl's):
+ * -o/--output, --no-headers, --sort-by, --show-labels, -L/--label-columns. Validated before any request.
+ */
+import * as Flags from '@oclif/core/flags'
+import {BASIC_FORMATS, parseLabelColumns, parseOutput, parseSortBy, type OutputKind, type PrintOptions} from '../output/printer.js'
+import {OUTPUT_GROUP} from './base-command.js'
+
+const FORMAT_TEXT: Record<OutputKind, string> = {
+  table: 'table',
+  wide: 'wide',
+  json: 'json',
+  yaml: 'yaml',
+  name: 'name',
+  jsonpath: 'jsonpath=TEMPLATE',
+  'jsonpath-as-json': 'jsonpath-as-json=TEMPLATE',
+  'custom-columns': 'custom-columns=HEADER:PATH,…',
+}
+
+/** The fixed -o values shell completion offers. */
+export const COMPLETED_FORMATS = [...BASIC_FORMATS, 'jsonpath=', 'jsonpath-as-json=', 'custom-columns=']
+
+export function outputFlags(kinds: readonly OutputKind[]) {
+  return {
+    output: Flags.string({
+      char: 'o',
+      summary: `Output format: ${kinds.map((k) => FORMAT_TEXT[k]).join(', ')}.`,
+      description: `jsonpath and custom-columns use kubectl's JSONPath template syntax, e.g. -o jsonpath='{range .items[*]}{.metadata.name}{"\\n"}{end}' or -o custom-columns=NAME:.metadata.name,NS:.metadata.namespace. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
+      default: 'table',
+      helpGroup: OUTPUT_GROUP,
+    }),
+    'no-headers': Flags.boolean({summary: 'Do not print the table header (table, wide, custom-columns).', helpGroup: OUTPUT_GROUP}),
+    'show-labels': Flags.boolean({summary: "Add a LABELS column with each object's labels.", helpGroup: OUTPUT_GROUP}),
+    'label-columns': Flags.string({
+      char: 'L',
+      summary: 'Add a column per label key (comma separated or repeated), e.g. -L app,version.',
+      multiple: true,
+      multipleNonGreedy: true,
+      helpGroup: OUTPUT_GROUP,
+    }),
+    'sort-by': Flags.string({summary: "Sort rows by a JSONPath into each object, e.g. --sort-by=.metadata.creationTimestamp (holds the list before printing).", helpGroup: OUTPUT_GROUP}),
+  }
+}
+
+export interface OutputFlagValues {
+  output: string
+  'no-headers'?: boolean
+  'sort-by'?: string
+  'show-labels'?: boolean
+  'label-columns'?: string[]
+}
+
+/** The printer options the flags describe; a bad value is a usage error naming the flag. */
+export function printOptions(flags: OutputFlagValues, kinds: readonly OutputKind[]): PrintOptions {
+  return {
+    output: parseOutput(flags.output, kinds),
+    noHeaders: flags['no-headers'],
+    sortBy: flags['sort-by'] === undefined ? undefined : parseSortBy(flags['sort-by']),
+    showLabels: flags['show-labels'],
+    labelColumns: parseLabelColumns(flags['label-columns']),
+  }
+}

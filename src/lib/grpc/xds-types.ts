@@ -1,0 +1,7 @@
+/**
+ * xDS type URLs, without the protobuf codec (xds.ts): the syncz parser needs the names, and must not
+ * load the codec's vendor bundle for commands that never talk gRPC.
+ */
+export const CLIENT_CONFIG_TYPE = 'type.googleapis.com/envoy.service.status.v3.ClientConfig'
+/** istiod's `TypeDebugSyncronization` (pilot/pkg/xds/statusgen.go). */
+export const TYPE_DEBUG_SYNCZ = 'istio.io/debug/syncz'

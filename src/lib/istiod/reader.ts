@@ -1,0 +1,409 @@
+/**
+ * Reading istiod's debug data the way a real cluster allows (istio/istio PR #33403 moved istioctl off the pod proxy):
+ *
+ * 1. port-forward to the monitoring port (`prometheus.io/port`, else 15014) and GET the debug path:
+ *    the connection arrives on istiod's loopback, which istiod trusts (pilot/pkg/xds/debug.go
+ *    allowAuthenticatedOrLocalhost). The API server's pod proxy is never used: istiod answers it 401.
+ * 2. when that port has no HTTP debug (ENABLE_DEBUG_ON_HTTP=false: 404) or refuses the connection,
+ *    port-forward to 15012 and ask over xDS, as istioctl 1.22+ does (istioctl/pkg/multixds): gRPC ADS
+ *    over TLS, verified against the mesh root (ConfigMap istio-ca-root-cert) and the SAN
+ *    istiod[-REV].NS.svc (istioctl skips verification; meshvm does not), a bearer token from a
+ *    TokenRequest for service account `default` in the Istio namespace (audience istio-ca), node
+ *    metadata {GENERATOR: event, SERVICE_ACCOUNT: default, NAMESPACE}, one DiscoveryRequest of the
+ *    debug type.
+ * 3. --xds-address HOST:PORT: an istiod outside the cluster, xDS only, same TLS checks and token.
+ *
+ * One reader per istiod keeps its port-forward (HTTP keep-alive, or one HTTP/2 session) for the
+ * whole command, and remembers which path answered.
+ */
+import {randomBytes} from 'node:crypto'
+import {Agent, request as httpRequest} from 'node:http'
+import {connect as tlsConnect, type TLSSocket} from 'node:tls'
+import type {Duplex} from 'node:stream'
+import {fetchRootCert, requestToken} from '../bundle/fetch.js'
+import {ExitCode, MeshvmError} from '../errors.js'
+import {GrpcChannel, GrpcError} from '../grpc/client.js'
+import {GrpcCode} from '../grpc/framing.js'
+import {ADS_METHOD, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest} from '../grpc/xds.js'
+import type {KubeClient} from '../kube/client.js'
+import {KubeApiError, rbacHint} from '../kube/errors.js'
+import {openPortForward, portForwardHint, PortForwardRefused} from '../kube/portforward.js'
+import {istiodServiceName, resolveRevision, type ResolvedRevision} from './revision.js'
+
+export const DEFAULT_MONITORING_PORT = 15014
+export const XDS_PORT = 15012
+/** TokenRequest's minimum lifetime: the token for istiod is asked for with the shortest allowed expiry. */
+export const XDS_TOKEN_SECONDS = 600
+
+export type IstiodPath = 'http' | 'xds'
+
+/** Where an istiod is: a pod (port-forward) or an address (--xds-address). */
+export type IstiodTarget =
+  | {kind: 'pod'; name: string; namespace: string; revision?: string; monitoringPort: number}
+  | {kind: 'address'; address: string; namespace: string; revision?: string}
+
+export type FailureKind = 'timeout' | 'forbidden' | 'error'
+
+/** A failed read: what went wrong, on which path, as a MeshvmError with hints. */
+export class IstiodReadError extends MeshvmError {
+  /** The failure without the istiod and path prefix. */
+  readonly detail: string
+  constructor(
+    readonly kind: FailureKind,
+    message: string,
+    options: {exit: (typeof ExitCode)[keyof typeof ExitCode]; code: string; hints?: string[]; detail?: string},
+  ) {
+    super(message, {exit: options.exit, code: options.code, hints: options.hints})
+    this.name = 'IstiodReadError'
+    this.detail = options.detail ?? message
+  }
+}
+
+function describeTarget(t: IstiodTarget): string {
+  return t.kind === 'pod' ? `istiod ${t.namespace}/${t.name}` : `istiod at ${t.address}`
+}
+
+function formatMs(ms: number): string {
+  return ms < 1000 || ms % 1000 !== 0 ? `${ms}ms` : `${ms / 1000}s`
+}
+
+function tokenHint(namespace: string): string {
+  return `the xDS path needs a token for service account default in ${namespace}: verb create on serviceaccounts/token (kubectl auth can-i create serviceaccounts/token -n ${namespace})`
+}
+
+/**
+ * What every xDS read of one cluster shares: the mesh root certificate and the istio-ca token
+ * (one TokenRequest per command, made only when an xDS read happens).
+ */
+export class IstiodCredentials {
+  private root?: Promise<string>
+  private token?: Promise<string>
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly istioNamespace: string,
+  ) {}
+
+  rootCert(): Promise<string> {
+    this.root ??= fetchRootCert(this.client, this.istioNamespace)
+    this.root.catch(() => (this.root = undefined))
+    return this.root
+  }
+
+  bearerToken(): Promise<string> {
+    this.token ??= requestToken(this.client, this.istioNamespace, 'default', XDS_TOKEN_SECONDS).then((t) => t.token)
+    this.token.catch(() => (this.token = undefined))
+    return this.token
+  }
+}
+
+export interface ReaderOptions {
+  client: KubeClient
+  credentials: IstiodCredentials
+  /** --debug: one line per read, naming the path. */
+  debug?: (line: string) => void
+}
+
+export interface DebugAnswer {
+  path: IstiodPath
+  /** The HTTP body text, or the DiscoveryResponse in protojson's shape. */
+  body: string | Record<string, unknown>
+}
+
+/** Reads one istiod; keep it for the whole command, close() at the end. */
+export class IstiodReader {
+  private path?: IstiodPath
+  private agent?: Agent
+  private channel?: GrpcChannel
+  private channelOpening?: Promise<GrpcChannel>
+  readonly san: string
+
+  constructor(
+    readonly target: IstiodTarget,
+    private readonly options: ReaderOptions,
+  ) {
+    this.san = `${istiodServiceName(target.revision)}.${target.namespace}.svc`
+  }
+
+  get who(): string {
+    return describeTarget(this.target)
+  }
+
+  /** The path that answered last (after a successful read). */
+  get via(): IstiodPath | undefined {
+    return this.path
+  }
+
+  /**
+   * istiod's sync status: HTTP `/debug/syncz[?namespace=]` through the monitoring port, else the xDS
+   * type `istio.io/debug/syncz`. Throws IstiodReadError.
+   */
+  async syncz(options: {namespace?: string; timeoutMs: number}): Promise<DebugAnswer> {
+    const deadline = Date.now() + options.timeoutMs
+    if (this.target.kind === 'address' || this.path === 'xds') return {path: 'xds', body: await this.xds('istio.io/debug/syncz', deadline, options.timeoutMs)}
+    const query = options.namespace ? `?namespace=${encodeURIComponent(options.namespace)}` : ''
+    const http = await this.http(`/debug/syncz${query}`, deadline, options.timeoutMs)
+    if (http.ok) return {path: 'http', body: http.body}
+    try {
+      const body = await this.xds('istio.io/debug/syncz', deadline, options.timeoutMs)
+      return {path: 'xds', body}
+    } catch (err) {
+      if (err instanceof IstiodReadError && err.code === 'PortForwardRefused' && http.refused) {
+        throw new IstiodReadError('error', `${this.who}: port-forward refused on :${this.target.kind === 'pod' ? this.target.monitoringPort : DEFAULT_MONITORING_PORT} (HTTP debug) and :${XDS_PORT} (xDS): ${err.detail}`, {exit: err.exit, code: err.code, hints: err.hints})
+      }
+      if (err instanceof IstiodReadError) {
+        throw new IstiodReadError(err.kind, `${err.message} (HTTP first: ${http.why})`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      }
+      throw err
+    }
+  }
+
+  close(): void {
+    this.agent?.destroy()
+    this.channel?.close()
+  }
+
+  // ---- HTTP over port-forward to the monitoring port ----
+
+  /** ok with the body, or why the xDS path should be tried; throws for failures xDS cannot fix. */
+  private async http(path: string, deadline: number, timeoutMs: number): Promise<{ok: true; body: string} | {ok: false; why: string; refused?: boolean}> {
+    const t = this.target
+    if (t.kind !== 'pod') throw new Error('http() needs a pod')
+    const port = t.monitoringPort
+    const where = `${this.who}: GET ${path.split('?')[0]} over port-forward to :${port}`
+    if (!this.agent) {
+      const agent = new Agent({keepAlive: true, maxSockets: 1})
+      // One forwarded connection, reused while istiod keeps it alive; a new one only if it closed.
+      ;(agent as unknown as {createConnection: (o: unknown, cb: (err: Error | null, s?: Duplex) => void) => undefined}).createConnection = (_o, cb) => {
+        openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port, timeoutMs: Math.max(1, deadline - Date.now())}).then(
+          (s) => {
+            // A read that gave up (time-out) dropped this agent: its late connection is not kept.
+            if (this.agent !== agent) s.destroy()
+            else cb(null, s)
+          },
+          (err: Error) => cb(err),
+        )
+        return undefined
+      }
+      this.agent = agent
+    }
+    const started = Date.now()
+    let res: {status: number; body: string}
+    try {
+      res = await new Promise((resolve, reject) => {
+        const req = httpRequest({agent: this.agent, host: 'localhost', port, path, method: 'GET', headers: {Accept: 'application/json'}}, (r) => {
+          const chunks: Buffer[] = []
+          r.on('data', (c: Buffer) => chunks.push(c))
+          r.on('end', () => {
+            clearTimeout(timer)
+            resolve({status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8')})
+          })
+          r.on('error', reject)
+        })
+        const timer = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'})), Math.max(1, deadline - Date.now()))
+        req.on('error', (err) => {
+          clearTimeout(timer)
+          reject(err)
+        })
+        req.end()
+      })
+    } catch (err) {
+      // The next read starts over with a new connection.
+      this.agent?.destroy()
+      this.agent = undefined
+      if (err instanceof PortForwardRefused) {
+        this.options.debug?.(`${where}: refused (${err.short}); trying xDS on :${XDS_PORT}`)
+        return {ok: false, why: `port ${port} refused the connection`, refused: true}
+      }
+      throw this.portForwardFailure(err, where, timeoutMs)
+    }
+    this.options.debug?.(`${where} → HTTP ${res.status} (${Date.now() - started} ms, ${res.body.length} bytes)`)
+    if (res.status === 200) {
+      this.path = 'http'
+      return {ok: true, body: res.body}
+    }
+    if (res.status === 404 || res.status === 401 || res.status === 403) {
+      this.options.debug?.(`${where}: no HTTP debug there (ENABLE_DEBUG_ON_HTTP=false?); trying xDS on :${XDS_PORT}`)
+      return {ok: false, why: `GET ${path.split('?')[0]} on :${port} answered HTTP ${res.status}`}
+    }
+    throw new IstiodReadError('error', `${where}: HTTP ${res.status}${res.body ? `: ${res.body.split('\n')[0]!.slice(0, 200)}` : ''}`, {
+      exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: [`check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery`],
+    })
+  }
+
+  /** Errors of the port-forward itself (RBAC, pod gone, API server unreachable, time-out). */
+  private portForwardFailure(err: unknown, where: string, timeoutMs: number): IstiodReadError {
+    const ns = this.target.namespace
+    if (err instanceof KubeApiError && err.status === 403) {
+      const hint = rbacHint(err.message)
+      return new IstiodReadError('forbidden', `${where}: ${err.message}`, {exit: ExitCode.FORBIDDEN, code: 'Forbidden', hints: [portForwardHint(ns), ...(hint && !hint.includes('pods/portforward') ? [hint] : [])]})
+    }
+    if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TIMEOUT' || (err instanceof MeshvmError && err.code === 'Timeout')) return this.timeout(timeoutMs)
+    if (err instanceof PortForwardRefused) return new IstiodReadError('error', `${where}: ${err.short}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardRefused', hints: this.podHints(), detail: err.short})
+    if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+    const e = err as NodeJS.ErrnoException
+    return new IstiodReadError('error', `${where}: ${e?.code ?? e?.message ?? String(err)}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+  }
+
+  private podHints(): string[] {
+    const t = this.target
+    return t.kind === 'pod' ? [`is the pod ready and its monitoring port ${t.monitoringPort} right (annotation prometheus.io/port)? kubectl -n ${t.namespace} get pod ${t.name}`] : []
+  }
+
+  private timeout(timeoutMs: number): IstiodReadError {
+    const t = this.target
+    return new IstiodReadError('timeout', `${this.who} did not answer within ${formatMs(timeoutMs)}`, {
+      exit: ExitCode.UNREACHABLE, code: 'Timeout',
+      hints: [t.kind === 'pod' ? `raise --timeout, or check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery` : `raise --timeout, or check that ${t.address} is istiod's gRPC port (15012)`],
+    })
+  }
+
+  // ---- xDS over port-forward to 15012 (or --xds-address) ----
+
+  private xdsWhere(): string {
+    return this.target.kind === 'pod' ? `${this.who}: xDS over port-forward to :${XDS_PORT}` : `${this.who}: xDS`
+  }
+
+  private async openChannel(deadline: number, timeoutMs: number): Promise<GrpcChannel> {
+    const t = this.target
+    const root = await this.options.credentials.rootCert()
+    let socket: Duplex | undefined
+    if (t.kind === 'pod') {
+      try {
+        socket = await openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port: XDS_PORT, timeoutMs: Math.max(1, deadline - Date.now())})
+      } catch (err) {
+        throw this.portForwardFailure(err, this.xdsWhere(), timeoutMs)
+      }
+    }
+    const [host, portText] = t.kind === 'address' ? splitAddress(t.address) : ['', '']
+    const connect = (): TLSSocket =>
+      tlsConnect({
+        ...(socket ? {socket} : {host, port: Number(portText)}),
+        // Verified against the mesh root and istiod's Service name, never skipped.
+        servername: this.san,
+        ca: root,
+        ALPNProtocols: ['h2'],
+      })
+    return new GrpcChannel({authority: `${this.san}:${XDS_PORT}`, secure: true, createConnection: connect})
+  }
+
+  private async xds(typeUrl: string, deadline: number, timeoutMs: number): Promise<Record<string, unknown>> {
+    const where = this.xdsWhere()
+    const ns = this.options.credentials.istioNamespace
+    let token: string
+    try {
+      token = await this.options.credentials.bearerToken()
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 403) {
+        throw new IstiodReadError('forbidden', `${where}: cannot get a token for service account ${ns}/default: ${err.message}`, {exit: ExitCode.FORBIDDEN, code: 'Forbidden', hints: [tokenHint(ns)]})
+      }
+      if (err instanceof MeshvmError) throw new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      throw err
+    }
+    if (!this.channel || this.channel.session.destroyed || this.channel.session.closed) {
+      this.channelOpening ??= this.openChannel(deadline, timeoutMs).finally(() => (this.channelOpening = undefined))
+      this.channel = await this.channelOpening
+    }
+    const started = Date.now()
+    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: Math.max(1, deadline - Date.now())})
+    const nodeId = `sidecar~0.0.0.0~meshvm-${randomBytes(4).toString('hex')}.${ns}~${ns}.svc.cluster.local`
+    call.send(encodeDiscoveryRequest({node: {id: nodeId, metadata: {GENERATOR: 'event', SERVICE_ACCOUNT: 'default', NAMESPACE: ns}}, typeUrl}))
+    let json: Record<string, unknown>
+    try {
+      for (;;) {
+        const message = await call.next()
+        if (message === undefined) throw new GrpcError(GrpcCode.UNAVAILABLE, `the stream ended before a response of type ${typeUrl}`)
+        const response = decodeDiscoveryResponse(message)
+        if (response.typeUrl !== typeUrl) continue
+        json = discoveryResponseJson(response)
+        break
+      }
+    } catch (err) {
+      call.cancel()
+      throw this.xdsFailure(err, where, timeoutMs)
+    }
+    call.cancel()
+    this.path = 'xds'
+    this.options.debug?.(`${where} (TLS verified for ${this.san} against ${ns}/istio-ca-root-cert) → ${typeUrl}: ${(json.resources as unknown[]).length} resources (${Date.now() - started} ms)`)
+    return json
+  }
+
+  private xdsFailure(err: unknown, where: string, timeoutMs: number): IstiodReadError {
+    const ns = this.options.credentials.istioNamespace
+    if (err instanceof IstiodReadError) return err
+    if (!(err instanceof GrpcError)) {
+      if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      return new IstiodReadError('error', `${where}: ${(err as Error).message}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError'})
+    }
+    const transport = err.transport
+    if (transport instanceof PortForwardRefused) return this.portForwardFailure(transport, where, timeoutMs)
+    const tlsCode = transport?.code ?? ''
+    if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|ERR_SSL|ERR_TLS/.test(tlsCode)) {
+      const notOurs = tlsCode === 'ERR_TLS_CERT_ALTNAME_INVALID'
+        ? `its certificate does not name ${this.san}`
+        : `its certificate is not signed by the mesh root CA in ConfigMap ${ns}/istio-ca-root-cert (${tlsCode})`
+      return new IstiodReadError('error', `${where}: TLS verification failed: ${notOurs}`, {
+        exit: ExitCode.UNREACHABLE, code: 'TLSError',
+        hints: notOurs.startsWith('its certificate does not name')
+          ? ['is --revision right? istiod of revision REV serves istiod-REV.NS.svc']
+          : [`check that ${ns}/istio-ca-root-cert holds the root that signed istiod's certificate (a plugged-in CA changes it); meshvm never skips this check`],
+      })
+    }
+    if (err.code === GrpcCode.DEADLINE_EXCEEDED) return this.timeout(timeoutMs)
+    if (err.code === GrpcCode.UNAUTHENTICATED || err.code === GrpcCode.PERMISSION_DENIED) {
+      return new IstiodReadError('forbidden', `${where}: istiod refused the token (${err.message})`, {
+        exit: ExitCode.FORBIDDEN, code: 'Unauthenticated',
+        hints: [`istiod accepts tokens of audience istio-ca for service accounts it trusts; check istiod's logs: kubectl -n ${ns} logs -l app=istiod -c discovery | grep -i authentic`],
+      })
+    }
+    return new IstiodReadError('error', `${where}: ${err.message}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+  }
+}
+
+/** `host:port`, `[v6]:port`. */
+export function splitAddress(address: string): [string, string] {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address)
+  if (!m) throw new MeshvmError(`--xds-address ${JSON.stringify(address)}: expected HOST:PORT (e.g. istiod.example.com:15012)`, {exit: ExitCode.USAGE, code: 'Usage'})
+  return [m[1]!, m[2]!]
+}
+
+/** Readers of one cluster, by istiod, kept for the whole command (watch frames reuse them). */
+export class IstiodPool {
+  private readonly readers = new Map<string, IstiodReader>()
+  readonly credentials: IstiodCredentials
+
+  constructor(
+    private readonly client: KubeClient,
+    istioNamespace: string,
+    private readonly debug?: (line: string) => void,
+  ) {
+    this.credentials = new IstiodCredentials(client, istioNamespace)
+  }
+
+  private resolved?: Promise<ResolvedRevision>
+
+  /** The revision to read (--revision, else the default tag's), resolved once per command. */
+  revision(flag: string | undefined): Promise<ResolvedRevision> {
+    this.resolved ??= resolveRevision(this.client, flag).then((r) => {
+      if (r.source === 'default-tag') this.debug?.(`revision ${r.revision} (the default tag: MutatingWebhookConfiguration istio-revision-tag-default)`)
+      return r
+    })
+    this.resolved.catch(() => (this.resolved = undefined))
+    return this.resolved
+  }
+
+  reader(target: IstiodTarget): IstiodReader {
+    const key = target.kind === 'pod' ? `pod/${target.namespace}/${target.name}/${target.monitoringPort}` : `address/${target.address}/${target.revision ?? ''}`
+    let r = this.readers.get(key)
+    if (!r) {
+      r = new IstiodReader(target, {client: this.client, credentials: this.credentials, debug: this.debug})
+      this.readers.set(key, r)
+    }
+    return r
+  }
+
+  close(): void {
+    for (const r of this.readers.values()) r.close()
+    this.readers.clear()
+  }
+}

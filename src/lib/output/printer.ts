@@ -1,0 +1,279 @@
+/**
+ * The one printer: every command that prints objects or rows hands them here, page by page, with its
+ * table columns; the printer writes the format the user chose (kubectl's -o):
+ *
+ *   table, wide             the command's columns (TableWriter; streamed page by page)
+ *   json, yaml              the objects as a kubectl List (streamed page by page), or the command's document
+ *   name                    kind.group/name, one per line (accepted back as TYPE/NAME arguments)
+ *   jsonpath=TEMPLATE       kubectl's JSONPath template (output/jsonpath.ts) over the List
+ *   jsonpath-as-json=…      the same results as indented JSON
+ *   custom-columns=H:PATH,… a table of JSONPath values, one row per object
+ *
+ * and --no-headers, --sort-by=JSONPATH, --show-labels, -L/--label-columns. go-template is refused:
+ * no maintained JavaScript library implements Go's text/template (with kubectl's sprig-less function
+ * set), and a look-alike would print different text for the same template.
+ *
+ * Machine formats (json, yaml, jsonpath-as-json) are exact; everything shown as text passes through
+ * terminalSafe (the table engine does it for tables).
+ */
+import {MeshvmError, UsageError} from '../errors.js'
+import {toYaml} from '../yaml.js'
+import {execute, executeAsJson, findResults, goSprint, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
+import {ListWriter} from './list-writer.js'
+import {asList, resourceName, toJson, type KubeObjectLike} from './render.js'
+import {TableWriter, type Column} from './table.js'
+import {terminalSafe, terminalSafeLines} from './terminal.js'
+
+export const BASIC_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
+export type BasicFormat = (typeof BASIC_FORMATS)[number]
+/** What -o accepts, as shown in help and completion. */
+export const OUTPUT_FORMAT_HELP = [...BASIC_FORMATS, 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'custom-columns=HEADER:PATH,…']
+
+export type OutputSpec =
+  | {kind: BasicFormat}
+  | {kind: 'jsonpath' | 'jsonpath-as-json'; template: Template}
+  | {kind: 'custom-columns'; columns: {header: string; template: Template}[]}
+
+export type OutputKind = OutputSpec['kind']
+
+const GO_TEMPLATE_REFUSAL =
+  'go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'
+
+/** Parses -o; `allowed` lists the kinds this command prints (a usage error names the flag and them). */
+export function parseOutput(value: string, allowed: readonly OutputKind[] = ALL_KINDS, flag = '-o/--output'): OutputSpec {
+  const eq = value.indexOf('=')
+  const name = eq < 0 ? value : value.slice(0, eq)
+  const arg = eq < 0 ? undefined : value.slice(eq + 1)
+  const valid = `expected one of ${allowed.map((k) => (k === 'jsonpath' || k === 'jsonpath-as-json' ? `${k}=TEMPLATE` : k === 'custom-columns' ? 'custom-columns=HEADER:PATH,…' : k)).join(', ')}`
+  if (['go-template', 'go-template-file', 'template', 'templatefile'].includes(name)) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${GO_TEMPLATE_REFUSAL}`, ['use -o jsonpath=… or -o custom-columns=… (kubectl syntax), or -o json | jq'])
+  if (!(allowed as readonly string[]).includes(name)) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${valid}`)
+  try {
+    if (name === 'jsonpath' || name === 'jsonpath-as-json') {
+      if (arg === undefined || arg === '') throw new UsageError(`${flag} ${name}: template format specified but no template given, e.g. ${name}='{.items[*].metadata.name}'`)
+      return {kind: name, template: parseTemplate(arg)}
+    }
+    if (name === 'custom-columns') {
+      if (arg === undefined || arg === '') throw new UsageError(`${flag} custom-columns: custom-columns format specified but no custom columns given, e.g. custom-columns=NAME:.metadata.name`)
+      return {kind: name, columns: parseCustomColumns(arg, flag)}
+    }
+  } catch (err) {
+    if (err instanceof JsonPathError) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${err.message}`)
+    throw err
+  }
+  if (arg !== undefined) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${name} takes no argument`)
+  return {kind: name as BasicFormat}
+}
+
+export const ALL_KINDS: readonly OutputKind[] = [...BASIC_FORMATS, 'jsonpath', 'jsonpath-as-json', 'custom-columns']
+
+/** kubectl's custom-columns spec: HEADER:PATH pairs separated by commas (kubectl/pkg/cmd/get/customcolumn.go). */
+function parseCustomColumns(spec: string, flag: string): {header: string; template: Template}[] {
+  return spec.split(',').map((part) => {
+    const colon = part.indexOf(':')
+    if (colon <= 0) throw new UsageError(`${flag} custom-columns: unexpected custom-columns spec ${JSON.stringify(part)}, expected <header>:<json-path-expr>`)
+    return {header: part.slice(0, colon), template: parseRelaxed(part.slice(colon + 1))}
+  })
+}
+
+/** --sort-by: kubectl's relaxed JSONPath (`.metadata.name`, `{.metadata.name}`). */
+export function parseSortBy(value: string, flag = '--sort-by'): Template {
+  try {
+    return parseRelaxed(value)
+  } catch (err) {
+    if (err instanceof JsonPathError) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${err.message}`)
+    throw err
+  }
+}
+
+/** -L/--label-columns: label keys (each flag may list several, comma separated, as kubectl). */
+export function parseLabelColumns(values: string[] | undefined): string[] {
+  return (values ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '')
+}
+
+/** Columns written for one row type, used for another (e.g. registration columns on listed objects). */
+export function onRows<From, Row>(columns: Column<From>[], from: (row: Row) => From): Column<Row>[] {
+  return columns.map((c) => ({
+    header: c.header,
+    wide: c.wide,
+    value: (r: Row) => c.value(from(r)),
+    ...(c.color ? {color: (t: string, r: Row) => c.color!(t, from(r))} : {}),
+  }))
+}
+
+/** kubectl's order for -A lists: namespace, then name. */
+export function byNamespaceThenName<Row>(key: (row: Row) => {namespace?: string; name?: string}): (a: Row, b: Row) => number {
+  const cmp = (x = '', y = ''): number => (x < y ? -1 : x > y ? 1 : 0)
+  return (a, b) => {
+    const x = key(a)
+    const y = key(b)
+    return cmp(x.namespace, y.namespace) || cmp(x.name, y.name)
+  }
+}
+
+export interface PrintSpec<Row> {
+  /** The table (and wide) columns. */
+  columns: Column<Row>[]
+  /** The object a row stands for: machine formats, jsonpath, custom-columns and --sort-by read it. */
+  object: (row: Row) => unknown
+  /** -o name; default: kind.group/name of the object. */
+  name?: (row: Row) => string
+  /** The whole document for json/yaml/jsonpath; default: a kubectl List of the objects (streamed). */
+  document?: (objects: unknown[]) => unknown
+  /** Spaces between table columns (kubectl 3). */
+  gap?: number
+  /** An order applied before printing (e.g. namespace then name for -A); --sort-by takes precedence. */
+  order?: (a: Row, b: Row) => number
+}
+
+export interface PrintOptions {
+  output: OutputSpec
+  noHeaders?: boolean
+  sortBy?: Template
+  showLabels?: boolean
+  labelColumns?: string[]
+  /** Rows measured before a streamed table prints (kubectl --chunk-size). */
+  bufferRows?: number
+  /** --watch: after the list, every object is printed on its own (one JSON/YAML document each). */
+  watch?: boolean
+}
+
+const labelsOf = (obj: unknown): Record<string, string> => {
+  const labels = (obj as {metadata?: {labels?: unknown}})?.metadata?.labels
+  return typeof labels === 'object' && labels !== null ? (labels as Record<string, string>) : {}
+}
+
+/** kubectl's labels.FormatLabels: k=v pairs in key order, or <none>. */
+export function formatLabels(labels: Record<string, string>): string {
+  const keys = Object.keys(labels).sort()
+  return keys.length === 0 ? '<none>' : keys.map((k) => `${k}=${labels[k]}`).join(',')
+}
+
+export class Printer<Row> {
+  private readonly table?: TableWriter<Row>
+  private readonly list?: ListWriter
+  private held: Row[] | undefined
+  private objects: unknown[] = []
+  private rows = 0
+  private documents = 0
+  private listDone = false
+
+  constructor(
+    private readonly spec: PrintSpec<Row>,
+    private readonly options: PrintOptions,
+    private readonly write: (text: string) => void,
+  ) {
+    const out = options.output
+    const tableOptions = {wide: out.kind === 'wide', noHeaders: options.noHeaders, gap: spec.gap, bufferRows: options.bufferRows}
+    if (out.kind === 'table' || out.kind === 'wide') this.table = new TableWriter(this.tableColumns(), tableOptions, write)
+    else if (out.kind === 'custom-columns') this.table = new TableWriter(this.customColumns(out.columns), tableOptions, write)
+    else if ((out.kind === 'json' || out.kind === 'yaml') && !spec.document) this.list = new ListWriter(out.kind, write)
+    if (options.sortBy || spec.order) this.held = []
+  }
+
+  /** Rows printed or held so far. */
+  get count(): number {
+    return this.rows
+  }
+
+  add(page: Row[]): void {
+    this.rows += page.length
+    if (this.held && !this.listDone) {
+      this.held.push(...page)
+      return
+    }
+    this.print(page)
+  }
+
+  /** Ends the list: held rows are sorted and printed, tables flushed, the List closed. Later `add`s (--watch) print at once. */
+  finish(): void {
+    if (this.listDone) return
+    this.listDone = true
+    if (this.held) {
+      const held = this.held
+      this.held = undefined
+      this.print(this.sorted(held))
+    }
+    const out = this.options.output
+    this.table?.flush()
+    this.list?.finish()
+    if (out.kind === 'jsonpath' || out.kind === 'jsonpath-as-json' || ((out.kind === 'json' || out.kind === 'yaml') && this.spec.document)) {
+      this.write(this.whole(this.objects))
+      this.objects = []
+    }
+  }
+
+  private print(page: Row[]): void {
+    if (page.length === 0) return
+    const out = this.options.output
+    if (this.table) return this.table.add(page)
+    if (out.kind === 'name') {
+      this.write(page.map((r) => terminalSafe(this.spec.name ? this.spec.name(r) : resourceName(this.spec.object(r) as KubeObjectLike)) + '\n').join(''))
+      return
+    }
+    const objects = page.map((r) => this.spec.object(r))
+    if (this.listDone && this.options.watch) {
+      // --watch after the list: each object on its own, as kubectl prints them.
+      for (const o of objects) {
+        if (out.kind === 'json') this.write(toJson(o))
+        else if (out.kind === 'yaml') this.write(`${this.documents++ > 0 || this.rows > objects.length ? '---\n' : ''}${toYaml(o)}`)
+        else this.write(this.whole([o], o))
+      }
+      return
+    }
+    if (this.list) this.list.add(objects)
+    else this.objects.push(...objects)
+  }
+
+  private whole(objects: unknown[], single?: unknown): string {
+    const out = this.options.output
+    const doc = single ?? (this.spec.document ? this.spec.document(objects) : asList(objects))
+    if (out.kind === 'json') return toJson(doc)
+    if (out.kind === 'yaml') return toYaml(doc)
+    try {
+      if (out.kind === 'jsonpath') return terminalSafeLines(execute(out.template, doc))
+      if (out.kind === 'jsonpath-as-json') return executeAsJson(out.template, doc)
+    } catch (err) {
+      if (err instanceof JsonPathError) throw new MeshvmError(`error executing jsonpath ${JSON.stringify((out as {template: Template}).template.source)}: ${err.message}`, {code: 'TemplateError'})
+      throw err
+    }
+    return ''
+  }
+
+  private tableColumns(): Column<Row>[] {
+    const columns = [...this.spec.columns]
+    for (const key of this.options.labelColumns ?? []) {
+      columns.push({header: (key.split('/').pop() ?? key).toUpperCase(), value: (r) => labelsOf(this.spec.object(r))[key] ?? ''})
+    }
+    if (this.options.showLabels) columns.push({header: 'LABELS', value: (r) => formatLabels(labelsOf(this.spec.object(r)))})
+    return columns
+  }
+
+  private customColumns(columns: {header: string; template: Template}[]): Column<Row>[] {
+    return columns.map((c) => ({
+      header: c.header,
+      value: (r: Row) => {
+        // kubectl's customcolumn.go: <none> when the first result group is empty, each value as fmt.Sprint prints it.
+        const groups = findResults(c.template, this.spec.object(r))
+        const values = groups.flat().map(goSprint)
+        return (groups.length === 0 || groups[0]!.length === 0 ? ['<none>', ...values] : values).join(',')
+      },
+    }))
+  }
+
+  private sorted(rows: Row[]): Row[] {
+    const sortBy = this.options.sortBy
+    if (!sortBy) return [...rows].sort(this.spec.order)
+    const keyed = rows.map((row, index) => ({row, index, key: findResults(sortBy, this.spec.object(row)).flat()[0]}))
+    keyed.sort((a, b) => compareValues(a.key, b.key) || a.index - b.index)
+    return keyed.map((k) => k.row)
+  }
+}
+
+/** --sort-by order: missing values first, then numbers by value, strings and others by their text. */
+function compareValues(a: unknown, b: unknown): number {
+  if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? -1 : 1
+  if (typeof a === 'number' && typeof b === 'number') return a - b
+  const x = resultText(a)
+  const y = resultText(b)
+  return x < y ? -1 : x > y ? 1 : 0
+}

@@ -1,0 +1,213 @@
+/**
+ * Drawing the rows: istioctl's table (and meshvm's wide and watch variants), and the stable JSON
+ * schema of `-o json|yaml`. Pure.
+ */
+import type {ChalkInstance} from 'chalk'
+import {makeChalk, statusColor} from '../output/color.js'
+import {renderTable, type Column} from '../output/table.js'
+import {compare} from './rows.js'
+import {XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
+
+// ---------------------------------------------------------------------------------------------------
+// Table
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * - `types` (default): istioctl 1.22–1.26, `NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION`.
+ * - `subscribed`: istioctl 1.27+'s default, `NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES`.
+ * - `verbose`: istioctl 1.27+'s `-v`, per-type columns in alphabetical order (`CDS ECDS EDS LDS RDS`).
+ */
+export type ProxyStatusLayout = 'types' | 'subscribed' | 'verbose'
+
+export interface ProxyStatusTableOptions {
+  /** Adds TYPE ADDRESS HEALTH REGISTRATION, and marks version skew in VERSION. */
+  wide?: boolean
+  /** A CONTEXT column after VERSION (several kubeconfig contexts in one table: clusters may share a cluster ID). */
+  context?: boolean
+  /**
+   * Cells to highlight (`--watch`: what changed since the last frame), by row and column header. With
+   * colour they are shown in inverse video; without, prefixed with `*`.
+   */
+  changed?: (row: ProxyStatusRow, header: string) => boolean
+  color: boolean
+  layout?: ProxyStatusLayout
+  noHeaders?: boolean
+  /** A chalk to use instead of one made from `color` (e.g. the command's `chalkFor(format)`). */
+  chalk?: ChalkInstance
+}
+
+/** istioctl's tabwriter: padding 5, no padding after the last column. */
+const ISTIOCTL_GAP = 5
+const EMPTY = '-'
+
+const ALPHABETICAL_TYPES: XdsType[] = [...XDS_TYPES].sort(compare)
+
+function subscribedCell(row: ProxyStatusRow): string {
+  if (!row.connected) return row.xds.CDS.state === 'NO_ANSWER' ? 'NO ANSWER' : 'NOT CONNECTED'
+  return row.subscribed.length === 0 ? '0' : `${row.subscribed.length} (${row.subscribed.join(',')})`
+}
+
+export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxyStatusTableOptions): string {
+  const chalk = options.chalk ?? makeChalk({env: {FORCE_COLOR: options.color ? '1' : '0'}, stream: {isTTY: options.color}})
+  const paint = (text: string) => statusColor(chalk, text)
+  const layout = options.layout ?? 'types'
+  const text = (v: string | undefined) => (v === undefined || v === '' ? EMPTY : v)
+  const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] =>
+    types.map((t) => ({header: t, value: (r) => r.status[t], color: paint}))
+
+  const name: Column<ProxyStatusRow> = {header: 'NAME', value: (r) => r.name}
+  const cluster: Column<ProxyStatusRow> = {header: 'CLUSTER', value: (r) => (r.connected ? (r.cluster ?? '') : EMPTY)}
+  // A row whose istiod did not answer (NO ANSWER) still names that istiod.
+  const istiod: Column<ProxyStatusRow> = {header: 'ISTIOD', value: (r) => (r.connected ? (r.istiod ?? '') : (r.istiod ?? EMPTY))}
+  const skew = (r: ProxyStatusRow) => options.wide === true && r.versionSkew && r.istiodRef?.version !== undefined
+  const version: Column<ProxyStatusRow> = {
+    header: 'VERSION',
+    value: (r) => (r.connected ? (r.version ?? '') + (skew(r) ? ` (skew: istiod ${r.istiodRef!.version})` : '') : EMPTY),
+    color: (s, r) => (skew(r) ? chalk.yellow(s) : s),
+  }
+  const wide: Column<ProxyStatusRow>[] = [
+    ...(options.context ? [{header: 'CONTEXT', value: (r: ProxyStatusRow) => text(r.context)}] : []),
+    {header: 'TYPE', wide: true, value: (r) => r.type},
+    {header: 'ADDRESS', wide: true, value: (r) => text(r.address)},
+    {header: 'HEALTH', wide: true, value: (r) => text(r.health), color: paint},
+    {header: 'REGISTRATION', wide: true, value: (r) => text(r.registration)},
+  ]
+
+  let columns: Column<ProxyStatusRow>[]
+  if (layout === 'subscribed') {
+    columns = [name, cluster, istiod, version, {header: 'SUBSCRIBED TYPES', value: subscribedCell, color: (s, r) => (r.connected ? s : paint(s))}, ...wide]
+  } else {
+    columns = [name, cluster, ...typeColumns(layout === 'verbose' ? ALPHABETICAL_TYPES : XDS_TYPES), istiod, version, ...wide]
+  }
+  const changed = options.changed
+  if (changed) columns = columns.map((c) => highlighted(c, changed, chalk))
+  return renderTable(rows, columns, {wide: options.wide, noHeaders: options.noHeaders, gap: ISTIOCTL_GAP})
+}
+
+/** Inverse video on a colour terminal, a `*` prefix otherwise (widths are measured without ANSI codes). */
+function highlighted(c: Column<ProxyStatusRow>, changed: (row: ProxyStatusRow, header: string) => boolean, chalk: ChalkInstance): Column<ProxyStatusRow> {
+  const paint = c.color
+  if (chalk.level > 0) {
+    return {
+      ...c,
+      color: (s, r) => {
+        const painted = paint ? paint(s, r) : s
+        return changed(r, c.header) ? chalk.inverse(painted) : painted
+      },
+    }
+  }
+  return {...c, value: (r) => (changed(r, c.header) ? '*' : '') + c.value(r)}
+}
+
+// ---------------------------------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * `meshvm proxy-status -o json|yaml`, schema `meshvm.io/v1alpha1` `ProxyStatusList`. Every key is always
+ * present (null when unknown); items are in table order; no ages (they depend on the clock), only times.
+ *
+ * ```
+ * {
+ *   apiVersion: 'meshvm.io/v1alpha1',
+ *   kind: 'ProxyStatusList',
+ *   items: [{
+ *     name: string,                 // proxy ID: `<pod>.<namespace>` or `<hostname>.<namespace>`
+ *     namespace: string | null,
+ *     type: 'pod' | 'vm',
+ *     connected: boolean,           // false: a registered VM that no istiod reports (or whose istiod did not answer)
+ *     cluster: string | null,       // CLUSTER_ID
+ *     context: string | null,       // the kubeconfig context it was read through
+ *     version: string | null,       // the proxy's Istio version (`1.1*` = legacy proxy_version fallback)
+ *     istiod: {name: string, namespace: string, version: string | null, revision: string | null} | null,
+ *     versionSkew: boolean,         // proxy and istiod differ in major.minor
+ *     xds: {                        // keys CDS, LDS, EDS, RDS, ECDS
+ *       [type]: {
+ *         status: 'SYNCED' | 'STALE' | 'NOT_SENT' | 'ERROR' | 'IGNORED' | 'NOT_CONNECTED' | 'NO_ANSWER',
+ *         subscribed: boolean,      // in the proxy's watch list
+ *         neverAcknowledged: boolean,
+ *         lastSent: string | null,  // RFC 3339
+ *         error: string | null,     // NACK detail
+ *         nonceSent: string | null, // HTTP syncz only
+ *         nonceAcked: string | null,
+ *       }
+ *     },
+ *     vm: {address: string, health: 'Healthy' | 'Unhealthy' | 'Unknown' | null, registration: string | null} | null,
+ *   }],
+ *   errors: [{context: string | null, istiod: string | null, message: string}],  // what could not be read
+ * }
+ * ```
+ * Placeholder rows (`type: 'istiod'`) are table-only: in JSON the failure is in `errors`.
+ */
+export interface ProxyStatusJsonItem {
+  name: string
+  namespace: string | null
+  type: 'pod' | 'vm'
+  connected: boolean
+  cluster: string | null
+  context: string | null
+  version: string | null
+  istiod: {name: string; namespace: string; version: string | null; revision: string | null} | null
+  versionSkew: boolean
+  xds: Record<
+    XdsType,
+    {status: Exclude<SyncState, 'UNKNOWN'>; subscribed: boolean; neverAcknowledged: boolean; lastSent: string | null; error: string | null; nonceSent: string | null; nonceAcked: string | null}
+  >
+  vm: {address: string; health: string | null; registration: string | null} | null
+}
+
+export interface ProxyStatusError {
+  context: string | null
+  /** The istiod pod, when the failure was one istiod's. */
+  istiod: string | null
+  message: string
+}
+
+export interface ProxyStatusList {
+  apiVersion: 'meshvm.io/v1alpha1'
+  kind: 'ProxyStatusList'
+  items: ProxyStatusJsonItem[]
+  errors: ProxyStatusError[]
+}
+
+const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v)
+
+/** One row in the JSON schema above. */
+export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
+  const xds = {} as ProxyStatusJsonItem['xds']
+  for (const t of XDS_TYPES) {
+    const x = r.xds[t]
+    xds[t] = {
+      status: x.state === 'UNKNOWN' ? 'IGNORED' : x.state,
+      subscribed: x.subscribed,
+      neverAcknowledged: x.neverAcknowledged,
+      lastSent: x.lastSent ?? null,
+      error: x.error ?? null,
+      nonceSent: x.sent ?? null,
+      nonceAcked: x.acked ?? null,
+    }
+  }
+  const ref = r.istiodRef
+  return {
+    name: r.name,
+    namespace: orNull(r.namespace),
+    type: r.type === 'vm' ? 'vm' : 'pod',
+    connected: r.connected,
+    cluster: orNull(r.cluster),
+    context: orNull(r.context),
+    version: orNull(r.version),
+    istiod: ref ? {name: ref.name, namespace: ref.namespace, version: orNull(ref.version), revision: orNull(ref.revision)} : null,
+    versionSkew: r.versionSkew,
+    xds,
+    vm: r.type === 'vm' ? {address: r.address ?? '', health: orNull(r.health), registration: orNull(r.registration)} : null,
+  }
+}
+
+export function proxyStatusJson(rows: ProxyStatusRow[], errors: ProxyStatusError[] = []): ProxyStatusList {
+  return {
+    apiVersion: 'meshvm.io/v1alpha1',
+    kind: 'ProxyStatusList',
+    items: rows.filter((r) => r.type !== 'istiod').map(proxyStatusJsonItem),
+    errors,
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The table's rows: every proxy an istiod reports, merged with the VMs the cluster registers
+ * (connected or not), sorted as istioctl sorts. Pure.
+ */
+import {withoutUndefined} from '../util/records.js'
+import {XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
+
+// ---------------------------------------------------------------------------------------------------
+// Rows
+// ---------------------------------------------------------------------------------------------------
+
+/** `1.24.2` → `1.24`; `1.1*`, `v1.20-dev` also work. Undefined when not a version. */
+export function majorMinor(version: string | undefined): string | undefined {
+  const m = /^v?(\d+)\.(\d+)/.exec(version ?? '')
+  return m ? `${Number(m[1])}.${Number(m[2])}` : undefined
+}
+
+export function isVersionSkewed(proxyVersion: string | undefined, istiodVersion: string | undefined): boolean {
+  const a = majorMinor(proxyVersion)
+  const b = majorMinor(istiodVersion)
+  return a !== undefined && b !== undefined && a !== b
+}
+
+/** isVersionSkewed for many rows: a mesh has a handful of distinct versions, so each pair is computed once. */
+function skewChecker(): (proxyVersion: string | undefined, istiodVersion: string | undefined) => boolean {
+  const known = new Map<string, boolean>()
+  return (proxyVersion, istiodVersion) => {
+    const key = `${proxyVersion ?? ''}\n${istiodVersion ?? ''}`
+    let skewed = known.get(key)
+    if (skewed === undefined) {
+      skewed = isVersionSkewed(proxyVersion, istiodVersion)
+      known.set(key, skewed)
+    }
+    return skewed
+  }
+}
+
+export interface RowOptions {
+  vms?: VmInfo[]
+  /** The clock for ages; pass a fixed one in tests. */
+  now?: Date
+}
+
+function vmKey(vm: VmInfo): string {
+  return vm.proxyId ?? `${vm.name}.${vm.namespace}`
+}
+
+/** Byte order, like Go's string comparison in istioctl's sort. */
+export function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/**
+ * One row per proxy per istiod (a proxy reported by two istiods shows twice, as in istioctl), plus one
+ * `NOT CONNECTED` row for every VM no istiod reports. Sorted by name, then istiod.
+ */
+export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): ProxyStatusRow[] {
+  const now = options.now ?? new Date()
+  const vms = new Map<string, VmInfo>()
+  for (const vm of options.vms ?? []) if (!vms.has(vmKey(vm))) vms.set(vmKey(vm), vm)
+  const seen = new Set<string>()
+  const rows: ProxyStatusRow[] = []
+  const skewed = skewChecker()
+  for (const s of syncs) {
+    const vm = vms.get(s.proxyId)
+    if (vm) seen.add(s.proxyId)
+    const status = {} as Record<XdsType, string>
+    const subscribed: XdsType[] = []
+    for (const t of XDS_TYPES) {
+      const x = s.types[t]
+      status[t] = xdsStatus(x, now)
+      if (x.subscribed) subscribed.push(t)
+    }
+    // Built field by field rather than copied through withoutUndefined: this runs once per proxy.
+    const row: ProxyStatusRow = {
+      name: s.proxyId, type: vm ? 'vm' : 'pod', connected: true, xds: s.types, status, subscribed,
+      cluster: s.clusterId, istiod: s.istiod.name, istiodRef: s.istiod, version: s.proxyVersion,
+      versionSkew: skewed(s.proxyVersion, s.istiod.version),
+    }
+    const namespace = s.namespace ?? vm?.namespace
+    if (namespace !== undefined) row.namespace = namespace
+    if (vm) {
+      if (vm.address !== undefined) row.address = vm.address
+      if (vm.health !== undefined) row.health = vm.health
+      if (vm.registration !== undefined) row.registration = vm.registration
+    }
+    rows.push(row)
+  }
+  for (const [key, vm] of vms) {
+    if (seen.has(key)) continue
+    const xds = {} as Record<XdsType, TypeSync>
+    const status = {} as Record<XdsType, string>
+    for (const t of XDS_TYPES) {
+      xds[t] = {state: 'NOT_CONNECTED', subscribed: false, neverAcknowledged: false}
+      status[t] = 'NOT CONNECTED'
+    }
+    rows.push(
+      withoutUndefined<ProxyStatusRow>({
+        name: key,
+        namespace: vm.namespace,
+        type: 'vm',
+        connected: false,
+        xds,
+        status,
+        subscribed: [],
+        address: vm.address,
+        health: vm.health,
+        registration: vm.registration,
+        versionSkew: false,
+      }),
+    )
+  }
+  return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? ''))
+}

@@ -1,0 +1,261 @@
+/**
+ * Parsing what one istiod says about its proxies into ProxySyncs. Pure: the bytes come from
+ * src/lib/istiod (HTTP over port-forward, or xDS decoded to protojson's shape).
+ *
+ * Understood input shapes (istio/istio pilot/pkg/xds/debug.go and statusgen.go, 1.20–1.28):
+ * - HTTP `/debug/syncz`, Istio 1.20–1.22: a JSON array of `SyncStatus` objects with
+ *   `cluster_sent`/`cluster_acked`, `listener_*`, `route_*`, `endpoint_*`, `extensionconfig_*` nonces.
+ * - HTTP `/debug/syncz`, Istio 1.23+: the same array, plus a `resources` map keyed by type URL with
+ *   `{sent, acked, sentTime, lastError}` per watched type (authoritative when present).
+ * - xDS `istio.io/debug/syncz` (what istioctl 1.22+ asks for), as protojson: a DiscoveryResponse whose
+ *   `resources` are `envoy.service.status.v3.ClientConfig`s with `genericXdsConfigs` (or the deprecated
+ *   per-type `xdsConfig`).
+ */
+import {MeshvmError} from '../errors.js'
+import {CLIENT_CONFIG_TYPE} from '../grpc/xds-types.js'
+import {LEGACY_FIELDS, nonceState, PER_XDS_KEYS, XDS_TYPE_URLS, XDS_TYPES, type IstiodRef, type ProxySync, type SynczShape, type SyncState, type TypeSync, type XdsType} from './model.js'
+
+// ---------------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------------
+
+type Json = Record<string, unknown>
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function kindOf(v: unknown): string {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`
+}
+
+class SynczError extends MeshvmError {
+  constructor(istiod: IstiodRef, problem: string) {
+    super(`istiod ${istiod.namespace}/${istiod.name}: unreadable /debug/syncz response: ${problem}`, {
+      code: 'InvalidSyncz',
+      hints: ['check that the pod is an istiod of Istio 1.20 or later; --revision and --istio-namespace pick other istiod pods'],
+    })
+    this.name = 'SynczError'
+  }
+}
+
+/** Go's zero time (`0001-01-01T00:00:00Z`) means "never" in istiod's JSON. */
+function timestamp(v: unknown): string | undefined {
+  if (typeof v !== 'string' || v === '' || v.startsWith('0001-01-01')) return undefined
+  return Number.isNaN(Date.parse(v)) ? undefined : v
+}
+
+/** Where in a syncz answer a value is: an item by index, its proxy, and a resource type. */
+type SynczPlace = number | {index: number; proxyId: string; typeUrl?: string}
+
+function where(place: SynczPlace): string {
+  if (typeof place === 'number') return `item ${place}`
+  return `item ${place.index} (${place.proxyId})${place.typeUrl ? `: resources["${place.typeUrl}"]` : ''}`
+}
+
+function optString(obj: Json, key: string, place: SynczPlace): string | undefined {
+  const v = obj[key]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'string') throw new Error(`${where(place)}: "${key}" must be a string, got ${kindOf(v)}`)
+  return v
+}
+
+/** `optString` for one type's entry in `resources`, without building its place unless it fails (5 per proxy). */
+function resourceString(r: Json, key: string, index: number, proxyId: string, typeUrl: string): string | undefined {
+  const v = r[key]
+  if (v === undefined || v === null || typeof v === 'string') return v ?? undefined
+  return optString(r, key, {index, proxyId, typeUrl})
+}
+
+function ignoredTypes(): Record<XdsType, TypeSync> {
+  const out = {} as Record<XdsType, TypeSync>
+  for (const t of XDS_TYPES) out[t] = {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
+  return out
+}
+
+function namespaceOf(proxyId: string): string | undefined {
+  const i = proxyId.lastIndexOf('.')
+  return i > 0 && i < proxyId.length - 1 ? proxyId.slice(i + 1) : undefined
+}
+
+/**
+ * Reads one istiod's syncz answer (any of the three shapes, as a parsed value or the raw body text).
+ * Throws a MeshvmError naming the istiod when the body is not a syncz answer.
+ */
+export function parseSyncz(json: unknown, istiod: IstiodRef): ProxySync[] {
+  let value = json
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value) as unknown
+    } catch {
+      throw new SynczError(istiod, 'not JSON')
+    }
+  }
+  try {
+    if (Array.isArray(value)) return value.map((item, i) => parseHttpItem(item, i, istiod))
+    if (isObject(value) && (Array.isArray(value.resources) || 'controlPlane' in value || value.typeUrl !== undefined)) {
+      return parseDiscoveryResponse(value, istiod)
+    }
+  } catch (err) {
+    if (err instanceof SynczError) throw err
+    throw new SynczError(istiod, (err as Error).message)
+  }
+  throw new SynczError(istiod, `expected a JSON array (HTTP /debug/syncz) or a DiscoveryResponse with resources (xDS istio.io/debug/syncz), got ${kindOf(value)}`)
+}
+
+function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySync {
+  // Messages are built only on failure: this runs for every proxy of every istiod.
+  if (!isObject(item)) throw new Error(`item ${index} must be an object, got ${kindOf(item)}`)
+  const proxyId = optString(item, 'proxy', index)
+  if (!proxyId) throw new Error(`item ${index} has no "proxy"`)
+  const at = {index, proxyId}
+  const istioVersion = optString(item, 'istio_version', at)
+  const proxyVersion = optString(item, 'proxy_version', at)
+  const proxyType = optString(item, 'proxy_type', at)
+  const resources = item.resources
+  let types: Record<XdsType, TypeSync>
+  let shape: SynczShape
+  if (resources !== undefined && resources !== null) {
+    if (!isObject(resources)) throw new Error(`${where(at)}: "resources" must be an object keyed by type URL, got ${kindOf(resources)}`)
+    shape = 'http-resources'
+    types = ignoredTypes()
+    for (const t of XDS_TYPES) {
+      const typeUrl = XDS_TYPE_URLS[t]
+      const r = resources[typeUrl]
+      if (r === undefined || r === null) continue
+      if (!isObject(r)) throw new Error(`${where({index, proxyId, typeUrl})} must be an object, got ${kindOf(r)}`)
+      const lastError = resourceString(r, 'lastError', index, proxyId, typeUrl)
+      const sent = resourceString(r, 'sent', index, proxyId, typeUrl)
+      const acked = resourceString(r, 'acked', index, proxyId, typeUrl)
+      const {state, neverAcknowledged} = nonceState(sent, acked, lastError)
+      types[t] = withNonces(withOptional({state, subscribed: true, neverAcknowledged}, timestamp(r.sentTime), lastError), sent, acked)
+    }
+  } else {
+    shape = 'http-legacy'
+    types = {} as Record<XdsType, TypeSync>
+    for (const t of XDS_TYPES) {
+      const sent = optString(item, `${LEGACY_FIELDS[t]}_sent`, at)
+      const acked = optString(item, `${LEGACY_FIELDS[t]}_acked`, at)
+      const {state, neverAcknowledged} = nonceState(sent, acked)
+      // istioctl 1.21: nothing sent to a ztunnel is IGNORED rather than NOT SENT.
+      types[t] = withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: Boolean(sent), neverAcknowledged}, sent, acked)
+    }
+  }
+  return {
+    proxyId,
+    namespace: namespaceOf(proxyId),
+    clusterId: optString(item, 'cluster_id', at) ?? '',
+    // istioctl falls back to the proxy version, marked with `*`.
+    proxyVersion: istioVersion || (proxyVersion === undefined ? '' : `${proxyVersion}*`),
+    ...(proxyType ? {proxyType} : {}),
+    // Shared by every proxy of this istiod (never mutated).
+    istiod,
+    types,
+    shape,
+  }
+}
+
+function withOptional(t: TypeSync, lastSent: string | undefined, error: string | undefined): TypeSync {
+  if (lastSent !== undefined) t.lastSent = lastSent
+  if (error) t.error = error
+  return t
+}
+
+function withNonces(t: TypeSync, sent: string | undefined, acked: string | undefined): TypeSync {
+  if (sent) t.sent = sent
+  if (acked) t.acked = acked
+  return t
+}
+
+const CONFIG_STATUS: Record<string, SyncState> = {
+  UNKNOWN: 'UNKNOWN',
+  SYNCED: 'SYNCED',
+  NOT_SENT: 'NOT_SENT',
+  STALE: 'STALE',
+  ERROR: 'ERROR',
+}
+const CONFIG_STATUS_NUMBERS: SyncState[] = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR']
+
+function configStatus(v: unknown, where: string): SyncState {
+  // protojson omits UNKNOWN (0); some encoders write enum numbers.
+  if (v === undefined || v === null) return 'UNKNOWN'
+  if (typeof v === 'number' && CONFIG_STATUS_NUMBERS[v]) return CONFIG_STATUS_NUMBERS[v]
+  if (typeof v === 'string' && CONFIG_STATUS[v]) return CONFIG_STATUS[v]
+  throw new Error(`${where}: unknown config status ${JSON.stringify(v)}`)
+}
+
+/** istioctl's `CpInfo`: the istiod ID and build info from `controlPlane.identifier`. */
+function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
+  const cp = dr.controlPlane
+  if (!isObject(cp) || typeof cp.identifier !== 'string') return {...istiod}
+  try {
+    const id = JSON.parse(cp.identifier) as unknown
+    if (!isObject(id)) return {...istiod}
+    const info = isObject(id.Info) ? id.Info : {}
+    const out: IstiodRef = {...istiod}
+    if (typeof id.ID === 'string' && id.ID !== '') out.name = id.ID
+    if (typeof info.version === 'string' && info.version !== '') out.version = info.version
+    // Info.revision is the build's git commit (istio pkg/version BuildInfo.GitRevision), not the
+    // control-plane revision: the revision comes from the pod's istio.io/rev label or --revision.
+    return out
+  } catch {
+    return {...istiod}
+  }
+}
+
+function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
+  const cp = controlPlane(dr, istiod)
+  const resources = dr.resources ?? []
+  if (!Array.isArray(resources)) throw new Error(`"resources" must be an array, got ${kindOf(resources)}`)
+  const out: ProxySync[] = []
+  resources.forEach((res: unknown, index) => {
+    const where = `resources[${index}]`
+    if (!isObject(res)) throw new Error(`${where} must be an object, got ${kindOf(res)}`)
+    const type = res['@type']
+    if (type !== undefined && type !== CLIENT_CONFIG_TYPE) return // istioctl skips other types
+    const node = isObject(res.node) ? res.node : {}
+    const proxyId = typeof node.id === 'string' ? node.id : ''
+    if (!proxyId) throw new Error(`${where} has no node.id`)
+    const metadata = isObject(node.metadata) ? node.metadata : {}
+    const meta = (k: string) => (typeof metadata[k] === 'string' ? (metadata[k] as string) : undefined)
+    const types = ignoredTypes()
+    const generic = res.genericXdsConfigs ?? []
+    if (!Array.isArray(generic)) throw new Error(`${where}.genericXdsConfigs must be an array, got ${kindOf(generic)}`)
+    generic.forEach((g: unknown, gi) => {
+      const gw = `${where}.genericXdsConfigs[${gi}]`
+      if (!isObject(g)) throw new Error(`${gw} must be an object, got ${kindOf(g)}`)
+      const t = XDS_TYPES.find((x) => XDS_TYPE_URLS[x] === g.typeUrl)
+      if (!t) return // e.g. the DNS NameTable: istioctl ignores it
+      const state = configStatus(g.configStatus, gw)
+      const errorState = isObject(g.errorState) ? g.errorState : undefined
+      const details = errorState && typeof errorState.details === 'string' ? errorState.details : undefined
+      // UNKNOWN is what istiod reports for a type a ztunnel does not watch: not subscribed.
+      types[t] = withOptional({state, subscribed: state !== 'UNKNOWN', neverAcknowledged: false}, timestamp(g.lastUpdated), state === 'ERROR' ? details : undefined)
+    })
+    const legacy = res.xdsConfig ?? []
+    if (Array.isArray(legacy)) {
+      for (const x of legacy) {
+        if (!isObject(x)) continue
+        const key = Object.keys(PER_XDS_KEYS).find((k) => k in x)
+        if (!key) continue
+        const t = PER_XDS_KEYS[key]!
+        if (generic.length > 0) break // genericXdsConfigs wins, as in istioctl
+        const state = configStatus(x.status, `${where}.xdsConfig`)
+        types[t] = {state, subscribed: state !== 'UNKNOWN', neverAcknowledged: false}
+      }
+    }
+    const namespace = meta('NAMESPACE') ?? namespaceOf(proxyId)
+    out.push({
+      proxyId,
+      ...(namespace ? {namespace} : {}),
+      clusterId: meta('CLUSTER_ID') ?? '',
+      proxyVersion: meta('ISTIO_VERSION') ?? '',
+      istiod: cp,
+      types,
+      shape: 'xds',
+    })
+  })
+  return out
+}

@@ -1,0 +1,181 @@
+/**
+ * `pods/portforward` as kube-apiserver + kubelet serve it over WebSocket
+ * (kubelet pkg/kubelet/cri/streaming/portforward/websocket.go, wsstream in k8s.io/apimachinery):
+ *
+ * - `GET /api/v1/namespaces/NS/pods/NAME/portforward?ports=P[,P2]` with `Upgrade: websocket`;
+ *   subprotocols `v4.channel.k8s.io` (binary), `v4.base64.channel.k8s.io` (text), or none (binary);
+ * - authorized like any request from its method: a GET is verb `get` on `pods/portforward`; from
+ *   Kubernetes 1.35 (gate AuthorizePodWebsocketUpgradeCreatePermission) the upgrade also needs `create`;
+ * - per port i, channel 2i carries data and 2i+1 errors; every message starts with its channel byte;
+ *   the server first writes the port (2 bytes, little-endian) on both channels of each port;
+ * - the connection to the pod's port is dialled at once; when nothing listens, the error channel
+ *   gets kubelet's "error forwarding port ..." text and the socket closes.
+ *
+ * kubectl's SPDY forms (plain SPDY/3.1, or SPDY tunnelled in a WebSocket as
+ * `SPDY/3.1+portforward.k8s.io`) are not served: their upgrade gets 400, as from a server without them.
+ */
+import type {IncomingMessage} from 'node:http'
+import type {Socket} from 'node:net'
+import {Duplex} from 'node:stream'
+import {WebSocketServer, type WebSocket} from 'ws'
+import type {Attributes, UserInfo} from './auth.js'
+import {ApiError, badRequest, notFound, statusBody} from './status.js'
+
+/** Accepts one TCP connection to a pod's port (a simulated container listening there). */
+export type PortAcceptor = (socket: Duplex) => void
+
+export interface PortForwardContext {
+  user: UserInfo | undefined
+  authorize(attrs: Attributes): boolean
+  forbidden(attrs: Attributes): ApiError
+  podExists(namespace: string, name: string): {uid: string} | undefined
+  /** The listener on a pod's port, or undefined (connection refused). */
+  connect(namespace: string, pod: string, port: number): PortAcceptor | undefined
+  /** Kubernetes minor version the server reports (1.35+ adds the create check). */
+  minor: number
+}
+
+const PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io']
+const PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/portforward$/
+
+const wss = new WebSocketServer({
+  noServer: true,
+  // wsstream picks the first protocol it knows from the client's list; no header means binary.
+  handleProtocols: (offered) => [...offered].find((p) => PROTOCOLS.includes(p)) ?? false,
+})
+
+/** A pair of connected Duplex streams (node:stream's duplexPair is Node 22+). */
+export function duplexPair(): [Duplex, Duplex] {
+  let a!: Duplex
+  let b!: Duplex
+  const make = (other: () => Duplex) =>
+    new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, cb) {
+        other().push(chunk)
+        cb()
+      },
+      final(cb) {
+        other().push(null)
+        cb()
+      },
+      destroy(err, cb) {
+        const o = other()
+        if (!o.destroyed) o.destroy()
+        cb(err)
+      },
+    })
+  a = make(() => b)
+  b = make(() => a)
+  return [a, b]
+}
+
+function writeError(socket: Socket, err: ApiError): void {
+  const body = JSON.stringify(statusBody(err))
+  const reason = {400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found'}[err.code] ?? 'Error'
+  socket.end(`HTTP/1.1 ${err.code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+}
+
+/** Returns the HTTP status the upgrade got (101 when it succeeded). */
+export function handlePortForward(req: IncomingMessage, socket: Socket, head: Buffer, ctx: PortForwardContext): number {
+  socket.on('error', () => undefined)
+  const url = new URL(req.url ?? '/', 'https://test')
+  const m = PATH.exec(url.pathname)
+  const fail = (err: ApiError) => {
+    writeError(socket, err)
+    return err.code
+  }
+  if (!m) return fail(new ApiError(404, 'NotFound', 'the server could not find the requested resource'))
+  if (!ctx.user) return fail(new ApiError(401, 'Unauthorized', 'Unauthorized'))
+  const namespace = decodeURIComponent(m[1]!)
+  const name = decodeURIComponent(m[2]!)
+  const verbs = req.method === 'GET' ? (ctx.minor >= 35 ? ['get', 'create'] : ['get']) : req.method === 'POST' ? ['create'] : []
+  if (verbs.length === 0) return fail(new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'))
+  for (const verb of verbs) {
+    const attrs: Attributes = {verb, group: '', resource: 'pods', subresource: 'portforward', namespace, name}
+    if (!ctx.authorize(attrs)) return fail(ctx.forbidden(attrs))
+  }
+  const pod = ctx.podExists(namespace, name)
+  if (!pod) return fail(notFound('', 'pods', name))
+  // kubectl 1.32 asks for SPDY first tunnelled in a WebSocket (subprotocol SPDY/3.1+portforward.k8s.io),
+  // then as a plain SPDY upgrade (POST, X-Stream-Protocol-Version); with SPDY the ports travel in each
+  // stream's headers, not in the query. Neither is served here: say so rather than ask for ports.
+  const spdy = String(req.headers['sec-websocket-protocol'] ?? '').includes('SPDY/3.1') || req.headers['x-stream-protocol-version'] !== undefined
+  if (spdy) return fail(badRequest('unable to upgrade connection: this test API server serves port-forward over the WebSocket channel protocol (v4.channel.k8s.io) only, not SPDY/3.1'))
+  // kubelet's portforward.NewV4Options: `ports` values, each comma-separated, each 1..65535.
+  const ports: number[] = []
+  for (const value of url.searchParams.getAll('ports')) {
+    for (const p of value.split(',')) {
+      const n = /^\d+$/.test(p.trim()) ? Number(p.trim()) : Number.NaN
+      if (!(n >= 1 && n <= 65535)) return fail(badRequest(`unable to parse "${p}" as a port: ${p.trim() === '' ? 'invalid syntax' : 'port must be > 0 and <= 65535'}`))
+      ports.push(n)
+    }
+  }
+  if (ports.length === 0) return fail(badRequest('at least 1 port must be specified'))
+  if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return fail(badRequest('unable to upgrade connection: expected a WebSocket upgrade'))
+  const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  if (offered.length > 0 && !offered.some((p) => PROTOCOLS.includes(p))) {
+    return fail(badRequest(`unable to upgrade connection: requested protocols ${JSON.stringify(offered)} are not supported`))
+  }
+  wss.handleUpgrade(req, socket, head, (ws) => serve(ws, {namespace, name, uid: pod.uid, ports}, ctx))
+  return 101
+}
+
+function serve(ws: WebSocket, target: {namespace: string; name: string; uid: string; ports: number[]}, ctx: PortForwardContext): void {
+  const base64 = ws.protocol === 'v4.base64.channel.k8s.io'
+  const send = (channel: number, data: Buffer) => {
+    if (ws.readyState !== ws.OPEN) return
+    if (base64) ws.send(String.fromCharCode(48 + channel) + data.toString('base64'))
+    else ws.send(Buffer.concat([Buffer.from([channel]), data]))
+  }
+  const streams = new Map<number, Duplex>()
+  let open = target.ports.length
+  const doneOne = () => {
+    if (--open <= 0) ws.close(1000)
+  }
+  target.ports.forEach((port, i) => {
+    const portBytes = Buffer.alloc(2)
+    portBytes.writeUInt16LE(port)
+    send(2 * i, portBytes)
+    send(2 * i + 1, portBytes)
+    const acceptor = ctx.connect(target.namespace, target.name, port)
+    if (!acceptor) {
+      // The refusal arrives after kubelet's dial attempt, not in the same write as the port frames
+      // (the Python client's select loop does not see frames buffered together with earlier ones).
+      setTimeout(() => {
+        send(2 * i + 1, Buffer.from(`error forwarding port ${port} to pod ${target.name}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-${target.uid}": failed to connect to localhost:${port} inside namespace "${target.uid}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `))
+        setTimeout(doneOne, 20)
+      }, 20)
+      return
+    }
+    const [ours, theirs] = duplexPair()
+    streams.set(2 * i, ours)
+    ours.on('data', (chunk: Buffer) => send(2 * i, chunk))
+    ours.on('end', () => {
+      streams.delete(2 * i)
+      doneOne()
+    })
+    ours.on('error', () => undefined)
+    acceptor(theirs)
+  })
+  ws.on('message', (data: Buffer, isBinary: boolean) => {
+    let channel: number
+    let payload: Buffer
+    if (base64 && !isBinary) {
+      const text = data.toString('utf8')
+      channel = text.charCodeAt(0) - 48
+      payload = Buffer.from(text.slice(1), 'base64')
+    } else {
+      if (data.length === 0) return
+      channel = data[0]!
+      payload = data.subarray(1)
+    }
+    const stream = streams.get(channel)
+    if (stream && payload.length > 0) stream.write(payload)
+  })
+  ws.on('close', () => {
+    for (const s of streams.values()) s.destroy()
+    streams.clear()
+  })
+  ws.on('error', () => undefined)
+}

@@ -1,0 +1,298 @@
+/**
+ * What a simulated istiod offers a VM on its gRPC port 15012 (xds.ts), and how the VM reaches it:
+ *
+ * - the CA (ca.ts);
+ * - ADS as istiod's initConnection runs it for a sidecar (pilot/pkg/xds/ads.go): authenticate the
+ *   caller (ClusterID metadata + TokenReview with audience istio-ca; refusal: UNAUTHENTICATED
+ *   "authentication failure"), authorize it (the identity's namespace must be the proxy's:
+ *   "authorization failed"), then auto-register it (autoregistration.ts; its refusals end the
+ *   stream). Each resource type the proxy asks for (CDS, LDS, EDS, RDS) is answered with an empty
+ *   push and a nonce; the proxy's ACK (the nonce echoed without error) makes that type SYNCED in
+ *   syncz (the proxy is put in Mesh.proxies, which syncz reads), a NACK makes it ERROR;
+ * - health reports, DiscoveryRequests of type istio.io/health (pilot-agent's health checker:
+ *   no error_detail = healthy), go to the Healthy condition (handleWorkloadHealthcheck);
+ * - the east-west gateway: a TLS-passthrough listener on a loopback address, port 15012, that
+ *   routes each connection on its SNI (istiod[-REV].NS.svc) to that istiod, as the gateway's
+ *   `tls-istiod` port does. Its address goes into the istio-eastwestgateway Service, so a bundle
+ *   written against the cluster (hosts: `ADDRESS istiod.istio-system.svc`) works as it is.
+ */
+import {createServer, type Server, type Socket} from 'node:net'
+import {Duplex} from 'node:stream'
+import {GrpcCode} from '../../src/lib/grpc/framing.js'
+import type {DiscoveryRequest, JsonValue} from '../../src/lib/grpc/xds.js'
+import {AutoRegistration, RegistrationError, type AutoRegistrationOptions, type ProxyInfo} from './autoregistration.js'
+import {authenticateCaller, serveCa} from './ca.js'
+import {meshCa} from './mesh-ca.js'
+import {XDS_TYPES, type Mesh, type ProxySpec, type XdsType} from './mesh.js'
+import type {Pki} from './pki.js'
+import {resourceKey, type Store} from './store.js'
+import {XdsServer, type ServerCall} from './xds.js'
+
+/** pilot-agent's health reports (pkg/istio-agent/health HealthInfoTypeURL; istiod: pilot/pkg/xds/v3 HealthInfoType). */
+export const HEALTH_INFO_TYPE = 'type.googleapis.com/istio.v1.HealthInformation'
+export const XDS_PORT = 15012
+
+export interface VmServicesOptions {
+  store: Store
+  pki: Pki
+  mesh: Mesh
+  /** The istiod pod that serves (its name goes to istio.io/workloadController and syncz). */
+  istiod: string
+  clusterId?: string
+  trustDomain?: string
+  autoregistration?: Omit<AutoRegistrationOptions, 'instanceId' | 'onReonboard'>
+}
+
+const typeByUrl = new Map<string, XdsType>(Object.entries(XDS_TYPES).map(([k, v]) => [v, k as XdsType]))
+
+interface Stream {
+  call: ServerCall
+  connectedAt: Date
+  proxy: ProxyInfo
+  spec: ProxySpec
+  sent: Map<string, string>
+}
+
+/** The VM-facing services of one simulated istiod. */
+export class IstiodVmServices {
+  readonly autoregistration: AutoRegistration
+  /** istiod's log lines about VMs (refusal reasons that clients only see as opaque messages). */
+  readonly log: string[] = []
+  private readonly streams = new Map<string, Stream>()
+  private nonce = 0
+
+  constructor(readonly xds: XdsServer, private readonly o: VmServicesOptions) {
+    const clusterId = o.clusterId ?? o.mesh.istiods.get(o.istiod)?.clusterId ?? 'cluster1'
+    const auth = {pki: o.pki, store: o.store, clusterId, trustDomain: o.trustDomain ?? 'cluster.local', log: (l: string) => this.log.push(l)}
+    this.autoregistration = new AutoRegistration(o.store, {...o.autoregistration, instanceId: o.istiod, onReonboard: (id) => this.streams.get(id)?.call.end(GrpcCode.UNAVAILABLE, 'the workload is onboarding again')})
+    serveCa(xds, meshCa(), auth)
+    xds.onAdsStream((call, first) => this.open(call, first, auth))
+    for (const url of Object.values(XDS_TYPES)) xds.onDiscovery(url, (req, call) => this.discovery(req, call))
+    xds.onDiscovery(HEALTH_INFO_TYPE, (req, call) => {
+      const s = this.byCall(call)
+      if (s) this.autoregistration.health(s.proxy.id, {healthy: !req.errorDetail, message: req.errorDetail?.message})
+      return undefined
+    })
+  }
+
+  private byCall(call: ServerCall): Stream | undefined {
+    for (const s of this.streams.values()) if (s.call === call) return s
+    return undefined
+  }
+
+  private open(call: ServerCall, first: DiscoveryRequest, auth: Parameters<typeof authenticateCaller>[1]): void {
+    const caller = authenticateCaller(call, auth)
+    if (!caller) {
+      call.end(GrpcCode.UNAUTHENTICATED, 'authentication failure')
+      return
+    }
+    const meta = first.node?.metadata ?? {}
+    const str = (k: string) => (typeof meta[k] === 'string' ? (meta[k] as string) : undefined)
+    const id = first.node?.id ?? ''
+    // Sidecar node IDs: sidecar~IP~NAME.NAMESPACE~NAMESPACE.svc.cluster.local (the proxy ID is the third part).
+    const parts = id.split('~')
+    const proxyId = parts.length === 4 ? parts[2]! : id
+    const namespace = str('NAMESPACE') ?? proxyId.slice(proxyId.lastIndexOf('.') + 1)
+    if (caller.namespace !== namespace) {
+      this.log.push(`Unauthorized XDS: ${proxyId} with identity ${caller.identity}: authorization failed: namespace mismatch`)
+      call.end(GrpcCode.PERMISSION_DENIED, `authorization failed: no identities ([${caller.identity}]) matched ${namespace}/${caller.serviceAccount}`)
+      return
+    }
+    const proxyConfig = meta.PROXY_CONFIG as Record<string, JsonValue> | undefined
+    const locality = meta.LOCALITY as {region?: string; zone?: string; subZone?: string} | undefined
+    const proxy: ProxyInfo = {
+      id: proxyId, namespace,
+      ips: (str('INSTANCE_IPS') ?? (parts.length === 4 ? parts[1]! : '')).split(',').filter(Boolean),
+      autoRegisterGroup: str('AUTO_REGISTER_GROUP'),
+      network: str('NETWORK') || undefined,
+      labels: (meta.LABELS as Record<string, string> | undefined) ?? undefined,
+      locality,
+      readinessProbe: proxyConfig?.readinessProbe !== undefined && proxyConfig.readinessProbe !== null,
+      identity: {namespace: caller.namespace, serviceAccount: caller.serviceAccount},
+      version: str('ISTIO_VERSION'),
+    }
+    const connectedAt = new Date()
+    try {
+      this.autoregistration.connect(proxy, connectedAt)
+    } catch (err) {
+      if (!(err instanceof RegistrationError)) throw err
+      this.log.push(err.message)
+      call.end(err.code === 'FailedPrecondition' ? GrpcCode.FAILED_PRECONDITION : GrpcCode.UNKNOWN, err.message)
+      return
+    }
+    const spec: ProxySpec = {id: proxyId, istiod: this.o.istiod, version: proxy.version, clusterId: str('CLUSTER_ID'), sentAgoMs: 0, types: {CDS: 'not-sent', LDS: 'not-sent', EDS: 'not-sent', RDS: 'not-sent', ECDS: 'unwatched'}}
+    const stream: Stream = {call, connectedAt, proxy, spec, sent: new Map()}
+    // A restarted sidecar may reconnect before istiod noticed the old stream ended.
+    const previous = this.streams.get(proxyId)
+    if (previous) this.close(previous)
+    this.streams.set(proxyId, stream)
+    this.o.mesh.connect(spec)
+    call.onClose(() => this.close(stream))
+  }
+
+  private close(s: Stream): void {
+    if (this.streams.get(s.proxy.id) !== s) return
+    this.streams.delete(s.proxy.id)
+    this.o.mesh.disconnect(s.proxy.id)
+    this.autoregistration.disconnect(s.proxy.id, new Date(), s.connectedAt)
+  }
+
+  private discovery(req: DiscoveryRequest, call: ServerCall) {
+    const s = this.byCall(call)
+    const type = req.typeUrl ? typeByUrl.get(req.typeUrl) : undefined
+    if (!s || !type) return undefined
+    const sent = s.sent.get(req.typeUrl!)
+    if (sent !== undefined && req.responseNonce === sent) {
+      // ShouldRespond: an ACK (or a NACK with error_detail) of the last push.
+      s.spec.types = {...s.spec.types, [type]: req.errorDetail ? 'nack' : 'synced'}
+      if (req.errorDetail) s.spec.lastError = req.errorDetail.message
+      return undefined
+    }
+    if (req.responseNonce && sent !== undefined) return undefined // an expired nonce: ignored
+    const nonce = `${new Date().toISOString()}/${++this.nonce}`
+    s.sent.set(req.typeUrl!, nonce)
+    s.spec.types = {...s.spec.types, [type]: 'never-acked'}
+    return {versionInfo: new Date().toISOString(), typeUrl: req.typeUrl, nonce, resources: []}
+  }
+
+  stop(): void {
+    this.autoregistration.stop()
+  }
+}
+
+// ---- the east-west gateway -------------------------------------------------------------------
+
+/** The SNI host name of a TLS ClientHello, if the bytes hold one. */
+export function clientHelloSni(b: Buffer): string | undefined {
+  try {
+    if (b[0] !== 0x16 || b[5] !== 0x01) return undefined
+    let p = 9 + 2 + 32
+    p += 1 + b[p]!
+    p += 2 + b.readUInt16BE(p)
+    p += 1 + b[p]!
+    const end = p + 2 + b.readUInt16BE(p)
+    p += 2
+    while (p + 4 <= end && p + 4 <= b.length) {
+      const type = b.readUInt16BE(p)
+      const len = b.readUInt16BE(p + 2)
+      if (type === 0 && b[p + 6] === 0) return b.subarray(p + 9, p + 9 + b.readUInt16BE(p + 7)).toString('ascii')
+      p += 4 + len
+    }
+  } catch {
+    return undefined
+  }
+  return undefined
+}
+
+export class EastWestGateway {
+  private server?: Server
+  private readonly sockets = new Set<Socket>()
+  address = ''
+
+  /** `route(sni)` names the istiod server for a host name (undefined: the connection is reset). */
+  constructor(private readonly route: (sni: string | undefined) => XdsServer | undefined) {}
+
+  /** Listens on 127.X.Y.Z:15012 (an address of its own, so the port can be istiod's real one). */
+  async listen(): Promise<string> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const address = `127.${1 + Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${1 + Math.floor(Math.random() * 250)}`
+      const server = createServer((socket) => this.accept(socket))
+      const ok = await new Promise<boolean>((resolve) => {
+        server.once('error', () => resolve(false))
+        server.listen(XDS_PORT, address, () => resolve(true))
+      })
+      if (ok) {
+        this.server = server
+        this.address = address
+        return address
+      }
+    }
+    throw new Error('no free loopback address for the east-west gateway')
+  }
+
+  private accept(socket: Socket): void {
+    this.sockets.add(socket)
+    socket.on('close', () => this.sockets.delete(socket))
+    socket.on('error', () => undefined)
+    socket.once('data', (hello: Buffer) => {
+      const target = this.route(clientHelloSni(hello))
+      if (!target) {
+        socket.destroy()
+        return
+      }
+      // The TLS server reads a net.Socket's native handle, which would skip the bytes already read:
+      // hand it a stream that replays the ClientHello, then relays the rest.
+      const relay = new Duplex({
+        read() {},
+        write(chunk: Buffer, _enc, cb) {
+          socket.write(chunk, cb)
+        },
+        final(cb) {
+          socket.end()
+          cb()
+        },
+        destroy(err, cb) {
+          socket.destroy()
+          cb(err)
+        },
+      })
+      relay.push(hello)
+      socket.on('data', (d: Buffer) => relay.push(d))
+      socket.on('end', () => relay.push(null))
+      socket.on('close', () => relay.destroy())
+      target.acceptConnection(relay)
+    })
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy()
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
+  }
+}
+
+/**
+ * Brings VMs into a test cluster: one gRPC server per istiod (CA + ADS + auto-registration) and
+ * the east-west gateway, whose address is written into the istio-eastwestgateway Service.
+ */
+export class VmPlane {
+  readonly istiods = new Map<string, IstiodVmServices>()
+  readonly gateway: EastWestGateway
+
+  constructor(private readonly o: {store: Store; pki: Pki; mesh: Mesh; autoregistration?: VmServicesOptions['autoregistration']; istioNamespace?: string}) {
+    this.gateway = new EastWestGateway((sni) => {
+      for (const [name, services] of this.istiods) {
+        const istiod = o.mesh.istiods.get(name)!
+        const host = `${istiod.revision === 'default' ? 'istiod' : `istiod-${istiod.revision}`}.${istiod.namespace}.svc`
+        if (sni === host) return services.xds
+      }
+      return undefined
+    })
+  }
+
+  /** The VM services of an istiod (made on first use). */
+  services(istiodName: string): IstiodVmServices {
+    let s = this.istiods.get(istiodName)
+    if (s) return s
+    // The istiod's own gRPC server (the one proxy-status reaches through a port-forward).
+    const xds = this.o.mesh.xds(istiodName)
+    s = new IstiodVmServices(xds, {store: this.o.store, pki: this.o.pki, mesh: this.o.mesh, istiod: istiodName, autoregistration: this.o.autoregistration})
+    this.istiods.set(istiodName, s)
+    return s
+  }
+
+  /** Starts the gateway and serves every istiod through it; returns the gateway address. */
+  async start(): Promise<string> {
+    for (const name of this.o.mesh.istiods.keys()) this.services(name)
+    const address = await this.gateway.listen()
+    const key = resourceKey('', 'services')
+    const svc = this.o.store.get(key, this.o.istioNamespace ?? 'istio-system', 'istio-eastwestgateway')
+    if (svc) this.o.store.update(key, {...svc, status: {loadBalancer: {ingress: [{ip: address}]}}})
+    return address
+  }
+
+  async stop(): Promise<void> {
+    await this.gateway.close()
+    // The istiods' gRPC servers are the mesh's: Mesh.close() stops them.
+    for (const s of this.istiods.values()) s.stop()
+  }
+}

@@ -1,0 +1,98 @@
+/** kubectl and istioctl habits that hold on every command (issue 18): -h, help, did-you-mean, version, plugin mode, hints. */
+import {readFileSync, mkdtempSync, rmSync, symlinkSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {execFile} from 'node:child_process'
+import {afterAll, describe, expect, it} from 'vitest'
+import {parse} from 'yaml'
+import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
+
+const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {hidden?: boolean}>}
+// `help -h` is meshvm's own help, as with oclif and kubectl; hidden commands (__complete) have none.
+const ids = Object.entries(manifest.commands)
+  .filter(([id, c]) => id !== 'help' && !c.hidden)
+  .map(([id]) => id.split(':'))
+const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {version: string}
+
+const work = mkdtempSync(join(tmpdir(), 'meshvm-conventions-'))
+afterAll(() => rmSync(work, {recursive: true, force: true}))
+const PLUGIN = join(work, 'kubectl-meshvm')
+symlinkSync(BIN, PLUGIN)
+const runPlugin = (args: string[]): Promise<{code: number; stdout: string; stderr: string}> =>
+  new Promise((resolve) => {
+    execFile(process.execPath, [PLUGIN, ...args], {env: {...process.env, NO_COLOR: '1'}}, (err, stdout, stderr) =>
+      resolve({code: err ? ((err as {code?: number}).code ?? 1) : 0, stdout, stderr}))
+  })
+
+describe.concurrent('-h and help on every command', () => {
+  it.each(ids.map((words) => [words.join(' '), words]))('%s -h is --help', async (_name, words) => {
+    const [short, long, viaHelp] = await Promise.all([runCli([...words, '-h']), runCli([...words, '--help']), runCli(['help', ...words])])
+    expect(short.code, short.stderr).toBe(0)
+    expect(short.stdout).toContain(`$ meshvm ${words.join(' ')}`)
+    expect(short.stdout).toBe(long.stdout)
+    expect(viaHelp.code, viaHelp.stderr).toBe(0)
+    expect(viaHelp.stdout).toBe(long.stdout)
+  })
+
+  it('help without a command lists the commands', async () => {
+    const r = await runCli(['help'])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain('onboard')
+    expect(r.stdout).toContain('war')
+  })
+})
+
+describe.concurrent('did you mean', () => {
+  it.each([
+    [['war', 'lsit'], 'unknown command "war lsit" for "meshvm"', 'did you mean: meshvm war list?'],
+    [['wat', 'list'], 'unknown command "wat list" for "meshvm"', 'did you mean: meshvm war list?'],
+    [['onbaord', 'web'], 'unknown command "onbaord web" for "meshvm"', 'did you mean: meshvm onboard?'],
+    [['help', 'war', 'lsit'], 'unknown command "war lsit" for "meshvm"', 'did you mean: meshvm war list?'],
+  ])('%j', async (args, message, hint) => {
+    const r = await runCli(args)
+    expect(r.code).toBe(2)
+    expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
+    expect(r.stderr).toContain(`Hint: ${hint}`)
+    expect(r.stderr).not.toMatch(STACK_TRACE)
+  })
+})
+
+describe.concurrent('meshvm version (as istioctl version --remote=false)', () => {
+  it('plain, --short, -o json, -o yaml', async () => {
+    const [plain, short, json, yaml] = await Promise.all([runCli(['version']), runCli(['version', '--short']), runCli(['version', '-o', 'json']), runCli(['version', '-o', 'yaml'])])
+    expect(plain.stdout).toBe(`client version: ${pkg.version}\n`)
+    expect(short.stdout).toBe(`${pkg.version}\n`)
+    const info = {clientVersion: {version: pkg.version, node_version: process.version, platform: `${process.platform}-${process.arch}`}}
+    expect(JSON.parse(json.stdout)).toEqual(info)
+    expect(parse(yaml.stdout)).toEqual(info)
+  })
+
+  it('--version and -v print the one-line user agent', async () => {
+    const [long, short] = await Promise.all([runCli(['--version']), runCli(['-v'])])
+    expect(long.stdout).toBe(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
+    expect(short.stdout).toBe(long.stdout)
+  })
+
+  it('a bad -o is a usage error naming the flag', async () => {
+    const r = await runCli(['version', '-o', 'table'])
+    expect(r.code).toBe(2)
+    expect(r.stderr.split('\n')[0]).toBe('Error: -o/--output "table": expected one of json, yaml')
+  })
+})
+
+describe.concurrent('suggested command lines', () => {
+  it("keep the user's --context, --kubeconfig and -n", async () => {
+    const r = await runCli(['war', 'describe', 'x', '--bogus', '--context', 'c2', '-n', 'apps', '--kubeconfig', '/nonexistent/kubeconfig'])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('Hint: see meshvm war describe --kubeconfig /nonexistent/kubeconfig --context c2 -n apps --help for the flags this command takes')
+  })
+
+  it('say `kubectl meshvm` in kubectl-plugin mode, as help does', async () => {
+    const [help, typo] = await Promise.all([runPlugin(['war', 'list', '-h']), runPlugin(['war', 'lsit'])])
+    expect(help.stdout).toContain('$ kubectl meshvm war list')
+    expect(help.stdout).not.toMatch(/\$ meshvm /)
+    expect(typo.code).toBe(2)
+    expect(typo.stderr).toContain('Error: unknown command "war lsit" for "kubectl meshvm"')
+    expect(typo.stderr).toContain('Hint: did you mean: kubectl meshvm war list?')
+  })
+})

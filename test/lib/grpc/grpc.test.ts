@@ -1,0 +1,145 @@
+import {connect as tlsConnect} from 'node:tls'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {GrpcChannel, GrpcError} from '../../../src/lib/grpc/client.js'
+import {encodeMessage, GrpcCode, MessageDecoder} from '../../../src/lib/grpc/framing.js'
+import {
+  ADS_METHOD, CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryRequest, decodeDiscoveryResponse, discoveryResponseJson,
+  encodeClientConfig, encodeDiscoveryRequest, encodeDiscoveryResponse, TYPE_DEBUG_SYNCZ, timestampText,
+} from '../../../src/lib/grpc/xds.js'
+import {createMeshCa, meshCa} from '../../cluster/mesh-ca.js'
+import {testPki} from '../../cluster/pki.js'
+import {boundToken} from '../../cluster/tokens.js'
+import {XdsServer} from '../../cluster/xds.js'
+
+describe('gRPC framing', () => {
+  it('splits messages across and within chunks', () => {
+    const a = encodeMessage(Buffer.from('hello'))
+    const b = encodeMessage(Buffer.alloc(0))
+    const c = encodeMessage(Buffer.from('x'.repeat(300)))
+    const all = Buffer.concat([a, b, c])
+    const d = new MessageDecoder()
+    const out: Buffer[] = []
+    for (let i = 0; i < all.length; i += 7) out.push(...d.push(all.subarray(i, i + 7)))
+    expect(out.map((m) => m.toString())).toEqual(['hello', '', 'x'.repeat(300)])
+    expect(d.pending).toBe(0)
+  })
+
+  it('refuses compressed and oversized messages', () => {
+    expect(() => new MessageDecoder().push(Buffer.from([1, 0, 0, 0, 0]))).toThrow(/compressed/)
+    expect(() => new MessageDecoder(10).push(Buffer.from([0, 0, 0, 0, 11]))).toThrow(/exceeds/)
+  })
+})
+
+describe('xDS protobuf codec', () => {
+  it('round-trips a DiscoveryRequest with Struct metadata', () => {
+    const req = {
+      node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', metadata: {GENERATOR: 'event', NAMESPACE: 'istio-system', n: 1.5, b: true, nil: null, list: ['a', 2], nested: {k: 'v'}}},
+      typeUrl: TYPE_DEBUG_SYNCZ, resourceNames: ['a', 'b'], responseNonce: 'n1', errorDetail: {code: 3, message: 'bad'},
+    }
+    expect(decodeDiscoveryRequest(encodeDiscoveryRequest(req))).toEqual(req)
+  })
+
+  it('round-trips a syncz DiscoveryResponse into the protojson shape', () => {
+    const cc = encodeClientConfig({
+      node: {id: 'vm-1.vm-ns', metadata: {CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'}},
+      genericXdsConfigs: [
+        {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 1, lastUpdated: '2024-11-05T10:15:31.120Z'},
+        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 4, lastUpdated: '2024-11-05T10:15:31Z', errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.200Z', details: 'NACK'}},
+        {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 0},
+      ],
+    })
+    const bytes = encodeDiscoveryResponse({versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'}, resources: [{typeUrl: CLIENT_CONFIG_TYPE, value: cc}, {typeUrl: 'type.googleapis.com/other', value: new Uint8Array([1])}]})
+    const json = discoveryResponseJson(decodeDiscoveryResponse(bytes))
+    expect(json).toEqual({
+      versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'},
+      resources: [
+        {
+          '@type': CLIENT_CONFIG_TYPE,
+          node: {id: 'vm-1.vm-ns', metadata: {CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'}},
+          genericXdsConfigs: [
+            {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 'SYNCED', lastUpdated: '2024-11-05T10:15:31.120Z'},
+            {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 'ERROR', lastUpdated: '2024-11-05T10:15:31Z', errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.200Z', details: 'NACK'}},
+            {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig'},
+          ],
+        },
+        {'@type': 'type.googleapis.com/other'},
+      ],
+    })
+    expect(decodeClientConfig(new Uint8Array()).genericXdsConfigs).toEqual([])
+  })
+
+  it('writes timestamps as protojson does', () => {
+    expect(timestampText(0, 0)).toBe('1970-01-01T00:00:00Z')
+    expect(timestampText(1, 5_000_000)).toBe('1970-01-01T00:00:01.005Z')
+    expect(timestampText(1, 5_000)).toBe('1970-01-01T00:00:01.000005Z')
+    expect(timestampText(1, 5)).toBe('1970-01-01T00:00:01.000000005Z')
+    expect(timestampText(-62135596800, 0)).toBe('0001-01-01T00:00:00Z')
+  })
+
+  it('rejects truncated input with a decode error', () => {
+    const bytes = encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ})
+    expect(() => decodeDiscoveryRequest(bytes.subarray(0, bytes.length - 3))).toThrow(/malformed protobuf/)
+  })
+})
+
+describe('gRPC client against the simulated istiod server', () => {
+  const pki = testPki()
+  const ca = meshCa()
+  const san = 'istiod.istio-system.svc'
+  let server: XdsServer
+  let port = 0
+  const channel = (root = ca.rootPem, servername = san) =>
+    new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername, ca: root, ALPNProtocols: ['h2']})})
+  const token = () => boundToken(pki, {namespace: 'istio-system', name: 'default', uid: 'u'}, ['istio-ca'], 600).token
+
+  beforeAll(async () => {
+    server = new XdsServer({pki, certificate: ca.issue({dnsNames: [san]})})
+    server.onDiscovery(TYPE_DEBUG_SYNCZ, (req) => ({typeUrl: req.typeUrl, nonce: 'x', resources: [], controlPlane: {identifier: JSON.stringify({ID: req.node?.id})}}))
+    port = (await server.listen()).port
+  })
+  afterAll(() => server.close())
+
+  it('answers an ADS request with a verified token', async () => {
+    const ch = channel()
+    try {
+      const call = ch.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})
+      call.send(encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ, node: {id: 'me'}}))
+      const res = decodeDiscoveryResponse((await call.next())!)
+      expect(res.controlPlane?.identifier).toBe('{"ID":"me"}')
+      call.cancel()
+    } finally {
+      ch.close()
+    }
+  })
+
+  it('answers UNAUTHENTICATED without a token or with another audience', async () => {
+    for (const auth of [undefined, `Bearer ${boundToken(pki, {namespace: 'istio-system', name: 'default', uid: 'u'}, ['https://kubernetes.default.svc'], 600).token}`]) {
+      const ch = channel()
+      try {
+        const call = ch.call(ADS_METHOD, {metadata: auth ? {authorization: auth} : {}, timeoutMs: 5000})
+        call.send(encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ}))
+        const err = await call.next().then(() => undefined, (e: unknown) => e)
+        expect(err).toBeInstanceOf(GrpcError)
+        expect((err as GrpcError).code).toBe(GrpcCode.UNAUTHENTICATED)
+        expect((err as GrpcError).details).toBe('authentication failure')
+      } finally {
+        ch.close()
+      }
+    }
+  })
+
+  it('fails TLS against another root or another name', async () => {
+    for (const [root, name, code] of [[createMeshCa('other').rootPem, san, /UNABLE_TO_VERIFY|self-signed|unable to verify/i], [ca.rootPem, 'istiod-canary.istio-system.svc', /altnames|ERR_TLS_CERT_ALTNAME_INVALID/i]] as const) {
+      const ch = channel(root, name)
+      try {
+        const call = ch.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})
+        call.send(encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ}))
+        const err = (await call.next().then(() => undefined, (e: unknown) => e)) as GrpcError
+        expect(err.code).toBe(GrpcCode.UNAVAILABLE)
+        expect(`${err.transport?.code} ${err.message}`).toMatch(code)
+      } finally {
+        ch.close()
+      }
+    }
+  })
+})

@@ -1,0 +1,342 @@
+/**
+ * `npm run demo:vm -- BUNDLE_DIR --address IP --hostname NAME [--unhealthy]`: a simulated VM that
+ * joins the mesh with a bundle written by `meshvm bundle` / `onboard --bundle`, doing what the
+ * istio-sidecar package's start script and pilot-agent do with those files:
+ *
+ * - cluster.env is sourced by /bin/sh with `set -a` (tools/packaging/common/istio-start.sh), so
+ *   its shell quoting is read by a real shell; mesh.yaml gives defaultConfig (discoveryAddress,
+ *   proxyMetadata, readinessProbe); root-cert.pem is the only trust anchor for istiod's
+ *   certificate; istio-token is the bearer token; hosts is this VM's /etc/hosts (the discovery
+ *   host name must be in it, as nothing else resolves `istiod.istio-system.svc` on a VM);
+ * - the CA at CA_ADDR (default: the discovery address) signs a CSR for
+ *   spiffe://TRUST_DOMAIN/ns/POD_NAMESPACE/sa/SERVICE_ACCOUNT (metadata: authorization, ClusterID);
+ * - ADS at the discovery address with node `sidecar~IP~HOSTNAME.NAMESPACE~NAMESPACE.svc.cluster.local`
+ *   and the node metadata pilot-agent derives from ISTIO_META_* / ISTIO_METAJSON_* variables; each
+ *   pushed type (CDS, LDS, EDS, RDS) is ACKed, so istiod's syncz shows the proxy SYNCED;
+ * - the readiness probe from mesh.yaml (httpGet or tcpSocket) runs against the application this VM
+ *   serves on 127.0.0.1 (on a port of its own: the probe's port is mapped to it); results are sent
+ *   to istiod on each change, as pilot-agent's health checker does (`--unhealthy`: the app answers 503);
+ * - SIGTERM disconnects and exits 0; SIGHUP disconnects and starts again, as a restarted sidecar.
+ *
+ * It prints `pid N` first. A refusal (TLS, CA, ADS) prints the reason on stderr and exits 1.
+ */
+import {execFileSync} from 'node:child_process'
+import {generateKeyPairSync} from 'node:crypto'
+import {readFileSync} from 'node:fs'
+import {createServer, type Server} from 'node:http'
+import {connect as netConnect} from 'node:net'
+import {join} from 'node:path'
+import {connect as tlsConnect} from 'node:tls'
+import forge from 'node-forge'
+import {parse as parseYaml} from 'yaml'
+import {GrpcChannel, GrpcError, type GrpcCall} from '../../src/lib/grpc/client.js'
+import {ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, type JsonValue} from '../../src/lib/grpc/xds.js'
+import {CREATE_CERTIFICATE, decodeCertificateResponse, encodeCertificateRequest} from '../cluster/ca.js'
+import {XDS_TYPES} from '../cluster/mesh.js'
+import {HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
+
+class Refused extends Error {}
+
+interface Args {
+  dir: string
+  address: string
+  hostname: string
+  unhealthy: boolean
+}
+
+function parseArgs(argv: string[]): Args {
+  const out: Partial<Args> = {unhealthy: false}
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === '--address') out.address = argv[++i]
+    else if (a === '--hostname') out.hostname = argv[++i]
+    else if (a === '--unhealthy') out.unhealthy = true
+    else if (!a.startsWith('-') && out.dir === undefined) out.dir = a
+    else throw new Refused(`unknown argument ${JSON.stringify(a)}; usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy]`)
+  }
+  if (!out.dir || !out.address || !out.hostname) throw new Refused('usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy]')
+  return out as Args
+}
+
+interface Bundle {
+  env: Record<string, string>
+  defaultConfig: Record<string, JsonValue>
+  rootCert: string
+  token: string
+  hosts: Map<string, string>
+}
+
+function readBundle(dir: string): Bundle {
+  const file = (name: string) => {
+    try {
+      return readFileSync(join(dir, name), 'utf8')
+    } catch {
+      throw new Refused(`${join(dir, name)}: cannot read it (is ${dir} a meshvm bundle?)`)
+    }
+  }
+  for (const name of ['cluster.env', 'mesh.yaml', 'root-cert.pem', 'istio-token', 'hosts']) file(name)
+  // istio-start.sh: `set -a; . cluster.env` — a real shell reads the quoting.
+  const raw = execFileSync('/bin/sh', ['-c', 'set -a; . "$1"; exec env -0', 'sh', join(dir, 'cluster.env')], {env: {}, encoding: 'utf8'})
+  const env: Record<string, string> = {}
+  for (const entry of raw.split('\0')) {
+    const eq = entry.indexOf('=')
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1)
+  }
+  const mesh = (parseYaml(file('mesh.yaml')) ?? {}) as {defaultConfig?: Record<string, JsonValue>}
+  const hosts = new Map<string, string>()
+  for (const line of file('hosts').split('\n')) {
+    const [ip, ...names] = line.replace(/#.*/, '').trim().split(/\s+/)
+    if (ip) for (const n of names) hosts.set(n, ip)
+  }
+  return {env, defaultConfig: mesh.defaultConfig ?? {}, rootCert: file('root-cert.pem'), token: file('istio-token').trim(), hosts}
+}
+
+const say = (line: string) => process.stdout.write(`${line}\n`)
+
+/** host:port → a TLS connection to the address the hosts file gives, verified against the root cert only. */
+function channelTo(bundle: Bundle, address: string): GrpcChannel {
+  const m = /^(.*):(\d+)$/.exec(address)
+  if (!m) throw new Refused(`discovery address ${JSON.stringify(address)} is not HOST:PORT`)
+  const [, host, port] = m as unknown as [string, string, string]
+  const ip = bundle.hosts.get(host!)
+  if (!ip) throw new Refused(`cannot resolve ${host}: it is not in the bundle's hosts file (the VM has no other way to find istiod)`)
+  return new GrpcChannel({
+    authority: address,
+    secure: true,
+    createConnection: () => tlsConnect({host: ip, port: Number(port), servername: host, ca: bundle.rootCert, ALPNProtocols: ['h2']}),
+  })
+}
+
+function describe(err: unknown): string {
+  if (err instanceof GrpcError) {
+    // http2 wraps the TLS failure: the cause carries its code.
+    const t = ((err.transport as {cause?: NodeJS.ErrnoException} | undefined)?.cause ?? err.transport) as NodeJS.ErrnoException | undefined
+    if (t?.code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT' || t?.code === 'SELF_SIGNED_CERT_IN_CHAIN' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' || t?.code === 'CERT_SIGNATURE_FAILURE') {
+      return `TLS: istiod's certificate is not signed by the bundle's root-cert.pem (${t.code})`
+    }
+    if (t?.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `TLS: istiod's certificate does not name the discovery host (${t.message})`
+    if (t?.code === 'ECONNREFUSED') return `cannot connect to istiod: ${t.message}`
+    return err.message
+  }
+  return (err as Error).message
+}
+
+/** What the token itself says (istiod only answers "authentication failure"; its log has the reason). */
+function tokenDiagnosis(token: string, env: Record<string, string>): string[] {
+  const out: string[] = []
+  try {
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as {exp?: number; aud?: string[]; sub?: string}
+    if (claims.exp !== undefined && claims.exp * 1000 < Date.now()) out.push(`the bundle's istio-token expired at ${new Date(claims.exp * 1000).toISOString()}`)
+    if (!(claims.aud ?? []).includes('istio-ca')) out.push(`the bundle's istio-token is for audience ${JSON.stringify(claims.aud ?? [])}, istiod accepts istio-ca`)
+    const sa = `system:serviceaccount:${env.POD_NAMESPACE}:${env.SERVICE_ACCOUNT}`
+    if (claims.sub && claims.sub !== sa) out.push(`the bundle's istio-token is for ${claims.sub}, cluster.env says ${sa}`)
+  } catch {
+    out.push("the bundle's istio-token is not a JWT")
+  }
+  out.push(`ISTIO_META_CLUSTER_ID is ${JSON.stringify(env.ISTIO_META_CLUSTER_ID ?? '')}: istiod refuses a cluster ID it does not know`)
+  return out
+}
+
+function nodeMetadata(bundle: Bundle, args: Args, namespace: string): Record<string, JsonValue> {
+  const meta: Record<string, JsonValue> = {}
+  // pilot-agent: ISTIO_META_X=v → X: v; ISTIO_METAJSON_X={...} → X: {...}
+  for (const [k, v] of Object.entries(bundle.env)) {
+    if (k.startsWith('ISTIO_METAJSON_')) {
+      try {
+        meta[k.slice('ISTIO_METAJSON_'.length)] = JSON.parse(v) as JsonValue
+      } catch {
+        /* pilot-agent logs and skips it */
+      }
+    } else if (k.startsWith('ISTIO_META_')) meta[k.slice('ISTIO_META_'.length)] = v
+  }
+  meta.NAMESPACE = namespace
+  meta.INSTANCE_IPS = args.address
+  meta.ISTIO_VERSION = '1.24.2'
+  meta.PROXY_CONFIG = bundle.defaultConfig as JsonValue
+  return meta
+}
+
+interface Probe {
+  httpGet?: {port?: number; path?: string}
+  tcpSocket?: {port?: number}
+  periodSeconds?: number
+}
+
+/** pilot-agent's HTTP and TCP probers, against the VM's own app server. */
+async function probeOnce(probe: Probe, appPort: number): Promise<{healthy: boolean; message?: string}> {
+  if (probe.httpGet) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${appPort}${probe.httpGet.path ?? '/'}`, {signal: AbortSignal.timeout(1000)})
+      await res.arrayBuffer()
+      if (res.status >= 200 && res.status < 400) return {healthy: true}
+      return {healthy: false, message: `status code was not from [200,400), bad code ${res.status}`}
+    } catch (err) {
+      return {healthy: false, message: (err as Error).message}
+    }
+  }
+  return new Promise((resolve) => {
+    const s = netConnect(appPort, '127.0.0.1', () => {
+      s.destroy()
+      resolve({healthy: true})
+    })
+    s.on('error', (err) => resolve({healthy: false, message: err.message}))
+  })
+}
+
+class Vm {
+  private channel?: GrpcChannel
+  private ads?: GrpcCall
+  private probeTimer?: NodeJS.Timeout
+  private app?: Server
+  private appPort = 0
+  private stopping = false
+
+  constructor(private readonly args: Args) {}
+
+  async serveApp(): Promise<void> {
+    this.app = createServer((_req, res) => {
+      res.writeHead(this.args.unhealthy ? 503 : 200).end(this.args.unhealthy ? 'unhealthy\n' : 'ok\n')
+    })
+    await new Promise<void>((resolve) => this.app!.listen(0, '127.0.0.1', resolve))
+    this.appPort = (this.app.address() as {port: number}).port
+  }
+
+  /** One life of the sidecar: certificate, ADS, probe; resolves when connected and synced. */
+  async start(): Promise<void> {
+    const bundle = readBundle(this.args.dir)
+    const env = bundle.env
+    const namespace = env.POD_NAMESPACE || env.ISTIO_NAMESPACE
+    if (!namespace) throw new Refused('cluster.env sets neither POD_NAMESPACE nor ISTIO_NAMESPACE')
+    const discovery = String(bundle.defaultConfig.discoveryAddress ?? 'istiod.istio-system.svc:15012')
+    const caAddress = env.CA_ADDR || discovery
+    const proxyId = `${this.args.hostname}.${namespace}`
+    const metadata = {authorization: `Bearer ${bundle.token}`, clusterid: env.ISTIO_META_CLUSTER_ID ?? ''}
+
+    // 1. The workload certificate.
+    const keys = generateKeyPairSync('rsa', {modulusLength: 2048})
+    const csr = forge.pki.createCertificationRequest()
+    csr.publicKey = forge.pki.publicKeyFromPem(keys.publicKey.export({type: 'spki', format: 'pem'}) as string)
+    const identity = `spiffe://${env.TRUST_DOMAIN || 'cluster.local'}/ns/${namespace}/sa/${env.SERVICE_ACCOUNT || 'default'}`
+    csr.setAttributes([{name: 'extensionRequest', extensions: [{name: 'subjectAltName', altNames: [{type: 6, value: identity}]}]}])
+    csr.sign(forge.pki.privateKeyFromPem(keys.privateKey.export({type: 'pkcs1', format: 'pem'}) as string), forge.md.sha256.create())
+    const caChannel = channelTo(bundle, caAddress)
+    let chain: string[]
+    try {
+      chain = decodeCertificateResponse(await caChannel.unary(CREATE_CERTIFICATE, encodeCertificateRequest({csr: forge.pki.certificationRequestToPem(csr), validitySeconds: 24 * 3600}), {metadata, timeoutMs: 10_000}))
+    } catch (err) {
+      const detail = describe(err)
+      const hints = err instanceof GrpcError && err.code === 16 ? tokenDiagnosis(bundle.token, env) : []
+      throw new Refused([`the CA at ${caAddress} refused the certificate request: ${detail}`, ...hints.map((h) => `  ${h}`)].join('\n'))
+    } finally {
+      caChannel.close()
+    }
+    const leaf = forge.pki.certificateFromPem(chain[0]!)
+    const root = forge.pki.certificateFromPem(bundle.rootCert)
+    if (!root.verify(leaf)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
+    const san = (leaf.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null)?.altNames?.find((a) => a.type === 6)?.value
+    say(`certificate issued for ${san}, valid until ${leaf.validity.notAfter.toISOString()}`)
+
+    // 2. ADS.
+    this.channel = channelTo(bundle, discovery)
+    const ads = this.channel.call(ADS_METHOD, {metadata})
+    this.ads = ads
+    const node = {id: `sidecar~${this.args.address}~${proxyId}~${namespace}.svc.cluster.local`, metadata: nodeMetadata(bundle, this.args, namespace)}
+    const types = [XDS_TYPES.CDS, XDS_TYPES.EDS, XDS_TYPES.LDS, XDS_TYPES.RDS]
+    types.forEach((typeUrl, i) => ads.send(encodeDiscoveryRequest({typeUrl, ...(i === 0 ? {node} : {})})))
+    const acked = new Set<string>()
+    try {
+      while (acked.size < types.length) {
+        const raw = await ads.next()
+        if (raw === undefined) throw new GrpcError(14, 'istiod closed the stream')
+        const res = decodeDiscoveryResponse(raw)
+        ads.send(encodeDiscoveryRequest({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce}))
+        acked.add(res.typeUrl ?? '')
+      }
+    } catch (err) {
+      this.channel.close()
+      const hints = err instanceof GrpcError && err.code === 16 ? tokenDiagnosis(bundle.token, env) : []
+      throw new Refused([`istiod at ${discovery} refused ${proxyId}: ${describe(err)}`, ...hints.map((h) => `  ${h}`)].join('\n'))
+    }
+    say(`connected to istiod at ${discovery} as ${proxyId}; configuration acknowledged (SYNCED)`)
+    // Later pushes are ACKed too; a stream that ends is a disconnect (a restarted istiod: reconnect).
+    void (async () => {
+      try {
+        for (;;) {
+          const raw = await ads.next()
+          if (raw === undefined) break
+          const res = decodeDiscoveryResponse(raw)
+          ads.send(encodeDiscoveryRequest({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce}))
+        }
+      } catch {
+        /* ended below */
+      }
+      if (this.ads === ads && !this.stopping) {
+        say('istiod closed the connection; reconnecting')
+        await this.restart()
+      }
+    })()
+
+    // 3. The readiness probe, reported on each change.
+    const probe = bundle.defaultConfig.readinessProbe as Probe | undefined
+    if (probe && (probe.httpGet || probe.tcpSocket)) {
+      let last: boolean | undefined
+      const run = async () => {
+        const r = await probeOnce(probe, this.appPort)
+        if (this.ads !== ads) return
+        if (r.healthy !== last) {
+          last = r.healthy
+          ads.send(encodeDiscoveryRequest({typeUrl: HEALTH_INFO_TYPE, ...(r.healthy ? {} : {errorDetail: {code: 13, message: r.message ?? 'unhealthy'}})}))
+          say(`readiness probe: ${r.healthy ? 'healthy' : `unhealthy (${r.message})`}`)
+        }
+      }
+      await run()
+      this.probeTimer = setInterval(() => void run(), Math.max(1, Number(probe.periodSeconds ?? 10)) * 1000)
+    }
+  }
+
+  disconnect(): void {
+    clearInterval(this.probeTimer)
+    const ads = this.ads
+    this.ads = undefined
+    ads?.cancel()
+    this.channel?.close()
+  }
+
+  async restart(): Promise<void> {
+    this.disconnect()
+    try {
+      await this.start()
+    } catch (err) {
+      process.stderr.write(`demo:vm: ${(err as Error).message}\n`)
+      process.exit(1)
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    this.disconnect()
+    this.app?.close()
+    say('stopped')
+    // Let the RST_STREAM reach istiod before the process goes.
+    setTimeout(() => process.exit(0), 100)
+  }
+}
+
+async function main(): Promise<void> {
+  say(`pid ${process.pid}`)
+  const args = parseArgs(process.argv.slice(2))
+  const vm = new Vm(args)
+  await vm.serveApp()
+  process.on('SIGTERM', () => void vm.stop())
+  process.on('SIGINT', () => void vm.stop())
+  process.on('SIGHUP', () => {
+    say('SIGHUP: restarting the sidecar')
+    void vm.restart()
+  })
+  await vm.start()
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`demo:vm: ${err instanceof Refused ? err.message : (err as Error).stack}\n`)
+  process.exit(1)
+})
