@@ -66,13 +66,15 @@ describe('files: never through a symlink or over a special file', () => {
   it('writes to /dev/stdout-style targets without replacing them', () => {
     logFault('files', '/dev/stdout target', 'fs')
     const out = join(work, 'captured')
-    // A child whose stdout is a file: writeFileAtomic('/dev/stdout') appends to it, /dev/stdout stays a link.
-    const code = `require('tsx/cjs'); const {writeFileAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); writeFileAtomic('/dev/stdout', 'token: x\\n', 0o600); writeFileAtomic('/dev/null', 'gone')`
+    // A child whose stdout is a file: writing to /dev/fd/1 and /proc/self/fd/1 appends to that file.
+    // These names are used rather than /dev/stdout and /dev/null on purpose: should the code under
+    // test ever replace its target again, a rename into /proc fails instead of clobbering the
+    // machine's /dev/stdout or /dev/null (which is what the old temp-file-and-rename did).
+    const code = `require('tsx/cjs'); const {writeFileAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); writeFileAtomic('/dev/fd/1', 'token: x\\n', 0o600); writeFileAtomic('/proc/self/fd/1', 'more\\n')`
     const res = spawnSync('bash', ['-c', `node -e "$0" > ${out}`, code], {encoding: 'utf8'})
     expect(res.stderr).toBe('')
-    expect(readFileSync(out, 'utf8')).toBe('token: x\n')
-    expect(lstatSync('/dev/stdout').isSymbolicLink()).toBe(true)
-    expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true)
+    expect(readFileSync(out, 'utf8')).toBe('token: x\nmore\n')
+    expect(lstatSync(out).isFile()).toBe(true)
   })
 })
 
