@@ -3,6 +3,7 @@
  * with sidecars and 12 VMs, some unhealthy, disconnected or stale, so every meshvm command has
  * something to show.
  */
+import {installClusterz} from './clusterz.js'
 import type {TestCluster} from './index.js'
 import type {VmSpec, XdsState} from './mesh.js'
 import {testPki} from './pki.js'
@@ -24,6 +25,9 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
   mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId})
   mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId})
   for (const ns of DEMO_NAMESPACES) mesh.watchNamespace(ns)
+  // istiod's multi-cluster secret controller: /debug/clusterz (HTTP) and istio.io/debug/clusterz (xDS),
+  // as a real istiod serves it, so `remote-secret status` / `rotate` work on the demo.
+  installClusterz(mesh, store)
 
   const apps: Record<(typeof DEMO_NAMESPACES)[number], string[]> = {
     shop: ['frontend', 'cart', 'catalog', 'search', 'reviews'],

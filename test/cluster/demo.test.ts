@@ -32,6 +32,14 @@ describe('demo mesh', () => {
     expect(res.stdout.split('\n').filter((l) => /\sFalse\s/.test(l))).toHaveLength(2)
   })
 
+  it('every demo istiod serves /debug/clusterz (remote-secret status and rotate read it): the config cluster, synced', async () => {
+    const clusterz = cluster.mesh.debugHandlers.get('/debug/clusterz')
+    expect(clusterz).toBeDefined()
+    for (const istiod of cluster.mesh.istiods.values()) {
+      expect(await clusterz!(istiod)).toEqual([{id: 'cluster1', secretName: '', syncStatus: 'synced'}])
+    }
+  })
+
   it('proxy-status reads the demo over HTTP debug, and over xDS alone as with demo:cluster --no-debug-http: the same proxies and states', async () => {
     // Status words only: xDS reports no nonces (no "Never Acknowledged") and gives 1.21-shape istiods ages.
     const states = (table: string) => table.trim().split('\n').slice(1).map((l) => l.replace(/ \([^)]*\)/g, '').split(/\s{2,}/).slice(0, 7).join('|')).sort()

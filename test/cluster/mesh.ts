@@ -90,6 +90,8 @@ interface IstiodState extends Required<Omit<IstiodSpec, 'ip'>> {
   http?: HttpServer
 }
 
+/** pilot/pkg/xds/debuggen.go TypeDebug: the type of each debug answer's Any. */
+const TYPE_DEBUG = 'istio.io/debug'
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z')
 
 export class Mesh {
@@ -383,6 +385,17 @@ export class Mesh {
     xds.onDiscovery(TYPE_DEBUG_SYNCZ, async () => {
       if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
       return this.synczXds(istiod.name)
+    })
+    // Every other debug endpoint over xDS, as istiod's StatusGen hands `istio.io/debug/NAME` to DebugGen
+    // (pilot/pkg/xds/debuggen.go): only an identity of istiod's own namespace may read it; the
+    // handler's body is the value of one Any of type `istio.io/debug`, named NAME.
+    xds.onDiscoveryPrefix(`${TYPE_DEBUG}/`, async (request, call) => {
+      const name = request.typeUrl!.slice(TYPE_DEBUG.length + 1)
+      if (call.identity?.['kubernetes.io']?.namespace !== istiod.namespace) throw new Error(`the debug info is not available for current identity`)
+      if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
+      const extra = this.debugHandlers.get(`/debug/${name}`)
+      const body = extra ? JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId})) : '404 page not found\n'
+      return {typeUrl: request.typeUrl, versionInfo: iso(Date.now()), nonce: randomUUID(), resources: [{typeUrl: TYPE_DEBUG, value: Buffer.from(body, 'utf8')}]}
     })
     istiod.xds = xds
     return xds

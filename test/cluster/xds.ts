@@ -58,6 +58,7 @@ export class XdsServer {
   private readonly server: Http2SecureServer
   private readonly handlers = new Map<string, {handler: CallHandler; auth: 'required' | 'none'}>()
   private readonly discovery = new Map<string, DiscoveryHandler>()
+  private readonly discoveryPrefixes: [string, DiscoveryHandler][] = []
   private readonly streamWatchers: ((call: ServerCall, first: DiscoveryRequest) => void)[] = []
   private readonly sockets = new Set<Duplex>()
   /** Set to make every call fail authentication (a token istiod refuses), or to delay answers. */
@@ -84,6 +85,11 @@ export class XdsServer {
 
   onDiscovery(typeUrl: string, fn: DiscoveryHandler): void {
     this.discovery.set(typeUrl, fn)
+  }
+
+  /** Types no exact handler takes, by prefix (istiod hands every `istio.io/debug/*` type to one generator). */
+  onDiscoveryPrefix(prefix: string, fn: DiscoveryHandler): void {
+    this.discoveryPrefixes.push([prefix, fn])
   }
 
   onAdsStream(fn: (call: ServerCall, first: DiscoveryRequest) => void): void {
@@ -170,7 +176,8 @@ export class XdsServer {
         first = false
         for (const w of this.streamWatchers) w(call, request)
       }
-      const fn = request.typeUrl ? this.discovery.get(request.typeUrl) : undefined
+      const typeUrl = request.typeUrl
+      const fn = typeUrl ? (this.discovery.get(typeUrl) ?? this.discoveryPrefixes.find(([p]) => typeUrl.startsWith(p))?.[1]) : undefined
       if (!fn) continue // an ACK, or a type nobody generates: istiod sends nothing
       const response = await fn(request, call)
       if (response && !call.closed) call.send(encodeDiscoveryResponse(response))

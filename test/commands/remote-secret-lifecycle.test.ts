@@ -227,6 +227,36 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     expect(oldUse.code, oldUse.stderr).toBe(0)
   })
 
+  it('status and rotate with HTTP debug off (ENABLE_DEBUG_ON_HTTP=false): clusterz is read over xDS', async () => {
+    const all = [east, west].flatMap((c) => [...c.mesh.istiods.keys()].map((name) => [c, name] as const))
+    for (const [c, name] of all) c.mesh.setIstiod(name, {debugHttp: false})
+    const tried = east.mesh.debugRequests.length
+    try {
+      const s = await meshvm(['remote-secret', 'status', '--context', 'east', '--context', 'west', '-o', 'json'])
+      expect(s.stderr).not.toMatch(STACK_TRACE)
+      expect(s.code, s.stderr).toBe(0)
+      const items = (JSON.parse(s.stdout) as {items: Item[]}).items
+      expect(items.map((i) => [i.context, i.cluster, i.istiods?.map((x) => x.syncStatus), i.verdict])).toEqual([
+        ['east', 'west', ['synced'], 'ok'],
+        ['west', 'east', ['synced'], 'ok'],
+      ])
+      // HTTP was asked first (and answered 404), so the answer came over xDS.
+      expect(east.mesh.debugRequests.slice(tried).some((line) => line.endsWith(' /debug/clusterz'))).toBe(true)
+
+      const oldToken = tokenOfKubeconfig(kubeconfigIn(east, REMOTE))
+      const r = await meshvm(['remote-secret', 'rotate', REMOTE, '--context', 'east', '--from', 'west'])
+      expect(r.stderr).not.toMatch(STACK_TRACE)
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toMatch(/; istiod synced: istiod-/)
+      expect(tokenOfKubeconfig(kubeconfigIn(east, REMOTE))).not.toBe(oldToken)
+      const after = await meshvm(['remote-secret', 'status', REMOTE, '--context', 'east', '-o', 'json'])
+      expect(after.code, after.stderr).toBe(0)
+      expect((JSON.parse(after.stdout) as {items: Item[]}).items[0]!.verdict).toBe('ok')
+    } finally {
+      for (const [c, name] of all) c.mesh.setIstiod(name, {debugHttp: true})
+    }
+  })
+
   it('status fails (exit 8) when the token was revoked, while istiod still holds the cluster', async () => {
     const kc = kubeconfigIn(west, 'istio-remote-secret-east')
     const token = tokenOfKubeconfig(kc)

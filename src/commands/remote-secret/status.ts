@@ -25,7 +25,8 @@ export default class RemoteSecretStatusCommand extends BaseCommand<typeof Remote
 REACHABLE — its kubeconfig, used as it is (server, CA, token), gets an answer from the remote API server;
 PERMISSIONS — SelfSubjectAccessReviews made with those same credentials: every read istiod needs is
 allowed (or which are not); ISTIOD — what each running istiod of the context reports for that cluster in
-its /debug/clusterz (read through the API server's pod proxy): synced, syncing, timeout, closed, or
+its /debug/clusterz (read over port-forward: HTTP on the monitoring port, else xDS istio.io/debug/clusterz
+on 15012 when HTTP debug is off, as proxy-status reads syncz): synced, syncing, timeout, closed, or
 not-loaded when istiod does not know the cluster at all.
 
 The exit code is 8 when any row fails (unreachable, a permission missing, or an istiod not synced).

@@ -24,7 +24,7 @@ import {fetchRootCert, requestToken} from '../bundle/fetch.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {GrpcChannel, GrpcError} from '../grpc/client.js'
 import {GrpcCode} from '../grpc/framing.js'
-import {ADS_METHOD, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest} from '../grpc/xds.js'
+import {ADS_METHOD, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, type DiscoveryResponse} from '../grpc/xds.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError, rbacHint} from '../kube/errors.js'
 import {openPortForward, portForwardHint, PortForwardRefused} from '../kube/portforward.js'
@@ -158,12 +158,45 @@ export class IstiodReader {
     }
   }
 
-  /** GET another debug path (e.g. /debug/clusterz) over the same port-forward; HTTP only, no xDS fallback. */
-  async debugHttp(path: string, timeoutMs: number): Promise<string> {
-    if (this.target.kind !== 'pod') throw new IstiodReadError('error', `${this.who}: ${path} is read over port-forward to an istiod pod`, {exit: ExitCode.USAGE, code: 'Usage'})
-    const http = await this.http(path, Date.now() + timeoutMs, timeoutMs)
-    if (http.ok) return http.body
-    throw new IstiodReadError('error', `${this.who}: ${http.why}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError'})
+  /**
+   * Any other istiod debug endpoint by name (e.g. `clusterz`): HTTP `/debug/NAME` over port-forward to
+   * the monitoring port, else xDS type `istio.io/debug/NAME` over port-forward to 15012 (or
+   * --xds-address), with the same TLS verification and token as syncz. Over xDS istiod routes the type
+   * to its StatusGen, which hands `/debug/NAME` to DebugGen (pilot/pkg/xds/debuggen.go): it runs the
+   * HTTP handler in-process and answers one resource, an Any of type `istio.io/debug` whose value is
+   * the handler's body bytes (the JSON text); `istioctl x remote-clusters` unmarshals that value.
+   * Returns the body text either way. Throws IstiodReadError.
+   */
+  async debugEndpoint(name: string, timeoutMs: number): Promise<{path: IstiodPath; body: string}> {
+    const deadline = Date.now() + timeoutMs
+    const typeUrl = `istio.io/debug/${name}`
+    const viaXds = async (): Promise<string> => {
+      const response = await this.xdsResponse(typeUrl, deadline, timeoutMs)
+      if (response.resources.length === 0) {
+        throw new IstiodReadError('error', `${this.xdsWhere()}: istiod answered ${typeUrl} with no resource`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+      }
+      const decoder = new TextDecoder()
+      return response.resources.map((r) => decoder.decode(r.value)).join('')
+    }
+    if (this.target.kind === 'address' || this.path === 'xds') return {path: 'xds', body: await viaXds()}
+    const http = await this.http(`/debug/${name}`, deadline, timeoutMs)
+    if (http.ok) return {path: 'http', body: http.body}
+    try {
+      return {path: 'xds', body: await viaXds()}
+    } catch (err) {
+      throw this.bothPathsFailed(err, http)
+    }
+  }
+
+  /** The xDS error after the HTTP path said why it could not answer (refused, 404, 401, 403). */
+  private bothPathsFailed(err: unknown, http: {why: string; refused?: boolean}): unknown {
+    if (err instanceof IstiodReadError && err.code === 'PortForwardRefused' && http.refused) {
+      return new IstiodReadError('error', `${this.who}: port-forward refused on :${this.target.kind === 'pod' ? this.target.monitoringPort : DEFAULT_MONITORING_PORT} (HTTP debug) and :${XDS_PORT} (xDS): ${err.detail}`, {exit: err.exit, code: err.code, hints: err.hints})
+    }
+    if (err instanceof IstiodReadError) {
+      return new IstiodReadError(err.kind, `${err.message} (HTTP first: ${http.why})`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+    }
+    return err
   }
 
   close(): void {
@@ -296,6 +329,11 @@ export class IstiodReader {
   }
 
   private async xds(typeUrl: string, deadline: number, timeoutMs: number): Promise<Record<string, unknown>> {
+    return discoveryResponseJson(await this.xdsResponse(typeUrl, deadline, timeoutMs))
+  }
+
+  /** One DiscoveryRequest of typeUrl; the first response of that type, decoded. */
+  private async xdsResponse(typeUrl: string, deadline: number, timeoutMs: number): Promise<DiscoveryResponse> {
     const where = this.xdsWhere()
     const ns = this.options.credentials.istioNamespace
     let token: string
@@ -316,15 +354,13 @@ export class IstiodReader {
     const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: Math.max(1, deadline - Date.now())})
     const nodeId = `sidecar~0.0.0.0~meshvm-${randomBytes(4).toString('hex')}.${ns}~${ns}.svc.cluster.local`
     call.send(encodeDiscoveryRequest({node: {id: nodeId, metadata: {GENERATOR: 'event', SERVICE_ACCOUNT: 'default', NAMESPACE: ns}}, typeUrl}))
-    let json: Record<string, unknown>
+    let response: DiscoveryResponse
     try {
       for (;;) {
         const message = await call.next()
         if (message === undefined) throw new GrpcError(GrpcCode.UNAVAILABLE, `the stream ended before a response of type ${typeUrl}`)
-        const response = decodeDiscoveryResponse(message)
-        if (response.typeUrl !== typeUrl) continue
-        json = discoveryResponseJson(response)
-        break
+        response = decodeDiscoveryResponse(message)
+        if (response.typeUrl === typeUrl) break
       }
     } catch (err) {
       call.cancel()
@@ -332,8 +368,8 @@ export class IstiodReader {
     }
     call.cancel()
     this.path = 'xds'
-    this.options.debug?.(`${where} (TLS verified for ${this.san} against ${ns}/istio-ca-root-cert) → ${typeUrl}: ${(json.resources as unknown[]).length} resources (${Date.now() - started} ms)`)
-    return json
+    this.options.debug?.(`${where} (TLS verified for ${this.san} against ${ns}/istio-ca-root-cert) → ${typeUrl}: ${response.resources.length} resources (${Date.now() - started} ms)`)
+    return response
   }
 
   private xdsFailure(err: unknown, where: string, timeoutMs: number): IstiodReadError {

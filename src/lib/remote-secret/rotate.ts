@@ -8,7 +8,7 @@
  *      kubernetes.io/service-account-token, filled by the token controller, as create-remote-secret);
  *   3. the new kubeconfig checked from here (reaches the server, reader permissions: SSAR);
  *   4. the remote Secret updated in place by server-side apply (same name, same cluster key);
- *   5. istiod's side: every running istiod's /debug/clusterz must report the cluster synced after
+ *   5. istiod's side: every running istiod's /debug/clusterz (HTTP, else xDS) must report the cluster synced after
  *      the update; if not, the old Secret data is applied back;
  *   6. only then the old token Secret is deleted in the --from cluster (which revokes the old token:
  *      kubernetes pkg/serviceaccount/legacy.go rejects a token whose Secret is gone).

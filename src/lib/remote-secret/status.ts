@@ -5,7 +5,8 @@
  * its `/debug/clusterz` (istio pilot/pkg/xds/debug.go, a list of cluster.DebugInfo
  * {id, secretName, syncStatus} from pkg/kube/multicluster; syncStatus is one of syncing, synced,
  * timeout, closed), read from every running istiod of the Istio namespace over port-forward to
- * its monitoring port, as proxy-status reads syncz (src/lib/istiod/reader.ts).
+ * its monitoring port, else over xDS (`istio.io/debug/clusterz` on 15012, when HTTP debug is off),
+ * as proxy-status reads syncz (src/lib/istiod/reader.ts).
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
@@ -53,9 +54,12 @@ export function parseClusterz(body: string): ClusterDebugInfo[] {
     .map((x) => ({id: String(x.id ?? x.ID ?? ''), secretName: typeof x.secretName === 'string' ? x.secretName : undefined, syncStatus: String(x.syncStatus ?? x.SyncStatus ?? '')}))
 }
 
-/** One istiod's clusterz, over port-forward to its monitoring port (src/lib/istiod/reader.ts). */
+/**
+ * One istiod's clusterz: HTTP over port-forward to its monitoring port, else xDS `istio.io/debug/clusterz`
+ * over port-forward to 15012 (src/lib/istiod/reader.ts debugEndpoint), as `istioctl x remote-clusters`.
+ */
 export async function readClusterz(pool: IstiodPool, istiod: IstiodPod, timeoutMs: number): Promise<ClusterDebugInfo[]> {
-  return parseClusterz(await pool.reader(istiodTarget(istiod)).debugHttp('/debug/clusterz', timeoutMs))
+  return parseClusterz((await pool.reader(istiodTarget(istiod)).debugEndpoint('clusterz', timeoutMs)).body)
 }
 
 /** What every running istiod of the namespace reports, by istiod name. */
