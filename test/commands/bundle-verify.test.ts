@@ -106,7 +106,8 @@ describe.sequential('bundle verify', () => {
     const c = soon.v.checks.find((x) => x.id === 'token.expiry')!
     expect(c.status).toBe('warn')
     expect(c.detail).toMatch(/^expires in (59|60)m \(\d{4}-.*\): the sidecar must connect before then$/)
-    expect(c.fix).toBe(`meshvm bundle web -n ${NS} --refresh-token -d DIR`)
+    // A line to paste: the real directory, not a placeholder.
+    expect(c.fix).toBe(`meshvm bundle web -n ${NS} --refresh-token -d ${bundle}`)
 
     const sa = east.store.get('/serviceaccounts', NS, 'web-vm')!
     const expired = boundToken(testPki(), {namespace: NS, name: 'web-vm', uid: sa.metadata.uid!}, ['istio-ca'], -60).token
@@ -167,13 +168,22 @@ describe.sequential('bundle verify', () => {
     }
   })
 
-  it('a changed group, then a deleted one, fail workloadgroup with "re-run meshvm bundle"', async () => {
+  it('a changed group, then a deleted one, fail workloadgroup with the meshvm bundle line that writes it again', async () => {
     const p = await kubectl(east, ['patch', 'workloadgroup', 'web', '-n', NS, '--type', 'merge', '-p', '{"spec":{"metadata":{"labels":{"tier":"back"}},"template":{"network":"net2"}}}'])
     expect(p.code, p.stderr).toBe(0)
     const changed = await verify(east, [bundle])
     expect(changed.r.code).toBe(8)
     const c = changed.v.checks.find((x) => x.id === 'workloadgroup')!
-    expect(c).toEqual({id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${NS}/web changed since the bundle: network (none) → net2; label tier: front → back`, fix: 're-run meshvm bundle'})
+    expect(c).toEqual({id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${NS}/web changed since the bundle: network (none) → net2; label tier: front → back`, fix: `meshvm bundle web -n ${NS} --autoregister -d ${bundle}`})
+    // The hint is a command that runs as printed: the group, the directory, and the user's --context.
+    const table = await meshvm(east, ['bundle', 'verify', bundle, '--context', 'east'])
+    expect(table.code).toBe(8)
+    expect(table.stdout).toContain(`— fix: meshvm bundle --context east web -n ${NS} --autoregister -d ${bundle}`)
+    expect(table.stderr).toContain(`Hint: meshvm bundle --context east web -n ${NS} --autoregister -d ${bundle}\n`)
+    const rerun = await meshvm(east, ['bundle', '--context', 'east', 'web', '-n', NS, '--autoregister', '-d', bundle])
+    expect(rerun.code, rerun.stderr).toBe(0)
+    const again = await verify(east, [bundle])
+    expect(again.status.workloadgroup).toBe('pass')
     const del = await kubectl(east, ['delete', 'workloadgroup', 'web', '-n', NS])
     expect(del.code, del.stderr).toBe(0)
     const gone = await verify(east, [bundle])

@@ -1,6 +1,6 @@
 /** bundle verify's offline part: cluster.env read as sh reads it (never run), the archive reader, the token checks. */
 import {describe, expect, it} from 'vitest'
-import {offlineChecks, parseClusterEnv, readTarGz, type BundleFiles} from '../../src/lib/bundle-verify/offline.js'
+import {bundleCommand, offlineChecks, parseClusterEnv, readTarGz, type BundleFiles} from '../../src/lib/bundle-verify/offline.js'
 import {tarGz} from '../../src/lib/fs/tar.js'
 import {istioShellQuote} from '../../src/lib/util/go-compat.js'
 
@@ -61,5 +61,21 @@ describe('offlineChecks: the token', () => {
   it('audience, subject and mode', () => {
     const s = status(files(jwt({aud: ['api'], sub: 'system:serviceaccount:apps:other', exp: now.getTime() / 1000 + 3600}), 0o640))
     expect([s['token.audience'], s['token.service-account'], s['files.token-mode']]).toEqual(['fail', 'fail', 'fail'])
+  })
+})
+
+describe('bundleCommand: the fix lines are commands that run as printed', () => {
+  const env = {ISTIO_META_CLUSTER_ID: 'c1', ISTIO_META_WORKLOAD_NAME: 'web', POD_NAMESPACE: 'demo-vms', CA_ADDR: 'istiod-1-24.istio-system.svc:15012', ISTIO_META_AUTO_REGISTER_GROUP: 'web', ISTIO_META_DNS_CAPTURE: 'true'}
+  it('names the group, namespace, revision, auto-registration and the directory checked', () => {
+    expect(bundleCommand(env, {dir: './web-vm'})).toBe('meshvm bundle web -n demo-vms -r 1-24 --autoregister -d ./web-vm')
+    expect(bundleCommand(env, {dir: "/tmp/it's here"}, ['--refresh-token'])).toBe(`meshvm bundle web -n demo-vms -r 1-24 --refresh-token -d '/tmp/it'"'"'s here'`)
+  })
+  it('an archive is written again into its directory with --archive; no DNS capture is kept', () => {
+    const {ISTIO_META_DNS_CAPTURE: _, ...noDns} = env
+    expect(bundleCommand({...noDns, CA_ADDR: 'istiod.istio-system.svc:15012'}, {archive: 'out/web-bundle.tar.gz'})).toBe('meshvm bundle web -n demo-vms --autoregister --no-capture-dns -d out --archive')
+  })
+  it('placeholders only for what the bundle does not say', () => {
+    expect(bundleCommand({}, {dir: 'b'})).toBe('meshvm bundle NAME -n NS -d b')
+    expect(offlineChecks(new Map(), {now: new Date(), warnWithinMs: 0, source: {dir: 'b'}}).checks[0]!.fix).toBe('meshvm bundle NAME -n NS -d b')
   })
 })

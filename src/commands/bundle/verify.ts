@@ -66,7 +66,7 @@ make (403) are "skip".`
         throw flagError('--archive', path, `cannot read it as a .tar.gz: ${(err as Error).message}`)
       }
     }
-    const off = offlineChecks(files, {now: new Date(), warnWithinMs})
+    const off = offlineChecks(files, {now: new Date(), warnWithinMs, source: dir !== undefined ? {dir} : {archive: f.archive!}})
     const checks: Check[] = [...off.checks]
     if (!f.offline) {
       const session = await this.session()
@@ -77,6 +77,8 @@ make (403) are "skip".`
         session.client.close()
       }
     }
+    // Each fix is a command line to paste: it keeps the user's --kubeconfig/--context (and plugin name).
+    for (const c of checks) if (c.fix) c.fix = this.keepInvocation(c.fix)
     const failed = checks.filter((c) => c.status === 'fail')
     const warned = checks.filter((c) => c.status === 'warn')
     const source = dir ?? f.archive!

@@ -5,9 +5,10 @@
  * Pure apart from reading the files; nothing here prints or returns the token.
  */
 import {lstatSync, readdirSync, readFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {parse as parseYaml} from 'yaml'
+import {shellQuote} from '../cli/prompt.js'
 import {jwtClaims} from '../remote-secret/list.js'
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip'
@@ -29,7 +30,39 @@ export interface BundleFileData {
 export type BundleFiles = Map<string, BundleFileData>
 
 export const REQUIRED_FILES = ['mesh.yaml', 'cluster.env', 'root-cert.pem', 'istio-token', 'hosts'] as const
-export const RERUN = 're-run meshvm bundle'
+
+/** Where the checked bundle is: the directory (`bundle verify DIR`) or the archive (`--archive FILE`). */
+export type BundleSource = {dir: string} | {archive: string}
+
+/** `istiod-REV.NS.svc:15012` → {service, namespace, revision}. */
+export function parseIstiodAddress(address: string): {service: string; namespace: string; revision?: string; port: string} | undefined {
+  const m = /^(istiod(?:-([a-z0-9-]+))?)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$/.exec(address)
+  if (!m) return undefined
+  return {service: m[1]!, revision: m[2], namespace: m[3]!, port: m[4]!}
+}
+
+/**
+ * The `meshvm bundle` line that writes this bundle again, to paste as it is: the group and namespace
+ * from cluster.env, the revision from CA_ADDR, --autoregister / --no-capture-dns as the bundle was
+ * made, and the directory checked (for an archive, the directory holding NAME-bundle.tar.gz, with
+ * --archive). --kubeconfig/--context are added where the line is shown (src/lib/cli/invocation.ts).
+ * `extra` (e.g. --refresh-token) goes before -d. Placeholders only for what the bundle does not say.
+ */
+export function bundleCommand(env: Record<string, string>, source: BundleSource | undefined, extra: string[] = []): string {
+  const words = ['meshvm', 'bundle', env.ISTIO_META_WORKLOAD_NAME || 'NAME', '-n', env.POD_NAMESPACE || 'NS']
+  const revision = env.CA_ADDR ? parseIstiodAddress(env.CA_ADDR)?.revision : undefined
+  if (revision) words.push('-r', revision)
+  const refresh = extra.includes('--refresh-token')
+  // --refresh-token rewrites only the token: the other bundle flags would not be read.
+  if (!refresh && env.ISTIO_META_AUTO_REGISTER_GROUP) words.push('--autoregister')
+  // A bundle's cluster.env (it names the cluster ID) without ISTIO_META_DNS_CAPTURE was made with --no-capture-dns.
+  if (!refresh && env.ISTIO_META_CLUSTER_ID !== undefined && env.ISTIO_META_DNS_CAPTURE !== 'true') words.push('--no-capture-dns')
+  words.push(...extra)
+  if (source === undefined) words.push('-d', 'DIR')
+  else if ('dir' in source) words.push('-d', shellQuote(source.dir))
+  else words.push('-d', shellQuote(dirname(source.archive)), ...(refresh ? [] : ['--archive']))
+  return words.join(' ')
+}
 
 /** The files of a bundle directory; symbolic links are recorded, never followed. */
 export function readBundleDir(dir: string): BundleFiles {
@@ -137,6 +170,10 @@ export function parseClusterEnv(text: string): ParsedEnv {
 export interface OfflineResult {
   checks: Check[]
   env: Record<string, string>
+  source?: BundleSource
+  /** The runnable `meshvm bundle` lines that fix a failure: write the bundle again, or only a new token. */
+  rerun: string
+  refresh: string
   /** The token (kept in memory for the TokenReview; never shown). */
   token?: string
   tokenSubject?: string
@@ -156,32 +193,42 @@ function formatIn(ms: number): string {
   return h < 72 ? `${h}h` : `${Math.round(h / 24)}d`
 }
 
-export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: number}): OfflineResult {
+export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: number; source?: BundleSource}): OfflineResult {
   const checks: Check[] = []
+  // Failures found before cluster.env is read get the same fix line, made once cluster.env is read.
+  const fixes: Check[] = []
+  const rerun = (c: Check): Check => (fixes.push(c), c)
   const missing = REQUIRED_FILES.filter((f) => !files.has(f))
   checks.push(
     missing.length === 0
       ? {id: 'files', status: 'pass', detail: `${REQUIRED_FILES.join(', ')} present`}
-      : {id: 'files', status: 'fail', detail: `missing: ${missing.join(', ')}`, fix: RERUN},
+      : rerun({id: 'files', status: 'fail', detail: `missing: ${missing.join(', ')}`}),
   )
   const token = files.get('istio-token')
   if (token) {
     if (token.symlink) checks.push({id: 'files.token-mode', status: 'fail', detail: 'istio-token is a symbolic link', fix: 'replace it with the file itself (mode 0600)'})
     else if ((token.mode & 0o077) !== 0) {
-      checks.push({id: 'files.token-mode', status: 'fail', detail: `istio-token has mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}: others can read the VM's credential`, fix: 'chmod 600 istio-token'})
+      const loose: Check = {id: 'files.token-mode', status: 'fail', detail: `istio-token has mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}: others can read the VM's credential`}
+      // A directory's file can be fixed in place; an archive's mode comes from the archive.
+      checks.push(o.source && 'dir' in o.source ? {...loose, fix: `chmod 600 ${shellQuote(join(o.source.dir, 'istio-token'))}`} : rerun(loose))
     } else checks.push({id: 'files.token-mode', status: 'pass', detail: `istio-token mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}`})
   }
 
-  const result: OfflineResult = {checks, env: {}}
+  const result: OfflineResult = {checks, env: {}, source: o.source, rerun: '', refresh: ''}
   const envText = text(files.get('cluster.env'))
   if (envText !== undefined) {
     const parsed = parseClusterEnv(envText)
     result.env = parsed.values
     const needed = ['ISTIO_META_CLUSTER_ID', 'SERVICE_ACCOUNT', 'POD_NAMESPACE', 'ISTIO_META_WORKLOAD_NAME'].filter((k) => !(k in parsed.values))
-    if (parsed.problems.length > 0) checks.push({id: 'cluster-env', status: 'fail', detail: parsed.problems.join('; '), fix: RERUN})
-    else if (needed.length > 0) checks.push({id: 'cluster-env', status: 'fail', detail: `sets no ${needed.join(', ')}`, fix: RERUN})
+    if (parsed.problems.length > 0) checks.push(rerun({id: 'cluster-env', status: 'fail', detail: parsed.problems.join('; ')}))
+    else if (needed.length > 0) checks.push(rerun({id: 'cluster-env', status: 'fail', detail: `sets no ${needed.join(', ')}`}))
     else checks.push({id: 'cluster-env', status: 'pass', detail: `${Object.keys(parsed.values).length} variables, parsed as sh reads them`})
   }
+
+  // The lines name the group, namespace and revision cluster.env gives (placeholders without it).
+  result.rerun = bundleCommand(result.env, o.source)
+  result.refresh = bundleCommand(result.env, o.source, ['--refresh-token'])
+  for (const c of fixes) c.fix = result.rerun
 
   const meshText = text(files.get('mesh.yaml'))
   if (meshText !== undefined) {
@@ -191,24 +238,24 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
       if (typeof da === 'string') result.discoveryAddress = da
       checks.push({id: 'mesh-yaml', status: 'pass', detail: `valid YAML${typeof da === 'string' ? `; discoveryAddress ${da}` : ''}`})
     } catch (err) {
-      checks.push({id: 'mesh-yaml', status: 'fail', detail: `not valid YAML: ${(err as Error).message.split('\n')[0]}`, fix: RERUN})
+      checks.push({id: 'mesh-yaml', status: 'fail', detail: `not valid YAML: ${(err as Error).message.split('\n')[0]}`, fix: result.rerun})
     }
   }
   result.rootCert = text(files.get('root-cert.pem'))
   result.hosts = text(files.get('hosts'))
   if (result.rootCert !== undefined && !result.rootCert.includes('-----BEGIN CERTIFICATE-----')) {
-    checks.push({id: 'root-cert.format', status: 'fail', detail: 'root-cert.pem holds no PEM certificate', fix: RERUN})
+    checks.push({id: 'root-cert.format', status: 'fail', detail: 'root-cert.pem holds no PEM certificate', fix: result.rerun})
   }
 
   if (token) {
     const t = token.data.toString('utf8').trim()
     result.token = t
     const claims = jwtClaims(t)
-    if (!claims) checks.push({id: 'token.format', status: 'fail', detail: 'istio-token is not a JWT', fix: 'meshvm bundle NAME --refresh-token -d DIR'})
+    if (!claims) checks.push({id: 'token.format', status: 'fail', detail: 'istio-token is not a JWT', fix: result.refresh})
     else {
       const exp = typeof claims.exp === 'number' ? claims.exp * 1000 : undefined
       const left = exp === undefined ? undefined : exp - o.now.getTime()
-      const refresh = `meshvm bundle ${result.env.ISTIO_META_WORKLOAD_NAME ?? 'NAME'} -n ${result.env.POD_NAMESPACE ?? 'NS'} --refresh-token -d DIR`
+      const refresh = result.refresh
       if (left === undefined) checks.push({id: 'token.expiry', status: 'warn', detail: 'the token has no expiry (not a TokenRequest token)'})
       else if (left <= 0) checks.push({id: 'token.expiry', status: 'fail', detail: `expired ${formatIn(left)} ago (${new Date(exp!).toISOString()})`, fix: refresh})
       else if (left <= o.warnWithinMs) checks.push({id: 'token.expiry', status: 'warn', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()}): the sidecar must connect before then`, fix: refresh})
@@ -226,7 +273,7 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
         checks.push(
           sub === want
             ? {id: 'token.service-account', status: 'pass', detail: `for ${sub}, as cluster.env says`}
-            : {id: 'token.service-account', status: 'fail', detail: `the token is for ${sub || '(no subject)'}, cluster.env says ${want}`, fix: RERUN},
+            : {id: 'token.service-account', status: 'fail', detail: `the token is for ${sub || '(no subject)'}, cluster.env says ${want}`, fix: result.rerun},
         )
       }
     }

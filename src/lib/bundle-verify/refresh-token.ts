@@ -13,7 +13,7 @@ import {writeFilesAtomic, type FileToWrite} from '../fs/atomic.js'
 import type {KubeClient} from '../kube/client.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {requestToken} from '../bundle/fetch.js'
-import {parseClusterEnv, RERUN} from './offline.js'
+import {bundleCommand, parseClusterEnv} from './offline.js'
 
 export interface RefreshResult {
   files: string[]
@@ -32,19 +32,19 @@ export function updateInstallGuard(script: string, expiresAt: Date): string {
 export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o: {dir: string; tokenSeconds: number}): Promise<RefreshResult> {
   const envPath = join(o.dir, 'cluster.env')
   if (!existsSync(envPath)) {
-    throw new MeshvmError(`--refresh-token: ${envPath} not found: not a bundle directory`, {exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: ['write the whole bundle first: meshvm bundle NAME -n NS -d DIR']})
+    throw new MeshvmError(`--refresh-token: ${envPath} not found: not a bundle directory`, {exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: [`write the whole bundle first: ${bundleCommand({ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]})
   }
   const env = parseClusterEnv(readFileSync(envPath, 'utf8'))
   const namespace = env.values.POD_NAMESPACE
   const sa = env.values.SERVICE_ACCOUNT
   if (env.problems.length > 0 || !namespace || !sa) {
-    throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {exit: ExitCode.FAILURE, code: 'BadBundle', hints: [RERUN]})
+    throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {exit: ExitCode.FAILURE, code: 'BadBundle', hints: [`write the whole bundle again: ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]})
   }
   const groupSa = wg.spec.template?.serviceAccount || 'default'
   if (wg.metadata.namespace !== namespace || wg.metadata.name !== env.values.ISTIO_META_WORKLOAD_NAME || groupSa !== sa) {
     throw new MeshvmError(
       `--refresh-token: the bundle in ${o.dir} is for ${namespace}/${env.values.ISTIO_META_WORKLOAD_NAME ?? '?'} (service account ${sa}), not for WorkloadGroup ${wg.metadata.namespace}/${wg.metadata.name} (service account ${groupSa})`,
-      {exit: ExitCode.USAGE, code: 'Usage', hints: [`the group changed, or this is another group's bundle: ${RERUN}`]},
+      {exit: ExitCode.USAGE, code: 'Usage', hints: [`the group changed, or this is another group's bundle: write it again with ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]},
     )
   }
   const issued = await requestToken(client, namespace, sa, o.tokenSeconds)

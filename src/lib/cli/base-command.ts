@@ -123,10 +123,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.sink.out(text)
   }
 
+  /** Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin). */
+  protected keepInvocation(text: string): string {
+    return keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
+  }
+
   /** Progress, warnings and notes: stderr, so pipes carry only data. */
   protected note(text: string): void {
-    // Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin).
-    text = keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
+    text = this.keepInvocation(text)
     // Notes and warnings quote names and server messages: no control character reaches the terminal.
     const safe = terminalSafeLines(text)
     this.sink.err(safe.endsWith('\n') ? safe : safe + '\n')
