@@ -783,6 +783,8 @@ describe('meshvm war delete / rollout / prune', () => {
       // b is remembered as deleted and not back, for the next run.
       expect(annotations('roll-stuck')[AWAITING]).toBe(JSON.stringify([b]))
       expect(res.stderr).toContain(`Hint: the re-run first waits for the 1 deleted registration(s) not back yet, listed in annotation ${AWAITING} on the group`)
+      // A WorkloadAutoRegistration comes back through the TSB onboarding agent: that is where to look.
+      expect(res.stderr).toContain(`Hint: check the onboarding agent (journalctl -u onboarding-agent) on VM ${b}, or raise --timeout\n`)
 
       // The VM comes back later; re-running re-onboards only what is still stale.
       agents.delete(`roll-stuck/${b}`)

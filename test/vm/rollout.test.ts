@@ -85,6 +85,17 @@ describe('war rollout --restart-command', {timeout: 180_000}, () => {
     expect(JSON.parse(cluster.store.get(WG, ns, 'web')!.metadata.annotations!['rollout.meshvm.io/awaiting']!)).toEqual(['workloadentry/web-10.0.2.1'])
     expect(cluster.store.get(WG, ns, 'web')!.metadata.annotations).not.toHaveProperty('rollout.meshvm.io/lease')
   })
+
+  it('an entry that does not come back in time: exit 9, and the hint points at Istio\'s sidecar service, not the TSB agent', async () => {
+    const ns = 'roll-vms'
+    // The command "succeeds" but restarts nothing: web-10.0.2.1 (deleted by the run above) never returns.
+    const res = await runCli(['war', 'rollout', 'web', '-n', ns, '--restart-command', 'true', '--timeout', '2s', '--poll-interval', '100ms'], {env: cluster.env, timeoutMs: 60_000})
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+    expect(res.code).toBe(9)
+    expect(res.stdout).toMatch(/^web-10\.0\.2\.1 +timed out +/m)
+    expect(res.stderr).toContain("Hint: check Istio's sidecar service (journalctl -u istio; /var/log/istio/istio.log) on VM web-10.0.2.1, or raise --timeout\n")
+    expect(res.stderr).not.toContain('onboarding-agent')
+  })
 })
 
 describe('TSB mode: a WorkloadAutoRegistration alongside the entry; war rollout re-onboards the agent', {timeout: 180_000}, () => {

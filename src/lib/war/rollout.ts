@@ -86,6 +86,22 @@ export interface RolloutOptions {
 
 export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'failed' | 'interrupted' | 'not started' | 'skipped' | 'needs restart'
 
+/**
+ * Where to look on a VM that did not come back: a WorkloadAutoRegistration is re-registered by the
+ * TSB onboarding agent (systemd unit onboarding-agent); an auto-registered WorkloadEntry by Istio's
+ * sidecar itself, the `istio` service of Istio's VM packages (istio.io docs, ops/diagnostic-tools/
+ * virtual-machines: `journalctl -u istio`, /var/log/istio/istio.log).
+ */
+export function timeoutHint(items: readonly Pick<RolloutItem, 'name' | 'kind' | 'result'>[]): string {
+  const late = items.filter((i) => i.result === 'timed out')
+  const kinds = new Set((late.length > 0 ? late : items).map((i) => i.kind))
+  const on = late.length > 0 ? `on VM${late.length > 1 ? 's' : ''} ${late.map((i) => i.name).join(', ')}` : 'on the VM that did not come back'
+  const where: string[] = []
+  if (kinds.has('war')) where.push('the onboarding agent (journalctl -u onboarding-agent)')
+  if (kinds.has('workloadentry')) where.push("Istio's sidecar service (journalctl -u istio; /var/log/istio/istio.log)")
+  return `check ${where.join(' or ') || 'the VM'} ${on}, or raise --timeout`
+}
+
 export interface RolloutItem {
   name: string
   /** A WorkloadAutoRegistration, or an auto-registered WorkloadEntry (re-onboarded by restarting its sidecar). */
@@ -732,7 +748,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         `the re-run first waits for the ${pending.length} deleted registration(s) not back yet, listed in annotation ${AWAITING_ANNOTATION} on the group; if a VM is gone for good, remove its name there (kubectl edit workloadgroup ${o.group} -n ${o.namespace})`,
       )
     }
-    if (report.failure.exit === ExitCode.TIMEOUT) report.failure.hints.push('check the onboarding agent on that VM (journalctl -u onboarding-agent), or raise --timeout')
+    if (report.failure.exit === ExitCode.TIMEOUT) report.failure.hints.push(timeoutHint(report.items))
   }
   return report
 }
