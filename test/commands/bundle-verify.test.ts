@@ -206,7 +206,10 @@ describe.sequential('bundle verify', () => {
     const c = await meshvm(east, ['bundle', 'verify', '--archive', join(bundle, 'cluster.env')])
     expect(c.code).toBe(2)
     expect(c.stderr.split('\n')[0]).toBe(`Error: --archive "${join(bundle, 'cluster.env')}": cannot read it as a .tar.gz: not a gzip file`)
-    for (const x of [a, b, c]) expect(x.stderr).not.toMatch(STACK_TRACE)
+    const o = await meshvm(east, ['bundle', 'verify', bundle, '-o', 'name'])
+    expect(o.code).toBe(2)
+    expect(o.stderr).toBe('Error: -o/--output "name": expected one of table, json, yaml\n')
+    for (const x of [a, b, c, o]) expect(x.stderr).not.toMatch(STACK_TRACE)
   })
 })
 

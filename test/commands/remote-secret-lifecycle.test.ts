@@ -131,6 +131,14 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     expect(lines[0]).toMatch(/^CONTEXT\s+SECRET\s+CLUSTER\s+SERVER\s+AUTH\s+TOKEN\s+AGE\s+EXPIRES$/)
     expect(lines[1]).toMatch(/^east\s+istio-remote-secret-w2\s+w2\s+https:\/\/127\.0\.0\.1:\d+\s+bearer-token\s+bound\s+\S+\s+in (59m|60m)$/)
     expect(lines[2]).toMatch(/^east\s+istio-remote-secret-west\s+west\s+https:\/\/127\.0\.0\.1:\d+\s+bearer-token\s+legacy\s+\S+\s+never$/)
+    // The shared output flags: -o name, jsonpath, --no-headers, as on every listing command.
+    const names = await meshvm(['remote-secret', 'list', '--context', 'east', '-o', 'name'])
+    expect(names.code, names.stderr).toBe(0)
+    expect(names.stdout).toBe('secret/istio-remote-secret-w2\nsecret/istio-remote-secret-west\n')
+    const clusters = await meshvm(['remote-secret', 'list', '--context', 'east', '--context', 'west', '-o', 'jsonpath={.items[*].cluster}'])
+    expect(clusters.stdout).toBe('w2 west east')
+    const bare = await meshvm(['remote-secret', 'list', '--context', 'east', '--no-headers', '--sort-by', '.cluster'])
+    expect(bare.stdout.split('\n')[0]).toMatch(/^east\s+istio-remote-secret-w2\s+w2\s/)
     const del = await kubectl(east, ['delete', 'secret', 'istio-remote-secret-w2', '-n', NS])
     expect(del.code, del.stderr).toBe(0)
   })
@@ -274,6 +282,9 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
   })
 
   it('bad input: one line naming the flag', async () => {
+    const o = await meshvm(['remote-secret', 'status', '-o', 'names'])
+    expect(o.code).toBe(2)
+    expect(o.stderr.split('\n')[0]).toBe('Error: -o/--output "names": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…')
     const r = await meshvm(['remote-secret', 'rotate', 'west', '--context', 'east', '--from', 'west', '--istiod-timeout', 'soon'])
     expect(r.code).toBe(2)
     expect(r.stderr.split('\n')[0]).toBe('Error: --istiod-timeout "soon": expected a positive duration such as 30s or 2m')

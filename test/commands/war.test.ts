@@ -988,6 +988,8 @@ describe('meshvm war delete / rollout / prune', () => {
       ['a bad --timeout', ['rollout', 'ratings', '-n', 'roll-ok', '--timeout', 'soon'], 2, 'Error: --timeout "soon": expected a duration such as 30s, 5m or 1h'],
       ['--max-unavailable 0', ['rollout', 'ratings', '-n', 'roll-ok', '--max-unavailable', '0'], 2, /^Error: .*max-unavailable/i],
       ['no group', ['rollout'], 2, /^Error: Missing 1 required arg/],
+      // The shared -o flag: the same one-line message as every listing command.
+      ['a format a report has not', ['rollout', 'ratings', '-n', 'roll-ok', '-o', 'name'], 2, 'Error: -o/--output "name": expected one of table, json, yaml'],
     ])('%s', async (_title, args, exit, first) => {
       expectCleanFailure(await meshvm(args), exit, first)
     })

@@ -1,13 +1,17 @@
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {ExitCode, flagError, MeshvmError, UsageError} from '../../lib/errors.js'
 import {renderData} from '../../lib/output/render.js'
 import {renderTable} from '../../lib/output/table.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import {parseDuration} from '../../lib/validation/kube.js'
 import {offlineChecks, readBundleDir, readTarGz, type BundleFiles, type Check} from '../../lib/bundle-verify/offline.js'
+
+const REPORT_KINDS = ['table', 'json', 'yaml'] as const
+const {output: REPORT_OUTPUT} = outputFlags(REPORT_KINDS)
 
 export default class BundleVerify extends BaseCommand<typeof BundleVerify> {
   static override summary = 'Check a VM bundle against the live cluster: token, root certificate, istiod, gateway, cluster ID, WorkloadGroup.'
@@ -43,11 +47,13 @@ make (403) are "skip".`
     'warn-within': Flags.string({summary: 'Warn when the token expires within this time (e.g. 10m, 1h).', default: '10m'}),
     offline: Flags.boolean({summary: 'Only the checks that need no cluster.'}),
     'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway the bundle was made for.', default: 'istio-eastwestgateway'}),
-    output: Flags.option({char: 'o', summary: 'Output format.', options: ['table', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+    // The shared -o flag (one validation, one message); the verification is one document: no row flags.
+    output: {...REPORT_OUTPUT, summary: 'Output format: table, json, yaml.', description: undefined} as typeof REPORT_OUTPUT,
   }
 
   async run(): Promise<void> {
     const f = this.flags
+    const format = printOptions(f, REPORT_KINDS).output.kind as (typeof REPORT_KINDS)[number]
     const dir = this.args.dir
     if (dir !== undefined && f.archive !== undefined) throw new UsageError('DIR and --archive are exclusive: check a directory or an archive')
     if (dir === undefined && f.archive === undefined) throw new UsageError('missing DIR or --archive FILE: which bundle to check?', ['meshvm bundle verify ./web-vm'])
@@ -82,10 +88,10 @@ make (403) are "skip".`
     const failed = checks.filter((c) => c.status === 'fail')
     const warned = checks.filter((c) => c.status === 'warn')
     const source = dir ?? f.archive!
-    if (f.output === 'json' || f.output === 'yaml') {
-      this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'BundleVerification', bundle: source, offline: f.offline, result: failed.length > 0 ? 'fail' : warned.length > 0 ? 'warn' : 'pass', checks}, f.output)!)
+    if (format === 'json' || format === 'yaml') {
+      this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'BundleVerification', bundle: source, offline: f.offline, result: failed.length > 0 ? 'fail' : warned.length > 0 ? 'warn' : 'pass', checks}, format)!)
     } else {
-      const chalk = this.chalkFor(f.output)
+      const chalk = this.chalkFor(format)
       const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
       this.out(renderTable(checks, [
         {header: 'CHECK', value: (c) => c.id},

@@ -1,17 +1,24 @@
-import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand, commonOutputFlags, kubeFlags} from '../../lib/cli/base-command.js'
+import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {age, humanDuration} from '../../lib/output/age.js'
-import {renderData} from '../../lib/output/render.js'
-import {renderTable} from '../../lib/output/table.js'
+import {ALL_KINDS, Printer} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {RemoteSecretEntry} from '../../lib/remote-secret/list.js'
 
+// The shared output flags; rows are clusters of a Secret, with no labels of their own (no --show-labels / -L).
+const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(ALL_KINDS)
+
 const flags = {
   ...multiContextFlags,
-  output: Flags.option({char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+  output: {
+    ...output,
+    description: `json, yaml, jsonpath, jsonpath-as-json, custom-columns and --sort-by read the RemoteSecretList schema (items with context, secret, namespace, cluster, server, authType, tokenKind, serviceAccount, created, expiresAt), e.g. -o jsonpath='{.items[*].cluster}'; -o name prints secret/NAME.`,
+  } as typeof output,
+  'no-headers': noHeaders,
+  'sort-by': sortBy,
 }
 
 type ListFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
@@ -36,6 +43,8 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
 
   async run(): Promise<void> {
     const f = this.flags
+    const print = printOptions(f, ALL_KINDS)
+    const human = print.output.kind === 'table' || print.output.kind === 'wide'
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {listRemoteSecrets, remoteSecretEntries} = await import('../../lib/remote-secret/list.js')
     const rows: RemoteSecretEntry[] = []
@@ -54,9 +63,7 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
         session?.client.close()
       }
     }
-    const data = renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretList', items: rows}, f.output as 'json')
-    if (f.output === 'json' || f.output === 'yaml') this.out(data!)
-    else if (rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}${contexts.length > 1 ? ' of any context' : ''}.`)
+    if (human && rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}${contexts.length > 1 ? ' of any context' : ''}.`)
     else {
       const now = new Date()
       const expires = (r: RemoteSecretEntry): string => {
@@ -64,19 +71,28 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
         const ms = Date.parse(r.expiresAt) - now.getTime()
         return ms <= 0 ? `expired ${humanDuration(-ms)} ago` : `in ${humanDuration(ms)}`
       }
-      this.out(
-        renderTable(rows, [
-          {header: 'CONTEXT', value: (r) => terminalSafe(r.context)},
-          {header: 'SECRET', value: (r) => terminalSafe(r.secret)},
-          {header: 'CLUSTER', value: (r) => terminalSafe(r.cluster)},
-          {header: 'SERVER', value: (r) => terminalSafe(r.server || '<none>')},
-          {header: 'AUTH', value: (r) => terminalSafe(r.authType)},
-          {header: 'TOKEN', value: (r) => r.tokenKind},
-          {header: 'SERVICE ACCOUNT', wide: true, value: (r) => terminalSafe(r.serviceAccount ?? '-')},
-          {header: 'AGE', value: (r) => age(r.created, now)},
-          {header: 'EXPIRES', value: expires},
-        ], {wide: f.output === 'wide'}),
+      const printer = new Printer<RemoteSecretEntry>(
+        {
+          columns: [
+            {header: 'CONTEXT', value: (r) => r.context},
+            {header: 'SECRET', value: (r) => r.secret},
+            {header: 'CLUSTER', value: (r) => r.cluster},
+            {header: 'SERVER', value: (r) => r.server || '<none>'},
+            {header: 'AUTH', value: (r) => r.authType},
+            {header: 'TOKEN', value: (r) => r.tokenKind},
+            {header: 'SERVICE ACCOUNT', wide: true, value: (r) => r.serviceAccount ?? '-'},
+            {header: 'AGE', value: (r) => age(r.created, now)},
+            {header: 'EXPIRES', value: expires},
+          ],
+          object: (r) => r,
+          name: (r) => `secret/${r.secret}`,
+          document: (items) => ({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretList', items}),
+        },
+        print,
+        (t) => this.out(t),
       )
+      printer.add(rows)
+      printer.finish()
     }
     for (const r of rows) if (r.problem) this.warning(`${r.context}: Secret ${r.namespace}/${r.secret}: ${terminalSafe(r.problem)}`)
     if (failures.length > 0) throw new MeshvmError(`${failures.length} of ${contexts.length} contexts could not be read`, {exit: ExitCode.PARTIAL, code: 'Partial'})

@@ -1,18 +1,26 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand, commonOutputFlags, kubeFlags} from '../../lib/cli/base-command.js'
+import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {ExitCode, flagError, MeshvmError} from '../../lib/errors.js'
-import {renderData} from '../../lib/output/render.js'
-import {renderTable} from '../../lib/output/table.js'
+import {ALL_KINDS, Printer} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {RemoteSecretStatus} from '../../lib/remote-secret/status.js'
 import {parseDuration} from '../../lib/validation/kube.js'
 
+// The shared output flags; rows are clusters of a Secret, with no labels of their own (no --show-labels / -L).
+const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(ALL_KINDS)
+
 const flags = {
   ...multiContextFlags,
-  output: Flags.option({char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+  output: {
+    ...output,
+    description: `json, yaml, jsonpath, jsonpath-as-json, custom-columns and --sort-by read the RemoteSecretStatusList schema (items with context, secret, cluster, server, reachable, denied, istiods[].syncStatus, verdict), e.g. -o jsonpath='{.items[?(@.verdict!="ok")].cluster}'; -o name prints secret/NAME.`,
+  } as typeof output,
+  'no-headers': noHeaders,
+  'sort-by': sortBy,
   timeout: Flags.string({summary: 'How long to wait for each remote API server and each istiod to answer (e.g. 10s).', default: '10s'}),
 }
 
@@ -47,6 +55,8 @@ here while istiod reports it synced.`
 
   async run(): Promise<void> {
     const f = this.flags
+    const print = printOptions(f, ALL_KINDS)
+    const human = print.output.kind === 'table' || print.output.kind === 'wide'
     const timeoutMs = parseDuration(f.timeout)
     if (timeoutMs === undefined || timeoutMs <= 0) throw flagError('--timeout', f.timeout, 'expected a positive duration such as 10s or 500ms')
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
@@ -63,22 +73,32 @@ here while istiod reports it synced.`
     if (this.args.name !== undefined && rows.length === 0) {
       throw new MeshvmError(`no remote secret ${JSON.stringify(this.args.name)} in namespace ${f['istio-namespace']}`, {exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: ['list them: meshvm remote-secret list']})
     }
-    if (f.output === 'json' || f.output === 'yaml') this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretStatusList', items: rows}, f.output)!)
-    else if (rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}.`)
+    if (human && rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}.`)
     else {
-      const chalk = this.chalkFor(f.output)
-      this.out(
-        renderTable(rows, [
-          {header: 'CONTEXT', value: (r) => terminalSafe(r.context)},
-          {header: 'SECRET', value: (r) => terminalSafe(r.secret)},
-          {header: 'CLUSTER', value: (r) => terminalSafe(r.cluster)},
-          {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
-          {header: 'PERMISSIONS', value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`), color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t))},
-          {header: 'ISTIOD', value: (r) => (r.istiods.length === 0 ? 'no istiod' : r.istiods.map((i) => (i.error ? 'error' : i.syncStatus)).join(','))},
-          {header: 'SERVER', wide: true, value: (r) => terminalSafe(r.server)},
-          {header: 'VERSION', wide: true, value: (r) => terminalSafe(r.kubernetesVersion ?? '-')},
-        ], {wide: f.output === 'wide'}),
+      const chalk = this.chalkFor(print.output.kind)
+      const printer = new Printer<RemoteSecretStatus>(
+        {
+          columns: [
+            {header: 'CONTEXT', value: (r) => r.context},
+            {header: 'SECRET', value: (r) => r.secret},
+            {header: 'CLUSTER', value: (r) => r.cluster},
+            {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
+            {header: 'PERMISSIONS', value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`), color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t))},
+            {header: 'ISTIOD', value: (r) => (r.istiods.length === 0 ? 'no istiod' : r.istiods.map((i) => (i.error ? 'error' : i.syncStatus)).join(','))},
+            {header: 'SERVER', wide: true, value: (r) => r.server},
+            {header: 'VERSION', wide: true, value: (r) => r.kubernetesVersion ?? '-'},
+          ],
+          object: (r) => r,
+          name: (r) => `secret/${r.secret}`,
+          document: (items) => ({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretStatusList', items}),
+        },
+        print,
+        (t) => this.out(t),
       )
+      printer.add(rows)
+      printer.finish()
+    }
+    if (human) {
       for (const r of rows) {
         const where = `${r.context}: ${r.secret} (cluster ${r.cluster})`
         if (r.credentialError) this.note(`${terminalSafe(where)}: credentials: ${terminalSafe(r.credentialError)}`)

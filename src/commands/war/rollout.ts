@@ -1,12 +1,16 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {MeshvmError} from '../../lib/errors.js'
 import {humanDuration} from '../../lib/output/age.js'
 import {renderData} from '../../lib/output/render.js'
 import {renderTable} from '../../lib/output/table.js'
 import {durationFlag} from '../../lib/war/flags.js'
 import type {RolloutItem, RolloutReport} from '../../lib/war/rollout.js'
+
+const REPORT_KINDS = ['table', 'json', 'yaml'] as const
+const {output: REPORT_OUTPUT} = outputFlags(REPORT_KINDS)
 
 export default class WarRollout extends BaseCommand<typeof WarRollout> {
   static override summary = "Re-onboard a WorkloadGroup's workloads after the group changed, a few at a time, like a Deployment rollout."
@@ -39,11 +43,13 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     'restart-command': Flags.string({summary: "Command (run with sh -c) that restarts a VM's sidecar, for auto-registered WorkloadEntries; gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE."}),
     'chunk-size': Flags.integer({summary: 'Objects per list request; 0 lists everything in one request.', default: 500, min: 0}),
     'poll-interval': Flags.string({summary: 'How often to check on workloads being re-onboarded.', default: '1s', hidden: true}),
-    output: Flags.option({char: 'o', summary: 'Output format of the report.', options: ['table', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+    // The shared -o flag (one validation, one message); a report is one document: no row flags.
+    output: {...REPORT_OUTPUT, summary: 'Output format of the report: table, json, yaml.', description: undefined} as typeof REPORT_OUTPUT,
   }
 
   async run(): Promise<void> {
     const f = this.flags
+    const format = printOptions(f, REPORT_KINDS).output.kind as (typeof REPORT_KINDS)[number]
     const group = this.args.group as string
     const timeoutMs = durationFlag('--timeout', f.timeout)
     const pollIntervalMs = durationFlag('--poll-interval', f['poll-interval'])
@@ -69,7 +75,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     } finally {
       session.client.close()
     }
-    this.render(report, f.output)
+    this.render(report, format)
     const where = `workloadgroup ${report.namespace}/${report.group}`
     const count = (r: RolloutItem['result']) => report.items.filter((i) => i.result === r).length
     const skipped = count('skipped')
