@@ -90,9 +90,17 @@ export async function collectContext(client: KubeClient, context: string, option
     : await findIstiods(client, {istioNamespace: options.istioNamespace, revision})
   if (selected.length === 0) throw await noIstiodError(client, {istioNamespace: options.istioNamespace, revision, others})
 
-  const [answers, registrations] = await Promise.all([
+  // VMs connected to another revision's istiod belong to that revision's view. The records are built
+  // as soon as the registrations arrive, while the istiods' answers are still on their way.
+  const otherIstiods = new Set(others.map((o) => o.name))
+  const recording = listing.then((registrations) => ({
+    registrations,
+    records: vmRecords(registrations.workloadEntries, registrations.wars).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod))),
+  }))
+  recording.catch(() => undefined)
+  const [answers, {registrations, records}] = await Promise.all([
     Promise.all(selected.map((istiod) => readSyncz(options.pool, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
-    listing,
+    recording,
   ])
   const syncs: ProxySync[] = []
   const failures: IstiodFailure[] = []
@@ -109,9 +117,6 @@ export async function collectContext(client: KubeClient, context: string, option
   // An istiod may ignore ?namespace= (older versions): filter here too.
   const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
 
-  // VMs connected to another revision's istiod belong to that revision's view.
-  const otherIstiods = new Set(others.map((o) => o.name))
-  const records = vmRecords(registrations.workloadEntries, registrations.wars).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod)))
 
   // Pods: for -l, every namespace with proxies; otherwise only where registrations must be paired by connection.
   const podNamespaces = options.selector
