@@ -6,7 +6,7 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
-import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {selectorMatches, type Selector} from './selector.js'
 import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
 import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} from './vms.js'
@@ -83,11 +83,15 @@ export async function collectContext(client: KubeClient, context: string, option
   const resolving = options.pool.revision(options.revision)
   const listing = listRegistrations(client, {namespace: options.namespace})
   listing.catch(() => undefined)
+  // The istiod pods are listed while the revision is resolved (they are split by revision here).
+  const xdsAddress = options.xdsAddress
+  const discovering = xdsAddress === undefined ? listIstiods(client, options.istioNamespace) : undefined
+  discovering?.catch(() => undefined)
   // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
   const {revision} = await resolving
-  const {selected, others} = options.xdsAddress !== undefined
-    ? {selected: [{name: options.xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: options.xdsAddress, ...(revision ? {revision} : {})}], others: []}
-    : await findIstiods(client, {istioNamespace: options.istioNamespace, revision})
+  const {selected, others} = xdsAddress !== undefined
+    ? {selected: [{name: xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: xdsAddress, ...(revision ? {revision} : {})}], others: []}
+    : splitIstiods(await discovering!, revision)
   if (selected.length === 0) throw await noIstiodError(client, {istioNamespace: options.istioNamespace, revision, others})
 
   // VMs connected to another revision's istiod belong to that revision's view. The records are built
