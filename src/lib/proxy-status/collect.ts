@@ -81,12 +81,13 @@ export async function collectContext(client: KubeClient, context: string, option
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.
   const resolving = options.pool.revision(options.revision)
-  const listing = listRegistrations(client, {namespace: options.namespace})
-  listing.catch(() => undefined)
-  // The istiod pods are listed while the revision is resolved (they are split by revision here).
+  // The istiod pods are listed while the revision is resolved (they are split by revision here),
+  // and asked for before the large registration lists: they lead to the port-forwards.
   const xdsAddress = options.xdsAddress
   const discovering = xdsAddress === undefined ? listIstiods(client, options.istioNamespace) : undefined
   discovering?.catch(() => undefined)
+  const listing = listRegistrations(client, {namespace: options.namespace})
+  listing.catch(() => undefined)
   // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
   const {revision} = await resolving
   const {selected, others} = xdsAddress !== undefined
