@@ -4,8 +4,10 @@
 // Measured (Node 20.20, NODE_EXTRA_CA_CERTS unset, medians of 21, CPU time): `--help` 60 → 31 ms
 // (`node -e 0`: 28 ms), `onboard --help` 63 → 32 ms.
 // It serves only what it holds exactly: the text depends on the terminal width (oclif: OCLIF_COLUMNS,
-// else the TTY's width, else 80), on a user theme file (colours) and on the bin name (kubectl-plugin
-// mode says `kubectl meshvm`); anything else goes to oclif, which renders it as before.
+// else the TTY's width, else 80), on colour (bold headers on a colour terminal, colours with a user
+// theme file) and on the bin name (kubectl-plugin mode says `kubectl meshvm`); anything else goes to
+// oclif, which renders it as before. So it serves help read through a pipe, a file, CI logs and
+// scripts; a colour terminal still gets oclif's rendering.
 // test/lib/help-cache.test.ts checks every served text is byte for byte what oclif prints.
 'use strict'
 const fs = require('node:fs')
@@ -32,6 +34,18 @@ function helpColumns(env, stdout) {
   return width < 1 ? 80 : width < 40 ? 40 : width
 }
 
+/**
+ * Whether oclif's help is certainly without colour. It makes section headers bold when its
+ * supports-color (8.x) finds colour on both stdout and stderr: never when FORCE_COLOR is 0/false;
+ * otherwise never when FORCE_COLOR is unset and stdout or stderr is not a terminal, or TERM is dumb.
+ * (Command-line colour flags count too, but a served invocation has none.) Anything else, such as a
+ * colour terminal, goes to oclif.
+ */
+function colourOff(env, stdout) {
+  if ('FORCE_COLOR' in env) return env.FORCE_COLOR === 'false' || env.FORCE_COLOR === '0'
+  return !stdout.isTTY || env.TERM === 'dumb' || !require('node:tty').isatty(2)
+}
+
 /** oclif loads a user theme from CONFIG_DIR/theme.json (Config.loadTheme); with one, help has colours. */
 function userThemeFile(env) {
   const home = env.HOME || require('node:os').homedir()
@@ -54,7 +68,7 @@ function cachedHelp(argv, env = process.env, stdout = process.stdout, script = p
     return undefined
   }
   const text = Object.hasOwn(cache.texts, words.join(':')) ? cache.texts[words.join(':')] : undefined
-  if (text === undefined || helpColumns(env, stdout) !== cache.columns || fs.existsSync(userThemeFile(env))) return undefined
+  if (text === undefined || helpColumns(env, stdout) !== cache.columns || !colourOff(env, stdout) || fs.existsSync(userThemeFile(env))) return undefined
   return text
 }
 

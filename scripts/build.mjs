@@ -259,7 +259,7 @@ await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
 
 // dist/help.json: what `meshvm WORDS --help` prints for the root, every topic and every command, at
-// oclif's default width (80: stdout not a terminal) and without a user theme, rendered by the CLI
+// oclif's default width (80: stdout not a terminal), without colour and without a user theme, rendered by the CLI
 // itself through oclif, so bin/run.js can print it without loading anything (bin/help-cache.cjs:
 // --help 60 → 31 ms CPU). Not written when package.json gives oclif a theme (help would have colours).
 const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
@@ -268,7 +268,7 @@ if (!pjson.oclif.theme) {
   const topics = new Set(ids.flatMap((id) => id.split(':').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join(':'))))
   const configHome = mkdtempSync(join(tmpdir(), 'meshvm-build-'))
   const env = {...process.env, MESHVM_NO_HELP_CACHE: '1', MESHVM_NO_COMPILE_CACHE: '1', XDG_CONFIG_HOME: configHome}
-  for (const name of ['OCLIF_COLUMNS', 'MESHVM_CONFIG_DIR', 'DEBUG', 'NODE_ENV']) delete env[name]
+  for (const name of ['OCLIF_COLUMNS', 'MESHVM_CONFIG_DIR', 'DEBUG', 'NODE_ENV', 'FORCE_COLOR']) delete env[name]
   const render = (id) =>
     new Promise((resolve, reject) => {
       const argv = [join(root, 'bin/run.js'), ...(id ? id.split(':') : []), '--help']

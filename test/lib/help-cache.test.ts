@@ -21,10 +21,14 @@ const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'),
 const work = mkdtempSync(join(tmpdir(), 'meshvm-help-cache-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
 // No user theme, whatever the machine running the tests has.
-const env = {XDG_CONFIG_HOME: join(work, 'config'), MESHVM_CONFIG_DIR: undefined, OCLIF_COLUMNS: undefined, DEBUG: undefined}
+const env = {XDG_CONFIG_HOME: join(work, 'config'), MESHVM_CONFIG_DIR: undefined, OCLIF_COLUMNS: undefined, DEBUG: undefined, FORCE_COLOR: undefined}
 const pipe: Stdout = {isTTY: false}
-const served = (argv: string[], extra: NodeJS.ProcessEnv = {}, stdout: Stdout = pipe, script = join(REPO_ROOT, 'bin/run.js')) =>
-  cachedHelp(argv, {...process.env, ...env, ...extra} as NodeJS.ProcessEnv, stdout, script)
+/** The cache's answer in this test's environment plus `extra` (undefined: unset, as in process.env). */
+const served = (argv: string[], extra: NodeJS.ProcessEnv = {}, stdout: Stdout = pipe, script = join(REPO_ROOT, 'bin/run.js')) => {
+  const merged: NodeJS.ProcessEnv = {...process.env, ...env, ...extra}
+  for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k]
+  return cachedHelp(argv, merged, stdout, script)
+}
 const oclif = (argv: string[], extra: Record<string, string | undefined> = {}) => runCli(argv, {env: {...env, MESHVM_NO_HELP_CACHE: '1', ...extra}})
 
 const forms = (id: string): string[][] => {
@@ -58,9 +62,20 @@ describe('pre-rendered help (bin/help-cache.cjs)', () => {
     expect(viaCache.stdout).toBe(cache.texts['war:list'])
   })
 
-  it('serves an 80-column terminal, and OCLIF_COLUMNS=80', () => {
-    expect(served(['--help'], {}, {isTTY: true, getWindowSize: () => [80, 24]})).toBe(cache.texts[''])
-    expect(served(['--help'], {OCLIF_COLUMNS: '80'}, {isTTY: true, getWindowSize: () => [120, 24]})).toBe(cache.texts[''])
+  it('serves an 80-column terminal without colour, and OCLIF_COLUMNS=80', () => {
+    const tty80 = {isTTY: true, getWindowSize: (): [number, number] => [80, 24]}
+    expect(served(['--help'], {FORCE_COLOR: '0'}, tty80)).toBe(cache.texts[''])
+    expect(served(['--help'], {FORCE_COLOR: undefined, TERM: 'dumb'}, tty80)).toBe(cache.texts[''])
+    expect(served(['--help'], {FORCE_COLOR: 'false', OCLIF_COLUMNS: '80'}, {isTTY: true, getWindowSize: () => [120, 24]})).toBe(cache.texts[''])
+  })
+
+  it('leaves colour to oclif (bold headers)', async () => {
+    expect(served(['war', 'list', '--help'], {FORCE_COLOR: '1'})).toBeUndefined()
+    expect(served(['war', 'list', '--help'], {FORCE_COLOR: ''})).toBeUndefined()
+    const colour = {FORCE_COLOR: '3', NO_COLOR: undefined}
+    const [viaCli, viaOclif] = await Promise.all([runCli(['war', 'list', '--help'], {env: {...env, ...colour}}), oclif(['war', 'list', '--help'], colour)])
+    expect(viaCli.stdout).toContain('\x1b[1mUSAGE')
+    expect(viaCli.stdout).toBe(viaOclif.stdout)
   })
 
   it('leaves other widths to oclif, which wraps at that width', async () => {
