@@ -5,6 +5,8 @@ import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
 import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/cli/bundle-report.js'
 import {UsageError} from '../lib/errors.js'
 import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
+import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
+import type {KubeSession} from '../lib/kube/session.js'
 
 export default class Bundle extends BaseCommand<typeof Bundle> {
   static override summary = 'Write the bootstrap files a VM needs to join the mesh, for an existing WorkloadGroup.'
@@ -26,6 +28,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
   static override examples = [
     {description: 'For a WorkloadGroup in the cluster:', command: '<%= config.bin %> <%= command.id %> web -n apps -d ./web-vm'},
     {description: 'From a file, with a revisioned control plane and auto-registration, as a tarball too:', command: '<%= config.bin %> <%= command.id %> -f wg.yaml -r 1-24-6 --autoregister --archive -d ./out'},
+    {description: 'A new token for a bundle whose token is about to expire (nothing else is rewritten):', command: '<%= config.bin %> <%= command.id %> web -n apps -d ./web-vm --refresh-token'},
     {description: 'A VM reachable at a public address, through a gateway you name:', command: '<%= config.bin %> <%= command.id %> web -n apps -d out --external-ip 203.0.113.7 --ingress-ip 198.51.100.10'},
   ]
 
@@ -37,6 +40,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
     filename: Flags.string({char: 'f', summary: 'Read the WorkloadGroup from this YAML file (- for stdin) instead of the cluster.'}),
     'output-dir': Flags.string({char: 'd', summary: 'Directory to write the files into (created if missing).', required: true, aliases: ['output']}),
     ...bundleFlags,
+    'refresh-token': Flags.boolean({summary: 'Only issue a new token into DIR/istio-token (atomically, mode 0600) for a bundle already there; install.sh\'s expiry guard follows it.'}),
   }
 
   async run(): Promise<void> {
@@ -48,6 +52,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
     const session = await this.session()
     try {
       const {fetchWorkloadGroup} = await import('../lib/bundle/fetch.js')
+      if (f['refresh-token']) return await this.refreshToken(session, fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace)), options.tokenSeconds)
       const {writeBundle} = await import('../lib/bundle/run.js')
       // Ctrl-C: let the request in progress finish, then stop before the token is issued or any file written.
       const summary = await this.interruptible(BUNDLE_INTERRUPTED, async (signal) => {
@@ -58,5 +63,11 @@ printed and checked by install.sh. Files are written whole or not at all.`
     } finally {
       session.client.close()
     }
+  }
+
+  private async refreshToken(session: KubeSession, wg: WorkloadGroupLike, tokenSeconds: number): Promise<void> {
+    const {refreshToken} = await import('../lib/bundle-verify/refresh-token.js')
+    const r = await refreshToken(session.client, wg, {dir: this.flags['output-dir'], tokenSeconds})
+    this.note(`Wrote ${r.files.join(', ')}: a new token for ${r.serviceAccount}${r.expiresAt ? `, expiring at ${r.expiresAt.toISOString()}` : ''}`)
   }
 }

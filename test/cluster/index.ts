@@ -22,6 +22,8 @@ import {ApiServer} from './server.js'
 import {Store} from './store.js'
 
 export {Mesh, XDS_TYPES} from './mesh.js'
+export {meshCa, createMeshCa, type MeshCa} from './mesh-ca.js'
+export {XdsServer, type ServerCall, type CallHandler, type DiscoveryHandler} from './xds.js'
 export type {FaultRule} from './faults.js'
 export type {KubeObj} from './store.js'
 export {resourceKey} from './store.js'

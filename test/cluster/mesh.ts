@@ -318,6 +318,9 @@ export class Mesh {
     return out
   }
 
+  /** More istiod debug endpoints (e.g. /debug/clusterz from test/cluster/clusterz.ts), by path, served like /debug/syncz. */
+  readonly debugHandlers = new Map<string, (istiod: {name: string; namespace: string; clusterId: string}) => unknown>()
+
   /**
    * The pods/proxy handler. A real istiod serves /debug/* only to loopback callers or callers with an
    * istio-ca token or certificate (pilot/pkg/xds/debug.go allowAuthenticatedOrLocalhost), and the API
@@ -357,6 +360,8 @@ export class Mesh {
       res.writeHead(status, {'Content-Type': type, 'Content-Length': Buffer.byteLength(body)})
       res.end(body)
     }
+    const extra = this.debugHandlers.get(url.pathname)
+    if (istiod.debugHttp && extra) return send(200, JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId})), 'application/json')
     if (!istiod.debugHttp || url.pathname !== '/debug/syncz') return send(404, '404 page not found\n', 'text/plain; charset=utf-8')
     if (istiod.malformed) return send(200, '<html>not json</html>', 'text/html')
     send(200, JSON.stringify(this.syncz(istiod.name, url.searchParams.get('namespace') ?? undefined)), 'application/json')
@@ -374,7 +379,7 @@ export class Mesh {
     if (!this.options.pki) throw new Error('the mesh has no PKI to check tokens with')
     const san = `${istiod.revision === 'default' ? 'istiod' : `istiod-${istiod.revision}`}.${istiod.namespace}.svc`
     const ca = istiod.untrustedCertificate ? createMeshCa('not-the-mesh-root') : meshCa()
-    const xds = new XdsServer({pki: this.options.pki, certificate: ca.issue({dnsNames: [san]})})
+    const xds = new XdsServer({pki: this.options.pki, certificate: ca.issue({dnsNames: [san]}), clientCaPem: meshCa().rootPem})
     xds.onDiscovery(TYPE_DEBUG_SYNCZ, async () => {
       if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
       return this.synczXds(istiod.name)

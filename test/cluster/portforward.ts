@@ -11,14 +11,16 @@
  * - the connection to the pod's port is dialled at once; when nothing listens, the error channel
  *   gets kubelet's "error forwarding port ..." text and the socket closes.
  *
- * kubectl's SPDY forms (plain SPDY/3.1, or SPDY tunnelled in a WebSocket as
- * `SPDY/3.1+portforward.k8s.io`) are not served: their upgrade gets 400, as from a server without them.
+ * kubectl's forms: plain SPDY/3.1 (`POST`, `Upgrade: SPDY/3.1`, `X-Stream-Protocol-Version:
+ * portforward.k8s.io`; authorized as `create`) and SPDY tunnelled in a WebSocket's binary messages
+ * (subprotocol `SPDY/3.1+portforward.k8s.io`, kubectl 1.30+'s first try) are served by spdy.ts.
  */
 import type {IncomingMessage} from 'node:http'
 import type {Socket} from 'node:net'
 import {Duplex} from 'node:stream'
 import {WebSocketServer, type WebSocket} from 'ws'
 import type {Attributes, UserInfo} from './auth.js'
+import {serveSpdyPortForward} from './spdy.js'
 import {ApiError, badRequest, notFound, statusBody} from './status.js'
 
 /** Accepts one TCP connection to a pod's port (a simulated container listening there). */
@@ -36,12 +38,14 @@ export interface PortForwardContext {
 }
 
 const PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io']
+const SPDY_TUNNEL = 'SPDY/3.1+portforward.k8s.io'
+const SPDY_TUNNEL_TOKEN = 'meshvm-spdy-tunnel'
 const PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/portforward$/
 
 const wss = new WebSocketServer({
   noServer: true,
   // wsstream picks the first protocol it knows from the client's list; no header means binary.
-  handleProtocols: (offered) => [...offered].find((p) => PROTOCOLS.includes(p)) ?? false,
+  handleProtocols: (offered) => (offered.has(SPDY_TUNNEL_TOKEN) ? SPDY_TUNNEL : ([...offered].find((p) => PROTOCOLS.includes(p)) ?? false)),
 })
 
 /** A pair of connected Duplex streams (node:stream's duplexPair is Node 22+). */
@@ -68,6 +72,29 @@ export function duplexPair(): [Duplex, Duplex] {
   a = make(() => b)
   b = make(() => a)
   return [a, b]
+}
+
+/** A WebSocket's binary messages as a byte stream (the SPDY tunnel). */
+function webSocketStream(ws: WebSocket): Duplex {
+  const stream = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      if (ws.readyState !== ws.OPEN) return cb()
+      ws.send(chunk, {binary: true}, () => cb())
+    },
+    final(cb) {
+      ws.close(1000)
+      cb()
+    },
+    destroy(err, cb) {
+      if (ws.readyState === ws.OPEN) ws.close(1000)
+      cb(err)
+    },
+  })
+  ws.on('message', (data: Buffer) => stream.push(data))
+  ws.on('close', () => stream.push(null))
+  ws.on('error', () => stream.destroy())
+  return stream
 }
 
 function writeError(socket: Socket, err: ApiError): void {
@@ -100,8 +127,25 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   // kubectl 1.32 asks for SPDY first tunnelled in a WebSocket (subprotocol SPDY/3.1+portforward.k8s.io),
   // then as a plain SPDY upgrade (POST, X-Stream-Protocol-Version); with SPDY the ports travel in each
   // stream's headers, not in the query. Neither is served here: say so rather than ask for ports.
-  const spdy = String(req.headers['sec-websocket-protocol'] ?? '').includes('SPDY/3.1') || req.headers['x-stream-protocol-version'] !== undefined
-  if (spdy) return fail(badRequest('unable to upgrade connection: this test API server serves port-forward over the WebSocket channel protocol (v4.channel.k8s.io) only, not SPDY/3.1'))
+  const upgrade = String(req.headers.upgrade ?? '').toLowerCase()
+  const streamProtocols = String(req.headers['x-stream-protocol-version'] ?? '').split(',').map((p) => p.trim())
+  if (req.method === 'POST' && upgrade === 'spdy/3.1') {
+    // Plain SPDY (kubectl's fallback): the ports come in each stream's headers.
+    if (!streamProtocols.includes('portforward.k8s.io')) return fail(badRequest(`unable to upgrade connection: unable to negotiate protocol: client supports ${JSON.stringify(streamProtocols)}, server supports ["portforward.k8s.io"]`))
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n')
+    if (head.length > 0) socket.unshift(head)
+    serveSpdyPortForward(socket, {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port))
+    return 101
+  }
+  if (String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).includes(SPDY_TUNNEL)) {
+    // SPDY tunnelled in a WebSocket (kubectl 1.30+'s first try; apiserver PortForwardWebsockets): the
+    // WebSocket's binary messages carry the SPDY byte stream.
+    // The ws package refuses '/' and '+' in a subprotocol (not RFC 7230 token characters); Go's
+    // gorilla/websocket, which kube-apiserver uses, accepts them. Offer ws a token and answer the real name.
+    req.headers['sec-websocket-protocol'] = SPDY_TUNNEL_TOKEN
+    wss.handleUpgrade(req, socket, head, (ws) => serveSpdyPortForward(webSocketStream(ws), {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port)))
+    return 101
+  }
   // kubelet's portforward.NewV4Options: `ports` values, each comma-separated, each 1..65535.
   const ports: number[] = []
   for (const value of url.searchParams.getAll('ports')) {

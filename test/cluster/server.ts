@@ -372,6 +372,14 @@ export class ApiServer {
     const sa = this.store.get(resourceKey('', 'serviceaccounts'), sub[1], sub[2]!)
     const uid = claims['kubernetes.io']?.serviceaccount.uid ?? claims['kubernetes.io/serviceaccount/service-account.uid']
     if (!sa || sa.metadata.uid !== uid) return undefined
+    // kubernetes pkg/serviceaccount/legacy.go: a secret-based token is valid only while its Secret
+    // exists, is not being deleted, and still holds that very token.
+    const secretName = claims['kubernetes.io/serviceaccount/secret.name']
+    if (secretName !== undefined) {
+      const secret = this.store.get(resourceKey('', 'secrets'), sub[1], secretName)
+      const held = (secret?.data as Json | undefined)?.token
+      if (!secret || secret.metadata.deletionTimestamp || typeof held !== 'string' || Buffer.from(held, 'base64').toString('utf8') !== token) return undefined
+    }
     return {name: claims.sub, groups: ['system:serviceaccounts', `system:serviceaccounts:${sub[1]}`, 'system:authenticated']}
   }
 
@@ -1013,7 +1021,7 @@ export class ApiServer {
     const saName = secret.metadata.annotations?.['kubernetes.io/service-account.name']
     const sa = saName ? this.store.get(resourceKey('', 'serviceaccounts'), namespace, saName) : undefined
     if (!sa) return // the real controller deletes such Secrets; leaving it empty keeps tests observable
-    const token = legacyToken(this.options.pki, {namespace, name: sa.metadata.name, uid: sa.metadata.uid!})
+    const token = legacyToken(this.options.pki, {namespace, name: sa.metadata.name, uid: sa.metadata.uid!}, name)
     this.options.onSecret?.(token)
     const b64 = (s: string) => Buffer.from(s).toString('base64')
     this.store.update(resourceKey('', 'secrets'), {

@@ -61,6 +61,14 @@ export function reviewToken(pki: Pki, store: Store, token: string, requested: st
   const sa = store.get(resourceKey('', 'serviceaccounts'), namespace, name)
   if (!sa) return invalid(`service account ${namespace}/${name} has been deleted`)
   if (sa.metadata.uid !== uid) return invalid(`service account UID (${sa.metadata.uid}) does not match claim (${uid})`)
+  // pkg/serviceaccount/legacy.go: a secret-based token lives only as long as its Secret holds it.
+  const secretName = claims['kubernetes.io/serviceaccount/secret.name']
+  if (!bound && secretName !== undefined) {
+    const secret = store.get(resourceKey('', 'secrets'), namespace, secretName)
+    const held = (secret?.data as Record<string, string> | undefined)?.token
+    if (!secret || secret.metadata.deletionTimestamp) return invalid('Token has been invalidated')
+    if (held === undefined || Buffer.from(held, 'base64').toString('utf8') !== token) return invalid("Token does not match server's copy")
+  }
   return {
     authenticated: true,
     user: {

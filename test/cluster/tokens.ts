@@ -16,6 +16,7 @@ export interface TokenClaims {
   'kubernetes.io/serviceaccount/namespace'?: string
   'kubernetes.io/serviceaccount/service-account.name'?: string
   'kubernetes.io/serviceaccount/service-account.uid'?: string
+  'kubernetes.io/serviceaccount/secret.name'?: string
 }
 
 const b64url = (data: string | Buffer) => Buffer.from(data).toString('base64url')
@@ -57,12 +58,14 @@ export function boundToken(pki: Pki, sa: {namespace: string; name: string; uid: 
   return {token, expires: new Date(exp * 1000)}
 }
 
-export function legacyToken(pki: Pki, sa: {namespace: string; name: string; uid: string}): string {
+/** A secret-based token; with `secretName` it carries kube's secret.name claim (pkg/serviceaccount/legacy.go). */
+export function legacyToken(pki: Pki, sa: {namespace: string; name: string; uid: string}, secretName?: string): string {
   return signToken(pki, {
     iss: 'kubernetes/serviceaccount',
     sub: `system:serviceaccount:${sa.namespace}:${sa.name}`,
     'kubernetes.io/serviceaccount/namespace': sa.namespace,
     'kubernetes.io/serviceaccount/service-account.name': sa.name,
     'kubernetes.io/serviceaccount/service-account.uid': sa.uid,
+    ...(secretName ? {'kubernetes.io/serviceaccount/secret.name': secretName} : {}),
   })
 }

@@ -15,6 +15,7 @@
  */
 import {createSecureServer, constants, type Http2SecureServer, type IncomingHttpHeaders, type ServerHttp2Stream} from 'node:http2'
 import type {AddressInfo} from 'node:net'
+import type {TLSSocket} from 'node:tls'
 import type {Duplex} from 'node:stream'
 import {encodeGrpcMessage, encodeMessage, GrpcCode, MessageDecoder} from '../../src/lib/grpc/framing.js'
 import {ADS_METHOD, decodeDiscoveryRequest, encodeDiscoveryResponse, type DiscoveryRequest, type DiscoveryResponse} from '../../src/lib/grpc/xds.js'
@@ -28,8 +29,10 @@ export const ISTIO_CA_AUDIENCE = 'istio-ca'
 export interface ServerCall {
   path: string
   metadata: IncomingHttpHeaders
-  /** The caller's verified token claims (undefined for an `auth: 'none'` handler called without one). */
+  /** The caller's verified token claims (undefined without a valid istio-ca token). */
   identity?: TokenClaims
+  /** The SPIFFE ID of a client certificate the mesh root signed (mTLS, as a VM after bootstrap), if any. */
+  peer?: string
   next(): Promise<Buffer | undefined>
   send(message: Uint8Array): void
   end(code?: number, message?: string): void
@@ -45,6 +48,8 @@ export interface XdsServerOptions {
   /** Verifies bearer tokens (the API server's service-account signing key). */
   pki: Pki
   certificate: IssuedCert
+  /** Client certificates signed by this root authenticate callers too (istiod accepts workload certificates). */
+  clientCaPem?: string
   /** Called for every token check, e.g. to count them. */
   onAuth?: (ok: boolean) => void
 }
@@ -61,7 +66,11 @@ export class XdsServer {
   address?: {host: string; port: number}
 
   constructor(private readonly options: XdsServerOptions) {
-    this.server = createSecureServer({key: options.certificate.keyPem, cert: options.certificate.certPem, allowHTTP1: false})
+    this.server = createSecureServer({
+      key: options.certificate.keyPem, cert: options.certificate.certPem, allowHTTP1: false,
+      // A client certificate is asked for but optional; only one the mesh root signed counts (peerIdentity).
+      ...(options.clientCaPem ? {requestCert: true, rejectUnauthorized: false, ca: options.clientCaPem} : {}),
+    })
     this.server.on('stream', (stream, headers) => this.dispatch(stream, headers))
     this.server.on('session', (session) => session.on('error', () => undefined))
     this.server.on('secureConnection', (s) => s.on('error', () => undefined))
@@ -132,11 +141,13 @@ export class XdsServer {
       return
     }
     const identity = this.authenticate(headers)
-    if (entry.auth === 'required' && !identity) {
+    const peer = identity || this.refuseTokens ? undefined : peerIdentity(stream)
+    if (entry.auth === 'required' && !identity && !peer) {
       trailersOnly(GrpcCode.UNAUTHENTICATED, 'authentication failure')
       return
     }
     const call = serverCall(stream, path, headers, identity, this.latencyMs)
+    if (peer) call.peer = peer
     Promise.resolve(entry.handler(call)).catch((err: unknown) => call.end(GrpcCode.INTERNAL, (err as Error).message))
   }
 
@@ -165,6 +176,14 @@ export class XdsServer {
       if (response && !call.closed) call.send(encodeDiscoveryResponse(response))
     }
   }
+}
+
+/** The SPIFFE URI SAN of a verified client certificate. */
+function peerIdentity(stream: ServerHttp2Stream): string | undefined {
+  const socket = stream.session?.socket as (TLSSocket & {authorized?: boolean}) | undefined
+  if (!socket?.authorized) return undefined
+  const san = socket.getPeerCertificate?.()?.subjectaltname ?? ''
+  return /URI:(spiffe:\/\/[^,\s]+)/.exec(san)?.[1]
 }
 
 function serverCall(stream: ServerHttp2Stream, path: string, metadata: IncomingHttpHeaders, identity: TokenClaims | undefined, latencyMs: number): ServerCall {

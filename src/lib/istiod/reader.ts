@@ -158,6 +158,14 @@ export class IstiodReader {
     }
   }
 
+  /** GET another debug path (e.g. /debug/clusterz) over the same port-forward; HTTP only, no xDS fallback. */
+  async debugHttp(path: string, timeoutMs: number): Promise<string> {
+    if (this.target.kind !== 'pod') throw new IstiodReadError('error', `${this.who}: ${path} is read over port-forward to an istiod pod`, {exit: ExitCode.USAGE, code: 'Usage'})
+    const http = await this.http(path, Date.now() + timeoutMs, timeoutMs)
+    if (http.ok) return http.body
+    throw new IstiodReadError('error', `${this.who}: ${http.why}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError'})
+  }
+
   close(): void {
     this.agent?.destroy()
     this.channel?.close()

@@ -93,7 +93,13 @@ describe('gRPC client against the simulated istiod server', () => {
   const token = () => boundToken(pki, {namespace: 'istio-system', name: 'default', uid: 'u'}, ['istio-ca'], 600).token
 
   beforeAll(async () => {
-    server = new XdsServer({pki, certificate: ca.issue({dnsNames: [san]})})
+    server = new XdsServer({pki, certificate: ca.issue({dnsNames: [san]}), clientCaPem: ca.rootPem})
+    // A registered method (as another helper adds the CA service): answers with the caller's identity.
+    server.handle('/meshvm.test.Who/Am', async (call) => {
+      await call.next()
+      call.send(Buffer.from(call.peer ?? call.identity?.sub ?? ''))
+      call.end()
+    })
     server.onDiscovery(TYPE_DEBUG_SYNCZ, (req) => ({typeUrl: req.typeUrl, nonce: 'x', resources: [], controlPlane: {identifier: JSON.stringify({ID: req.node?.id})}}))
     port = (await server.listen()).port
   })
@@ -125,6 +131,33 @@ describe('gRPC client against the simulated istiod server', () => {
       } finally {
         ch.close()
       }
+    }
+  })
+
+  it('handler registry: a unary method, authenticated by a token or by a client certificate the mesh root signed', async () => {
+    const ch = channel()
+    try {
+      expect((await ch.unary('/meshvm.test.Who/Am', new Uint8Array(), {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})).toString()).toBe('system:serviceaccount:istio-system:default')
+    } finally {
+      ch.close()
+    }
+    const workload = ca.issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
+    const mtls = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: workload.certPem, key: workload.keyPem, ALPNProtocols: ['h2']})})
+    try {
+      expect((await mtls.unary('/meshvm.test.Who/Am', new Uint8Array(), {timeoutMs: 5000})).toString()).toBe('spiffe://cluster.local/ns/vms/sa/vm-sa')
+    } finally {
+      mtls.close()
+    }
+    // A certificate from another CA authenticates nothing.
+    const stranger = createMeshCa('stranger').issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
+    const other = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: stranger.certPem, key: stranger.keyPem, ALPNProtocols: ['h2']})})
+    try {
+      const err = (await other.unary('/meshvm.test.Who/Am', new Uint8Array(), {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      expect(err.code).toBe(GrpcCode.UNAUTHENTICATED)
+      const missing = (await other.unary('/meshvm.test.Nope/Nope', new Uint8Array(), {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      expect(missing.code).toBe(GrpcCode.UNIMPLEMENTED)
+    } finally {
+      other.close()
     }
   })
 

@@ -1,0 +1,97 @@
+import * as Args from '@oclif/core/args'
+import * as Flags from '@oclif/core/flags'
+import type * as Interfaces from '@oclif/core/interfaces'
+import {BaseCommand, commonOutputFlags, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
+import {ExitCode, flagError, MeshvmError} from '../../lib/errors.js'
+import {renderData} from '../../lib/output/render.js'
+import {renderTable} from '../../lib/output/table.js'
+import {terminalSafe} from '../../lib/output/terminal.js'
+import type {RemoteSecretStatus} from '../../lib/remote-secret/status.js'
+import {parseDuration} from '../../lib/validation/kube.js'
+
+const flags = {
+  ...multiContextFlags,
+  output: Flags.option({char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+  timeout: Flags.string({summary: 'How long to wait for each remote API server and each istiod to answer (e.g. 10s).', default: '10s'}),
+}
+
+type StatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
+
+export default class RemoteSecretStatusCommand extends BaseCommand<typeof RemoteSecretStatusCommand> {
+  static override summary = 'Check that every remote secret still works: from here with its own credentials, and as istiod sees it.'
+
+  static override description = `For each remote secret (label istio/multiCluster=true, in -i of each context), one row per cluster:
+REACHABLE — its kubeconfig, used as it is (server, CA, token), gets an answer from the remote API server;
+PERMISSIONS — SelfSubjectAccessReviews made with those same credentials: every read istiod needs is
+allowed (or which are not); ISTIOD — what each running istiod of the context reports for that cluster in
+its /debug/clusterz (read through the API server's pod proxy): synced, syncing, timeout, closed, or
+not-loaded when istiod does not know the cluster at all.
+
+The exit code is 8 when any row fails (unreachable, a permission missing, or an istiod not synced).
+The check connects from this machine: a server only istiod's cluster can reach shows as unreachable
+here while istiod reports it synced.`
+
+  static override examples = [
+    {description: 'Every remote secret of two clusters:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
+    {description: 'One cluster\'s secret, as JSON:', command: '<%= config.bin %> <%= command.id %> istio-remote-secret-west --context east -o json'},
+  ]
+
+  static override args = {
+    name: Args.string({description: 'Only this Secret (or the Secret holding this cluster name).', required: false, ignoreStdin: true}),
+  }
+
+  static override flags = flags
+  declare protected flags: StatusFlags
+
+  async run(): Promise<void> {
+    const f = this.flags
+    const timeoutMs = parseDuration(f.timeout)
+    if (timeoutMs === undefined || timeoutMs <= 0) throw flagError('--timeout', f.timeout, 'expected a positive duration such as 10s or 500ms')
+    const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
+    const {remoteSecretStatus} = await import('../../lib/remote-secret/status.js')
+    const rows: RemoteSecretStatus[] = []
+    for (const c of contexts) {
+      const session = await this.session(c)
+      try {
+        rows.push(...(await remoteSecretStatus(session.client, {context: session.contextName, istioNamespace: session.istioNamespace, revision: session.revision, timeoutMs, only: this.args.name})))
+      } finally {
+        session.client.close()
+      }
+    }
+    if (this.args.name !== undefined && rows.length === 0) {
+      throw new MeshvmError(`no remote secret ${JSON.stringify(this.args.name)} in namespace ${f['istio-namespace']}`, {exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: ['list them: meshvm remote-secret list']})
+    }
+    if (f.output === 'json' || f.output === 'yaml') this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretStatusList', items: rows}, f.output)!)
+    else if (rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}.`)
+    else {
+      const chalk = this.chalkFor(f.output)
+      this.out(
+        renderTable(rows, [
+          {header: 'CONTEXT', value: (r) => terminalSafe(r.context)},
+          {header: 'SECRET', value: (r) => terminalSafe(r.secret)},
+          {header: 'CLUSTER', value: (r) => terminalSafe(r.cluster)},
+          {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
+          {header: 'PERMISSIONS', value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`), color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t))},
+          {header: 'ISTIOD', value: (r) => (r.istiods.length === 0 ? 'no istiod' : r.istiods.map((i) => (i.error ? 'error' : i.syncStatus)).join(','))},
+          {header: 'SERVER', wide: true, value: (r) => terminalSafe(r.server)},
+          {header: 'VERSION', wide: true, value: (r) => terminalSafe(r.kubernetesVersion ?? '-')},
+        ], {wide: f.output === 'wide'}),
+      )
+      for (const r of rows) {
+        const where = `${r.context}: ${r.secret} (cluster ${r.cluster})`
+        if (r.credentialError) this.note(`${terminalSafe(where)}: credentials: ${terminalSafe(r.credentialError)}`)
+        if (r.denied.length > 0) this.note(`${terminalSafe(where)}: not allowed: ${r.denied.join(', ')}`)
+        for (const i of r.istiods) if (i.error) this.note(`${terminalSafe(where)}: ${terminalSafe(i.error)}`)
+      }
+    }
+    const failing = rows.filter((r) => r.verdict !== 'ok')
+    if (failing.length > 0) {
+      throw new MeshvmError(`${failing.length} of ${rows.length} remote cluster credentials failing: ${failing.map((r) => `${r.context}/${r.secret}`).join(', ')}`, {
+        exit: ExitCode.CHECK_FAILED,
+        code: 'CheckFailed',
+        hints: ['rotate a secret whose token was revoked: meshvm remote-secret rotate SECRET --from CONTEXT'],
+      })
+    }
+  }
+}

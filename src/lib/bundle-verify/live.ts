@@ -1,0 +1,159 @@
+/**
+ * `meshvm bundle verify`, against the live cluster: the values are read where `meshvm bundle`
+ * reads them (src/lib/bundle/fetch.ts), so a bundle passes exactly when a new one would carry the
+ * same values. Each check reports, never throws, for API errors: one failing read leaves the rest.
+ */
+import {ExitCode, MeshvmError} from '../errors.js'
+import type {KubeClient} from '../kube/client.js'
+import {Resources, resourcePath} from '../kube/resources.js'
+import {fetchClusterId, fetchRootCert, fetchWorkloadGroup, findGateway} from '../bundle/fetch.js'
+import {findIstiods} from '../proxy-status/fetch.js'
+import {RERUN, type Check, type OfflineResult} from './offline.js'
+
+export interface LiveOptions {
+  istioNamespace: string
+  /** --ingress-service (NAME or NAME.NS). */
+  ingressService: string
+}
+
+interface ServiceLike {
+  spec?: {ports?: {port?: number; targetPort?: number | string; name?: string}[]}
+}
+
+async function guarded(id: string, checks: Check[], fn: () => Promise<Check | Check[]>): Promise<void> {
+  try {
+    const c = await fn()
+    checks.push(...(Array.isArray(c) ? c : [c]))
+  } catch (err) {
+    if (!(err instanceof MeshvmError)) throw err
+    const forbidden = err.exit === ExitCode.FORBIDDEN
+    checks.push({id, status: forbidden ? 'skip' : 'fail', detail: forbidden ? `cannot check: ${err.message}` : err.message, ...(forbidden ? {} : {fix: RERUN})})
+  }
+}
+
+/** `istiod-REV.NS.svc:15012` → {service, namespace, revision}. */
+export function parseIstiodAddress(address: string): {service: string; namespace: string; revision?: string; port: string} | undefined {
+  const m = /^(istiod(?:-([a-z0-9-]+))?)\.([a-z0-9-]+)\.svc(?:\.[a-z0-9.-]+)?:(\d+)$/.exec(address)
+  if (!m) return undefined
+  return {service: m[1]!, revision: m[2], namespace: m[3]!, port: m[4]!}
+}
+
+export async function liveChecks(client: KubeClient, off: OfflineResult, o: LiveOptions): Promise<Check[]> {
+  const checks: Check[] = []
+  const env = off.env
+  const namespace = env.POD_NAMESPACE
+  const groupName = env.ISTIO_META_WORKLOAD_NAME
+  const address = env.CA_ADDR ?? off.discoveryAddress ?? `istiod.${o.istioNamespace}.svc:15012`
+  const istiod = parseIstiodAddress(address)
+  const revision = istiod?.revision
+  const istioNamespace = istiod?.namespace ?? o.istioNamespace
+
+  // The token, as istiod's CA authenticates it (security/pkg/server/ca/authenticate/kubeauth).
+  if (off.token) {
+    await guarded('token.review', checks, async () => {
+      const review = await client.request<{status?: {authenticated?: boolean; error?: string; user?: {username?: string}}}>({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/tokenreviews',
+        body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: {token: off.token, audiences: ['istio-ca']}},
+        retry: 'idempotent',
+      })
+      const s = review?.status
+      if (s?.authenticated) return {id: 'token.review', status: 'pass', detail: `the API server accepts it for audience istio-ca as ${s.user?.username ?? '?'}`}
+      return {id: 'token.review', status: 'fail', detail: `the API server rejects it: ${s?.error ?? 'not authenticated'}`, fix: `meshvm bundle ${groupName ?? 'NAME'} -n ${namespace ?? 'NS'} --refresh-token -d DIR`}
+    })
+  }
+
+  // root-cert.pem: the mesh root istiod publishes in the VM's namespace.
+  if (off.rootCert !== undefined && namespace) {
+    await guarded('root-cert', checks, async () => {
+      const live = await fetchRootCert(client, namespace)
+      return live.trim() === off.rootCert!.trim()
+        ? {id: 'root-cert', status: 'pass', detail: `matches ConfigMap ${namespace}/istio-ca-root-cert`}
+        : {id: 'root-cert', status: 'fail', detail: `differs from ConfigMap ${namespace}/istio-ca-root-cert: the mesh root was rotated; the VM would not trust istiod`, fix: RERUN}
+    })
+  }
+
+  // CA_ADDR / discoveryAddress: a Service of that name, and a running istiod of that revision.
+  await guarded('istiod', checks, async () => {
+    if (!istiod) return {id: 'istiod', status: 'fail', detail: `${address}: not an istiod Service address (istiod[-REVISION].NAMESPACE.svc:PORT)`, fix: RERUN}
+    const svc = await client.getOptional(resourcePath(Resources.services, {namespace: istiod.namespace, name: istiod.service}))
+    if (!svc) return {id: 'istiod', status: 'fail', detail: `${address}: Service ${istiod.namespace}/${istiod.service} not found (was revision ${revision ?? 'default'} removed?)`, fix: `${RERUN} with the current --revision`}
+    const {selected} = await findIstiods(client, {istioNamespace: istiod.namespace, revision: revision ?? undefined})
+    const running = revision === undefined ? selected : selected.filter((p) => p.revision === revision)
+    if (running.length === 0) return {id: 'istiod', status: 'fail', detail: `${address}: no running istiod${revision ? ` of revision ${revision}` : ''} in ${istiod.namespace}`, fix: `${RERUN} with the current --revision`}
+    return {id: 'istiod', status: 'pass', detail: `${address}: ${running.length} running istiod${revision ? ` (revision ${revision})` : ''}`}
+  })
+
+  // hosts: the east-west gateway's current address, which must expose 15012 (xDS/CA) and 15017 (webhook).
+  if (off.hosts !== undefined) {
+    await guarded('gateway', checks, async () => {
+      const entries = off.hosts!.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
+      const parts = o.ingressService.split('.')
+      const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, istioNamespace]
+      if (entries.length === 0) {
+        const hostComment = /reached through the east-west gateway (\S+);/.exec(off.hosts!)
+        if (!hostComment) return {id: 'gateway', status: 'pass', detail: 'no hosts entries: the VM resolves istiod itself (flat network)'}
+      }
+      const current = await findGateway(client, istioNamespace, {ingressService: o.ingressService, noHosts: false})
+      const bundled = entries[0]?.split(/\s+/)[0] ?? /reached through the east-west gateway (\S+);/.exec(off.hosts!)?.[1]
+      const now = current.kind === 'ip' ? current.address : current.kind === 'hostname' ? current.hostname : ''
+      const out: Check[] = []
+      out.push(
+        bundled === now
+          ? {id: 'gateway', status: 'pass', detail: `hosts points at ${bundled}, the current address of ${ns}/${name}`}
+          : {id: 'gateway', status: 'fail', detail: `hosts points at ${bundled}, but ${ns}/${name} is now at ${now}: the VM cannot reach istiod`, fix: RERUN},
+      )
+      const svc = await client.getOptional<ServiceLike>(resourcePath(Resources.services, {namespace: ns, name}))
+      const ports = new Set((svc?.spec?.ports ?? []).map((p) => p.port))
+      const lacking = [15012, 15017].filter((p) => !ports.has(p))
+      out.push(
+        lacking.length === 0
+          ? {id: 'gateway.ports', status: 'pass', detail: `${ns}/${name} exposes 15012 and 15017`}
+          : {id: 'gateway.ports', status: 'fail', detail: `${ns}/${name} does not expose ${lacking.join(' and ')} (istiod's xDS/CA and webhook ports)`, fix: 'expose istiod through the east-west gateway (samples/multicluster/expose-istiod.yaml)'},
+      )
+      return out
+    })
+  }
+
+  // ISTIO_META_CLUSTER_ID: what istiod calls this cluster.
+  if (env.ISTIO_META_CLUSTER_ID !== undefined) {
+    await guarded('cluster-id', checks, async () => {
+      const id = await fetchClusterId(client, istioNamespace, revision, () => undefined)
+      return id === env.ISTIO_META_CLUSTER_ID
+        ? {id: 'cluster-id', status: 'pass', detail: `ISTIO_META_CLUSTER_ID ${id}`}
+        : {id: 'cluster-id', status: 'fail', detail: `ISTIO_META_CLUSTER_ID is ${env.ISTIO_META_CLUSTER_ID}, istiod's cluster is ${id}: istiod's CA refuses the VM`, fix: RERUN}
+    })
+  }
+
+  // The WorkloadGroup: still there, same service account, network and labels.
+  if (groupName && namespace) {
+    await guarded('workloadgroup', checks, async () => {
+      let wg
+      try {
+        wg = await fetchWorkloadGroup(client, groupName, namespace)
+      } catch (err) {
+        if (err instanceof MeshvmError && err.exit === ExitCode.NOT_FOUND) return {id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${namespace}/${groupName} not found`, fix: `recreate it (meshvm onboard ${groupName} -n ${namespace} … --apply), then ${RERUN}`}
+        throw err
+      }
+      const t = wg.spec?.template ?? {}
+      const problems: string[] = []
+      const sa = t.serviceAccount || 'default'
+      if (sa !== env.SERVICE_ACCOUNT) problems.push(`service account ${env.SERVICE_ACCOUNT} → ${sa}`)
+      if ((t.network ?? '') !== (env.ISTIO_META_NETWORK ?? '')) problems.push(`network ${env.ISTIO_META_NETWORK || '(none)'} → ${t.network || '(none)'}`)
+      let bundled: Record<string, string> = {}
+      try {
+        bundled = JSON.parse(env.ISTIO_METAJSON_LABELS ?? '{}') as Record<string, string>
+      } catch {
+        problems.push('ISTIO_METAJSON_LABELS is not JSON')
+      }
+      const want: Record<string, string> = {...(wg.spec?.metadata?.labels ?? {}), ...(t.labels ?? {})}
+      const derived = new Set(['service.istio.io/canonical-name', 'service.istio.io/canonical-revision'])
+      for (const [k, v] of Object.entries(want)) if (bundled[k] !== v) problems.push(`label ${k}: ${bundled[k] ?? '(none)'} → ${v}`)
+      for (const k of Object.keys(bundled)) if (!(k in want) && !derived.has(k)) problems.push(`label ${k}: ${bundled[k]} → (none)`)
+      return problems.length === 0
+        ? {id: 'workloadgroup', status: 'pass', detail: `WorkloadGroup ${namespace}/${groupName}: service account, network and labels match`}
+        : {id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${namespace}/${groupName} changed since the bundle: ${problems.join('; ')}`, fix: RERUN}
+    })
+  }
+  return checks
+}

@@ -1,0 +1,235 @@
+/**
+ * `meshvm bundle verify`, the part that needs no cluster: reading the bundle (a directory, or the
+ * .tar.gz `meshvm bundle --archive` writes), and checking its files, modes, cluster.env (parsed as
+ * the VM's shell reads it: istio-start.sh does `set -a; . cluster.env`) and the token's claims.
+ * Pure apart from reading the files; nothing here prints or returns the token.
+ */
+import {lstatSync, readdirSync, readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {gunzipSync} from 'node:zlib'
+import {parse as parseYaml} from 'yaml'
+import {jwtClaims} from '../remote-secret/list.js'
+
+export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip'
+
+export interface Check {
+  /** Stable identifier, e.g. `token.expiry`. */
+  id: string
+  status: CheckStatus
+  detail: string
+  fix?: string
+}
+
+export interface BundleFileData {
+  data: Buffer
+  mode: number
+  symlink: boolean
+}
+
+export type BundleFiles = Map<string, BundleFileData>
+
+export const REQUIRED_FILES = ['mesh.yaml', 'cluster.env', 'root-cert.pem', 'istio-token', 'hosts'] as const
+export const RERUN = 're-run meshvm bundle'
+
+/** The files of a bundle directory; symbolic links are recorded, never followed. */
+export function readBundleDir(dir: string): BundleFiles {
+  const files: BundleFiles = new Map()
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name)
+    const st = lstatSync(path)
+    if (st.isSymbolicLink()) files.set(name, {data: Buffer.alloc(0), mode: st.mode, symlink: true})
+    else if (st.isFile()) files.set(name, {data: readFileSync(path), mode: st.mode, symlink: false})
+  }
+  return files
+}
+
+/** The regular files of a ustar archive (one directory level), with their modes. */
+export function readTarGz(buf: Buffer): BundleFiles {
+  let tar: Buffer
+  try {
+    tar = gunzipSync(buf)
+  } catch {
+    throw new Error('not a gzip file')
+  }
+  const files: BundleFiles = new Map()
+  for (let off = 0; off + 512 <= tar.length; ) {
+    const h = tar.subarray(off, off + 512)
+    if (h.every((b) => b === 0)) break
+    const field = (start: number, len: number) => h.subarray(start, start + len).toString('latin1').replace(/\0.*$/s, '').trim()
+    const name = field(0, 100)
+    const size = parseInt(field(124, 12) || '0', 8)
+    const mode = parseInt(field(100, 8) || '0', 8)
+    const type = field(156, 1) || '0'
+    if (Number.isNaN(size) || off + 512 + size > tar.length) throw new Error('truncated tar archive')
+    const base = name.split('/').filter(Boolean).pop() ?? name
+    if (type === '0' || type === '2') files.set(base, {data: Buffer.from(tar.subarray(off + 512, off + 512 + size)), mode, symlink: type === '2'})
+    off += 512 + Math.ceil(size / 512) * 512
+  }
+  return files
+}
+
+export interface ParsedEnv {
+  values: Record<string, string>
+  problems: string[]
+}
+
+/**
+ * cluster.env as `sh` reads it with `set -a`: NAME=WORD lines, comments, blank lines. A WORD may mix
+ * unquoted text, '…' and "…" parts. Anything the shell would expand or run ($, `, ;, |, &, <, >, (, ))
+ * is reported instead of evaluated: the bundle is never executed here.
+ */
+export function parseClusterEnv(text: string): ParsedEnv {
+  const values: Record<string, string> = {}
+  const problems: string[] = []
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.replace(/\r$/, '')
+    const n = i + 1
+    if (/^\s*(#.*)?$/.test(line)) return
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line)
+    if (!m) {
+      problems.push(`line ${n}: not NAME=value (the VM's shell would run it as a command)`)
+      return
+    }
+    const [, name, rest] = m as unknown as [string, string, string]
+    let value = ''
+    let j = 0
+    let bad: string | undefined
+    while (j < rest.length && bad === undefined) {
+      const c = rest[j]!
+      if (c === "'") {
+        const end = rest.indexOf("'", j + 1)
+        if (end < 0) bad = 'unterminated single quote'
+        else {
+          value += rest.slice(j + 1, end)
+          j = end + 1
+        }
+      } else if (c === '"') {
+        let k = j + 1
+        for (; k < rest.length && rest[k] !== '"'; k++) {
+          if (rest[k] === '\\' && k + 1 < rest.length && '$`"\\'.includes(rest[k + 1]!)) {
+            value += rest[++k]
+          } else if (rest[k] === '$' || rest[k] === '`') {
+            bad = `${rest[k]} inside double quotes would be expanded by the VM's shell`
+            break
+          } else value += rest[k]
+        }
+        if (bad === undefined && k >= rest.length) bad = 'unterminated double quote'
+        j = k + 1
+      } else if (c === '\\') {
+        if (j + 1 < rest.length) value += rest[j + 1]
+        j += 2
+      } else if (/\s/.test(c)) {
+        if (!/^\s*(#.*)?$/.test(rest.slice(j))) bad = 'unquoted space: the rest of the line would run as a command'
+        break
+      } else if ('$`;|&<>()'.includes(c)) {
+        bad = `unquoted ${c} would be interpreted by the VM's shell`
+      } else {
+        value += c
+        j++
+      }
+    }
+    if (bad !== undefined) problems.push(`line ${n} (${name}): ${bad}`)
+    else values[name] = value
+  })
+  return {values, problems}
+}
+
+export interface OfflineResult {
+  checks: Check[]
+  env: Record<string, string>
+  /** The token (kept in memory for the TokenReview; never shown). */
+  token?: string
+  tokenSubject?: string
+  rootCert?: string
+  discoveryAddress?: string
+  hosts?: string
+}
+
+const text = (f: BundleFileData | undefined) => f?.data.toString('utf8')
+
+function formatIn(ms: number): string {
+  const s = Math.round(Math.abs(ms) / 1000)
+  if (s < 120) return `${s}s`
+  const m = Math.round(s / 60)
+  if (m < 180) return `${m}m`
+  const h = Math.round(m / 60)
+  return h < 72 ? `${h}h` : `${Math.round(h / 24)}d`
+}
+
+export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: number}): OfflineResult {
+  const checks: Check[] = []
+  const missing = REQUIRED_FILES.filter((f) => !files.has(f))
+  checks.push(
+    missing.length === 0
+      ? {id: 'files', status: 'pass', detail: `${REQUIRED_FILES.join(', ')} present`}
+      : {id: 'files', status: 'fail', detail: `missing: ${missing.join(', ')}`, fix: RERUN},
+  )
+  const token = files.get('istio-token')
+  if (token) {
+    if (token.symlink) checks.push({id: 'files.token-mode', status: 'fail', detail: 'istio-token is a symbolic link', fix: 'replace it with the file itself (mode 0600)'})
+    else if ((token.mode & 0o077) !== 0) {
+      checks.push({id: 'files.token-mode', status: 'fail', detail: `istio-token has mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}: others can read the VM's credential`, fix: 'chmod 600 istio-token'})
+    } else checks.push({id: 'files.token-mode', status: 'pass', detail: `istio-token mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}`})
+  }
+
+  const result: OfflineResult = {checks, env: {}}
+  const envText = text(files.get('cluster.env'))
+  if (envText !== undefined) {
+    const parsed = parseClusterEnv(envText)
+    result.env = parsed.values
+    const needed = ['ISTIO_META_CLUSTER_ID', 'SERVICE_ACCOUNT', 'POD_NAMESPACE', 'ISTIO_META_WORKLOAD_NAME'].filter((k) => !(k in parsed.values))
+    if (parsed.problems.length > 0) checks.push({id: 'cluster-env', status: 'fail', detail: parsed.problems.join('; '), fix: RERUN})
+    else if (needed.length > 0) checks.push({id: 'cluster-env', status: 'fail', detail: `sets no ${needed.join(', ')}`, fix: RERUN})
+    else checks.push({id: 'cluster-env', status: 'pass', detail: `${Object.keys(parsed.values).length} variables, parsed as sh reads them`})
+  }
+
+  const meshText = text(files.get('mesh.yaml'))
+  if (meshText !== undefined) {
+    try {
+      const mesh = parseYaml(meshText) as {defaultConfig?: {discoveryAddress?: unknown}} | null
+      const da = mesh?.defaultConfig?.discoveryAddress
+      if (typeof da === 'string') result.discoveryAddress = da
+      checks.push({id: 'mesh-yaml', status: 'pass', detail: `valid YAML${typeof da === 'string' ? `; discoveryAddress ${da}` : ''}`})
+    } catch (err) {
+      checks.push({id: 'mesh-yaml', status: 'fail', detail: `not valid YAML: ${(err as Error).message.split('\n')[0]}`, fix: RERUN})
+    }
+  }
+  result.rootCert = text(files.get('root-cert.pem'))
+  result.hosts = text(files.get('hosts'))
+  if (result.rootCert !== undefined && !result.rootCert.includes('-----BEGIN CERTIFICATE-----')) {
+    checks.push({id: 'root-cert.format', status: 'fail', detail: 'root-cert.pem holds no PEM certificate', fix: RERUN})
+  }
+
+  if (token) {
+    const t = token.data.toString('utf8').trim()
+    result.token = t
+    const claims = jwtClaims(t)
+    if (!claims) checks.push({id: 'token.format', status: 'fail', detail: 'istio-token is not a JWT', fix: 'meshvm bundle NAME --refresh-token -d DIR'})
+    else {
+      const exp = typeof claims.exp === 'number' ? claims.exp * 1000 : undefined
+      const left = exp === undefined ? undefined : exp - o.now.getTime()
+      const refresh = `meshvm bundle ${result.env.ISTIO_META_WORKLOAD_NAME ?? 'NAME'} -n ${result.env.POD_NAMESPACE ?? 'NS'} --refresh-token -d DIR`
+      if (left === undefined) checks.push({id: 'token.expiry', status: 'warn', detail: 'the token has no expiry (not a TokenRequest token)'})
+      else if (left <= 0) checks.push({id: 'token.expiry', status: 'fail', detail: `expired ${formatIn(left)} ago (${new Date(exp!).toISOString()})`, fix: refresh})
+      else if (left <= o.warnWithinMs) checks.push({id: 'token.expiry', status: 'warn', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()}): the sidecar must connect before then`, fix: refresh})
+      else checks.push({id: 'token.expiry', status: 'pass', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()})`})
+      const aud = Array.isArray(claims.aud) ? claims.aud : typeof claims.aud === 'string' ? [claims.aud] : []
+      checks.push(
+        aud.includes('istio-ca')
+          ? {id: 'token.audience', status: 'pass', detail: 'audience istio-ca'}
+          : {id: 'token.audience', status: 'fail', detail: `audience ${aud.length > 0 ? aud.join(', ') : '(none)'}, istiod's CA wants istio-ca`, fix: refresh},
+      )
+      const sub = typeof claims.sub === 'string' ? claims.sub : ''
+      result.tokenSubject = sub
+      const want = result.env.POD_NAMESPACE && result.env.SERVICE_ACCOUNT ? `system:serviceaccount:${result.env.POD_NAMESPACE}:${result.env.SERVICE_ACCOUNT}` : undefined
+      if (want !== undefined) {
+        checks.push(
+          sub === want
+            ? {id: 'token.service-account', status: 'pass', detail: `for ${sub}, as cluster.env says`}
+            : {id: 'token.service-account', status: 'fail', detail: `the token is for ${sub || '(no subject)'}, cluster.env says ${want}`, fix: RERUN},
+        )
+      }
+    }
+  }
+  return result
+}

@@ -1,0 +1,38 @@
+/**
+ * Commands that read several clusters at once (remote-secret list/status, war reconcile): a
+ * repeatable --context that replaces BaseCommand's single one, and the names it resolves to.
+ * No Kubernetes client here (the kubeconfig is only read for --all-contexts).
+ */
+import * as Flags from '@oclif/core/flags'
+import {KUBE_GROUP} from './base-command.js'
+import {ExitCode, flagError, MeshvmError, UsageError} from '../errors.js'
+
+export const multiContextFlags = {
+  context: Flags.string({
+    summary: 'Kubeconfig context to read (default: the current context). Repeatable, or comma-separated: several clusters at once.',
+    multiple: true,
+    multipleNonGreedy: true,
+    helpGroup: KUBE_GROUP,
+  }),
+  'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', helpGroup: KUBE_GROUP}),
+}
+
+/** The contexts asked for; `undefined` stands for the kubeconfig's current context. */
+export async function contextNames(flag: string[] | undefined, all: boolean, kubeconfig: string | undefined): Promise<(string | undefined)[]> {
+  if (all && flag && flag.length > 0) throw new UsageError('--all-contexts and --context are exclusive: give contexts by name, or read all of them')
+  if (all) {
+    const {loadKubeConfig} = await import('../kube/config.js')
+    const names = loadKubeConfig({kubeconfig})
+      .kc.getContexts()
+      .map((c) => c.name)
+      .sort()
+    if (names.length === 0) throw new MeshvmError('--all-contexts: the kubeconfig has no contexts', {exit: ExitCode.NOT_FOUND, code: 'NoContext'})
+    return names
+  }
+  if (flag && flag.length > 0) {
+    const names = flag.flatMap((c) => c.split(',')).map((c) => c.trim())
+    if (names.some((n) => n === '')) throw flagError('--context', flag.join(','), 'context names must not be empty')
+    return [...new Set(names)]
+  }
+  return [undefined]
+}

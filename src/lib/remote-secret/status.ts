@@ -1,0 +1,125 @@
+/**
+ * `meshvm remote-secret status`: for every remote secret, (1) whether its own kubeconfig reaches
+ * the remote API server and holds the reader permissions istiod needs (SelfSubjectAccessReview
+ * with those very credentials, src/lib/remote-secret/verify.ts), and (2) what istiod itself says:
+ * its `/debug/clusterz` (istio pilot/pkg/xds/debug.go, a list of cluster.DebugInfo
+ * {id, secretName, syncStatus} from pkg/kube/multicluster; syncStatus is one of syncing, synced,
+ * timeout, closed), read from every running istiod of the Istio namespace over port-forward to
+ * its monitoring port, as proxy-status reads syncz (src/lib/istiod/reader.ts).
+ */
+import {ExitCode, MeshvmError} from '../errors.js'
+import type {KubeClient} from '../kube/client.js'
+import {IstiodPool} from '../istiod/reader.js'
+import {findIstiods, istiodTarget, type IstiodPod} from '../proxy-status/fetch.js'
+import {listRemoteSecrets, remoteSecretEntries, type RemoteSecretEntry} from './list.js'
+import {permissionText, verifyRemoteKubeconfig} from './verify.js'
+
+export interface ClusterDebugInfo {
+  id: string
+  secretName?: string
+  syncStatus: string
+}
+
+export interface IstiodClusterView {
+  istiod: string
+  syncStatus?: string
+  error?: string
+}
+
+export interface RemoteSecretStatus extends RemoteSecretEntry {
+  /** The credentials reached the server (GET /version). */
+  reachable: boolean
+  kubernetesVersion?: string
+  /** Reader permissions the credentials lack (empty: all held). */
+  denied: string[]
+  /** Why the credentials did not work, when they did not. */
+  credentialError?: string
+  /** One per running istiod: its syncStatus for this cluster, or why it could not be read. */
+  istiods: IstiodClusterView[]
+  /** ok: reachable, all permissions, every istiod synced; else what is wrong. */
+  verdict: 'ok' | 'failing'
+}
+
+export function parseClusterz(body: string): ClusterDebugInfo[] {
+  let json: unknown
+  try {
+    json = JSON.parse(body)
+  } catch {
+    throw new MeshvmError('istiod answered /debug/clusterz with something that is not JSON', {exit: ExitCode.FAILURE, code: 'BadAnswer'})
+  }
+  if (!Array.isArray(json)) throw new MeshvmError('istiod answered /debug/clusterz with something that is not a list', {exit: ExitCode.FAILURE, code: 'BadAnswer'})
+  return json
+    .filter((x): x is Record<string, unknown> => typeof x === 'object' && x !== null)
+    .map((x) => ({id: String(x.id ?? x.ID ?? ''), secretName: typeof x.secretName === 'string' ? x.secretName : undefined, syncStatus: String(x.syncStatus ?? x.SyncStatus ?? '')}))
+}
+
+/** One istiod's clusterz, over port-forward to its monitoring port (src/lib/istiod/reader.ts). */
+export async function readClusterz(pool: IstiodPool, istiod: IstiodPod, timeoutMs: number): Promise<ClusterDebugInfo[]> {
+  return parseClusterz(await pool.reader(istiodTarget(istiod)).debugHttp('/debug/clusterz', timeoutMs))
+}
+
+/** What every running istiod of the namespace reports, by istiod name. */
+export async function istiodClusterViews(client: KubeClient, o: {istioNamespace: string; revision?: string; timeoutMs: number}): Promise<Map<string, ClusterDebugInfo[] | MeshvmError>> {
+  const {selected} = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision})
+  const views = new Map<string, ClusterDebugInfo[] | MeshvmError>()
+  const pool = new IstiodPool(client, o.istioNamespace)
+  try {
+    await Promise.all(
+      selected.map(async (istiod) => {
+        try {
+          views.set(istiod.name, await readClusterz(pool, istiod, o.timeoutMs))
+        } catch (err) {
+          if (!(err instanceof MeshvmError)) throw err
+          views.set(istiod.name, err)
+        }
+      }),
+    )
+  } finally {
+    pool.close()
+  }
+  return views
+}
+
+export function viewsFor(views: Map<string, ClusterDebugInfo[] | MeshvmError>, cluster: string, secretName: string): IstiodClusterView[] {
+  return [...views.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([istiod, v]) => {
+      if (v instanceof MeshvmError) return {istiod, error: v.message}
+      const info = v.find((c) => c.id === cluster && (c.secretName === undefined || c.secretName === '' || c.secretName.endsWith(secretName))) ?? v.find((c) => c.id === cluster)
+      return {istiod, syncStatus: info?.syncStatus ?? 'not-loaded'}
+    })
+}
+
+export async function remoteSecretStatus(client: KubeClient, o: {context: string; istioNamespace: string; revision?: string; timeoutMs: number; only?: string}): Promise<RemoteSecretStatus[]> {
+  const secrets = await listRemoteSecrets(client, o.istioNamespace)
+  const entries = secrets.flatMap((s) => remoteSecretEntries(s, o.context)).filter((e) => o.only === undefined || e.entry.secret === o.only || e.entry.cluster === o.only)
+  const views = entries.length > 0 ? await istiodClusterViews(client, o) : new Map()
+  return Promise.all(
+    entries.map(async ({entry, kubeconfig, parsed}) => {
+      const istiods = viewsFor(views, entry.cluster, entry.secret)
+      let reachable = false
+      let kubernetesVersion: string | undefined
+      let denied: string[] = []
+      let credentialError: string | undefined
+      if (parsed.error || !parsed.server) credentialError = parsed.error ?? 'no server in the kubeconfig'
+      else if (parsed.authType !== 'bearer-token') credentialError = `auth type ${entry.authType}: meshvm cannot run that credential plugin itself; see istiod's view`
+      else {
+        try {
+          const v = await verifyRemoteKubeconfig(kubeconfig, {timeoutMs: o.timeoutMs})
+          if (v.connectError) credentialError = v.connectError.message
+          else {
+            reachable = true
+            kubernetesVersion = v.gitVersion
+            denied = v.denied.map(permissionText)
+          }
+        } catch (err) {
+          if (!(err instanceof MeshvmError)) throw err
+          credentialError = err.message
+        }
+      }
+      const istiodOk = istiods.length > 0 && istiods.every((i) => i.syncStatus === 'synced')
+      const verdict = reachable && denied.length === 0 && istiodOk ? 'ok' : 'failing'
+      return {...entry, reachable, ...(kubernetesVersion ? {kubernetesVersion} : {}), denied, ...(credentialError ? {credentialError} : {}), istiods, verdict}
+    }),
+  )
+}
