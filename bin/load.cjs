@@ -12,6 +12,7 @@ const path = require('node:path')
 const os = require('node:os')
 const vm = require('node:vm')
 const Module = require('node:module')
+const {isAscii} = require('node:buffer')
 
 /** FNV-1a, 32 bits: a short, stable name for an install path (node:crypto would cost ~7 ms to load). */
 function pathHash(text) {
@@ -48,7 +49,10 @@ function removeStale(bundle, cacheFile) {
 /** Loads a CommonJS bundle (default: the CLI itself) through the code cache. */
 function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs')) {
   const stat = fs.statSync(bundle)
-  const source = fs.readFileSync(bundle, 'utf8')
+  // The build makes the bundles pure ASCII (scripts/build.mjs), so they are read as one-byte strings:
+  // decoding 750 KiB as UTF-8 costs ~1.8 ms CPU more. Anything else is read as UTF-8.
+  const bytes = fs.readFileSync(bundle)
+  const source = isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString('utf8')
   const cacheFile = cacheFileFor(bundle, stat)
   const cached = cacheFile ? readCache(cacheFile) : undefined
   const script = new vm.Script(Module.wrap(source), {filename: bundle, cachedData: cached?.data, importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER})
