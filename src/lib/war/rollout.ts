@@ -66,7 +66,10 @@ export interface RolloutOptions {
   maxUnavailable: number
   timeoutMs: number
   pollIntervalMs: number
+  /** --dry-run client or server: plan only, change nothing. */
   dryRun: boolean
+  /** --dry-run=server: every delete of the plan is also sent with dryRun=All (the API server checks permission, UID precondition and admission, persisting nothing). */
+  serverDryRun?: boolean
   chunkSize: number
   signal?: AbortSignal
   /**
@@ -555,6 +558,17 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   }
   if (o.dryRun) {
     report.status = todo.length + waits.length > 0 ? 'planned' : 'nothing to do'
+    if (o.serverDryRun) {
+      for (const c of todo) {
+        try {
+          await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}}, {dryRun: true})
+        } catch (err) {
+          const e = asMeshvmError(err)
+          report.failure = {exit: e.exit, message: `server dry run of ${where}: the API server refused to delete ${c.kind === 'war' ? 'WorkloadAutoRegistration' : 'WorkloadEntry'} ${c.name}: ${e.message}`, hints: [...e.hints]}
+          return report
+        }
+      }
+    }
     restartFailure()
     if (report.failure) report.status = 'planned'
     return report
