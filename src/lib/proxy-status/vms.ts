@@ -9,6 +9,7 @@
  *      when exactly one registration and one such proxy are left (pods must have been listed).
  * Proxies left ambiguous by (2) are still shown as VMs, with the group when all candidates share it.
  */
+import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxySync, VmInfo} from './status.js'
 import {withoutUndefined} from '../util/records.js'
@@ -50,8 +51,7 @@ function mergedLabels(we: WorkloadEntryObject): Record<string, string> {
 }
 
 function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> {
-  const conditions = we?.status?.conditions
-  const c = Array.isArray(conditions) ? conditions.find((x) => isObject(x) && x.type === 'Healthy') : undefined
+  const c = conditionOf(we, 'Healthy')
   if (!c) return {}
   const s = str(c.status)?.toLowerCase()
   const out: Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> = {health: s === 'true' ? 'Healthy' : s === 'false' ? 'Unhealthy' : 'Unknown'}
@@ -62,8 +62,7 @@ function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' 
 }
 
 function ownerWar(we: WorkloadEntryObject): string | undefined {
-  const refs = we.metadata?.ownerReferences ?? []
-  return refs.find((r) => r.kind === 'WorkloadAutoRegistration')?.name
+  return ownerOfKind(we, 'WorkloadAutoRegistration')?.name
 }
 
 /** One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name. */
