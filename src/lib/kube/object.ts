@@ -4,6 +4,7 @@
  * owner references and labels. Readers take `unknown`: objects come from clusters and hand-written
  * files, so every field is checked before use. Pure; no client here.
  */
+import {isRecord, type JsonRecord} from '../util/records.js'
 
 export interface OwnerReference {
   apiVersion?: string
@@ -44,19 +45,16 @@ export interface Condition {
   lastProbeTime?: string
 }
 
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
-
-function metadataOf(obj: unknown): Json | undefined {
-  const m = isObject(obj) ? obj.metadata : undefined
-  return isObject(m) ? m : undefined
+function metadataOf(obj: unknown): JsonRecord | undefined {
+  const m = isRecord(obj) ? obj.metadata : undefined
+  return isRecord(m) ? m : undefined
 }
 
 /** `status.conditions`, the entries that are objects. */
 export function conditionsOf(obj: unknown): Condition[] {
-  const status = isObject(obj) ? obj.status : undefined
-  const list = isObject(status) ? status.conditions : undefined
-  return Array.isArray(list) ? (list.filter(isObject) as Condition[]) : []
+  const status = isRecord(obj) ? obj.status : undefined
+  const list = isRecord(status) ? status.conditions : undefined
+  return Array.isArray(list) ? (list.filter(isRecord) as Condition[]) : []
 }
 
 /** The condition of `type` (the first, as kubectl's describe shows it), if any. */
@@ -73,7 +71,7 @@ export function conditionStatus(c: Condition | undefined): 'True' | 'False' | 'U
 /** `metadata.ownerReferences`, the entries that are objects. */
 export function ownerReferencesOf(obj: unknown): OwnerReference[] {
   const refs = metadataOf(obj)?.ownerReferences
-  return Array.isArray(refs) ? (refs.filter(isObject) as OwnerReference[]) : []
+  return Array.isArray(refs) ? (refs.filter(isRecord) as OwnerReference[]) : []
 }
 
 /** The owner of `kind`: the controller among them, else the first (as the garbage collector picks the controller). */
@@ -91,7 +89,7 @@ export function isOwnedBy(obj: unknown, uid: string | undefined): boolean {
 function stringMap(v: unknown): Record<string, string> {
   const out: Record<string, string> = {}
   // for…in, not Object.entries: this runs for the labels of every object of a large list.
-  if (isObject(v)) {
+  if (isRecord(v)) {
     for (const k in v) {
       if (!Object.hasOwn(v, k)) continue
       const x = v[k]

@@ -12,7 +12,7 @@
 import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxySync, VmInfo} from './status.js'
-import {withoutUndefined} from '../util/records.js'
+import {withoutUndefined, isRecord} from '../util/records.js'
 
 export interface VmRecord extends VmInfo {
   source: 'war' | 'workloadentry'
@@ -35,13 +35,11 @@ export interface VmRecord extends VmInfo {
   agentVersion?: string
 }
 
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'boolean' ? (v ? 'True' : 'False') : undefined)
 
 /** The string values of `v`, added to `into` (a new record by default). */
 function stringMap(v: unknown, into: Record<string, string> = {}): Record<string, string> {
-  if (isObject(v)) for (const k in v) if (Object.hasOwn(v, k) && typeof v[k] === 'string') into[k] = v[k]
+  if (isRecord(v)) for (const k in v) if (Object.hasOwn(v, k) && typeof v[k] === 'string') into[k] = v[k]
   return into
 }
 

@@ -8,6 +8,7 @@ import {parse as parseYaml} from 'yaml'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {CONFIG_SECRET_KEY, MULTICLUSTER_SECRET_LABEL} from './generate.js'
+import {isRecord} from '../util/records.js'
 
 export interface RemoteSecretObject {
   metadata: {name: string; namespace?: string; creationTimestamp?: string; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string>}
@@ -62,7 +63,6 @@ export interface RemoteSecretEntry {
 }
 
 type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The claims of a JWT, without checking its signature (only to describe it). */
 export function jwtClaims(token: string): Json | undefined {
@@ -70,7 +70,7 @@ export function jwtClaims(token: string): Json | undefined {
   if (parts.length !== 3) return undefined
   try {
     const claims: unknown = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'))
-    return isObject(claims) ? claims : undefined
+    return isRecord(claims) ? claims : undefined
   } catch {
     return undefined
   }
@@ -82,8 +82,8 @@ export function describeToken(token: string | undefined): TokenInfo {
   const claims = jwtClaims(token)
   if (!claims) return {kind: 'opaque'}
   const issuer = typeof claims.iss === 'string' ? claims.iss : undefined
-  const kube = isObject(claims['kubernetes.io']) ? claims['kubernetes.io'] : undefined
-  const sa = isObject(kube?.serviceaccount) ? kube.serviceaccount : undefined
+  const kube = isRecord(claims['kubernetes.io']) ? claims['kubernetes.io'] : undefined
+  const sa = isRecord(kube?.serviceaccount) ? kube.serviceaccount : undefined
   let serviceAccount: TokenInfo['serviceAccount']
   if (typeof kube?.namespace === 'string' && typeof sa?.name === 'string') serviceAccount = {namespace: kube.namespace, name: sa.name}
   else if (typeof claims['kubernetes.io/serviceaccount/namespace'] === 'string' && typeof claims['kubernetes.io/serviceaccount/service-account.name'] === 'string') {
@@ -103,11 +103,11 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   } catch {
     return {authType: 'none', error: 'not valid YAML'}
   }
-  if (!isObject(doc)) return {authType: 'none', error: 'not a kubeconfig'}
+  if (!isRecord(doc)) return {authType: 'none', error: 'not a kubeconfig'}
   const named = (list: unknown, name: unknown, key: string): Json | undefined => {
     if (!Array.isArray(list)) return undefined
-    const item = list.find((x) => isObject(x) && x.name === name) as Json | undefined
-    return isObject(item?.[key]) ? (item[key] as Json) : undefined
+    const item = list.find((x) => isRecord(x) && x.name === name) as Json | undefined
+    return isRecord(item?.[key]) ? (item[key] as Json) : undefined
   }
   const contextName = doc['current-context']
   const context = named(doc.contexts, contextName, 'context')
@@ -123,10 +123,10 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   if (typeof user.token === 'string' && user.token !== '') {
     out.authType = 'bearer-token'
     out.token = user.token
-  } else if (isObject(user['auth-provider'])) {
+  } else if (isRecord(user['auth-provider'])) {
     out.authType = 'plugin'
     out.authPluginName = typeof user['auth-provider'].name === 'string' ? user['auth-provider'].name : undefined
-  } else if (isObject(user.exec)) out.authType = 'exec'
+  } else if (isRecord(user.exec)) out.authType = 'exec'
   else if (user['client-certificate-data'] || user['client-certificate']) out.authType = 'client-certificate'
   if (!cluster) out.error = `no cluster ${JSON.stringify(String(context.cluster ?? ''))}`
   return out
