@@ -3,7 +3,8 @@
  * one context), as ratios of medians, the two sides interleaved. `npm run bench -- --quick` does
  * fewer runs on smaller clusters and never fails on a target (for CI); `--only TEXT` runs the cases
  * whose name contains TEXT; `--offline` skips the cluster cases. Writes bench/results.json (full
- * runs only). The method and the current numbers are in docs/performance.md.
+ * runs only). The method and the current numbers are in docs/performance.md. On a machine shared
+ * with other jobs, compare CPU time too: `python3 bench/cpu-time.py -- node -e 0 -- node bin/run.js …`.
  *
  * Every case is measured twice, interleaved: with the machine's environment, and with
  * NODE_EXTRA_CA_CERTS unset on both sides. When that variable is set, Node 20 parses those

@@ -8,9 +8,18 @@
 // Start-up mechanisms and their measured worth: bin/load.cjs, scripts/build.mjs, docs/performance.md.
 'use strict'
 const argv = process.argv.slice(2)
+// Help rendered at build time, when it is a help invocation (bin/help-cache.cjs says when it applies
+// and what it saves); other commands do not load that module.
+const last = argv[argv.length - 1]
+const help = last === '--help' || last === '-h' || argv[0] === 'help' ? require('./help-cache.cjs').cachedHelp(argv) : undefined
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const pkg = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'package.json'), 'utf8'))
   process.stdout.write(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
+} else if (help !== undefined) {
+  process.stdout.on('error', (err) => {
+    if (err.code === 'EPIPE') process.exit(0)
+  })
+  process.stdout.write(help)
 } else {
   const {loadBundle, setRanCommand} = require('./load.cjs')
   const {exports, saveCache} = loadBundle()

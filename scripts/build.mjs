@@ -4,7 +4,9 @@
 // Each start-up mechanism below says what it saves, measured as CPU time per run on Node 20.20
 // (medians of 21+ interleaved runs on a loaded 2-core machine; `node -e 0` is ~26 ms there).
 import {build} from 'esbuild'
-import {existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {execFile} from 'node:child_process'
+import {tmpdir} from 'node:os'
 import {createRequire} from 'node:module'
 import {join, relative} from 'node:path'
 
@@ -125,15 +127,77 @@ const OCLIF_PATCHES = [
     from: 'return ejs_1.default.render(t, context);',
     to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;",
   },
+  // Libraries oclif requires at load but uses only on paths meshvm never takes (plugin discovery by
+  // glob and by dependency patterns), or only when DEBUG is set: required on first use instead.
+  // Offline onboard: the bundle's top level 11.7 → 9.8 ms CPU, and a smaller code cache (−0.4 ms).
+  ...LAZY_REQUIRES(),
 ]
+function LAZY_REQUIRES() {
+  return [
+    {
+      file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/,
+      from: 'const tinyglobby_1 = require("tinyglobby");',
+      to: 'const tinyglobby_1 = { get glob() { return require("tinyglobby").glob; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin-loader\.js$/,
+      from: 'const minimatch_1 = require("minimatch");',
+      to: 'const minimatch_1 = { get minimatch() { return require("minimatch").minimatch; } };',
+    },
+    // Node built-ins that oclif loads at start-up for paths it takes only on Windows (a parent shell's
+    // name) or with DEBUG=perf (performance marks): node:child_process (with node:dgram and the
+    // socket list) and node:perf_hooks. Measured with the three below: top level 9.8 → 8.6 ms CPU,
+    // main 15.2 → 14.4 ms.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]util[\/]os\.js$/,
+      from: 'const node_child_process_1 = require("node:child_process");',
+      to: 'const node_child_process_1 = { get execSync() { return require("node:child_process").execSync; } };',
+    },
+    // getPlatform() imports wsl-utils for its isWsl, which is is-wsl's; wsl-utils itself (PowerShell
+    // helpers) loads node:child_process at import.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]util[\/]os\.js$/,
+      from: "    return (await import('wsl-utils')).isWsl ? 'wsl' : (0, node_os_1.platform)();",
+      to: "    return (await import('is-wsl')).default ? 'wsl' : (0, node_os_1.platform)();",
+    },
+    // node:readline: oclif reads stdin with it only for an argument given as `-`.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]parser[\/]parse\.js$/,
+      from: 'const node_readline_1 = require("node:readline");',
+      to: 'const node_readline_1 = { get createInterface() { return require("node:readline").createInterface; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]performance\.js$/,
+      from: 'const node_perf_hooks_1 = require("node:perf_hooks");',
+      to: 'const node_perf_hooks_1 = { get performance() { return require("node:perf_hooks").performance; }, get PerformanceObserver() { return require("node:perf_hooks").PerformanceObserver; } };',
+    },
+    // `debug` requires node:tty (and so node:net), and each logger's first call asks whether stderr
+    // is a terminal. While DEBUG is unset and nothing loaded `debug`, every debug call is disabled, so
+    // the logger makes its `debug` instance only when DEBUG is set (or `debug` was loaded by then).
+    {
+      file: /@oclif[\/]core[\/]lib[\/]logger\.js$/,
+      from: 'const debug_1 = __importDefault(require("debug"));',
+      to: 'let debugModule; const debug_1 = { get default() { return (debugModule ??= __importDefault(require("debug"))).default; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]logger\.js$/,
+      from: '    const debug = (0, debug_1.default)(namespace);',
+      to: '    let real; const debug = (...args) => { if (real === undefined) { if (!process.env.DEBUG && debugModule === undefined) return; real = (0, debug_1.default)(namespace); } return real(...args); };',
+    },
+  ]
+}
 const oclifPatches = {
   name: 'meshvm-oclif-patches',
   setup(b) {
-    for (const {file, from, to} of OCLIF_PATCHES) {
-      b.onLoad({filter: file}, (args) => {
-        const source = readFileSync(args.path, 'utf8')
-        if (source.split(from).length !== 2) throw new Error(`${args.path}: expected the line ${from} once; review the patch in scripts/build.mjs`)
-        return {loader: 'js', contents: source.replace(from, to)}
+    // One onLoad per file (esbuild uses the first that matches), applying each of its patches.
+    for (const pattern of new Set(OCLIF_PATCHES.map((p) => p.file.source))) {
+      b.onLoad({filter: new RegExp(pattern)}, (args) => {
+        let source = readFileSync(args.path, 'utf8')
+        for (const {from, to} of OCLIF_PATCHES.filter((p) => p.file.source === pattern)) {
+          if (source.split(from).length !== 2) throw new Error(`${args.path}: expected the line ${from} once; review the patch in scripts/build.mjs`)
+          source = source.replace(from, to)
+        }
+        return {loader: 'js', contents: source}
       })
     }
   },
@@ -175,6 +239,15 @@ const result = await build({
   external: ['typescript', 'tsx', 'ts-node'],
 })
 writeFileSync(join(root, 'dist/meta.json'), JSON.stringify(result.metafile))
+// The bundles are pure ASCII, so bin/load.cjs reads them as one-byte (latin1) strings: ~1.8 ms CPU
+// less than decoding 750 KiB of UTF-8 per run. esbuild escapes non-ASCII text except inside regular
+// expression literals (ansis has a raw U+009B in one); \uXXXX means the same there, as in strings.
+for (const file of [join(root, 'dist/meshvm.cjs'), ...Object.values(VENDORS).map(({file}) => join(root, 'dist/vendor', file))]) {
+  const code = readFileSync(file, 'utf8')
+  // eslint-disable-next-line no-control-regex
+  const ascii = code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  if (ascii !== code) writeFileSync(file, ascii)
+}
 
 // The manifest lists every command with its flags. oclif's explicit discovery reads the command map
 // through bin/commands.cjs, which the bundle fills when it loads.
@@ -184,6 +257,32 @@ const {Plugin} = await import('@oclif/core')
 const plugin = new Plugin({root, type: 'core', ignoreManifest: true, errorOnManifestCreate: true, isRoot: true})
 await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
+
+// dist/help.json: what `meshvm WORDS --help` prints for the root, every topic and every command, at
+// oclif's default width (80: stdout not a terminal), without colour and without a user theme, rendered by the CLI
+// itself through oclif, so bin/run.js can print it without loading anything (bin/help-cache.cjs:
+// --help 60 → 31 ms CPU). Not written when package.json gives oclif a theme (help would have colours).
+const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+if (!pjson.oclif.theme) {
+  const ids = Object.keys(plugin.manifest.commands).filter((id) => /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/.test(id))
+  const topics = new Set(ids.flatMap((id) => id.split(':').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join(':'))))
+  const configHome = mkdtempSync(join(tmpdir(), 'meshvm-build-'))
+  const env = {...process.env, MESHVM_NO_HELP_CACHE: '1', MESHVM_NO_COMPILE_CACHE: '1', XDG_CONFIG_HOME: configHome}
+  for (const name of ['OCLIF_COLUMNS', 'MESHVM_CONFIG_DIR', 'DEBUG', 'NODE_ENV', 'FORCE_COLOR']) delete env[name]
+  const render = (id) =>
+    new Promise((resolve, reject) => {
+      const argv = [join(root, 'bin/run.js'), ...(id ? id.split(':') : []), '--help']
+      execFile(process.execPath, argv, {env, encoding: 'utf8', maxBuffer: 1 << 24}, (err, stdout, stderr) =>
+        err || stderr ? reject(new Error(`meshvm ${argv.slice(1).join(' ')}: ${err?.message ?? stderr}`)) : resolve([id, stdout]))
+    })
+  try {
+    const texts = Object.fromEntries(await Promise.all(['', ...topics, ...ids].map(render)))
+    if (Object.values(texts).some((t) => t.includes('\x1b'))) throw new Error('help has ANSI colours: the help cache cannot serve it')
+    writeFileSync(join(root, 'dist/help.json'), JSON.stringify({columns: 80, texts}))
+  } finally {
+    rmSync(configHome, {recursive: true, force: true})
+  }
+}
 const count = Object.keys(plugin.manifest.commands).length
 const size = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0)
 const vendorSizes = Object.values(VENDORS).map(({file}) => `${file} ${(statSync(join(root, 'dist/vendor', file)).size / 1024).toFixed(0)} KiB`).join(', ')

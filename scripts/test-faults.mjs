@@ -1,6 +1,7 @@
 /**
  * `npm run test:faults`: runs the fault-injection and fuzz tests (test/faults, test/fuzz) with
- * vitest, then prints what they threw at meshvm: faults injected (from $MESHVM_FAULT_LOG), commands
+ * vitest, then prints what they threw at meshvm: faults injected (from $MESHVM_FAULT_LOG), the
+ * hardening classes attacked (test/faults/hostile-*.test.ts, counted per class), commands
  * covered, fuzz cases (from $MESHVM_FUZZ_LOG), tests passed/failed (from vitest's JSON report).
  * Exits non-zero if vitest failed or any test failed. Extra arguments go to vitest; FUZZ_RUNS scales
  * the fuzz tests (`FUZZ_RUNS=25000 npm run test:faults`).
@@ -32,6 +33,9 @@ function tally(items, key) {
 }
 // "429 Too Many Requests (Retry-After: 1)" → "429 Too Many Requests"
 const kinds = tally(faults, (f) => f.fault.replace(/ \(.*\)$/, ''))
+// The hardening classes (issue #17) the hostile-* tests attacked: false success, files, hangs and
+// limits, secrets and terminals, crashes, kubectl compatibility.
+const classes = tally(faults.filter((f) => f.class), (f) => f.class)
 const commands = tally(faults, (f) => f.command)
 const areas = tally(fuzz, (f) => f.area)
 const sum = (counts) => [...counts.values()].reduce((a, b) => a + b, 0)
@@ -62,6 +66,7 @@ const list = (counts) => [...counts].map(([k, n]) => `${k} ${n}`).join(', ')
 console.log(`
 meshvm fault and fuzz summary
 ${row('faults injected', faults.length, `${kinds.size} kinds: ${list(kinds)}`)}
+${row('hostile classes', classes.size, list(classes))}
 ${row('commands covered', commands.size, [...commands.keys()].join(', '))}
 ${row('cases fuzzed', sum(areas), list(areas))}
 ${row('tests', `${passed} passed, ${failedTests} failed${brokenFiles ? `, ${brokenFiles} file(s) broken` : ''}`)}

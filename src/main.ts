@@ -5,7 +5,8 @@
 import {flush} from '@oclif/core/flush'
 import {run} from '@oclif/core/run'
 import {settings} from '@oclif/core/settings'
-import {debugEnabled, ExitCode, stripAnsi, toReport} from './lib/errors.js'
+import {debugEnabled, ExitCode, redactCredentials, stripAnsi, toReport} from './lib/errors.js'
+import {terminalSafe} from './lib/output/terminal.js'
 import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
 import {ranCommand} from './lib/cli/ran-command.js'
@@ -23,8 +24,11 @@ export function printError(err: unknown, write: (text: string) => void = (t) => 
   const report = withInvocation(toReport(commandNotFound(err, Object.keys(COMMANDS))), Object.keys(COMMANDS))
   if (report.code === 'EPIPE') return ExitCode.OK
   const chalk = makeChalk({stream: process.stderr, noColor: process.argv.includes('--no-color')})
-  let text = `${chalk.red('Error:')} ${stripAnsi(report.message)}\n`
-  for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${hint}\n`
+  // Every error line is the last gate before the terminal: no credential, no control character
+  // (messages and hints may quote names, URLs and server text).
+  const safe = (line: string) => terminalSafe(redactCredentials(stripAnsi(line)))
+  let text = `${chalk.red('Error:')} ${safe(report.message)}\n`
+  for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${safe(hint)}\n`
   if (report.stack && debugEnabled()) text += report.stack + '\n'
   write(text)
   return report.exit

@@ -114,7 +114,9 @@ interface OclifLikeError {
 /** Turns anything thrown into the one-line report the top level prints. */
 export function toReport(err: unknown): ReportedError {
   if (err instanceof MeshvmError) {
-    return {exit: err.exit, message: firstLine(err.message), hints: err.hints, code: err.code, stack: err.stack}
+    // oclif prefixes errors thrown by a custom flag's parser with "Parsing --flag \n\t": ours already name the flag.
+    const message = err.message.replace(/^Parsing --\S+ \n\t/, '').replace(/\nSee more help with --help$/, '')
+    return {exit: err.exit, message: firstLine(message), hints: err.hints, code: err.code, stack: err.stack}
   }
   if (isInterrupt(err)) return {exit: ExitCode.INTERRUPTED, message: 'interrupted', hints: [], code: 'Interrupted'}
   const e = err as OclifLikeError | undefined
@@ -158,6 +160,22 @@ function oclifHints(text: string): string[] {
   const lines = oclifLines(text).slice(1)
   const hints = lines.filter((l) => !/^See more help with --help$/.test(l)).slice(0, 2)
   return [...hints, 'see --help for the flags this command takes']
+}
+
+/**
+ * Removes what looks like a credential from text that came from a server or a file (Status messages,
+ * URLs): bearer/basic tokens, Authorization values, JWTs, URL userinfo, token=… parameters.
+ * Applied where server text enters an error (kube/errors.ts) and again when any error is printed.
+ */
+export function redactCredentials(text: string): string {
+  return text
+    .replace(/\b(authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|negotiate|digest)\s+)?[^\s"',;]+/gi, '$1$2[redacted]')
+    .replace(/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]')
+    .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted JWT]')
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]*:[^\s/@]*@/gi, '$1[redacted]@')
+    // token=…, password=… (query strings, env) and "token": "…" (JSON); not "token: …" prose.
+    .replace(/\b((?:access_|id_|refresh_)?token|password|passwd|client_secret)=[^\s"'&,;]{4,}/gi, '$1=[redacted]')
+    .replace(/"((?:access_|id_|refresh_)?token|password|client_secret)"(\s*:\s*)"[^"]{4,}"/gi, '"$1"$2"[redacted]"')
 }
 
 export function stripAnsi(text: string): string {

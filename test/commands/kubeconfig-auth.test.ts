@@ -89,14 +89,15 @@ describe('kubeconfig credentials', () => {
     expect(missing.stderr).toBe(`Error: cannot read the token file ${join(work, 'nope')} of context "c": ENOENT\n`)
   })
 
-  it('a failing exec plugin is one clean error, without the plugin output', async () => {
-    const plugin = script('broken.sh', `echo "secret-ish output ${cluster.token}" >&2; exit 3`)
+  it('a failing exec plugin is one clean error; its own stderr reaches the terminal as kubectl lets it, its stdout never', async () => {
+    const plugin = script('broken.sh', `echo "login expired, run: cloud login" >&2; echo "secret-ish output ${cluster.token}"; exit 3`)
     const kubeconfig = kubeconfigWithUser('broken', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'])
     const res = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfig}})
     expect(res.code).toBe(5)
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.stderr).toBe(
-      `Error: cannot get credentials for context "c": the credential plugin (exec: ${plugin}) failed\n` +
+      'login expired, run: cloud login\n' +
+      `Error: cannot get credentials for context "c": the credential plugin (exec: ${plugin}) failed (exit 3)\n` +
         'Hint: run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context\n',
     )
   })

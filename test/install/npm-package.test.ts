@@ -60,7 +60,7 @@ afterAll(async () => {
 describe('npm package', () => {
   it('holds the bins, the bundles and the manifest, and installs no dependencies', () => {
     const root = join(prefix, 'lib', 'node_modules', 'meshvm')
-    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'dist/THIRD-PARTY-NOTICES.txt', 'oclif.manifest.json', 'package.json']) {
+    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/help-cache.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/help.json', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'dist/THIRD-PARTY-NOTICES.txt', 'oclif.manifest.json', 'package.json']) {
       expect(existsSync(join(root, file)), file).toBe(true)
     }
     expect(existsSync(join(root, 'src'))).toBe(false)
@@ -82,6 +82,12 @@ describe('npm package', () => {
       expect(res).toMatchObject({code: 0, stderr: ''})
       expect(res.stdout).toBe(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
     }
+  })
+
+  it('prints the pre-rendered help (dist/help.json), as oclif does', async () => {
+    const help = JSON.parse(readFileSync(join(REPO_ROOT, 'dist/help.json'), 'utf8')) as {texts: Record<string, string>}
+    const res = await installed('meshvm', ['onboard', '--help'], {XDG_CONFIG_HOME: join(work, 'config')})
+    expect(res).toEqual({code: 0, stdout: help.texts['onboard'], stderr: ''})
   })
 
   it('runs an offline onboard', async () => {

@@ -8,10 +8,26 @@ import type * as Interfaces from '@oclif/core/interfaces'
 import type {ChalkInstance} from 'chalk'
 import type {KubeSession} from '../kube/session.js'
 import {makeChalk} from '../output/color.js'
+import {terminalSafeLines} from '../output/terminal.js'
 import {processSink, type Sink} from '../output/render.js'
 import {bareDryRunIsClient} from './dry-run.js'
 import {keepInvocation} from './invocation.js'
 import {ranCommand} from './ran-command.js'
+import {UsageError} from '../errors.js'
+import {MAX_DURATION_MS, parseDuration} from '../validation/kube.js'
+
+/**
+ * The one duration flag type for waits (time-outs, intervals): "10s", "1m30s", "500ms", "2h" or plain
+ * seconds, parsed to ms; zero, negative and values beyond what Node's timers hold (2^31-1 ms, about
+ * 24.8 days) are usage errors.
+ */
+export const durationFlag = Flags.custom<number>({
+  parse: async (input, _ctx, opts) => {
+    const ms = parseDuration(input)
+    if (ms === undefined || ms <= 0 || ms > MAX_DURATION_MS) throw new UsageError(`--${opts.name} ${JSON.stringify(input)}: expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)`)
+    return ms
+  },
+})
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>
@@ -48,9 +64,10 @@ export const kubeFlags = {
     summary: 'Istio control-plane revision (e.g. 1-24-6 or canary).',
     helpGroup: KUBE_GROUP,
   }),
-  'request-timeout': Flags.string({
-    summary: 'Time to wait for one API request before retrying or giving up (e.g. 10s, 1m).',
-    default: '30s',
+  'request-timeout': durationFlag({
+    summary: 'Time to wait for one API request, its whole answer included, before retrying or giving up (e.g. 10s, 1m).',
+    default: 30_000,
+    defaultHelp: async () => '30s',
     helpGroup: KUBE_GROUP,
   }),
 }
@@ -110,7 +127,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected note(text: string): void {
     // Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin).
     text = keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
-    this.sink.err(text.endsWith('\n') ? text : text + '\n')
+    // Notes and warnings quote names and server messages: no control character reaches the terminal.
+    const safe = terminalSafeLines(text)
+    this.sink.err(safe.endsWith('\n') ? safe : safe + '\n')
   }
 
   protected warning(text: string): void {

@@ -1,9 +1,24 @@
 /**
- * Files appear whole or not at all: every write goes to a temporary file in the same directory,
- * is flushed, then renamed over the target. A set of files is written as temporaries first and
- * renamed only when all of them were written, so a failure leaves none of them behind.
+ * Every file meshvm writes goes through here: files appear whole or not at all, a set of files
+ * (a bundle) is placed all or none, and nothing is ever written through a symlink or over a special
+ * file.
+ *
+ * How a set of files is placed in DIR (reasoned for kill -9 at any instant):
+ * 1. Every target is checked first (lstat): absent or a regular file is fine; a symlink, directory,
+ *    device, FIFO or socket is refused before anything is written.
+ * 2. All files are written into a private staging directory DIR/.meshvm-staging-PID-XXXXXX (mode
+ *    0700, files created exclusively with their final mode, fsynced). A failure here (full disk,
+ *    EFBIG, …) removes the staging directory: DIR is as it was.
+ * 3. The commit point: a journal DIR/.meshvm-journal (naming the staging directory and the files) is
+ *    created exclusively (link(2), atomic; a second concurrent writer is told who holds it).
+ * 4. Each staged file is renamed over its target (atomic per file), then DIR is fsynced, the journal
+ *    removed and the staging directory deleted.
+ * A kill before 3 leaves the old files (and a private staging directory, removed by the next write
+ * into DIR); a kill after 3 is rolled forward by the next write into DIR (recoverDir), which
+ * finishes the renames. A failed rename before the end rolls back from hard-link backups. A single
+ * file needs no journal: its one rename is the commit.
  */
-import {closeSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync} from 'node:fs'
+import {closeSync, constants, fchmodSync, fsyncSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync, type Stats} from 'node:fs'
 import {basename, dirname, join} from 'node:path'
 import {ExitCode, MeshvmError} from '../errors.js'
 
@@ -15,74 +30,305 @@ export interface FileToWrite {
   mode: number
 }
 
-function tempPathFor(path: string): string {
-  // node:crypto is loaded here, on the first write, not at import: every command imports this
-  // module, and loading crypto costs a few ms of start-up even for commands that write no file.
-  const {randomBytes} = process.getBuiltinModule('node:crypto')
-  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+const JOURNAL = '.meshvm-journal'
+const STAGING = '.meshvm-staging-'
+
+interface Journal {
+  pid: number
+  staging: string
+  files: string[]
 }
 
-function writeTemp(path: string, data: string | Uint8Array, mode: number): string {
-  const temp = tempPathFor(path)
-  // 'wx': never follow or reuse an existing file; the mode applies from creation, so a secret is
-  // never readable by others, not even for a moment.
-  const fd = openSync(temp, 'wx', mode)
+/**
+ * Test-only fault point: with MESHVM_TEST_KILL_AT_STEP=N the process kills itself (SIGKILL) at the
+ * Nth step of a write, so tests can stop a write at every instant that matters.
+ */
+let steps = 0
+function step(): void {
+  const at = process.env.MESHVM_TEST_KILL_AT_STEP
+  if (at !== undefined && ++steps === Number(at)) process.kill(process.pid, 'SIGKILL')
+}
+
+/** Targets that are streams, written to (never replaced) when named: `--output-file /dev/stdout`. */
+export function isStreamPath(path: string): boolean {
+  return /^\/dev\/(?:stdout|stderr|null|fd\/\d+)$|^\/proc\/self\/fd\/\d+$/.test(path)
+}
+
+function lstatOrUndefined(path: string): Stats | undefined {
   try {
-    // Exact mode regardless of the umask (0o644 stays readable, 0o600 stays private).
-    fchmodSync(fd, mode)
-    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
-    let offset = 0
-    while (offset < buf.length) offset += writeSync(fd, buf, offset, buf.length - offset)
-    fsyncSync(fd)
+    return lstatSync(path)
   } catch (err) {
-    closeSync(fd)
-    rmSync(temp, {force: true})
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw err
   }
-  closeSync(fd)
-  return temp
+}
+
+function kindOf(st: Stats): string {
+  if (st.isSymbolicLink()) return 'a symbolic link'
+  if (st.isDirectory()) return 'a directory'
+  if (st.isFIFO()) return 'a FIFO'
+  if (st.isSocket()) return 'a socket'
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device'
+  return 'not a regular file'
+}
+
+function refuse(path: string, what: string): MeshvmError {
+  return new MeshvmError(`cannot write ${path}: it is ${what}; meshvm only replaces regular files`, {
+    exit: ExitCode.USAGE,
+    code: 'WriteRefused',
+    hints: ['choose another path, or remove it first (meshvm never writes through a symlink or over a special file)'],
+  })
 }
 
 function writeFailure(path: string, err: unknown): MeshvmError {
+  if (err instanceof MeshvmError) return err
   const code = (err as NodeJS.ErrnoException).code
   const reason =
     code === 'EACCES' || code === 'EPERM'
       ? 'permission denied'
       : code === 'ENOTDIR'
         ? 'a parent is not a directory'
-        : code === 'ENOSPC'
+        : code === 'ENOSPC' || code === 'EDQUOT'
           ? 'no space left on device'
-          : code === 'EROFS'
-            ? 'read-only file system'
-            : (err as Error).message
+          : code === 'EFBIG'
+            ? 'file too large (file size limit reached)'
+            : code === 'EROFS'
+              ? 'read-only file system'
+              : code === 'EISDIR'
+                ? 'it is a directory'
+                : ((err as Error).message ?? String(err)).split('\n')[0]
   return new MeshvmError(`cannot write ${path}: ${reason}`, {exit: ExitCode.FAILURE, code: 'WriteFailed', cause: err})
 }
 
+function fsyncPath(path: string): void {
+  let fd: number | undefined
+  try {
+    fd = openSync(path, constants.O_RDONLY)
+    fsyncSync(fd)
+  } catch {
+    // Some file systems cannot fsync a directory; the renames are still atomic.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** Creates `path` exclusively (never following or reusing anything there) with `mode`, whole and flushed. */
+function writeNew(path: string, data: string | Uint8Array, mode: number): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode)
+  try {
+    // Exact mode regardless of the umask (0o644 stays readable, 0o600 stays private).
+    fchmodSync(fd, mode)
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+    let offset = 0
+    while (offset < buf.length) {
+      offset += writeSync(fd, buf, offset, buf.length - offset)
+      step()
+    }
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function readJournal(dir: string): Journal | undefined {
+  let text: string
+  try {
+    text = readFileSync(join(dir, JOURNAL), 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+  try {
+    const j = JSON.parse(text) as Journal
+    if (typeof j.staging === 'string' && j.staging.startsWith(STAGING) && !j.staging.includes('/') && Array.isArray(j.files)) return j
+  } catch {
+    // A journal that does not parse was never committed (it is written whole, then linked).
+  }
+  return {pid: 0, staging: '', files: []}
+}
+
+/**
+ * Finishes or cleans up after a write into `dir` that was killed: a committed set (journal present)
+ * is rolled forward; staging directories of dead processes are removed (they may hold a token).
+ */
+export function recoverDir(dir: string): void {
+  const journal = readJournal(dir)
+  if (journal) {
+    if (journal.pid !== process.pid && pidAlive(journal.pid)) {
+      throw new MeshvmError(`cannot write into ${dir}: another meshvm (pid ${journal.pid}) is writing there`, {exit: ExitCode.FAILURE, code: 'WriteBusy', hints: ['wait for it to finish, then try again']})
+    }
+    for (const name of journal.files) {
+      if (typeof name !== 'string' || name.includes('/') || !journal.staging) continue
+      const staged = join(dir, journal.staging, name)
+      if (lstatOrUndefined(staged)?.isFile()) renameSync(staged, join(dir, name))
+    }
+    fsyncPath(dir)
+    rmSync(join(dir, JOURNAL), {force: true})
+  }
+  for (const entry of readdirSync(dir)) {
+    const m = new RegExp(`^${STAGING.replace(/\./g, '\\.')}(\\d+)-`).exec(entry)
+    if (m && (Number(m[1]) === process.pid ? false : !pidAlive(Number(m[1])))) rmSync(join(dir, entry), {recursive: true, force: true})
+  }
+}
+
+/**
+ * Writes one file whole or not at all. A stream target (/dev/stdout, /dev/fd/N, /dev/null) is
+ * written to, not replaced; a symlink or other special file is refused.
+ */
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
+  if (isStreamPath(path)) {
+    const st = lstatOrUndefined(path)
+    if (st && !st.isFile() && !st.isDirectory()) {
+      let fd: number
+      try {
+        fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | (constants.O_NOCTTY ?? 0))
+      } catch (err) {
+        throw writeFailure(path, err)
+      }
+      try {
+        const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+        let offset = 0
+        while (offset < buf.length) offset += writeSync(fd, buf, offset, buf.length - offset)
+      } catch (err) {
+        throw writeFailure(path, err)
+      } finally {
+        closeSync(fd)
+      }
+      return
+    }
+  }
   writeFilesAtomic(dirname(path), [{name: basename(path), data, mode}])
 }
 
 /** Writes all files into `dir` (created if needed), or none of them. Returns the written paths. */
 export function writeFilesAtomic(dir: string, files: FileToWrite[]): string[] {
+  for (const file of files) {
+    if (file.name === '' || file.name === '.' || file.name === '..' || file.name.includes('/') || file.name.startsWith('.meshvm-')) {
+      throw new MeshvmError(`cannot write ${join(dir, file.name)}: not a plain file name`, {exit: ExitCode.BUG, code: 'InternalError'})
+    }
+  }
+  const dirStat = (() => {
+    try {
+      return lstatOrUndefined(dir)
+    } catch (err) {
+      throw writeFailure(dir, err)
+    }
+  })()
+  if (dirStat && !dirStat.isDirectory()) throw refuse(dir, kindOf(dirStat))
+  if (!dirStat) {
+    try {
+      mkdirSync(dir, {recursive: true, mode: 0o755})
+    } catch (err) {
+      throw writeFailure(dir, err)
+    }
+  }
   try {
-    mkdirSync(dir, {recursive: true, mode: 0o755})
+    recoverDir(dir)
   } catch (err) {
     throw writeFailure(dir, err)
   }
-  const temps: {temp: string; target: string}[] = []
+  // 1. Every target must be absent or a regular file: checked before anything is written.
+  const existing = new Set<string>()
+  for (const file of files) {
+    const target = join(dir, file.name)
+    let st: Stats | undefined
+    try {
+      st = lstatOrUndefined(target)
+    } catch (err) {
+      throw writeFailure(target, err)
+    }
+    if (st && !st.isFile()) throw refuse(target, kindOf(st))
+    if (st) existing.add(file.name)
+  }
+  // 2. Everything staged in a private directory.
+  let staging: string
+  try {
+    staging = mkdtempSync(join(dir, `${STAGING}${process.pid}-`))
+  } catch (err) {
+    throw writeFailure(dir, err)
+  }
+  const cleanup = () => rmSync(staging, {recursive: true, force: true})
+  step()
+  for (const file of files) {
+    try {
+      writeNew(join(staging, file.name), file.data, file.mode)
+      step()
+    } catch (err) {
+      cleanup()
+      throw writeFailure(join(dir, file.name), err)
+    }
+  }
+  fsyncPath(staging)
+  const written = files.map((f) => join(dir, f.name))
+  if (files.length === 1) {
+    // One file: its rename is the commit.
+    try {
+      renameSync(join(staging, files[0]!.name), written[0]!)
+    } catch (err) {
+      cleanup()
+      throw writeFailure(written[0]!, err)
+    }
+    step()
+    fsyncPath(dir)
+    cleanup()
+    return written
+  }
+  // Backups (hard links, no copy) so that a failed rename can be undone.
+  const backups = new Map<string, string>()
+  try {
+    for (const name of existing) {
+      const backup = join(staging, `.old-${name}`)
+      linkSync(join(dir, name), backup)
+      backups.set(name, backup)
+    }
+    // 3. The commit point: the journal appears atomically, or not at all.
+    const journalTemp = join(staging, '.journal')
+    writeNew(journalTemp, JSON.stringify({pid: process.pid, staging: basename(staging), files: files.map((f) => f.name)} satisfies Journal), 0o600)
+    linkSync(journalTemp, join(dir, JOURNAL))
+  } catch (err) {
+    cleanup()
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EEXIST') throw new MeshvmError(`cannot write into ${dir}: another meshvm is writing there`, {exit: ExitCode.FAILURE, code: 'WriteBusy', hints: ['wait for it to finish, then try again']})
+    throw writeFailure(dir, err)
+  }
+  step()
+  // 4. The renames.
+  const placed: string[] = []
   try {
     for (const file of files) {
-      const target = join(dir, file.name)
-      try {
-        temps.push({temp: writeTemp(target, file.data, file.mode), target})
-      } catch (err) {
-        throw writeFailure(target, err)
-      }
+      renameSync(join(staging, file.name), join(dir, file.name))
+      placed.push(file.name)
+      step()
     }
   } catch (err) {
-    for (const t of temps) rmSync(t.temp, {force: true})
-    throw err
+    // Roll back: the old files return, the new ones without an old one go.
+    for (const name of placed) {
+      const backup = backups.get(name)
+      try {
+        if (backup) renameSync(backup, join(dir, name))
+        else unlinkSync(join(dir, name))
+      } catch {
+        // Best effort; the error below names the file that failed.
+      }
+    }
+    rmSync(join(dir, JOURNAL), {force: true})
+    cleanup()
+    throw writeFailure(join(dir, files[placed.length]!.name), err)
   }
-  for (const t of temps) renameSync(t.temp, t.target)
-  return temps.map((t) => t.target)
+  fsyncPath(dir)
+  step()
+  unlinkSync(join(dir, JOURNAL))
+  step()
+  cleanup()
+  return written
 }

@@ -8,12 +8,15 @@
  * Only requests that are safe to repeat are retried: reads, server-side apply, merge patches, deletes
  * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
  */
-import {readFileSync} from 'node:fs'
+import {accessSync, constants as fsConstants, readFileSync, statSync} from 'node:fs'
+import {createSecureContext} from 'node:tls'
 import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
 import type {LoadedKubeConfig} from './config.js'
 import {KubeconfigCaAgent} from './tls.js'
 import {ExitCode, MeshvmError} from '../errors.js'
+import {runExecPlugin, type ExecConfig} from './exec.js'
+import {proxyFor, TunnelAgent} from './proxy.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 
 export const MAX_RETRIES = 5
@@ -21,6 +24,46 @@ export const BACKOFF_BASE_MS = 200
 export const BACKOFF_CAP_MS = 5_000
 /** Retry-After values above this are treated as "give up": the user asked for an answer, not a nap. */
 const RETRY_AFTER_CAP_MS = 30_000
+/**
+ * The largest response body meshvm reads (documented): 64 MiB, raised with MESHVM_MAX_RESPONSE_BYTES.
+ * A bigger body (or a Content-Length announcing one) fails cleanly instead of filling memory.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+/** Deepest JSON nesting accepted in an answer; Kubernetes objects are a few dozen levels deep. */
+export const MAX_JSON_DEPTH = 1000
+/** Pages a list may take before meshvm stops (a continue token that never ends). */
+export const MAX_LIST_PAGES = 10_000
+/** A watch that ends sooner than this without a change counts as "closed at once". */
+const WATCH_QUICK_END_MS = 1_000
+/** Watches of one path closed at once in a row before meshvm gives up. */
+export const MAX_QUICK_WATCH_ENDS = 8
+
+export function maxResponseBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.MESHVM_MAX_RESPONSE_BYTES
+  if (text === undefined || text === '') return DEFAULT_MAX_RESPONSE_BYTES
+  const n = Number(text)
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new MeshvmError(`MESHVM_MAX_RESPONSE_BYTES ${JSON.stringify(text)}: expected a positive number of bytes`, {exit: ExitCode.USAGE, code: 'Usage'})
+  }
+  return n
+}
+
+/** True when `text` (JSON) nests arrays/objects deeper than `max`; strings are skipped. O(n), no recursion. */
+export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92 /* \\ */) i++
+      else if (c === 34 /* " */) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true
+    } else if (c === 125 || c === 93) depth--
+  }
+  return false
+}
 
 export const PATCH = {
   merge: 'application/merge-patch+json',
@@ -99,22 +142,87 @@ function codedError(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), {code})
 }
 
+/** A file a kubeconfig names by path (certificate-authority, client-certificate, client-key), checked with what to fix. */
+function checkNamedFile(loaded: LoadedKubeConfig, field: string, path: string | undefined): void {
+  if (!path) return
+  let why: string | undefined
+  try {
+    const st = statSync(path)
+    if (!st.isFile()) why = st.isDirectory() ? 'is a directory' : 'is not a regular file'
+    else accessSync(path, fsConstants.R_OK)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    why = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : 'cannot be read'
+  }
+  if (why) {
+    throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${field} ${path}: ${why}`, {
+      exit: ExitCode.USAGE,
+      code: 'BadKubeconfig',
+      hints: [`fix the ${field} path in the kubeconfig (${loaded.source}), or embed the file with ${field}-data`],
+    })
+  }
+}
+
 /**
- * TLS material and credentials of the kubeconfig's current user (running its exec plugin, if any).
- * A failing plugin's output is never shown: it may hold secrets.
+ * TLS material and credentials of the kubeconfig's current user (running its exec plugin, if any:
+ * see exec.ts). A failing plugin's output is never shown: it may hold secrets.
  */
 async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<RequestOptions> {
   const tls: RequestOptions = {}
+  const user = loaded.kc.getCurrentUser()
+  const cluster = loaded.kc.getCurrentCluster()
+  checkNamedFile(loaded, 'certificate-authority', cluster?.caFile)
+  checkNamedFile(loaded, 'client-certificate', user?.certFile)
+  checkNamedFile(loaded, 'client-key', user?.keyFile)
   try {
-    await loaded.kc.applyToHTTPSOptions(tls)
-  } catch {
-    const user = loaded.kc.getCurrentUser()
-    const what = user?.exec ? `the credential plugin (exec: ${user.exec.command})` : user?.authProvider ? `the auth provider ${JSON.stringify(user.authProvider.name)}` : 'its credentials'
+    if (user?.exec) {
+      // TLS from the kubeconfig; the token (or certificate) from the plugin, run by meshvm so that
+      // its stderr reaches the terminal and a plugin that never exits is stopped.
+      ;(loaded.kc as unknown as {applyHTTPSOptions(o: RequestOptions): void}).applyHTTPSOptions(tls)
+      const creds = await runExecPlugin(user.exec as ExecConfig, loaded.contextName)
+      if (creds.cert && creds.key) {
+        tls.cert = creds.cert
+        tls.key = creds.key
+      }
+      const headers = (tls.headers ?? {}) as Record<string, string>
+      if (creds.token) headers.Authorization = `Bearer ${creds.token}`
+      if (user.token) headers.Authorization = `Bearer ${user.token}`
+      tls.headers = headers
+    } else {
+      await loaded.kc.applyToHTTPSOptions(tls)
+    }
+  } catch (err) {
+    if (err instanceof MeshvmError) throw err
+    const what = user?.authProvider ? `the auth provider ${JSON.stringify(user.authProvider.name)}` : 'its credentials'
     throw new MeshvmError(`cannot get credentials for context ${JSON.stringify(loaded.contextName)}: ${what} failed`, {
       exit: ExitCode.FORBIDDEN,
       code: 'CredentialsFailed',
       hints: ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
     })
+  }
+  if (tls.cert || tls.key) {
+    // A certificate without its key, a key that is not the certificate's, or PEM that does not
+    // parse: name the kubeconfig fields instead of failing inside the TLS handshake.
+    try {
+      // No `ca` here: giving one makes Node build its whole root store (see tls.ts).
+      createSecureContext({cert: tls.cert as string, key: tls.key as string})
+    } catch (err) {
+      const certWhere = user?.certFile ?? 'client-certificate-data'
+      const keyWhere = user?.keyFile ?? 'client-key-data'
+      const msg = String((err as Error).message ?? '')
+      const why = /mismatch/i.test(msg)
+        ? `the client key (${keyWhere}) does not belong to the client certificate (${certWhere})`
+        : tls.cert && !tls.key
+          ? `a client certificate (${certWhere}) without a client key`
+          : !tls.cert && tls.key
+            ? `a client key (${keyWhere}) without a client certificate`
+            : `the client certificate (${certWhere}) or client key (${keyWhere}) is not valid PEM`
+      throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${why}`, {
+        exit: ExitCode.USAGE,
+        code: 'BadKubeconfig',
+        hints: ['point client-certificate and client-key at a matching pair (openssl x509 -noout -pubkey -in CERT; openssl pkey -pubout -in KEY), PEM encoded'],
+      })
+    }
   }
   return tls
 }
@@ -173,13 +281,17 @@ export class KubeClient {
       // Verification stays on unless the kubeconfig itself says insecure-skip-tls-verify.
       rejectUnauthorized: tls.rejectUnauthorized !== false,
     }
-    // With the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
+    // A proxy (proxy-url, HTTPS_PROXY) tunnels with CONNECT and Node's own verification; otherwise,
+    // with the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
+    const proxy = this.url.protocol === 'https:' ? proxyFor(this.url, loaded.kc.getCurrentCluster()?.proxyUrl) : undefined
     this.agent =
       this.url.protocol === 'http:'
         ? new HttpAgent({keepAlive: true, maxSockets: 16})
-        : tls.ca && agentOptions.rejectUnauthorized
-          ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
-          : new Agent(agentOptions)
+        : proxy
+          ? new TunnelAgent(proxy, agentOptions)
+          : tls.ca && agentOptions.rejectUnauthorized
+            ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
+            : new Agent(agentOptions)
     this.headers = credentialHeaders(loaded, tls)
     this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
   }
@@ -259,7 +371,19 @@ export class KubeClient {
     const send = this.url.protocol === 'http:' ? httpRequest : httpsRequest
     const path = this.fullPath(req)
     const started = Date.now()
+    const limit = maxResponseBytes()
     return new Promise<RawResponse>((resolve, reject) => {
+      // One outcome per attempt: the time-out covers the whole exchange, body included (a body that
+      // never ends, or arrives a byte at a time, ends here), and the size limit is checked as bytes
+      // arrive, so neither can hold the process or its memory.
+      let settled = false
+      const fail = (err: unknown): void => {
+        clearTimeout(timer)
+        if (settled) return
+        settled = true
+        r.destroy()
+        reject(err)
+      }
       const r = send(
         {
           protocol: this.url.protocol,
@@ -272,27 +396,36 @@ export class KubeClient {
         },
         (res) => {
           const chunks: Buffer[] = []
-          res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('aborted', () => reject(codedError('MESHVM_TRUNCATED', 'response aborted')))
-          res.on('error', (err) => reject(err))
+          let size = 0
+          const tooLarge = () => codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`)
+          if (Number(res.headers['content-length'] ?? 0) > limit) {
+            fail(tooLarge())
+            return
+          }
+          res.on('data', (c: Buffer) => {
+            size += c.length
+            if (size > limit) fail(tooLarge())
+            else chunks.push(c)
+          })
+          res.on('aborted', () => fail(codedError('MESHVM_TRUNCATED', 'response aborted')))
+          res.on('error', (err) => fail(err))
           res.on('end', () => {
-            clearTimeout(timer)
+            if (settled) return
             const buf = Buffer.concat(chunks)
             const expected = Number(res.headers['content-length'] ?? Number.NaN)
             if (!res.complete || (!Number.isNaN(expected) && buf.length < expected)) {
-              reject(codedError('MESHVM_TRUNCATED', 'response truncated'))
+              fail(codedError('MESHVM_TRUNCATED', 'response truncated'))
               return
             }
+            clearTimeout(timer)
+            settled = true
             this.options.onResponse?.({method: req.method, path, status: res.statusCode ?? 0, ms: Date.now() - started, bytes: buf.length})
             resolve({status: res.statusCode ?? 0, headers: res.headers, body: buf})
           })
         },
       )
-      const timer = setTimeout(() => r.destroy(codedError('MESHVM_TIMEOUT', 'request timed out')), timeoutMs)
-      r.on('error', (err) => {
-        clearTimeout(timer)
-        reject(err)
-      })
+      const timer = setTimeout(() => fail(codedError('MESHVM_TIMEOUT', 'request timed out')), timeoutMs)
+      r.on('error', (err) => fail(err))
       r.end(body)
     })
   }
@@ -330,7 +463,10 @@ export class KubeClient {
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
         const generation = this.credentialsGeneration
         const res = await this.once(remaining === undefined ? req : {...req, timeoutMs: Math.min(timeoutMs, remaining)})
-        if (res.status < 400) return res
+        // Only the documented success statuses are success. A 3xx is never "created" or
+        // "configured", and a redirect is never followed (it would carry the token elsewhere).
+        if (res.status >= 200 && res.status < 300) return res
+        if (res.status < 400 || res.status > 599) throw translateHttpError(description, res.status, res.body.toString('utf8'), res.headers.location)
         if (res.status === 401 && !refreshed) {
           refreshed = true
           await this.refreshCredentials(generation)
@@ -360,18 +496,29 @@ export class KubeClient {
     }
   }
 
-  /** A request whose answer is JSON. */
+  /**
+   * A request whose answer is a JSON object. An empty body, `null`, a scalar or a document nested
+   * deeper than MAX_JSON_DEPTH is a malformed answer (never "success with nothing").
+   */
   async request<T = unknown>(req: KubeRequest): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const res = await this.send(req)
       const text = res.body.toString('utf8')
-      if (text === '') return undefined as T
-      try {
-        return JSON.parse(text) as T
-      } catch {
-        // A complete but unparsable body is not a network blip; one more read is all it gets.
-        if (req.method !== 'GET' || attempt >= 1) throw translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', 'malformed'), 0)
+      let value: unknown
+      let why: string
+      if (text.trim() === '') why = 'an empty body'
+      else if (jsonTooDeep(text)) why = `JSON nested deeper than ${MAX_JSON_DEPTH} levels`
+      else {
+        try {
+          value = JSON.parse(text)
+          if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as T
+          why = `${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`} instead of an object`
+        } catch {
+          why = 'a body that is not JSON'
+        }
       }
+      // A complete but unusable body is not a network blip; one more read is all it gets.
+      if (req.method !== 'GET' || attempt >= 1) throw translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', why), 0)
     }
   }
 
@@ -402,7 +549,9 @@ export class KubeClient {
     const seen = new Set<string>()
     let restarts = 0
     let token: string | undefined
-    for (;;) {
+    const tokens = new Set<string>()
+    for (let pages = 0; ; pages++) {
+      if (pages >= MAX_LIST_PAGES) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', `a list that did not end after ${MAX_LIST_PAGES} pages`), 0)
       let page: ListPage<T>
       try {
         page = await this.get<ListPage<T>>(path, {...query, limit: pageSize, continue: token})
@@ -414,6 +563,10 @@ export class KubeClient {
         }
         throw err
       }
+      // kubectl decodes a null items as an empty list; anything else that is not a list of objects is malformed.
+      if ((page.items !== undefined && page.items !== null && !Array.isArray(page.items)) || (page.items ?? []).some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) {
+        throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose items are not objects'), 0)
+      }
       const items = (page.items ?? []).filter((item) => {
         const key = item.metadata?.uid ?? `${item.metadata?.namespace ?? ''}/${item.metadata?.name ?? ''}`
         if (seen.has(key)) return false
@@ -423,6 +576,9 @@ export class KubeClient {
       yield {...page, items}
       token = page.metadata?.continue || undefined
       if (!token) return
+      // A server that hands back a token it already gave would page forever.
+      if (tokens.has(token)) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose continue token repeats'), 0)
+      tokens.add(token)
     }
   }
 
@@ -443,41 +599,110 @@ export class KubeClient {
     })
   }
 
+  /** Per watched path: how many watches in a row ended at once, without a change. */
+  private readonly quickWatchEnds = new Map<string, number>()
+
   /**
    * Streams watch events until the server closes the stream or `signal` aborts. Resolves with the
    * last resourceVersion seen so the caller can resume.
+   *
+   * Re-watch loops are bounded here, for every caller: a watch that the server ends within
+   * WATCH_QUICK_END_MS without a change makes the next watch of that path wait (jittered backoff,
+   * as for retries), and after MAX_QUICK_WATCH_ENDS such ends in a row the watch fails. Each call
+   * removes its abort listener when it ends, so long watches never pile listeners on `signal`.
    */
-  watch<T extends {metadata?: {resourceVersion?: string}}>(
+  async watch<T extends {metadata?: {resourceVersion?: string}}>(
     path: string,
     query: KubeRequest['query'],
     onEvent: (event: WatchEvent<T>) => void,
     signal?: AbortSignal,
   ): Promise<string | undefined> {
     const req: KubeRequest = {method: 'GET', path, query: {...query, watch: 'true', allowWatchBookmarks: 'true'}}
+    const quick = this.quickWatchEnds.get(path) ?? 0
+    if (quick >= MAX_QUICK_WATCH_ENDS) {
+      this.quickWatchEnds.delete(path)
+      throw translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', `the watch was closed at once ${quick} times in a row`), 0)
+    }
+    if (quick > 0) {
+      const delayMs = Math.round(this.options.random() * Math.min(BACKOFF_CAP_MS, this.options.backoffBaseMs * 2 ** quick))
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, delayMs)
+        function done(): void {
+          clearTimeout(timer)
+          signal?.removeEventListener('abort', done)
+          resolve()
+        }
+        signal?.addEventListener('abort', done, {once: true})
+      })
+    }
+    const typedVersion = typeof query?.resourceVersion === 'string' ? query.resourceVersion : undefined
+    if (signal?.aborted) return typedVersion
+    const started = Date.now()
+    let changes = 0
+    const result = await this.watchOnce<T>(req, typedVersion, (event) => {
+      if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') changes++
+      onEvent(event)
+    }, signal)
+    if (changes === 0 && Date.now() - started < WATCH_QUICK_END_MS && !signal?.aborted) this.quickWatchEnds.set(path, quick + 1)
+    else this.quickWatchEnds.delete(path)
+    return result
+  }
+
+  private watchOnce<T extends {metadata?: {resourceVersion?: string}}>(
+    req: KubeRequest,
+    version: string | undefined,
+    onEvent: (event: WatchEvent<T>) => void,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
     const send = this.url.protocol === 'http:' ? httpRequest : httpsRequest
-    let lastVersion = typeof query?.resourceVersion === 'string' ? query.resourceVersion : undefined
+    let lastVersion = version
+    const limit = maxResponseBytes()
     return new Promise((resolve, reject) => {
+      let settled = false
+      const finish = (err?: unknown): void => {
+        if (settled) return
+        settled = true
+        signal?.removeEventListener('abort', onAbort)
+        if (err === undefined) resolve(lastVersion)
+        else reject(err)
+      }
+      const onAbort = (): void => {
+        r.destroy()
+        finish()
+      }
       const r = send(
         {
           protocol: this.url.protocol,
           hostname: this.url.hostname.replace(/^\[|\]$/g, ''),
-          port: this.url.port || 443,
+          port: this.url.port || (this.url.protocol === 'http:' ? 80 : 443),
           method: 'GET',
           path: this.fullPath(req),
           headers: {...this.headers, Accept: 'application/json', 'User-Agent': this.options.userAgent},
           agent: this.agent,
         },
         (res) => {
-          if ((res.statusCode ?? 0) >= 400) {
+          const status = res.statusCode ?? 0
+          if (status < 200 || status >= 300) {
             const chunks: Buffer[] = []
-            res.on('data', (c: Buffer) => chunks.push(c))
-            res.on('end', () => reject(translateHttpError(this.describe(req), res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))))
+            let size = 0
+            res.on('data', (c: Buffer) => {
+              size += c.length
+              if (size <= 64 * 1024) chunks.push(c)
+            })
+            res.on('end', () => finish(translateHttpError(this.describe(req), status, Buffer.concat(chunks).toString('utf8'), res.headers.location)))
+            res.on('error', () => finish(translateHttpError(this.describe(req), status, '', res.headers.location)))
             return
           }
           let buffer = ''
           res.setEncoding('utf8')
           res.on('data', (chunk: string) => {
             buffer += chunk
+            // One event is one line: a line that grows past the response limit is not an event.
+            if (buffer.length > limit) {
+              r.destroy()
+              finish(translateNetworkError(this.describe(req), codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`), 0))
+              return
+            }
             let nl: number
             while ((nl = buffer.indexOf('\n')) >= 0) {
               const line = buffer.slice(0, nl).trim()
@@ -485,25 +710,28 @@ export class KubeClient {
               if (!line) continue
               let event: WatchEvent<T>
               try {
+                if (jsonTooDeep(line)) throw new Error('too deep')
                 event = JSON.parse(line) as WatchEvent<T>
+                if (event === null || typeof event !== 'object' || event.object === null || typeof event.object !== 'object') throw new Error('not an event')
               } catch {
                 r.destroy()
-                reject(translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', 'malformed'), 0))
+                finish(translateNetworkError(this.describe(req), codedError('MESHVM_MALFORMED', 'malformed'), 0))
                 return
               }
               lastVersion = event.object?.metadata?.resourceVersion ?? lastVersion
               onEvent(event)
             }
           })
-          res.on('end', () => resolve(lastVersion))
-          res.on('error', () => resolve(lastVersion))
+          res.on('end', () => finish())
+          res.on('error', () => finish())
         },
       )
       r.on('error', (err) => {
-        if (signal?.aborted) resolve(lastVersion)
-        else reject(translateNetworkError(this.describe(req), err, this.options.timeoutMs))
+        if (signal?.aborted) finish()
+        else finish(translateNetworkError(this.describe(req), err, this.options.timeoutMs))
       })
-      signal?.addEventListener('abort', () => r.destroy(), {once: true})
+      if (signal?.aborted) onAbort()
+      else signal?.addEventListener('abort', onAbort, {once: true})
       r.end()
     })
   }

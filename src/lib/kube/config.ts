@@ -88,6 +88,8 @@ export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv =
       const one = i === 0 ? kc : new KubeConfig()
       try {
         const text = readFileSync(file, 'utf8')
+        // kubectl accepts an empty (or comments-only) file in a KUBECONFIG list as an empty config.
+        if (parseYaml(text, {logLevel: 'error'}) == null) continue
         one.loadFromString(text)
         // The first file that defines a user wins, as for everything else.
         for (const [user, path] of tokenFilesIn(text, file)) if (!tokenFiles.has(user) && (i === 0 || !kc.getUser(user))) tokenFiles.set(user, path)
@@ -132,7 +134,20 @@ export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv =
   }
   const user = kc.getUser(context.user)
   const tokenFile = user && !user.token && !user.exec && !user.authProvider ? tokenFiles.get(user.name) : undefined
-  return {kc, contextName, clusterName: cluster.name, server: cluster.server.replace(/\/+$/, ''), namespace: context.namespace || 'default', source, ...(tokenFile ? {tokenFile} : {})}
+  // Userinfo in the server URL (https://user:pass@host) is never used nor shown.
+  return {kc, contextName, clusterName: cluster.name, server: withoutUserinfo(cluster.server).replace(/\/+$/, ''), namespace: context.namespace || 'default', source, ...(tokenFile ? {tokenFile} : {})}
+}
+
+function withoutUserinfo(server: string): string {
+  try {
+    const url = new URL(server)
+    if (!url.username && !url.password) return server
+    url.username = ''
+    url.password = ''
+    return url.toString()
+  } catch {
+    return server.replace(/\/\/[^/@]*@/, '//')
+  }
 }
 
 // kubectl's merge rule for KUBECONFIG lists: the first file that defines a name wins.

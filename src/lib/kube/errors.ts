@@ -2,7 +2,8 @@
  * Kubernetes API and network failures, translated into one-line MeshvmErrors with a stable exit code
  * and a hint. Never includes request bodies or headers: they may carry tokens.
  */
-import {ExitCode, MeshvmError} from '../errors.js'
+import {ExitCode, MeshvmError, redactCredentials} from '../errors.js'
+import {terminalSafe} from '../output/terminal.js'
 
 export interface KubeStatus {
   kind?: string
@@ -45,16 +46,34 @@ export function rbacHint(message: string): string | undefined {
   return `ask a cluster admin for a Role${namespace ? ` in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`.replace('RoleClusterRole', 'ClusterRole')
 }
 
-export function translateHttpError(req: RequestDescription, status: number, body: string): KubeApiError {
+export function translateHttpError(req: RequestDescription, status: number, body: string, location?: string | string[]): KubeApiError {
   let kubeStatus: KubeStatus | undefined
   try {
     const parsed = JSON.parse(body) as KubeStatus
-    if (parsed && parsed.kind === 'Status') kubeStatus = parsed
+    // The Status kept for callers carries the cleaned message too (proxy-status quotes it).
+    if (parsed && parsed.kind === 'Status') kubeStatus = typeof parsed.message === 'string' ? {...parsed, message: parsed.message.split('\n').map((l) => terminalSafe(redactCredentials(l))).join('\n')} : parsed
   } catch {
     // Not a Status: some proxies answer with HTML or plain text. Their text is not shown.
   }
-  const message = kubeStatus?.message?.split('\n')[0]
-  const reason = kubeStatus?.reason || httpReason(status)
+  // The server's own words are shown, minus anything that looks like a credential.
+  // Made terminal-safe here, at the source, because callers quote it in warnings and reports too.
+  const message = typeof kubeStatus?.message === 'string' ? kubeStatus.message.split('\n')[0] : undefined
+  const reason = terminalSafe((typeof kubeStatus?.reason === 'string' && kubeStatus.reason) || httpReason(status))
+  if (status < 200 || (status >= 300 && status < 400) || status > 599) {
+    // Not an answer meshvm asked for: a redirect (never followed: it would take the token to
+    // another host) or a status outside HTTP's range. Nothing was confirmed.
+    const to = Array.isArray(location) ? location[0] : location
+    let host = ''
+    try {
+      if (to) host = ` to ${new URL(to, req.server).host}`
+    } catch {
+      // An unparsable Location is not shown.
+    }
+    return new KubeApiError(`the API server at ${req.server} answered ${req.method} ${req.path} with ${status}${status >= 300 && status < 400 ? ` (a redirect${host})` : ''} instead of a result; nothing is known to have changed`, {
+      status, reason: 'UnexpectedStatus', kubeStatus, exit: ExitCode.UNREACHABLE,
+      hints: ['meshvm never follows redirects from the API server; check the server address in the kubeconfig (a proxy or load balancer in front of it may be redirecting)'],
+    })
+  }
   switch (status) {
     case 401:
       return new KubeApiError(`Unauthorized: the API server at ${req.server} rejected the credentials of context ${JSON.stringify(req.context)}`, {
@@ -72,7 +91,7 @@ export function translateHttpError(req: RequestDescription, status: number, body
     case 409:
       return new KubeApiError(message ?? `conflict: ${req.path}`, {status, reason, kubeStatus, exit: ExitCode.REJECTED})
     case 422: {
-      const causes = (kubeStatus?.details?.causes ?? []).map((c) => `${c.field ? c.field + ': ' : ''}${c.message ?? c.reason ?? ''}`)
+      const causes = (Array.isArray(kubeStatus?.details?.causes) ? kubeStatus.details.causes : []).map((c) => terminalSafe(redactCredentials(`${typeof c?.field === 'string' ? c.field + ': ' : ''}${String(c?.message ?? c?.reason ?? '')}`)))
       const text = message ?? `invalid: ${causes.join('; ')}`
       return new KubeApiError(text, {status, reason: 'Invalid', kubeStatus, exit: ExitCode.REJECTED})
     }
@@ -139,7 +158,15 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
     })
   }
   if (code === 'MESHVM_MALFORMED') {
-    return new MeshvmError(`the API server at ${req.server} sent a malformed response to ${req.method} ${req.path}`, {exit: ExitCode.FAILURE, code: 'MalformedResponse'})
+    return new MeshvmError(`the API server at ${req.server} sent a malformed response to ${req.method} ${req.path}${e.message && e.message !== 'malformed' ? ` (${e.message})` : ''}`, {exit: ExitCode.FAILURE, code: 'MalformedResponse'})
+  }
+  if (code === 'MESHVM_PROXY') {
+    return new MeshvmError(`cannot connect to ${where}: ${e.message}`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['check proxy-url in the kubeconfig, or HTTPS_PROXY/NO_PROXY']})
+  }
+  if (code === 'MESHVM_TOO_LARGE') {
+    return new MeshvmError(`the API server at ${req.server} sent a response to ${req.method} ${req.path} larger than the limit (${e.message.replace(/^response larger than /, '')})`, {
+      exit: ExitCode.FAILURE, code: 'ResponseTooLarge', hints: ['raise the limit with MESHVM_MAX_RESPONSE_BYTES (bytes) if this answer is expected to be that large'],
+    })
   }
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'MESHVM_TRUNCATED') {
     return new MeshvmError(`the connection to ${where} was reset (${req.method} ${req.path}), also after retries`, {exit: ExitCode.UNREACHABLE, code: 'ConnectionReset'})

@@ -15,7 +15,8 @@ export interface SessionFlags {
   namespace?: string
   'istio-namespace'?: string
   revision?: string
-  'request-timeout'?: string
+  /** ms from the duration flag, or the text (create-remote-secret passes it through). */
+  'request-timeout'?: string | number
   debug?: boolean
 }
 
@@ -32,8 +33,9 @@ export interface KubeSession {
   revision?: string
 }
 
-export function requestTimeoutMs(text: string | undefined): number {
+export function requestTimeoutMs(text: string | number | undefined): number {
   if (text === undefined) return 30_000
+  if (typeof text === 'number') return text
   const ms = parseDuration(text)
   if (ms === undefined || ms <= 0) throw new UsageError(`--request-timeout ${JSON.stringify(text)}: expected a duration such as 10s, 1m or 500ms`)
   return ms

@@ -1,27 +1,98 @@
 /**
  * `-f FILE`: an existing WorkloadGroup manifest instead of flags. The file is the source of truth
  * for the group; the Service or ServiceEntry is derived from it.
+ *
+ * Hostile input ends in a usage error: at most MAX_INPUT_BYTES are read (so /dev/zero or a huge
+ * file stops there), YAML tags that are not JSON data (!!binary, !!set, …) and documents nested
+ * deeper than 1000 levels are refused, and metadata is validated as the API server would.
  */
-import {readFileSync} from 'node:fs'
+import {closeSync, openSync, readSync} from 'node:fs'
 import {UsageError} from '../errors.js'
 import {parseYamlStream} from '../yaml.js'
+import {annotationsSize, labelValue, plainDataProblem, qualifiedName} from '../validation/kube.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
+
+/** The largest -f file meshvm reads (documented): 4 MiB, far more than any WorkloadGroup. */
+export const MAX_INPUT_BYTES = 4 * 1024 * 1024
+
+/** Reads at most `limit` bytes of a file (or stdin for "-"); more is an error, not a hang. */
+function readBounded(path: string, limit = MAX_INPUT_BYTES): string {
+  const fd = path === '-' ? 0 : openSync(path, 'r')
+  try {
+    const chunks: Buffer[] = []
+    let total = 0
+    for (;;) {
+      const buf = Buffer.allocUnsafe(64 * 1024)
+      let n: number
+      try {
+        n = readSync(fd, buf, 0, buf.length, null)
+      } catch (err) {
+        // A non-blocking stdin with nothing yet: wait a little and read again.
+        if ((err as NodeJS.ErrnoException).code === 'EAGAIN') {
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+          continue
+        }
+        throw err
+      }
+      if (n === 0) break
+      total += n
+      if (total > limit) throw new UsageError(`-f ${JSON.stringify(path)}: larger than ${limit / 1024 / 1024} MiB; a WorkloadGroup manifest is a few KiB`)
+      chunks.push(buf.subarray(0, n))
+    }
+    return Buffer.concat(chunks).toString('utf8')
+  } finally {
+    if (fd !== 0) closeSync(fd)
+  }
+}
+
+function checkMetadata(where: string, field: string, metadata: unknown): void {
+  if (metadata === undefined || metadata === null) return
+  if (typeof metadata !== 'object' || Array.isArray(metadata)) throw new UsageError(`${where}: ${field} must be a mapping`)
+  const {labels, annotations} = metadata as {labels?: unknown; annotations?: unknown}
+  for (const [name, map] of [['labels', labels], ['annotations', annotations]] as const) {
+    if (map === undefined || map === null) continue
+    if (typeof map !== 'object' || Array.isArray(map)) throw new UsageError(`${where}: ${field}.${name} must be a mapping of strings`)
+    for (const [key, value] of Object.entries(map as Record<string, unknown>)) {
+      const keyProblem = qualifiedName(key)
+      if (keyProblem) throw new UsageError(`${where}: ${field}.${name} ${JSON.stringify(key)}: ${keyProblem}`)
+      if (typeof value !== 'string') throw new UsageError(`${where}: ${field}.${name} ${JSON.stringify(key)}: value must be a string (quote it: "${String(value)}")`)
+      const valueProblem = name === 'labels' ? labelValue(value) : undefined
+      if (valueProblem) throw new UsageError(`${where}: ${field}.${name} ${JSON.stringify(key)}: ${valueProblem}`)
+    }
+    if (name === 'annotations') {
+      const size = annotationsSize(map as Record<string, string>)
+      if (size) throw new UsageError(`${where}: ${field}.annotations: ${size}`)
+    }
+  }
+}
 
 export function readWorkloadGroupFile(path: string, namespaceFlag: string | undefined): WorkloadGroupLike {
   let text: string
   try {
-    text = path === '-' ? readFileSync(0, 'utf8') : readFileSync(path, 'utf8')
+    text = readBounded(path)
   } catch (err) {
+    if (err instanceof UsageError) throw err
     const code = (err as NodeJS.ErrnoException).code
-    throw new UsageError(`-f ${JSON.stringify(path)}: ${code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'is a directory' : 'cannot be read'}`)
+    throw new UsageError(`-f ${JSON.stringify(path)}: ${code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : 'cannot be read'}`)
   }
-  const docs = parseYamlStream(text, path)
+  let docs: ReturnType<typeof parseYamlStream>
+  try {
+    docs = parseYamlStream(text, path)
+  } catch (err) {
+    // The YAML parser recurses: a document nested tens of thousands deep overflows its stack.
+    if (err instanceof RangeError) throw new UsageError(`-f ${JSON.stringify(path)}: the document is nested too deeply`)
+    throw err
+  }
   const groups = docs.filter((d) => (d.value as {kind?: string})?.kind === 'WorkloadGroup')
   if (groups.length !== 1) {
     throw new UsageError(`-f ${JSON.stringify(path)}: expected exactly one WorkloadGroup, found ${groups.length}${docs.length > groups.length ? ` (and ${docs.length - groups.length} other document(s))` : ''}`)
   }
   const wg = groups[0]!.value as {apiVersion?: unknown; metadata?: {name?: unknown; namespace?: unknown; annotations?: unknown}; spec?: unknown}
   const where = `${path}${docs.length > 1 ? ` (document ${groups[0]!.index})` : ''}`
+  const notData = plainDataProblem(wg)
+  if (notData) throw new UsageError(`${where}: ${notData.path || 'the document'} ${notData.problem}`)
+  checkMetadata(where, 'metadata', wg.metadata)
+  checkMetadata(where, 'spec.metadata', (wg.spec as {metadata?: unknown} | undefined)?.metadata)
   if (wg.apiVersion !== undefined && !/^networking\.istio\.io\/v(1|1beta1|1alpha3)$/.test(String(wg.apiVersion))) {
     throw new UsageError(`${where}: apiVersion ${JSON.stringify(wg.apiVersion)} is not a WorkloadGroup version (expected networking.istio.io/v1)`)
   }

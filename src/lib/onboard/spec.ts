@@ -4,7 +4,7 @@
  */
 import {flagError, UsageError} from '../errors.js'
 import {sortedRecord} from '../util/records.js'
-import {annotationsSize, dns1035Label, dns1123Label, dns1123Subdomain, labelValue, parseDuration, portNumber, qualifiedName, serviceEntryHost} from '../validation/kube.js'
+import {annotationsSize, dns1035Label, httpHeaderValue, dns1123Label, dns1123Subdomain, labelValue, parseDuration, portNumber, qualifiedName, serviceEntryHost} from '../validation/kube.js'
 
 export const ISTIO_PROTOCOLS = ['HTTP', 'HTTPS', 'GRPC', 'HTTP2', 'MONGO', 'TCP', 'TLS'] as const
 export type IstioProtocol = (typeof ISTIO_PROTOCOLS)[number]
@@ -372,6 +372,8 @@ function parseHeaders(items: string[]): {name: string; value: string}[] {
     const colon = item.indexOf(':')
     const name = colon < 0 ? '' : item.slice(0, colon).trim()
     if (colon < 0 || !/^[A-Za-z0-9-]+$/.test(name)) throw flagError('--probe-header', item, 'expected Name:Value, e.g. Host:web.example.com')
+    const bad = httpHeaderValue(item)
+    if (bad) throw flagError('--probe-header', item, bad)
     return {name, value: item.slice(colon + 1).trim()}
   })
 }

@@ -81,6 +81,15 @@ export function serviceEntryHost(host: string): string | undefined {
 }
 
 /** Go duration strings as kubectl accepts them for --request-timeout: 500ms, 30s, 1m30s, or a bare number of seconds. */
+/**
+ * The longest time meshvm can wait: Node's timers hold at most 2^31-1 ms (about 24.8 days) and fire
+ * at once beyond it (with a TimeoutOverflowWarning). Flags that set a wait (time-outs, intervals)
+ * refuse longer values: see durationFlag in src/lib/cli/base-command.ts. Durations that are not
+ * waits (token lifetimes, probe periods in seconds) have their own, larger limits.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1
+
+/** A duration in ms ("90" seconds, "10s", "1m30s", "500ms", "2h"); undefined if not a duration. */
 export function parseDuration(text: string): number | undefined {
   if (/^\d+$/.test(text)) return Number(text) * 1000
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy
@@ -95,4 +104,42 @@ export function parseDuration(text: string): number | undefined {
   }
   if (matched !== text.length || text.length === 0) return undefined
   return total
+}
+
+/**
+ * An HTTP header value as Go's net/http (httpguts.ValidHeaderFieldValue) accepts it: no control
+ * characters (CR and LF would split the header; tab is allowed) and no DEL.
+ */
+export function httpHeaderValue(value: string): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u0008\u000a-\u001f\u007f]/.test(value) ? 'header values must not contain CR, LF or other control characters' : undefined
+}
+
+/**
+ * The first place in `value` that is not plain JSON data (what the API server stores): YAML tags
+ * such as !!binary, !!set, !!omap or !!timestamp give byte arrays, sets, maps and dates, and a
+ * document nested deeper than `maxDepth` is refused. Iterative: a deep document cannot overflow.
+ */
+export function plainDataProblem(value: unknown, maxDepth = 1000): {path: string; problem: string} | undefined {
+  const stack: {v: unknown; path: string; depth: number}[] = [{v: value, path: '', depth: 0}]
+  while (stack.length > 0) {
+    const {v, path, depth} = stack.pop()!
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') continue
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return {path, problem: 'must be a finite number (.inf and .nan are not JSON)'}
+      continue
+    }
+    if (depth >= maxDepth) return {path, problem: `is nested deeper than ${maxDepth} levels`}
+    if (Array.isArray(v)) {
+      v.forEach((item, i) => stack.push({v: item, path: `${path}[${i}]`, depth: depth + 1}))
+      continue
+    }
+    if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
+      for (const [k, item] of Object.entries(v as Record<string, unknown>)) stack.push({v: item, path: path ? `${path}.${k}` : k, depth: depth + 1})
+      continue
+    }
+    const what = v instanceof Uint8Array ? 'binary data (a !!binary tag)' : v instanceof Set ? 'a set (a !!set tag)' : v instanceof Map ? 'an ordered map (a !!omap or !!pairs tag)' : v instanceof Date ? 'a timestamp (write it as a quoted string)' : `a ${typeof v}`
+    return {path, problem: `is ${what}; only plain strings, numbers, booleans, lists and mappings are allowed`}
+  }
+  return undefined
 }

@@ -152,7 +152,7 @@ describe('KubeClient', () => {
     })
     const c = await client()
     const err = (await c.get('/x').catch((e: unknown) => e)) as MeshvmError
-    expect(err.message).toMatch(/sent a malformed response to GET \/x$/)
+    expect(err.message).toMatch(/sent a malformed response to GET \/x \(a body that is not JSON\)$/)
     expect(err.message).not.toContain('s3cr3t')
     c.close()
   })

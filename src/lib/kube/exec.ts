@@ -1,0 +1,107 @@
+/**
+ * Kubeconfig exec credential plugins (users[].user.exec), run as kubectl runs them
+ * (k8s.io/client-go/plugin/pkg/client/auth/exec): KUBERNETES_EXEC_INFO describes the request, the
+ * plugin's stdout is an ExecCredential, and its stderr goes to the user's terminal (login prompts,
+ * device codes), never into meshvm's output or errors. Unlike client-go, a plugin that does not exit
+ * is killed after a bound (EXEC_TIMEOUT_MS, MESHVM_EXEC_TIMEOUT to change it) and reported cleanly.
+ */
+import {spawn} from 'node:child_process'
+import {ExitCode, MeshvmError} from '../errors.js'
+import {parseDuration} from '../validation/kube.js'
+
+/** How long a credential plugin may run (documented): long enough for an interactive login. */
+export const EXEC_TIMEOUT_MS = 120_000
+/** The most a plugin may print on stdout: an ExecCredential is a few KiB. */
+const MAX_CREDENTIAL_BYTES = 1024 * 1024
+
+export interface ExecConfig {
+  command?: string
+  args?: string[]
+  env?: {name?: string; value?: string}[] | null
+  apiVersion?: string
+  interactiveMode?: string
+  provideClusterInfo?: boolean
+}
+
+export interface ExecCredentials {
+  token?: string
+  cert?: string
+  key?: string
+}
+
+export function execTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.MESHVM_EXEC_TIMEOUT
+  if (!text) return EXEC_TIMEOUT_MS
+  const ms = parseDuration(text)
+  if (ms === undefined || ms <= 0) throw new MeshvmError(`MESHVM_EXEC_TIMEOUT ${JSON.stringify(text)}: expected a duration such as 30s or 2m`, {exit: ExitCode.USAGE, code: 'Usage'})
+  return ms
+}
+
+function failure(context: string, command: string, why: string, hints: string[] = []): MeshvmError {
+  return new MeshvmError(`cannot get credentials for context ${JSON.stringify(context)}: the credential plugin (exec: ${command}) ${why}`, {
+    exit: ExitCode.FORBIDDEN,
+    code: 'CredentialsFailed',
+    hints: hints.length > 0 ? hints : ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
+  })
+}
+
+export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs()): Promise<ExecCredentials> {
+  const command = exec.command ?? ''
+  if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
+  // client-go: interactive when stdin is a terminal, unless interactiveMode is Never.
+  const interactive = exec.interactiveMode !== 'Never' && process.stdin.isTTY === true
+  const env: NodeJS.ProcessEnv = {...process.env}
+  for (const e of exec.env ?? []) if (e?.name) env[e.name] = e.value ?? ''
+  env.KUBERNETES_EXEC_INFO = JSON.stringify({
+    apiVersion: exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1',
+    kind: 'ExecCredential',
+    spec: {interactive},
+  })
+  return new Promise((resolve, reject) => {
+    let child: ReturnType<typeof spawn>
+    try {
+      child = spawn(command, exec.args ?? [], {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', 'inherit']})
+    } catch {
+      reject(failure(context, command, 'could not be started'))
+      return
+    }
+    const chunks: Buffer[] = []
+    let size = 0
+    let outcome: MeshvmError | undefined
+    const timer = setTimeout(() => {
+      outcome = failure(context, command, `did not finish within ${Math.round(timeoutMs / 1000)}s and was stopped`, [
+        'finish the login it asks for, run it by hand to see why it hangs, or raise MESHVM_EXEC_TIMEOUT',
+      ])
+      child.kill('SIGKILL')
+    }, timeoutMs)
+    child.stdout!.on('data', (c: Buffer) => {
+      size += c.length
+      if (size > MAX_CREDENTIAL_BYTES) {
+        outcome ??= failure(context, command, 'printed more than 1 MiB')
+        child.kill('SIGKILL')
+      } else chunks.push(c)
+    })
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      outcome ??= failure(context, command, err.code === 'ENOENT' ? 'was not found on PATH' : `could not be started (${err.code ?? 'error'})`)
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      if (outcome) return reject(outcome)
+      // Its stderr already reached the terminal; its stdout may hold secrets and is never shown.
+      if (code !== 0) return reject(failure(context, command, `failed (exit ${code ?? 'signal'})`))
+      let status: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown} | undefined
+      try {
+        status = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as {status?: typeof status})?.status
+      } catch {
+        return reject(failure(context, command, 'printed something that is not an ExecCredential'))
+      }
+      if (!status || typeof status !== 'object') return reject(failure(context, command, 'printed an ExecCredential without a status'))
+      const creds: ExecCredentials = {}
+      if (typeof status.token === 'string' && status.token !== '') creds.token = status.token
+      if (typeof status.clientCertificateData === 'string') creds.cert = status.clientCertificateData
+      if (typeof status.clientKeyData === 'string') creds.key = status.clientKeyData
+      if (!creds.token && !(creds.cert && creds.key)) return reject(failure(context, command, 'returned neither a token nor a client certificate and key'))
+      resolve(creds)
+    })
+  })
+}

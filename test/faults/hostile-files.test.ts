@@ -1,0 +1,159 @@
+/**
+ * Hostile file systems against src/lib/fs: symlinks and special files where meshvm writes, a full
+ * disk (RLIMIT_FSIZE: writes fail with EFBIG part-way), a target that cannot be placed, kill -9 at
+ * every step of a bundle write, and long names in --archive tarballs.
+ */
+import {execFileSync, spawnSync} from 'node:child_process'
+import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, describe, expect, it} from 'vitest'
+import {recoverDir, writeFileAtomic, writeFilesAtomic} from '../../src/lib/fs/atomic.js'
+import {tarGz} from '../../src/lib/fs/tar.js'
+import {MeshvmError} from '../../src/lib/errors.js'
+import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {logFault} from './hostile.js'
+
+const work = mkdtempSync(join(tmpdir(), 'meshvm-hostile-files-'))
+afterAll(() => rmSync(work, {recursive: true, force: true}))
+let n = 0
+const fresh = () => {
+  const d = join(work, `d${++n}`)
+  mkdirSync(d)
+  return d
+}
+
+function thrown(f: () => unknown): MeshvmError {
+  try {
+    f()
+  } catch (err) {
+    expect(err).toBeInstanceOf(MeshvmError)
+    return err as MeshvmError
+  }
+  throw new Error('expected a MeshvmError')
+}
+
+const OLD = [{name: 'a.yaml', data: 'old a\n', mode: 0o644}, {name: 'istio-token', data: 'old-token', mode: 0o600}, {name: 'c.yaml', data: 'old c\n', mode: 0o644}]
+const NEW = [{name: 'a.yaml', data: 'new a\n', mode: 0o644}, {name: 'istio-token', data: 'new-token', mode: 0o600}, {name: 'c.yaml', data: 'new c\n', mode: 0o644}, {name: 'd.yaml', data: 'new d\n', mode: 0o644}]
+const contents = (dir: string) => Object.fromEntries(readdirSync(dir).filter((f) => !f.startsWith('.meshvm-')).sort().map((f) => [f, readFileSync(join(dir, f), 'utf8')]))
+const asMap = (files: typeof NEW) => Object.fromEntries(files.map((f) => [f.name, f.data]).sort())
+
+describe('files: never through a symlink or over a special file', () => {
+  it('refuses a symlink planted where a file goes, and leaves its target alone', () => {
+    logFault('files', 'symlink at target', 'fs')
+    const d = fresh()
+    writeFileSync(join(work, 'victim'), 'precious')
+    symlinkSync(join(work, 'victim'), join(d, 'istio-token'))
+    const err = thrown(() => writeFilesAtomic(d, NEW))
+    expect(err.message).toBe(`cannot write ${join(d, 'istio-token')}: it is a symbolic link; meshvm only replaces regular files`)
+    expect(err.exit).toBe(2)
+    expect(readFileSync(join(work, 'victim'), 'utf8')).toBe('precious')
+    expect(readdirSync(d)).toEqual(['istio-token'])
+  })
+
+  it('refuses a FIFO, a directory and a symlinked output directory', () => {
+    logFault('files', 'FIFO/directory at target', 'fs')
+    const d = fresh()
+    execFileSync('mkfifo', [join(d, 'out.yaml')])
+    expect(thrown(() => writeFileAtomic(join(d, 'out.yaml'), 'x')).message).toMatch(/: it is a FIFO; meshvm only replaces regular files$/)
+    mkdirSync(join(d, 'a.yaml'))
+    expect(thrown(() => writeFilesAtomic(d, NEW)).message).toMatch(/a\.yaml: it is a directory; /)
+    symlinkSync(d, join(work, `link${n}`))
+    expect(thrown(() => writeFilesAtomic(join(work, `link${n}`), NEW)).message).toMatch(/: it is a symbolic link; /)
+    expect(lstatSync(join(d, 'out.yaml')).isFIFO()).toBe(true)
+  })
+
+  it('writes to /dev/stdout-style targets without replacing them', () => {
+    logFault('files', '/dev/stdout target', 'fs')
+    const out = join(work, 'captured')
+    // A child whose stdout is a file: writing to /dev/fd/1 and /proc/self/fd/1 appends to that file.
+    // These names are used rather than /dev/stdout and /dev/null on purpose: should the code under
+    // test ever replace its target again, a rename into /proc fails instead of clobbering the
+    // machine's /dev/stdout or /dev/null (which is what the old temp-file-and-rename did).
+    const code = `require('tsx/cjs'); const {writeFileAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); writeFileAtomic('/dev/fd/1', 'token: x\\n', 0o600); writeFileAtomic('/proc/self/fd/1', 'more\\n')`
+    const res = spawnSync('bash', ['-c', `node -e "$0" > ${out}`, code], {encoding: 'utf8'})
+    expect(res.stderr).toBe('')
+    expect(readFileSync(out, 'utf8')).toBe('token: x\nmore\n')
+    expect(lstatSync(out).isFile()).toBe(true)
+  })
+})
+
+describe('files: a bundle is all or none', () => {
+  it('a file that cannot be placed leaves the old bundle and no temporary file', () => {
+    logFault('files', 'one file cannot be placed', 'fs')
+    const d = fresh()
+    writeFilesAtomic(d, OLD)
+    mkdirSync(join(d, 'd.yaml'))
+    expect(() => writeFilesAtomic(d, NEW)).toThrow(MeshvmError)
+    expect(readdirSync(d).sort()).toEqual(['a.yaml', 'c.yaml', 'd.yaml', 'istio-token'])
+    expect(readFileSync(join(d, 'istio-token'), 'utf8')).toBe('old-token')
+  })
+
+  it('a full disk part-way (file size limit: EFBIG) leaves the old bundle, no temp file holding the token', () => {
+    logFault('files', 'full disk (EFBIG)', 'fs')
+    const d = fresh()
+    writeFilesAtomic(d, OLD)
+    const big = JSON.stringify([{name: 'istio-token', data: 'new-token', mode: 0o600}, {name: 'a.yaml', data: 'x'.repeat(64 * 1024), mode: 0o644}])
+    const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); try { writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2])) } catch (e) { console.error(e.message); process.exit(1) }`
+    const res = spawnSync('bash', ['-c', 'ulimit -f 16; node -e "$0" "$1" "$2"', code, d, big], {encoding: 'utf8'})
+    expect(res.status).toBe(1)
+    expect(res.stderr.trim()).toBe(`cannot write ${join(d, 'a.yaml')}: file too large (file size limit reached)`)
+    expect(contents(d)).toEqual(asMap(OLD))
+  })
+
+  it('kill -9 at every step leaves the old bundle or the new one, never a mix (after the next write recovers)', () => {
+    logFault('files', 'kill -9 during a bundle write', 'fs')
+    const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2]))`
+    const outcomes = new Set<string>()
+    for (let killAt = 1; ; killAt++) {
+      const d = fresh()
+      writeFilesAtomic(d, OLD)
+      const res = spawnSync(process.execPath, ['-e', code, d, JSON.stringify(NEW)], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      // Whatever is on disk right after the kill: every file is whole (old or new), never partial.
+      for (const [name, text] of Object.entries(contents(d))) {
+        if (name.startsWith('.meshvm-')) continue
+        expect([asMap(OLD)[name], asMap(NEW)[name]]).toContain(text)
+      }
+      recoverDir(d)
+      const after = contents(d)
+      const state = JSON.stringify(after) === JSON.stringify(asMap(OLD)) ? 'old' : JSON.stringify(after) === JSON.stringify(asMap(NEW)) ? 'new' : `mix: ${JSON.stringify(after)}`
+      expect(state === 'old' || state === 'new', `kill at step ${killAt}: ${state}`).toBe(true)
+      expect(statSync(join(d, 'istio-token')).mode & 0o777).toBe(0o600)
+      outcomes.add(state)
+      if (res.signal !== 'SIGKILL') {
+        expect(res.status).toBe(0)
+        break
+      }
+    }
+    expect([...outcomes].sort()).toEqual(['new', 'old'])
+  })
+})
+
+describe('crashes: long names in --archive', () => {
+  for (const length of [95, 148, 240]) {
+    it(`a valid ${length}-character group name makes an archive the system tar extracts`, () => {
+      logFault('crashes', `${length}-character group name in --archive`, 'fs')
+      const group = ('g' + 'a'.repeat(length)).slice(0, length - 1) + 'z'
+      const d = fresh()
+      const archive = join(d, 'b.tar.gz')
+      writeFileSync(archive, tarGz(`${group}-bundle`, [{name: 'istio-token', data: 'secret', mode: 0o600}, {name: 'cluster.env', data: 'X=1\n', mode: 0o644}], 1_700_000_000))
+      execFileSync('tar', ['-xzf', archive, '-C', d])
+      expect(readFileSync(join(d, `${group}-bundle`, 'istio-token'), 'utf8')).toBe('secret')
+      expect(statSync(join(d, `${group}-bundle`, 'istio-token')).mode & 0o777).toBe(0o600)
+      expect(readFileSync(join(d, `${group}-bundle`, 'cluster.env'), 'utf8')).toBe('X=1\n')
+    })
+  }
+})
+
+describe('files through the CLI', () => {
+  it('onboard -d into a directory holding a planted symlink is a clean usage error', async () => {
+    logFault('files', 'symlink in --output-dir', 'onboard')
+    const d = fresh()
+    symlinkSync('/etc/passwd', join(d, 'kustomization.yaml'))
+    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', d])
+    expect(res.code).toBe(2)
+    expect(res.stderr).not.toMatch(STACK_TRACE)
+    expect(res.stderr.split('\n')[0]).toBe(`Error: cannot write ${join(d, 'kustomization.yaml')}: it is a symbolic link; meshvm only replaces regular files`)
+    expect(existsSync(join(d, 'workloadgroup.yaml'))).toBe(false)
+  })
+})

@@ -1,0 +1,26 @@
+/**
+ * What scripts/build.mjs does to the bundle for start-up keeps behaviour: oclif's debug logging still
+ * works when DEBUG asks for it (its `debug` library is loaded only then), and the bundles are pure
+ * ASCII (bin/load.cjs reads them as one-byte strings).
+ */
+import {readdirSync, readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+import {REPO_ROOT, runCli} from '../helpers/cli.js'
+
+const ONBOARD = ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-o', 'name']
+
+describe('start-up patches (scripts/build.mjs)', () => {
+  it('oclif logs to stderr with DEBUG set, and not without', async () => {
+    const [debug, quiet] = await Promise.all([runCli(ONBOARD, {env: {DEBUG: 'oclif:*'}}), runCli(ONBOARD, {env: {DEBUG: undefined}})])
+    expect(debug.code).toBe(0)
+    expect(debug.stderr).toMatch(/oclif:main process\.argv/)
+    expect(debug.stdout).toBe(quiet.stdout)
+    expect(quiet).toEqual({code: 0, stdout: 'workloadgroup.networking.istio.io/web\nservice/web\n', stderr: ''})
+  })
+
+  it('the bundles are pure ASCII', () => {
+    const files = ['dist/meshvm.cjs', ...readdirSync(join(REPO_ROOT, 'dist/vendor')).map((f) => `dist/vendor/${f}`)]
+    for (const file of files) expect(readFileSync(join(REPO_ROOT, file)).every((b) => b < 0x80), file).toBe(true)
+  })
+})
