@@ -11,6 +11,7 @@ import {collectContext, sortRows, type ContextStatus} from './collect.js'
 import {detailTargets, rowsForTarget} from './detail.js'
 import type {ProxyStatusRow} from './model.js'
 import type {Selector} from '../kube/selector.js'
+import {sleep} from '../util/sleep.js'
 import type {VmRecord} from './vms.js'
 
 export interface Problem {
@@ -172,7 +173,7 @@ export class ProxyStatusRun {
         yield {frame, error: err}
       }
       if (options.count !== undefined && frame >= options.count) return
-      await new Promise((r) => setTimeout(r, options.intervalMs))
+      await sleep(options.intervalMs)
     }
   }
 

@@ -11,6 +11,7 @@ import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeObject, Manifest, ObjectMeta} from '../kube/object.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
+import {sleep} from '../util/sleep.js'
 import {
   DEFAULT_SERVICE_ACCOUNT,
   SERVICE_ACCOUNT_NAME_ANNOTATION,
@@ -298,7 +299,6 @@ function isNotFound(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 404
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export function formatDuration(ms: number): string {
   if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000}m`

@@ -36,6 +36,7 @@ import {describeToken, findRemoteSecret, listRemoteSecrets, parseRemoteKubeconfi
 import {applyRemoteSecret} from './run.js'
 import {istiodClusterViews, viewsFor, type IstiodClusterView} from './status.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
+import {sleep} from '../util/sleep.js'
 
 export interface RotateOptions {
   /** The Secret (or cluster) name in the target. */
@@ -73,7 +74,6 @@ export interface RotateResult {
 }
 
 const OLD_IN_FORCE = 'the old Secret is still in force: nothing istiod uses was changed'
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const secretPath = (namespace: string, name?: string) => resourcePath(Resources.secrets, {namespace, name})
 
 function rotateError(message: string, o: {exit?: (typeof ExitCode)[keyof typeof ExitCode]; code?: string; hints?: string[]; cause?: unknown} = {}): MeshvmError {

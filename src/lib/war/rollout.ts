@@ -45,6 +45,7 @@ import {PATCH, type KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {conditionOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
+import {sleep} from '../util/sleep.js'
 import {
   CRD_MISSING,
   deleteRegistration,
@@ -292,18 +293,6 @@ function asMeshvmError(err: unknown): MeshvmError {
   throw err
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve()
-    const timer = setTimeout(done, ms)
-    function done(): void {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    signal?.addEventListener('abort', done, {once: true})
-  })
-}
 
 async function getGroup(client: KubeClient, namespace: string, name: string): Promise<WorkloadGroup & KubeObject> {
   const group = await withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<WorkloadGroup & KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name})))
