@@ -1,13 +1,12 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, KUBE_GROUP, kubeFlags, commonOutputFlags} from '../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags} from '../lib/cli/base-command.js'
 import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
 import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
-import {parseDuration} from '../lib/validation/kube.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
 import {
   ISTIOCTL_GAP, proxyStatusColumns, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
@@ -42,7 +41,7 @@ const proxyStatusFlags = {
     multipleNonGreedy: true,
     aliases: ['labels'],
   }),
-  timeout: Flags.string({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: '30s'}),
+  timeout: durationFlag({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: 30_000, defaultHelp: async () => '30s'}),
   'xds-address': Flags.string({
     summary: "Read one istiod outside the cluster (a managed control plane) over xDS at HOST:PORT instead of port-forwarding to istiod pods.",
     description: "The connection is TLS, verified against the mesh root in ConfigMap istio-ca-root-cert and the name istiod[-REV].NS.svc, with a token of service account default in the Istio namespace (audience istio-ca).",
@@ -50,7 +49,7 @@ const proxyStatusFlags = {
     helpGroup: KUBE_GROUP,
   }),
   watch: Flags.boolean({char: 'w', summary: 'Redraw on an interval, highlighting what changed.', helpGroup: WATCH_GROUP}),
-  interval: Flags.string({summary: 'Time between two frames of --watch.', default: '2s', helpGroup: WATCH_GROUP}),
+  interval: durationFlag({summary: 'Time between two frames of --watch.', default: 2000, defaultHelp: async () => '2s', helpGroup: WATCH_GROUP}),
   'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, dependsOn: ['watch'], helpGroup: WATCH_GROUP}),
 }
 
@@ -96,8 +95,8 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
 
   async run(): Promise<void> {
     const f = this.flags
-    const timeoutMs = durationFlag('--timeout', f.timeout)
-    const intervalMs = durationFlag('--interval', f.interval)
+    const timeoutMs = f.timeout
+    const intervalMs = f.interval
     const selector = parseSelector(f.selector)
     const print = printOptions(f, KINDS)
     // NAME is an argument: oclif's exclusive/dependsOn only relate flags.
@@ -253,12 +252,6 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       })
     }
   }
-}
-
-function durationFlag(flag: string, text: string): number {
-  const ms = parseDuration(text)
-  if (ms === undefined || ms <= 0) throw flagError(flag, text, 'expected a positive duration such as 10s, 1m or 500ms')
-  return ms
 }
 
 function formatInterval(ms: number): string {

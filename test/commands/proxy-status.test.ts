@@ -613,8 +613,9 @@ describe('--watch', () => {
 
 describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
   const cases: [string[], string][] = [
-    [['--timeout', 'soon'], 'Error: --timeout "soon": expected a positive duration such as 10s, 1m or 500ms'],
-    [['--watch', '--interval', '0s'], 'Error: --interval "0s": expected a positive duration such as 10s, 1m or 500ms'],
+    // the one typed duration flag (cli/base-command.ts)
+    [['--timeout', 'soon'], 'Error: --timeout "soon": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
+    [['--watch', '--interval', '0s'], 'Error: --interval "0s": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
     [['-l', 'app in web'], 'Error: -l "app in web": cannot parse "app in web"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
     [['-l', 'app=-web'], 'Error: -l "app=-web": label value "-web": value must be empty or consist of letters, digits, \'-\', \'_\' or \'.\', and start and end with a letter or digit'],
     // oclif's exclusive/dependsOn: the message names both flags.
