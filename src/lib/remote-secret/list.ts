@@ -9,12 +9,7 @@ import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {CONFIG_SECRET_KEY, MULTICLUSTER_SECRET_LABEL} from './generate.js'
 import {isRecord} from '../util/records.js'
-
-export interface RemoteSecretObject {
-  metadata: {name: string; namespace?: string; creationTimestamp?: string; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string>}
-  type?: string
-  data?: Record<string, string>
-}
+import type {SecretObject} from './fetch.js'
 
 /** How the kubeconfig authenticates. */
 export type AuthType = 'bearer-token' | 'plugin' | 'exec' | 'client-certificate' | 'none'
@@ -133,7 +128,7 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
 }
 
 /** One entry per data key (istiod reads every key of a remote secret as one cluster). */
-export function remoteSecretEntries(secret: RemoteSecretObject, context: string): {entry: RemoteSecretEntry; kubeconfig: string; parsed: ParsedRemoteKubeconfig; token: TokenInfo}[] {
+export function remoteSecretEntries(secret: SecretObject, context: string): {entry: RemoteSecretEntry; kubeconfig: string; parsed: ParsedRemoteKubeconfig; token: TokenInfo}[] {
   const namespace = secret.metadata.namespace ?? ''
   return Object.entries(secret.data ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -160,12 +155,12 @@ export function remoteSecretEntries(secret: RemoteSecretObject, context: string)
     })
 }
 
-export async function listRemoteSecrets(client: KubeClient, istioNamespace: string): Promise<RemoteSecretObject[]> {
-  const secrets = await client.list<RemoteSecretObject>(resourcePath(Resources.secrets, {namespace: istioNamespace}), {labelSelector: `${MULTICLUSTER_SECRET_LABEL}=true`})
+export async function listRemoteSecrets(client: KubeClient, istioNamespace: string): Promise<SecretObject[]> {
+  const secrets = await client.list<SecretObject>(resourcePath(Resources.secrets, {namespace: istioNamespace}), {labelSelector: `${MULTICLUSTER_SECRET_LABEL}=true`})
   return secrets.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0))
 }
 
 /** The Secret of a cluster: by Secret name, or by the cluster name it holds (istio-remote-secret-NAME). */
-export function findRemoteSecret(secrets: RemoteSecretObject[], name: string): RemoteSecretObject | undefined {
+export function findRemoteSecret(secrets: SecretObject[], name: string): SecretObject | undefined {
   return secrets.find((s) => s.metadata.name === name) ?? secrets.find((s) => Object.keys(s.data ?? {}).includes(name))
 }
