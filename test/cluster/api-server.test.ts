@@ -4,6 +4,7 @@
 import {request} from 'node:https'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {waitUntil} from '../helpers/spawn.js'
 
 interface Res {
   status: number
@@ -222,21 +223,26 @@ describe('lists, selectors, paging and watch', () => {
   it('streams watch events and answers a too-old resourceVersion with an ERROR event', async () => {
     const events: {type: string; object: {metadata: {name: string}}}[] = []
     const url = new URL('/api/v1/namespaces/paging/configmaps?watch=true&resourceVersion=' + cluster.store.resourceVersion, cluster.url)
-    const req = request(url, {headers: {Authorization: `Bearer ${cluster.token}`}, ca: cluster.caPem}, (res) => {
-      let buffer = ''
-      res.setEncoding('utf8').on('data', (d: string) => {
-        buffer += d
-        const lines = buffer.split('\n')
-        buffer = lines.pop()!
-        for (const l of lines) events.push(JSON.parse(l))
+    // The watch is established once its headers arrive (the server flushes them at once).
+    let req!: ReturnType<typeof request>
+    await new Promise<void>((established, failed) => {
+      req = request(url, {headers: {Authorization: `Bearer ${cluster.token}`}, ca: cluster.caPem}, (res) => {
+        let buffer = ''
+        res.setEncoding('utf8').on('data', (d: string) => {
+          buffer += d
+          const lines = buffer.split('\n')
+          buffer = lines.pop()!
+          for (const l of lines) events.push(JSON.parse(l))
+        })
+        established()
       })
+      req.on('error', failed)
+      req.end()
     })
-    req.end()
-    await new Promise((r) => setTimeout(r, 100))
     await call('POST', '/api/v1/namespaces/paging/configmaps', {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'watched'}}})
     await call('PATCH', '/api/v1/namespaces/paging/configmaps/watched', {body: {data: {a: 'b'}}, contentType: 'application/merge-patch+json'})
     await call('DELETE', '/api/v1/namespaces/paging/configmaps/watched')
-    await new Promise((r) => setTimeout(r, 100))
+    await waitUntil(() => events.length >= 3, 'three watch events')
     req.destroy()
     expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED watched', 'MODIFIED watched', 'DELETED watched'])
   })
@@ -265,7 +271,7 @@ describe('service accounts, RBAC and subresources', () => {
   it('fills service-account-token Secrets after the token controller delay', async () => {
     await call('POST', '/api/v1/namespaces/default/secrets', {body: {apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: {name: 'reader-token', annotations: {'kubernetes.io/service-account.name': 'reader'}}}})
     expect((await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data).toEqual({})
-    await new Promise((r) => setTimeout(r, 250))
+    await waitUntil(() => Boolean((cluster.store.get('/secrets', 'default', 'reader-token')?.data as Record<string, string> | undefined)?.token), 'the token controller to fill reader-token')
     const data = (await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data
     expect(Object.keys(data).sort()).toEqual(['ca.crt', 'namespace', 'token'])
     expect(Buffer.from(data['ca.crt'], 'base64').toString()).toBe(cluster.caPem)

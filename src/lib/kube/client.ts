@@ -303,9 +303,10 @@ export class KubeClient {
    * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
    * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
    */
-  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; describe: RequestDescription} {
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
     const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
-    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, describe: this.describe({method: 'GET', path})}
+    // agent: the upgrade connects (and verifies the server) as every request does, without a TLS context of its own.
+    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, agent: this.agent, describe: this.describe({method: 'GET', path})}
   }
 
   /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */

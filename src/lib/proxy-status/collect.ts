@@ -6,7 +6,7 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
-import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
 import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
 import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} from './vms.js'
@@ -81,18 +81,31 @@ export async function collectContext(client: KubeClient, context: string, option
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.
   const resolving = options.pool.revision(options.revision)
+  // The istiod pods are listed while the revision is resolved (they are split by revision here),
+  // and asked for before the large registration lists: they lead to the port-forwards.
+  const xdsAddress = options.xdsAddress
+  const discovering = xdsAddress === undefined ? listIstiods(client, options.istioNamespace) : undefined
+  discovering?.catch(() => undefined)
   const listing = listRegistrations(client, {namespace: options.namespace})
   listing.catch(() => undefined)
   // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
   const {revision} = await resolving
-  const {selected, others} = options.xdsAddress !== undefined
-    ? {selected: [{name: options.xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: options.xdsAddress, ...(revision ? {revision} : {})}], others: []}
-    : await findIstiods(client, {istioNamespace: options.istioNamespace, revision})
+  const {selected, others} = xdsAddress !== undefined
+    ? {selected: [{name: xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: xdsAddress, ...(revision ? {revision} : {})}], others: []}
+    : splitIstiods(await discovering!, revision)
   if (selected.length === 0) throw await noIstiodError(client, {istioNamespace: options.istioNamespace, revision, others})
 
-  const [answers, registrations] = await Promise.all([
+  // VMs connected to another revision's istiod belong to that revision's view. The records are built
+  // as soon as the registrations arrive, while the istiods' answers are still on their way.
+  const otherIstiods = new Set(others.map((o) => o.name))
+  const recording = listing.then((registrations) => ({
+    registrations,
+    records: vmRecords(registrations.workloadEntries, registrations.wars).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod))),
+  }))
+  recording.catch(() => undefined)
+  const [answers, {registrations, records}] = await Promise.all([
     Promise.all(selected.map((istiod) => readSyncz(options.pool, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
-    listing,
+    recording,
   ])
   const syncs: ProxySync[] = []
   const failures: IstiodFailure[] = []
@@ -109,9 +122,6 @@ export async function collectContext(client: KubeClient, context: string, option
   // An istiod may ignore ?namespace= (older versions): filter here too.
   const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
 
-  // VMs connected to another revision's istiod belong to that revision's view.
-  const otherIstiods = new Set(others.map((o) => o.name))
-  const records = vmRecords(registrations.workloadEntries, registrations.wars).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod)))
 
   // Pods: for -l, every namespace with proxies; otherwise only where registrations must be paired by connection.
   const podNamespaces = options.selector

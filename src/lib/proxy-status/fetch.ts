@@ -82,16 +82,25 @@ export interface IstiodDiscovery {
  * revision here so that VMs connected to another revision's istiod are recognised as such.
  */
 export async function findIstiods(client: KubeClient, options: {istioNamespace: string; revision?: string}): Promise<IstiodDiscovery> {
-  const pods = await client.list<PodObject>(resourcePath(Resources.pods, {namespace: options.istioNamespace}), {
+  return splitIstiods(await listIstiods(client, options.istioNamespace), options.revision)
+}
+
+/** Every running istiod pod of `istioNamespace`, by name: findIstiods without the revision (which may still be resolving). */
+export async function listIstiods(client: KubeClient, istioNamespace: string): Promise<IstiodPod[]> {
+  const pods = await client.list<PodObject>(resourcePath(Resources.pods, {namespace: istioNamespace}), {
     labelSelector: 'app=istiod',
     fieldSelector: 'status.phase=Running',
   })
-  const all = pods
+  return pods
     .filter((p) => (p.status?.phase ?? 'Running') === 'Running')
-    .map((p) => toIstiod(p, options.istioNamespace))
+    .map((p) => toIstiod(p, istioNamespace))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  if (options.revision === undefined) return {selected: all, others: []}
-  return {selected: all.filter((p) => p.revision === options.revision), others: all.filter((p) => p.revision !== options.revision)}
+}
+
+/** The istiods of a revision (all of them without one), and the others. */
+export function splitIstiods(all: IstiodPod[], revision: string | undefined): IstiodDiscovery {
+  if (revision === undefined) return {selected: all, others: []}
+  return {selected: all.filter((p) => p.revision === revision), others: all.filter((p) => p.revision !== revision)}
 }
 
 /** "no istiod" with hints: other revisions, non-running pods, istiod in another namespace. */
@@ -168,6 +177,13 @@ export interface Registrations {
   warnings: string[]
 }
 
+/**
+ * The registrations are all needed before any row can be drawn, so they are read in large pages:
+ * one request for most meshes, as `kubectl get --chunk-size=0` does, instead of pages of 500 one
+ * after another (ten round trips, and ten bodies to parse, for 5,000 WorkloadEntries).
+ */
+export const REGISTRATION_PAGE_SIZE = 10_000
+
 async function optionalList<T extends {metadata?: {name?: string; namespace?: string}}>(
   client: KubeClient,
   path: string,
@@ -175,7 +191,12 @@ async function optionalList<T extends {metadata?: {name?: string; namespace?: st
   warnings: string[],
 ): Promise<T[]> {
   try {
-    return await client.list<T>(path)
+    let items: T[] | undefined
+    for await (const page of client.listPages<T>(path, {}, REGISTRATION_PAGE_SIZE)) {
+      if (items === undefined) items = page.items
+      else for (const item of page.items) items.push(item)
+    }
+    return items ?? []
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) return [] // the CRD is not installed
     if (err instanceof MeshvmError) {

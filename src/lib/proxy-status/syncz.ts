@@ -41,10 +41,16 @@ class SynczError extends MeshvmError {
   }
 }
 
+/** The last text timestamp() checked: a proxy's types are usually pushed together, with one send time. */
+let lastTimestamp: string | undefined
+
 /** Go's zero time (`0001-01-01T00:00:00Z`) means "never" in istiod's JSON. */
 function timestamp(v: unknown): string | undefined {
   if (typeof v !== 'string' || v === '' || v.startsWith('0001-01-01')) return undefined
-  return Number.isNaN(Date.parse(v)) ? undefined : v
+  if (v === lastTimestamp) return v
+  if (Number.isNaN(Date.parse(v))) return undefined
+  lastTimestamp = v
+  return v
 }
 
 /** Where in a syncz answer a value is: an item by index, its proxy, and a resource type. */

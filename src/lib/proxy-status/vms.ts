@@ -164,13 +164,24 @@ export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): stri
   return [...out].sort()
 }
 
-/** The proxy IDs a registration's VM may have, most likely first, without repeats. */
+/**
+ * The proxy IDs a registration's VM may have, most likely first, without repeats. Kept per record
+ * (namespacesNeedingPods and pairVms both ask, once per registration of the mesh): the IDs are
+ * built, and hashed for the Set lookups, once.
+ */
+const candidatesOf = new WeakMap<VmRecord, string[]>()
 function nameCandidates(vm: VmRecord): string[] {
-  const out: string[] = []
+  let out = candidatesOf.get(vm)
+  if (out !== undefined) return out
+  out = []
+  const names: string[] = []
   for (const n of [vm.war, vm.workloadEntry, vm.name]) {
-    const id = n === undefined ? undefined : `${n}.${vm.namespace}`
-    if (id !== undefined && !out.includes(id)) out.push(id)
+    // Same namespace for all three: equal names give equal IDs, so repeats are dropped before joining.
+    if (n === undefined || names.includes(n)) continue
+    names.push(n)
+    out.push(`${n}.${vm.namespace}`)
   }
+  candidatesOf.set(vm, out)
   return out
 }
 
