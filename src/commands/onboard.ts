@@ -5,12 +5,13 @@ import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import type {BundleOptions} from '../lib/bundle/run.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {dryRunFlag} from '../lib/cli/dry-run.js'
-import {bundleFlags, bundleOptions} from '../lib/cli/bundle-flags.js'
-import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/cli/bundle-report.js'
+import {bundleFlags, bundleOptions} from '../lib/bundle/flags.js'
+import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/bundle/report.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {UsageError} from '../lib/errors.js'
 import {writeFilesAtomic} from '../lib/fs/atomic.js'
-import {fileNameFor, generateOnboardObjects, type KubeObject} from '../lib/onboard/generate.js'
+import type {Manifest} from '../lib/kube/object.js'
+import {fileNameFor, generateOnboardObjects} from '../lib/onboard/generate.js'
 import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
 import {missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
 import {onboardCommandLine, runOnboardWizard} from '../lib/onboard/wizard.js'
@@ -165,7 +166,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     }
 
     const spec = parseOnboardInput(input)
-    const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as KubeObject) : o))
+    const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as Manifest) : o))
     // The same schema and CEL rules kube-apiserver enforces, so nothing printed is rejected later.
     const {assertValidIstioObjects} = await import('../lib/schema/istio.js')
     assertValidIstioObjects(objects, f.filename ?? 'generated manifests')
@@ -226,17 +227,17 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     const wg = readWorkloadGroupFile(path, f.namespace)
     // Check the file against the CRD before deriving anything from it, so errors name the file.
     const {assertValidIstioObjects} = await import('../lib/schema/istio.js')
-    assertValidIstioObjects([wg as unknown as KubeObject], path)
+    assertValidIstioObjects([wg as unknown as Manifest], path)
     return wg
   }
 
-  private async toCluster(objects: KubeObject[], bundle: BundleOptions | undefined, applying: boolean, output: OutputSpec | undefined): Promise<void> {
+  private async toCluster(objects: Manifest[], bundle: BundleOptions | undefined, applying: boolean, output: OutputSpec | undefined): Promise<void> {
     const f = this.flags
     const session = await this.session()
     try {
       const dryRun = f['dry-run'] === 'server' || (f.diff && !f.apply)
       if (applying) {
-        const applied: KubeObject[] = []
+        const applied: Manifest[] = []
         const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
           results: await applyObjects(session.client, objects, {
             dryRun: Boolean(dryRun), diff: f.diff, force: f['force-conflicts'], signal,
@@ -270,10 +271,10 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
   }
 
   /** The objects in the chosen format; without -o, a YAML stream (--- separated) for kubectl apply -f -. */
-  private render(objects: KubeObject[], output: OutputSpec | undefined): string {
+  private render(objects: Manifest[], output: OutputSpec | undefined): string {
     if (output === undefined) return toYamlStream(objects)
     let text = ''
-    const printer = new Printer<KubeObject>({columns: [], object: (o) => o}, {output}, (t) => (text += t))
+    const printer = new Printer<Manifest>({columns: [], object: (o) => o}, {output}, (t) => (text += t))
     printer.add(objects)
     printer.finish()
     return text
@@ -290,7 +291,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     }
   }
 
-  private writeDir(dir: string, objects: KubeObject[]): void {
+  private writeDir(dir: string, objects: Manifest[]): void {
     const files = objects.map((obj, i) => ({name: fileNameFor(obj, i), data: toYaml(obj), mode: 0o644}))
     const kustomization = {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',

@@ -1,27 +1,38 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags} from '../lib/cli/base-command.js'
+import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
+import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
-import {renderData} from '../lib/output/render.js'
-import {parseDuration} from '../lib/validation/kube.js'
+import {parseSelector, type Selector} from '../lib/kube/selector.js'
+import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
-import {parseSelector, type Selector} from '../lib/proxy-status/selector.js'
-import {proxyStatusJson, renderProxyStatusTable, type ProxyStatusError, type ProxyStatusRow} from '../lib/proxy-status/status.js'
+import {
+  ISTIOCTL_GAP, proxyStatusColumns, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
+  type ProxyStatusError, type ProxyStatusJsonItem, type ProxyStatusRow,
+} from '../lib/proxy-status/status.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
 
 const WATCH_GROUP = 'WATCH'
 
+/** Every format of the one printer; rows are proxies (pods and VMs), named as kubectl names their objects. */
+const KINDS: readonly OutputKind[] = ALL_KINDS
+/** Formats in kubectl's dialect: their rows come in kubectl's order for lists across namespaces (namespace, then name). */
+const KUBECTL_ORDERED = new Set<OutputKind>(['name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'])
+// Rows carry no labels of their own (-l matches the pod's or WorkloadEntry's), so no --show-labels / -L.
+const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(KINDS)
+
 const proxyStatusFlags = {
   // Overrides the base command's single --context: several clusters in one table.
-  context: Flags.string({
-    summary: 'Kubeconfig context to read (default: the current context). Repeatable: one table for several clusters.',
-    multiple: true,
-    multipleNonGreedy: true,
-    helpGroup: KUBE_GROUP,
-  }),
-  'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', helpGroup: KUBE_GROUP}),
-  output: Flags.option({char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml'] as const, default: 'table', helpGroup: OUTPUT_GROUP})(),
+  ...multiContextFlags,
+  output: {
+    ...output,
+    description: `json, yaml, jsonpath, jsonpath-as-json and --sort-by read the ProxyStatusList schema (items with name, namespace, type, cluster, context, version, istiod, xds.TYPE.status, vm), e.g. -o jsonpath='{.items[*].name}' or -o custom-columns=NAME:.name,CDS:.xds.CDS.status; -o name prints pod/NAME for pods and the WorkloadEntry (or WorkloadAutoRegistration) of a VM. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
+  } as typeof output,
+  'no-headers': noHeaders,
+  'sort-by': sortBy,
+  'all-namespaces': Flags.boolean({char: 'A', summary: 'Proxies of every namespace (the default without -n; accepted as in kubectl).', exclusive: ['namespace']}),
   vms: Flags.boolean({summary: 'Show VMs only.'}),
   selector: Flags.string({
     char: 'l',
@@ -30,7 +41,7 @@ const proxyStatusFlags = {
     multipleNonGreedy: true,
     aliases: ['labels'],
   }),
-  timeout: Flags.string({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: '30s'}),
+  timeout: durationFlag({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: 30_000, defaultHelp: async () => '30s'}),
   'xds-address': Flags.string({
     summary: "Read one istiod outside the cluster (a managed control plane) over xDS at HOST:PORT instead of port-forwarding to istiod pods.",
     description: "The connection is TLS, verified against the mesh root in ConfigMap istio-ca-root-cert and the name istiod[-REV].NS.svc, with a token of service account default in the Istio namespace (audience istio-ca).",
@@ -38,8 +49,8 @@ const proxyStatusFlags = {
     helpGroup: KUBE_GROUP,
   }),
   watch: Flags.boolean({char: 'w', summary: 'Redraw on an interval, highlighting what changed.', helpGroup: WATCH_GROUP}),
-  interval: Flags.string({summary: 'Time between two frames of --watch.', default: '2s', helpGroup: WATCH_GROUP}),
-  'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, helpGroup: WATCH_GROUP}),
+  interval: durationFlag({summary: 'Time between two frames of --watch.', default: 2000, defaultHelp: async () => '2s', helpGroup: WATCH_GROUP}),
+  'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, dependsOn: ['watch'], helpGroup: WATCH_GROUP}),
 }
 
 type ProxyStatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof proxyStatusFlags>
@@ -84,18 +95,18 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
 
   async run(): Promise<void> {
     const f = this.flags
-    const timeoutMs = durationFlag('--timeout', f.timeout)
-    const intervalMs = durationFlag('--interval', f.interval)
+    const timeoutMs = f.timeout
+    const intervalMs = f.interval
     const selector = parseSelector(f.selector)
-    if (f['all-contexts'] && f.context && f.context.length > 0) throw new UsageError('--all-contexts and --context are exclusive: give contexts by name, or read all of them')
+    const print = printOptions(f, KINDS)
+    // NAME is an argument: oclif's exclusive/dependsOn only relate flags.
     if (this.args.name !== undefined && f.watch) throw new UsageError('NAME and --watch are exclusive: --watch redraws the whole table')
-    if (f['watch-count'] !== undefined && !f.watch) throw new UsageError('--watch-count needs --watch')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE, HOSTNAME.NAMESPACE or a WorkloadEntry name')
     if (f['xds-address'] !== undefined && !/^(\[[^\]]+\]|[^:\s]+):\d{1,5}$/.test(f['xds-address'])) {
       throw flagError('--xds-address', f['xds-address'], 'expected HOST:PORT, e.g. istiod.example.com:15012')
     }
 
-    const {contextNames, ProxyStatusRun} = await import('../lib/proxy-status/run.js')
+    const {ProxyStatusRun} = await import('../lib/proxy-status/run.js')
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     this.multi = contexts.length > 1
     const debug = f.debug === true || debugEnabled()
@@ -104,12 +115,15 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       {openSession: (c) => this.session(c), debug: debug ? (line) => this.note(`debug: ${line}`) : undefined, xdsAddress: f['xds-address'], vmsOnly: f.vms},
       this.onProblem,
     )
+    this.kind = print.output.kind
+    this.print = print
     try {
-      if (this.args.name !== undefined) await this.detail(run, this.args.name, timeoutMs, f.output)
+      if (this.args.name !== undefined) await this.detail(run, this.args.name, timeoutMs)
       else if (f.watch) await this.watchLoop(run, {timeoutMs, intervalMs, selector, count: f['watch-count']})
       else {
         const snap = await run.snapshot({timeoutMs, selector}, this.onProblem)
-        this.out(this.render(snap, undefined))
+        this.out(this.render(snap, snap.rows, undefined))
+        if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') this.note(this.nothingFound())
         this.report(snap)
       }
     } finally {
@@ -120,22 +134,44 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   /** Several contexts asked for: warnings name the context. */
   private multi = false
 
+  private kind: OutputKind = 'table'
+
+  private print!: ReturnType<typeof printOptions>
+
   private readonly onProblem = (p: Problem): void => this.warnProblem(p)
 
   private jsonErrors(problems: Problem[]): ProxyStatusError[] {
     return problems.map((p) => ({context: p.context, istiod: p.istiod ?? null, message: p.error.message}))
   }
 
-  private render(snap: Snapshot, changed: ((row: ProxyStatusRow, header: string) => boolean) | undefined): string {
-    const output = this.flags.output
-    if (output === 'json' || output === 'yaml') return renderData(proxyStatusJson(snap.rows, this.jsonErrors(snap.problems)), output) as string
-    return renderProxyStatusTable(snap.rows, {
-      wide: output === 'wide',
-      context: snap.contextsRead > 1,
-      color: false,
-      chalk: this.chalkFor(output),
-      changed,
-    })
+  /** `war list`'s note for an empty answer, on stderr (stdout stays empty, as kubectl's "No resources found"). */
+  private nothingFound(): string {
+    const what = this.flags.vms ? 'VMs' : 'proxies'
+    const ns = this.flags.namespace
+    return `No ${what} found${ns === undefined ? '' : ` in namespace ${ns}`}${this.flags.selector ? ' matching -l' : ''}.`
+  }
+
+  /** `rows` in the chosen format, through the one printer (table and wide: istioctl's table, byte for byte). */
+  private render(snap: Snapshot, rows: ProxyStatusRow[], changed: ((row: ProxyStatusRow, header: string) => boolean) | undefined): string {
+    const kind = this.kind
+    let text = ''
+    const printer = new Printer<ProxyStatusRow>(
+      {
+        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed}),
+        object: proxyStatusJsonItem,
+        name: (r) => proxyStatusName(r, snap.registrationOf(r)),
+        document: (items) => proxyStatusList(items as ProxyStatusJsonItem[], this.jsonErrors(snap.problems)),
+        gap: ISTIOCTL_GAP,
+        // istioctl's order (name, then istiod) for its table and meshvm's JSON; kubectl's for its formats.
+        order: KUBECTL_ORDERED.has(kind) ? byNamespaceThenName((r: ProxyStatusRow) => r) : undefined,
+      },
+      this.print,
+      (t) => (text += t),
+    )
+    // Placeholder rows (an istiod that did not answer) are table-only: elsewhere the failure is in `errors`.
+    printer.add(kind === 'table' || kind === 'wide' ? rows : rows.filter((r) => r.type !== 'istiod'))
+    printer.finish()
+    return text
   }
 
   private warnProblem(p: Problem): void {
@@ -159,7 +195,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     throw new MeshvmError(`proxy status is incomplete: ${parts.join('; ')}`, {exit: ExitCode.PARTIAL, code: 'Incomplete'})
   }
 
-  private async detail(run: ProxyStatusRun, name: string, timeoutMs: number, output: string): Promise<void> {
+  private async detail(run: ProxyStatusRun, name: string, timeoutMs: number): Promise<void> {
     let found: Awaited<ReturnType<ProxyStatusRun['detail']>>
     try {
       found = await run.detail(name, timeoutMs, this.onProblem)
@@ -168,18 +204,18 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       throw err
     }
     const {snap, matches} = found
-    if (output === 'json' || output === 'yaml') {
-      this.out(renderData(proxyStatusJson(matches, this.jsonErrors(snap.problems)), output) as string)
-    } else {
+    if (this.kind === 'table' || this.kind === 'wide') {
       const {renderProxyDetail} = await import('../lib/proxy-status/detail.js')
       this.out(renderProxyDetail(matches, snap.registrationOf))
+    } else {
+      this.out(this.render(snap, matches, undefined))
     }
     this.report({...snap, rows: matches})
   }
 
   private async watchLoop(run: ProxyStatusRun, options: {timeoutMs: number; intervalMs: number; selector: Selector; count?: number}): Promise<void> {
     const {changedCells, frameOf, removedRows} = await import('../lib/proxy-status/watch.js')
-    const tty = Boolean(process.stdout.isTTY) && (this.flags.output === 'table' || this.flags.output === 'wide')
+    const tty = Boolean(process.stdout.isTTY) && (this.kind === 'table' || this.kind === 'wide')
     let previous: Frame | undefined
     let lastWarnings = ''
     let last: Snapshot | undefined
@@ -193,12 +229,12 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       }
       last = snap!
       const current = frameOf(last.rows)
-      const body = this.render(last, changedCells(previous, current))
+      const body = this.render(last, last.rows, changedCells(previous, current))
       if (tty) {
         const header = `Every ${formatInterval(options.intervalMs)}: meshvm proxy-status    ${new Date().toLocaleTimeString()}\n\n`
         this.out(`\u001B[H\u001B[2J${header}${body}`)
       } else {
-        this.out((frame > 1 && this.flags.output !== 'yaml' ? '\n' : '') + (this.flags.output === 'yaml' ? '---\n' : '') + body)
+        this.out((frame > 1 && this.kind !== 'yaml' ? '\n' : '') + (this.kind === 'yaml' ? '---\n' : '') + body)
       }
       const gone = removedRows(previous, current)
       const warnings = [...last.warnings, ...last.problems.map((p) => `${p.istiod ?? p.context}: ${p.error.message}`), ...gone.map((g) => `gone: ${g}`)].join('\n')
@@ -216,12 +252,6 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       })
     }
   }
-}
-
-function durationFlag(flag: string, text: string): number {
-  const ms = parseDuration(text)
-  if (ms === undefined || ms <= 0) throw flagError(flag, text, 'expected a positive duration such as 10s, 1m or 500ms')
-  return ms
 }
 
 function formatInterval(ms: number): string {

@@ -1,7 +1,7 @@
 /**
  * Label selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!key`) and field selectors, parsed and
  * matched as kube-apiserver does. A malformed selector is a 400 BadRequest.
- * Written apart from meshvm's own selector code (src/lib/proxy-status/selector.ts) on purpose: the
+ * Written apart from meshvm's own selector code (src/lib/kube/selector.ts) on purpose: the
  * test server stands in for kube-apiserver, so a bug in meshvm must not be mirrored by it.
  */
 

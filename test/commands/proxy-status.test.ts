@@ -226,6 +226,73 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     expect(yaml.stdout).toMatch(/^apiVersion: meshvm\.io\/v1alpha1\nkind: ProxyStatusList\nitems:\n/)
   })
 
+  it("kubectl's formats through the one printer: -o name (namespace, then name), fed back as TYPE/NAME", async () => {
+    const res = await ps(cluster, ['-o', 'name'])
+    expect(res.code, res.stderr).toBe(0)
+    expect(res.stdout).toBe(
+      [
+        'pod/ratings-5c8d9-k2j4f',
+        'pod/web-7b9d8-abcde',
+        // two proxies of one group that cannot be told apart: their proxy IDs (which proxy-status NAME takes back)
+        'batch-a.batch',
+        'batch-b.batch',
+        'workloadentry.networking.istio.io/db-10.0.1.7',
+        'workloadentry.networking.istio.io/web-10.0.0.5', // vm-1.vms, auto-registered
+        'workloadentry.networking.istio.io/vm-3', // the WorkloadEntry of WAR vm-3
+        'workloadentry.networking.istio.io/web-10.0.0.6',
+        '',
+      ].join('\n'),
+    )
+    const [pod, podById, we, byId] = await Promise.all([
+      ps(cluster, ['pod/ratings-5c8d9-k2j4f', '-n', 'apps']),
+      ps(cluster, ['ratings-5c8d9-k2j4f.apps']),
+      ps(cluster, ['workloadentry.networking.istio.io/web-10.0.0.6', '-n', 'vms']),
+      ps(cluster, ['web-10.0.0.6.vms']),
+    ])
+    expect(pod.code, pod.stderr).toBe(0)
+    expect(firstLine(pod.stdout)).toMatch(/^Name: +ratings-5c8d9-k2j4f\.apps$/)
+    expect(clockFree(pod.stdout)).toBe(clockFree(podById.stdout))
+    expect(we.code, we.stderr).toBe(0)
+    expect(clockFree(we.stdout)).toBe(clockFree(byId.stdout))
+  })
+
+  it('-o jsonpath, jsonpath-as-json, custom-columns, --sort-by and --no-headers read the ProxyStatusList schema', async () => {
+    const [jp, asJson, cc, sorted, plain, bare] = await Promise.all([
+      ps(cluster, ['-n', 'vms', '-o', 'jsonpath={range .items[*]}{.name} {.xds.CDS.status}{"\\n"}{end}']),
+      ps(cluster, ['-n', 'vms', '-o', 'jsonpath-as-json={.items[*].vm.address}']),
+      ps(cluster, ['-o', 'custom-columns=NAME:.name,NS:.namespace,HEALTH:.vm.health', '--no-headers']),
+      ps(cluster, ['--vms', '-o', 'custom-columns=NAME:.name,ADDRESS:.vm.address', '--sort-by', '.vm.address']),
+      ps(cluster, ['-n', 'apps']),
+      ps(cluster, ['-n', 'apps', '--no-headers']),
+    ])
+    expect(jp.stdout).toBe('vm-1.vms SYNCED\nvm-3.vms SYNCED\nweb-10.0.0.6.vms NOT_CONNECTED\n')
+    expect(JSON.parse(asJson.stdout)).toEqual(['10.0.0.5', '10.0.0.7', '10.0.0.6'])
+    expect(cc.stdout.split('\n')[0]).toMatch(/^ratings-5c8d9-k2j4f\.apps +apps +<none>$/)
+    expect(cc.stdout).toMatch(/^db-vm\.data +data +Unhealthy$/m)
+    // The batch VMs' address is unknown (""), which sorts first.
+    expect(cells(sorted.stdout).map((c) => c[0])).toEqual(['NAME', 'batch-a.batch', 'batch-b.batch', 'vm-1.vms', 'web-10.0.0.6.vms', 'vm-3.vms', 'db-vm.data'])
+    // --no-headers: istioctl's table without its first line, the columns as wide as before.
+    expect(tableAges(bare.stdout)).toBe(tableAges(plain.stdout).split('\n').slice(1).join('\n'))
+    for (const r of [jp, asJson, cc, sorted, bare]) expect(r.code, r.stderr).toBe(0)
+  })
+
+  it('nothing to show: stdout empty, a one-line note on stderr (as war list); -A is the default listing', async () => {
+    const [none, vmsNone, all, dflt, json] = await Promise.all([
+      ps(cluster, ['-n', 'nowhere']),
+      ps(cluster, ['--vms', '-n', 'apps']),
+      ps(cluster, ['-A']),
+      ps(cluster, []),
+      ps(cluster, ['-n', 'nowhere', '-o', 'json']),
+    ])
+    expect([none.code, none.stdout, none.stderr]).toEqual([0, '', 'No proxies found in namespace nowhere.\n'])
+    expect([vmsNone.code, vmsNone.stdout, vmsNone.stderr]).toEqual([0, '', 'No VMs found in namespace apps.\n'])
+    // JSON is a document: an empty list, no note.
+    expect(JSON.parse(json.stdout)).toEqual({apiVersion: 'meshvm.io/v1alpha1', kind: 'ProxyStatusList', items: [], errors: []})
+    expect(json.stderr).toBe('')
+    expect(all.code).toBe(0)
+    expect(tableAges(all.stdout)).toBe(tableAges(dflt.stdout))
+  })
+
   it('an unknown proxy is exit 4 with a hint', async () => {
     const res = await ps(cluster, ['nope.vms'])
     expect(res.code).toBe(4)
@@ -402,10 +469,11 @@ describe.concurrent('errors', () => {
   })
 
   it('WorkloadEntries forbidden: the table still prints, with a warning', async () => {
+    cluster.mesh.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
     const token = cluster.addUser('podreader', {rules: [{verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/portforward']}]})
     const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
     expect(res.code).toBe(0)
-    expect(res.stdout).toMatch(/^NAME +CLUSTER/)
+    expect(res.stdout).toMatch(/^NAME +CLUSTER .*\nweb-7b9d8-abcde\.apps /)
     expect(firstLine(res.stderr)).toMatch(/^Warning: cannot list WorkloadEntries: workloadentries\.networking\.istio\.io is forbidden: User "podreader" cannot list resource "workloadentries" .*; VM rows may be missing/)
   })
 })
@@ -545,14 +613,20 @@ describe('--watch', () => {
 
 describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
   const cases: [string[], string][] = [
-    [['--timeout', 'soon'], 'Error: --timeout "soon": expected a positive duration such as 10s, 1m or 500ms'],
-    [['--watch', '--interval', '0s'], 'Error: --interval "0s": expected a positive duration such as 10s, 1m or 500ms'],
+    // the one typed duration flag (cli/base-command.ts)
+    [['--timeout', 'soon'], 'Error: --timeout "soon": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
+    [['--watch', '--interval', '0s'], 'Error: --interval "0s": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
     [['-l', 'app in web'], 'Error: -l "app in web": cannot parse "app in web"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
     [['-l', 'app=-web'], 'Error: -l "app=-web": label value "-web": value must be empty or consist of letters, digits, \'-\', \'_\' or \'.\', and start and end with a letter or digit'],
-    [['--all-contexts', '--context', 'east'], 'Error: --all-contexts and --context are exclusive: give contexts by name, or read all of them'],
+    // oclif's exclusive/dependsOn: the message names both flags.
+    [['--all-contexts', '--context', 'east'], 'Error: --context=east cannot also be provided when using --all-contexts'],
+    [['-A', '-n', 'apps'], 'Error: --namespace=apps cannot also be provided when using --all-namespaces'],
     [['vm-1.vms', '--watch'], 'Error: NAME and --watch are exclusive: --watch redraws the whole table'],
-    [['--watch-count', '2'], 'Error: --watch-count needs --watch'],
-    [['-o', 'xml'], 'Error: Expected --output=xml to be one of: table, wide, json, yaml'],
+    [['--watch-count', '2'], 'Error: All of the following must be provided when using --watch-count: --watch'],
+    [['-o', 'xml'], 'Error: -o/--output "xml": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
+    [['-o', 'jsonpath={.items[*'], 'Error: -o/--output "jsonpath={.items[*": unterminated array'],
+    [['--sort-by', '.a['], 'Error: --sort-by ".a[": unterminated array'],
+    [['--show-labels'], 'Error: Nonexistent flag: --show-labels'],
   ]
   it.each(cases)('%j', async (args, line) => {
     const res = await runCli(['proxy-status', ...args], {env: {KUBECONFIG: '/nonexistent'}})

@@ -146,7 +146,11 @@ describe.sequential('war reconcile on two clusters', () => {
     expect(n.stderr.split('\n')[0]).toBe('Error: --fix asks for confirmation on a terminal; pass --yes to delete without asking')
     const both = await meshvm(['--fix', '--dry-run', '--yes'])
     expect(both.code).toBe(2)
-    expect(both.stderr.split('\n')[0]).toBe('Error: --fix and --dry-run are exclusive: --dry-run shows what --fix would delete')
+    // oclif's exclusive/dependsOn: one line naming both flags, exit 2.
+    expect(both.stderr.split('\n')[0]).toBe('Error: --dry-run=true cannot also be provided when using --fix')
+    const yes = await meshvm(['--yes'])
+    expect(yes.code).toBe(2)
+    expect(yes.stderr.split('\n')[0]).toBe('Error: All of the following must be provided when using --yes: --fix')
   })
 
   it('a fix is not applied to an entry that changed since it was judged (resourceVersion precondition)', async () => {

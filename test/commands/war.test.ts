@@ -736,6 +736,31 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(JSON.parse(json.stdout)).toMatchObject({namespace: 'roll-dry', group: 'ratings', registrations: 4, upToDate: 1, stale: 3, status: 'planned'})
     })
 
+    it('--dry-run is none|client|server as on every command: server has the API server check each delete (dryRun=All), changing nothing', async () => {
+      addGroup(cluster, 'roll-srv', 'ratings', ratingsSpec())
+      const names = [addWarVm('roll-srv', 'a', {stale: true}), addWarVm('roll-srv', 'b')]
+      const uids = names.map((n) => war('roll-srv', n)!.metadata.uid)
+      const before = cluster.requests.length
+      const [client, server] = await Promise.all([
+        meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=client']),
+        meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server']),
+      ])
+      expect(client.code, client.stderr).toBe(0)
+      expect(server.code, server.stderr).toBe(0)
+      expect(server.stdout).toBe(client.stdout)
+      expect(server.stderr).toBe('Dry run (server: the API server accepted every delete): 1 of 2 registration(s) of workloadgroup roll-srv/ratings would be re-onboarded, up to 1 at a time; nothing was changed.\n')
+      const deletes = cluster.requests.slice(before).filter((r) => r.method === 'DELETE' && r.path.includes('/namespaces/roll-srv/'))
+      expect(deletes.map((r) => [r.path.split('/').pop(), r.query])).toEqual([[names[0], '?dryRun=All']])
+      expect(names.map((n) => war('roll-srv', n)!.metadata.uid)).toEqual(uids)
+      // Without the delete verb, the server dry run says so (exit 5); the client one cannot know.
+      const token = cluster.addUser('rollout-dry-reader', {rules: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']}]})
+      const ro = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      expectCleanFailure(ro, 5, /^Error: server dry run of workloadgroup roll-srv\/ratings \(generation 1\): the API server refused to delete WorkloadAutoRegistration .*forbidden: missing permission to delete workloadautoregistrations/m)
+      const bad = await meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=maybe'])
+      expect(bad.code).toBe(2)
+      expect(firstLine(bad.stderr)).toBe('Error: Expected --dry-run=maybe to be one of: none, client, server')
+    })
+
     it('re-onboards the stale registrations, at most --max-unavailable at a time, and skips disconnected ones', async () => {
       addGroup(cluster, 'roll-ok', 'ratings', ratingsSpec())
       const stale = ['a', 'b', 'c', 'd', 'e'].map((s) => addWarVm('roll-ok', s, {stale: true}))

@@ -7,9 +7,9 @@ import {describe, expect, it} from 'vitest'
 import {applyObjects, outcomeOf, type ApplyResult} from '../../src/lib/apply/apply.js'
 import {MeshvmError} from '../../src/lib/errors.js'
 import type {KubeClient} from '../../src/lib/kube/client.js'
-import type {KubeObject} from '../../src/lib/onboard/generate.js'
+import type {Manifest} from '../../src/lib/kube/object.js'
 
-const OBJECTS: KubeObject[] = [
+const OBJECTS: Manifest[] = [
   {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'apps'}},
   {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'web-vm', namespace: 'apps'}},
   {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec: {template: {ports: {http: 8080}}}},
@@ -49,7 +49,7 @@ function fakeClient(options: FakeOptions = {}) {
   }
   const client = {
     getOptional: (path: string) => answer(`GET ${path}`, () => options.live?.[path]),
-    apply: (path: string, object: KubeObject) => {
+    apply: (path: string, object: Manifest) => {
       options.onPatch?.(path)
       const live = options.live?.[path]
       // Unchanged when the spec is what is live; otherwise a new version.

@@ -15,9 +15,9 @@ const flags = {
   ...multiContextFlags,
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Every namespace (default: -n, then the context\'s namespace).'}),
   'grace-period': Flags.string({summary: 'How long an entry may be without a connected proxy before it counts as dangling (e.g. 30s, 5m).', default: '5m'}),
-  fix: Flags.boolean({summary: 'Apply the safe fixes (delete dangling auto-registered WorkloadEntries, each only if unchanged since read), after confirmation.'}),
+  fix: Flags.boolean({summary: 'Apply the safe fixes (delete dangling auto-registered WorkloadEntries, each only if unchanged since read), after confirmation.', exclusive: ['dry-run']}),
   'dry-run': Flags.boolean({summary: 'Show what --fix would delete (the API server checks each delete with dryRun=All), changing nothing.'}),
-  yes: Flags.boolean({char: 'y', summary: 'With --fix: do not ask for confirmation.'}),
+  yes: Flags.boolean({char: 'y', summary: 'With --fix: do not ask for confirmation.', dependsOn: ['fix']}),
   timeout: Flags.string({summary: 'How long to wait for each istiod\'s /debug/syncz.', default: '30s'}),
   output: Flags.option({char: 'o', summary: 'Output format (json/yaml: the ReconcileReport schema in docs/war.md).', options: ['text', 'json', 'yaml'] as const, default: 'text', helpGroup: OUTPUT_GROUP})(),
 }
@@ -59,8 +59,6 @@ shows those deletes (server-side dry run). Nothing else is ever changed. Exit 0 
     const f = this.flags
     const gracePeriodMs = durationFlag('--grace-period', f['grace-period'], {allowZero: true})
     const timeoutMs = durationFlag('--timeout', f.timeout)
-    if (f.fix && f['dry-run']) throw new UsageError('--fix and --dry-run are exclusive: --dry-run shows what --fix would delete')
-    if (f.yes && !f.fix) throw new UsageError('--yes only applies to --fix')
     if (f.fix && !f.yes && !canPrompt()) throw new UsageError('--fix asks for confirmation on a terminal; pass --yes to delete without asking', ['see first what would be deleted: --dry-run'])
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const sessions: KubeSession[] = []

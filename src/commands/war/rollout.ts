@@ -1,6 +1,7 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
+import {dryRunFlag} from '../../lib/cli/dry-run.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {MeshvmError} from '../../lib/errors.js'
 import {humanDuration} from '../../lib/output/age.js'
@@ -39,7 +40,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
   static override flags = {
     'max-unavailable': Flags.integer({summary: 'How many workloads may be re-onboarding at once.', default: 1, min: 1}),
     timeout: Flags.string({summary: 'How long to wait for each workload to come back connected (and healthy).', default: '5m'}),
-    'dry-run': Flags.boolean({summary: 'Print the plan; change nothing.'}),
+    'dry-run': dryRunFlag('client: print the plan, change nothing; server: the plan, with every delete it holds checked by the API server (dryRun=All), changing nothing.'),
     'restart-command': Flags.string({summary: "Command (run with sh -c) that restarts a VM's sidecar, for auto-registered WorkloadEntries; gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE."}),
     'chunk-size': Flags.integer({summary: 'Objects per list request; 0 lists everything in one request.', default: 500, min: 0}),
     'poll-interval': Flags.string({summary: 'How often to check on workloads being re-onboarded.', default: '1s', hidden: true}),
@@ -64,7 +65,8 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           maxUnavailable: f['max-unavailable'],
           timeoutMs,
           pollIntervalMs,
-          dryRun: f['dry-run'],
+          dryRun: f['dry-run'] !== 'none',
+          serverDryRun: f['dry-run'] === 'server',
           chunkSize: f['chunk-size'],
           restartCommand: f['restart-command'],
           signal,
@@ -84,10 +86,10 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     if (report.status === 'planned') {
       const waits = report.items.filter((i) => i.deletedEarlier).length
       const waitText = waits > 0 ? `, after waiting for ${waits} deleted by an earlier rollout and not back yet` : ''
-      this.note(`Dry run: ${count('planned') - waits} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${waitText}${skippedText}; nothing was changed.`)
+      this.note(`Dry run${f['dry-run'] === 'server' ? ' (server: the API server accepted every delete)' : ''}: ${count('planned') - waits} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${waitText}${skippedText}; nothing was changed.`)
     } else if (report.status === 'complete') {
       this.note(`Rollout of ${where} complete: ${count('re-onboarded')} re-onboarded, ${report.upToDate} already up to date${skippedText}.`)
-    } else if (f['dry-run'] || skipped > 0) {
+    } else if (f['dry-run'] !== 'none' || skipped > 0) {
       this.note(`Nothing to re-onboard in ${where}: ${report.upToDate} of ${report.registrations} registration(s) up to date${skippedText}.`)
     }
   }

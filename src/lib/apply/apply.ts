@@ -11,7 +11,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {findResourceByKind, resourcePath} from '../kube/resources.js'
-import type {KubeObject} from '../onboard/generate.js'
+import type {Manifest} from '../kube/object.js'
 import {resourceName} from '../output/render.js'
 import {unifiedDiff} from '../util/diff.js'
 import {toYaml} from '../yaml.js'
@@ -21,7 +21,7 @@ export const FIELD_MANAGER = 'meshvm'
 export type ApplyOutcome = 'created' | 'configured' | 'unchanged' | 'failed' | 'not applied'
 
 export interface ApplyResult {
-  object: KubeObject
+  object: Manifest
   /** `kind.group/name`, as kubectl prints it. */
   ref: string
   outcome: ApplyOutcome
@@ -41,7 +41,7 @@ export interface ApplyOptions {
 
 type Live = {metadata?: Record<string, unknown>; [k: string]: unknown}
 
-function pathFor(obj: KubeObject): string {
+function pathFor(obj: Manifest): string {
   const res = findResourceByKind(obj.apiVersion, obj.kind)
   if (!res) throw new MeshvmError(`meshvm cannot apply ${obj.kind} (${obj.apiVersion})`, {exit: ExitCode.USAGE, code: 'UnsupportedKind'})
   return resourcePath(res, {namespace: obj.metadata.namespace, name: obj.metadata.name})
@@ -108,7 +108,7 @@ export async function applyOne(client: KubeClient, path: string, object: unknown
 /** A live object read before applying: the object (undefined if absent), or why it could not be read. */
 type LiveRead = {ok: true; path: string; live: Live | undefined} | {ok: false; error: unknown}
 
-export async function applyObjects(client: KubeClient, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
+export async function applyObjects(client: KubeClient, objects: Manifest[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
   // All live objects are read at once, in one round trip instead of one per object; only the
   // applies (which change the cluster) go one by one, in dependency order. A read never rejects
   // here: its error is kept and reported when its object's turn comes, so results are the same as

@@ -5,7 +5,7 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {Resources, resourcePath} from '../kube/resources.js'
+import {groupVersion, Resources, resourcePath} from '../kube/resources.js'
 import {fetchClusterId, fetchRootCert, fetchWorkloadGroup, findGateway} from '../bundle/fetch.js'
 import {findIstiods} from '../proxy-status/fetch.js'
 import {bundleCommand, parseIstiodAddress, type Check, type OfflineResult} from './offline.js'
@@ -50,8 +50,8 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
     await guarded('token.review', checks, off.refresh, async () => {
       const review = await client.request<{status?: {authenticated?: boolean; error?: string; user?: {username?: string}}}>({
         method: 'POST',
-        path: '/apis/authentication.k8s.io/v1/tokenreviews',
-        body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: {token: off.token, audiences: ['istio-ca']}},
+        path: resourcePath(Resources.tokenReviews),
+        body: {apiVersion: groupVersion(Resources.tokenReviews), kind: Resources.tokenReviews.kind, spec: {token: off.token, audiences: ['istio-ca']}},
         retry: 'idempotent',
       })
       const s = review?.status

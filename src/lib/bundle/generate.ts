@@ -9,6 +9,7 @@ import {parse as parseYaml} from 'yaml'
 import {UsageError} from '../errors.js'
 import {shellQuote} from '../cli/prompt.js'
 import {goJsonString, goJsonStringMap, goYamlMarshal, istioShellQuote, type GoYaml} from '../util/go-compat.js'
+import {isRecord} from '../util/records.js'
 
 export interface WorkloadGroupLike {
   metadata: {name: string; namespace: string; annotations?: Record<string, string>}
@@ -74,12 +75,10 @@ export function istiodHostFor(istioNamespace: string, revision?: string): string
 
 type Json = Record<string, unknown>
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
-
 /** Proto-merge semantics of protomarshal.ApplyYAML: messages and maps merge, everything else replaces. */
 function mergeInto(target: Json, source: Json): Json {
   for (const [k, v] of Object.entries(source)) {
-    target[k] = isObject(v) && isObject(target[k]) ? mergeInto({...(target[k] as Json)}, v) : v
+    target[k] = isRecord(v) && isRecord(target[k]) ? mergeInto({...(target[k] as Json)}, v) : v
   }
   return target
 }
@@ -93,14 +92,14 @@ function parseYamlObject(text: string, what: string): Json {
     throw new UsageError(`${what} is not valid YAML: ${(err as Error).message.split('\n')[0]}`)
   }
   if (value === null || value === undefined) return {}
-  if (!isObject(value)) throw new UsageError(`${what} must be a YAML mapping`)
+  if (!isRecord(value)) throw new UsageError(`${what} must be a YAML mapping`)
   return value
 }
 
 /** jsonpb omits zero values (0, "", false, empty lists and maps). */
 function omitEmpty(value: unknown): unknown {
   if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(omitEmpty)
-  if (isObject(value)) {
+  if (isRecord(value)) {
     const out: Json = {}
     for (const [k, v] of Object.entries(value)) {
       const c = omitEmpty(v)
@@ -139,7 +138,7 @@ export function buildBundle(inputs: BundleInputs): Bundle {
 
   // mesh.yaml: the cluster's defaultConfig, the proxy.istio.io/config annotations, then meshvm's keys.
   const mesh = parseYamlObject(inputs.meshConfigYaml, `the "mesh" key of ConfigMap ${revisioned ? `istio-${inputs.revision}` : 'istio'}`)
-  const defaultConfig: Json = mergeInto({proxyMetadata: {}}, isObject(mesh.defaultConfig) ? mesh.defaultConfig : {})
+  const defaultConfig: Json = mergeInto({proxyMetadata: {}}, isRecord(mesh.defaultConfig) ? mesh.defaultConfig : {})
   if (revisioned && !defaultConfig.discoveryAddress) defaultConfig.discoveryAddress = `${istiodHost}:15012`
   for (const annotations of [wg.metadata.annotations, wg.spec.metadata?.annotations]) {
     const proxyConfig = annotations?.['proxy.istio.io/config']

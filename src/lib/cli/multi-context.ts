@@ -1,11 +1,11 @@
 /**
- * Commands that read several clusters at once (remote-secret list/status, war reconcile): a
+ * Commands that read several clusters at once (proxy-status, remote-secret list/status, war reconcile): a
  * repeatable --context that replaces BaseCommand's single one, and the names it resolves to.
  * No Kubernetes client here (the kubeconfig is only read for --all-contexts).
  */
 import * as Flags from '@oclif/core/flags'
 import {KUBE_GROUP} from './base-command.js'
-import {ExitCode, flagError, MeshvmError, UsageError} from '../errors.js'
+import {ExitCode, flagError, MeshvmError} from '../errors.js'
 
 export const multiContextFlags = {
   context: Flags.string({
@@ -14,12 +14,11 @@ export const multiContextFlags = {
     multipleNonGreedy: true,
     helpGroup: KUBE_GROUP,
   }),
-  'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', helpGroup: KUBE_GROUP}),
+  'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', exclusive: ['context'], helpGroup: KUBE_GROUP}),
 }
 
-/** The contexts asked for; `undefined` stands for the kubeconfig's current context. */
+/** The contexts asked for (oclif refuses --all-contexts with --context); `undefined` stands for the kubeconfig's current context. */
 export async function contextNames(flag: string[] | undefined, all: boolean, kubeconfig: string | undefined): Promise<(string | undefined)[]> {
-  if (all && flag && flag.length > 0) throw new UsageError('--all-contexts and --context are exclusive: give contexts by name, or read all of them')
   if (all) {
     const {loadKubeConfig} = await import('../kube/config.js')
     const names = loadKubeConfig({kubeconfig})

@@ -18,6 +18,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import {runExecPlugin, type ExecConfig} from './exec.js'
 import {proxyFor, TunnelAgent} from './proxy.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
+import {sleep} from '../util/sleep.js'
 
 export const MAX_RETRIES = 5
 export const BACKOFF_BASE_MS = 200
@@ -493,7 +494,7 @@ export class KubeClient {
       if (delayMs === undefined) throw translateHttpError(description, 429, '')
       if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure()
       this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
-      await new Promise((r) => setTimeout(r, delayMs))
+      await sleep(delayMs)
     }
   }
 
@@ -626,15 +627,7 @@ export class KubeClient {
     }
     if (quick > 0) {
       const delayMs = Math.round(this.options.random() * Math.min(BACKOFF_CAP_MS, this.options.backoffBaseMs * 2 ** quick))
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, delayMs)
-        function done(): void {
-          clearTimeout(timer)
-          signal?.removeEventListener('abort', done)
-          resolve()
-        }
-        signal?.addEventListener('abort', done, {once: true})
-      })
+      await sleep(delayMs, signal)
     }
     const typedVersion = typeof query?.resourceVersion === 'string' ? query.resourceVersion : undefined
     if (signal?.aborted) return typedVersion

@@ -19,6 +19,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from './client.js'
 import {translateHttpError, translateNetworkError} from './errors.js'
 import {Resources, resourcePath} from './resources.js'
+import {sleep} from '../util/sleep.js'
 
 export const PORTFORWARD_PROTOCOL = 'v4.channel.k8s.io'
 
@@ -137,7 +138,7 @@ export async function openPortForward(client: KubeClient, options: {namespace: s
       if (!transient || attempt >= MAX_UPGRADE_RETRIES) throw transient ? err.error : err
       const delay = err.retryAfterMs ?? Math.round(Math.random() * Math.min(2000, 200 * 2 ** attempt))
       if (Date.now() + delay >= deadline) throw err.error
-      await new Promise((r) => setTimeout(r, delay))
+      await sleep(delay)
     }
   }
 }

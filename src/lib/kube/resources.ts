@@ -25,6 +25,7 @@ export const Resources = {
   clusterRoles: r('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
   clusterRoleBindings: r('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
   selfSubjectAccessReviews: r('authorization.k8s.io', 'v1', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false),
+  tokenReviews: r('authentication.k8s.io', 'v1', 'tokenreviews', 'TokenReview', false),
   mutatingWebhookConfigurations: r('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations', 'MutatingWebhookConfiguration', false),
   customResourceDefinitions: r('apiextensions.k8s.io', 'v1', 'customresourcedefinitions', 'CustomResourceDefinition', false),
   workloadGroups: r('networking.istio.io', 'v1', 'workloadgroups', 'WorkloadGroup'),

@@ -2,21 +2,16 @@
  * Pure generators: OnboardSpec → the Kubernetes objects a VM workload group needs.
  * Keys are built in kubectl's order (apiVersion, kind, metadata, spec) so output is deterministic.
  */
+import type {Manifest} from '../kube/object.js'
 import {sortedRecord} from '../util/records.js'
 import type {OnboardSpec, PortSpec, ProbeSpec} from './spec.js'
 
 export const MANAGED_BY = {'app.kubernetes.io/managed-by': 'meshvm'} as const
 
-export interface KubeObject {
-  apiVersion: string
-  kind: string
-  metadata: {name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}
-  [key: string]: unknown
-}
 
 /** Objects in the order they must be applied: Namespace, ServiceAccount, WorkloadGroup, Service/ServiceEntry. */
-export function generateOnboardObjects(spec: OnboardSpec): KubeObject[] {
-  const objects: KubeObject[] = []
+export function generateOnboardObjects(spec: OnboardSpec): Manifest[] {
+  const objects: Manifest[] = []
   if (spec.createNamespace) objects.push(namespaceObject(spec))
   if (spec.createServiceAccount) objects.push(serviceAccountObject(spec))
   objects.push(workloadGroupObject(spec))
@@ -24,7 +19,7 @@ export function generateOnboardObjects(spec: OnboardSpec): KubeObject[] {
   return objects
 }
 
-function meta(spec: OnboardSpec, name: string, namespaced = true): KubeObject['metadata'] {
+function meta(spec: OnboardSpec, name: string, namespaced = true): Manifest['metadata'] {
   return {
     name,
     ...(namespaced ? {namespace: spec.namespace} : {}),
@@ -32,15 +27,15 @@ function meta(spec: OnboardSpec, name: string, namespaced = true): KubeObject['m
   }
 }
 
-export function namespaceObject(spec: OnboardSpec): KubeObject {
+export function namespaceObject(spec: OnboardSpec): Manifest {
   return {apiVersion: 'v1', kind: 'Namespace', metadata: meta(spec, spec.namespace, false)}
 }
 
-export function serviceAccountObject(spec: OnboardSpec): KubeObject {
+export function serviceAccountObject(spec: OnboardSpec): Manifest {
   return {apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(spec, spec.serviceAccount)}
 }
 
-export function workloadGroupObject(spec: OnboardSpec): KubeObject {
+export function workloadGroupObject(spec: OnboardSpec): Manifest {
   const groupMeta: Record<string, unknown> = {}
   if (Object.keys(spec.annotations).length > 0) groupMeta.annotations = spec.annotations
   groupMeta.labels = spec.labels
@@ -86,7 +81,7 @@ function servicePort(p: PortSpec): Record<string, unknown> {
   return {name: p.name, port: p.port, targetPort: p.targetPort, protocol: 'TCP', appProtocol: p.protocol.toLowerCase()}
 }
 
-export function serviceObject(spec: OnboardSpec): KubeObject {
+export function serviceObject(spec: OnboardSpec): Manifest {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -95,7 +90,7 @@ export function serviceObject(spec: OnboardSpec): KubeObject {
   }
 }
 
-export function serviceEntryObject(spec: OnboardSpec): KubeObject {
+export function serviceEntryObject(spec: OnboardSpec): Manifest {
   return {
     apiVersion: 'networking.istio.io/v1',
     kind: 'ServiceEntry',
@@ -111,6 +106,6 @@ export function serviceEntryObject(spec: OnboardSpec): KubeObject {
 }
 
 /** File name for an object in `--output-dir`: the apply order prefix keeps `ls` in apply order. */
-export function fileNameFor(obj: KubeObject, index: number): string {
+export function fileNameFor(obj: Manifest, index: number): string {
   return `${String(index + 1).padStart(2, '0')}-${obj.kind.toLowerCase()}.yaml`
 }

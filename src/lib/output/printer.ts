@@ -17,10 +17,11 @@
  * terminalSafe (the table engine does it for tables).
  */
 import {MeshvmError, UsageError} from '../errors.js'
+import {labelsOf, type KubeObject} from '../kube/object.js'
 import {toYaml} from '../yaml.js'
 import {execute, executeAsJson, findResults, goSprint, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
 import {ListWriter} from './list-writer.js'
-import {asList, resourceName, toJson, type KubeObjectLike} from './render.js'
+import {asList, resourceName, toJson} from './render.js'
 import {TableWriter, type Column} from './table.js'
 import {terminalSafe, terminalSafeLines} from './terminal.js'
 
@@ -137,10 +138,6 @@ export interface PrintOptions {
   watch?: boolean
 }
 
-const labelsOf = (obj: unknown): Record<string, string> => {
-  const labels = (obj as {metadata?: {labels?: unknown}})?.metadata?.labels
-  return typeof labels === 'object' && labels !== null ? (labels as Record<string, string>) : {}
-}
 
 /** kubectl's labels.FormatLabels: k=v pairs in key order, or <none>. */
 export function formatLabels(labels: Record<string, string>): string {
@@ -207,7 +204,7 @@ export class Printer<Row> {
     const out = this.options.output
     if (this.table) return this.table.add(page)
     if (out.kind === 'name') {
-      this.write(page.map((r) => terminalSafe(this.spec.name ? this.spec.name(r) : resourceName(this.spec.object(r) as KubeObjectLike)) + '\n').join(''))
+      this.write(page.map((r) => terminalSafe(this.spec.name ? this.spec.name(r) : resourceName(this.spec.object(r) as KubeObject)) + '\n').join(''))
       return
     }
     const objects = page.map((r) => this.spec.object(r))

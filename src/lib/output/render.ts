@@ -1,15 +1,11 @@
 /**
  * The one output layer: data goes to stdout in the chosen format, everything else goes to stderr.
  */
+import type {KubeObject} from '../kube/object.js'
 import {toYaml} from '../yaml.js'
 
 export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml' | 'name'
 
-export interface KubeObjectLike {
-  apiVersion?: string
-  kind?: string
-  metadata?: {name?: string; namespace?: string}
-}
 
 /** kubectl's list wrapper, so `meshvm … -o yaml | kubectl apply -f -` works. */
 export function asList(items: unknown[]): {apiVersion: 'v1'; kind: 'List'; items: unknown[]; metadata: {resourceVersion: string}} {
@@ -33,7 +29,7 @@ export function renderData(value: unknown, format: OutputFormat): string | undef
 }
 
 /** `kind.group/name`, as `kubectl get -o name` prints it. */
-export function resourceName(obj: KubeObjectLike): string {
+export function resourceName(obj: KubeObject): string {
   const kind = (obj.kind ?? '').toLowerCase()
   const apiVersion = obj.apiVersion ?? 'v1'
   const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : ''

@@ -7,7 +7,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
 import {listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
-import {selectorMatches, type Selector} from './selector.js'
+import {selectorMatches, type Selector} from '../kube/selector.js'
 import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
 import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} from './vms.js'
 

@@ -3,17 +3,16 @@
  * with nonces and the NACK detail, its istiod, its registration and health. Pure.
  */
 import {age} from '../output/age.js'
+import {Describer} from '../output/describe.js'
 import {renderTable} from '../output/table.js'
 import {XDS_TYPES, type ProxyStatusRow} from './status.js'
 import type {VmRecord} from './vms.js'
 
 type Field = [key: string, value: string | undefined]
 
-/** `Key:` padded so the values of a block line up; fields without a value are left out. */
-function fields(list: Field[], indent = ''): string[] {
-  const shown = list.filter((f): f is [string, string] => f[1] !== undefined && f[1] !== '')
-  const width = Math.max(0, ...shown.map(([k]) => k.length + 1)) + 2
-  return shown.map(([k, v]) => `${indent}${`${k}:`.padEnd(width)}${v}`)
+/** Fields with a value, into kubectl's describe layout (output/describe.ts: values of a block line up by display width). */
+function fields(d: Describer, level: number, list: Field[]): void {
+  for (const [k, v] of list) if (v !== undefined && v !== '') d.field(level, k, v)
 }
 
 function ago(ts: string | undefined, now: Date): string | undefined {
@@ -40,46 +39,39 @@ function connectionText(vm: VmRecord, now: Date): string {
 
 export function renderProxyDetail(rows: ProxyStatusRow[], registrationOf: (row: ProxyStatusRow) => VmRecord | undefined, now: Date = new Date()): string {
   const blocks = rows.map((row) => {
-    const lines: string[] = []
+    const d = new Describer()
     const vm = registrationOf(row)
     const noAnswer = row.xds.CDS.state === 'NO_ANSWER'
-    lines.push(
-      ...fields([
-        ['Name', row.name],
-        ['Namespace', row.namespace],
-        ['Type', row.type],
-        ['Context', row.context],
-        ['Cluster', row.cluster],
-        ['Istiod', istiodText(row)],
-        ['Proxy Version', row.connected ? row.version || '<unknown>' : undefined],
-        ['Version Skew', row.connected ? (row.versionSkew ? `yes: proxy ${row.version}, istiod ${row.istiodRef?.version}` : 'no') : undefined],
-      ]),
-    )
+    fields(d, 0, [
+      ['Name', row.name],
+      ['Namespace', row.namespace],
+      ['Type', row.type],
+      ['Context', row.context],
+      ['Cluster', row.cluster],
+      ['Istiod', istiodText(row)],
+      ['Proxy Version', row.connected ? row.version || '<unknown>' : undefined],
+      ['Version Skew', row.connected ? (row.versionSkew ? `yes: proxy ${row.version}, istiod ${row.istiodRef?.version}` : 'no') : undefined],
+    ])
     if (vm) {
-      lines.push('Registration:')
-      lines.push(
-        ...fields(
-          [
-            ['Source', vm.registration],
-            ['WorkloadAutoRegistration', vm.war],
-            ['WorkloadEntry', vm.workloadEntry],
-            ['WorkloadGroup', vm.group || undefined],
-            ['Address', vm.address || undefined],
-            ['Identity', vm.identity],
-            ['Connected', connectionText(vm, now)],
-            ['Health', healthText(vm, now)],
-            ['Sidecar', vm.sidecarVersion],
-            ['Agent', vm.agentVersion],
-          ],
-          '  ',
-        ),
-      )
+      d.section(0, 'Registration')
+      fields(d, 1, [
+        ['Source', vm.registration],
+        ['WorkloadAutoRegistration', vm.war],
+        ['WorkloadEntry', vm.workloadEntry],
+        ['WorkloadGroup', vm.group || undefined],
+        ['Address', vm.address || undefined],
+        ['Identity', vm.identity],
+        ['Connected', connectionText(vm, now)],
+        ['Health', healthText(vm, now)],
+        ['Sidecar', vm.sidecarVersion],
+        ['Agent', vm.agentVersion],
+      ])
     }
-    lines.push('xDS:')
+    d.section(0, 'xDS')
     if (noAnswer) {
-      lines.push(`  unknown: istiod ${row.istiod} did not answer`)
+      d.raw(1, `unknown: istiod ${row.istiod} did not answer`)
     } else if (!row.connected) {
-      lines.push('  not connected to any istiod that was asked')
+      d.raw(1, 'not connected to any istiod that was asked')
     } else {
       const table = renderTable(
         XDS_TYPES.map((t) => ({t, x: row.xds[t], s: row.status[t]})),
@@ -91,15 +83,18 @@ export function renderProxyDetail(rows: ProxyStatusRow[], registrationOf: (row: 
           {header: 'NONCE ACKED', value: (r) => r.x.acked ?? '-'},
         ],
       )
-      lines.push(...table.trimEnd().split('\n').map((l) => `  ${l}`))
+      for (const line of table.trimEnd().split('\n')) d.raw(1, line)
       const errors = XDS_TYPES.filter((t) => row.xds[t].error)
-      lines.push(`Last Error:${errors.length === 0 ? ' <none>' : ''}`)
-      for (const t of errors) lines.push(`  ${t}: ${row.xds[t].error!.replace(/\s+/g, ' ').trim()}`)
+      d.raw(0, `Last Error:${errors.length === 0 ? ' <none>' : ''}`)
+      for (const t of errors) d.raw(1, `${t}: ${row.xds[t].error!.replace(/\s+/g, ' ').trim()}`)
     }
-    return lines.join('\n') + '\n'
+    return d.toString()
   })
   return blocks.join('\n')
 }
+
+/** The TYPE words of a TYPE/NAME argument (kind, plural or short name; any group after the first dot). */
+const DETAIL_TYPES = new Set(['pod', 'pods', 'po', 'workloadentry', 'workloadentries', 'we', 'workloadautoregistration', 'workloadautoregistrations', 'war'])
 
 /** One reading of the NAME argument: a proxy or registration name and its namespace. */
 export interface DetailTarget {
@@ -114,6 +109,9 @@ export interface DetailTarget {
  * namespace comes first; `NAME.NS` (split on the last dot, as istioctl splits) comes first otherwise.
  */
 export function detailTargets(arg: string, options: {namespace: string; namespaceExplicit: boolean}): DetailTarget[] {
+  // TYPE/NAME, as -o name prints it (pod/NAME, workloadentry.networking.istio.io/NAME, …): NAME in the -n namespace.
+  const typed = /^([a-z][a-z0-9.-]*)\/(.+)$/.exec(arg)
+  if (typed && DETAIL_TYPES.has(typed[1]!.split('.')[0]!)) return [{name: typed[2]!, namespace: options.namespace}]
   const dot = arg.lastIndexOf('.')
   const split = dot > 0 && dot < arg.length - 1 ? {name: arg.slice(0, dot), namespace: arg.slice(dot + 1)} : undefined
   const whole = {name: arg, namespace: options.namespace}

@@ -4,9 +4,12 @@
  */
 import type {ChalkInstance} from 'chalk'
 import {makeChalk, statusColor} from '../output/color.js'
+import {groupVersion, Resources, type ResourceType} from '../kube/resources.js'
+import {resourceName} from '../output/render.js'
 import {renderTable, type Column} from '../output/table.js'
 import {compare} from './rows.js'
 import {XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
+import type {VmRecord} from './vms.js'
 
 // ---------------------------------------------------------------------------------------------------
 // Table
@@ -37,7 +40,7 @@ export interface ProxyStatusTableOptions {
 }
 
 /** istioctl's tabwriter: padding 5, no padding after the last column. */
-const ISTIOCTL_GAP = 5
+export const ISTIOCTL_GAP = 5
 const EMPTY = '-'
 
 const ALPHABETICAL_TYPES: XdsType[] = [...XDS_TYPES].sort(compare)
@@ -48,6 +51,11 @@ function subscribedCell(row: ProxyStatusRow): string {
 }
 
 export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxyStatusTableOptions): string {
+  return renderTable(rows, proxyStatusColumns(options), {wide: options.wide, noHeaders: options.noHeaders, gap: ISTIOCTL_GAP})
+}
+
+/** The table's columns (wide ones marked `wide`), for renderProxyStatusTable and the one printer. */
+export function proxyStatusColumns(options: Omit<ProxyStatusTableOptions, 'noHeaders'>): Column<ProxyStatusRow>[] {
   const chalk = options.chalk ?? makeChalk({env: {FORCE_COLOR: options.color ? '1' : '0'}, stream: {isTTY: options.color}})
   const paint = (text: string) => statusColor(chalk, text)
   const layout = options.layout ?? 'types'
@@ -81,7 +89,7 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
   }
   const changed = options.changed
   if (changed) columns = columns.map((c) => highlighted(c, changed, chalk))
-  return renderTable(rows, columns, {wide: options.wide, noHeaders: options.noHeaders, gap: ISTIOCTL_GAP})
+  return columns
 }
 
 /** Inverse video on a colour terminal, a `*` prefix otherwise (widths are measured without ANSI codes). */
@@ -204,10 +212,27 @@ export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
 }
 
 export function proxyStatusJson(rows: ProxyStatusRow[], errors: ProxyStatusError[] = []): ProxyStatusList {
-  return {
-    apiVersion: 'meshvm.io/v1alpha1',
-    kind: 'ProxyStatusList',
-    items: rows.filter((r) => r.type !== 'istiod').map(proxyStatusJsonItem),
-    errors,
+  return proxyStatusList(rows.filter((r) => r.type !== 'istiod').map(proxyStatusJsonItem), errors)
+}
+
+/** The list document around items already in the schema (the printer converts rows one by one). */
+export function proxyStatusList(items: ProxyStatusJsonItem[], errors: ProxyStatusError[] = []): ProxyStatusList {
+  return {apiVersion: 'meshvm.io/v1alpha1', kind: 'ProxyStatusList', items, errors}
+}
+
+const nameOf = (res: ResourceType, name: string) => resourceName({apiVersion: groupVersion(res), kind: res.kind, metadata: {name}})
+
+/**
+ * `-o name`: the object a row stands for, as kubectl names it (`pod/NAME`, `workloadentry.networking.istio.io/NAME`,
+ * `workloadautoregistration.runtime.onboarding.tetrate.io/NAME`); `proxy-status TYPE/NAME -n NS` takes it back.
+ * A VM proxy no registration could be paired with keeps its proxy ID.
+ */
+export function proxyStatusName(row: ProxyStatusRow, vm: VmRecord | undefined): string {
+  if (row.type === 'vm') {
+    if (vm?.workloadEntry) return nameOf(Resources.workloadEntries, vm.workloadEntry)
+    if (vm?.war) return nameOf(Resources.workloadAutoRegistrations, vm.war)
+    return row.name
   }
+  const suffix = row.namespace === undefined ? '' : `.${row.namespace}`
+  return nameOf(Resources.pods, suffix !== '' && row.name.endsWith(suffix) ? row.name.slice(0, -suffix.length) : row.name)
 }

@@ -4,13 +4,14 @@
  * context at once, the lookup of one proxy for NAME, and the frames of --watch. The command parses
  * flags, calls this, and renders.
  */
-import {ExitCode, flagError, MeshvmError} from '../errors.js'
+import {ExitCode, MeshvmError} from '../errors.js'
 import {IstiodPool} from '../istiod/reader.js'
 import type {KubeSession} from '../kube/session.js'
 import {collectContext, sortRows, type ContextStatus} from './collect.js'
 import {detailTargets, rowsForTarget} from './detail.js'
 import type {ProxyStatusRow} from './model.js'
-import type {Selector} from './selector.js'
+import type {Selector} from '../kube/selector.js'
+import {sleep} from '../util/sleep.js'
 import type {VmRecord} from './vms.js'
 
 export interface Problem {
@@ -36,25 +37,6 @@ export interface RunOptions {
   xdsAddress?: string
   /** --vms: VM rows only. */
   vmsOnly: boolean
-}
-
-/** --context (repeatable, comma-separated) or --all-contexts; [undefined] is the current context. */
-export async function contextNames(flag: string[] | undefined, all: boolean, kubeconfig: string | undefined): Promise<(string | undefined)[]> {
-  if (all) {
-    const {loadKubeConfig} = await import('../kube/config.js')
-    const names = loadKubeConfig({kubeconfig})
-      .kc.getContexts()
-      .map((c) => c.name)
-      .sort()
-    if (names.length === 0) throw new MeshvmError('--all-contexts: the kubeconfig has no contexts', {exit: ExitCode.NOT_FOUND, code: 'NoContext'})
-    return names
-  }
-  if (flag && flag.length > 0) {
-    const names = flag.flatMap((c) => c.split(',')).map((c) => c.trim())
-    if (names.some((n) => n === '')) throw flagError('--context', flag.join(','), 'context names must not be empty')
-    return [...new Set(names)]
-  }
-  return [undefined]
 }
 
 /** When no context could be read: the one error, or a summary naming the last (the others go to `warn`). */
@@ -191,7 +173,7 @@ export class ProxyStatusRun {
         yield {frame, error: err}
       }
       if (options.count !== undefined && frame >= options.count) return
-      await new Promise((r) => setTimeout(r, options.intervalMs))
+      await sleep(options.intervalMs)
     }
   }
 

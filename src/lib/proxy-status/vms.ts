@@ -9,9 +9,10 @@
  *      when exactly one registration and one such proxy are left (pods must have been listed).
  * Proxies left ambiguous by (2) are still shown as VMs, with the group when all candidates share it.
  */
+import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxySync, VmInfo} from './status.js'
-import {withoutUndefined} from '../util/records.js'
+import {withoutUndefined, isRecord} from '../util/records.js'
 
 export interface VmRecord extends VmInfo {
   source: 'war' | 'workloadentry'
@@ -34,13 +35,11 @@ export interface VmRecord extends VmInfo {
   agentVersion?: string
 }
 
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'boolean' ? (v ? 'True' : 'False') : undefined)
 
 /** The string values of `v`, added to `into` (a new record by default). */
 function stringMap(v: unknown, into: Record<string, string> = {}): Record<string, string> {
-  if (isObject(v)) for (const k in v) if (Object.hasOwn(v, k) && typeof v[k] === 'string') into[k] = v[k]
+  if (isRecord(v)) for (const k in v) if (Object.hasOwn(v, k) && typeof v[k] === 'string') into[k] = v[k]
   return into
 }
 
@@ -50,8 +49,7 @@ function mergedLabels(we: WorkloadEntryObject): Record<string, string> {
 }
 
 function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> {
-  const conditions = we?.status?.conditions
-  const c = Array.isArray(conditions) ? conditions.find((x) => isObject(x) && x.type === 'Healthy') : undefined
+  const c = conditionOf(we, 'Healthy')
   if (!c) return {}
   const s = str(c.status)?.toLowerCase()
   const out: Pick<VmRecord, 'health' | 'healthReason' | 'healthMessage' | 'healthSince'> = {health: s === 'true' ? 'Healthy' : s === 'false' ? 'Unhealthy' : 'Unknown'}
@@ -62,8 +60,7 @@ function healthOf(we: WorkloadEntryObject | undefined): Pick<VmRecord, 'health' 
 }
 
 function ownerWar(we: WorkloadEntryObject): string | undefined {
-  const refs = we.metadata?.ownerReferences ?? []
-  return refs.find((r) => r.kind === 'WorkloadAutoRegistration')?.name
+  return ownerOfKind(we, 'WorkloadAutoRegistration')?.name
 }
 
 /** One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name. */

@@ -11,9 +11,10 @@ import {IstiodPool} from '../istiod/reader.js'
 import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz} from '../proxy-status/fetch.js'
 import type {ProxySync} from '../proxy-status/status.js'
 import {splitProxyId} from '../proxy-status/vms.js'
-import {deleteRegistration, fetchGroups, WE, type KubeObject} from '../war/fetch.js'
+import {deleteRegistration, fetchGroups} from '../war/fetch.js'
 import type {WorkloadGroup} from '../war/model.js'
-import {resourcePath} from '../kube/resources.js'
+import type {KubeObject} from '../kube/object.js'
+import {resourcePath, Resources} from '../kube/resources.js'
 import type {ContextSnapshot, SafeFix} from './model.js'
 
 export async function collectSnapshot(
@@ -80,7 +81,7 @@ export interface FixOutcome extends SafeFix {
  */
 export async function applyFix(client: KubeClient, fix: SafeFix, dryRun: boolean): Promise<FixOutcome> {
   try {
-    const live = await client.getOptional<KubeObject>(resourcePath(WE, {namespace: fix.namespace, name: fix.name}))
+    const live = await client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: fix.namespace, name: fix.name}))
     if (!live || live.metadata?.uid !== fix.uid) return {...fix, result: 'gone'}
     if (live.metadata?.resourceVersion !== fix.resourceVersion) return {...fix, result: 'changed'}
     const deleted = await deleteRegistration(client, 'workloadentry', live, {exact: true, dryRun})

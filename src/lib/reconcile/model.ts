@@ -12,6 +12,7 @@
  * The JSON report (`-o json`) is versioned: apiVersion meshvm.io/v1alpha1, kind ReconcileReport;
  * fields are only ever added. See docs/war.md#meshvm-war-reconcile for the schema.
  */
+import {ownerOfKind} from '../kube/object.js'
 import {pairVms, splitProxyId, vmRecords, type VmRecord} from '../proxy-status/vms.js'
 import type {ProxySync} from '../proxy-status/status.js'
 import {
@@ -95,9 +96,6 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const nsName = (o: {metadata?: {namespace?: string; name?: string}}) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`
 const ctxFlag = (context: string) => ` --context ${context}`
 
-function ownerOf(obj: {metadata?: {ownerReferences?: {kind?: string; name?: string}[]}}, kind: string): string | undefined {
-  return obj.metadata?.ownerReferences?.find((r) => r.kind === kind)?.name
-}
 
 /** Since when the entry has been in its current state: disconnected since, else connected since, else made. */
 function lastSeen(we: WorkloadEntryObject): number | undefined {
@@ -133,7 +131,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
     const unread = new Set(snap.unreadIstiods.map((i) => i.name))
     const wesByWar = new Map<string, WorkloadEntryObject>()
     for (const we of snap.workloadEntries) {
-      const war = ownerOf(we, 'WorkloadAutoRegistration')
+      const war = ownerOfKind(we, 'WorkloadAutoRegistration')?.name
       if (war) wesByWar.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
     }
     const warKeys = new Set(snap.wars.map(nsName))
@@ -144,8 +142,8 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const name = we.metadata?.name ?? ''
       const ref: ObjectRef = {context, kind: 'WorkloadEntry', namespace, name}
       const auto = isAutoRegisteredWorkloadEntry(we)
-      const war = ownerOf(we, 'WorkloadAutoRegistration')
-      const groupName = we.metadata?.annotations?.[WE_ANNOTATIONS.autoRegistrationGroup] ?? ownerOf(we, 'WorkloadGroup')
+      const war = ownerOfKind(we, 'WorkloadAutoRegistration')?.name
+      const groupName = we.metadata?.annotations?.[WE_ANNOTATIONS.autoRegistrationGroup] ?? ownerOfKind(we, 'WorkloadGroup')?.name
       const group = groupName ? groups.get(`${namespace}/${groupName}`) : undefined
 
       if (groupName && !group) {
@@ -198,7 +196,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const name = war.metadata?.name ?? ''
       const ref: ObjectRef = {context, kind: 'WorkloadAutoRegistration', namespace, name}
       const we = wesByWar.get(`${namespace}/${name}`)
-      const groupName = ownerOf(war, 'WorkloadGroup')
+      const groupName = ownerOfKind(war, 'WorkloadGroup')?.name
       const group = groupName ? groups.get(`${namespace}/${groupName}`) : undefined
       const reg = registrationFromWar(war, group, we)
       if (!we) {

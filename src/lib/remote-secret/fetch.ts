@@ -9,7 +9,9 @@ import {applyOne as applyObject, FIELD_MANAGER, type WriteOutcome} from '../appl
 import {ExitCode, MeshvmError, UsageError, flagError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
+import type {KubeObject, Manifest, ObjectMeta} from '../kube/object.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
+import {sleep} from '../util/sleep.js'
 import {
   DEFAULT_SERVICE_ACCOUNT,
   SERVICE_ACCOUNT_NAME_ANNOTATION,
@@ -28,22 +30,18 @@ export interface ProgressLog {
   warning(text: string): void
 }
 
-export interface SecretObject {
-  apiVersion?: string
-  kind?: string
-  metadata: {name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string>; resourceVersion?: string}
+export interface SecretObject extends KubeObject {
+  metadata: ObjectMeta & {name: string}
   type?: string
   data?: Record<string, string>
 }
 
-export interface ServiceAccountObject {
-  metadata: {name: string; namespace?: string; uid?: string}
+export interface ServiceAccountObject extends KubeObject {
+  metadata: ObjectMeta & {name: string}
   secrets?: {name?: string}[]
 }
 
-interface NamespaceObject {
-  metadata: {name: string; uid?: string}
-}
+type NamespaceObject = KubeObject & {metadata: ObjectMeta & {name: string}}
 
 const qualified = (ns: string, name: string) => `${ns}/${name}`
 
@@ -108,12 +106,6 @@ export function isAtLeast124(version: ServerVersion | undefined): boolean {
 // ServiceAccount and reader RBAC
 // ---------------------------------------------------------------------------------------------
 
-export interface ApplyObject {
-  apiVersion: string
-  kind: string
-  metadata: {name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}
-  [key: string]: unknown
-}
 
 const READER_LABELS = {app: 'istio-reader', 'app.kubernetes.io/name': 'istio-reader', 'app.kubernetes.io/managed-by': 'meshvm'}
 
@@ -149,7 +141,7 @@ export const READER_RULES = [
  * `istio-reader-clusterrole-NS` ClusterRole and ClusterRoleBinding, nothing else (1.24 also
  * created istiod's own ClusterRoles, which later clash with Helm).
  */
-export function readerObjects(namespace: string, serviceAccount: string): ApplyObject[] {
+export function readerObjects(namespace: string, serviceAccount: string): Manifest[] {
   const name = readerClusterRoleName(namespace)
   return [
     {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: serviceAccount, namespace, labels: {...READER_LABELS}}},
@@ -174,14 +166,14 @@ const KIND_RESOURCES: Record<string, ResourceType> = {
 export type ApplyOutcome = WriteOutcome
 
 /** `serviceaccount/x`, `clusterrole.rbac.authorization.k8s.io/x`, as kubectl names objects. */
-export function refOf(obj: ApplyObject): string {
+export function refOf(obj: Manifest): string {
   const res = KIND_RESOURCES[obj.kind]
   const group = res?.group ? `.${res.group}` : ''
   return `${obj.kind.toLowerCase()}${group}/${obj.metadata.name}`
 }
 
 /** Server-side apply of one object through meshvm's one apply path (src/lib/apply), saying whether it changed anything. */
-export async function applyOne(client: KubeClient, obj: ApplyObject, options: {force?: boolean} = {}): Promise<ApplyOutcome> {
+export async function applyOne(client: KubeClient, obj: Manifest, options: {force?: boolean} = {}): Promise<ApplyOutcome> {
   const res = KIND_RESOURCES[obj.kind]
   if (!res) throw new MeshvmError(`meshvm cannot apply ${obj.kind}`, {exit: ExitCode.BUG, code: 'UnsupportedKind'})
   const path = resourcePath(res, {namespace: obj.metadata.namespace, name: obj.metadata.name})
@@ -307,7 +299,6 @@ function isNotFound(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 404
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export function formatDuration(ms: number): string {
   if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000}m`

@@ -8,12 +8,8 @@ import {parse as parseYaml} from 'yaml'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {CONFIG_SECRET_KEY, MULTICLUSTER_SECRET_LABEL} from './generate.js'
-
-export interface RemoteSecretObject {
-  metadata: {name: string; namespace?: string; creationTimestamp?: string; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string>}
-  type?: string
-  data?: Record<string, string>
-}
+import {isRecord} from '../util/records.js'
+import type {SecretObject} from './fetch.js'
 
 /** How the kubeconfig authenticates. */
 export type AuthType = 'bearer-token' | 'plugin' | 'exec' | 'client-certificate' | 'none'
@@ -62,7 +58,6 @@ export interface RemoteSecretEntry {
 }
 
 type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The claims of a JWT, without checking its signature (only to describe it). */
 export function jwtClaims(token: string): Json | undefined {
@@ -70,7 +65,7 @@ export function jwtClaims(token: string): Json | undefined {
   if (parts.length !== 3) return undefined
   try {
     const claims: unknown = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'))
-    return isObject(claims) ? claims : undefined
+    return isRecord(claims) ? claims : undefined
   } catch {
     return undefined
   }
@@ -82,8 +77,8 @@ export function describeToken(token: string | undefined): TokenInfo {
   const claims = jwtClaims(token)
   if (!claims) return {kind: 'opaque'}
   const issuer = typeof claims.iss === 'string' ? claims.iss : undefined
-  const kube = isObject(claims['kubernetes.io']) ? claims['kubernetes.io'] : undefined
-  const sa = isObject(kube?.serviceaccount) ? kube.serviceaccount : undefined
+  const kube = isRecord(claims['kubernetes.io']) ? claims['kubernetes.io'] : undefined
+  const sa = isRecord(kube?.serviceaccount) ? kube.serviceaccount : undefined
   let serviceAccount: TokenInfo['serviceAccount']
   if (typeof kube?.namespace === 'string' && typeof sa?.name === 'string') serviceAccount = {namespace: kube.namespace, name: sa.name}
   else if (typeof claims['kubernetes.io/serviceaccount/namespace'] === 'string' && typeof claims['kubernetes.io/serviceaccount/service-account.name'] === 'string') {
@@ -103,11 +98,11 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   } catch {
     return {authType: 'none', error: 'not valid YAML'}
   }
-  if (!isObject(doc)) return {authType: 'none', error: 'not a kubeconfig'}
+  if (!isRecord(doc)) return {authType: 'none', error: 'not a kubeconfig'}
   const named = (list: unknown, name: unknown, key: string): Json | undefined => {
     if (!Array.isArray(list)) return undefined
-    const item = list.find((x) => isObject(x) && x.name === name) as Json | undefined
-    return isObject(item?.[key]) ? (item[key] as Json) : undefined
+    const item = list.find((x) => isRecord(x) && x.name === name) as Json | undefined
+    return isRecord(item?.[key]) ? (item[key] as Json) : undefined
   }
   const contextName = doc['current-context']
   const context = named(doc.contexts, contextName, 'context')
@@ -123,17 +118,17 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   if (typeof user.token === 'string' && user.token !== '') {
     out.authType = 'bearer-token'
     out.token = user.token
-  } else if (isObject(user['auth-provider'])) {
+  } else if (isRecord(user['auth-provider'])) {
     out.authType = 'plugin'
     out.authPluginName = typeof user['auth-provider'].name === 'string' ? user['auth-provider'].name : undefined
-  } else if (isObject(user.exec)) out.authType = 'exec'
+  } else if (isRecord(user.exec)) out.authType = 'exec'
   else if (user['client-certificate-data'] || user['client-certificate']) out.authType = 'client-certificate'
   if (!cluster) out.error = `no cluster ${JSON.stringify(String(context.cluster ?? ''))}`
   return out
 }
 
 /** One entry per data key (istiod reads every key of a remote secret as one cluster). */
-export function remoteSecretEntries(secret: RemoteSecretObject, context: string): {entry: RemoteSecretEntry; kubeconfig: string; parsed: ParsedRemoteKubeconfig; token: TokenInfo}[] {
+export function remoteSecretEntries(secret: SecretObject, context: string): {entry: RemoteSecretEntry; kubeconfig: string; parsed: ParsedRemoteKubeconfig; token: TokenInfo}[] {
   const namespace = secret.metadata.namespace ?? ''
   return Object.entries(secret.data ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -160,12 +155,12 @@ export function remoteSecretEntries(secret: RemoteSecretObject, context: string)
     })
 }
 
-export async function listRemoteSecrets(client: KubeClient, istioNamespace: string): Promise<RemoteSecretObject[]> {
-  const secrets = await client.list<RemoteSecretObject>(resourcePath(Resources.secrets, {namespace: istioNamespace}), {labelSelector: `${MULTICLUSTER_SECRET_LABEL}=true`})
+export async function listRemoteSecrets(client: KubeClient, istioNamespace: string): Promise<SecretObject[]> {
+  const secrets = await client.list<SecretObject>(resourcePath(Resources.secrets, {namespace: istioNamespace}), {labelSelector: `${MULTICLUSTER_SECRET_LABEL}=true`})
   return secrets.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0))
 }
 
 /** The Secret of a cluster: by Secret name, or by the cluster name it holds (istio-remote-secret-NAME). */
-export function findRemoteSecret(secrets: RemoteSecretObject[], name: string): RemoteSecretObject | undefined {
+export function findRemoteSecret(secrets: SecretObject[], name: string): SecretObject | undefined {
   return secrets.find((s) => s.metadata.name === name) ?? secrets.find((s) => Object.keys(s.data ?? {}).includes(name))
 }

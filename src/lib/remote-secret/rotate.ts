@@ -32,10 +32,11 @@ import {
   tokenSecretName,
   type RemoteSecretManifest,
 } from './generate.js'
-import {describeToken, findRemoteSecret, listRemoteSecrets, parseRemoteKubeconfig, type RemoteSecretObject} from './list.js'
+import {describeToken, findRemoteSecret, listRemoteSecrets, parseRemoteKubeconfig} from './list.js'
 import {applyRemoteSecret} from './run.js'
 import {istiodClusterViews, viewsFor, type IstiodClusterView} from './status.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
+import {sleep} from '../util/sleep.js'
 
 export interface RotateOptions {
   /** The Secret (or cluster) name in the target. */
@@ -73,7 +74,6 @@ export interface RotateResult {
 }
 
 const OLD_IN_FORCE = 'the old Secret is still in force: nothing istiod uses was changed'
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const secretPath = (namespace: string, name?: string) => resourcePath(Resources.secrets, {namespace, name})
 
 function rotateError(message: string, o: {exit?: (typeof ExitCode)[keyof typeof ExitCode]; code?: string; hints?: string[]; cause?: unknown} = {}): MeshvmError {
@@ -97,7 +97,7 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   const {log} = o
   // 1. The remote Secret and what it holds.
   const secrets = await listRemoteSecrets(o.target, o.istioNamespace)
-  const secret: RemoteSecretObject | undefined = findRemoteSecret(secrets, o.name)
+  const secret: SecretObject | undefined = findRemoteSecret(secrets, o.name)
   if (!secret) {
     throw new MeshvmError(`no remote secret ${JSON.stringify(o.name)} in namespace ${o.istioNamespace} of context ${o.targetContext} (label istio/multiCluster=true)`, {
       exit: ExitCode.NOT_FOUND,

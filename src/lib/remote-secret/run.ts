@@ -5,6 +5,7 @@
  * decides where the result goes (stdout, --output-file, --apply-to).
  */
 import type {KubeClient} from '../kube/client.js'
+import type {Manifest} from '../kube/object.js'
 import {
   buildRemoteKubeconfig,
   buildRemoteSecret,
@@ -21,7 +22,6 @@ import {
   kubeSystemUid,
   serverVersion,
   tokenOf,
-  type ApplyObject,
   type ApplyOutcome,
   type ProgressLog,
   applyOne,
@@ -106,6 +106,6 @@ export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRu
 export async function applyRemoteSecret(client: KubeClient, manifest: RemoteSecretManifest, namespace: string): Promise<ApplyOutcome> {
   const {stringData, ...rest} = manifest.object
   const data = Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]))
-  const object: ApplyObject = {...rest, metadata: {...rest.metadata, namespace}, data}
+  const object: Manifest = {...rest, metadata: {...rest.metadata, namespace}, data}
   return applyOne(client, object, {force: true})
 }

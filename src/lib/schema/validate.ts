@@ -8,6 +8,7 @@
  */
 import {CelEvalError, type CelRule} from './cel-runtime.js'
 import {TRANSPILED_RULES} from './istio-rules.generated.js'
+import {isRecord} from '../util/records.js'
 
 export type CauseReason =
   | 'FieldValueInvalid'
@@ -74,9 +75,6 @@ export interface SchemaValidator {
   validate(value: unknown): FieldCause[]
 }
 
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
-
 /** How kube-apiserver prints a value inside a cause: strings quoted, numbers bare, objects by type. */
 function shown(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value)
@@ -113,9 +111,9 @@ function compileRule(rule: string, options: ValidateOptions): CelRule | Error {
 /** JSON → CEL values: objects become maps, integers of integer-typed fields become ints. */
 function toCel(value: unknown, schema: Schema | undefined): unknown {
   if (Array.isArray(value)) return value.map((v) => toCel(v, schema?.items))
-  if (isObject(value)) {
+  if (isRecord(value)) {
     return new Map(
-      Object.entries(value).map(([k, v]) => [k, toCel(v, schema?.properties?.[k] ?? (isObject(schema?.additionalProperties) ? schema.additionalProperties : undefined))]),
+      Object.entries(value).map(([k, v]) => [k, toCel(v, schema?.properties?.[k] ?? (isRecord(schema?.additionalProperties) ? schema.additionalProperties : undefined))]),
     )
   }
   if (typeof value === 'number' && Number.isInteger(value) && (schema?.type === 'integer' || schema?.['x-kubernetes-int-or-string'])) return BigInt(value)
@@ -157,7 +155,7 @@ function celCauses(value: unknown, schema: Schema, path: string, options: Contex
 
 function matchesShallow(value: unknown, schema: Schema): boolean {
   // Used for oneOf/anyOf/not branches: kube's CRDs use them for required-field exclusivity.
-  if (schema.required && !(isObject(value) && schema.required.every((k) => k in value))) return false
+  if (schema.required && !(isRecord(value) && schema.required.every((k) => k in value))) return false
   if (schema.anyOf && !schema.anyOf.some((s) => matchesShallow(value, s))) return false
   if (schema.allOf && !schema.allOf.every((s) => matchesShallow(value, s))) return false
   if (schema.oneOf && schema.oneOf.filter((s) => matchesShallow(value, s)).length !== 1) return false
@@ -170,7 +168,7 @@ function typeMatches(value: unknown, schema: Schema): boolean {
   if (schema['x-kubernetes-int-or-string']) return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value))
   switch (schema.type) {
     case 'object':
-      return isObject(value)
+      return isRecord(value)
     case 'array':
       return Array.isArray(value)
     case 'string':
@@ -236,14 +234,14 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
       const keys = schema['x-kubernetes-list-map-keys'] ?? []
       const seen = new Set<string>()
       value.forEach((item, i) => {
-        const key = listType === 'map' && isObject(item) ? JSON.stringify(Object.fromEntries(keys.map((k) => [k, item[k]]))) : JSON.stringify(item)
+        const key = listType === 'map' && isRecord(item) ? JSON.stringify(Object.fromEntries(keys.map((k) => [k, item[k]]))) : JSON.stringify(item)
         if (seen.has(key)) causes.push({reason: 'FieldValueDuplicate', field: `${path}[${i}]`, message: `Duplicate value: ${key}`})
         seen.add(key)
       })
     }
     if (schema.items) value.forEach((item, i) => walk(item, schema.items!, `${path}[${i}]`, options, causes, false))
   }
-  if (isObject(value)) {
+  if (isRecord(value)) {
     for (const key of schema.required ?? []) {
       if (!(key in value) || value[key] === undefined) causes.push({reason: 'FieldValueRequired', field: child(path, key), message: 'Required value'})
     }
@@ -254,7 +252,7 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
     for (const key of Object.keys(value)) {
       const prop = schema.properties?.[key]
       if (prop) walk(value[key], prop, child(path, key), options, causes, false)
-      else if (isObject(schema.additionalProperties)) walk(value[key], schema.additionalProperties, child(path, key), options, causes, false)
+      else if (isRecord(schema.additionalProperties)) walk(value[key], schema.additionalProperties, child(path, key), options, causes, false)
       else if (root && (key === 'apiVersion' || key === 'kind' || key === 'metadata')) continue
       else if (!preserve && schema.additionalProperties !== true) {
         if (options.unknownFields === 'prune') delete value[key]

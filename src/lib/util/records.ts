@@ -13,3 +13,10 @@ export function withoutUndefined<T extends object>(o: T): T {
   for (const k in o) if (o[k] !== undefined) out[k] = o[k]
   return out as T
 }
+
+export type JsonRecord = Record<string, unknown>
+
+/** A plain JSON object (not null, not an array): what every reader of untrusted objects checks first. */
+export function isRecord(v: unknown): v is JsonRecord {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}

@@ -9,13 +9,15 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
 
-export function dns1123Label(value: string, max = 63): string | undefined {
+/** A name checked as apimachinery's validation does: not empty, at most `max` characters, matching `pattern` (else `rule`). */
+function checkedName(value: string, max: number, pattern: RegExp, rule: string): string | undefined {
   if (value.length === 0) return 'must not be empty'
   if (value.length > max) return `must be no more than ${max} characters (got ${value.length})`
-  if (!DNS1123_LABEL.test(value)) {
-    return "must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')"
-  }
-  return undefined
+  return pattern.test(value) ? undefined : rule
+}
+
+export function dns1123Label(value: string, max = 63): string | undefined {
+  return checkedName(value, max, DNS1123_LABEL, "must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')")
 }
 
 /** Service names are stricter than most: they must start with a letter. */
@@ -27,12 +29,7 @@ export function dns1035Label(value: string, max = 63): string | undefined {
 }
 
 export function dns1123Subdomain(value: string, max = 253): string | undefined {
-  if (value.length === 0) return 'must not be empty'
-  if (value.length > max) return `must be no more than ${max} characters (got ${value.length})`
-  if (!DNS1123_SUBDOMAIN.test(value)) {
-    return "must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')"
-  }
-  return undefined
+  return checkedName(value, max, DNS1123_SUBDOMAIN, "must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')")
 }
 
 /** Label and annotation keys: `[prefix/]name`, prefix a DNS subdomain, name ≤63 qualified chars. */

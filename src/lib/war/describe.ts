@@ -3,12 +3,11 @@
  * owner WorkloadGroup and staleness with the diff, WorkloadEntry, conditions, events). Pure text from
  * the model (war/model.ts); laid out by the one describe layout in output/describe.ts.
  */
+import {conditionOf, conditionsOf} from '../kube/object.js'
 import {age} from '../output/age.js'
 import {Describer} from '../output/describe.js'
 import {
   camel,
-  condition,
-  conditions,
   dig,
   field,
   identityRows,
@@ -79,7 +78,7 @@ function eventRows(events: EventLike[], now: Date): string[][] {
 }
 
 function healthyText(we: unknown, now: Date): string {
-  const c = condition(we, 'Healthy')
+  const c = conditionOf(we, 'Healthy')
   if (!c) return '<none>'
   const extras = [text(c.reason), c.lastTransitionTime ? `${age(text(c.lastTransitionTime), now)} ago` : undefined].filter(Boolean)
   const message = text(c.message)
@@ -191,7 +190,7 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
   }
 
   // Conditions
-  const conds = conditions(self)
+  const conds = conditionsOf(self)
   if (conds.length === 0) d.field(0, 'Conditions', '<none>')
   else {
     d.section(0, 'Conditions')

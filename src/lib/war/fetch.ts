@@ -9,6 +9,7 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
+import {isOwnedBy, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {groupVersion, qualifiedResource, resourcePath, Resources, type ResourceType} from '../kube/resources.js'
 import {
   isAutoRegisteredWorkloadEntry,
@@ -16,7 +17,6 @@ import {
   registrationFromWorkloadEntry,
   WE_ANNOTATIONS,
   type EventLike,
-  type ObjectMeta,
   type Registration,
   type WarObject,
   type WorkloadEntryObject,
@@ -24,13 +24,13 @@ import {
 } from './model.js'
 import type {DescribeDetails} from './describe.js'
 
-export const WAR = Resources.workloadAutoRegistrations
-export const WE = Resources.workloadEntries
-export const WG = Resources.workloadGroups
+/** The resource a registration is read from (kube/resources.ts, the one resource table). */
+export function registrationResource(source: Registration['source']): ResourceType {
+  return source === 'war' ? Resources.workloadAutoRegistrations : Resources.workloadEntries
+}
 
 export type Source = 'war' | 'workloadentry' | 'all'
 
-export type KubeObject = {apiVersion?: string; kind?: string; metadata?: ObjectMeta & {resourceVersion?: string}; [k: string]: unknown}
 
 /** One registration as listed: its row and the object it was read from. */
 export interface Listed {
@@ -58,7 +58,7 @@ export interface ListState {
   resourceVersions: Partial<Record<Registration['source'], string>>
 }
 
-export const CRD_NAME = `${WAR.plural}.${WAR.group}`
+export const CRD_NAME = `${Resources.workloadAutoRegistrations.plural}.${Resources.workloadAutoRegistrations.group}`
 
 export const CRD_MISSING = `the WorkloadAutoRegistration CRD (${CRD_NAME}) is not installed in this cluster`
 
@@ -101,8 +101,8 @@ export async function withPermission<T>(verb: string, res: ResourceType, namespa
 
 /** Whether the API server serves WorkloadAutoRegistrations (discovery of the group-version). */
 export async function warApiServed(client: KubeClient): Promise<boolean> {
-  const list = await client.getOptional<{resources?: {name?: string}[]}>(`/apis/${groupVersion(WAR)}`)
-  return Boolean(list?.resources?.some((r) => r.name === WAR.plural))
+  const list = await client.getOptional<{resources?: {name?: string}[]}>(`/apis/${groupVersion(Resources.workloadAutoRegistrations)}`)
+  return Boolean(list?.resources?.some((r) => r.name === Resources.workloadAutoRegistrations.plural))
 }
 
 const isNotServed = (err: unknown): boolean => err instanceof KubeApiError && err.status === 404
@@ -112,11 +112,6 @@ function withKind(obj: KubeObject, res: ResourceType): KubeObject {
   return {apiVersion: groupVersion(res), kind: res.kind, ...obj}
 }
 
-export function ownerOfKind(obj: unknown, kind: string): {name?: string; uid?: string} | undefined {
-  const refs = (obj as KubeObject | undefined)?.metadata?.ownerReferences ?? []
-  const matching = refs.filter((r) => r?.kind === kind)
-  return matching.find((r) => r.controller === true) ?? matching[0]
-}
 
 /** The WorkloadGroup a WAR or WorkloadEntry belongs to ('' when it cannot be told). */
 export function groupNameOf(source: Registration['source'], obj: unknown): string {
@@ -135,13 +130,13 @@ export function toRegistration(source: Registration['source'], obj: KubeObject, 
 
 /** Whether a WorkloadEntry is shown as a registration of its own (see ListQuery.source). */
 export function isListedWorkloadEntry(obj: unknown, source: Source): boolean {
-  if (ownerOfKind(obj, WAR.kind) !== undefined) return source === 'workloadentry'
+  if (ownerOfKind(obj, Resources.workloadAutoRegistrations.kind) !== undefined) return source === 'workloadentry'
   return isAutoRegisteredWorkloadEntry(obj)
 }
 
 /** Every WorkloadGroup in a namespace (or all), by `namespace/name`. */
 export async function fetchGroups(client: KubeClient, namespace: string | undefined): Promise<Map<string, WorkloadGroup>> {
-  const items = await withPermission('list', WG, namespace, () => client.list<KubeObject>(resourcePath(WG, {namespace})))
+  const items = await withPermission('list', Resources.workloadGroups, namespace, () => client.list<KubeObject>(resourcePath(Resources.workloadGroups, {namespace})))
   return new Map(items.map((g) => [`${g.metadata?.namespace ?? ''}/${g.metadata?.name ?? ''}`, g as WorkloadGroup]))
 }
 
@@ -152,7 +147,7 @@ export async function fetchGroups(client: KubeClient, namespace: string | undefi
 export async function* listRegistrations(client: KubeClient, q: ListQuery, state: ListState): AsyncGenerator<Listed[]> {
   const query = {labelSelector: q.labelSelector || undefined}
   if (q.source !== 'workloadentry') {
-    const path = resourcePath(WAR, {namespace: q.namespace})
+    const path = resourcePath(Resources.workloadAutoRegistrations, {namespace: q.namespace})
     try {
       for await (const page of client.listPages<KubeObject>(path, query, q.chunkSize)) {
         state.warServed = true
@@ -160,26 +155,26 @@ export async function* listRegistrations(client: KubeClient, q: ListQuery, state
         yield rows('war', page.items, q)
       }
     } catch (err) {
-      if (!isNotServed(err) || state.warServed) throw explainForbidden(err, 'list', WAR, q.namespace)
+      if (!isNotServed(err) || state.warServed) throw explainForbidden(err, 'list', Resources.workloadAutoRegistrations, q.namespace)
       state.warServed = false
       if (q.source === 'war') throw crdMissingError('there are no WorkloadAutoRegistrations to list')
     }
   }
   if (q.source !== 'war') {
-    const path = resourcePath(WE, {namespace: q.namespace})
+    const path = resourcePath(Resources.workloadEntries, {namespace: q.namespace})
     try {
       for await (const page of client.listPages<KubeObject>(path, query, q.chunkSize)) {
         state.resourceVersions.workloadentry ??= page.metadata?.resourceVersion
         yield rows('workloadentry', page.items.filter((o) => isListedWorkloadEntry(o, q.source)), q)
       }
     } catch (err) {
-      throw explainForbidden(err, 'list', WE, q.namespace)
+      throw explainForbidden(err, 'list', Resources.workloadEntries, q.namespace)
     }
   }
 }
 
 function rows(source: Registration['source'], items: KubeObject[], q: ListQuery): Listed[] {
-  const res = source === 'war' ? WAR : WE
+  const res = registrationResource(source)
   const out: Listed[] = []
   for (const item of items) {
     const object = withKind(item, res)
@@ -210,7 +205,7 @@ export async function watchRegistrations(
   if (q.source !== 'war') sources.push('workloadentry')
   await Promise.all(
     sources.map(async (source) => {
-      const res = source === 'war' ? WAR : WE
+      const res = registrationResource(source)
       const path = resourcePath(res, {namespace: q.namespace})
       let version = state.resourceVersions[source]
       const emit = (type: WatchedChange['type'], raw: KubeObject) => {
@@ -273,33 +268,31 @@ export function notFoundError(name: string, namespace: string, warServed: boolea
 /** A WAR of that name, else an auto-registered WorkloadEntry of that name; a one-line error otherwise. */
 export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean, only?: Registration['source']): Promise<Found> {
   if (warServed && only !== 'workloadentry') {
-    const war = await withPermission('get', WAR, namespace, () => client.getOptional<KubeObject>(resourcePath(WAR, {namespace, name})))
-    if (war) return {source: 'war', object: withKind(war, WAR)}
+    const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
+    if (war) return {source: 'war', object: withKind(war, Resources.workloadAutoRegistrations)}
   }
-  const we = only === 'war' ? undefined : await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
+  const we = only === 'war' ? undefined : await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
   if (we) {
-    const owner = ownerOfKind(we, WAR.kind)
+    const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
     if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)
-    if (isAutoRegisteredWorkloadEntry(we)) return {source: 'workloadentry', object: withKind(we, WE)}
+    if (isAutoRegisteredWorkloadEntry(we)) return {source: 'workloadentry', object: withKind(we, Resources.workloadEntries)}
     throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} was not auto-registered: manage it with kubectl`)
   }
   throw notFoundError(name, namespace, warServed)
 }
 
-const ownedBy = (obj: unknown, uid: string | undefined): boolean =>
-  uid !== undefined && ((obj as KubeObject | undefined)?.metadata?.ownerReferences ?? []).some((r) => r?.uid === uid)
 
 /** The WorkloadEntry a WAR owns: usually named like the WAR, else found by owner UID. */
 export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): Promise<KubeObject | undefined> {
   const namespace = war.metadata?.namespace
   const uid = war.metadata?.uid
   if (!namespace || !uid) return undefined
-  const same = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name: war.metadata?.name})))
-  if (same && ownedBy(same, uid)) return withKind(same, WE)
-  return withPermission('list', WE, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(WE, {namespace}))) {
-      const hit = page.items.find((o) => ownedBy(o, uid))
-      if (hit) return withKind(hit, WE)
+  const same = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name: war.metadata?.name})))
+  if (same && isOwnedBy(same, uid)) return withKind(same, Resources.workloadEntries)
+  return withPermission('list', Resources.workloadEntries, namespace, async () => {
+    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}))) {
+      const hit = page.items.find((o) => isOwnedBy(o, uid))
+      if (hit) return withKind(hit, Resources.workloadEntries)
     }
     return undefined
   })
@@ -327,7 +320,7 @@ export async function describeDetails(client: KubeClient, found: Found, warn: (t
   const groupName = groupNameOf(found.source, obj)
   const [group, workloadEntry, events] = await Promise.all([
     groupName
-      ? optional('the WorkloadGroup', () => withPermission('get', WG, namespace, () => client.getOptional<KubeObject>(resourcePath(WG, {namespace, name: groupName}))))
+      ? optional('the WorkloadGroup', () => withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName}))))
       : undefined,
     found.source === 'war' ? optional('the WorkloadEntry', () => ownedWorkloadEntry(client, obj)) : undefined,
     optional('events', () =>
@@ -348,7 +341,7 @@ export async function describeDetails(client: KubeClient, found: Found, warn: (t
 
 /** `workloadautoregistration.runtime.onboarding.tetrate.io`, as kubectl names a kind in messages. */
 export function kindName(source: Registration['source']): string {
-  const res = source === 'war' ? WAR : WE
+  const res = registrationResource(source)
   return `${res.kind.toLowerCase()}.${res.group}`
 }
 
@@ -363,7 +356,7 @@ export async function deleteRegistration(
   obj: KubeObject,
   options: {dryRun?: boolean; exact?: boolean} = {},
 ): Promise<boolean> {
-  const res = source === 'war' ? WAR : WE
+  const res = registrationResource(source)
   const namespace = obj.metadata?.namespace
   const preconditions: Record<string, string> = {}
   if (obj.metadata?.uid) preconditions.uid = obj.metadata.uid

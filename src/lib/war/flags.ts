@@ -4,7 +4,7 @@
  */
 import * as Flags from '@oclif/core/flags'
 import {flagError, UsageError} from '../errors.js'
-import {parseSelector, selectorString} from '../proxy-status/selector.js'
+import {parseSelector, selectorString} from '../kube/selector.js'
 import {dns1123Subdomain, parseDuration} from '../validation/kube.js'
 
 export const SOURCE_VALUES = ['all', 'war', 'workloadentry'] as const

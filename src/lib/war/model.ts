@@ -18,6 +18,7 @@
  * WAR's WorkloadEntry is known, the WorkloadEntry (which istiod/TSB built from the group's template)
  * is compared with the group instead.
  */
+import {annotationsOf, conditionOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
 import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
 import {unifiedDiff} from '../util/diff.js'
@@ -25,35 +26,8 @@ import {toYaml} from '../yaml.js'
 
 // ---- object types ---------------------------------------------------------------------------
 
-export interface OwnerReference {
-  apiVersion?: string
-  kind?: string
-  name?: string
-  uid?: string
-  controller?: boolean
-  blockOwnerDeletion?: boolean
-}
-
-export interface ObjectMeta {
-  name?: string
-  namespace?: string
-  uid?: string
-  generation?: number
-  creationTimestamp?: string
-  labels?: Record<string, string>
-  annotations?: Record<string, string>
-  ownerReferences?: OwnerReference[]
-}
-
-/** A Kubernetes-style condition. `status` may be a YAML boolean when read from a hand-written file. */
-export interface Condition {
-  type?: string
-  status?: string | boolean
-  reason?: string
-  message?: string
-  lastTransitionTime?: string
-  lastProbeTime?: string
-}
+// The object kernel's types (kube/object.ts), re-exported for the war modules that read them from here.
+export type {Condition, ObjectMeta, OwnerReference} from '../kube/object.js'
 
 export interface IamRole {
   name?: string
@@ -147,17 +121,11 @@ export interface WorkloadGroupSpec {
   probe?: Record<string, unknown>
 }
 
-export interface WorkloadGroup {
-  apiVersion?: string
-  kind?: string
-  metadata?: ObjectMeta
+export interface WorkloadGroup extends KubeObject {
   spec?: WorkloadGroupSpec
 }
 
-export interface WarObject {
-  apiVersion?: string
-  kind?: string
-  metadata?: ObjectMeta
+export interface WarObject extends KubeObject {
   spec?: {identity?: WorkloadIdentity; registration?: WarRegistrationInfo}
   status?: {
     observedGeneration?: number
@@ -168,10 +136,7 @@ export interface WarObject {
   }
 }
 
-export interface WorkloadEntryObject {
-  apiVersion?: string
-  kind?: string
-  metadata?: ObjectMeta
+export interface WorkloadEntryObject extends KubeObject {
   spec?: WorkloadEntrySpec
   status?: {conditions?: Condition[]}
 }
@@ -297,34 +262,15 @@ export function meta(obj: unknown): {name: string; namespace: string; creationTi
     name: text(field(m, 'name')) ?? '',
     namespace: text(field(m, 'namespace')) ?? '',
     creationTimestamp: text(field(m, 'creationTimestamp')) ?? '',
-    labels: stringMap(field(m, 'labels')),
-    annotations: stringMap(field(m, 'annotations')),
+    labels: labelsOf(obj),
+    annotations: annotationsOf(obj),
     ...(generation === undefined ? {} : {generation}),
   }
 }
 
-export function conditions(obj: unknown): Condition[] {
-  const list = dig(obj, 'status', 'conditions')
-  return Array.isArray(list) ? (list.filter(isObject) as Condition[]) : []
-}
-
-export function condition(obj: unknown, type: string): Condition | undefined {
-  return conditions(obj).find((c) => text(c.type) === type)
-}
-
-function conditionStatus(c: Condition | undefined): ConnectedStatus {
-  const s = text(c?.status)?.toLowerCase()
-  if (s === 'true') return 'True'
-  if (s === 'false') return 'False'
-  return 'Unknown'
-}
-
+/** The WorkloadGroup that owns a registration (the controller among WorkloadGroup owners, else the first). */
 function ownerGroupName(obj: unknown): string | undefined {
-  const refs = dig(obj, 'metadata', 'ownerReferences')
-  if (!Array.isArray(refs)) return undefined
-  const groups = refs.filter((r) => isObject(r) && text(r.kind) === 'WorkloadGroup')
-  const owner = groups.find((r) => isObject(r) && r.controller === true) ?? groups[0]
-  return text(dig(owner, 'name'))
+  return ownerOfKind(obj, 'WorkloadGroup')?.name || undefined
 }
 
 export function sortedKeys(record: Record<string, unknown>): string[] {
@@ -501,7 +447,7 @@ export function isAutoRegisteredWorkloadEntry(obj: unknown): boolean {
 export function registrationFromWar(obj: WarObject | unknown, group?: WorkloadGroup, workloadEntry?: WorkloadEntryObject): Registration {
   const m = meta(obj)
   const reg = dig(obj, 'spec', 'registration')
-  const connected = condition(obj, 'AgentConnected')
+  const connected = conditionOf(obj, 'AgentConnected')
   const agentConnected = conditionStatus(connected)
   const addresses = dig(reg, 'host', 'addresses')
   let stale = false

@@ -11,9 +11,10 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/client.js'
+import type {KubeObject} from '../kube/object.js'
 import {resourcePath} from '../kube/resources.js'
 import type {Column} from '../output/table.js'
-import {deleteRegistration, listRegistrations, toRegistration, WAR, WE, withPermission, type KubeObject, type Listed, type ListQuery, type ListState} from './fetch.js'
+import {deleteRegistration, listRegistrations, registrationResource, toRegistration, withPermission, type Listed, type ListQuery, type ListState} from './fetch.js'
 import {isPrunable, type Registration} from './model.js'
 
 export interface PruneQuery extends ListQuery {
@@ -46,7 +47,7 @@ export async function prune(
 ): Promise<PruneOutcome[]> {
   const outcomes: PruneOutcome[] = []
   for (const listed of candidates) {
-    const res = listed.source === 'war' ? WAR : WE
+    const res = registrationResource(listed.source)
     const namespace = listed.object.metadata?.namespace
     let outcome: PruneOutcome
     try {

@@ -43,20 +43,17 @@ import {humanDuration} from '../output/age.js'
 import {terminalSafe} from '../output/terminal.js'
 import {PATCH, type KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
-import {resourcePath} from '../kube/resources.js'
+import {conditionOf, ownerOfKind, type KubeObject} from '../kube/object.js'
+import {resourcePath, Resources} from '../kube/resources.js'
+import {sleep} from '../util/sleep.js'
 import {
   CRD_MISSING,
   deleteRegistration,
   groupNameOf,
   isListedWorkloadEntry,
   ownedWorkloadEntry,
-  ownerOfKind,
-  WAR,
   warApiServed,
-  WE,
-  WG,
   withPermission,
-  type KubeObject,
 } from './fetch.js'
 import {registrationFromWar, registrationFromWorkloadEntry, staleDifference, warSnapshot, workloadEntryDifference, type ConnectedStatus, type WorkloadGroup} from './model.js'
 
@@ -66,7 +63,10 @@ export interface RolloutOptions {
   maxUnavailable: number
   timeoutMs: number
   pollIntervalMs: number
+  /** --dry-run client or server: plan only, change nothing. */
   dryRun: boolean
+  /** --dry-run=server: every delete of the plan is also sent with dryRun=All (the API server checks permission, UID precondition and admission, persisting nothing). */
+  serverDryRun?: boolean
   chunkSize: number
   signal?: AbortSignal
   /**
@@ -269,10 +269,10 @@ class RolloutRecord {
         this.acquired ??= now
         const lease: RolloutLease = {holder: this.holder, acquireTime: this.acquired, renewTime: now, leaseDurationSeconds: Math.ceil(this.leaseMs / 1000)}
         try {
-          const res = await withPermission('patch', WG, this.namespace, () =>
+          const res = await withPermission('patch', Resources.workloadGroups, this.namespace, () =>
             this.client.request<KubeObject>({
               method: 'PATCH',
-              path: resourcePath(WG, {namespace: this.namespace, name: this.group}),
+              path: resourcePath(Resources.workloadGroups, {namespace: this.namespace, name: this.group}),
               contentType: PATCH.merge,
               body: {metadata: {resourceVersion: this.resourceVersion, annotations: {[AWAITING_ANNOTATION]: value, [LEASE_ANNOTATION]: releasing ? null : JSON.stringify(lease)}}},
             }),
@@ -309,21 +309,9 @@ function asMeshvmError(err: unknown): MeshvmError {
   throw err
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve()
-    const timer = setTimeout(done, ms)
-    function done(): void {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-    signal?.addEventListener('abort', done, {once: true})
-  })
-}
 
 async function getGroup(client: KubeClient, namespace: string, name: string): Promise<WorkloadGroup & KubeObject> {
-  const group = await withPermission('get', WG, namespace, () => client.getOptional<WorkloadGroup & KubeObject>(resourcePath(WG, {namespace, name})))
+  const group = await withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<WorkloadGroup & KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name})))
   if (!group) {
     throw new MeshvmError(`workloadgroup "${name}" not found in namespace "${namespace}"`, {
       exit: ExitCode.NOT_FOUND,
@@ -346,8 +334,8 @@ async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions,
   // WARs that record no snapshot are judged by their WorkloadEntry, found in the WorkloadEntry pass.
   const bySnapshotless = new Map<string, Candidate>()
   if (warServed) {
-    await withPermission('list', WAR, namespace, async () => {
-      for await (const page of client.listPages<KubeObject>(resourcePath(WAR, {namespace}), {}, o.chunkSize)) {
+    await withPermission('list', Resources.workloadAutoRegistrations, namespace, async () => {
+      for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace}), {}, o.chunkSize)) {
         for (const war of page.items) {
           if (!ownedByGroup(war, o.group)) continue
           total++
@@ -362,10 +350,10 @@ async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions,
     })
   }
   // Auto-registered WorkloadEntries no WAR owns are registrations of their own (Istio's auto-registration).
-  await withPermission('list', WE, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(WE, {namespace}), {}, o.chunkSize)) {
+  await withPermission('list', Resources.workloadEntries, namespace, async () => {
+    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}), {}, o.chunkSize)) {
       for (const we of page.items) {
-        const owner = ownerOfKind(we, WAR.kind)
+        const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
         if (owner) {
           const c = owner.uid ? bySnapshotless.get(owner.uid) : undefined
           if (!c) continue
@@ -403,8 +391,7 @@ interface Check {
 
 function healthy(we: KubeObject | undefined): {ok: boolean; detail: string} {
   if (!we) return {ok: false, detail: 'its WorkloadEntry does not exist yet'}
-  const conditions = ((we.status as {conditions?: {type?: string; status?: unknown; reason?: string; message?: string}[]} | undefined)?.conditions ?? [])
-  const c = conditions.find((x) => x?.type === 'Healthy')
+  const c = conditionOf(we, 'Healthy')
   if (!c) return {ok: false, detail: 'no health check result yet'}
   if (String(c.status).toLowerCase() === 'true') return {ok: true, detail: 'healthy'}
   const why = [c.reason, c.message].filter(Boolean).join(': ')
@@ -415,7 +402,7 @@ function healthy(we: KubeObject | undefined): {ok: boolean; detail: string} {
 async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
   const name = c.name
   if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group)
-  const war = await withPermission('get', WAR, namespace, () => client.getOptional<KubeObject>(resourcePath(WAR, {namespace, name})))
+  const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
   if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
   if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
   const reg = registrationFromWar(war, group)
@@ -437,7 +424,7 @@ async function check(client: KubeClient, namespace: string, c: {name: string; ki
 
 /** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
 async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
-  const we = await withPermission('get', WE, namespace, () => client.getOptional<KubeObject>(resourcePath(WE, {namespace, name})))
+  const we = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
   if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
   if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
   const reg = registrationFromWorkloadEntry(we, group)
@@ -571,6 +558,17 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   }
   if (o.dryRun) {
     report.status = todo.length + waits.length > 0 ? 'planned' : 'nothing to do'
+    if (o.serverDryRun) {
+      for (const c of todo) {
+        try {
+          await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}}, {dryRun: true})
+        } catch (err) {
+          const e = asMeshvmError(err)
+          report.failure = {exit: e.exit, message: `server dry run of ${where}: the API server refused to delete ${c.kind === 'war' ? 'WorkloadAutoRegistration' : 'WorkloadEntry'} ${c.name}: ${e.message}`, hints: [...e.hints]}
+          return report
+        }
+      }
+    }
     restartFailure()
     if (report.failure) report.status = 'planned'
     return report

@@ -1,6 +1,6 @@
-/** Flags shared by `meshvm bundle` and `meshvm onboard --bundle`. */
+/** Flags shared by `meshvm bundle` and `meshvm onboard --bundle` (imported statically by both commands: no cluster code here). */
 import * as Flags from '@oclif/core/flags'
-import type {BundleOptions} from '../bundle/run.js'
+import type {BundleOptions} from './run.js'
 import {UsageError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
 

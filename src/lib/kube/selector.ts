@@ -1,5 +1,5 @@
 /**
- * Kubernetes label selectors (`-l`), parsed and matched client-side: proxy-status needs every pod and
+ * Kubernetes label selectors (`-l`), parsed and matched client-side: used by every -l. proxy-status needs every pod and
  * WorkloadEntry of a namespace to tell VMs from pods, so it lists them whole and filters here.
  *
  * Grammar (as kubectl): comma-separated requirements `k=v`, `k==v`, `k!=v`, `k in (a,b)`,

@@ -1,6 +1,6 @@
 /** What `meshvm bundle` and `onboard --bundle` tell the user after writing the files (stderr). */
 import {relative, resolve} from 'node:path'
-import type {BundleSummary} from '../bundle/run.js'
+import type {BundleSummary} from './run.js'
 import type {Sink} from '../output/render.js'
 import {humanDuration} from '../output/age.js'
 
