@@ -1,11 +1,10 @@
 import {existsSync, statSync} from 'node:fs'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand, KUBE_GROUP, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {BaseCommand, durationOrZeroFlag, KUBE_GROUP, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError, flagError} from '../lib/errors.js'
 import {writeFileAtomic} from '../lib/fs/atomic.js'
 import {REMOTE_SECRET_AUTH_TYPES, REMOTE_SECRET_TYPES, validateRemoteSecretOptions} from '../lib/remote-secret/generate.js'
-import {parseDuration} from '../lib/validation/kube.js'
 
 const SECRET_GROUP = 'REMOTE SECRET'
 
@@ -80,7 +79,7 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
     }),
     server: Flags.string({summary: 'API server address written into the kubeconfig (default: the kubeconfig context\'s).', helpGroup: SECRET_GROUP}),
     'tls-server-name': Flags.string({summary: 'Server name to verify the API server certificate against (istioctl 1.26+).', helpGroup: SECRET_GROUP}),
-    'token-timeout': Flags.string({summary: 'How long to wait for the token controller to fill a new token Secret (e.g. 30s, 2m).', default: '30s', helpGroup: SECRET_GROUP}),
+    'token-timeout': durationOrZeroFlag({summary: 'How long to wait for the token controller to fill a new token Secret (e.g. 30s, 2m; 0: do not wait).', default: 30_000, defaultHelp: async () => '30s', helpGroup: SECRET_GROUP}),
     'output-file': Flags.string({summary: 'Write the Secret to this file (mode 0600, atomically) instead of stdout.', helpGroup: OUTPUT_GROUP}),
     'apply-to': Flags.string({summary: 'Apply the Secret to this kubeconfig context, in its Istio namespace (-i), instead of printing it.', helpGroup: KUBE_GROUP}),
     verify: Flags.boolean({summary: 'Before printing or applying, check with the generated kubeconfig that it reaches the API server and may read what istiod needs.', default: false, helpGroup: SECRET_GROUP}),
@@ -107,8 +106,7 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       serviceAccount: f['service-account'],
       namespace,
     })
-    const tokenTimeoutMs = parseDuration(f['token-timeout'])
-    if (tokenTimeoutMs === undefined) throw flagError('--token-timeout', f['token-timeout'], 'expected a duration such as 30s, 2m or 500ms (0: do not wait)')
+    const tokenTimeoutMs = f['token-timeout']
     if (f.verify && settings.authType === 'plugin') {
       throw flagError('--verify', undefined, 'only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use', ['leave --verify out, and check the Secret in the other cluster (istiod logs each remote cluster it adds)'])
     }

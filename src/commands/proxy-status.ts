@@ -1,6 +1,7 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
+import {flagDuration} from '../lib/output/age.js'
 import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags} from '../lib/cli/base-command.js'
 import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
@@ -231,7 +232,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       const current = frameOf(last.rows)
       const body = this.render(last, last.rows, changedCells(previous, current))
       if (tty) {
-        const header = `Every ${formatInterval(options.intervalMs)}: meshvm proxy-status    ${new Date().toLocaleTimeString()}\n\n`
+        const header = `Every ${flagDuration(options.intervalMs)}: meshvm proxy-status    ${new Date().toLocaleTimeString()}\n\n`
         this.out(`\u001B[H\u001B[2J${header}${body}`)
       } else {
         this.out((frame > 1 && this.kind !== 'yaml' ? '\n' : '') + (this.kind === 'yaml' ? '---\n' : '') + body)
@@ -254,6 +255,3 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   }
 }
 
-function formatInterval(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
-}

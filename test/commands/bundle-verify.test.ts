@@ -202,7 +202,7 @@ describe.sequential('bundle verify', () => {
     expect(a.code).toBe(2)
     expect(a.stderr.split('\n')[0]).toBe('Error: missing DIR or --archive FILE: which bundle to check?')
     const b = await meshvm(east, ['bundle', 'verify', bundle, '--warn-within', 'soon'])
-    expect(b.stderr.split('\n')[0]).toBe('Error: --warn-within "soon": expected a duration such as 10m or 1h')
+    expect(b.stderr.split('\n')[0]).toBe('Error: --warn-within "soon": expected a duration such as 10s, 1m or 500ms (0 allowed), at most 596h (24.8 days)')
     const c = await meshvm(east, ['bundle', 'verify', '--archive', join(bundle, 'cluster.env')])
     expect(c.code).toBe(2)
     expect(c.stderr.split('\n')[0]).toBe(`Error: --archive "${join(bundle, 'cluster.env')}": cannot read it as a .tar.gz: not a gzip file`)

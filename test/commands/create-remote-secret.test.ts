@@ -468,7 +468,7 @@ describe('create-remote-secret: bad input (exit 2, one line, nothing sent)', () 
     [['--type', 'primary'], 'Error: --type "primary": must be one of remote, config (remote: a secret for a remote cluster; config: istio-kubeconfig for an external control plane)'],
     [['--auth-type', 'token'], 'Error: --auth-type "token": must be one of bearer-token, plugin'],
     [['--auth-type', 'plugin'], 'Error: --auth-plugin-name: required with --auth-type=plugin (e.g. --auth-plugin-name oidc)'],
-    [['--token-timeout', 'soon'], 'Error: --token-timeout "soon": expected a duration such as 30s, 2m or 500ms (0: do not wait)'],
+    [['--token-timeout', 'soon'], 'Error: --token-timeout "soon": expected a duration such as 10s, 1m or 500ms (0 allowed), at most 596h (24.8 days)'],
     [['--auth-type', 'plugin', '--auth-plugin-name', 'oidc', '--verify'], 'Error: --verify: only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use'],
     [['--server', 'ftp://x'], 'Error: --server "ftp://x": must be the API server address reachable from the other cluster: https://HOST[:PORT] or HOST[:PORT]'],
     // oclif reads a word after a command without arguments as a sub-command.

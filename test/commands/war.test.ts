@@ -452,10 +452,13 @@ describe('meshvm war list: paging', () => {
     try {
       const run = startCli(['war', 'list', '-n', 'paged', '--source', 'war', '--chunk-size', '10'], cluster.env)
       await run.waitFor(/^vm-09 /m)
-      // The second page is still being answered (held back by the fault) while the first is on screen.
-      const pending = listRequests('paged').filter((r) => new URLSearchParams(r.query).has('continue') && r.status === 0)
-      expect(pending.length).toBeGreaterThan(0)
+      // The first page is on screen; the second is asked for right after it was printed (the CLI writes
+      // a page, then requests the next), and its answer is held back 3 s by the fault.
+      const secondPagePending = () => listRequests('paged').some((r) => new URLSearchParams(r.query).has('continue') && r.status === 0)
+      await waitUntil(secondPagePending, 'the request for the second page', 2_500)
+      expect(run.stdout).toMatch(/^vm-09 /m)
       expect(run.stdout).not.toContain('vm-24')
+      expect(secondPagePending()).toBe(true)
       expect(await run.exited).toBe(0)
       expect(run.stdout.trimEnd().split('\n')).toHaveLength(26)
     } finally {
@@ -1010,7 +1013,7 @@ describe('meshvm war delete / rollout / prune', () => {
 
     it.each([
       ['no such group', ['rollout', 'nope', '-n', 'roll-ok'], 4, 'Error: workloadgroup "nope" not found in namespace "roll-ok"'],
-      ['a bad --timeout', ['rollout', 'ratings', '-n', 'roll-ok', '--timeout', 'soon'], 2, 'Error: --timeout "soon": expected a duration such as 30s, 5m or 1h'],
+      ['a bad --timeout', ['rollout', 'ratings', '-n', 'roll-ok', '--timeout', 'soon'], 2, 'Error: --timeout "soon": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
       ['--max-unavailable 0', ['rollout', 'ratings', '-n', 'roll-ok', '--max-unavailable', '0'], 2, /^Error: .*max-unavailable/i],
       ['no group', ['rollout'], 2, /^Error: Missing 1 required arg/],
       // The shared -o flag: the same one-line message as every listing command.
@@ -1066,7 +1069,7 @@ describe('meshvm war delete / rollout / prune', () => {
     })
 
     it('a bad --grace-period is a usage error', async () => {
-      expectCleanFailure(await meshvm(['prune', '-n', ns, '--grace-period', '5 minutes']), 2, 'Error: --grace-period "5 minutes": expected a duration such as 30s, 5m or 1h (0 allowed)')
+      expectCleanFailure(await meshvm(['prune', '-n', ns, '--grace-period', '5 minutes']), 2, 'Error: --grace-period "5 minutes": expected a duration such as 10s, 1m or 500ms (0 allowed), at most 596h (24.8 days)')
     })
 
     it('--yes deletes them (and only them), keeping one that reconnected meanwhile', async () => {

@@ -100,6 +100,28 @@ describe('hangs and limits: durations and credential plugins', () => {
     expect(longest.code, longest.stderr).toBe(0)
   })
 
+  it.each([
+    [['proxy-status', '--timeout'], false],
+    [['proxy-status', '--watch', '--interval'], false],
+    [['war', 'rollout', 'web', '-n', 'apps', '--timeout'], false],
+    [['war', 'prune', '--grace-period'], true],
+    [['war', 'reconcile', '--grace-period'], true],
+    [['war', 'reconcile', '--timeout'], false],
+    [['bundle', 'web', '-n', 'apps', '--timeout'], false],
+    [['bundle', 'verify', '.', '--warn-within'], true],
+    [['create-remote-secret', '--token-timeout'], true],
+    [['remote-secret', 'status', '--timeout'], false],
+    [['remote-secret', 'rotate', 'x', '--from', 'c', '--istiod-timeout'], false],
+  ] as const)('every duration flag has the same bound: %s', async (words, zeroAllowed) => {
+    // One typed flag for every duration: checked while parsing, before any request.
+    const flag = words[words.length - 1]
+    for (const value of ['600h', 'soon', '-1s']) {
+      const res = await runCli([...words, value], {env: cluster.env})
+      expect(res.stderr).not.toContain('TimeoutOverflowWarning')
+      expectOneLine(res, 2, `Error: ${flag} "${value}": expected a duration such as 10s, 1m or 500ms${zeroAllowed ? ' (0 allowed)' : ''}, at most 596h (24.8 days)`)
+    }
+  })
+
   it('a credential plugin that never exits is stopped after the bound; its prompt reaches the terminal', async () => {
     logFault('hangs and limits', 'exec plugin that never exits', 'war list')
     const plugin = file('hang.sh', '#!/bin/sh\necho "open https://login.example/device and enter ABCD-EFGH" >&2\nexec sleep 600\n')

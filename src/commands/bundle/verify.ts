@@ -1,13 +1,12 @@
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand} from '../../lib/cli/base-command.js'
+import {BaseCommand, durationOrZeroFlag} from '../../lib/cli/base-command.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {ExitCode, flagError, MeshvmError, UsageError} from '../../lib/errors.js'
 import {renderData} from '../../lib/output/render.js'
 import {renderTable} from '../../lib/output/table.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
-import {parseDuration} from '../../lib/validation/kube.js'
 import {offlineChecks, readBundleDir, readTarGz, type BundleFiles, type Check} from '../../lib/bundle-verify/offline.js'
 
 const REPORT_KINDS = ['table', 'json', 'yaml'] as const
@@ -44,7 +43,7 @@ make (403) are "skip".`
 
   static override flags = {
     archive: Flags.string({summary: 'Check this .tar.gz (meshvm bundle --archive) instead of a directory.'}),
-    'warn-within': Flags.string({summary: 'Warn when the token expires within this time (e.g. 10m, 1h).', default: '10m'}),
+    'warn-within': durationOrZeroFlag({summary: 'Warn when the token expires within this time (e.g. 10m, 1h; 0: never).', default: 600_000, defaultHelp: async () => '10m'}),
     offline: Flags.boolean({summary: 'Only the checks that need no cluster.'}),
     'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway the bundle was made for.', default: 'istio-eastwestgateway'}),
     // The shared -o flag (one validation, one message); the verification is one document: no row flags.
@@ -57,8 +56,7 @@ make (403) are "skip".`
     const dir = this.args.dir
     if (dir !== undefined && f.archive !== undefined) throw new UsageError('DIR and --archive are exclusive: check a directory or an archive')
     if (dir === undefined && f.archive === undefined) throw new UsageError('missing DIR or --archive FILE: which bundle to check?', ['meshvm bundle verify ./web-vm'])
-    const warnWithinMs = parseDuration(f['warn-within'])
-    if (warnWithinMs === undefined) throw flagError('--warn-within', f['warn-within'], 'expected a duration such as 10m or 1h')
+    const warnWithinMs = f['warn-within']
     let files: BundleFiles
     if (dir !== undefined) {
       if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`DIR ${JSON.stringify(dir)}: not a directory`)

@@ -1,10 +1,9 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand, KUBE_GROUP, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
 import {flagError, UsageError} from '../../lib/errors.js'
 import {renderData} from '../../lib/output/render.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
-import {parseDuration} from '../../lib/validation/kube.js'
 
 export default class RemoteSecretRotate extends BaseCommand<typeof RemoteSecretRotate> {
   static override summary = 'Give a remote secret a new token, verified from istiod\'s side before the old token is revoked.'
@@ -35,21 +34,16 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
   static override flags = {
     from: Flags.string({summary: 'Kubeconfig context of the cluster the credentials are for (where the new token is made).', required: true, helpGroup: KUBE_GROUP}),
     'service-account': Flags.string({summary: 'Reader ServiceAccount NS/NAME, when the old token does not say (default: the old token\'s, else istio-system/istio-reader-service-account).'}),
-    'token-timeout': Flags.string({summary: 'How long to wait for the token controller to fill the new token Secret.', default: '30s'}),
-    'istiod-timeout': Flags.string({summary: 'How long istiod may take to report the cluster synced with the new Secret.', default: '60s'}),
+    'token-timeout': durationFlag({summary: 'How long to wait for the token controller to fill the new token Secret.', default: 30_000, defaultHelp: async () => '30s'}),
+    'istiod-timeout': durationFlag({summary: 'How long istiod may take to report the cluster synced with the new Secret.', default: 60_000, defaultHelp: async () => '60s'}),
     'keep-old-token': Flags.boolean({summary: 'Do not delete the old token Secret (the old token stays valid).'}),
     output: Flags.option({char: 'o', summary: 'Output format.', options: ['text', 'json', 'yaml'] as const, default: 'text', helpGroup: OUTPUT_GROUP})(),
   }
 
   async run(): Promise<void> {
     const f = this.flags
-    const duration = (flag: string, value: string): number => {
-      const ms = parseDuration(value)
-      if (ms === undefined || ms <= 0) throw flagError(flag, value, 'expected a positive duration such as 30s or 2m')
-      return ms
-    }
-    const tokenTimeoutMs = duration('--token-timeout', f['token-timeout'])
-    const istiodTimeoutMs = duration('--istiod-timeout', f['istiod-timeout'])
+    const tokenTimeoutMs = f['token-timeout']
+    const istiodTimeoutMs = f['istiod-timeout']
     if (f.from.trim() === '') throw flagError('--from', f.from, 'must name a kubeconfig context')
     let serviceAccount: string | undefined
     let serviceAccountNamespace: string | undefined

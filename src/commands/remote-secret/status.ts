@@ -1,14 +1,12 @@
 import * as Args from '@oclif/core/args'
-import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, kubeFlags} from '../../lib/cli/base-command.js'
+import {BaseCommand, commonOutputFlags, durationFlag, kubeFlags} from '../../lib/cli/base-command.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
-import {ExitCode, flagError, MeshvmError} from '../../lib/errors.js'
+import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {ALL_KINDS, Printer} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {RemoteSecretStatus} from '../../lib/remote-secret/status.js'
-import {parseDuration} from '../../lib/validation/kube.js'
 
 // The shared output flags; rows are clusters of a Secret, with no labels of their own (no --show-labels / -L).
 const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(ALL_KINDS)
@@ -21,7 +19,7 @@ const flags = {
   } as typeof output,
   'no-headers': noHeaders,
   'sort-by': sortBy,
-  timeout: Flags.string({summary: 'How long to wait for each remote API server and each istiod to answer (e.g. 10s).', default: '10s'}),
+  timeout: durationFlag({summary: 'How long to wait for each remote API server and each istiod to answer (e.g. 10s).', default: 10_000, defaultHelp: async () => '10s'}),
 }
 
 type StatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
@@ -57,8 +55,7 @@ here while istiod reports it synced.`
     const f = this.flags
     const print = printOptions(f, ALL_KINDS)
     const human = print.output.kind === 'table' || print.output.kind === 'wide'
-    const timeoutMs = parseDuration(f.timeout)
-    if (timeoutMs === undefined || timeoutMs <= 0) throw flagError('--timeout', f.timeout, 'expected a positive duration such as 10s or 500ms')
+    const timeoutMs = f.timeout
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {remoteSecretStatus} = await import('../../lib/remote-secret/status.js')
     const rows: RemoteSecretStatus[] = []

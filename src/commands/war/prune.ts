@@ -1,10 +1,11 @@
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand} from '../../lib/cli/base-command.js'
+import {BaseCommand, durationOrZeroFlag} from '../../lib/cli/base-command.js'
+import {flagDuration} from '../../lib/output/age.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {age} from '../../lib/output/age.js'
 import {byNamespaceThenName, onRows, Printer} from '../../lib/output/printer.js'
-import {durationFlag, labelSelectorFlag, listingFlags, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
+import {labelSelectorFlag, listingFlags, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
 import type {Listed, ListState} from '../../lib/war/fetch.js'
 import type {PruneOutcome} from '../../lib/war/prune.js'
 
@@ -23,17 +24,17 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
 
   static override flags = {
     ...listingFlags,
-    'grace-period': Flags.string({summary: 'How long an agent must have been disconnected (e.g. 30s, 5m, 1h).', default: '5m'}),
+    'grace-period': durationOrZeroFlag({summary: 'How long an agent must have been disconnected (e.g. 30s, 5m, 1h).', default: 300_000, defaultHelp: async () => '5m'}),
     yes: Flags.boolean({char: 'y', summary: 'Delete the registrations found (otherwise they are only listed).'}),
     ...outputFlags(WAR_OUTPUT_KINDS),
   }
 
   async run(): Promise<void> {
     const f = this.flags
-    const gracePeriodMs = durationFlag('--grace-period', f['grace-period'], {allowZero: true})
+    const gracePeriodMs = f['grace-period']
     const print = printOptions(f, WAR_OUTPUT_KINDS)
     const labelSelector = labelSelectorFlag(f.selector)
-    const grace = f['grace-period']
+    const grace = flagDuration(gracePeriodMs)
     const session = await this.session()
     const allNamespaces = f['all-namespaces']
     const namespace = allNamespaces ? undefined : session.namespace

@@ -1,6 +1,6 @@
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand, commonOutputFlags, durationFlag, durationOrZeroFlag, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../../lib/errors.js'
@@ -9,16 +9,15 @@ import {renderData} from '../../lib/output/render.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {FixOutcome} from '../../lib/reconcile/collect.js'
 import type {ContextSnapshot, Finding} from '../../lib/reconcile/model.js'
-import {durationFlag} from '../../lib/war/flags.js'
 
 const flags = {
   ...multiContextFlags,
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Every namespace (default: -n, then the context\'s namespace).'}),
-  'grace-period': Flags.string({summary: 'How long an entry may be without a connected proxy before it counts as dangling (e.g. 30s, 5m).', default: '5m'}),
+  'grace-period': durationOrZeroFlag({summary: 'How long an entry may be without a connected proxy before it counts as dangling (e.g. 30s, 5m).', default: 300_000, defaultHelp: async () => '5m'}),
   fix: Flags.boolean({summary: 'Apply the safe fixes (delete dangling auto-registered WorkloadEntries, each only if unchanged since read), after confirmation.', exclusive: ['dry-run']}),
   'dry-run': Flags.boolean({summary: 'Show what --fix would delete (the API server checks each delete with dryRun=All), changing nothing.'}),
   yes: Flags.boolean({char: 'y', summary: 'With --fix: do not ask for confirmation.', dependsOn: ['fix']}),
-  timeout: Flags.string({summary: 'How long to wait for each istiod\'s /debug/syncz.', default: '30s'}),
+  timeout: durationFlag({summary: 'How long to wait for each istiod\'s /debug/syncz.', default: 30_000, defaultHelp: async () => '30s'}),
   output: Flags.option({char: 'o', summary: 'Output format (json/yaml: the ReconcileReport schema in docs/war.md).', options: ['text', 'json', 'yaml'] as const, default: 'text', helpGroup: OUTPUT_GROUP})(),
 }
 
@@ -57,8 +56,8 @@ shows those deletes (server-side dry run). Nothing else is ever changed. Exit 0 
 
   async run(): Promise<void> {
     const f = this.flags
-    const gracePeriodMs = durationFlag('--grace-period', f['grace-period'], {allowZero: true})
-    const timeoutMs = durationFlag('--timeout', f.timeout)
+    const gracePeriodMs = f['grace-period']
+    const timeoutMs = f.timeout
     if (f.fix && !f.yes && !canPrompt()) throw new UsageError('--fix asks for confirmation on a terminal; pass --yes to delete without asking', ['see first what would be deleted: --dry-run'])
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const sessions: KubeSession[] = []

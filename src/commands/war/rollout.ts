@@ -1,13 +1,12 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {BaseCommand} from '../../lib/cli/base-command.js'
+import {BaseCommand, durationFlag} from '../../lib/cli/base-command.js'
 import {dryRunFlag} from '../../lib/cli/dry-run.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {MeshvmError} from '../../lib/errors.js'
 import {humanDuration} from '../../lib/output/age.js'
 import {renderData} from '../../lib/output/render.js'
 import {renderTable} from '../../lib/output/table.js'
-import {durationFlag} from '../../lib/war/flags.js'
 import type {RolloutItem, RolloutReport} from '../../lib/war/rollout.js'
 
 const REPORT_KINDS = ['table', 'json', 'yaml'] as const
@@ -39,11 +38,11 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
 
   static override flags = {
     'max-unavailable': Flags.integer({summary: 'How many workloads may be re-onboarding at once.', default: 1, min: 1}),
-    timeout: Flags.string({summary: 'How long to wait for each workload to come back connected (and healthy).', default: '5m'}),
+    timeout: durationFlag({summary: 'How long to wait for each workload to come back connected (and healthy).', default: 300_000, defaultHelp: async () => '5m'}),
     'dry-run': dryRunFlag('client: print the plan, change nothing; server: the plan, with every delete it holds checked by the API server (dryRun=All), changing nothing.'),
     'restart-command': Flags.string({summary: "Command (run with sh -c) that restarts a VM's sidecar, for auto-registered WorkloadEntries; gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE."}),
     'chunk-size': Flags.integer({summary: 'Objects per list request; 0 lists everything in one request.', default: 500, min: 0}),
-    'poll-interval': Flags.string({summary: 'How often to check on workloads being re-onboarded.', default: '1s', hidden: true}),
+    'poll-interval': durationFlag({summary: 'How often to check on workloads being re-onboarded.', default: 1000, defaultHelp: async () => '1s', hidden: true}),
     // The shared -o flag (one validation, one message); a report is one document: no row flags.
     output: {...REPORT_OUTPUT, summary: 'Output format of the report: table, json, yaml.', description: undefined} as typeof REPORT_OUTPUT,
   }
@@ -52,8 +51,8 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     const f = this.flags
     const format = printOptions(f, REPORT_KINDS).output.kind as (typeof REPORT_KINDS)[number]
     const group = this.args.group as string
-    const timeoutMs = durationFlag('--timeout', f.timeout)
-    const pollIntervalMs = durationFlag('--poll-interval', f['poll-interval'])
+    const timeoutMs = f.timeout
+    const pollIntervalMs = f['poll-interval']
     const session = await this.session()
     let report: RolloutReport
     try {

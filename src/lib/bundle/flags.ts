@@ -2,6 +2,7 @@
 import * as Flags from '@oclif/core/flags'
 import type {BundleOptions} from './run.js'
 import {UsageError} from '../errors.js'
+import {durationFlag} from '../cli/base-command.js'
 import {parseDuration} from '../validation/kube.js'
 
 export const BUNDLE_GROUP = 'VM BUNDLE'
@@ -17,7 +18,7 @@ export const bundleFlags = {
   autoregister: Flags.boolean({summary: 'Let istiod create the WorkloadEntry when the VM connects (ISTIO_META_AUTO_REGISTER_GROUP).', helpGroup: BUNDLE_GROUP}),
   'capture-dns': Flags.boolean({summary: 'Let the sidecar answer DNS for mesh hosts on the VM.', default: true, allowNo: true, helpGroup: BUNDLE_GROUP}),
   archive: Flags.boolean({summary: 'Also write NAME-bundle.tar.gz with all files, ready to copy to the VM.', helpGroup: BUNDLE_GROUP}),
-  timeout: Flags.string({summary: 'How long to wait for istiod to publish the mesh root certificate (ConfigMap istio-ca-root-cert) in a namespace it has not reached yet, e.g. a new one.', default: '30s', helpGroup: BUNDLE_GROUP}),
+  timeout: durationFlag({summary: 'How long to wait for istiod to publish the mesh root certificate (ConfigMap istio-ca-root-cert) in a namespace it has not reached yet, e.g. a new one.', default: 30_000, defaultHelp: async () => '30s', helpGroup: BUNDLE_GROUP}),
 }
 
 /** --token-duration as whole seconds; TokenRequest needs at least 10 minutes. */
@@ -29,12 +30,6 @@ export function tokenSeconds(text: string): number {
   return ms / 1000
 }
 
-/** --timeout (waiting for the root certificate) in milliseconds. */
-export function rootCertTimeout(text: string): number {
-  const ms = parseDuration(text)
-  if (ms === undefined) throw new UsageError(`--timeout ${JSON.stringify(text)}: expected a duration, e.g. 30s or 2m`)
-  return ms
-}
 
 export interface BundleFlagValues {
   'cluster-id'?: string
@@ -47,7 +42,7 @@ export interface BundleFlagValues {
   autoregister: boolean
   'capture-dns': boolean
   archive: boolean
-  timeout: string
+  timeout: number
 }
 
 /** The bundle options the flags describe (validates --token-duration first). */
@@ -64,6 +59,6 @@ export function bundleOptions(flags: BundleFlagValues, outputDir: string): Bundl
     autoregister: flags.autoregister,
     captureDns: flags['capture-dns'],
     archive: flags.archive,
-    rootCertTimeoutMs: rootCertTimeout(flags.timeout),
+    rootCertTimeoutMs: flags.timeout,
   }
 }

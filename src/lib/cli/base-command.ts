@@ -21,13 +21,20 @@ import {MAX_DURATION_MS, parseDuration} from '../validation/kube.js'
  * seconds, parsed to ms; zero, negative and values beyond what Node's timers hold (2^31-1 ms, about
  * 24.8 days) are usage errors.
  */
-export const durationFlag = Flags.custom<number>({
-  parse: async (input, _ctx, opts) => {
-    const ms = parseDuration(input)
-    if (ms === undefined || ms <= 0 || ms > MAX_DURATION_MS) throw new UsageError(`--${opts.name} ${JSON.stringify(input)}: expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)`)
-    return ms
-  },
-})
+function durationFlagType(allowZero: boolean) {
+  return Flags.custom<number>({
+    parse: async (input, _ctx, opts) => {
+      const ms = parseDuration(input)
+      if (ms === undefined || ms < 0 || (ms === 0 && !allowZero) || ms > MAX_DURATION_MS) {
+        throw new UsageError(`--${opts.name} ${JSON.stringify(input)}: expected a duration such as 10s, 1m or 500ms${allowZero ? ' (0 allowed)' : ''}, at most 596h (24.8 days)`)
+      }
+      return ms
+    },
+  })
+}
+export const durationFlag = durationFlagType(false)
+/** The same, for durations where 0 means "none" (a grace period, not waiting at all). */
+export const durationOrZeroFlag = durationFlagType(true)
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>
 export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>

@@ -71,7 +71,9 @@ export function conditionStatus(c: Condition | undefined): 'True' | 'False' | 'U
 /** `metadata.ownerReferences`, the entries that are objects. */
 export function ownerReferencesOf(obj: unknown): OwnerReference[] {
   const refs = metadataOf(obj)?.ownerReferences
-  return Array.isArray(refs) ? (refs.filter(isRecord) as OwnerReference[]) : []
+  // A reference whose kind or name is not a string is malformed (the API server would not have stored
+  // it): it names no owner.
+  return Array.isArray(refs) ? refs.filter((r): r is OwnerReference => isRecord(r) && typeof r.kind === 'string' && typeof r.name === 'string') : []
 }
 
 /** The owner of `kind`: the controller among them, else the first (as the garbage collector picks the controller). */

@@ -37,3 +37,16 @@ export function age(timestamp: string | undefined, now: Date = new Date()): stri
   const t = Date.parse(timestamp)
   return Number.isNaN(t) ? '<unknown>' : humanDuration(now.getTime() - t)
 }
+
+/**
+ * A duration as a user writes it in a flag (`1h`, `1h30m`, `5m`, `45s`, `1.5s`, `500ms`, `0s`): how
+ * messages repeat a --timeout, --interval or --grace-period back. Exact, unlike humanDuration's ages.
+ */
+export function flagDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`
+  if (ms % 1000 !== 0) return ms < 60_000 ? `${ms / 1000}s` : `${ms}ms`
+  const h = Math.floor(ms / 3_600_000)
+  const m = Math.floor((ms % 3_600_000) / 60_000)
+  const sec = (ms % 60_000) / 1000
+  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${sec ? `${sec}s` : ''}`
+}

@@ -9,6 +9,7 @@ import {applyOne as applyObject, FIELD_MANAGER, type WriteOutcome} from '../appl
 import {ExitCode, MeshvmError, UsageError, flagError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
+import {flagDuration} from '../output/age.js'
 import type {KubeObject, Manifest, ObjectMeta} from '../kube/object.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {sleep} from '../util/sleep.js'
@@ -300,11 +301,6 @@ function isNotFound(err: unknown): boolean {
 }
 
 
-export function formatDuration(ms: number): string {
-  if (ms % 60_000 === 0 && ms >= 60_000) return `${ms / 60_000}m`
-  if (ms % 1000 === 0) return `${ms / 1000}s`
-  return ms < 1000 ? `${ms}ms` : `${(ms / 1000).toFixed(1)}s`
-}
 
 function secretPath(namespace: string, name: string): string {
   return resourcePath(Resources.secrets, {namespace, name})
@@ -398,7 +394,7 @@ async function legacyTokenSecret(client: KubeClient, opts: TokenSecretOptions): 
   if (names().length === 0 && opts.accountCreated) {
     // The token controller lists the new account's Secret shortly after creation.
     const deadline = Date.now() + opts.timeoutMs
-    log.note(`Waiting up to ${formatDuration(opts.timeoutMs)} for the token controller to give ServiceAccount ${where} a token Secret...`)
+    log.note(`Waiting up to ${flagDuration(opts.timeoutMs)} for the token controller to give ServiceAccount ${where} a token Secret...`)
     let delay = opts.pollMs ?? 100
     while (names().length === 0 && Date.now() < deadline) {
       await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
@@ -477,7 +473,7 @@ export async function waitForTokenData(client: KubeClient, initial: SecretObject
     const now = Date.now()
     const what = missing.map((k) => JSON.stringify(k)).join(' and ')
     if (now >= deadline) {
-      throw new MeshvmError(`timed out after ${formatDuration(opts.timeoutMs)} waiting for the token controller to fill Secret ${where}: no ${what} data yet`, {
+      throw new MeshvmError(`timed out after ${flagDuration(opts.timeoutMs)} waiting for the token controller to fill Secret ${where}: no ${what} data yet`, {
         exit: ExitCode.TIMEOUT,
         code: 'TokenTimeout',
         hints: [
@@ -487,10 +483,10 @@ export async function waitForTokenData(client: KubeClient, initial: SecretObject
       })
     }
     if (lastNote === 0) {
-      opts.log.note(`Waiting up to ${formatDuration(opts.timeoutMs)} for the token controller to fill ${what} in Secret ${where}...`)
+      opts.log.note(`Waiting up to ${flagDuration(opts.timeoutMs)} for the token controller to fill ${what} in Secret ${where}...`)
       lastNote = now
     } else if (now - lastNote >= 5000) {
-      opts.log.note(`Still waiting for Secret ${where} (${Math.round((now - started) / 1000)}s of ${formatDuration(opts.timeoutMs)})...`)
+      opts.log.note(`Still waiting for Secret ${where} (${Math.round((now - started) / 1000)}s of ${flagDuration(opts.timeoutMs)})...`)
       lastNote = now
     }
     await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))

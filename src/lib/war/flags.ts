@@ -3,9 +3,9 @@
  * import this statically and load the cluster code lazily.
  */
 import * as Flags from '@oclif/core/flags'
-import {flagError, UsageError} from '../errors.js'
+import {UsageError} from '../errors.js'
 import {parseSelector, selectorString} from '../kube/selector.js'
-import {dns1123Subdomain, parseDuration} from '../validation/kube.js'
+import {dns1123Subdomain} from '../validation/kube.js'
 
 export const SOURCE_VALUES = ['all', 'war', 'workloadentry'] as const
 
@@ -37,12 +37,6 @@ export function labelSelectorFlag(value: string | undefined): string | undefined
   return value === undefined ? undefined : selectorString(parseSelector([value], '-l/--selector'))
 }
 
-/** A positive duration flag (`30s`, `5m`, `1h30m`, plain seconds). */
-export function durationFlag(flag: string, value: string, options: {allowZero?: boolean} = {}): number {
-  const ms = parseDuration(value)
-  if (ms === undefined || ms < 0 || (!options.allowZero && ms === 0)) throw flagError(flag, value, `expected a duration such as 30s, 5m or 1h${options.allowZero ? ' (0 allowed)' : ''}`)
-  return ms
-}
 
 export interface RegistrationRef {
   name: string
