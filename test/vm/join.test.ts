@@ -17,7 +17,9 @@ import {startVm, type RunningVm} from './run.js'
 
 const WE = 'networking.istio.io/workloadentries'
 const WG = 'networking.istio.io/workloadgroups'
-const GRACE_MS = 1500
+// Long enough that `war list` (a process of its own, slow on a loaded machine) still sees the
+// disconnected entry before istiod's grace period removes it.
+const GRACE_MS = 8000
 
 let cluster: TestCluster
 let plane: VmPlane
