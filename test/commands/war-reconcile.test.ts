@@ -134,9 +134,16 @@ describe.sequential('war reconcile on two clusters', () => {
     )
   })
 
-  it('--dry-run shows the deletes and changes nothing; --fix needs --yes off a terminal', async () => {
+  it('--dry-run (client, or server) shows the deletes and changes nothing; --fix needs --yes off a terminal', async () => {
     const before = east.store.get(WE_KEY, 'apps', 'web-10.0.0.2')!.metadata.resourceVersion
-    const r = await meshvm(['-n', 'apps', '--context', 'east', '--grace-period', '1m', '--dry-run', '-o', 'json'])
+    const deletes = () => east.requests.filter((q) => q.method === 'DELETE' && q.path.endsWith('/workloadentries/web-10.0.0.2')).length
+    // A bare --dry-run is client: the entry is looked up again, no delete is sent.
+    const sentBefore = deletes()
+    const c = await meshvm(['-n', 'apps', '--context', 'east', '--grace-period', '1m', '--dry-run', '-o', 'json'])
+    expect(c.code).toBe(8)
+    expect((JSON.parse(c.stdout) as ReconcileReport & {fixes: {name: string; result: string}[]}).fixes.map((x) => [x.name, x.result])).toEqual([['web-10.0.0.2', 'would-delete']])
+    expect(deletes()).toBe(sentBefore)
+    const r = await meshvm(['-n', 'apps', '--context', 'east', '--grace-period', '1m', '--dry-run=server', '-o', 'json'])
     expect(r.code).toBe(8)
     const report = JSON.parse(r.stdout) as ReconcileReport & {fixes: {name: string; result: string}[]}
     expect(report.fixes.map((x) => [x.name, x.result])).toEqual([['web-10.0.0.2', 'would-delete']])
@@ -147,7 +154,7 @@ describe.sequential('war reconcile on two clusters', () => {
     const both = await meshvm(['--fix', '--dry-run', '--yes'])
     expect(both.code).toBe(2)
     // oclif's exclusive/dependsOn: one line naming both flags, exit 2.
-    expect(both.stderr.split('\n')[0]).toBe('Error: --dry-run=true cannot also be provided when using --fix')
+    expect(both.stderr.split('\n')[0]).toBe('Error: --dry-run=client cannot also be provided when using --fix')
     const yes = await meshvm(['--yes'])
     expect(yes.code).toBe(2)
     expect(yes.stderr.split('\n')[0]).toBe('Error: All of the following must be provided when using --yes: --fix')
@@ -161,7 +168,7 @@ describe.sequential('war reconcile on two clusters', () => {
     expect(touched.code, touched.stderr).toBe(0)
     const client = await KubeClient.create(loadKubeConfig({kubeconfig: east.kubeconfigPath}), {timeoutMs: 10_000})
     try {
-      expect((await applyFix(client, fix, false)).result).toBe('changed')
+      expect((await applyFix(client, fix, 'none')).result).toBe('changed')
       expect(east.store.get(WE_KEY, 'lost', fix.name)).toBeDefined()
     } finally {
       client.close()
@@ -176,7 +183,7 @@ describe.sequential('war reconcile on two clusters', () => {
     expect(r.stdout).toContain('  fixed:  deleted\n')
     expect(east.store.get(WE_KEY, 'apps', 'web-10.0.0.2')).toBeUndefined()
     const del = east.requests.filter((q) => q.method === 'DELETE' && q.path.endsWith('/workloadentries/web-10.0.0.2'))
-    // The --dry-run delete (dryRun=All) and the real one.
+    // The --dry-run=server delete (dryRun=All) and the real one.
     expect(del.map((q) => q.query.includes('dryRun=All'))).toEqual([true, false])
     expect(r.stderr).toMatch(/^4 finding\(s\); 1 deleted\nError: 3 finding\(s\) left$/m)
     const again = await meshvm(['-n', 'apps', '--context', 'east', '--grace-period', '1m', '-o', 'json'])

@@ -1,6 +1,7 @@
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
 import {BaseCommand, commonOutputFlags, durationFlag, durationOrZeroFlag, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {dryRunFlag} from '../../lib/cli/dry-run.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../../lib/errors.js'
@@ -15,7 +16,7 @@ const flags = {
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Every namespace (default: -n, then the context\'s namespace).'}),
   'grace-period': durationOrZeroFlag({summary: 'How long an entry may be without a connected proxy before it counts as dangling (e.g. 30s, 5m).', default: 300_000, defaultHelp: async () => '5m'}),
   fix: Flags.boolean({summary: 'Apply the safe fixes (delete dangling auto-registered WorkloadEntries, each only if unchanged since read), after confirmation.', exclusive: ['dry-run']}),
-  'dry-run': Flags.boolean({summary: 'Show what --fix would delete (the API server checks each delete with dryRun=All), changing nothing.'}),
+  'dry-run': dryRunFlag('Show what --fix would delete, changing nothing. client: look each entry up again; server: also send each delete with dryRun=All, so the API server checks permission and precondition.'),
   yes: Flags.boolean({char: 'y', summary: 'With --fix: do not ask for confirmation.', dependsOn: ['fix']}),
   timeout: durationFlag({summary: 'How long to wait for each istiod\'s /debug/syncz.', default: 30_000, defaultHelp: async () => '30s'}),
   output: Flags.option({char: 'o', summary: 'Output format (json/yaml: the ReconcileReport schema in docs/war.md).', options: ['text', 'json', 'yaml'] as const, default: 'text', helpGroup: OUTPUT_GROUP})(),
@@ -79,7 +80,8 @@ shows those deletes (server-side dry run). Nothing else is ever changed. Exit 0 
       const report = reconcile(snapshots, {now: new Date(), gracePeriodMs})
       const safe = report.findings.filter((x) => x.safeFix)
       let fixes: FixOutcome[] | undefined
-      if ((f.fix || f['dry-run']) && safe.length > 0) {
+      const dryRun = f['dry-run']
+      if ((f.fix || dryRun !== 'none') && safe.length > 0) {
         if (f.fix && !f.yes) {
           const prompter = await terminalPrompter()
           this.note(safe.map((x) => `  delete workloadentry ${x.namespace}/${x.name} (context ${x.context})`).join('\n'))
@@ -88,14 +90,14 @@ shows those deletes (server-side dry run). Nothing else is ever changed. Exit 0 
         }
         fixes = []
         const byContext = new Map(sessions.map((s) => [s.contextName, s.client]))
-        for (const x of safe) fixes.push(await applyFix(byContext.get(x.context)!, x.safeFix!, f['dry-run']))
+        for (const x of safe) fixes.push(await applyFix(byContext.get(x.context)!, x.safeFix!, dryRun))
       }
       if (f.output === 'json' || f.output === 'yaml') this.out(renderData(fixes ? {...report, fixes} : report, f.output)!)
       else this.out(this.text(report.findings, fixes, contexts.length > 1))
       const fixed = new Set((fixes ?? []).filter((o) => o.result === 'deleted').map((o) => `${o.context}/${o.namespace}/${o.name}`))
       const left = report.findings.filter((x) => !(x.kind === 'WorkloadEntry' && x.type === 'DanglingEntry' && fixed.has(`${x.context}/${x.namespace}/${x.name}`)))
       const failed = (fixes ?? []).filter((o) => o.result === 'failed')
-      const summary = `${report.findings.length} finding(s)${fixes ? `; ${fixes.filter((o) => o.result === 'deleted').length} deleted${f['dry-run'] ? `, ${fixes.filter((o) => o.result === 'would-delete').length} would be deleted` : ''}` : safe.length > 0 ? `; ${safe.length} fixable with --fix` : ''}`
+      const summary = `${report.findings.length} finding(s)${fixes ? `; ${fixes.filter((o) => o.result === 'deleted').length} deleted${dryRun !== 'none' ? `, ${fixes.filter((o) => o.result === 'would-delete').length} would be deleted` : ''}` : safe.length > 0 ? `; ${safe.length} fixable with --fix` : ''}`
       this.note(summary)
       if (failed.length > 0) throw new MeshvmError(`${failed.length} fix(es) failed: ${failed[0]!.error}`, {exit: ExitCode.PARTIAL, code: 'Partial'})
       if (left.length > 0) throw new MeshvmError(`${left.length} finding(s) left`, {exit: ExitCode.CHECK_FAILED, code: 'CheckFailed'})

@@ -79,13 +79,18 @@ export interface FixOutcome extends SafeFix {
  * still the ones judged (an entry istiod touched meanwhile — its VM reconnected — is left alone);
  * the DELETE carries the same preconditions, so a change between the read and the delete wins too.
  */
-export async function applyFix(client: KubeClient, fix: SafeFix, dryRun: boolean): Promise<FixOutcome> {
+/**
+ * Deletes a dangling entry if it is still the one judged (uid and resourceVersion). `client`: only looks
+ * it up and reports what would happen; `server`: the API server checks the delete (dryRun=All).
+ */
+export async function applyFix(client: KubeClient, fix: SafeFix, dryRun: 'none' | 'client' | 'server'): Promise<FixOutcome> {
   try {
     const live = await client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: fix.namespace, name: fix.name}))
     if (!live || live.metadata?.uid !== fix.uid) return {...fix, result: 'gone'}
     if (live.metadata?.resourceVersion !== fix.resourceVersion) return {...fix, result: 'changed'}
-    const deleted = await deleteRegistration(client, 'workloadentry', live, {exact: true, dryRun})
-    return {...fix, result: !deleted ? 'gone' : dryRun ? 'would-delete' : 'deleted'}
+    if (dryRun === 'client') return {...fix, result: 'would-delete'}
+    const deleted = await deleteRegistration(client, 'workloadentry', live, {exact: true, dryRun: dryRun === 'server'})
+    return {...fix, result: !deleted ? 'gone' : dryRun === 'server' ? 'would-delete' : 'deleted'}
   } catch (err) {
     if (!(err instanceof MeshvmError)) throw err
     // 409: a precondition failed — the entry changed after the read.
