@@ -125,10 +125,20 @@ function makeBlob(node, work, {codeCache}) {
 /**
  * A tar.gz with fixed owner and time, so the same inputs give the same archive (GNU tar; zlib's gzip
  * header has no time). The time is SOURCE_DATE_EPOCH, or the last commit that changed anything but
- * plugins/: committing the regenerated krew manifest does not change the archives it describes.
+ * plugins/ (committing the regenerated krew manifest does not change the archives it describes), or,
+ * outside a git checkout (a source tarball, CI's copy), 1980-01-01 as zip and reproducible-builds use.
  */
+function archiveTime() {
+  if (process.env.SOURCE_DATE_EPOCH) return process.env.SOURCE_DATE_EPOCH
+  try {
+    return execFileSync('git', ['log', '-1', '--format=%ct', '--', '.', ':!plugins'], {cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore']}).trim() || '315532800'
+  } catch {
+    return '315532800'
+  }
+}
+
 function tarGz(dir, names, out) {
-  const mtime = process.env.SOURCE_DATE_EPOCH ?? execFileSync('git', ['log', '-1', '--format=%ct', '--', '.', ':!plugins'], {cwd: root, encoding: 'utf8'}).trim()
+  const mtime = archiveTime()
   const tar = execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', `--mtime=@${mtime}`, '-cf', '-', '-C', dir, ...names], {maxBuffer: 1 << 30})
   writeFileSync(`${out}.tmp`, gzipSync(tar))
   renameSync(`${out}.tmp`, out)
