@@ -14,6 +14,8 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const HELP_FLAGS = new Set(['--help', '-h'])
+/** What scripts/build.mjs stores in place of oclif's user agent. */
+const USER_AGENT_PLACEHOLDER = '\u0000USER_AGENT\u0000'
 
 /** The command words a help invocation asks about, or undefined when it is not one the cache can answer. */
 function helpWords(argv) {
@@ -69,7 +71,8 @@ function cachedHelp(argv, env = process.env, stdout = process.stdout, script = p
   }
   const text = Object.hasOwn(cache.texts, words.join(':')) ? cache.texts[words.join(':')] : undefined
   if (text === undefined || helpColumns(env, stdout) !== cache.columns || !colourOff(env, stdout) || fs.existsSync(userThemeFile(env))) return undefined
-  return text
+  // oclif's user agent (the root help's VERSION line) names the platform and Node of this run.
+  return text.replaceAll(USER_AGENT_PLACEHOLDER, `${cache.bin}/${cache.version} ${process.platform}-${process.arch} node-${process.version}`)
 }
 
 module.exports = {cachedHelp, helpWords}

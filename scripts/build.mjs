@@ -258,6 +258,8 @@ const plugin = new Plugin({root, type: 'core', ignoreManifest: true, errorOnMani
 await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
 
+const USER_AGENT_PLACEHOLDER = '\u0000USER_AGENT\u0000'
+
 // dist/help.json: what `meshvm WORDS --help` prints for the root, every topic and every command, at
 // oclif's default width (80: stdout not a terminal), without colour and without a user theme, rendered by the CLI
 // itself through oclif, so bin/run.js can print it without loading anything (bin/help-cache.cjs:
@@ -278,7 +280,12 @@ if (!pjson.oclif.theme) {
   try {
     const texts = Object.fromEntries(await Promise.all(['', ...topics, ...ids].map(render)))
     if (Object.values(texts).some((t) => t.includes('\x1b'))) throw new Error('help has ANSI colours: the help cache cannot serve it')
-    writeFileSync(join(root, 'dist/help.json'), JSON.stringify({columns: 80, texts}))
+    // The root help's VERSION line is oclif's user agent, which names the platform and the Node that
+    // runs it: stored as a placeholder, filled in by bin/help-cache.cjs for the Node that prints it.
+    const userAgent = `${pjson.oclif.bin}/${pjson.version} ${process.platform}-${process.arch} node-${process.version}`
+    if (!texts[''].includes(userAgent)) throw new Error(`the root help does not show the user agent ${userAgent}: the help cache cannot place it`)
+    for (const id of Object.keys(texts)) texts[id] = texts[id].replaceAll(userAgent, USER_AGENT_PLACEHOLDER)
+    writeFileSync(join(root, 'dist/help.json'), JSON.stringify({columns: 80, bin: pjson.oclif.bin, version: pjson.version, texts}))
   } finally {
     rmSync(configHome, {recursive: true, force: true})
   }

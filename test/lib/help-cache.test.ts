@@ -15,7 +15,7 @@ const {cachedHelp} = createRequire(import.meta.url)(join(REPO_ROOT, 'bin/help-ca
   cachedHelp: (argv: string[], env?: NodeJS.ProcessEnv, stdout?: Stdout, script?: string) => string | undefined
 }
 
-const cache = JSON.parse(readFileSync(join(REPO_ROOT, 'dist/help.json'), 'utf8')) as {columns: number; texts: Record<string, string>}
+const cache = JSON.parse(readFileSync(join(REPO_ROOT, 'dist/help.json'), 'utf8')) as {columns: number; bin: string; version: string; texts: Record<string, string>}
 const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {hidden?: boolean}>}
 
 const work = mkdtempSync(join(tmpdir(), 'meshvm-help-cache-'))
@@ -62,11 +62,19 @@ describe('pre-rendered help (bin/help-cache.cjs)', () => {
     expect(viaCache.stdout).toBe(cache.texts['war:list'])
   })
 
+  it('stores the root help without the build machine\'s Node: its VERSION line is the Node that prints it', () => {
+    expect(cache.texts['']).toContain('\u0000USER_AGENT\u0000')
+    expect(JSON.stringify(cache.texts)).not.toMatch(/node-v\d/)
+    expect(served(['--help'], {FORCE_COLOR: '0'})).toContain(`\n  meshvm/${cache.version} ${process.platform}-${process.arch} node-${process.version}\n`)
+  })
+
   it('serves an 80-column terminal without colour, and OCLIF_COLUMNS=80', () => {
     const tty80 = {isTTY: true, getWindowSize: (): [number, number] => [80, 24]}
-    expect(served(['--help'], {FORCE_COLOR: '0'}, tty80)).toBe(cache.texts[''])
-    expect(served(['--help'], {FORCE_COLOR: undefined, TERM: 'dumb'}, tty80)).toBe(cache.texts[''])
-    expect(served(['--help'], {FORCE_COLOR: 'false', OCLIF_COLUMNS: '80'}, {isTTY: true, getWindowSize: () => [120, 24]})).toBe(cache.texts[''])
+    const rootHelp = served(['--help'], {FORCE_COLOR: '0'})
+    expect(rootHelp).toBeDefined()
+    expect(served(['--help'], {FORCE_COLOR: '0'}, tty80)).toBe(rootHelp)
+    expect(served(['--help'], {FORCE_COLOR: undefined, TERM: 'dumb'}, tty80)).toBe(rootHelp)
+    expect(served(['--help'], {FORCE_COLOR: 'false', OCLIF_COLUMNS: '80'}, {isTTY: true, getWindowSize: () => [120, 24]})).toBe(rootHelp)
   })
 
   it('leaves colour to oclif (bold headers)', async () => {
@@ -95,7 +103,7 @@ describe('pre-rendered help (bin/help-cache.cjs)', () => {
     writeFileSync(join(themed, 'meshvm', 'theme.json'), '{"command": "cyan"}')
     expect(served(['--help'], {XDG_CONFIG_HOME: themed})).toBeUndefined()
     expect(served(['--help'], {MESHVM_CONFIG_DIR: join(themed, 'meshvm')})).toBeUndefined()
-    expect(served(['--help'], {XDG_CONFIG_HOME: join(work, 'none')})).toBe(cache.texts[''])
+    expect(served(['--help'], {XDG_CONFIG_HOME: join(work, 'none')})).toBe(served(['--help'], {FORCE_COLOR: '0'}))
   })
 
   it('leaves kubectl-plugin mode, DEBUG, flags, colon ids and unknown words to oclif', () => {
