@@ -214,10 +214,10 @@ describe.concurrent('meshvm war list / describe', () => {
         `workloadautoregistration.runtime.onboarding.tetrate.io/${UP_TO_DATE}`,
         `workloadautoregistration.runtime.onboarding.tetrate.io/${DISCONNECTED}`,
         `workloadautoregistration.runtime.onboarding.tetrate.io/${STALE}`,
-        'workloadentry.networking.istio.io/web-10.0.0.7',
-        'workloadentry.networking.istio.io/web-10.0.0.8',
         'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
         'workloadautoregistration.runtime.onboarding.tetrate.io/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
+        'workloadentry.networking.istio.io/web-10.0.0.7',
+        'workloadentry.networking.istio.io/web-10.0.0.8',
         '',
       ].join('\n'),
     )
@@ -297,10 +297,10 @@ describe.concurrent('meshvm war list / describe', () => {
       `WorkloadAutoRegistration/${UP_TO_DATE}`,
       `WorkloadAutoRegistration/${DISCONNECTED}`,
       `WorkloadAutoRegistration/${STALE}`,
-      'WorkloadEntry/web-10.0.0.7',
-      'WorkloadEntry/web-10.0.0.8',
       'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-5f6e7d',
       'WorkloadAutoRegistration/ledger-aws-aws-123456789012-us-east-2b-ecs-9a8b7c',
+      'WorkloadEntry/web-10.0.0.7',
+      'WorkloadEntry/web-10.0.0.8',
     ])
     expect(list.items[0]!.apiVersion).toBe('runtime.onboarding.tetrate.io/v1alpha1')
     expect(parse(yaml.stdout)).toEqual(list)
