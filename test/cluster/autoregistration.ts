@@ -28,6 +28,7 @@
  * connected makes the agent re-onboard (`onReonboard`), which is how `war rollout` works.
  */
 import {resourceKey, type KubeObj, type Store, type StoreEvent} from './store.js'
+import {Timers} from './timers.js'
 
 export const WE = resourceKey('networking.istio.io', 'workloadentries')
 export const WG = resourceKey('networking.istio.io', 'workloadgroups')
@@ -107,7 +108,7 @@ export class AutoRegistration {
   private readonly adsConnections = new Map<string, number>()
   /** Live connections by proxy id, oldest first (a restarted sidecar may reconnect before its old stream is gone). */
   private readonly live = new Map<string, Connection[]>()
-  private readonly timers = new Set<NodeJS.Timeout>()
+  private readonly timers = new Timers()
   private readonly unsubscribe: () => void
 
   constructor(private readonly store: Store, private readonly options: AutoRegistrationOptions) {
@@ -198,7 +199,7 @@ export class AutoRegistration {
     const annotations: Record<string, string> = {...a, [ANNOTATIONS.disconnectedAt]: rfc3339Nano(disTime)}
     delete annotations[ANNOTATIONS.connectedAt]
     this.store.update(WE, {...entry, metadata: {...entry.metadata, annotations}})
-    this.later(this.gracePeriodMs, () => this.cleanup(conn.proxy.namespace, conn.entryName))
+    this.timers.later(this.gracePeriodMs, () => this.cleanup(conn.proxy.namespace, conn.entryName))
   }
 
   /** shouldCleanupEntry + deleteEntry (resourceVersion precondition). */
@@ -282,7 +283,7 @@ export class AutoRegistration {
       delete annotations[ANNOTATIONS.connectedAt]
       this.store.update(WE, {...we, metadata: {...we.metadata, annotations}})
     }
-    this.later(this.gracePeriodMs, () => {
+    this.timers.later(this.gracePeriodMs, () => {
       const now = this.store.get(WAR, conn.proxy.namespace, conn.entryName)
       const c = ((now?.status as Json | undefined)?.conditions as Json[] | undefined)?.find((x) => x.type === 'AgentConnected')
       if (now && now.metadata.uid === updated.metadata.uid && c?.status === 'False') this.deleteWithPrecondition(WAR, now)
@@ -295,23 +296,14 @@ export class AutoRegistration {
       if (conn.entryName === e.object.metadata.name && conn.proxy.namespace === e.object.metadata.namespace) {
         // The onboarding plane drops the agent's session; the agent onboards again.
         const id = conn.proxy.id
-        this.later(0, () => this.options.onReonboard?.(id))
+        this.timers.later(0, () => this.options.onReonboard?.(id))
       }
     }
   }
 
-  private later(ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t)
-      fn()
-    }, ms)
-    t.unref()
-    this.timers.add(t)
-  }
 
   stop(): void {
     this.unsubscribe()
-    for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
   }
 }

@@ -25,6 +25,7 @@ import {resourceKey, Store, type KubeObj, type StoreEvent} from './store.js'
 import {toTable} from './table.js'
 import {handlePortForward, type PortAcceptor} from './portforward.js'
 import {boundToken, legacyToken, verifyToken} from './tokens.js'
+import {Timers} from './timers.js'
 
 type Json = Record<string, unknown>
 
@@ -172,7 +173,7 @@ export class ApiServer {
   private readonly users = new Map<string, UserInfo>()
   private readonly strictValidators = new WeakMap<ResourceDef, SchemaValidator>()
   private server?: Server
-  private readonly timers = new Set<NodeJS.Timeout>()
+  private readonly timers = new Timers()
   private readonly watchers = new Set<ServerResponse>()
   private clusterIp = 10
   /** Paged lists in progress: each continue token reads from the snapshot its first page took. */
@@ -241,7 +242,7 @@ export class ApiServer {
   }
 
   async close(): Promise<void> {
-    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
     for (const w of this.watchers) w.end()
     const server = this.server
     if (!server) return
@@ -259,14 +260,6 @@ export class ApiServer {
     for (const w of [...this.watchers]) w.end()
   }
 
-  private later(ms: number, fn: () => void): void {
-    const t = setTimeout(() => {
-      this.timers.delete(t)
-      fn()
-    }, ms)
-    t.unref()
-    this.timers.add(t)
-  }
 
   // ---- request handling ----
 
@@ -708,7 +701,7 @@ export class ApiServer {
       if (!res.writableEnded) res.end()
     }
     const timeout = Number(q.get('timeoutSeconds') ?? 0)
-    if (timeout > 0) this.later(timeout * 1000, end)
+    if (timeout > 0) this.timers.later(timeout * 1000, end)
     res.on('close', end)
   }
 
@@ -909,8 +902,8 @@ export class ApiServer {
         if (isNamespace) (next as Json).status = {...((next as Json).status as Json), phase: 'Terminating'}
         if (!dryRun) {
           next = this.store.update(key, next)
-          if (isNamespace) this.later(0, () => this.terminateNamespace(name))
-          if (foreground) this.later(0, () => this.foregroundCollect(def, next))
+          if (isNamespace) this.timers.later(0, () => this.terminateNamespace(name))
+          if (foreground) this.timers.later(0, () => this.foregroundCollect(def, next))
         }
       }
       return {status: 200, body: this.present(def, next)}
@@ -936,7 +929,7 @@ export class ApiServer {
       }
     }
     // Objects with finalizers keep the namespace Terminating until their controllers let them go.
-    if (remaining > 0) this.later(100, () => this.terminateNamespace(name))
+    if (remaining > 0) this.timers.later(100, () => this.terminateNamespace(name))
     else if (this.store.get(nsKey, undefined, name)?.metadata.deletionTimestamp) this.store.delete(nsKey, undefined, name)
   }
 
@@ -990,7 +983,7 @@ export class ApiServer {
     if (e.resource === resourceKey('', 'namespaces')) {
       // The service-account controller gives every namespace a `default` ServiceAccount.
       const ns = e.object.metadata.name
-      this.later(0, () => {
+      this.timers.later(0, () => {
         if (this.store.get(e.resource, undefined, ns) && !this.store.get(resourceKey('', 'serviceaccounts'), ns, 'default')) {
           this.store.create(resourceKey('', 'serviceaccounts'), 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default', namespace: ns}})
         }
@@ -999,7 +992,7 @@ export class ApiServer {
     if (e.resource === resourceKey('', 'serviceaccounts') && this.legacyServiceAccountTokens()) {
       const sa = e.object
       const secretName = `${sa.metadata.name}-token-${randomBytes(3).toString('hex').slice(0, 5)}`
-      this.later(0, () => {
+      this.timers.later(0, () => {
         const current = this.store.get(e.resource, sa.metadata.namespace, sa.metadata.name)
         if (!current) return
         this.store.create(resourceKey('', 'secrets'), 'Secret', {
@@ -1011,7 +1004,7 @@ export class ApiServer {
     }
     if (e.resource === resourceKey('', 'secrets') && e.object.type === SA_TOKEN_TYPE && this.options.tokenControllerDelayMs !== false) {
       const {namespace, name} = e.object.metadata
-      this.later(this.options.tokenControllerDelayMs, () => this.fillTokenSecret(namespace!, name))
+      this.timers.later(this.options.tokenControllerDelayMs, () => this.fillTokenSecret(namespace!, name))
     }
   }
 

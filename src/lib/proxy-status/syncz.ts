@@ -13,17 +13,14 @@
  */
 import {MeshvmError} from '../errors.js'
 import {CLIENT_CONFIG_TYPE} from '../grpc/xds-types.js'
+import {isRecord, type JsonRecord} from '../util/records.js'
 import {LEGACY_FIELDS, nonceState, PER_XDS_KEYS, XDS_TYPE_URLS, XDS_TYPES, type IstiodRef, type ProxySync, type SynczShape, type SyncState, type TypeSync, type XdsType} from './model.js'
 
 // ---------------------------------------------------------------------------------------------------
 // Parsing
 // ---------------------------------------------------------------------------------------------------
 
-type Json = Record<string, unknown>
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
+type Json = JsonRecord
 
 function kindOf(v: unknown): string {
   if (v === null) return 'null'
@@ -101,7 +98,7 @@ export function parseSyncz(json: unknown, istiod: IstiodRef): ProxySync[] {
   }
   try {
     if (Array.isArray(value)) return value.map((item, i) => parseHttpItem(item, i, istiod))
-    if (isObject(value) && (Array.isArray(value.resources) || 'controlPlane' in value || value.typeUrl !== undefined)) {
+    if (isRecord(value) && (Array.isArray(value.resources) || 'controlPlane' in value || value.typeUrl !== undefined)) {
       return parseDiscoveryResponse(value, istiod)
     }
   } catch (err) {
@@ -113,7 +110,7 @@ export function parseSyncz(json: unknown, istiod: IstiodRef): ProxySync[] {
 
 function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySync {
   // Messages are built only on failure: this runs for every proxy of every istiod.
-  if (!isObject(item)) throw new Error(`item ${index} must be an object, got ${kindOf(item)}`)
+  if (!isRecord(item)) throw new Error(`item ${index} must be an object, got ${kindOf(item)}`)
   const proxyId = optString(item, 'proxy', index)
   if (!proxyId) throw new Error(`item ${index} has no "proxy"`)
   const at = {index, proxyId}
@@ -124,14 +121,14 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
   let types: Record<XdsType, TypeSync>
   let shape: SynczShape
   if (resources !== undefined && resources !== null) {
-    if (!isObject(resources)) throw new Error(`${where(at)}: "resources" must be an object keyed by type URL, got ${kindOf(resources)}`)
+    if (!isRecord(resources)) throw new Error(`${where(at)}: "resources" must be an object keyed by type URL, got ${kindOf(resources)}`)
     shape = 'http-resources'
     types = ignoredTypes()
     for (const t of XDS_TYPES) {
       const typeUrl = XDS_TYPE_URLS[t]
       const r = resources[typeUrl]
       if (r === undefined || r === null) continue
-      if (!isObject(r)) throw new Error(`${where({index, proxyId, typeUrl})} must be an object, got ${kindOf(r)}`)
+      if (!isRecord(r)) throw new Error(`${where({index, proxyId, typeUrl})} must be an object, got ${kindOf(r)}`)
       const lastError = resourceString(r, 'lastError', index, proxyId, typeUrl)
       const sent = resourceString(r, 'sent', index, proxyId, typeUrl)
       const acked = resourceString(r, 'acked', index, proxyId, typeUrl)
@@ -195,11 +192,11 @@ function configStatus(v: unknown, where: string): SyncState {
 /** istioctl's `CpInfo`: the istiod ID and build info from `controlPlane.identifier`. */
 function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
   const cp = dr.controlPlane
-  if (!isObject(cp) || typeof cp.identifier !== 'string') return {...istiod}
+  if (!isRecord(cp) || typeof cp.identifier !== 'string') return {...istiod}
   try {
     const id = JSON.parse(cp.identifier) as unknown
-    if (!isObject(id)) return {...istiod}
-    const info = isObject(id.Info) ? id.Info : {}
+    if (!isRecord(id)) return {...istiod}
+    const info = isRecord(id.Info) ? id.Info : {}
     const out: IstiodRef = {...istiod}
     if (typeof id.ID === 'string' && id.ID !== '') out.name = id.ID
     if (typeof info.version === 'string' && info.version !== '') out.version = info.version
@@ -218,24 +215,24 @@ function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
   const out: ProxySync[] = []
   resources.forEach((res: unknown, index) => {
     const where = `resources[${index}]`
-    if (!isObject(res)) throw new Error(`${where} must be an object, got ${kindOf(res)}`)
+    if (!isRecord(res)) throw new Error(`${where} must be an object, got ${kindOf(res)}`)
     const type = res['@type']
     if (type !== undefined && type !== CLIENT_CONFIG_TYPE) return // istioctl skips other types
-    const node = isObject(res.node) ? res.node : {}
+    const node = isRecord(res.node) ? res.node : {}
     const proxyId = typeof node.id === 'string' ? node.id : ''
     if (!proxyId) throw new Error(`${where} has no node.id`)
-    const metadata = isObject(node.metadata) ? node.metadata : {}
+    const metadata = isRecord(node.metadata) ? node.metadata : {}
     const meta = (k: string) => (typeof metadata[k] === 'string' ? (metadata[k] as string) : undefined)
     const types = ignoredTypes()
     const generic = res.genericXdsConfigs ?? []
     if (!Array.isArray(generic)) throw new Error(`${where}.genericXdsConfigs must be an array, got ${kindOf(generic)}`)
     generic.forEach((g: unknown, gi) => {
       const gw = `${where}.genericXdsConfigs[${gi}]`
-      if (!isObject(g)) throw new Error(`${gw} must be an object, got ${kindOf(g)}`)
+      if (!isRecord(g)) throw new Error(`${gw} must be an object, got ${kindOf(g)}`)
       const t = XDS_TYPES.find((x) => XDS_TYPE_URLS[x] === g.typeUrl)
       if (!t) return // e.g. the DNS NameTable: istioctl ignores it
       const state = configStatus(g.configStatus, gw)
-      const errorState = isObject(g.errorState) ? g.errorState : undefined
+      const errorState = isRecord(g.errorState) ? g.errorState : undefined
       const details = errorState && typeof errorState.details === 'string' ? errorState.details : undefined
       // UNKNOWN is what istiod reports for a type a ztunnel does not watch: not subscribed.
       types[t] = withOptional({state, subscribed: state !== 'UNKNOWN', neverAcknowledged: false}, timestamp(g.lastUpdated), state === 'ERROR' ? details : undefined)
@@ -243,7 +240,7 @@ function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
     const legacy = res.xdsConfig ?? []
     if (Array.isArray(legacy)) {
       for (const x of legacy) {
-        if (!isObject(x)) continue
+        if (!isRecord(x)) continue
         const key = Object.keys(PER_XDS_KEYS).find((k) => k in x)
         if (!key) continue
         const t = PER_XDS_KEYS[key]!
