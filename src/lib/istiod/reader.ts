@@ -148,13 +148,7 @@ export class IstiodReader {
       const body = await this.xds('istio.io/debug/syncz', deadline, options.timeoutMs)
       return {path: 'xds', body}
     } catch (err) {
-      if (err instanceof IstiodReadError && err.code === 'PortForwardRefused' && http.refused) {
-        throw new IstiodReadError('error', `${this.who}: port-forward refused on :${this.target.kind === 'pod' ? this.target.monitoringPort : DEFAULT_MONITORING_PORT} (HTTP debug) and :${XDS_PORT} (xDS): ${err.detail}`, {exit: err.exit, code: err.code, hints: err.hints})
-      }
-      if (err instanceof IstiodReadError) {
-        throw new IstiodReadError(err.kind, `${err.message} (HTTP first: ${http.why})`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
-      }
-      throw err
+      throw this.bothPathsFailed(err, http)
     }
   }
 
