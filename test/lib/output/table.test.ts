@@ -2,6 +2,7 @@ import {describe, expect, it} from 'vitest'
 import {renderTable, TableWriter, type Column} from '../../../src/lib/output/table.js'
 import {stripAnsi} from '../../../src/lib/errors.js'
 import {displayWidth} from '../../../src/lib/output/width.js'
+import {OracleTableWriter, oracleRenderTable} from './table-oracle.js'
 
 type R = {n: string; s: string}
 const cols: Column<R>[] = [{header: 'NAME', value: (r) => r.n}, {header: 'STATUS', value: (r) => r.s}]
@@ -134,3 +135,78 @@ describe('TableWriter with wide and coloured columns', () => {
   })
 })
 
+
+describe('the engine against the previous one (test/lib/output/table-oracle.ts)', () => {
+  // Cells that exercise every path: ASCII, wide (CJK, emoji, ZWJ sequences), combining marks, control
+  // characters (escaped), bidi overrides, empty cells, and cells ending in whitespace that trimEnd
+  // removes at the end of a line (spaces, NBSP, ideographic space, BOM).
+  const POOL = [
+    '', 'a', 'web-vm-1', 'app-aws-aws-123456789012-us-east-2b-ec2-i-10000007bbc', 'True', 'False', '<none>', '24s', '3d4h',
+    '名前', '漢字漢字', '😀x', 'e\u0301', '👩‍👩‍👧', 'ｆｕｌｌ', 'évian', 'Ω',
+    'evil\u001b]0;title\u0007', 'ok\r', 'a\nb', 'tab\there', '\u0000\u007f\u009b', 'a\u202eb', 'x\u2028y',
+    ' ', 'trailing  ', 'nbsp\u00a0', 'ideo\u3000', 'bom\ufeff', '\u00a0', 'en\u2002', ' lead',
+  ]
+  const random = (seed: number): (() => number) => () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  type Row = string[]
+  const corpus = (seed: number, rows: number, width: number): Row[] => {
+    const next = random(seed)
+    return Array.from({length: rows}, () => Array.from({length: width}, () => POOL[Math.floor(next() * POOL.length)]!))
+  }
+  const columnsOf = (width: number, colours: boolean): Column<Row>[] =>
+    Array.from({length: width}, (_, i) => ({
+      header: ['NAME', 'STATUS', 'AGE', 'X', '名前', 'LONG HEADER'][i % 6]!,
+      ...(i === 3 ? {wide: true} : {}),
+      value: (r: Row) => r[i]!,
+      // One column always coloured, one coloured for some values only, one whose colour changes nothing.
+      ...(colours && i === 1 ? {color: (t: string) => `\u001b[32m${t}\u001b[39m`} : {}),
+      ...(colours && i === 2 ? {color: (t: string, r: Row) => (r[0]!.length % 2 ? `\u001b[31m${t}\u001b[39m` : t)} : {}),
+      ...(colours && i === 4 ? {color: (t: string) => t} : {}),
+    }))
+
+  it.each([
+    [1, 1, false],
+    [2, 2, false],
+    [3, 3, true],
+    [4, 5, true],
+    [5, 6, false],
+    [6, 6, true],
+  ])('renderTable: byte-identical (seed %i, %i columns, colours %s)', (seed, width, colours) => {
+    const rows = corpus(seed, 300, width)
+    for (const options of [{}, {wide: true}, {noHeaders: true}, {gap: 5}, {gap: 2, wide: true, noHeaders: true}]) {
+      expect(renderTable(rows, columnsOf(width, colours), options)).toBe(oracleRenderTable(rows, columnsOf(width, colours), options))
+    }
+    expect(renderTable([], columnsOf(width, colours))).toBe(oracleRenderTable([], columnsOf(width, colours)))
+  })
+
+  it.each([1, 2, 7, 50, 0])('streamed pages: byte-identical, write by write (bufferRows %i)', (bufferRows) => {
+    const rows = corpus(bufferRows + 11, 240, 5)
+    const pages: Row[][] = []
+    for (let i = 0, size = 1; i < rows.length; i += size, size = (size * 3) % 17 || 1) pages.push(rows.slice(i, i + size))
+    pages.splice(3, 0, [])
+    for (const options of [{bufferRows}, {bufferRows, wide: true, noHeaders: true}]) {
+      const mine: string[] = []
+      const theirs: string[] = []
+      const a = new TableWriter(columnsOf(5, true), options, (t) => mine.push(t))
+      const b = new OracleTableWriter(columnsOf(5, true), options, (t) => theirs.push(t))
+      for (const page of pages) {
+        a.add(page)
+        b.add(page)
+      }
+      a.flush()
+      b.flush()
+      expect(mine).toEqual(theirs)
+      expect(a.count).toBe(b.count)
+    }
+  })
+
+  it('rows rendered first and added later print as rows added at once', () => {
+    const rows = corpus(99, 50, 4)
+    let later = ''
+    const t = new TableWriter(columnsOf(4, true), {}, (s) => (later += s))
+    const rendered = rows.map((r) => t.render(r))
+    t.addRendered(rendered.slice(0, 20))
+    t.addRendered(rendered.slice(20))
+    t.flush({header: true})
+    expect(later).toBe(oracleRenderTable(rows, columnsOf(4, true)))
+  })
+})
