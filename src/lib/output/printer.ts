@@ -22,7 +22,7 @@ import {toYaml} from '../yaml.js'
 import {execute, executeAsJson, findResults, goSprint, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
 import {ListWriter} from './list-writer.js'
 import {asList, resourceName, toJson} from './render.js'
-import {TableWriter, type Column} from './table.js'
+import {TableWriter, type Column, type RenderedRow} from './table.js'
 import {terminalSafe, terminalSafeLines} from './terminal.js'
 
 export const BASIC_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
@@ -101,14 +101,30 @@ export function onRows<From, Row>(columns: Column<From>[], from: (row: Row) => F
   }))
 }
 
-/** kubectl's order for -A lists: namespace, then name. */
-export function byNamespaceThenName<Row>(key: (row: Row) => {namespace?: string; name?: string}): (a: Row, b: Row) => number {
-  const cmp = (x = '', y = ''): number => (x < y ? -1 : x > y ? 1 : 0)
-  return (a, b) => {
-    const x = key(a)
-    const y = key(b)
-    return cmp(x.namespace, y.namespace) || cmp(x.name, y.name)
+/**
+ * An order for rows. With `key`, the comparator compares these keys (strings, element by element, by
+ * code unit): a table then holds each row's key and rendered cells instead of the row and its object,
+ * which for a 10,000-row list is most of what holding costs.
+ */
+export type RowOrder<Row> = ((a: Row, b: Row) => number) & {key?: (row: Row) => readonly string[]}
+
+function compareKeys(a: readonly string[], b: readonly string[]): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a[i]!
+    const y = b[i]!
+    if (x !== y) return x < y ? -1 : 1
   }
+  return a.length - b.length
+}
+
+/** kubectl's order for -A lists: namespace, then name. */
+export function byNamespaceThenName<Row>(of: (row: Row) => {namespace?: string; name?: string}): RowOrder<Row> {
+  const key = (row: Row): readonly string[] => {
+    const x = of(row)
+    return [x.namespace ?? '', x.name ?? '']
+  }
+  return Object.assign((a: Row, b: Row) => compareKeys(key(a), key(b)), {key})
 }
 
 export interface PrintSpec<Row> {
@@ -123,7 +139,7 @@ export interface PrintSpec<Row> {
   /** Spaces between table columns (kubectl 3). */
   gap?: number
   /** An order applied before printing (e.g. namespace then name for -A); --sort-by takes precedence. */
-  order?: (a: Row, b: Row) => number
+  order?: RowOrder<Row>
 }
 
 export interface PrintOptions {
@@ -149,6 +165,8 @@ export class Printer<Row> {
   private readonly table?: TableWriter<Row>
   private readonly list?: ListWriter
   private held: Row[] | undefined
+  /** Tables hold rendered rows with their sort keys instead (see RowOrder). */
+  private heldTable: {key: unknown; row: RenderedRow}[] | undefined
   private objects: unknown[] = []
   private rows = 0
   private documents = 0
@@ -164,7 +182,8 @@ export class Printer<Row> {
     if (out.kind === 'table' || out.kind === 'wide') this.table = new TableWriter(this.tableColumns(), tableOptions, write)
     else if (out.kind === 'custom-columns') this.table = new TableWriter(this.customColumns(out.columns), tableOptions, write)
     else if ((out.kind === 'json' || out.kind === 'yaml') && !spec.document) this.list = new ListWriter(out.kind, write)
-    if (options.sortBy || spec.order) this.held = []
+    if (this.table && (options.sortBy || spec.order?.key)) this.heldTable = []
+    else if (options.sortBy || spec.order) this.held = []
   }
 
   /** Rows printed or held so far. */
@@ -174,6 +193,12 @@ export class Printer<Row> {
 
   add(page: Row[]): void {
     this.rows += page.length
+    if (this.heldTable && !this.listDone) {
+      const sortBy = this.options.sortBy
+      const key = this.spec.order?.key
+      for (const row of page) this.heldTable.push({key: sortBy ? findResults(sortBy, this.spec.object(row)).flat()[0] : key!(row), row: this.table!.render(row)})
+      return
+    }
     if (this.held && !this.listDone) {
       this.held.push(...page)
       return
@@ -185,6 +210,13 @@ export class Printer<Row> {
   finish(): void {
     if (this.listDone) return
     this.listDone = true
+    if (this.heldTable) {
+      const held = this.heldTable
+      this.heldTable = undefined
+      // Array.prototype.sort is stable: equal keys keep the order the rows came in.
+      held.sort(this.options.sortBy ? (a, b) => compareValues(a.key, b.key) : (a, b) => compareKeys(a.key as string[], b.key as string[]))
+      this.table!.addRendered(held.map((h) => h.row))
+    }
     if (this.held) {
       const held = this.held
       this.held = undefined
