@@ -10,12 +10,13 @@
  * widens that column from then on (lines already printed are not re-aligned, as with kubectl's
  * --chunk-size). A table of at most `bufferRows` rows is laid out exactly as a whole one.
  *
- * Speed (tables of 10,000+ rows): each cell is computed, made terminal-safe and measured once per pass
- * with plain loops (no per-cell closures or intermediate arrays), a coloured copy of a row is kept only
- * when colouring changed a cell, and each page is written as one string.
+ * Speed (tables of 10,000+ rows): each cell is computed, made terminal-safe and measured once, with one
+ * test for the common case (printable ASCII: nothing to escape, one column a character), in plain loops
+ * (no per-cell closures or intermediate arrays); a coloured copy of a row is kept only when colouring
+ * changed a cell, and each page is written as one string.
  */
 import {terminalSafe} from './terminal.js'
-import {displayWidth} from './width.js'
+import {displayWidth, isPrintableAscii} from './width.js'
 
 export interface Column<Row> {
   header: string
@@ -37,11 +38,12 @@ export interface TableOptions {
 
 /**
  * A row as the table shows it, independent of the object it came from (callers may hold these instead
- * of their rows, e.g. to order them): each cell's terminal-safe text, and the coloured text when a
- * column's colour changed any cell.
+ * of their rows, e.g. to order them): each cell's terminal-safe text and display width, and the
+ * coloured text when a column's colour changed any cell.
  */
 export interface RenderedRow {
   readonly text: readonly string[]
+  readonly widths: readonly number[]
   readonly shown?: readonly string[]
 }
 
@@ -94,10 +96,14 @@ export class TableWriter<Row> {
     const columns = this.columns
     const n = columns.length
     const text = new Array<string>(n)
+    const widths = new Array<number>(n)
     let shown: string[] | undefined
     for (let i = 0; i < n; i++) {
       const column = columns[i]!
-      const cell = terminalSafe(column.value(row))
+      const value = column.value(row)
+      let cell = value
+      if (isPrintableAscii(value)) widths[i] = value.length
+      else widths[i] = displayWidth((cell = terminalSafe(value)))
       text[i] = cell
       if (column.color === undefined) continue
       const coloured = column.color(cell, row)
@@ -106,7 +112,7 @@ export class TableWriter<Row> {
       shown[i] = coloured
     }
     if (shown !== undefined) for (let i = 0; i < n; i++) shown[i] ??= text[i]!
-    return shown === undefined ? {text} : {text, shown}
+    return shown === undefined ? {text, widths} : {text, widths, shown}
   }
 
   /** Adds rows rendered by `render` (of this table). */
@@ -127,7 +133,8 @@ export class TableWriter<Row> {
     const rows = this.buffer
     this.buffer = []
     this.grow(rows)
-    const header = this.noHeaders ? '' : this.line({text: this.columns.map((c) => c.header)})
+    const headers = this.columns.map((c) => c.header)
+    const header = this.noHeaders ? '' : this.line({text: headers, widths: headers.map(displayWidth)})
     this.write(header + this.lines(rows))
   }
 
@@ -141,11 +148,8 @@ export class TableWriter<Row> {
     const widths = this.widths!
     const n = widths.length
     for (const r of rows) {
-      const text = r.text
-      for (let i = 0; i < n; i++) {
-        const w = displayWidth(text[i]!)
-        if (w > widths[i]!) widths[i] = w
-      }
+      const cells = r.widths
+      for (let i = 0; i < n; i++) if (cells[i]! > widths[i]!) widths[i] = cells[i]!
     }
   }
 
@@ -158,13 +162,13 @@ export class TableWriter<Row> {
   /** Cells padded to the column widths (the last one not), gap-separated, trailing whitespace removed. */
   private line(r: RenderedRow): string {
     const widths = this.widths!
-    const text = r.text
-    const shown = r.shown ?? text
-    const last = text.length - 1
+    const cells = r.widths
+    const shown = r.shown ?? r.text
+    const last = shown.length - 1
     if (last < 0) return '\n'
     let line = ''
     for (let i = 0; i < last; i++) {
-      const pad = widths[i]! - displayWidth(text[i]!)
+      const pad = widths[i]! - cells[i]!
       line += shown[i]! + spaces(pad > 0 ? pad + this.gap : this.gap)
     }
     line += shown[last]!

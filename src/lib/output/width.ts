@@ -12,6 +12,11 @@ export function displayWidth(text: string): number {
   return PLAIN.test(text) ? text.length : stringWidth(text)
 }
 
+/** Printable ASCII only: one column per character, and nothing for terminalSafe to escape. */
+export function isPrintableAscii(text: string): boolean {
+  return PLAIN.test(text)
+}
+
 /** `text` padded with spaces to `width` columns. */
 export function padEnd(text: string, width: number): string {
   const w = displayWidth(text)
