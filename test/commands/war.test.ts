@@ -13,6 +13,7 @@ import {parse} from 'yaml'
 import {stripAnsi} from '../../src/lib/errors.js'
 import {asList, renderData} from '../../src/lib/output/render.js'
 import {renderTable, type Column} from '../../src/lib/output/table.js'
+import {displayWidth} from '../../src/lib/output/width.js'
 import {ISTIO_CRDS, resourceKey, type KubeObj} from '../cluster/index.js'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
@@ -452,8 +453,8 @@ describe('meshvm war list: paging', () => {
     try {
       const run = startCli(['war', 'list', '-n', 'paged', '--source', 'war', '--chunk-size', '10'], cluster.env)
       await run.waitFor(/^vm-09 /m)
-      // The first page is on screen; the second is asked for right after it was printed (the CLI writes
-      // a page, then requests the next), and its answer is held back 3 s by the fault.
+      // The first page is on screen; the second was asked for when the first was handed to the printer
+      // (one page is read ahead), and its answer is held back 3 s by the fault.
       const secondPagePending = () => listRequests('paged').some((r) => new URLSearchParams(r.query).has('continue') && r.status === 0)
       await waitUntil(secondPagePending, 'the request for the second page', 2_500)
       expect(run.stdout).toMatch(/^vm-09 /m)
@@ -495,6 +496,155 @@ describe('meshvm war list: paging', () => {
     } finally {
       run.kill()
       await run.exited
+    }
+  })
+})
+
+// ---- -A: both kinds in one table -------------------------------------------------------------
+
+describe('meshvm war list -A: one table of both kinds, ordered by namespace, then name', () => {
+  let cluster: TestCluster
+  const meshvm = (args: string[]) => runCli(['war', 'list', '-A', ...args], {env: cluster.env})
+  const WE_PATH = '/apis/networking.istio.io/v1/workloadentries'
+  const owner = {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'g', uid: '00000000-0000-0000-0000-0000000000a1', controller: true}
+  const war = (namespace: string, name: string, o: {labels?: Record<string, string>; agent?: string; sidecar?: string} = {}): void => {
+    ensureNamespace(cluster, namespace)
+    cluster.store.create(WAR_KEY, 'WorkloadAutoRegistration', {
+      apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
+      kind: 'WorkloadAutoRegistration',
+      metadata: {name, namespace, ...(o.labels ? {labels: o.labels} : {}), ownerReferences: [owner]},
+      spec: {identity: {aws: {partition: 'aws', account: '123456789012', zone: 'us-east-2b', ec2: {instance_id: `i-${name}`}}}, registration: {agent: {version: o.agent ?? '1.4.0'}, sidecar: {istio: {version: o.sidecar ?? '1.24.2'}}}},
+      status: {conditions: [{type: 'AgentConnected', status: 'True', lastTransitionTime: iso(HOUR)}]},
+    })
+    backdate(cluster, WAR_KEY, namespace, name, {created: 2 * HOUR})
+  }
+  const we = (namespace: string, name: string, o: {labels?: Record<string, string>; auto?: boolean; ownedBy?: string} = {}): void => {
+    ensureNamespace(cluster, namespace)
+    cluster.store.create(WE_KEY, 'WorkloadEntry', {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {
+        name,
+        namespace,
+        ...(o.labels ? {labels: o.labels} : {}),
+        ...(o.auto === false ? {} : {annotations: {'istio.io/autoRegistrationGroup': 'g', 'istio.io/connectedAt': iso(HOUR)}}),
+        ...(o.ownedBy ? {ownerReferences: [{apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name: o.ownedBy, uid: '00000000-0000-0000-0000-0000000000b2', controller: true}]} : {}),
+      },
+      spec: {address: '10.0.0.1'},
+    })
+    backdate(cluster, WE_KEY, namespace, name, {created: 3 * HOUR})
+  }
+  /** NAMESPACE/NAME of each row (the header left out). */
+  const rows = (stdout: string): string[] => stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/\s+/).slice(0, 2).join('/'))
+
+  // In etcd (and the test API server) keys are NAMESPACE/NAME, so each kind's list comes in byte order
+  // of that key: team-a/… before team/… ('-' sorts before '/'). The table orders namespace, then name:
+  // team before team-a, and the two kinds interleaved.
+  const ORDER = [
+    'apps/a-war',
+    'team/dup', // a WAR and an auto-registered WorkloadEntry of the same name: the WAR first, as listed
+    'team/dup',
+    'team/war-a',
+    'team/war-b',
+    'team/war-c',
+    'team/war-d',
+    'team/zz',
+    'team-a/m-1',
+    'team-a/m-2',
+    'team-a/m-3',
+    'team-b/x',
+    'zz-only-we/e-1',
+    'zz-only-we/e-2',
+  ]
+
+  beforeAll(async () => {
+    cluster = await startCluster()
+    war('apps', 'a-war', {labels: {app: 'picked'}})
+    war('team', 'dup')
+    we('team', 'dup')
+    we('team', 'war-a', {labels: {app: 'picked'}})
+    war('team', 'war-b')
+    we('team', 'war-c', {labels: {only: 'we'}})
+    war('team', 'war-d', {labels: {app: 'picked'}})
+    we('team', 'zz')
+    war('team-a', 'm-1')
+    we('team-a', 'm-2', {labels: {only: 'we'}})
+    war('team-a', 'm-3')
+    war('team-b', 'x')
+    we('zz-only-we', 'e-1')
+    we('zz-only-we', 'e-2')
+    // Not registrations of their own: a WAR's WorkloadEntry, and one written by hand.
+    we('team', 'war-b-we', {ownedBy: 'war-b'})
+    we('apps', 'manual', {auto: false})
+  })
+  afterAll(() => cluster?.stop())
+
+  it('is the same table for every --chunk-size: pages of 1, a kind that ends early, the other that goes on', async () => {
+    const whole = await meshvm(['--chunk-size', '0'])
+    expect(whole.code, whole.stderr).toBe(0)
+    expect(rows(whole.stdout)).toEqual(ORDER)
+    expectAligned(whole.stdout)
+    for (const size of ['1', '2', '5', '500']) {
+      const res = await meshvm(['--chunk-size', size])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout, `--chunk-size ${size}`).toBe(whole.stdout)
+    }
+    const wide = await meshvm(['-o', 'wide', '--chunk-size', '3'])
+    expect(rows(wide.stdout)).toEqual(ORDER)
+    expectAligned(wide.stdout)
+  })
+
+  it.each([
+    ['WorkloadAutoRegistrations', `${WAR_PATH}/workloadautoregistrations`],
+    ['WorkloadEntries', WE_PATH],
+  ])('a continue token of the %s list that expires (410 Gone) restarts that list: the same table, no row twice', async (_kind, path) => {
+    const expected = (await meshvm(['--chunk-size', '0'])).stdout
+    const before = cluster.requests.length
+    const remove = cluster.faults.add({path, query: 'continue', expireContinue: true, times: 1})
+    try {
+      const res = await meshvm(['--chunk-size', '2'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout).toBe(expected)
+      expect(cluster.requests.slice(before).filter((r) => r.path === path).map((r) => r.status)).toContain(410)
+    } finally {
+      remove()
+    }
+  })
+
+  it.each([
+    ['both kinds', 'app=picked', ['apps/a-war', 'team/war-a', 'team/war-d']],
+    ['WorkloadEntries only (no WAR matches)', 'only=we', ['team/war-c', 'team-a/m-2']],
+    ['nothing', 'app=none', []],
+  ])('-l selects on the API server: %s', async (_title, selector, expected) => {
+    const res = await meshvm(['-l', selector, '--chunk-size', '1'])
+    expect(res.code, res.stderr).toBe(0)
+    if (expected.length === 0) {
+      expect(res.stdout).toBe('')
+      expect(res.stderr).toContain('No registrations found')
+      return
+    }
+    expect(rows(res.stdout)).toEqual(expected)
+    expectAligned(res.stdout)
+  })
+
+  it('shows control characters from the cluster as escapes, and aligns wide characters by their width (-o wide)', async () => {
+    war('team-c', 'evil', {agent: 'v1\u001b]0;owned\u0007', sidecar: '名前-1.24'})
+    war('team-c', 'plain')
+    try {
+      const res = await meshvm(['-o', 'wide', '--chunk-size', '1'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(res.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+      const lines = res.stdout.trimEnd().split('\n')
+      const evil = lines.find((l) => l.startsWith('team-c ') && l.includes(' evil '))!
+      expect(evil).toContain('v1\\e]0;owned\\x07')
+      expect(evil).toContain('名前-1.24')
+      expect(rows(res.stdout)).toEqual([...ORDER.slice(0, 12), 'team-c/evil', 'team-c/plain', ...ORDER.slice(12)])
+      // Every line's last column (SOURCE) starts at the same terminal column.
+      const sourceColumn = (l: string): number => displayWidth(l.slice(0, l.lastIndexOf(' ') + 1))
+      expect(new Set(lines.map(sourceColumn)).size).toBe(1)
+    } finally {
+      cluster.store.delete(WAR_KEY, 'team-c', 'evil')
+      cluster.store.delete(WAR_KEY, 'team-c', 'plain')
     }
   })
 })

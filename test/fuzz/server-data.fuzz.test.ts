@@ -8,7 +8,7 @@ import {describe, expect, it} from 'vitest'
 import {MeshvmError} from '../../src/lib/errors.js'
 import {parseSyncz, proxyStatusRows, renderProxyStatusTable} from '../../src/lib/proxy-status/status.js'
 import {describeRegistration} from '../../src/lib/war/describe.js'
-import {registrationFromWar, registrationFromWorkloadEntry, warColumns, type WarObject, type WorkloadEntryObject} from '../../src/lib/war/model.js'
+import {registrationFromWar, registrationFromWorkloadEntry, summaryFromWar, summaryFromWorkloadEntry, warColumns, type WarObject, type WorkloadEntryObject} from '../../src/lib/war/model.js'
 import {renderTable} from '../../src/lib/output/table.js'
 import {recordCases} from './budget.js'
 
@@ -85,5 +85,17 @@ describe('fuzz: data from the API server', () => {
       })
     }), {numRuns: RUNS})
     recordCases('WARs and WorkloadEntries', 2 * RUNS)
+  })
+
+  it(`the summary a table without -o wide prints is the registration's own fields (${2 * RUNS} cases)`, () => {
+    const pick = (r: ReturnType<typeof registrationFromWar>) => ({source: r.source, namespace: r.namespace, name: r.name, agentConnected: r.agentConnected, creationTimestamp: r.creationTimestamp})
+    fc.assert(fc.property(fc.oneof(mutated(WAR), json), (obj) => {
+      expect(summaryFromWar(obj)).toEqual(pick(registrationFromWar(obj)))
+      expect(renderTable([summaryFromWar(obj)], warColumns(false, true, NOW))).toBe(renderTable([registrationFromWar(obj)], warColumns(false, true, NOW)))
+    }), {numRuns: RUNS})
+    fc.assert(fc.property(fc.oneof(mutated(WE), json), (obj) => {
+      expect(summaryFromWorkloadEntry(obj)).toEqual(pick(registrationFromWorkloadEntry(obj)))
+    }), {numRuns: RUNS})
+    recordCases('registration summaries', 2 * RUNS)
   })
 })

@@ -55,14 +55,16 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
       const chalk = this.chalkFor(print.output.kind)
       // One Date, moved forward for --watch rows, so AGE stays current.
       const now = new Date()
+      const color = (s: string): string => statusColor(chalk, s)
       const printer = new Printer<Listed>(
         {
-          columns: onRows(warColumns(wide, allNamespaces, now, (s) => statusColor(chalk, s)), (l: Listed) => l.registration),
+          // Without -o wide a row needs only the registration's summary (a tenth of the work per row).
+          columns: wide ? onRows(warColumns(true, allNamespaces, now, color), (l: Listed) => l.registration) : onRows(warColumns(false, allNamespaces, now, color), (l: Listed) => l.summary),
           object: (l) => l.object,
           // -A tables are ordered by namespace, then name, across both kinds (holding the rows). Machine
           // formats stream in the API server's order, each kind by namespace and name, as `kubectl get
           // war,we -A -o json` does: `-A -o json | cat` of 50,000 stays within ~100 MiB.
-          order: allNamespaces && (print.output.kind === 'table' || print.output.kind === 'wide') ? byNamespaceThenName((l: Listed) => l.registration) : undefined,
+          order: allNamespaces && (print.output.kind === 'table' || print.output.kind === 'wide') ? byNamespaceThenName((l: Listed) => l.summary) : undefined,
         },
         {...print, bufferRows: f['chunk-size'], watch: f.watch},
         (t) => this.out(t),

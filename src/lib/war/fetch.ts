@@ -15,9 +15,12 @@ import {
   isAutoRegisteredWorkloadEntry,
   registrationFromWar,
   registrationFromWorkloadEntry,
+  summaryFromWar,
+  summaryFromWorkloadEntry,
   WE_ANNOTATIONS,
   type EventLike,
   type Registration,
+  type RegistrationSummary,
   type WarObject,
   type WorkloadEntryObject,
   type WorkloadGroup,
@@ -32,11 +35,12 @@ export function registrationResource(source: Registration['source']): ResourceTy
 export type Source = 'war' | 'workloadentry' | 'all'
 
 
-/** One registration as listed: its row and the object it was read from. */
+/** One registration as listed: its row (whole, or the summary a table without -o wide needs) and the object it was read from. */
 export interface Listed {
   source: Registration['source']
   object: KubeObject
   registration: Registration
+  summary: RegistrationSummary
 }
 
 export interface ListQuery {
@@ -143,8 +147,50 @@ export async function fetchGroups(client: KubeClient, namespace: string | undefi
 /**
  * Pages of registrations: WARs first (when the CRD is installed and the source includes them), then
  * WorkloadEntries. Each yielded page is independent: the caller renders it and lets it go.
+ *
+ * The next page is requested as soon as one is handed over, so the API server prepares it while the
+ * caller prints this one (kubectl's chunked `get` reads and prints in turn instead). At most one page
+ * is read ahead: a caller that waits for stdout to drain still bounds what is held.
  */
-export async function* listRegistrations(client: KubeClient, q: ListQuery, state: ListState): AsyncGenerator<Listed[]> {
+export function listRegistrations(client: KubeClient, q: ListQuery, state: ListState): AsyncGenerator<Listed[]> {
+  return readAhead(registrationPages(client, q, state))
+}
+
+/**
+ * The items of `source`, each next one requested when one is handed over. Stopping early (break,
+ * throw) closes `source` once its pending step has settled; an error of a step read ahead is thrown
+ * when the caller asks for that step, as without read-ahead.
+ */
+export async function* readAhead<T>(source: AsyncGenerator<T>): AsyncGenerator<T> {
+  // A step read ahead may fail while the caller is busy (e.g. waiting for stdout): it is marked handled
+  // at once, and its error is thrown by the `await` that asks for it.
+  const ahead = (): Promise<IteratorResult<T>> => {
+    const step = source.next()
+    step.catch(() => undefined)
+    return step
+  }
+  let next = ahead()
+  let finished = false
+  try {
+    for (;;) {
+      const step = await next
+      if (step.done) {
+        finished = true
+        return
+      }
+      next = ahead()
+      yield step.value
+    }
+  } catch (err) {
+    finished = true
+    throw err
+  } finally {
+    // Stopped early: `source` is ended after its step in flight (a generator runs one step at a time).
+    if (!finished) next.then(() => source.return(undefined)).catch(() => undefined)
+  }
+}
+
+async function* registrationPages(client: KubeClient, q: ListQuery, state: ListState): AsyncGenerator<Listed[]> {
   const query = {labelSelector: q.labelSelector || undefined}
   if (q.source !== 'workloadentry') {
     const path = resourcePath(Resources.workloadAutoRegistrations, {namespace: q.namespace})
@@ -173,13 +219,40 @@ export async function* listRegistrations(client: KubeClient, q: ListQuery, state
   }
 }
 
+/**
+ * A listed registration whose object (with apiVersion and kind), row and summary are made on first
+ * use: a table reads only the summary (or, with -o wide, the row), -o json|yaml|name only the object.
+ */
+class LazyListed implements Listed {
+  private madeObject: KubeObject | undefined
+  private madeRegistration: Registration | undefined
+  private madeSummary: RegistrationSummary | undefined
+
+  constructor(
+    readonly source: Registration['source'],
+    private readonly item: KubeObject,
+    private readonly groups: Map<string, WorkloadGroup> | undefined,
+  ) {}
+
+  get object(): KubeObject {
+    return (this.madeObject ??= withKind(this.item, registrationResource(this.source)))
+  }
+
+  get registration(): Registration {
+    // The row reads metadata, spec and status only: the item as listed gives the same row as `object`.
+    return (this.madeRegistration ??= toRegistration(this.source, this.item, this.groups))
+  }
+
+  get summary(): RegistrationSummary {
+    return this.madeRegistration ?? (this.madeSummary ??= this.source === 'war' ? summaryFromWar(this.item) : summaryFromWorkloadEntry(this.item))
+  }
+}
+
 function rows(source: Registration['source'], items: KubeObject[], q: ListQuery): Listed[] {
-  const res = registrationResource(source)
   const out: Listed[] = []
   for (const item of items) {
-    const object = withKind(item, res)
-    if (q.group !== undefined && groupNameOf(source, object) !== q.group) continue
-    out.push({source, object, registration: toRegistration(source, object, q.groups)})
+    if (q.group !== undefined && groupNameOf(source, item) !== q.group) continue
+    out.push(new LazyListed(source, item, q.groups))
   }
   return out
 }
@@ -212,7 +285,8 @@ export async function watchRegistrations(
         const object = withKind(raw, res)
         if (source === 'workloadentry' && !isListedWorkloadEntry(object, q.source)) return
         if (q.group !== undefined && groupNameOf(source, object) !== q.group) return
-        onChange({type, source, object, registration: toRegistration(source, object, q.groups)})
+        const registration = toRegistration(source, object, q.groups)
+        onChange({type, source, object, registration, summary: registration})
       }
       while (!signal.aborted) {
         let expired = false
