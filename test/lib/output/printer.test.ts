@@ -1,6 +1,6 @@
 import {describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
-import {formatLabels, parseOutput, parseSortBy, Printer, type PrintOptions, type PrintSpec} from '../../../src/lib/output/printer.js'
+import {byNamespaceThenName, formatLabels, parseOutput, parseSortBy, Printer, type PrintOptions, type PrintSpec} from '../../../src/lib/output/printer.js'
 import {asList, renderData} from '../../../src/lib/output/render.js'
 
 type Obj = {apiVersion: string; kind: string; metadata: {name: string; namespace: string; labels?: Record<string, string>; creationTimestamp?: string}; spec?: {n?: number}}
@@ -39,6 +39,34 @@ describe('Printer', () => {
   it('an order (e.g. -A: namespace, then name) holds the rows until the list ends', () => {
     const order = (x: Obj, y: Obj): number => x.metadata.namespace.localeCompare(y.metadata.namespace) || x.metadata.name.localeCompare(y.metadata.name)
     expect(print('table', {}, {order}, [items.slice(0, 1), items.slice(1)])).toBe('NAME\nc\na\nb\n')
+  })
+
+  it('byNamespaceThenName: a table holds each row rendered with its key, and prints what holding the rows prints', () => {
+    const many = Array.from({length: 60}, (_, i) => obj(`n${(i * 37) % 23}`, `ns${(i * 11) % 7}${i % 3 ? '' : '-x'}`, {app: `a${i % 4}`}, i))
+    const pages = [many.slice(0, 1), many.slice(1, 2), [], many.slice(2, 40), many.slice(40)]
+    let computed = 0
+    const columns = [
+      {header: 'NAMESPACE', value: (o: Obj) => (computed++, o.metadata.namespace)},
+      {header: 'NAME', value: (o: Obj) => (computed++, o.metadata.name), color: (t: string) => `<${t}>`},
+    ]
+    const keyed = byNamespaceThenName((o: Obj) => o.metadata)
+    const plain = (a: Obj, b: Obj): number => keyed(a, b)
+    for (const options of [{}, {bufferRows: 5}, {showLabels: true, noHeaders: true}, {output: parseOutput('wide')}] as Partial<PrintOptions>[]) {
+      const held = print('table', options, {columns, order: plain}, pages)
+      computed = 0
+      expect(print('table', options, {columns, order: keyed}, pages)).toBe(held)
+      expect(computed).toBe(2 * many.length)
+    }
+    // Namespace, then name, by code unit (ns1 before ns1-x), equal keys in the order they came.
+    const lines = print('table', {noHeaders: true}, {columns, order: keyed}, pages).trimEnd().split('\n').map((l) => l.split(/\s+/).slice(0, 2).join('/'))
+    const expected = many.map((o) => `${o.metadata.namespace}/<${o.metadata.name}>`).map((k, i) => ({k, i, o: many[i]!})).sort((a, b) => keyed(a.o, b.o) || a.i - b.i).map((x) => x.k)
+    expect(lines).toEqual(expected)
+    expect(lines.indexOf('ns1/<n11>')).toBeLessThan(lines.findIndex((l) => l.startsWith('ns1-x/')))
+  })
+
+  it('--sort-by on a table: held as rendered rows, missing values first, equal values in the order they came', () => {
+    const withN = [obj('b', 'x', undefined, 2), obj('a', 'x'), obj('c', 'x', undefined, 1), obj('d', 'x', undefined, 2), obj('e', 'x')]
+    expect(print('table', {sortBy: parseSortBy('.spec.n'), noHeaders: true}, {}, [withN.slice(0, 2), withN.slice(2)])).toBe('a\ne\nc\nb\nd\n')
   })
 
   it('--show-labels and -L add columns; --no-headers drops the header', () => {
