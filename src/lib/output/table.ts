@@ -119,7 +119,7 @@ export class TableWriter<Row> {
   addRendered(rows: readonly RenderedRow[]): void {
     this.rows += rows.length
     if (this.widths === undefined) {
-      for (const r of rows) this.buffer.push(r)
+      this.buffer = this.buffer.length === 0 ? rows.slice() : this.buffer.concat(rows)
       if (this.buffer.length >= this.bufferRows) this.flush()
       return
     }
