@@ -58,10 +58,10 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
       const color = (s: string): string => statusColor(chalk, s)
       const printer = new Printer<Listed>(
         {
-          // Without -o wide a row needs only the registration's summary (a tenth of the work per row).
+          // Without -o wide a row needs only the registration's summary (no identity, addresses, versions or owner).
           columns: wide ? onRows(warColumns(true, allNamespaces, now, color), (l: Listed) => l.registration) : onRows(warColumns(false, allNamespaces, now, color), (l: Listed) => l.summary),
           object: (l) => l.object,
-          // -A tables are ordered by namespace, then name, across both kinds (holding the rows). Machine
+          // -A tables are ordered by namespace, then name, across both kinds (holding each row rendered). Machine
           // formats stream in the API server's order, each kind by namespace and name, as `kubectl get
           // war,we -A -o json` does: `-A -o json | cat` of 50,000 stays within ~100 MiB.
           order: allNamespaces && (print.output.kind === 'table' || print.output.kind === 'wide') ? byNamespaceThenName((l: Listed) => l.summary) : undefined,

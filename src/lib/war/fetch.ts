@@ -149,8 +149,8 @@ export async function fetchGroups(client: KubeClient, namespace: string | undefi
  * WorkloadEntries. Each yielded page is independent: the caller renders it and lets it go.
  *
  * The next page is requested as soon as one is handed over, so the API server prepares it while the
- * caller prints this one (kubectl's chunked `get` reads and prints in turn instead). At most one page
- * is read ahead: a caller that waits for stdout to drain still bounds what is held.
+ * caller prints this one. At most one page is read ahead: a caller that waits for stdout to drain
+ * still bounds what is held.
  */
 export function listRegistrations(client: KubeClient, q: ListQuery, state: ListState): AsyncGenerator<Listed[]> {
   return readAhead(registrationPages(client, q, state))
