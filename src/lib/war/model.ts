@@ -276,8 +276,13 @@ function basicMeta(obj: unknown): {name: string; namespace: string; creationTime
 export function meta(obj: unknown): {name: string; namespace: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string>; generation?: number} {
   const m = isObject(obj) ? obj.metadata : undefined
   const generation = isObject(m) && typeof m.generation === 'number' ? m.generation : undefined
+  // Named fields, not a spread of basicMeta's object: meta runs for every entry of large lists, and
+  // the spread made it several times slower.
+  const {name, namespace, creationTimestamp} = basicMeta(obj)
   return {
-    ...basicMeta(obj),
+    name,
+    namespace,
+    creationTimestamp,
     labels: labelsOf(obj),
     annotations: annotationsOf(obj),
     ...(generation === undefined ? {} : {generation}),
