@@ -21,6 +21,18 @@ export interface ExecConfig {
   apiVersion?: string
   interactiveMode?: string
   provideClusterInfo?: boolean
+  /** Shown when the command is not found (client-go does too). */
+  installHint?: string
+}
+
+/** What a plugin with provideClusterInfo is told about the cluster (ExecCredential spec.cluster). */
+export interface ExecClusterInfo {
+  server: string
+  'tls-server-name'?: string
+  'insecure-skip-tls-verify'?: boolean
+  /** Base64 of the CA bundle. */
+  'certificate-authority-data'?: string
+  'proxy-url'?: string
 }
 
 export interface ExecCredentials {
@@ -45,7 +57,7 @@ function failure(context: string, command: string, why: string, hints: string[] 
   })
 }
 
-export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs()): Promise<ExecCredentials> {
+export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs(), cluster?: ExecClusterInfo): Promise<ExecCredentials> {
   const command = exec.command ?? ''
   if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
   // client-go: interactive when stdin is a terminal, unless interactiveMode is Never.
@@ -55,7 +67,7 @@ export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = exe
   env.KUBERNETES_EXEC_INFO = JSON.stringify({
     apiVersion: exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1',
     kind: 'ExecCredential',
-    spec: {interactive},
+    spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
   return new Promise((resolve, reject) => {
     let child: ReturnType<typeof spawn>
@@ -82,7 +94,8 @@ export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = exe
       } else chunks.push(c)
     })
     child.on('error', (err: NodeJS.ErrnoException) => {
-      outcome ??= failure(context, command, err.code === 'ENOENT' ? 'was not found on PATH' : `could not be started (${err.code ?? 'error'})`)
+      const hints = err.code === 'ENOENT' && exec.installHint ? [exec.installHint.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim()] : []
+      outcome ??= failure(context, command, err.code === 'ENOENT' ? 'was not found on PATH' : `could not be started (${err.code ?? 'error'})`, hints)
     })
     child.on('close', (code) => {
       clearTimeout(timer)
