@@ -109,22 +109,24 @@ export async function applyOne(client: KubeClient, path: string, object: unknown
 type LiveRead = {ok: true; path: string; live: Live | undefined} | {ok: false; error: unknown}
 
 export async function applyObjects(client: KubeClient, objects: Manifest[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
-  // All live objects are read at once, in one round trip instead of one per object; only the
-  // applies (which change the cluster) go one by one, in dependency order. A read never rejects
-  // here: its error is kept and reported when its object's turn comes, so results are the same as
-  // reading each object just before applying it. Interrupted before starting: no request at all.
-  const reads: LiveRead[] = options.signal?.aborted
-    ? []
-    : await Promise.all(
-        objects.map(async (object): Promise<LiveRead> => {
-          try {
-            const path = pathFor(object)
-            return {ok: true, path, live: await client.getOptional<Live>(path)}
-          } catch (error) {
-            return {ok: false, error}
-          }
-        }),
-      )
+  // The live objects are read first, one after the other on the client's one kept-alive connection:
+  // reading them at once would open a connection (a TLS handshake, a certificate check) per object,
+  // which costs more than the round trips it saves on a near API server. Only then are the objects
+  // applied, one by one, in dependency order. A read never rejects here: its error is kept and
+  // reported when its object's turn comes, so results are the same as reading each object just
+  // before applying it. Interrupted before a read: no more requests at all.
+  const reads: LiveRead[] = []
+  for (const object of objects) {
+    if (options.signal?.aborted) break
+    try {
+      const path = pathFor(object)
+      reads.push({ok: true, path, live: await client.getOptional<Live>(path)})
+    } catch (error) {
+      // The objects after a failed one are not applied: reading them (retries and all) is no use.
+      reads.push({ok: false, error})
+      break
+    }
+  }
   const results: ApplyResult[] = []
   for (const [i, object] of objects.entries()) {
     const ref = resourceName(object)

@@ -1,0 +1,286 @@
+/**
+ * meshvm's kubeconfig reader against kubectl's behaviour (k8s.io/client-go/tools/clientcmd:
+ * loader.go's merge rules and path resolution, validation.go's ConfirmUsable, rest.InClusterConfig).
+ * Where kubectl (1.32, on PATH) can show the same thing, the test asks it on the same files.
+ */
+import {execFile, execFileSync} from 'node:child_process'
+import {promisify} from 'node:util'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {kubeconfigContexts, loadKubeConfig, type LoadedKubeConfig} from '../../../src/lib/kube/config.js'
+import {KubeClient} from '../../../src/lib/kube/client.js'
+import {MeshvmError} from '../../../src/lib/errors.js'
+import {startCluster, type TestCluster} from '../../helpers/cluster.js'
+
+const work = mkdtempSync(join(tmpdir(), 'meshvm-kubeconfig-'))
+afterAll(() => rmSync(work, {recursive: true, force: true}))
+
+function file(path: string, text: string): string {
+  const full = join(work, path)
+  mkdirSync(join(full, '..'), {recursive: true})
+  writeFileSync(full, text, {mode: 0o600})
+  return full
+}
+
+/** kubectl on the same KUBECONFIG (no ~/.kube/config of this machine involved). */
+function kubectl(kubeconfig: string, args: string[]): string {
+  return execFileSync('kubectl', args, {env: {PATH: process.env.PATH, HOME: work, KUBECONFIG: kubeconfig}, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']}).trim()
+}
+
+/** kubectl against the test API server, which runs in this process: never blocking its event loop. */
+async function kubectlAsync(kubeconfig: string, args: string[]): Promise<string> {
+  const {stdout} = await promisify(execFile)('kubectl', args, {env: {PATH: process.env.PATH, HOME: work, KUBECONFIG: kubeconfig}, encoding: 'utf8'})
+  return stdout.trim()
+}
+
+function failure(fn: () => unknown): MeshvmError {
+  try {
+    fn()
+  } catch (err) {
+    if (err instanceof MeshvmError) return err
+    throw err
+  }
+  throw new Error('no error')
+}
+
+const env = (KUBECONFIG: string): NodeJS.ProcessEnv => ({HOME: work, KUBECONFIG})
+
+describe('KUBECONFIG lists, merged as kubectl merges them', () => {
+  const first = () =>
+    file('merge/first', [
+      'clusters:',
+      '- name: shared',
+      '  cluster: {server: "https://first.example:6443"}',
+      'users:',
+      '- name: shared',
+      '  user: {token: first-token}',
+      'contexts:',
+      '- name: shared',
+      '  context: {cluster: shared, user: shared}',
+      '',
+    ].join('\n'))
+  const second = () =>
+    file('merge/second', [
+      'clusters:',
+      '- name: shared',
+      // Another server and a field the first file's entry lacks: the whole entry is ignored.
+      '  cluster: {server: "https://second.example:6443", tls-server-name: other.example}',
+      '- name: own',
+      '  cluster: {server: "https://own.example:6443"}',
+      'users:',
+      '- name: shared',
+      '  user: {token: second-token}',
+      'contexts:',
+      '- name: shared',
+      '  context: {cluster: own, user: shared, namespace: second}',
+      '- name: own',
+      '  context: {cluster: own, user: shared, namespace: own-ns}',
+      'current-context: own',
+      '',
+    ].join('\n'))
+  const third = () => file('merge/third', 'current-context: shared\n')
+
+  it('the first file that defines a name wins, whole; current-context comes from the first file that sets one', () => {
+    const list = [first(), second(), third()].join(':')
+    const loaded = loadKubeConfig({}, env(list))
+    expect(kubectl(list, ['config', 'current-context'])).toBe('own')
+    expect(loaded.contextName).toBe('own')
+    expect(loaded.server).toBe('https://own.example:6443')
+    expect(loaded.namespace).toBe('own-ns')
+    // The context "shared" is the first file's: its cluster and user are the first file's too.
+    const shared = loadKubeConfig({context: 'shared'}, env(list))
+    expect(shared.server).toBe(kubectl(list, ['config', 'view', '--minify', '--context', 'shared', '-o', 'jsonpath={.clusters[0].cluster.server}']))
+    expect(shared.server).toBe('https://first.example:6443')
+    expect(shared.cluster.tlsServerName).toBeUndefined()
+    expect(shared.user.token).toBe('first-token')
+    expect(shared.namespace).toBe('default')
+    expect(kubeconfigContexts({}, env(list))).toEqual(['shared', 'own'])
+  })
+
+  it('skips missing files and repeated entries; an empty or comments-only file is an empty config', () => {
+    const list = [join(work, 'merge/missing'), file('merge/empty', ''), file('merge/comments', '# nothing\n'), second(), second()].join(':')
+    expect(kubectl(list, ['config', 'current-context'])).toBe('own')
+    const loaded = loadKubeConfig({}, env(list))
+    expect(loaded.contextName).toBe('own')
+    expect(loaded.source).toBe([join(work, 'merge/empty'), join(work, 'merge/comments'), join(work, 'merge/second')].join(':'))
+  })
+
+  it('a list naming no existing file, and a missing --kubeconfig, are errors', () => {
+    expect(failure(() => loadKubeConfig({}, env(join(work, 'nope')))).message).toMatch(/^no kubeconfig found/)
+    expect(failure(() => loadKubeConfig({}, {HOME: join(work, 'no-home')})).code).toBe('NoKubeconfig')
+    expect(failure(() => loadKubeConfig({kubeconfig: join(work, 'nope')}, {HOME: work})).message).toBe(`--kubeconfig ${JSON.stringify(join(work, 'nope'))}: file not found`)
+  })
+
+  it('--kubeconfig reads that file alone', () => {
+    const list = [first(), second()].join(':')
+    const loaded = loadKubeConfig({kubeconfig: second(), context: 'shared'}, env(list))
+    expect(loaded.server).toBe('https://own.example:6443')
+    expect(loaded.namespace).toBe('second')
+  })
+})
+
+describe('paths, resolved against the file that names them', () => {
+  it('certificate-authority, client certificate and key, tokenFile and an exec command with a "/"', () => {
+    const dir = join(work, 'paths/conf.d')
+    file('paths/conf.d/ca.crt', 'not read here\n')
+    const config = file('paths/conf.d/config', [
+      'clusters:',
+      '- name: c',
+      '  cluster: {server: "https://c.example", certificate-authority: ca.crt}',
+      'users:',
+      '- name: certs',
+      '  user: {client-certificate: ../pki/client.crt, client-key: /abs/client.key}',
+      '- name: token',
+      '  user: {tokenFile: ./token}',
+      '- name: exec-relative',
+      '  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/plugin}}',
+      '- name: exec-path',
+      '  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin}}',
+      'contexts:',
+      ...['certs', 'token', 'exec-relative', 'exec-path'].map((u) => `- {name: ${u}, context: {cluster: c, user: ${u}}}`),
+      '',
+    ].join('\n'))
+    // A KUBECONFIG entry relative to the working directory, as kubectl takes it.
+    const relative = loadKubeConfig({context: 'certs'}, env(config))
+    expect(relative.cluster.caFile).toBe(join(dir, 'ca.crt'))
+    // kubectl resolves the same path: --flatten embeds the file it names.
+    expect(kubectl(config, ['config', 'view', '--raw', '--minify', '--flatten', '--context', 'token', '-o', 'jsonpath={.clusters[0].cluster.certificate-authority-data}'])).toBe(
+      Buffer.from('not read here\n').toString('base64'),
+    )
+    expect(relative.user.certFile).toBe(join(work, 'paths/pki/client.crt'))
+    expect(relative.user.keyFile).toBe('/abs/client.key')
+    expect(loadKubeConfig({context: 'token'}, env(config)).user.tokenFile).toBe(join(dir, 'token'))
+    expect(loadKubeConfig({context: 'exec-relative'}, env(config)).user.exec?.command).toBe(join(dir, 'bin/plugin'))
+    // A bare command is looked up on PATH.
+    expect(loadKubeConfig({context: 'exec-path'}, env(config)).user.exec?.command).toBe('gke-gcloud-auth-plugin')
+  })
+})
+
+describe('what makes a kubeconfig unusable', () => {
+  const base = (userLines: string[], clusterExtra = ''): string =>
+    file(`unusable/${Math.random().toString(36).slice(2)}`, [
+      'clusters:',
+      `- {name: c, cluster: {server: "https://c.example"${clusterExtra}}}`,
+      'contexts:',
+      '- {name: c, context: {cluster: c, user: u}}',
+      'current-context: c',
+      'users:',
+      '- name: u',
+      '  user:',
+      ...userLines.map((l) => `    ${l}`),
+      '',
+    ].join('\n'))
+
+  it('a field of the wrong type names the field, never its value', () => {
+    const path = base(['token: 123456789'])
+    const err = failure(() => loadKubeConfig({kubeconfig: path}))
+    expect(err.message).toBe(`cannot read kubeconfig ${path}: not a valid kubeconfig (users[0].user.token: expected a string)`)
+    expect(err.message).not.toContain('123456789')
+    expect(() => kubectl(path, ['config', 'view'])).toThrow(/cannot unmarshal number into Go struct field AuthInfo.users.user.token of type string/)
+  })
+
+  it('a name twice in one file', () => {
+    const path = file('unusable/dup', 'clusters:\n- {name: a, cluster: {server: "https://a"}}\n- {name: a, cluster: {server: "https://b"}}\n')
+    expect(failure(() => loadKubeConfig({kubeconfig: path})).message).toBe(`cannot read kubeconfig ${path}: not a valid kubeconfig (clusters: the name "a" appears twice)`)
+    expect(() => kubectl(path, ['config', 'view'])).toThrow(/duplicate name "a" in list/)
+  })
+
+  it('YAML 1.1 booleans, as kubectl reads them', () => {
+    const path = base(['token: t'], ', insecure-skip-tls-verify: yes')
+    expect(loadKubeConfig({kubeconfig: path}).cluster.insecureSkipTLSVerify).toBe(true)
+    expect(kubectl(path, ['config', 'view', '-o', 'jsonpath={.clusters[0].cluster.insecure-skip-tls-verify}'])).toBe('true')
+  })
+
+  it.each([
+    ['a token and basic auth', ['token: t', 'username: a', 'password: b'], '', 'user "u" has more than one authentication method (token, basic auth); only one is allowed'],
+    ['client-certificate and its data', ['client-certificate: /x.crt', 'client-certificate-data: AAAA', 'client-key-data: AAAA'], '', 'user "u" has both client-certificate and client-certificate-data; give one'],
+    ['exec without apiVersion', ['exec: {command: plugin, interactiveMode: Never}'], '', 'user "u": exec needs an apiVersion (client.authentication.k8s.io/v1 or v1beta1)'],
+    ['exec v1 without interactiveMode', ['exec: {command: plugin, apiVersion: client.authentication.k8s.io/v1}'], '', 'user "u": exec needs an interactiveMode (Never, IfAvailable or Always)'],
+    ['a CA with insecure-skip-tls-verify', ['token: t'], ', insecure-skip-tls-verify: true, certificate-authority-data: AAAA', 'cluster "c" has a certificate authority and insecure-skip-tls-verify; kubectl refuses the two together'],
+  ])('%s (kubectl refuses it too)', (_name, userLines, clusterExtra, message) => {
+    const path = base(userLines, clusterExtra)
+    expect(failure(() => loadKubeConfig({kubeconfig: path})).message).toBe(`context "c": ${message}`)
+    expect(() => kubectl(path, ['get', '--raw', '/version', '--request-timeout=1s'])).toThrow(/more than one authentication method|client-cert-data and client-cert are both specified|apiVersion must be specified|interactiveMode must be specified|root certificates file with the insecure flag/)
+  })
+
+  it('exec v1beta1 defaults interactiveMode (IfAvailable), as kubectl does', () => {
+    expect(loadKubeConfig({kubeconfig: base(['exec: {command: plugin, apiVersion: client.authentication.k8s.io/v1beta1}'])}).user.exec?.command).toBe('plugin')
+  })
+
+  it('userinfo of the server URL is never kept', () => {
+    const path = file('unusable/userinfo', 'clusters:\n- {name: c, cluster: {server: "https://admin:hunter2@c.example:6443/"}}\ncontexts:\n- {name: c, context: {cluster: c}}\ncurrent-context: c\n')
+    expect(loadKubeConfig({kubeconfig: path}).server).toBe('https://c.example:6443')
+  })
+})
+
+describe('in-cluster configuration', () => {
+  const sa = join(work, 'serviceaccount')
+  beforeAll(() => {
+    file('serviceaccount/token', 'sa-token\n')
+    file('serviceaccount/ca.crt', 'ca\n')
+    file('serviceaccount/namespace', 'team-a')
+  })
+  const pod = {HOME: join(work, 'no-home'), KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443'}
+
+  it('is used when there is no kubeconfig, as rest.InClusterConfig builds it', () => {
+    const loaded = loadKubeConfig({}, pod, {serviceAccountDir: sa})
+    expect(loaded).toMatchObject({source: 'in-cluster', server: 'https://10.96.0.1:443', namespace: 'team-a'})
+    expect(loaded.cluster.caFile).toBe(join(sa, 'ca.crt'))
+    expect(loaded.user.tokenFile).toBe(join(sa, 'token'))
+    expect(loadKubeConfig({}, {...pod, POD_NAMESPACE: 'from-env'}, {serviceAccountDir: sa}).namespace).toBe('from-env')
+    expect(loadKubeConfig({}, {...pod, KUBERNETES_SERVICE_HOST: 'fd00::1'}, {serviceAccountDir: sa}).server).toBe('https://[fd00::1]:443')
+  })
+
+  it('also when the kubeconfig files hold nothing; never over a kubeconfig with content, nor without the token', () => {
+    expect(loadKubeConfig({}, {...pod, KUBECONFIG: file('empty-in-pod', '')}, {serviceAccountDir: sa}).source).toBe('in-cluster')
+    const config = file('in-pod', 'clusters:\n- {name: c, cluster: {server: "https://c.example"}}\ncontexts:\n- {name: c, context: {cluster: c}}\ncurrent-context: c\n')
+    expect(loadKubeConfig({}, {...pod, KUBECONFIG: config}, {serviceAccountDir: sa}).server).toBe('https://c.example')
+    expect(failure(() => loadKubeConfig({}, pod, {serviceAccountDir: join(work, 'nope')})).code).toBe('NoKubeconfig')
+    expect(failure(() => loadKubeConfig({}, {HOME: pod.HOME, KUBERNETES_SERVICE_HOST: '10.96.0.1'}, {serviceAccountDir: sa})).code).toBe('NoKubeconfig')
+  })
+})
+
+describe('credentials against the test API server', () => {
+  let cluster: TestCluster
+  beforeAll(async () => {
+    cluster = await startCluster()
+  })
+  afterAll(() => cluster?.stop())
+
+  const config = (name: string, userLines: string[]): string =>
+    file(`creds/${name}`, [
+      'clusters:',
+      `- {name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}`,
+      'contexts:',
+      '- {name: c, context: {cluster: c, user: u}}',
+      'current-context: c',
+      'users:',
+      '- name: u',
+      '  user:',
+      ...userLines.map((l) => `    ${l}`),
+      '',
+    ].join('\n'))
+
+  async function version(loaded: LoadedKubeConfig): Promise<unknown> {
+    const client = await KubeClient.create(loaded, {timeoutMs: 5000, maxRetries: 0})
+    try {
+      return await client.get('/version')
+    } finally {
+      client.close()
+    }
+  }
+
+  it('a tokenFile relative to its kubeconfig, read as kubectl reads it', async () => {
+    file('creds/tokens/t', `${cluster.token}\n`)
+    const path = config('token-file', ['tokenFile: tokens/t'])
+    expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
+    expect(JSON.parse(await kubectlAsync(path, ['get', '--raw', '/version']))).toMatchObject({major: expect.any(String)})
+  })
+
+  it('an auth-provider user (gcp) is left to @kubernetes/client-node, loaded for it alone', async () => {
+    const path = config('gcp', ['auth-provider:', '  name: gcp', '  config:', `    access-token: ${cluster.token}`, '    expiry: "2999-01-01T00:00:00Z"'])
+    expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
+  })
+})
