@@ -165,4 +165,11 @@ describe('outcomeOf', () => {
     expect(outcomeOf(obj(80, '7'), obj(8080, '7'))).toBe('configured')
     expect(outcomeOf(obj(80, '7'), obj(80, '9'))).toBe('unchanged')
   })
+
+  it('ignores what the diff ignores (status, uid, last-applied-configuration), and nothing else', () => {
+    const live = {...obj(80, '7'), status: {loadBalancer: {}}, metadata: {...obj(80, '7').metadata, uid: 'a', annotations: {'kubectl.kubernetes.io/last-applied-configuration': '{}'}}}
+    expect(outcomeOf(live, obj(80, '8'))).toBe('unchanged')
+    expect(outcomeOf(live, {...obj(80, '8'), metadata: {...obj(80, '8').metadata, labels: {a: 'b'}}})).toBe('configured')
+    expect(outcomeOf(live, undefined)).toBe('configured')
+  })
 })
