@@ -29,10 +29,11 @@
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {delimiter, dirname, isAbsolute, join, resolve} from 'node:path'
-import {parse as parseYaml} from 'yaml'
+import {parse as parseYaml, type DocumentOptions, type ParseOptions, type SchemaOptions, type Tags} from 'yaml'
 import {ExitCode, MeshvmError, UsageError} from '../errors.js'
 import {dns1123Label} from '../validation/kube.js'
 import type {ExecConfig} from './exec.js'
+import {parseKubeconfigYaml} from './kubeconfig-yaml.js'
 
 export interface KubeTarget {
   kubeconfig?: string
@@ -254,6 +255,17 @@ function stripUndefined<T extends object>(o: T): T {
   return o
 }
 
+/**
+ * YAML 1.1, as kubectl's decoder (sigs.k8s.io/yaml over go-yaml v2) reads it: `yes`, `on` are
+ * booleans, `0x1F` a number. go-yaml leaves dates and base-60 numbers (`1:20`) as strings when
+ * decoding into JSON: so does meshvm.
+ */
+export const YAML_OPTIONS = {
+  logLevel: 'error',
+  version: '1.1',
+  customTags: (tags: Tags) => tags.filter((t) => typeof t === 'string' || (!/timestamp$/.test(t.tag) && (t as {format?: string}).format !== 'TIME')),
+} as const satisfies ParseOptions & DocumentOptions & SchemaOptions
+
 interface FileConfig {
   clusters: Map<string, KubeCluster>
   users: Map<string, KubeUser>
@@ -263,12 +275,14 @@ interface FileConfig {
 
 /** One kubeconfig's text (`file` names it in messages and anchors its relative paths). */
 export function parseKubeconfig(text: string, file: string): FileConfig {
-  let doc: unknown
-  try {
-    // YAML 1.1, as kubectl's decoder (sigs.k8s.io/yaml over go-yaml v2) reads it: `true`, `yes`, `on` are booleans.
-    doc = parseYaml(text, {logLevel: 'error', version: '1.1'})
-  } catch (err) {
-    throw parseFailure(file, err)
+  // The common layout is read by a small reader of its own; anything else by the full YAML parser.
+  let doc: unknown = parseKubeconfigYaml(text)
+  if (doc === undefined) {
+    try {
+      doc = parseYaml(text, YAML_OPTIONS)
+    } catch (err) {
+      throw parseFailure(file, err)
+    }
   }
   const reader = new FileReader(file)
   // kubectl accepts an empty (or comments-only) file, in a KUBECONFIG list or alone, as an empty config.
