@@ -5,7 +5,7 @@
  */
 import {execFile, execFileSync} from 'node:child_process'
 import {promisify} from 'node:util'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -276,6 +276,18 @@ describe('credentials against the test API server', () => {
     file('creds/tokens/t', `${cluster.token}\n`)
     const path = config('token-file', ['tokenFile: tokens/t'])
     expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
+    expect(JSON.parse(await kubectlAsync(path, ['get', '--raw', '/version']))).toMatchObject({major: expect.any(String)})
+  })
+
+  it('an exec plugin named relative to its kubeconfig, told about the cluster when it asks (provideClusterInfo)', async () => {
+    const info = join(work, 'creds/exec-info.json')
+    file('creds/plugins/token.sh', `#!/bin/sh\nprintf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\nprintf '%s' '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${cluster.token}"}}'\n`)
+    chmodSync(join(work, 'creds/plugins/token.sh'), 0o700)
+    const path = config('exec', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', '  command: plugins/token.sh', '  interactiveMode: Never', '  provideClusterInfo: true'])
+    expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
+    const sent = JSON.parse(readFileSync(info, 'utf8')) as {spec: {interactive: boolean; cluster: Record<string, unknown>}}
+    expect(sent.spec).toEqual({interactive: false, cluster: {server: cluster.url, 'certificate-authority-data': Buffer.from(cluster.caPem).toString('base64')}})
+    // kubectl finds the same plugin from the same kubeconfig.
     expect(JSON.parse(await kubectlAsync(path, ['get', '--raw', '/version']))).toMatchObject({major: expect.any(String)})
   })
 
