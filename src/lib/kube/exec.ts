@@ -5,7 +5,7 @@
  * device codes), never into meshvm's output or errors. Unlike client-go, a plugin that does not exit
  * is killed after a bound (EXEC_TIMEOUT_MS, MESHVM_EXEC_TIMEOUT to change it) and reported cleanly.
  */
-import {spawn} from 'node:child_process'
+import type {spawn as Spawn} from 'node:child_process'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
 
@@ -57,7 +57,13 @@ function failure(context: string, command: string, why: string, hints: string[] 
   })
 }
 
-export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs(), cluster?: ExecClusterInfo): Promise<ExecCredentials> {
+export async function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs(), cluster?: ExecClusterInfo): Promise<ExecCredentials> {
+  // Loaded here, not with the module: most kubeconfigs have no plugin (~1 ms of every cluster command).
+  const {spawn} = await import('node:child_process')
+  return runWith(spawn, exec, context, timeoutMs, cluster)
+}
+
+function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeoutMs: number, cluster: ExecClusterInfo | undefined): Promise<ExecCredentials> {
   const command = exec.command ?? ''
   if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
   // client-go: interactive when stdin is a terminal, unless interactiveMode is Never.
@@ -70,7 +76,7 @@ export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = exe
     spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
   return new Promise((resolve, reject) => {
-    let child: ReturnType<typeof spawn>
+    let child: ReturnType<typeof Spawn>
     try {
       child = spawn(command, exec.args ?? [], {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', 'inherit']})
     } catch {
