@@ -59,7 +59,8 @@ function failure(context: string, command: string, why: string, hints: string[] 
 
 export async function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs(), cluster?: ExecClusterInfo): Promise<ExecCredentials> {
   // Loaded here, not with the module: most kubeconfigs have no plugin (~1 ms of every cluster command).
-  const {spawn} = await import('node:child_process')
+  // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
+  const {spawn} = process.getBuiltinModule('node:child_process')
   return runWith(spawn, exec, context, timeoutMs, cluster)
 }
 
