@@ -291,6 +291,21 @@ describe('credentials against the test API server', () => {
     expect(JSON.parse(await kubectlAsync(path, ['get', '--raw', '/version']))).toMatchObject({major: expect.any(String)})
   })
 
+  it('a client left open does not hold the process: its idle kept-alive connection lets it exit', async () => {
+    // The test API server keeps idle connections for 60 s: a socket that held the event loop would keep the child that long.
+    const script = file('creds/open-client.mts', [
+      `import {KubeClient} from ${JSON.stringify(new URL('../../../src/lib/kube/client.ts', import.meta.url).pathname)}`,
+      `import {loadKubeConfig} from ${JSON.stringify(new URL('../../../src/lib/kube/config.ts', import.meta.url).pathname)}`,
+      `const client = await KubeClient.create(loadKubeConfig({kubeconfig: ${JSON.stringify(cluster.kubeconfigPath)}}), {timeoutMs: 5000})`,
+      "for (let i = 0; i < 3; i++) await client.get('/version')",
+      "process.stdout.write('read\\n')",
+      '',
+    ].join('\n'))
+    // A child still running after 30 s (half the server's idle time) is killed and fails the test.
+    const {stdout} = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], {cwd: new URL('../../..', import.meta.url).pathname, timeout: 30_000, encoding: 'utf8'})
+    expect(stdout).toBe('read\n')
+  })
+
   it('an auth-provider user (gcp) is left to @kubernetes/client-node, loaded for it alone', async () => {
     const path = config('gcp', ['auth-provider:', '  name: gcp', '  config:', `    access-token: ${cluster.token}`, '    expiry: "2999-01-01T00:00:00Z"'])
     expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
