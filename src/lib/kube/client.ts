@@ -192,7 +192,8 @@ async function authProviderHeaders(loaded: LoadedKubeConfig): Promise<Record<str
 
 interface Credentials {
   tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
-  headers: Record<string, string>
+  /** Several values of one header (Impersonate-Group) are sent as several header lines. */
+  headers: Record<string, string | string[]>
 }
 
 /**
@@ -210,13 +211,13 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials>
   if (ca) tls.ca = ca
   let cert = fileOrData(user.certFile, user.certData)
   let key = fileOrData(user.keyFile, user.keyData)
-  const headers: Record<string, string> = {}
+  const headers: Credentials['headers'] = {}
   const imp = user.impersonate
   if (imp?.user) headers['Impersonate-User'] = imp.user
   if (imp?.uid) headers['Impersonate-Uid'] = imp.uid
-  // Several values of one header are joined, as HTTP allows (and the API server splits them).
-  if (imp?.groups?.length) headers['Impersonate-Group'] = imp.groups.join(', ')
-  for (const [k, v] of Object.entries(imp?.extra ?? {})) if (v.length > 0) headers[`Impersonate-Extra-${encodeURIComponent(k)}`] = v.join(', ')
+  // One header line per value, as client-go sends them (the API server reads each line as one value).
+  if (imp?.groups?.length) headers['Impersonate-Group'] = imp.groups
+  for (const [k, v] of Object.entries(imp?.extra ?? {})) if (v.length > 0) headers[`Impersonate-Extra-${encodeURIComponent(k)}`] = v
   // A static credential (token, basic auth, token file) wins over a plugin: client-go's exec and
   // auth-provider round trippers leave a request that already has an Authorization header alone, so
   // the plugin is not even run.
@@ -299,7 +300,7 @@ export class KubeClient {
   readonly namespace: string
   private readonly url: URL
   private readonly agent: Agent | HttpAgent
-  private headers: Record<string, string>
+  private headers: Credentials['headers']
   private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
 
   private constructor(
@@ -350,7 +351,7 @@ export class KubeClient {
    * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
    * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
    */
-  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string | string[]>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
     const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
     // agent: the upgrade connects (and verifies the server) as every request does, without a TLS context of its own.
     return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, agent: this.agent, describe: this.describe({method: 'GET', path})}
@@ -408,7 +409,7 @@ export class KubeClient {
   private once(req: KubeRequest): Promise<RawResponse> {
     const timeoutMs = req.timeoutMs ?? this.options.timeoutMs
     const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
-    const headers: Record<string, string> = {
+    const headers: Record<string, string | string[]> = {
       ...this.headers,
       Accept: req.accept ?? 'application/json',
       'User-Agent': this.options.userAgent,

@@ -6,6 +6,8 @@
 import {execFile, execFileSync} from 'node:child_process'
 import {promisify} from 'node:util'
 import {chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {createServer} from 'node:http'
+import type {AddressInfo} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -309,5 +311,45 @@ describe('credentials against the test API server', () => {
   it('an auth-provider user (gcp) is left to @kubernetes/client-node, loaded for it alone', async () => {
     const path = config('gcp', ['auth-provider:', '  name: gcp', '  config:', `    access-token: ${cluster.token}`, '    expiry: "2999-01-01T00:00:00Z"'])
     expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
+  })
+})
+
+describe('impersonation (as, as-groups, as-uid, as-user-extra)', () => {
+  it('sends the headers kubectl sends, one line per value', async () => {
+    const seen: string[][] = []
+    const server = createServer((req, res) => {
+      const lines: string[] = []
+      for (let i = 0; i < req.rawHeaders.length; i += 2) if (/^impersonate-/i.test(req.rawHeaders[i]!)) lines.push(`${req.rawHeaders[i]!.toLowerCase()}: ${req.rawHeaders[i + 1]}`)
+      seen.push(lines.sort())
+      res.writeHead(200, {'Content-Type': 'application/json'})
+      res.end('{"major":"1","minor":"32"}')
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const path = file('impersonate', [
+        'clusters:',
+        `- {name: c, cluster: {server: "http://127.0.0.1:${(server.address() as AddressInfo).port}", insecure-skip-tls-verify: true}}`,
+        'contexts:',
+        '- {name: c, context: {cluster: c, user: u}}',
+        'current-context: c',
+        'users:',
+        '- name: u',
+        '  user:',
+        '    token: t',
+        '    as: jane',
+        '    as-uid: "1234"',
+        '    as-groups: [dev, ops]',
+        '    as-user-extra: {scopes: [view, edit]}',
+        '',
+      ].join('\n'))
+      const client = await KubeClient.create(loadKubeConfig({kubeconfig: path}), {timeoutMs: 5000, maxRetries: 0})
+      await client.get('/version')
+      client.close()
+      await kubectlAsync(path, ['get', '--raw', '/version'])
+      expect(seen[0]).toEqual(['impersonate-extra-scopes: edit', 'impersonate-extra-scopes: view', 'impersonate-group: dev', 'impersonate-group: ops', 'impersonate-uid: 1234', 'impersonate-user: jane'])
+      expect(seen.at(-1)).toEqual(seen[0])
+    } finally {
+      await new Promise((r) => server.close(r))
+    }
   })
 })
