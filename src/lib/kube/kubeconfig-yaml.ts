@@ -1,12 +1,12 @@
 /**
  * A fast reader for the YAML that kubectl, kind, k3d, cloud CLIs and meshvm write kubeconfigs in:
- * block mappings and sequences of plain or quoted one-line strings, and true/false. The `yaml`
+ * block mappings and sequences of plain or quoted one-line strings, true/false and null. The `yaml`
  * library reads them too, but its first parse in a process costs ~7 ms CPU (cold code), on every
  * cluster command; this costs a fraction of it.
  *
  * It is a strict subset: anything it does not fully understand (flow collections, anchors, tags,
  * block or multi-line scalars, escapes, documents markers, duplicate keys, and every plain scalar
- * that YAML 1.1 would read as anything but a string, true or false: numbers, null, yes/no, dates)
+ * that YAML 1.1 would read as anything but a string, true, false or null: numbers, yes/no, dates)
  * makes it answer `undefined`, and the caller parses the text with the `yaml` library, which then
  * gives the exact value or error. So whatever it returns is what the library returns for the same
  * text (test/lib/kube/kubeconfig-yaml.test.ts compares them).
@@ -55,6 +55,8 @@ function scalar(raw: string): Value {
   // "-" may start a plain scalar when a non-space follows ("--region"); other indicators are the full parser's.
   if (/^(?:[?:,[\]{}#&*!|>'"%@`]|-(?:\s|$))/.test(plain) || plain.includes(': ') || plain.endsWith(':') || plain.includes('\t')) throw new Unsupported()
   if (plain in BOOLEANS) return BOOLEANS[plain]!
+  // kubectl writes "users: null" for an empty list.
+  if (plain === 'null' || plain === 'Null' || plain === 'NULL' || plain === '~') return null
   if (NOT_A_STRING.test(plain)) throw new Unsupported()
   return plain
 }

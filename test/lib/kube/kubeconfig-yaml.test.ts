@@ -96,6 +96,7 @@ describe('parseKubeconfigYaml', () => {
       'users:\n- name: u\n  user:\n    token: admin-484e7cd5c531e4ebd2848e85efe31b82\n',
       'users:\n- name: u\n  user:\n    token: eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln\n    username:\n',
       'a:\n  -\n    b: c\n',
+      'users: null\ncontexts: ~\ncurrent-context: ""\n',
       '',
       '# only a comment\n',
     ]) expect(agrees(text), text).toBe(true)
@@ -105,7 +106,6 @@ describe('parseKubeconfigYaml', () => {
     ['flow collections', 'clusters: [{name: c}]\n'],
     ['numbers', 'token: 0123\n'],
     ['YAML 1.1 booleans other than true/false', 'insecure-skip-tls-verify: yes\n'],
-    ['null', 'token: ~\n'],
     ['dates', 'expiry: 2024-01-01T00:00:00Z\n'],
     ['escapes', 'token: "a\\tb"\n'],
     ['block scalars', 'token: |\n  abc\n'],
