@@ -171,6 +171,37 @@ function LAZY_REQUIRES() {
       from: 'const node_perf_hooks_1 = require("node:perf_hooks");',
       to: 'const node_perf_hooks_1 = { get performance() { return require("node:perf_hooks").performance; }, get PerformanceObserver() { return require("node:perf_hooks").PerformanceObserver; } };',
     },
+    // What oclif's Command class loads at import and uses only to render errors or help, or to read
+    // files: wrap-ansi (error and help text wrapping), the error handler (which loads all of the help
+    // code) and node:fs/promises. Offline onboard, which skips oclif's run() (src/lib/cli/direct-run.ts):
+    // module top levels 11.6 → ~8 ms CPU.
+    ...['errors/errors/cli.js', 'errors/errors/pretty-print.js'].map((file) => ({
+      file: new RegExp(`@oclif[\\/]core[\\/]lib[\\/]${file.replaceAll('/', '[\\/]').replaceAll('.', '\\.')}$`),
+      from: 'const wrap_ansi_1 = __importDefault(require("wrap-ansi"));',
+      to: 'const wrap_ansi_1 = { get default() { return __importDefault(require("wrap-ansi")).default; } };',
+    })),
+    {
+      file: /@oclif[\/]core[\/]lib[\/]errors[\/]index\.js$/,
+      from: 'var handle_1 = require("./handle");',
+      to: 'var handle_1 = { get handle() { return require("./handle").handle; } };',
+    },
+    // flags.js loads all of the help code for the `help` flag type, which meshvm does not use.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]flags\.js$/,
+      from: 'const help_1 = require("./help");',
+      to: 'const help_1 = { get loadHelpClass() { return require("./help").loadHelpClass; } };',
+    },
+    // Config: Command.run loads it; a direct run (src/lib/cli/direct-run.ts) never calls that.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      from: 'const config_1 = require("./config");',
+      to: 'const config_1 = { get Config() { return require("./config").Config; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]util[\/]fs\.js$/,
+      from: 'const promises_1 = require("node:fs/promises");',
+      to: 'const promises_1 = { get stat() { return require("node:fs/promises").stat; }, get readFile() { return require("node:fs/promises").readFile; } };',
+    },
     // `debug` requires node:tty (and so node:net), and each logger's first call asks whether stderr
     // is a terminal. While DEBUG is unset and nothing loaded `debug`, every debug call is disabled, so
     // the logger makes its `debug` instance only when DEBUG is set (or `debug` was loaded by then).
@@ -257,6 +288,21 @@ const {Plugin} = await import('@oclif/core')
 const plugin = new Plugin({root, type: 'core', ignoreManifest: true, errorOnManifestCreate: true, isRoot: true})
 await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
+
+// dist/commands.json: what a command run reads of oclif's Config, taken from the real one, so most
+// runs skip Config.load (src/lib/cli/direct-run.ts: offline onboard −4 to −5 ms CPU). Not written
+// when package.json gives oclif hooks or exit codes (runs then always go through oclif).
+{
+  const {Config} = await import('@oclif/core')
+  const config = await Config.load(root)
+  if (!config.pjson.oclif.hooks && !config.pjson.oclif.exitCodes) {
+    const commands = Object.fromEntries(config.commandIDs.map((id) => {
+      const c = config.findCommand(id)
+      return [id, {strict: c.strict, args: Object.fromEntries(Object.keys(c.args ?? {}).map((name) => [name, {}]))}]
+    }))
+    writeFileSync(join(root, 'dist/commands.json'), JSON.stringify({version: config.version, name: config.name, bin: config.bin, commandIDs: config.commandIDs, commands}))
+  }
+}
 
 const USER_AGENT_PLACEHOLDER = '\u0000USER_AGENT\u0000'
 
