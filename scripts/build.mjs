@@ -202,6 +202,20 @@ function LAZY_REQUIRES() {
       from: 'const promises_1 = require("node:fs/promises");',
       to: 'const promises_1 = { get stat() { return require("node:fs/promises").stat; }, get readFile() { return require("node:fs/promises").readFile; } };',
     },
+    // chalk's and oclif's supports-color ask at import whether stdout and stderr are terminals with
+    // node:tty's isatty, and loading node:tty loads node:net (~1–2 ms CPU). process.stdout.isTTY and
+    // process.stderr.isTTY say the same (Node makes a tty.WriteStream exactly when fd 1/2 is a
+    // terminal), and meshvm creates both streams anyway; they are the only fds these modules ask about.
+    {
+      file: /node_modules[\/]chalk[\/]source[\/]vendor[\/]supports-color[\/]index\.js$/,
+      from: "import tty from 'node:tty';",
+      to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
+    },
+    {
+      file: /node_modules[\/]supports-color[\/]index\.js$/,
+      from: "const tty = require('tty');",
+      to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
+    },
     // `debug` requires node:tty (and so node:net), and each logger's first call asks whether stderr
     // is a terminal. While DEBUG is unset and nothing loaded `debug`, every debug call is disabled, so
     // the logger makes its `debug` instance only when DEBUG is set (or `debug` was loaded by then).
