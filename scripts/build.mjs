@@ -289,25 +289,36 @@ const lazyCommandIndex = {
   },
 }
 
-// src/lib/yaml.ts reaches the `yaml` library only for documents its own writer leaves to it and for
-// reading YAML, so its import is a module of getters: `yaml` (~1.5 ms CPU of module top level) is
-// initialised on first use. Other importers get the library itself (the same module in the bundle).
-const lazyYaml = {
-  name: 'meshvm-lazy-yaml',
+// Libraries that one meshvm module wraps and that most runs never call: that module imports them
+// through getters, so the library is initialised on first use. Other importers get the library itself
+// (the same module in the bundle). The build fails if the wrapper's import list changes.
+// - yaml: src/lib/yaml.ts needs it only for documents its own writer leaves to it, and for reading
+//   (offline onboard never loads it: ~1.5 ms CPU of module top level);
+// - chalk: src/lib/output/color.ts makes a Chalk only when something is coloured (offline onboard
+//   prints none: ~0.5 ms).
+const LAZY_IMPORTS = [
+  {importer: 'src/lib/yaml.ts', module: 'yaml', names: ['LineCounter', 'parseAllDocuments', 'stringify']},
+  {importer: 'src/lib/output/color.ts', module: 'chalk', names: ['Chalk']},
+]
+const lazyImports = {
+  name: 'meshvm-lazy-imports',
   setup(b) {
-    b.onResolve({filter: /^yaml$/}, (args) => (/[\/]src[\/]lib[\/]yaml\.ts$/.test(args.importer) ? {path: 'yaml', namespace: 'meshvm-lazy-yaml'} : undefined))
-    b.onLoad({filter: /.*/, namespace: 'meshvm-lazy-yaml'}, () => {
-      const names = ['LineCounter', 'parseAllDocuments', 'stringify']
-      const source = readFileSync(join(root, 'src/lib/yaml.ts'), 'utf8')
-      const imported = /import \{([^}]*)\} from 'yaml'/.exec(source)?.[1].split(',').map((n) => n.trim()).filter((n) => n && !n.startsWith('type '))
-      if (JSON.stringify(imported) !== JSON.stringify(names)) throw new Error(`src/lib/yaml.ts imports ${imported} from yaml: update the lazy yaml module in scripts/build.mjs`)
-      return {loader: 'js', resolveDir: root, contents: `module.exports = {${names.map((n) => `get ${n}() { return require('yaml').${n} }`).join(', ')}}`}
+    for (const {importer, module, names} of LAZY_IMPORTS) {
+      const file = join(root, importer)
+      b.onResolve({filter: new RegExp(`^${module}$`)}, (args) => (args.importer === file ? {path: module, namespace: 'meshvm-lazy-import'} : undefined))
+    }
+    b.onLoad({filter: /.*/, namespace: 'meshvm-lazy-import'}, (args) => {
+      const {importer, module, names} = LAZY_IMPORTS.find((l) => l.module === args.path)
+      const source = readFileSync(join(root, importer), 'utf8')
+      const imported = new RegExp(`import \\{([^}]*)\\} from '${module}'`).exec(source)?.[1].split(',').map((n) => n.trim()).filter((n) => n && !n.startsWith('type '))
+      if (JSON.stringify(imported) !== JSON.stringify(names)) throw new Error(`${importer} imports ${imported} from ${module}: update LAZY_IMPORTS in scripts/build.mjs`)
+      return {loader: 'js', resolveDir: root, contents: `module.exports = {${names.map((n) => `get ${n}() { return require('${module}').${n} }`).join(', ')}}`}
     })
   },
 }
 
 const result = await build({
-  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex, lazyYaml],
+  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex, lazyImports],
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
