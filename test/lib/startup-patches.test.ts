@@ -33,6 +33,15 @@ describe('start-up patches (scripts/build.mjs)', () => {
     expect(piped).not.toContain('\x1b')
   })
 
+  // chalk is loaded through getters (scripts/build.mjs LAZY_IMPORTS): colour still works when asked for.
+  it('errors are red with FORCE_COLOR and plain with NO_COLOR', async () => {
+    const argv = ['onboard', 'web', '-n', 'apps', '-p', 'http=99999']
+    const [coloured, plain] = await Promise.all([runCli(argv, {env: {FORCE_COLOR: '1', NO_COLOR: undefined}}), runCli(argv, {env: {FORCE_COLOR: undefined}})])
+    expect(coloured.stderr.startsWith('\x1b[31mError:\x1b[39m --port')).toBe(true)
+    expect(plain.stderr.startsWith('Error: --port')).toBe(true)
+    expect(coloured.code).toBe(plain.code)
+  })
+
   it('the bundles are pure ASCII', () => {
     const files = ['dist/meshvm.cjs', ...readdirSync(join(REPO_ROOT, 'dist/vendor')).map((f) => `dist/vendor/${f}`)]
     for (const file of files) expect(readFileSync(join(REPO_ROOT, file)).every((b) => b < 0x80), file).toBe(true)
