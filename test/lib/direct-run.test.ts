@@ -5,12 +5,13 @@
  * built CLI prints the same bytes and exits with the same code with the direct path on and off
  * (MESHVM_NO_DIRECT_RUN=1). The id resolution is also checked against oclif's own.
  */
-import {readFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {Config} from '@oclif/core'
 import {normalizeArgv} from '@oclif/core/help'
 import {describe, expect, it} from 'vitest'
-import {directCommandId, directRun, lightConfig, needsOclif, NOT_DIRECT, type DirectSnapshot} from '../../src/lib/cli/direct-run.js'
+import {directCommandId, directRun, lightConfig, needsOclif, NOT_DIRECT, userPluginsFile, type DirectSnapshot} from '../../src/lib/cli/direct-run.js'
 import {REPO_ROOT, runCli} from '../helpers/cli.js'
 
 const snapshot = (): DirectSnapshot => JSON.parse(readFileSync(join(REPO_ROOT, 'dist/commands.json'), 'utf8')) as DirectSnapshot
@@ -111,6 +112,28 @@ describe('direct run (no oclif Config.load)', () => {
     expect(await directRun(['version'], REPO_ROOT, {version: Fake}, {MESHVM_NO_DIRECT_RUN: '1'}, '/x/bin/run.js')).toBe(false)
     expect(await directRun(['help'], REPO_ROOT, {help: Fake}, {}, '/x/bin/run.js')).toBe(false)
     expect(runs).toHaveLength(1)
+  })
+
+  it("user plugins (a package.json in oclif's data dir) send the run through oclif", async () => {
+    expect(userPluginsFile({HOME: '/h'}, 'linux')).toBe('/h/.local/share/meshvm/package.json')
+    expect(userPluginsFile({HOME: '/h', XDG_DATA_HOME: '/x'}, 'linux')).toBe('/x/meshvm/package.json')
+    expect(userPluginsFile({HOME: '/h', XDG_DATA_HOME: '/x', MESHVM_DATA_DIR: '/d'}, 'linux')).toBe('/d/package.json')
+    const dir = mkdtempSync(join(tmpdir(), 'direct-run-'))
+    try {
+      class Fake {
+        static id?: string
+        async _run(): Promise<void> {}
+      }
+      const env = {MESHVM_DATA_DIR: dir}
+      expect(await directRun(['version'], REPO_ROOT, {version: Fake}, env, '/x/bin/run.js')).toBe(true)
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({oclif: {plugins: []}}))
+      expect(await directRun(['version'], REPO_ROOT, {version: Fake}, env, '/x/bin/run.js')).toBe(false)
+      // The real Config reads the same file.
+      const config = await Config.load(REPO_ROOT)
+      expect(userPluginsFile(process.env)).toBe(join(config.dataDir, 'package.json'))
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 
   it('the light config says what the real one says', async () => {

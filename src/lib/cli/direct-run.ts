@@ -7,11 +7,12 @@
  * takes arguments). Here that snapshot stands in for the Config, and the command runs through oclif's
  * own Command class and parser exactly as Config.runCommand would run it. Anything else returns
  * undefined and goes through oclif's run(): help and version flags, unknown or aliased commands,
- * topics (`war list`: oclif's id resolution), kubectl-plugin mode, DEBUG, hooks, a development run,
- * a missing or stale snapshot. test/lib/direct-run.test.ts checks both paths print the same bytes
+ * topics (`war list`: oclif's id resolution), kubectl-plugin mode, DEBUG, hooks, user plugins (a
+ * package.json in oclif's data dir), a development run, a missing or stale snapshot. test/lib/direct-run.test.ts checks both paths print the same bytes
  * and exit with the same code for a matrix of command lines.
  */
-import {readFileSync} from 'node:fs'
+import {existsSync, readFileSync} from 'node:fs'
+import {homedir, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setInvocation} from './invocation.js'
 
@@ -58,6 +59,18 @@ export function needsOclif(argv: readonly string[], env: NodeJS.ProcessEnv, scri
   return false
 }
 
+/**
+ * Where oclif looks for user-installed plugins (Config.dataDir, then plugin-loader.js loadUserPlugins):
+ * $MESHVM_DATA_DIR, else $XDG_DATA_HOME/meshvm (%LOCALAPPDATA%\\meshvm on Windows), else
+ * ~/.local/share/meshvm; its package.json lists them. meshvm ships no plugin installer, but a
+ * hand-made one is honoured: such runs go through oclif, which loads the plugins and their hooks.
+ */
+export function userPluginsFile(env: NodeJS.ProcessEnv = process.env, platform = process.platform): string {
+  const home = env.HOME || homedir() || tmpdir()
+  const base = env.XDG_DATA_HOME || (platform === 'win32' && env.LOCALAPPDATA) || join(home, '.local/share')
+  return join(env.MESHVM_DATA_DIR || join(base, 'meshvm'), 'package.json')
+}
+
 /** The snapshot, if it was taken for this package.json (same version and bin, still no hooks). */
 export function readSnapshot(root: string): DirectSnapshot | undefined {
   try {
@@ -78,7 +91,7 @@ type Runnable = {id?: string; new (argv: string[], config: never): {_run(): Prom
  * False: nothing was run; the caller runs oclif.
  */
 export async function directRun(argv: string[], root: string, commands: Record<string, unknown>, env = process.env, script = process.argv[1] ?? ''): Promise<boolean> {
-  if (needsOclif(argv, env, script)) return false
+  if (needsOclif(argv, env, script) || existsSync(userPluginsFile(env))) return false
   const snapshot = readSnapshot(root)
   const id = snapshot && directCommandId(argv, snapshot)
   if (!snapshot || !id || NOT_DIRECT.has(id) || !Object.hasOwn(commands, id)) return false
