@@ -360,13 +360,15 @@ writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest,
 // when package.json gives oclif hooks or exit codes (runs then always go through oclif).
 {
   const {Config} = await import('@oclif/core')
+  const {getHelpFlagAdditions} = await import('@oclif/core/help')
   const config = await Config.load(root)
   if (!config.pjson.oclif.hooks && !config.pjson.oclif.exitCodes) {
     const commands = Object.fromEntries(config.commandIDs.map((id) => {
       const c = config.findCommand(id)
       return [id, {strict: c.strict, args: Object.fromEntries(Object.keys(c.args ?? {}).map((name) => [name, {}]))}]
     }))
-    writeFileSync(join(root, 'dist/commands.json'), JSON.stringify({version: config.version, name: config.name, bin: config.bin, commandIDs: config.commandIDs, commands}))
+    const snapshot = {version: config.version, name: config.name, bin: config.bin, helpFlags: getHelpFlagAdditions(config), commandIDs: config.commandIDs, commands}
+    writeFileSync(join(root, 'dist/commands.json'), JSON.stringify(snapshot))
   }
 }
 

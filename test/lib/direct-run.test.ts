@@ -9,7 +9,7 @@ import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {Config} from '@oclif/core'
-import {normalizeArgv} from '@oclif/core/help'
+import {getHelpFlagAdditions, normalizeArgv} from '@oclif/core/help'
 import {describe, expect, it} from 'vitest'
 import {directCommandId, directRun, lightConfig, needsOclif, NOT_DIRECT, userPluginsFile, type DirectSnapshot} from '../../src/lib/cli/direct-run.js'
 import {REPO_ROOT, runCli} from '../helpers/cli.js'
@@ -64,6 +64,8 @@ describe('direct run (no oclif Config.load)', () => {
     const config = await Config.load(REPO_ROOT)
     const snap = snapshot()
     expect(snap.commandIDs).toEqual(config.commandIDs)
+    expect(snap.helpFlags).toEqual(getHelpFlagAdditions(config))
+    expect([...snap.helpFlags].sort()).toEqual(['--help', '-h'])
     const words = ['onboard', 'war', 'list', 'bundle', 'verify', 'version', 'precheck', 'ps', 'help', 'web', '-n', 'a=b', '--x', 'extra', 'remote-secret', 'create']
     let direct = 0
     for (const a of words) {
@@ -95,6 +97,7 @@ describe('direct run (no oclif Config.load)', () => {
     expect(needsOclif(['onboard'], {}, '/usr/local/bin/kubectl-meshvm')).toBe(true)
     expect(needsOclif(['onboard'], {}, '/usr/local/bin/kubectl_complete-meshvm')).toBe(true)
     expect(needsOclif(['onboard'], {}, '/usr/local/bin/meshvm')).toBe(false)
+    expect(needsOclif(['onboard', '-?'], {}, '/usr/local/bin/meshvm', ['--help', '-?'])).toBe(true)
   })
 
   it('runs the command class with argv after the id, or returns false', async () => {

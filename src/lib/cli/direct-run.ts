@@ -3,13 +3,14 @@
  * plugin loader, the theme file, the platform and shell probes) when nothing about the run needs it.
  *
  * `npm run build` loads oclif's real Config once and stores what a command run reads of it in
- * dist/commands.json (the bin, the user agent's parts, the command ids and, per command, whether it
- * takes arguments). Here that snapshot stands in for the Config, and the command runs through oclif's
- * own Command class and parser exactly as Config.runCommand would run it. Anything else returns
- * undefined and goes through oclif's run(): help and version flags, unknown or aliased commands,
- * topics (`war list`: oclif's id resolution), kubectl-plugin mode, DEBUG, hooks, user plugins (a
- * package.json in oclif's data dir), a development run, a missing or stale snapshot. test/lib/direct-run.test.ts checks both paths print the same bytes
- * and exit with the same code for a matrix of command lines.
+ * dist/commands.json (bin, name, version, help flags, the command ids and, per command, its arguments
+ * and strictness). Here that snapshot stands in for the Config, and the command runs through oclif's
+ * own Command class and parser as Config.runCommand would run it. Everything else goes through
+ * oclif's run(): help flags, unknown or aliased commands, topics (`war list`: oclif's id resolution),
+ * help/completion commands, kubectl-plugin mode, DEBUG, hooks, user plugins (a package.json in
+ * oclif's data dir), a development run, a missing or stale snapshot, MESHVM_NO_DIRECT_RUN=1.
+ * test/lib/direct-run.test.ts checks both paths print the same bytes and exit with the same code for
+ * a matrix of command lines.
  */
 import {existsSync, readFileSync} from 'node:fs'
 import {homedir, tmpdir} from 'node:os'
@@ -22,6 +23,8 @@ export interface DirectSnapshot {
   version: string
   name: string
   bin: string
+  /** oclif's help flags (`--help` and package.json's additionalHelpFlags). */
+  helpFlags: string[]
   /** oclif's config.commandIDs, in its order (aliases included). */
   commandIDs: string[]
   /** Each of commandIDs: what oclif's id resolution reads of it (its arguments by name, whether it is strict). */
@@ -47,14 +50,14 @@ export function directCommandId(argv: readonly string[], snapshot: DirectSnapsho
 }
 
 /** Whether anything in this run needs oclif's run(): see the list at the top. */
-export function needsOclif(argv: readonly string[], env: NodeJS.ProcessEnv, script: string): boolean {
+export function needsOclif(argv: readonly string[], env: NodeJS.ProcessEnv, script: string, helpFlags: readonly string[] = ['--help', '-h']): boolean {
   if (env.DEBUG || env.MESHVM_DEBUG || env.MESHVM_NO_DIRECT_RUN) return true
   // kubectl-meshvm and kubectl_complete-meshvm: another bin name and argv.
   if (/(^|[/\\])kubectl[-_][^/\\]*$/.test(script)) return true
   // oclif's help flags count anywhere before `--` (main.js helpAddition); version flags as argv[0].
   for (const arg of argv) {
     if (arg === '--') break
-    if (arg === '--help' || arg === '-h') return true
+    if (helpFlags.includes(arg)) return true
   }
   return false
 }
@@ -93,7 +96,7 @@ type Runnable = {id?: string; new (argv: string[], config: never): {_run(): Prom
 export async function directRun(argv: string[], root: string, commands: Record<string, unknown>, env = process.env, script = process.argv[1] ?? ''): Promise<boolean> {
   if (needsOclif(argv, env, script) || existsSync(userPluginsFile(env))) return false
   const snapshot = readSnapshot(root)
-  const id = snapshot && directCommandId(argv, snapshot)
+  const id = snapshot && !needsOclif(argv, env, script, snapshot.helpFlags) && directCommandId(argv, snapshot)
   if (!snapshot || !id || NOT_DIRECT.has(id) || !Object.hasOwn(commands, id)) return false
   setInvocation(argv, script)
   const command = commands[id] as Runnable
