@@ -48,8 +48,9 @@ export async function main(argv: string[], binUrl: string, options: {development
       const {run} = await import('@oclif/core/run')
       await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
     }
-    const {flush} = await import('@oclif/core/flush')
-    await flush()
+    // oclif's flush waits for stdout to drain; with nothing queued (always, for files and terminals)
+    // it would return at once, after arming a 10 s timer (~1 ms CPU).
+    if (process.stdout.writableLength > 0) await (await import('@oclif/core/flush')).flush()
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
   } catch (err) {
     // oclif signals `--help`/`--version` completion with an ExitError of code 0.
