@@ -22,7 +22,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   process.stdout.write(help)
 } else {
   const {loadBundle, setRanCommand} = require('./load.cjs')
-  const {exports, saveCache} = loadBundle()
+  const {exports, saveCache} = loadBundle(undefined, cacheSlot(argv))
   // oclif finds the CLI's package.json by walking up from this path. It skips bin/run.js but would
   // stop at bin/package.json, so it is given the package root rather than this file.
   const rootUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, '..')).href
@@ -39,4 +39,20 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   process.once('beforeExit', () => {
     if (!settled) process.exitCode = 13
   })
+}
+
+/**
+ * The code cache a run uses (bin/load.cjs): one per command word (`onboard`, `war`…), so a command
+ * deserialises only what its own runs compiled; `meshvm` for everything else (help, errors, typos).
+ * The words are those of dist/commands.json (written by the build), so a typo never makes a cache.
+ */
+function cacheSlot(argv) {
+  const word = argv[0]
+  if (word === undefined || !/^[a-z][a-z0-9-]*$/.test(word)) return 'meshvm'
+  try {
+    const {commandIDs} = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'dist', 'commands.json'), 'utf8'))
+    return commandIDs.some((id) => id === word || id.startsWith(`${word}:`)) ? word : 'meshvm'
+  } catch {
+    return 'meshvm'
+  }
 }

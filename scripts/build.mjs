@@ -171,6 +171,75 @@ function LAZY_REQUIRES() {
       from: 'const node_perf_hooks_1 = require("node:perf_hooks");',
       to: 'const node_perf_hooks_1 = { get performance() { return require("node:perf_hooks").performance; }, get PerformanceObserver() { return require("node:perf_hooks").PerformanceObserver; } };',
     },
+    // What oclif's Command class loads at import and uses only to render errors or help, or to read
+    // files: wrap-ansi (error and help text wrapping), the error handler (which loads all of the help
+    // code) and node:fs/promises. Offline onboard, which skips oclif's run() (src/lib/cli/direct-run.ts):
+    // module top levels 11.6 → ~8 ms CPU.
+    ...['errors/errors/cli.js', 'errors/errors/pretty-print.js'].map((file) => ({
+      file: new RegExp(`@oclif[\\/]core[\\/]lib[\\/]${file.replaceAll('/', '[\\/]').replaceAll('.', '\\.')}$`),
+      from: 'const wrap_ansi_1 = __importDefault(require("wrap-ansi"));',
+      to: 'const wrap_ansi_1 = { get default() { return __importDefault(require("wrap-ansi")).default; } };',
+    })),
+    {
+      file: /@oclif[\/]core[\/]lib[\/]errors[\/]index\.js$/,
+      from: 'var handle_1 = require("./handle");',
+      to: 'var handle_1 = { get handle() { return require("./handle").handle; } };',
+    },
+    // flags.js loads all of the help code for the `help` flag type, which meshvm does not use.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]flags\.js$/,
+      from: 'const help_1 = require("./help");',
+      to: 'const help_1 = { get loadHelpClass() { return require("./help").loadHelpClass; } };',
+    },
+    // Command loads oclif's ux (spinners, JSON colouring) for log/logJson and its error path, and the
+    // help utilities (with EJS) for deprecation warnings: on first use. The command id it resolves for
+    // an alias deprecation warning is only used when the command deprecates its aliases (none in
+    // meshvm), so it is resolved only then. Offline onboard: ~1 ms CPU less.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      from: 'const ux_1 = require("./ux");',
+      to: 'const ux_1 = { get ux() { return require("./ux").ux; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      from: 'const util_1 = require("./help/util");',
+      to: 'let helpUtil; const util_1 = new Proxy({}, { get: (_, name) => (helpUtil ??= require("./help/util"))[name] });',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      from: '        const [id] = (0, util_1.normalizeArgv)(this.config);',
+      to: '        const [id] = this.ctor.deprecateAliases ? (0, util_1.normalizeArgv)(this.config) : [];',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]parser[\/]help\.js$/,
+      from: 'const ux_1 = require("../ux");',
+      to: 'const ux_1 = { get colorize() { return require("../ux").colorize; } };',
+    },
+    // Config: Command.run loads it; a direct run (src/lib/cli/direct-run.ts) never calls that.
+    {
+      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      from: 'const config_1 = require("./config");',
+      to: 'const config_1 = { get Config() { return require("./config").Config; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]util[\/]fs\.js$/,
+      from: 'const promises_1 = require("node:fs/promises");',
+      to: 'const promises_1 = { get stat() { return require("node:fs/promises").stat; }, get readFile() { return require("node:fs/promises").readFile; } };',
+    },
+    // chalk's and oclif's supports-color ask at import whether stdout and stderr are terminals with
+    // node:tty's isatty, and loading node:tty loads node:net (~1–2 ms CPU). process.stdout.isTTY and
+    // process.stderr.isTTY say the same (Node makes a tty.WriteStream exactly when fd 1/2 is a
+    // terminal), and meshvm creates both streams anyway; they are the only fds these modules ask about.
+    {
+      file: /node_modules[\/]chalk[\/]source[\/]vendor[\/]supports-color[\/]index\.js$/,
+      from: "import tty from 'node:tty';",
+      to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
+    },
+    {
+      file: /node_modules[\/]supports-color[\/]index\.js$/,
+      from: "const tty = require('tty');",
+      to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
+    },
     // `debug` requires node:tty (and so node:net), and each logger's first call asks whether stderr
     // is a terminal. While DEBUG is unset and nothing loaded `debug`, every debug call is disabled, so
     // the logger makes its `debug` instance only when DEBUG is set (or `debug` was loaded by then).
@@ -220,8 +289,36 @@ const lazyCommandIndex = {
   },
 }
 
+// Libraries that one meshvm module wraps and that most runs never call: that module imports them
+// through getters, so the library is initialised on first use. Other importers get the library itself
+// (the same module in the bundle). The build fails if the wrapper's import list changes.
+// - yaml: src/lib/yaml.ts needs it only for documents its own writer leaves to it, and for reading
+//   (offline onboard never loads it: ~1.5 ms CPU of module top level);
+// - chalk: src/lib/output/color.ts makes a Chalk only when something is coloured (offline onboard
+//   prints none: ~0.5 ms).
+const LAZY_IMPORTS = [
+  {importer: 'src/lib/yaml.ts', module: 'yaml', names: ['LineCounter', 'parseAllDocuments', 'stringify']},
+  {importer: 'src/lib/output/color.ts', module: 'chalk', names: ['Chalk']},
+]
+const lazyImports = {
+  name: 'meshvm-lazy-imports',
+  setup(b) {
+    for (const {importer, module, names} of LAZY_IMPORTS) {
+      const file = join(root, importer)
+      b.onResolve({filter: new RegExp(`^${module}$`)}, (args) => (args.importer === file ? {path: module, namespace: 'meshvm-lazy-import'} : undefined))
+    }
+    b.onLoad({filter: /.*/, namespace: 'meshvm-lazy-import'}, (args) => {
+      const {importer, module, names} = LAZY_IMPORTS.find((l) => l.module === args.path)
+      const source = readFileSync(join(root, importer), 'utf8')
+      const imported = new RegExp(`import \\{([^}]*)\\} from '${module}'`).exec(source)?.[1].split(',').map((n) => n.trim()).filter((n) => n && !n.startsWith('type '))
+      if (JSON.stringify(imported) !== JSON.stringify(names)) throw new Error(`${importer} imports ${imported} from ${module}: update LAZY_IMPORTS in scripts/build.mjs`)
+      return {loader: 'js', resolveDir: root, contents: `module.exports = {${names.map((n) => `get ${n}() { return require('${module}').${n} }`).join(', ')}}`}
+    })
+  },
+}
+
 const result = await build({
-  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex],
+  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex, lazyImports],
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
@@ -257,6 +354,23 @@ const {Plugin} = await import('@oclif/core')
 const plugin = new Plugin({root, type: 'core', ignoreManifest: true, errorOnManifestCreate: true, isRoot: true})
 await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
+
+// dist/commands.json: what a command run reads of oclif's Config, taken from the real one, so most
+// runs skip Config.load (src/lib/cli/direct-run.ts: offline onboard −4 to −5 ms CPU). Not written
+// when package.json gives oclif hooks or exit codes (runs then always go through oclif).
+{
+  const {Config} = await import('@oclif/core')
+  const {getHelpFlagAdditions} = await import('@oclif/core/help')
+  const config = await Config.load(root)
+  if (!config.pjson.oclif.hooks && !config.pjson.oclif.exitCodes) {
+    const commands = Object.fromEntries(config.commandIDs.map((id) => {
+      const c = config.findCommand(id)
+      return [id, {strict: c.strict, args: Object.fromEntries(Object.keys(c.args ?? {}).map((name) => [name, {}]))}]
+    }))
+    const snapshot = {version: config.version, name: config.name, bin: config.bin, helpFlags: getHelpFlagAdditions(config), commandIDs: config.commandIDs, commands}
+    writeFileSync(join(root, 'dist/commands.json'), JSON.stringify(snapshot))
+  }
+}
 
 const USER_AGENT_PLACEHOLDER = '\u0000USER_AGENT\u0000'
 

@@ -2,15 +2,15 @@
  * The process entry point behind bin/run.js: runs oclif, then prints any failure as one line
  * (plus optional hints) on stderr and returns a stable exit code. Stack traces only with DEBUG.
  */
-import {flush} from '@oclif/core/flush'
-import {run} from '@oclif/core/run'
 import {settings} from '@oclif/core/settings'
+import {fileURLToPath} from 'node:url'
 import {debugEnabled, ExitCode, redactCredentials, stripAnsi, toReport} from './lib/errors.js'
 import {terminalSafe} from './lib/output/terminal.js'
 import {COMMANDS} from './command-index.js'
 import {makeChalk} from './lib/output/color.js'
 import {ranCommand} from './lib/cli/ran-command.js'
 import {commandNotFound, entryArgv, pluginRunOptions, withInvocation} from './lib/cli/entry.js'
+import {directRun} from './lib/cli/direct-run.js'
 
 /** The command the last main() ran, if oclif got that far (`--help` and unknown commands run none). */
 export function ranCommandId(): string | undefined {
@@ -43,8 +43,14 @@ export async function main(argv: string[], binUrl: string, options: {development
     if (err.code === 'EPIPE') process.exit(0)
   })
   try {
-    await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
-    await flush()
+    // Most runs skip oclif's Config.load (src/lib/cli/direct-run.ts); oclif's run() is loaded when needed.
+    if (options.development || !(await directRun(argv, fileURLToPath(binUrl), COMMANDS))) {
+      const {run} = await import('@oclif/core/run')
+      await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
+    }
+    // oclif's flush waits for stdout to drain; with nothing queued (always, for files and terminals)
+    // it would return at once, after arming a 10 s timer (~1 ms CPU).
+    if (process.stdout.writableLength > 0) await (await import('@oclif/core/flush')).flush()
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
   } catch (err) {
     // oclif signals `--help`/`--version` completion with an ExitError of code 0.

@@ -1,27 +1,24 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import {applyFailure, applyObjects, describeResult} from '../lib/apply/apply.js'
 import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import type {BundleOptions} from '../lib/bundle/run.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {dryRunFlag} from '../lib/cli/dry-run.js'
 import {bundleFlags, bundleOptions} from '../lib/bundle/flags.js'
-import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/bundle/report.js'
-import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {UsageError} from '../lib/errors.js'
-import {writeFilesAtomic} from '../lib/fs/atomic.js'
 import type {Manifest} from '../lib/kube/object.js'
 import {fileNameFor, generateOnboardObjects} from '../lib/onboard/generate.js'
-import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
 import {missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
-import {onboardCommandLine, runOnboardWizard} from '../lib/onboard/wizard.js'
-import {parseOutput, Printer, type OutputSpec} from '../lib/output/printer.js'
+import type {OutputSpec} from '../lib/output/printer.js'
 import {toYaml, toYamlStream} from '../lib/yaml.js'
 
 const PROBE_GROUP = 'PROBE'
 const APPLY_GROUP = 'CLUSTER'
 const WORKLOAD_GROUP = 'WORKLOAD'
 const OUTPUT_KINDS = ['yaml', 'json', 'name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'] as const
+// What only some runs need (-o, --apply/--bundle/--diff, -d, -f, the wizard) is imported when needed:
+// the default run (a YAML stream on stdout) initialises none of it (offline onboard: ~1 ms CPU less).
+const loadPrinter = () => import('../lib/output/printer.js')
 
 export default class Onboard extends BaseCommand<typeof Onboard> {
   static override summary = 'Generate the manifests that bring a group of VMs into the mesh.'
@@ -146,16 +143,18 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (this.args.name && f.name && this.args.name !== f.name) {
       throw new UsageError(`NAME ${JSON.stringify(this.args.name)} and --name ${JSON.stringify(f.name)} disagree; give one of them`)
     }
-    const output = f.output === undefined ? undefined : parseOutput(f.output, OUTPUT_KINDS)
+    const output = f.output === undefined ? undefined : (await loadPrinter()).parseOutput(f.output, OUTPUT_KINDS)
     if (output && f.diff) throw new UsageError(`-o ${f.output} cannot be combined with --diff: --diff prints a unified diff`)
     if (output && f['output-dir']) throw new UsageError(`-o ${f.output} cannot be combined with --output-dir: the directory gets one YAML file per object`)
     const fileGroup = f.filename === undefined ? undefined : await this.readFileGroup(f.filename)
     let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
-    const wizard = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] && canPrompt()
+    const prompting = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] ? await import('../lib/cli/prompt.js') : undefined
+    const wizard = prompting !== undefined && prompting.canPrompt()
     let wizardApply = false
-    if (wizard) {
+    const {onboardCommandLine, runOnboardWizard} = wizard ? await import('../lib/onboard/wizard.js') : {}
+    if (wizard && prompting && runOnboardWizard) {
       const given = (...names: string[]): boolean => this.argv.some((a) => names.some((n) => a === n || a.startsWith(`${n}=`)))
-      const answers = await runOnboardWizard(input, await terminalPrompter(), {
+      const answers = await runOnboardWizard(input, await prompting.terminalPrompter(), {
         serviceAccount: given('-s', '--service-account', '--serviceAccount'),
         createNamespace: given('--create-namespace'),
         createServiceAccount: given('--create-service-account'),
@@ -173,14 +172,14 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     // Parse this before any request, so a typo never leaves a half-done job.
     const bundle = f.bundle === undefined ? undefined : bundleOptions(f, f.bundle)
 
-    if (f['output-dir']) this.writeDir(f['output-dir'], objects)
+    if (f['output-dir']) await this.writeDir(f['output-dir'], objects)
     // --dry-run=client sends nothing that changes the cluster: it only prints.
     const applying = ((f.apply || wizardApply) && f['dry-run'] !== 'client') || f['dry-run'] === 'server' || f.diff
     // Without an apply, the manifests are printed (also with --bundle, whose group must then be applied by the user).
-    if (!applying && !f['output-dir']) this.out(this.render(objects, output))
+    if (!applying && !f['output-dir']) this.out(await this.render(objects, output))
     if (applying || bundle) await this.toCluster(objects, bundle, applying, output)
 
-    if (wizard) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, [...(f['output-dir'] ? ['-d', f['output-dir']] : []), ...(wizardApply ? ['--apply'] : [])])}`)
+    if (wizard && onboardCommandLine) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, [...(f['output-dir'] ? ['-d', f['output-dir']] : []), ...(wizardApply ? ['--apply'] : [])])}`)
   }
 
   private inputFromFlags(): OnboardInput {
@@ -224,6 +223,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (flagsSet.length > 0) {
       throw new UsageError(`${flagsSet[0]} cannot be combined with -f: the WorkloadGroup file defines the group; edit the file instead`)
     }
+    const {readWorkloadGroupFile} = await import('../lib/onboard/from-file.js')
     const wg = readWorkloadGroupFile(path, f.namespace)
     // Check the file against the CRD before deriving anything from it, so errors name the file.
     const {assertValidIstioObjects} = await import('../lib/schema/istio.js')
@@ -233,6 +233,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
 
   private async toCluster(objects: Manifest[], bundle: BundleOptions | undefined, applying: boolean, output: OutputSpec | undefined): Promise<void> {
     const f = this.flags
+    const [{applyFailure, applyObjects, describeResult}, {BUNDLE_INTERRUPTED, reportBundle}] = await Promise.all([import('../lib/apply/apply.js'), import('../lib/bundle/report.js')])
     const session = await this.session()
     try {
       const dryRun = f['dry-run'] === 'server' || (f.diff && !f.apply)
@@ -251,7 +252,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
           }),
           interrupted: signal.aborted,
         }))
-        if (applied.length > 0) this.out(this.render(applied, output))
+        if (applied.length > 0) this.out(await this.render(applied, output))
         const failure = applyFailure(results, interrupted)
         if (failure) throw failure
         // As kubectl diff: exit 1 when there are differences (only a diff was asked for).
@@ -271,9 +272,10 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
   }
 
   /** The objects in the chosen format; without -o, a YAML stream (--- separated) for kubectl apply -f -. */
-  private render(objects: Manifest[], output: OutputSpec | undefined): string {
+  private async render(objects: Manifest[], output: OutputSpec | undefined): Promise<string> {
     if (output === undefined) return toYamlStream(objects)
     let text = ''
+    const {Printer} = await loadPrinter()
     const printer = new Printer<Manifest>({columns: [], object: (o) => o}, {output}, (t) => (text += t))
     printer.add(objects)
     printer.finish()
@@ -291,7 +293,8 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     }
   }
 
-  private writeDir(dir: string, objects: Manifest[]): void {
+  private async writeDir(dir: string, objects: Manifest[]): Promise<void> {
+    const {writeFilesAtomic} = await import('../lib/fs/atomic.js')
     const files = objects.map((obj, i) => ({name: fileNameFor(obj, i), data: toYaml(obj), mode: 0o644}))
     const kustomization = {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',

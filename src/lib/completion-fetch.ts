@@ -15,8 +15,8 @@ export interface CompletionTarget {
 export async function dynamicValues(kind: Dynamic, target: CompletionTarget, timeoutMs = 2000): Promise<string[]> {
   try {
     if (kind === 'contexts') {
-      const {loadKubeConfig} = await import('./kube/config.js')
-      return loadKubeConfig({kubeconfig: target.kubeconfig, context: target.context}).kc.getContexts().map((c) => c.name)
+      const {kubeconfigContexts} = await import('./kube/config.js')
+      return kubeconfigContexts({kubeconfig: target.kubeconfig})
     }
     const {openSession} = await import('./kube/session.js')
     const session = await openSession({kubeconfig: target.kubeconfig, context: target.context, namespace: target.namespace, 'request-timeout': `${timeoutMs}ms`})

@@ -89,6 +89,15 @@ describe('kubeconfig credentials', () => {
     expect(missing.stderr).toBe(`Error: cannot read the token file ${join(work, 'nope')} of context "c": ENOENT\n`)
   })
 
+  it('an auth-provider user (gcp, with a current access token): left to @kubernetes/client-node, loaded for it', async () => {
+    const user = (token: string) => ['auth-provider:', '  name: gcp', '  config:', `    access-token: ${token}`, '    expiry: "2999-01-01T00:00:00Z"']
+    const res = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('gcp', user(cluster.token))}})
+    expect(res.code, res.stderr).toBe(0)
+    const wrong = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('gcp-wrong', user('not-the-token-0123456789'))}})
+    expect(wrong.code).toBe(5)
+    expect(wrong.stderr).not.toMatch(STACK_TRACE)
+  })
+
   it('a failing exec plugin is one clean error; its own stderr reaches the terminal as kubectl lets it, its stdout never', async () => {
     const plugin = script('broken.sh', `echo "login expired, run: cloud login" >&2; echo "secret-ish output ${cluster.token}"; exit 3`)
     const kubeconfig = kubeconfigWithUser('broken', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'])

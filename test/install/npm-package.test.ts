@@ -60,7 +60,7 @@ afterAll(async () => {
 describe('npm package', () => {
   it('holds the bins, the bundles and the manifest, and installs no dependencies', () => {
     const root = join(prefix, 'lib', 'node_modules', 'meshvm')
-    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/help-cache.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/help.json', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'dist/THIRD-PARTY-NOTICES.txt', 'oclif.manifest.json', 'package.json']) {
+    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/help-cache.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/help.json', 'dist/commands.json', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'dist/THIRD-PARTY-NOTICES.txt', 'oclif.manifest.json', 'package.json']) {
       expect(existsSync(join(root, file)), file).toBe(true)
     }
     expect(existsSync(join(root, 'src'))).toBe(false)

@@ -79,6 +79,7 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
     const res = await standalone(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-o', 'name'])
     expect(res).toEqual({code: 0, stdout: 'workloadgroup.networking.istio.io/web\nservice/web\n', stderr: ''})
     // The package's files were put in the cache once, and only the CLI bundle was compiled (its code cache).
+    // (bin/load.cjs keeps one cache per command word: the CLI bundle's caches are all meshvm-….)
     expect(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0])).toEqual(['meshvm'])
     const [extracted] = readdirSync(join(home, '.cache/meshvm/standalone'))
     expect(extracted).toMatch(new RegExp(`^${pkg.version.replace(/\./g, '\\.')}-[0-9a-f]{16}$`))
@@ -92,7 +93,7 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expect(res.stdout).toContain('ratings-vm-sea')
-    expect(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]).sort()).toEqual(['kube', 'meshvm'])
+    expect([...new Set(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]))].sort()).toEqual(['kube', 'meshvm'])
   })
 
   it('runs as a kubectl plugin named kubectl-meshvm', async () => {

@@ -7,10 +7,10 @@ import {createRequire} from 'node:module'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {REPO_ROOT} from '../helpers/cli.js'
+import {REPO_ROOT, runCli} from '../helpers/cli.js'
 
 const {loadBundle} = createRequire(import.meta.url)(join(REPO_ROOT, 'bin/load.cjs')) as {
-  loadBundle: (bundle: string) => {exports: {value?: number}; saveCache: (command?: string) => void}
+  loadBundle: (bundle: string, slot?: string) => {exports: {value?: number}; saveCache: (command?: string) => void}
 }
 
 let dir: string
@@ -107,4 +107,41 @@ describe('V8 code cache (bin/load.cjs)', () => {
     expect(loaded.exports.value).toBe(1)
     expect(() => caches()).toThrow(/ENOENT/)
   })
+
+  it('keeps one cache per slot, each growing on its own; an upgrade replaces every slot of that copy', () => {
+    const bundle = join(dir, 'app.cjs')
+    writeBundle(bundle, 1, 1_700_000_000)
+    loadBundle(bundle, 'onboard').saveCache('onboard')
+    loadBundle(bundle, 'war').saveCache('war:list')
+    loadBundle(bundle, 'war').saveCache('war:describe')
+    const files = caches()
+    expect(files).toHaveLength(2)
+    expect(files.map((f) => f.replace(/^app-[0-9a-z]+-/, '').split('.')[0]).sort()).toEqual(['onboard', 'war'])
+    expect(header(files.find((f) => f.includes('-onboard.'))!)).toBe('meshvm-v8cache 1 ["onboard"]')
+    expect(header(files.find((f) => f.includes('-war.'))!)).toBe('meshvm-v8cache 1 ["war:list","war:describe"]')
+    // Reused: a second onboard run does not rewrite its slot.
+    const onboard = join(dir, 'cache', 'meshvm', files.find((f) => f.includes('-onboard.'))!)
+    const written = statSync(onboard).mtimeMs
+    loadBundle(bundle, 'onboard').saveCache('onboard')
+    expect(statSync(onboard).mtimeMs).toBe(written)
+
+    writeBundle(bundle, 30, 1_800_000_000) // the upgrade
+    const upgraded = loadBundle(bundle, 'war')
+    expect(upgraded.exports.value).toBe(30)
+    upgraded.saveCache('war:list')
+    const after = caches()
+    expect(after).toHaveLength(1)
+    expect(after[0]).toMatch(/-war\./)
+    expect(after.some((f) => files.includes(f))).toBe(false)
+  })
+
+  it('the CLI picks the slot from the command word; anything else shares the `meshvm` slot', async () => {
+    const env = {XDG_CACHE_HOME: join(dir, 'cache'), MESHVM_NO_COMPILE_CACHE: undefined}
+    const onboard = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-o', 'name'], {env})
+    expect(onboard.code).toBe(0)
+    const typo = await runCli(['onbaord', 'web'], {env})
+    expect(typo.code).not.toBe(0)
+    const slots = caches().map((f) => /^meshvm-[0-9a-z]+-([a-z0-9-]+)\./.exec(f)?.[1]).sort()
+    expect(slots).toEqual(['meshvm', 'onboard'])
+  }, 60_000)
 })

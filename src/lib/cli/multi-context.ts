@@ -20,11 +20,8 @@ export const multiContextFlags = {
 /** The contexts asked for (oclif refuses --all-contexts with --context); `undefined` stands for the kubeconfig's current context. */
 export async function contextNames(flag: string[] | undefined, all: boolean, kubeconfig: string | undefined): Promise<(string | undefined)[]> {
   if (all) {
-    const {loadKubeConfig} = await import('../kube/config.js')
-    const names = loadKubeConfig({kubeconfig})
-      .kc.getContexts()
-      .map((c) => c.name)
-      .sort()
+    const {kubeconfigContexts} = await import('../kube/config.js')
+    const names = kubeconfigContexts({kubeconfig}).sort()
     if (names.length === 0) throw new MeshvmError('--all-contexts: the kubeconfig has no contexts', {exit: ExitCode.NOT_FOUND, code: 'NoContext'})
     return names
   }

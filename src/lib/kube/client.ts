@@ -1,6 +1,6 @@
 /**
  * The one Kubernetes access layer: every request meshvm sends goes through KubeClient.request, which
- * owns authentication (from the kubeconfig, via @kubernetes/client-node), TLS, time-outs, retries
+ * owns authentication (from the kubeconfig read by config.ts), TLS, time-outs, retries
  * with jittered exponential backoff, paging and error translation.
  *
  * Retries (documented in the README): up to MAX_RETRIES more attempts, delay drawn uniformly from
@@ -15,7 +15,7 @@ import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from '
 import type {LoadedKubeConfig} from './config.js'
 import {KubeconfigCaAgent} from './tls.js'
 import {ExitCode, MeshvmError} from '../errors.js'
-import {runExecPlugin, type ExecConfig} from './exec.js'
+import {runExecPlugin} from './exec.js'
 import {proxyFor, TunnelAgent} from './proxy.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 import {sleep} from '../util/sleep.js'
@@ -164,58 +164,122 @@ function checkNamedFile(loaded: LoadedKubeConfig, field: string, path: string | 
   }
 }
 
+/** A file or inline (base64) value of the kubeconfig, as kubectl reads it. */
+function fileOrData(path: string | undefined, data: string | undefined): Buffer | undefined {
+  if (path) return readFileSync(path)
+  return data ? Buffer.from(data, 'base64') : undefined
+}
+
 /**
- * TLS material and credentials of the kubeconfig's current user (running its exec plugin, if any:
- * see exec.ts). A failing plugin's output is never shown: it may hold secrets.
+ * The credentials of an auth-provider user (oidc, azure, gcp), the one kind meshvm leaves to
+ * @kubernetes/client-node: loaded here, on first use, so no other command pays for it.
  */
-async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<RequestOptions> {
-  const tls: RequestOptions = {}
-  const user = loaded.kc.getCurrentUser()
-  const cluster = loaded.kc.getCurrentCluster()
-  checkNamedFile(loaded, 'certificate-authority', cluster?.caFile)
-  checkNamedFile(loaded, 'client-certificate', user?.certFile)
-  checkNamedFile(loaded, 'client-key', user?.keyFile)
+async function authProviderHeaders(loaded: LoadedKubeConfig): Promise<Record<string, string>> {
+  const {KubeConfig} = await import('@kubernetes/client-node')
+  const kc = new KubeConfig()
+  const {cluster, user} = loaded
+  kc.loadFromOptions({
+    clusters: [{name: cluster.name, server: loaded.server, skipTLSVerify: cluster.insecureSkipTLSVerify}],
+    users: [{name: user.name, authProvider: user.authProvider}],
+    contexts: [{name: loaded.contextName, cluster: cluster.name, user: user.name}],
+    currentContext: loaded.contextName,
+  })
+  const opts: RequestOptions = {}
+  await kc.applyToHTTPSOptions(opts)
+  const headers = (opts.headers ?? {}) as Record<string, string>
+  return headers.Authorization ? {Authorization: headers.Authorization} : {}
+}
+
+interface Credentials {
+  tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
+  /** Several values of one header (Impersonate-Group) are sent as several header lines. */
+  headers: Record<string, string | string[]>
+}
+
+/**
+ * TLS material and credentials of the context's user (running its exec plugin, if any: see exec.ts),
+ * as client-go's client_config.go builds them. A failing plugin's output is never shown: it may hold secrets.
+ */
+async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials> {
+  const {cluster, user} = loaded
+  checkNamedFile(loaded, 'certificate-authority', cluster.caFile)
+  checkNamedFile(loaded, 'client-certificate', user.certFile)
+  checkNamedFile(loaded, 'client-key', user.keyFile)
+  const tls: Credentials['tls'] = {rejectUnauthorized: !cluster.insecureSkipTLSVerify}
+  if (cluster.tlsServerName) tls.servername = cluster.tlsServerName
+  const ca = fileOrData(cluster.caFile, cluster.caData)
+  if (ca) tls.ca = ca
+  let cert = fileOrData(user.certFile, user.certData)
+  let key = fileOrData(user.keyFile, user.keyData)
+  const headers: Credentials['headers'] = {}
+  const imp = user.impersonate
+  if (imp?.user) headers['Impersonate-User'] = imp.user
+  if (imp?.uid) headers['Impersonate-Uid'] = imp.uid
+  // One header line per value, as client-go sends them (the API server reads each line as one value).
+  if (imp?.groups?.length) headers['Impersonate-Group'] = imp.groups
+  for (const [k, v] of Object.entries(imp?.extra ?? {})) if (v.length > 0) headers[`Impersonate-Extra-${encodeURIComponent(k)}`] = v
+  // A static credential (token, basic auth, token file) wins over a plugin: client-go's exec and
+  // auth-provider round trippers leave a request that already has an Authorization header alone, so
+  // the plugin is not even run.
+  const staticAuth = Boolean(user.token || user.username || user.password || user.tokenFile)
   try {
-    if (user?.exec) {
-      // TLS from the kubeconfig; the token (or certificate) from the plugin, run by meshvm so that
-      // its stderr reaches the terminal and a plugin that never exits is stopped.
-      ;(loaded.kc as unknown as {applyHTTPSOptions(o: RequestOptions): void}).applyHTTPSOptions(tls)
-      const creds = await runExecPlugin(user.exec as ExecConfig, loaded.contextName)
-      if (creds.cert && creds.key) {
-        tls.cert = creds.cert
-        tls.key = creds.key
+    if (user.exec && !staticAuth) {
+      // The token (or certificate) from the plugin, run by meshvm so that its stderr reaches the
+      // terminal and a plugin that never exits is stopped.
+      const info = {
+        server: loaded.server,
+        ...(cluster.tlsServerName ? {'tls-server-name': cluster.tlsServerName} : {}),
+        ...(cluster.insecureSkipTLSVerify ? {'insecure-skip-tls-verify': true} : {}),
+        ...(ca ? {'certificate-authority-data': ca.toString('base64')} : {}),
+        ...(cluster.proxyUrl ? {'proxy-url': cluster.proxyUrl} : {}),
       }
-      const headers = (tls.headers ?? {}) as Record<string, string>
+      const creds = await runExecPlugin(user.exec, loaded.contextName, undefined, info)
+      if (creds.cert && creds.key) {
+        cert = Buffer.from(creds.cert)
+        key = Buffer.from(creds.key)
+      }
       if (creds.token) headers.Authorization = `Bearer ${creds.token}`
-      if (user.token) headers.Authorization = `Bearer ${user.token}`
-      tls.headers = headers
-    } else {
-      await loaded.kc.applyToHTTPSOptions(tls)
+    } else if (user.authProvider && !staticAuth) {
+      Object.assign(headers, await authProviderHeaders(loaded))
     }
   } catch (err) {
     if (err instanceof MeshvmError) throw err
-    const what = user?.authProvider ? `the auth provider ${JSON.stringify(user.authProvider.name)}` : 'its credentials'
+    const what = user.authProvider ? `the auth provider ${JSON.stringify(user.authProvider.name)}` : 'its credentials'
     throw new MeshvmError(`cannot get credentials for context ${JSON.stringify(loaded.contextName)}: ${what} failed`, {
       exit: ExitCode.FORBIDDEN,
       code: 'CredentialsFailed',
       hints: ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
     })
   }
-  if (tls.cert || tls.key) {
+  if (user.token) headers.Authorization = `Bearer ${user.token}`
+  else if (user.username || user.password) headers.Authorization = `Basic ${Buffer.from(`${user.username ?? ''}:${user.password ?? ''}`).toString('base64')}`
+  else if (user.tokenFile) {
+    let token: string
+    try {
+      token = readFileSync(user.tokenFile, 'utf8').trim()
+    } catch (err) {
+      throw new MeshvmError(`cannot read the token file ${user.tokenFile} of context ${JSON.stringify(loaded.contextName)}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
+        exit: ExitCode.FORBIDDEN,
+        code: 'CredentialsFailed',
+      })
+    }
+    headers.Authorization = `Bearer ${token}`
+  }
+  if (cert || key) {
     // A certificate without its key, a key that is not the certificate's, or PEM that does not
     // parse: name the kubeconfig fields instead of failing inside the TLS handshake.
     try {
       // No `ca` here: giving one makes Node build its whole root store (see tls.ts).
-      createSecureContext({cert: tls.cert as string, key: tls.key as string})
+      createSecureContext({cert, key})
     } catch (err) {
-      const certWhere = user?.certFile ?? 'client-certificate-data'
-      const keyWhere = user?.keyFile ?? 'client-key-data'
+      const certWhere = user.certFile ?? 'client-certificate-data'
+      const keyWhere = user.keyFile ?? 'client-key-data'
       const msg = String((err as Error).message ?? '')
       const why = /mismatch/i.test(msg)
         ? `the client key (${keyWhere}) does not belong to the client certificate (${certWhere})`
-        : tls.cert && !tls.key
+        : cert && !key
           ? `a client certificate (${certWhere}) without a client key`
-          : !tls.cert && tls.key
+          : !cert && key
             ? `a client key (${keyWhere}) without a client certificate`
             : `the client certificate (${certWhere}) or client key (${keyWhere}) is not valid PEM`
       throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${why}`, {
@@ -224,26 +288,10 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<RequestOptio
         hints: ['point client-certificate and client-key at a matching pair (openssl x509 -noout -pubkey -in CERT; openssl pkey -pubout -in KEY), PEM encoded'],
       })
     }
+    tls.cert = cert
+    tls.key = key
   }
-  return tls
-}
-
-function credentialHeaders(loaded: LoadedKubeConfig, tls: RequestOptions): Record<string, string> {
-  const headers = {...((tls.headers as Record<string, string>) ?? {})}
-  if (tls.auth) headers.Authorization = `Basic ${Buffer.from(tls.auth).toString('base64')}`
-  if (loaded.tokenFile && !headers.Authorization) {
-    let token: string
-    try {
-      token = readFileSync(loaded.tokenFile, 'utf8').trim()
-    } catch (err) {
-      throw new MeshvmError(`cannot read the token file ${loaded.tokenFile} of context ${JSON.stringify(loaded.contextName)}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
-        exit: ExitCode.FORBIDDEN,
-        code: 'CredentialsFailed',
-      })
-    }
-    headers.Authorization = `Bearer ${token}`
-  }
-  return headers
+  return {tls, headers}
 }
 
 export class KubeClient {
@@ -252,12 +300,12 @@ export class KubeClient {
   readonly namespace: string
   private readonly url: URL
   private readonly agent: Agent | HttpAgent
-  private headers: Record<string, string>
+  private headers: Credentials['headers']
   private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
 
   private constructor(
     private readonly loaded: LoadedKubeConfig,
-    tls: RequestOptions,
+    {tls, headers}: Credentials,
     options: KubeClientOptions,
   ) {
     this.server = loaded.server
@@ -284,7 +332,7 @@ export class KubeClient {
     }
     // A proxy (proxy-url, HTTPS_PROXY) tunnels with CONNECT and Node's own verification; otherwise,
     // with the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
-    const proxy = this.url.protocol === 'https:' ? proxyFor(this.url, loaded.kc.getCurrentCluster()?.proxyUrl) : undefined
+    const proxy = this.url.protocol === 'https:' ? proxyFor(this.url, loaded.cluster.proxyUrl) : undefined
     this.agent =
       this.url.protocol === 'http:'
         ? new HttpAgent({keepAlive: true, maxSockets: 16})
@@ -293,7 +341,7 @@ export class KubeClient {
           : tls.ca && agentOptions.rejectUnauthorized
             ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
             : new Agent(agentOptions)
-    this.headers = credentialHeaders(loaded, tls)
+    this.headers = headers
     this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
   }
 
@@ -303,7 +351,7 @@ export class KubeClient {
    * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
    * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
    */
-  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string | string[]>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
     const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
     // agent: the upgrade connects (and verifies the server) as every request does, without a TLS context of its own.
     return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, agent: this.agent, describe: this.describe({method: 'GET', path})}
@@ -332,7 +380,7 @@ export class KubeClient {
     if (usedGeneration !== this.credentialsGeneration) return
     this.refreshing ??= (async () => {
       try {
-        this.headers = credentialHeaders(this.loaded, await tlsAndCredentials(this.loaded))
+        this.headers = (await tlsAndCredentials(this.loaded)).headers
         this.credentialsGeneration++
       } finally {
         this.refreshing = undefined
@@ -361,7 +409,7 @@ export class KubeClient {
   private once(req: KubeRequest): Promise<RawResponse> {
     const timeoutMs = req.timeoutMs ?? this.options.timeoutMs
     const body = req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body)
-    const headers: Record<string, string> = {
+    const headers: Record<string, string | string[]> = {
       ...this.headers,
       Accept: req.accept ?? 'application/json',
       'User-Agent': this.options.userAgent,

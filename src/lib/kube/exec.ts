@@ -5,7 +5,7 @@
  * device codes), never into meshvm's output or errors. Unlike client-go, a plugin that does not exit
  * is killed after a bound (EXEC_TIMEOUT_MS, MESHVM_EXEC_TIMEOUT to change it) and reported cleanly.
  */
-import {spawn} from 'node:child_process'
+import type {spawn as Spawn} from 'node:child_process'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
 
@@ -21,6 +21,18 @@ export interface ExecConfig {
   apiVersion?: string
   interactiveMode?: string
   provideClusterInfo?: boolean
+  /** Shown when the command is not found (client-go does too). */
+  installHint?: string
+}
+
+/** What a plugin with provideClusterInfo is told about the cluster (ExecCredential spec.cluster). */
+export interface ExecClusterInfo {
+  server: string
+  'tls-server-name'?: string
+  'insecure-skip-tls-verify'?: boolean
+  /** Base64 of the CA bundle. */
+  'certificate-authority-data'?: string
+  'proxy-url'?: string
 }
 
 export interface ExecCredentials {
@@ -45,7 +57,14 @@ function failure(context: string, command: string, why: string, hints: string[] 
   })
 }
 
-export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs()): Promise<ExecCredentials> {
+export async function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs(), cluster?: ExecClusterInfo): Promise<ExecCredentials> {
+  // Loaded here, not with the module: most kubeconfigs have no plugin (~1 ms of every cluster command).
+  // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
+  const {spawn} = process.getBuiltinModule('node:child_process')
+  return runWith(spawn, exec, context, timeoutMs, cluster)
+}
+
+function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeoutMs: number, cluster: ExecClusterInfo | undefined): Promise<ExecCredentials> {
   const command = exec.command ?? ''
   if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
   // client-go: interactive when stdin is a terminal, unless interactiveMode is Never.
@@ -55,10 +74,10 @@ export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = exe
   env.KUBERNETES_EXEC_INFO = JSON.stringify({
     apiVersion: exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1',
     kind: 'ExecCredential',
-    spec: {interactive},
+    spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
   return new Promise((resolve, reject) => {
-    let child: ReturnType<typeof spawn>
+    let child: ReturnType<typeof Spawn>
     try {
       child = spawn(command, exec.args ?? [], {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', 'inherit']})
     } catch {
@@ -82,7 +101,8 @@ export function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = exe
       } else chunks.push(c)
     })
     child.on('error', (err: NodeJS.ErrnoException) => {
-      outcome ??= failure(context, command, err.code === 'ENOENT' ? 'was not found on PATH' : `could not be started (${err.code ?? 'error'})`)
+      const hints = err.code === 'ENOENT' && exec.installHint ? [exec.installHint.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim()] : []
+      outcome ??= failure(context, command, err.code === 'ENOENT' ? 'was not found on PATH' : `could not be started (${err.code ?? 'error'})`, hints)
     })
     child.on('close', (code) => {
       clearTimeout(timer)

@@ -3,9 +3,9 @@
  * reaches the API server and that its identity has the read permissions istiod in another cluster
  * needs (SelfSubjectAccessReview). Nothing is written. Messages never carry the kubeconfig.
  */
-import {KubeConfig} from '@kubernetes/client-node'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeClient} from '../kube/client.js'
+import {parseKubeconfig, selectContext, type LoadedKubeConfig} from '../kube/config.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 
 export interface VerifyPermission {
@@ -41,20 +41,16 @@ interface SsarResponse {
 
 /** A client for the generated kubeconfig: its only context, no retries beyond one. */
 async function clientFor(kubeconfig: string, timeoutMs: number): Promise<KubeClient> {
-  const kc = new KubeConfig()
+  const source = 'the generated kubeconfig'
+  let loaded: LoadedKubeConfig
   try {
-    kc.loadFromString(kubeconfig)
+    const config = parseKubeconfig(kubeconfig, source)
+    loaded = selectContext(config, config.currentContext, source)
   } catch {
+    // Its messages would name the fields of meshvm's own output: a bug, not the user's input.
     throw new MeshvmError('--verify: the generated kubeconfig could not be loaded', {exit: ExitCode.BUG, code: 'InternalError'})
   }
-  const contextName = kc.getCurrentContext()
-  const context = kc.getContextObject(contextName)
-  const cluster = context ? kc.getCluster(context.cluster) : null
-  if (!context || !cluster) throw new MeshvmError('--verify: the generated kubeconfig has no current context', {exit: ExitCode.BUG, code: 'InternalError'})
-  return KubeClient.create(
-    {kc, contextName, clusterName: cluster.name, server: cluster.server.replace(/\/+$/, ''), namespace: 'default', source: 'the generated kubeconfig'},
-    {timeoutMs, maxRetries: 1, userAgent: 'meshvm (create-remote-secret --verify)'},
-  )
+  return KubeClient.create({...loaded, namespace: 'default'}, {timeoutMs, maxRetries: 1, userAgent: 'meshvm (create-remote-secret --verify)'})
 }
 
 export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeoutMs: number; permissions?: VerifyPermission[]}): Promise<VerifyResult> {

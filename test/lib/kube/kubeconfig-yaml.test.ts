@@ -1,0 +1,149 @@
+/**
+ * The fast kubeconfig YAML reader answers either exactly what the `yaml` library (with kubectl's
+ * YAML 1.1 reading) answers, or "not mine" (undefined): on kubeconfigs as kubectl writes them, on
+ * the layouts other tools write, on tricky scalars, and on many mutated variants.
+ */
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, describe, expect, it} from 'vitest'
+import {parse} from 'yaml'
+import {parseKubeconfigYaml} from '../../../src/lib/kube/kubeconfig-yaml.js'
+import {YAML_OPTIONS} from '../../../src/lib/kube/config.js'
+
+const work = mkdtempSync(join(tmpdir(), 'meshvm-kubeconfig-yaml-'))
+afterAll(() => rmSync(work, {recursive: true, force: true}))
+
+/** The reference: what the full parser gives, or the fact that it refuses the text. */
+function reference(text: string): {value?: unknown; error?: true} {
+  try {
+    return {value: parse(text, YAML_OPTIONS)}
+  } catch {
+    return {error: true}
+  }
+}
+
+function agrees(text: string): boolean {
+  const fast = parseKubeconfigYaml(text)
+  if (fast === undefined) return false
+  const ref = reference(text)
+  expect(ref.error, `the fast reader accepted text the full parser refuses:\n${text}`).toBeUndefined()
+  expect(fast, text).toEqual(ref.value)
+  return true
+}
+
+const KUBECTL_STYLE = `apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM=
+    server: https://127.0.0.1:6443
+    tls-server-name: kubernetes.default.svc
+  name: kind-kind
+- cluster:
+    insecure-skip-tls-verify: true
+    proxy-url: http://proxy.example:3128
+    server: https://[fd00::1]:6443
+  name: arn:aws:eks:eu-west-1:123456789012:cluster/prod
+contexts:
+- context:
+    cluster: kind-kind
+    namespace: apps
+    user: kind-kind
+  name: kind-kind
+current-context: kind-kind
+kind: Config
+preferences: {}
+users:
+- name: kind-kind
+  user:
+    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
+    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ==
+- name: eks
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      args:
+      - --region
+      - eu-west-1
+      - eks
+      - get-token
+      command: aws
+      env:
+      - name: AWS_PROFILE
+        value: prod
+      interactiveMode: IfAvailable
+      provideClusterInfo: false
+`
+
+describe('parseKubeconfigYaml', () => {
+  it('reads kubeconfigs as kubectl writes them (kubectl config view --raw)', () => {
+    const path = join(work, 'config')
+    writeFileSync(path, KUBECTL_STYLE.replace('preferences: {}\n', ''))
+    const written = execFileSync('kubectl', ['config', 'view', '--raw'], {env: {PATH: process.env.PATH, HOME: work, KUBECONFIG: path}, encoding: 'utf8'})
+    expect(agrees(written)).toBe(true)
+    // Its "preferences: {}" is the one flow collection read here (empty ones only).
+    expect(written).toContain('preferences: {}')
+    expect(agrees(KUBECTL_STYLE)).toBe(true)
+    expect(agrees('preferences: [] # none\n')).toBe(true)
+    expect(parseKubeconfigYaml('preferences: {colors: true}\n')).toBeUndefined()
+  })
+
+  it('reads the other common layouts: indented sequences, comments, quotes, meshvm\'s own output', () => {
+    for (const text of [
+      'apiVersion: v1\nkind: Config\nclusters:\n  - name: c\n    cluster:\n      server: "https://c.example:6443"\n',
+      '# written by hand\ncurrent-context: c # the one\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: \'it\'\'s me\'\n',
+      'users:\n- name: u\n  user:\n    token: admin-484e7cd5c531e4ebd2848e85efe31b82\n',
+      'users:\n- name: u\n  user:\n    token: eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln\n    username:\n',
+      'a:\n  -\n    b: c\n',
+      'users: null\ncontexts: ~\ncurrent-context: ""\n',
+      '',
+      '# only a comment\n',
+    ]) expect(agrees(text), text).toBe(true)
+  })
+
+  it.each([
+    ['flow collections', 'clusters: [{name: c}]\n'],
+    ['numbers', 'token: 0123\n'],
+    ['YAML 1.1 booleans other than true/false', 'insecure-skip-tls-verify: yes\n'],
+    ['dates', 'expiry: 2024-01-01T00:00:00Z\n'],
+    ['escapes', 'token: "a\\tb"\n'],
+    ['block scalars', 'token: |\n  abc\n'],
+    ['multi-line plain scalars', 'token: abc\n  def\n'],
+    ['anchors and aliases', 'a: &x b\nc: *x\n'],
+    ['tags', 'a: !!str 1\n'],
+    ['document markers', '---\na: b\n'],
+    ['duplicate keys', 'a: b\na: c\n'],
+    ['tabs', 'a:\tb\n'],
+    ['CRLF', 'a: b\r\n'],
+    ['": " in a plain scalar', 'a: b: c\n'],
+    ['a scalar document', 'hello\n'],
+    ['__proto__', '__proto__: x\n'],
+  ])('leaves %s to the full parser', (_name, text) => {
+    expect(parseKubeconfigYaml(text)).toBeUndefined()
+  })
+
+  it('never disagrees with the full parser on mutated kubeconfigs', () => {
+    // Deterministic pseudo-random mutations (no flakiness): replace, insert or delete a character.
+    let seed = 42
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff
+      return seed % n
+    }
+    const alphabet = [' ', ' ', '-', ':', '#', "'", '"', '\n', '  ', 'a', '0', 'y', '~', '{', '[', '&', '*', '!', '|', '.', '\\', 'true', 'no']
+    const base = KUBECTL_STYLE
+    let accepted = 0
+    for (let n = 0; n < 4000; n++) {
+      let text = base
+      for (let k = 1 + random(3); k > 0; k--) {
+        const at = random(text.length)
+        const op = random(3)
+        const piece = alphabet[random(alphabet.length)]!
+        text = op === 0 ? text.slice(0, at) + piece + text.slice(at + 1) : op === 1 ? text.slice(0, at) + piece + text.slice(at) : text.slice(0, at) + text.slice(at + 1)
+      }
+      if (agrees(text)) accepted++
+    }
+    // Most mutations still read fast, and all of those agreed.
+    expect(accepted).toBeGreaterThan(1000)
+  })
+})
