@@ -358,8 +358,10 @@ export class Mesh {
     const url = new URL(req.url ?? '/', 'http://localhost')
     this.debugRequests.push(`${istiod.name} ${req.url ?? '/'}`)
     if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
-    const send = (status: number, body: string, type: string) => {
-      res.writeHead(status, {'Content-Type': type, 'Content-Length': Buffer.byteLength(body)})
+    // Encoded once (not measured, then encoded again): syncz bodies are megabytes at bench scale.
+    const send = (status: number, text: string, type: string) => {
+      const body = Buffer.from(text, 'utf8')
+      res.writeHead(status, {'Content-Type': type, 'Content-Length': body.length})
       res.end(body)
     }
     const extra = this.debugHandlers.get(url.pathname)
