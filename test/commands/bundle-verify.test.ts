@@ -45,7 +45,7 @@ async function verify(cluster: TestCluster, args: string[]): Promise<{r: CliResu
 /** A copy of the bundle with one change. */
 function variant(change: (d: string) => void): string {
   const d = mkdtempSync(join(dir, 'variant-'))
-  cpSync(bundle, d, {recursive: true})
+  cpSync(bundle, d, {recursive: true, dereference: true})
   change(d)
   return d
 }

@@ -4,11 +4,11 @@
  * every step of a bundle write, and long names in --archive tarballs.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
-import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
-import {recoverDir, writeFileAtomic, writeFilesAtomic} from '../../src/lib/fs/atomic.js'
+import {managedVersionOf, recoverDir, writeDirAtomic, writeFileAtomic, writeFilesAtomic} from '../../src/lib/fs/atomic.js'
 import {tarGz} from '../../src/lib/fs/tar.js'
 import {MeshvmError} from '../../src/lib/errors.js'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
@@ -126,6 +126,107 @@ describe('files: a bundle is all or none', () => {
       }
     }
     expect([...outcomes].sort()).toEqual(['new', 'old'])
+  })
+})
+
+describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)', () => {
+  const freshPath = () => join(work, `bundle${++n}`)
+  const ATOMIC = `require('tsx/cjs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); try { writeDirAtomic(process.argv[1], JSON.parse(process.argv[2]), {keep: process.argv[3]}) } catch (e) { console.error(e.message); process.exit(1) }`
+  const siblings = (dir: string) => readdirSync(join(dir, '..')).filter((e) => e.startsWith(`.${dir.split('/').pop()}.meshvm-`)).sort()
+
+  it('kill -9 at every step: right after the kill, the directory is the old bundle or the new one', () => {
+    logFault('files', 'kill -9 during a bundle write (no recovery)', 'fs')
+    const outcomes = new Set<string>()
+    for (let killAt = 1; ; killAt++) {
+      const d = freshPath()
+      writeDirAtomic(d, OLD, {keep: 'others'})
+      const res = spawnSync(process.execPath, ['-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      // No recoverDir: what a reader sees right after the kill.
+      const now = contents(d)
+      const state = JSON.stringify(now) === JSON.stringify(asMap(OLD)) ? 'old' : JSON.stringify(now) === JSON.stringify(asMap(NEW)) ? 'new' : `mix: ${JSON.stringify(now)}`
+      expect(state === 'old' || state === 'new', `kill at step ${killAt}: ${state}`).toBe(true)
+      expect(statSync(join(d, 'istio-token')).mode & 0o777).toBe(0o600)
+      outcomes.add(state)
+      // The next write removes what the killed one left beside the directory.
+      writeDirAtomic(d, NEW, {keep: 'others'})
+      expect(siblings(d)).toEqual([readlinkSync(d), `${readlinkSync(d)}.files`])
+      if (res.signal !== 'SIGKILL') {
+        expect(res.status).toBe(0)
+        break
+      }
+    }
+    expect([...outcomes].sort()).toEqual(['new', 'old'])
+  })
+
+  it('the directory is a link to a private version beside it; the old version goes', () => {
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    const first = readlinkSync(d)
+    expect(first).toMatch(new RegExp(`^\\.bundle${n}\\.meshvm-\\d+-[A-Za-z0-9]{6}$`))
+    expect(managedVersionOf(d)).toBe(first)
+    expect(statSync(join(work, first)).mode & 0o777).toBe(0o700)
+    writeDirAtomic(d, NEW, {keep: 'others'})
+    expect(siblings(d)).toEqual([readlinkSync(d), `${readlinkSync(d)}.files`])
+    expect(existsSync(join(work, first))).toBe(false)
+    expect(contents(d)).toEqual(asMap(NEW))
+  })
+
+  it('a new bundle drops the files of the old one it no longer has, and keeps the user\'s own', () => {
+    const d = freshPath()
+    writeDirAtomic(d, NEW, {keep: 'others'})
+    writeFileSync(join(d, 'notes.txt'), 'mine')
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    expect(contents(d)).toEqual({...asMap(OLD), 'notes.txt': 'mine'})
+  })
+
+  it('a partial rewrite (token refresh) keeps every other file', () => {
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    writeDirAtomic(d, [{name: 'istio-token', data: 'fresh', mode: 0o600}], {keep: 'all'})
+    expect(contents(d)).toEqual({...asMap(OLD), 'istio-token': 'fresh'})
+    // Kept files stay meshvm's: the next full bundle still replaces them.
+    writeDirAtomic(d, [{name: 'a.yaml', data: 'only', mode: 0o644}], {keep: 'others'})
+    expect(contents(d)).toEqual({'a.yaml': 'only'})
+  })
+
+  it('refuses a link that is not its own, and leaves its target alone', () => {
+    logFault('files', 'planted link as bundle directory', 'fs')
+    const victim = join(work, `victim${++n}`)
+    mkdirSync(victim)
+    writeFileSync(join(victim, 'istio-token'), 'precious')
+    const d = freshPath()
+    symlinkSync(victim, d)
+    expect(thrown(() => writeDirAtomic(d, NEW, {keep: 'others'})).message).toBe(`cannot write ${d}: it is a symbolic link; meshvm only replaces regular files`)
+    // Named like a version, but a link rather than a directory.
+    const name = d.split('/').pop()!
+    symlinkSync(victim, join(work, `.${name}.meshvm-1-abcdef`))
+    rmSync(d)
+    symlinkSync(`.${name}.meshvm-1-abcdef`, d)
+    expect(thrown(() => writeDirAtomic(d, NEW, {keep: 'others'})).message).toMatch(/: it is a symbolic link; /)
+    expect(readdirSync(victim)).toEqual(['istio-token'])
+    expect(readFileSync(join(victim, 'istio-token'), 'utf8')).toBe('precious')
+  })
+
+  it('a full disk part-way leaves the old bundle and no version holding the token', () => {
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    const before = siblings(d)
+    const big = JSON.stringify([{name: 'istio-token', data: 'new-token', mode: 0o600}, {name: 'a.yaml', data: 'x'.repeat(64 * 1024), mode: 0o644}])
+    const res = spawnSync('bash', ['-c', 'ulimit -f 16; node -e "$0" "$1" "$2" others', ATOMIC, d, big], {encoding: 'utf8'})
+    expect(res.status).toBe(1)
+    expect(res.stderr.trim()).toBe(`cannot write ${join(d, 'a.yaml')}: file too large (file size limit reached)`)
+    expect(contents(d)).toEqual(asMap(OLD))
+    expect(siblings(d)).toEqual(before)
+  })
+
+  it('a directory that already exists is written in place, its other files kept', () => {
+    const full = freshPath()
+    mkdirSync(full)
+    writeFileSync(join(full, 'theirs'), 'x')
+    writeDirAtomic(full, OLD, {keep: 'others'})
+    expect(lstatSync(full).isDirectory()).toBe(true)
+    expect(contents(full)).toEqual({...asMap(OLD), theirs: 'x'})
+    expect(siblings(full)).toEqual([])
   })
 })
 

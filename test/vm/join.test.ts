@@ -160,7 +160,7 @@ describe('refusals: the VM prints the reason and exits non-zero', {timeout: 60_0
   let n = 0
   const variant = (change: (d: string) => void): string => {
     const d = join(dir, `variant-${++n}`)
-    cpSync(bundle, d, {recursive: true})
+    cpSync(bundle, d, {recursive: true, dereference: true})
     change(d)
     return d
   }

@@ -9,7 +9,7 @@
 import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {ExitCode, MeshvmError} from '../errors.js'
-import {writeFilesAtomic, type FileToWrite} from '../fs/atomic.js'
+import {writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
 import type {KubeClient} from '../kube/client.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {requestToken} from '../bundle/fetch.js'
@@ -55,5 +55,5 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
     const updated = updateInstallGuard(script, issued.expiresAt)
     if (updated !== script) files.push({name: 'install.sh', data: updated, mode: 0o755})
   }
-  return {files: writeFilesAtomic(o.dir, files), expiresAt: issued.expiresAt, serviceAccount: `${namespace}/${sa}`}
+  return {files: writeDirAtomic(o.dir, files, {keep: 'all'}), expiresAt: issued.expiresAt, serviceAccount: `${namespace}/${sa}`}
 }

@@ -4,7 +4,7 @@
  */
 import {join} from 'node:path'
 import {InterruptedError} from '../errors.js'
-import {writeFilesAtomic, type FileToWrite} from '../fs/atomic.js'
+import {managedVersionOf, writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
 import {tarGz} from '../fs/tar.js'
 import type {KubeSession} from '../kube/session.js'
 import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type WorkloadGroupLike} from './generate.js'
@@ -34,6 +34,8 @@ export interface BundleSummary {
   archive?: string
   tokenExpiresAt?: Date
   warnings: string[]
+  /** The directory is meshvm's link to its current version (see writeDirAtomic). */
+  linked?: boolean
 }
 
 export async function writeBundle(session: KubeSession, workloadGroup: WorkloadGroupLike, options: BundleOptions, now = new Date()): Promise<BundleSummary> {
@@ -77,6 +79,8 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   }
   // The write is synchronous: a Ctrl-C from here on is handled only after every file is in place.
   stopIfInterrupted()
-  const written = writeFilesAtomic(options.outputDir, files)
-  return {dir: options.outputDir, files: written, archive, tokenExpiresAt: issued.expiresAt, warnings}
+  // A new bundle replaces the old one whole (files the user added there stay).
+  const written = writeDirAtomic(options.outputDir, files, {keep: 'others'})
+  const linked = managedVersionOf(options.outputDir) !== undefined
+  return {dir: options.outputDir, files: written, archive, tokenExpiresAt: issued.expiresAt, warnings, ...(linked ? {linked} : {})}
 }

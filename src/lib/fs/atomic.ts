@@ -17,9 +17,19 @@
  * into DIR); a kill after 3 is rolled forward by the next write into DIR (recoverDir), which
  * finishes the renames. A failed rename before the end rolls back from hard-link backups. A single
  * file needs no journal: its one rename is the commit.
+ *
+ * A bundle directory goes further (writeDirAtomic): right after a kill -9 at any instant, DIR holds
+ * the old set or the new one, never a mix, with no recovery needed. POSIX cannot replace a non-empty
+ * directory in one step (rename(2) only replaces an empty one; Node has no renameat2
+ * RENAME_EXCHANGE), so DIR is a symbolic link that meshvm owns, `DIR -> .NAME.meshvm-PID-XXXXXX`, a
+ * sibling version directory; a new version is written whole beside it and the link is replaced by
+ * rename(2), the one atomic step (kubelet's AtomicWriter swaps ConfigMap volumes the same way,
+ * pkg/volume/util/atomic_writer.go). meshvm never writes through that link: each version is a new
+ * directory created exclusively, and a link that is not meshvm's own (its target is not such a
+ * sibling directory, owned by this user) is refused like any other symlink.
  */
-import {closeSync, constants, fchmodSync, fsyncSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync, type Stats} from 'node:fs'
-import {basename, dirname, join} from 'node:path'
+import {closeSync, constants, copyFileSync, fchmodSync, fsyncSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync, writeSync, type Stats} from 'node:fs'
+import {basename, dirname, join, resolve} from 'node:path'
 import {ExitCode, MeshvmError} from '../errors.js'
 
 export interface FileToWrite {
@@ -210,13 +220,17 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
   writeFilesAtomic(dirname(path), [{name: basename(path), data, mode}])
 }
 
-/** Writes all files into `dir` (created if needed), or none of them. Returns the written paths. */
-export function writeFilesAtomic(dir: string, files: FileToWrite[]): string[] {
+function checkNames(dir: string, files: FileToWrite[]): void {
   for (const file of files) {
     if (file.name === '' || file.name === '.' || file.name === '..' || file.name.includes('/') || file.name.startsWith('.meshvm-')) {
       throw new MeshvmError(`cannot write ${join(dir, file.name)}: not a plain file name`, {exit: ExitCode.BUG, code: 'InternalError'})
     }
   }
+}
+
+/** Writes all files into `dir` (created if needed), or none of them. Returns the written paths. */
+export function writeFilesAtomic(dir: string, files: FileToWrite[]): string[] {
+  checkNames(dir, files)
   const dirStat = (() => {
     try {
       return lstatOrUndefined(dir)
@@ -331,4 +345,166 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[]): string[] {
   step()
   cleanup()
   return written
+}
+
+/**
+ * Beside each version, `VERSION.files`: the names meshvm wrote (JSON array), so the next version can
+ * tell them from the user's own files. Kept out of the directory, which is copied to VMs as it is.
+ */
+const filesListOf = (version: string) => `${version}.files`
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** `.NAME.meshvm-PID-XXXXXX` (a version) or `.NAME.meshvm-link-PID-XXXXXX` (a link about to be renamed). */
+function siblingPattern(name: string): RegExp {
+  return new RegExp(`^\\.${escapeRegExp(name)}\\.meshvm-(link-)?(\\d+)-[A-Za-z0-9]{6}(\\.files)?$`)
+}
+
+/**
+ * The version directory `dir` points to when it is meshvm's own link (a sibling named by
+ * siblingPattern, a real directory owned by this user), else undefined.
+ */
+export function managedVersionOf(dir: string): string | undefined {
+  let target: string
+  try {
+    target = readlinkSync(dir)
+  } catch {
+    return undefined
+  }
+  const m = siblingPattern(basename(dir)).exec(target)
+  if (!m || m[1] || m[3]) return undefined
+  const st = lstatOrUndefined(join(dirname(dir), target))
+  if (!st?.isDirectory() || (process.getuid && st.uid !== process.getuid())) return undefined
+  return target
+}
+
+export interface WriteDirOptions {
+  /**
+   * Which files of the current version the new one keeps: 'others' keeps the files meshvm did not
+   * write (a user's notes), so a new bundle replaces the old one whole; 'all' keeps every file not
+   * being written (a token refresh rewrites two files of a bundle).
+   */
+  keep: 'others' | 'all'
+}
+
+/**
+ * Writes a directory's files as one set: when meshvm creates `dir`, it is its link to a version, and
+ * right after a kill -9 at any instant it holds the old set or the new one (see the header). A
+ * directory that already exists (made by the user, or a bundle from before versions), and Windows (no
+ * symlinks without privilege), get writeFilesAtomic: all or none on failure, finished by the next
+ * write after a kill.
+ */
+export function writeDirAtomic(dir: string, files: FileToWrite[], options: WriteDirOptions): string[] {
+  checkNames(dir, files)
+  const path = resolve(dir)
+  const parent = dirname(path)
+  const name = basename(path)
+  let st: Stats | undefined
+  try {
+    st = lstatOrUndefined(path)
+  } catch (err) {
+    throw writeFailure(dir, err)
+  }
+  let current: string | undefined
+  if (st?.isSymbolicLink()) {
+    current = managedVersionOf(path)
+    if (current === undefined) throw refuse(dir, 'a symbolic link')
+  } else if (st?.isDirectory() || process.platform === 'win32') {
+    // A directory the user made (or a bundle from before versions) stays theirs: written in place.
+    return writeFilesAtomic(dir, files)
+  } else if (st) {
+    throw refuse(dir, kindOf(st))
+  }
+  try {
+    mkdirSync(parent, {recursive: true, mode: 0o755})
+    removeStaleVersions(parent, name, current)
+  } catch (err) {
+    throw writeFailure(dir, err)
+  }
+  // 1. The new version, written whole in a private directory beside DIR.
+  let version: string
+  try {
+    version = mkdtempSync(join(parent, `.${name}.meshvm-${process.pid}-`))
+  } catch (err) {
+    throw writeFailure(dir, err)
+  }
+  const link = join(parent, `.${name}.meshvm-link-${basename(version).slice(name.length + 9)}`)
+  const cleanup = () => {
+    rmSync(link, {force: true})
+    rmSync(filesListOf(version), {force: true})
+    rmSync(version, {recursive: true, force: true})
+  }
+  step()
+  let failed = dir
+  try {
+    for (const file of files) {
+      failed = join(dir, file.name)
+      writeNew(join(version, file.name), file.data, file.mode)
+      step()
+    }
+    failed = dir
+    const written = new Set(files.map((f) => f.name))
+    const kept = current === undefined ? [] : carryOver(join(parent, current), version, written, options.keep)
+    writeNew(filesListOf(version), `${JSON.stringify([...written, ...kept].sort())}\n`, 0o600)
+    fsyncPath(version)
+    symlinkSync(basename(version), link)
+    step()
+    // 2. The commit: one rename(2) puts the new link in place.
+    renameSync(link, path)
+  } catch (err) {
+    cleanup()
+    throw writeFailure(failed, err)
+  }
+  step()
+  fsyncPath(parent)
+  // 3. The old version goes; a kill before this leaves it to the next write (removeStaleVersions).
+  if (current !== undefined) {
+    rmSync(filesListOf(join(parent, current)), {force: true})
+    rmSync(join(parent, current), {recursive: true, force: true})
+  }
+  step()
+  return files.map((f) => join(dir, f.name))
+}
+
+/**
+ * Links (no copy) the files of the current version that the new one keeps; returns the names kept
+ * that meshvm wrote, for the new version's list.
+ */
+function carryOver(from: string, to: string, written: Set<string>, keep: WriteDirOptions['keep']): string[] {
+  let ours: Set<string>
+  try {
+    ours = new Set(JSON.parse(readFileSync(filesListOf(from), 'utf8')) as string[])
+  } catch {
+    ours = new Set()
+  }
+  const keptOurs: string[] = []
+  for (const entry of readdirSync(from)) {
+    if (written.has(entry) || entry.startsWith('.meshvm-')) continue
+    if (keep === 'others' && ours.has(entry)) continue
+    if (!lstatSync(join(from, entry)).isFile()) continue
+    try {
+      linkSync(join(from, entry), join(to, entry))
+    } catch {
+      copyFileSync(join(from, entry), join(to, entry), constants.COPYFILE_EXCL)
+    }
+    if (ours.has(entry)) keptOurs.push(entry)
+  }
+  return keptOurs
+}
+
+/** Versions and links left by killed or finished writes (never the current one, never a live writer's). */
+function removeStaleVersions(parent: string, name: string, current: string | undefined): void {
+  const pattern = siblingPattern(name)
+  let entries: string[]
+  try {
+    entries = readdirSync(parent)
+  } catch {
+    return
+  }
+  for (const entry of entries) {
+    const m = pattern.exec(entry)
+    if (!m || entry === current || (current !== undefined && entry === filesListOf(current))) continue
+    if (Number(m[2]) !== process.pid && pidAlive(Number(m[2]))) continue
+    rmSync(join(parent, entry), {recursive: true, force: true})
+  }
 }
