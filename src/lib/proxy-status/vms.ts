@@ -161,8 +161,8 @@ export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): stri
   const ids = new Set(syncs.map((s) => s.proxyId))
   const out = new Set<string>()
   for (const vm of vms) {
-    if (nameCandidates(vm).some((id) => ids.has(id))) continue
-    if (vm.connected && vm.istiod) out.add(vm.namespace)
+    if (!(vm.connected && vm.istiod) || out.has(vm.namespace)) continue
+    if (!nameCandidates(vm).some((id) => ids.has(id))) out.add(vm.namespace)
   }
   return [...out].sort()
 }
@@ -176,6 +176,12 @@ const candidatesOf = new WeakMap<VmRecord, string[]>()
 function nameCandidates(vm: VmRecord): string[] {
   let out = candidatesOf.get(vm)
   if (out !== undefined) return out
+  // The usual record: a WorkloadEntry (no WAR) named as its VM, one candidate.
+  if (vm.war === undefined && (vm.workloadEntry === undefined || vm.workloadEntry === vm.name)) {
+    out = [`${vm.name}.${vm.namespace}`]
+    candidatesOf.set(vm, out)
+    return out
+  }
   out = []
   const names: string[] = []
   for (const n of [vm.war, vm.workloadEntry, vm.name]) {
