@@ -292,26 +292,37 @@ export class Mesh {
     if (!istiod) return []
     const now = Date.now()
     const out: unknown[] = []
+    // This simulation answers for every istiod of every cluster from one thread (a real istiod is its
+    // own process): times are formatted once per distinct age, and entries are built without spreads.
+    const times = new Map<number, string>()
+    const ago = (ms: number) => {
+      let t = times.get(ms)
+      if (t === undefined) times.set(ms, (t = iso(now - ms)))
+      return t
+    }
     for (const p of [...this.proxies.values()].filter((x) => x.istiod === istiodName).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
       const ns = p.id.slice(p.id.lastIndexOf('.') + 1)
       if (namespace && ns !== namespace) continue
       const entry: Record<string, unknown> = {cluster_id: p.clusterId ?? istiod.clusterId, proxy: p.id, proxy_type: 'sidecar', istio_version: p.version ?? istiod.version}
       const resources: Record<string, unknown> = {}
-      const sentTime = iso(now - (p.sentAgoMs ?? 125_000))
+      const sentTime = ago(p.sentAgoMs ?? 125_000)
       for (const type of Object.keys(XDS_TYPES) as XdsType[]) {
         const state = p.types?.[type] ?? (type === 'ECDS' ? 'not-sent' : 'synced')
         if (state === 'unwatched') continue
         const nonce = `${sentTime}/${type.toLowerCase()}-${p.id}`
         const sent = state === 'not-sent' ? '' : nonce
-        const acked = state === 'synced' || state === 'nack' ? nonce : state === 'stale' ? `${iso(now - 600_000)}/old` : ''
+        const acked = state === 'synced' || state === 'nack' ? nonce : state === 'stale' ? `${ago(600_000)}/old` : ''
         if (sent) entry[`${LEGACY_FIELD[type]}_sent`] = sent
         if (acked) entry[`${LEGACY_FIELD[type]}_acked`] = acked
         if (istiod.shape === 'resources') {
-          resources[XDS_TYPES[type]] = {
-            ...(sent ? {sent, sentTime} : {}),
-            ...(acked ? {acked} : {}),
-            ...(state === 'nack' ? {lastError: p.lastError ?? 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain)'} : {}),
+          const r: Record<string, string> = {}
+          if (sent) {
+            r.sent = sent
+            r.sentTime = sentTime
           }
+          if (acked) r.acked = acked
+          if (state === 'nack') r.lastError = p.lastError ?? 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain)'
+          resources[XDS_TYPES[type]] = r
         }
       }
       if (istiod.shape === 'resources') entry.resources = resources
@@ -358,8 +369,10 @@ export class Mesh {
     const url = new URL(req.url ?? '/', 'http://localhost')
     this.debugRequests.push(`${istiod.name} ${req.url ?? '/'}`)
     if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
-    const send = (status: number, body: string, type: string) => {
-      res.writeHead(status, {'Content-Type': type, 'Content-Length': Buffer.byteLength(body)})
+    // Encoded once (not measured, then encoded again): syncz bodies are megabytes at bench scale.
+    const send = (status: number, text: string, type: string) => {
+      const body = Buffer.from(text, 'utf8')
+      res.writeHead(status, {'Content-Type': type, 'Content-Length': body.length})
       res.end(body)
     }
     const extra = this.debugHandlers.get(url.pathname)

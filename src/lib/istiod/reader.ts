@@ -231,7 +231,8 @@ export class IstiodReader {
           r.on('data', (c: Buffer) => chunks.push(c))
           r.on('end', () => {
             clearTimeout(timer)
-            resolve({status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8')})
+            // A body that came in one piece (a large syncz often does) is decoded where it is, not copied first.
+            resolve({status: r.statusCode ?? 0, body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')})
           })
           r.on('error', reject)
         })

@@ -123,17 +123,13 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
   if (resources !== undefined && resources !== null) {
     if (!isRecord(resources)) throw new Error(`${where(at)}: "resources" must be an object keyed by type URL, got ${kindOf(resources)}`)
     shape = 'http-resources'
-    types = ignoredTypes()
-    for (const t of XDS_TYPES) {
-      const typeUrl = XDS_TYPE_URLS[t]
-      const r = resources[typeUrl]
-      if (r === undefined || r === null) continue
-      if (!isRecord(r)) throw new Error(`${where({index, proxyId, typeUrl})} must be an object, got ${kindOf(r)}`)
-      const lastError = resourceString(r, 'lastError', index, proxyId, typeUrl)
-      const sent = resourceString(r, 'sent', index, proxyId, typeUrl)
-      const acked = resourceString(r, 'acked', index, proxyId, typeUrl)
-      const {state, neverAcknowledged} = nonceState(sent, acked, lastError)
-      types[t] = withNonces(withOptional({state, subscribed: true, neverAcknowledged}, timestamp(r.sentTime), lastError), sent, acked)
+    // One literal with every type (one object shape for all proxies), each type made once.
+    types = {
+      CDS: resourceSync(resources, 'CDS', index, proxyId),
+      LDS: resourceSync(resources, 'LDS', index, proxyId),
+      EDS: resourceSync(resources, 'EDS', index, proxyId),
+      RDS: resourceSync(resources, 'RDS', index, proxyId),
+      ECDS: resourceSync(resources, 'ECDS', index, proxyId),
     }
   } else {
     shape = 'http-legacy'
@@ -158,6 +154,19 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
     types,
     shape,
   }
+}
+
+/** One type of a 1.23+ `resources` map; IGNORED when the proxy does not watch it. */
+function resourceSync(resources: Json, t: XdsType, index: number, proxyId: string): TypeSync {
+  const typeUrl = XDS_TYPE_URLS[t]
+  const r = resources[typeUrl]
+  if (r === undefined || r === null) return {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
+  if (!isRecord(r)) throw new Error(`${where({index, proxyId, typeUrl})} must be an object, got ${kindOf(r)}`)
+  const lastError = resourceString(r, 'lastError', index, proxyId, typeUrl)
+  const sent = resourceString(r, 'sent', index, proxyId, typeUrl)
+  const acked = resourceString(r, 'acked', index, proxyId, typeUrl)
+  const {state, neverAcknowledged} = nonceState(sent, acked, lastError)
+  return withNonces(withOptional({state, subscribed: true, neverAcknowledged}, timestamp(r.sentTime), lastError), sent, acked)
 }
 
 function withOptional(t: TypeSync, lastSent: string | undefined, error: string | undefined): TypeSync {

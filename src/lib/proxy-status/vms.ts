@@ -67,10 +67,12 @@ function ownerWar(we: WorkloadEntryObject): string | undefined {
 export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[]): VmRecord[] {
   const out: VmRecord[] = []
   const entryOf = new Map<string, WorkloadEntryObject>()
-  for (const we of workloadEntries) {
-    const war = ownerWar(we)
+  // The WAR owning each WorkloadEntry, looked up once (and not at all in a mesh without WARs).
+  const owners = wars.length === 0 ? undefined : workloadEntries.map(ownerWar)
+  workloadEntries.forEach((we, i) => {
+    const war = owners?.[i]
     if (war) entryOf.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
-  }
+  })
   const warKeys = new Set(wars.map((w) => `${w.metadata?.namespace ?? ''}/${w.metadata?.name ?? ''}`))
   for (const war of wars) {
     const namespace = war.metadata?.namespace ?? ''
@@ -100,9 +102,10 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
       } as VmRecord),
     )
   }
-  for (const we of workloadEntries) {
+  for (let i = 0; i < workloadEntries.length; i++) {
+    const we = workloadEntries[i]!
     const namespace = we.metadata?.namespace ?? ''
-    const war = ownerWar(we)
+    const war = owners?.[i]
     if (war && warKeys.has(`${namespace}/${war}`)) continue
     const name = we.metadata?.name ?? ''
     const reg = registrationFromWorkloadEntry(we)
@@ -158,8 +161,8 @@ export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): stri
   const ids = new Set(syncs.map((s) => s.proxyId))
   const out = new Set<string>()
   for (const vm of vms) {
-    if (nameCandidates(vm).some((id) => ids.has(id))) continue
-    if (vm.connected && vm.istiod) out.add(vm.namespace)
+    if (!(vm.connected && vm.istiod) || out.has(vm.namespace)) continue
+    if (!nameCandidates(vm).some((id) => ids.has(id))) out.add(vm.namespace)
   }
   return [...out].sort()
 }
@@ -173,6 +176,12 @@ const candidatesOf = new WeakMap<VmRecord, string[]>()
 function nameCandidates(vm: VmRecord): string[] {
   let out = candidatesOf.get(vm)
   if (out !== undefined) return out
+  // The usual record: a WorkloadEntry (no WAR) named as its VM, one candidate.
+  if (vm.war === undefined && (vm.workloadEntry === undefined || vm.workloadEntry === vm.name)) {
+    out = [`${vm.name}.${vm.namespace}`]
+    candidatesOf.set(vm, out)
+    return out
+  }
   out = []
   const names: string[] = []
   for (const n of [vm.war, vm.workloadEntry, vm.name]) {
@@ -185,6 +194,18 @@ function nameCandidates(vm: VmRecord): string[] {
   return out
 }
 
+/**
+ * A record paired with its proxy: connected, under that ID. The record is updated rather than copied
+ * (records are built per snapshot by vmRecords and read only after pairing; a spread copy of records
+ * of varying shapes took V8's slow path, ~1.2 µs each at 5,000 VMs).
+ */
+function paired(vm: VmRecord, proxyId: string): VmRecord {
+  vm.proxyId = proxyId
+  vm.connected = true
+  return vm
+}
+
+/** Pairs registrations with proxies (see above). Paired records are updated in place (proxyId, connected). */
 export function pairVms(input: PairingInput): Pairing {
   const ids = new Set<string>()
   for (const s of input.syncs) ids.add(s.proxyId)
@@ -204,7 +225,7 @@ export function pairVms(input: PairingInput): Pairing {
     const id = nameCandidates(vm).find((c) => ids.has(c) && !podProxies.has(c) && !taken.has(c))
     if (id) {
       taken.add(id)
-      out.push({...vm, proxyId: id, connected: true})
+      out.push(paired(vm, id))
     } else waiting.push(vm)
   }
   // 2. by connection (istiod + namespace), only where pods are known
@@ -227,7 +248,7 @@ export function pairVms(input: PairingInput): Pairing {
       rest.push(...records)
     } else if (unique.length === 1 && records.length === 1) {
       taken.add(unique[0]!)
-      out.push({...records[0]!, proxyId: unique[0]!, connected: true})
+      out.push(paired(records[0]!, unique[0]!))
     } else {
       const groups = [...new Set(records.map((r) => r.group))]
       const group = groups.length === 1 && groups[0] ? groups[0] : undefined
