@@ -9,7 +9,7 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
-import {KubeClient} from '../../../src/lib/kube/client.js'
+import {KubeClient, MAX_JSON_DEPTH, jsonTooDeep} from '../../../src/lib/kube/client.js'
 import {loadKubeConfig} from '../../../src/lib/kube/config.js'
 import {MeshvmError} from '../../../src/lib/errors.js'
 
@@ -186,6 +186,40 @@ describe('KubeClient', () => {
     expect(err.message).toMatch(/^no answer from the API server at http:\/\/127\.0\.0\.1:\d+ \(context "ctx"\) within 50ms \(GET \/slow\)$/)
     expect(err.exit).toBe(3)
     c.close()
+  })
+})
+
+describe('jsonTooDeep (the guard before JSON reaches recursive code)', () => {
+  const nest = (n: number, open = '[', close = ']') => open.repeat(n) + close.repeat(n)
+  it('counts arrays and objects, up to the exact limit', () => {
+    expect(jsonTooDeep(nest(MAX_JSON_DEPTH))).toBe(false)
+    expect(jsonTooDeep(nest(MAX_JSON_DEPTH + 1))).toBe(true)
+    expect(jsonTooDeep('{"a":'.repeat(3) + '1' + '}'.repeat(3), 3)).toBe(false)
+    expect(jsonTooDeep('{"a":'.repeat(4) + '1' + '}'.repeat(4), 3)).toBe(true)
+    expect(jsonTooDeep('[{"a":[{}]}]', 4)).toBe(false)
+    expect(jsonTooDeep('[{"a":[{"b":[]}]}]', 4)).toBe(true)
+    // Siblings do not add up: depth, not count.
+    expect(jsonTooDeep('[' + Array(5000).fill('[[]]').join(',') + ']', 3)).toBe(false)
+  })
+  it('skips brackets inside strings, escaped quotes included', () => {
+    expect(jsonTooDeep('{"a":"[[[[[[{{{{"}', 2)).toBe(false)
+    expect(jsonTooDeep('{"a":"\\"[[[[", "b":1}', 2)).toBe(false)
+    expect(jsonTooDeep('["\\"[[[[\\"", []]', 2)).toBe(false)
+    expect(jsonTooDeep('{"[[[[":"]]]]"}', 1)).toBe(false)
+  })
+  it('counts brackets after a string that ends in escaped backslashes', () => {
+    // After an even run of backslashes (each an escaped backslash) the quote closes the string;
+    // after an odd run of backslashes the quote is part of the string.
+    expect(jsonTooDeep('{"a":"x\\\\","b":' + nest(3) + '}', 3)).toBe(true)
+    expect(jsonTooDeep('{"a":"\\\\","b":' + nest(2) + '}', 3)).toBe(false)
+    expect(jsonTooDeep('{"a":"\\\\\\"","b":' + nest(3) + '}', 3)).toBe(true)
+    expect(jsonTooDeep('{"a":"\\\\\\\\\\"[[[[","b":' + nest(2) + '}', 3)).toBe(false)
+  })
+  it('answers at once for 100,000-deep documents, and false for text that is not JSON (JSON.parse reports it)', () => {
+    expect(jsonTooDeep(nest(100_000))).toBe(true)
+    expect(jsonTooDeep(nest(50_000, '{"a":', '}'))).toBe(true)
+    expect(jsonTooDeep('"unterminated [[[[[')).toBe(false)
+    expect(jsonTooDeep('')).toBe(false)
   })
 })
 
