@@ -78,6 +78,19 @@ export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   return false
 }
 
+/**
+ * The continue token of a list page, read from the head of its text without parsing it: the
+ * metadata kube-apiserver writes before the items (`{"kind":…,"apiVersion":…,"metadata":
+ * {"resourceVersion":…,"continue":"TOKEN",…},"items":[…`, ListMeta's field order). Undefined when
+ * the head has another shape. Only a guess, to request the next page early: listPages confirms it
+ * against the parsed page.
+ */
+export function continueTokenOf(text: string): string | undefined {
+  const m = CONTINUE_HEAD.exec(text)
+  return m ? m[1] : undefined
+}
+const CONTINUE_HEAD = /^\{"kind":"[^"\\]*","apiVersion":"[^"\\]*","metadata":\{(?:"selfLink":"[^"\\]*",)?(?:"resourceVersion":"[^"\\]*",)?"continue":"([^"\\]+)"/
+
 export const PATCH = {
   merge: 'application/merge-patch+json',
   json: 'application/json-patch+json',
@@ -562,10 +575,13 @@ export class KubeClient {
    * A request whose answer is a JSON object. An empty body, `null`, a scalar or a document nested
    * deeper than MAX_JSON_DEPTH is a malformed answer (never "success with nothing").
    */
-  async request<T = unknown>(req: KubeRequest): Promise<T> {
+  async request<T = unknown>(req: KubeRequest, onText?: (text: string) => boolean): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const res = await this.send(req)
       const text = res.body.toString('utf8')
+      // listPages sends the next page's request from the raw text (see there): one turn of the event
+      // loop puts it on the wire before the parse below holds the thread.
+      if (onText?.(text)) await new Promise((resolve) => setImmediate(resolve))
       let value: unknown
       let why: string
       if (text.trim() === '') why = 'an empty body'
@@ -601,7 +617,14 @@ export class KubeClient {
   /**
    * Pages through a list with `limit`/`continue`. When a continue token expires (410 Gone) the list
    * restarts from a fresh snapshot and items already yielded are skipped, so callers never see an
-   * item twice. Memory stays at one page plus the keys of items seen.
+   * item twice. Memory stays at two pages plus the keys of items seen.
+   *
+   * Pipelined: the next page is requested as soon as the current page's text arrives, with the
+   * continue token read from the head of that text (continueTokenOf), so the server prepares and
+   * sends page N+1 while page N is checked, parsed and used (10,000 WARs in pages of 500: the
+   * parse no longer waits for the server, nor the server for the parse). The token is then confirmed
+   * against the parsed page: a guess that differs (or a page whose head does not have the usual
+   * shape) is dropped and the page is requested as before. At most one page is requested ahead.
    */
   async *listPages<T extends {metadata?: {uid?: string; name?: string; namespace?: string}}>(
     path: string,
@@ -612,35 +635,74 @@ export class KubeClient {
     let restarts = 0
     let token: string | undefined
     const tokens = new Set<string>()
-    for (let pages = 0; ; pages++) {
-      if (pages >= MAX_LIST_PAGES) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', `a list that did not end after ${MAX_LIST_PAGES} pages`), 0)
-      let page: ListPage<T>
-      try {
-        page = await this.get<ListPage<T>>(path, {...query, limit: pageSize, continue: token})
-      } catch (err) {
-        if (err instanceof KubeApiError && err.status === 410 && token !== undefined && restarts < 3) {
-          restarts++
-          token = undefined
-          continue
-        }
-        throw err
-      }
-      // kubectl decodes a null items as an empty list; anything else that is not a list of objects is malformed.
-      if ((page.items !== undefined && page.items !== null && !Array.isArray(page.items)) || (page.items ?? []).some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) {
-        throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose items are not objects'), 0)
-      }
-      const items = (page.items ?? []).filter((item) => {
-        const key = item.metadata?.uid ?? `${item.metadata?.namespace ?? ''}/${item.metadata?.name ?? ''}`
-        if (seen.has(key)) return false
-        seen.add(key)
-        return true
+    interface PageRead {
+      token: string | undefined
+      page: Promise<ListPage<T>>
+      /** The next token read from the head of this page's text, once it has arrived. */
+      next?: string
+      /** True once the loop waits for this page: its text may then start the next request. */
+      current: boolean
+    }
+    let pages = 0
+    let ahead: PageRead | undefined
+    const prefetch = (read: PageRead): boolean => {
+      const next = read.next
+      if (ahead !== undefined || next === undefined || next === read.token || tokens.has(next) || pages + 1 >= MAX_LIST_PAGES) return false
+      ahead = start(next)
+      return true
+    }
+    const start = (t: string | undefined): PageRead => {
+      const read: PageRead = {token: t, current: false, page: undefined as unknown as Promise<ListPage<T>>}
+      read.page = this.request<ListPage<T>>({method: 'GET', path, query: {...query, limit: pageSize, continue: t}}, (text) => {
+        read.next = continueTokenOf(text)
+        return read.current && prefetch(read)
       })
-      yield {...page, items}
-      token = page.metadata?.continue || undefined
-      if (!token) return
-      // A server that hands back a token it already gave would page forever.
-      if (tokens.has(token)) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose continue token repeats'), 0)
-      tokens.add(token)
+      // A page read ahead and never used (the caller stopped, or the guess was wrong) fails unheard;
+      // a page that is used is awaited below, where its error is thrown.
+      read.page.catch(() => undefined)
+      return read
+    }
+    try {
+      for (; ; pages++) {
+        if (pages >= MAX_LIST_PAGES) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', `a list that did not end after ${MAX_LIST_PAGES} pages`), 0)
+        let page: ListPage<T>
+        const read: PageRead = ahead !== undefined && ahead.token === token ? ahead : start(token)
+        ahead = undefined
+        read.current = true
+        // Its text may have arrived while the caller used the previous page.
+        prefetch(read)
+        try {
+          page = await read.page
+        } catch (err) {
+          if (err instanceof KubeApiError && err.status === 410 && token !== undefined && restarts < 3) {
+            restarts++
+            token = undefined
+            ahead = undefined
+            continue
+          }
+          throw err
+        }
+        // kubectl decodes a null items as an empty list; anything else that is not a list of objects is malformed.
+        if ((page.items !== undefined && page.items !== null && !Array.isArray(page.items)) || (page.items ?? []).some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) {
+          throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose items are not objects'), 0)
+        }
+        const items = (page.items ?? []).filter((item) => {
+          const key = item.metadata?.uid ?? `${item.metadata?.namespace ?? ''}/${item.metadata?.name ?? ''}`
+          if (seen.has(key)) return false
+          seen.add(key)
+          return true
+        })
+        token = page.metadata?.continue || undefined
+        // The page read ahead is kept only if it asked for the token the page really has.
+        if (ahead !== undefined && (ahead as PageRead).token !== token) ahead = undefined
+        yield {...page, items}
+        if (!token) return
+        // A server that hands back a token it already gave would page forever.
+        if (tokens.has(token)) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose continue token repeats'), 0)
+        tokens.add(token)
+      }
+    } finally {
+      ahead = undefined
     }
   }
 
