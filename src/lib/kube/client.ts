@@ -79,17 +79,20 @@ export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
 }
 
 /**
- * The continue token of a list page, read from the head of its text without parsing it: the
- * metadata kube-apiserver writes before the items (`{"kind":…,"apiVersion":…,"metadata":
- * {"resourceVersion":…,"continue":"TOKEN",…},"items":[…`, ListMeta's field order). Undefined when
- * the head has another shape. Only a guess, to request the next page early: listPages confirms it
- * against the parsed page.
+ * The continue token of a list page, read from its text without parsing it, where kube-apiserver
+ * writes it: before the items for built-in types (`{"kind":…,"apiVersion":…,"metadata":
+ * {"resourceVersion":…,"continue":"TOKEN",…},"items":[…`, ListMeta's field order), after them for
+ * custom resources (`{"apiVersion":…,"items":[…],"kind":…,"metadata":{"continue":"TOKEN",…}}`: an
+ * unstructured list's keys sorted, apimachinery's streamingEncodeUnstructuredList). Undefined for
+ * another shape. Only a guess, to request the next page early: listPages confirms it against the
+ * parsed page.
  */
 export function continueTokenOf(text: string): string | undefined {
-  const m = CONTINUE_HEAD.exec(text)
+  const m = CONTINUE_HEAD.exec(text) ?? CONTINUE_TAIL.exec(text.length > 2048 ? text.slice(-2048) : text)
   return m ? m[1] : undefined
 }
 const CONTINUE_HEAD = /^\{"kind":"[^"\\]*","apiVersion":"[^"\\]*","metadata":\{(?:"selfLink":"[^"\\]*",)?(?:"resourceVersion":"[^"\\]*",)?"continue":"([^"\\]+)"/
+const CONTINUE_TAIL = /\],"kind":"[^"\\]*","metadata":\{"continue":"([^"\\]+)"(?:,"remainingItemCount":\d+)?(?:,"resourceVersion":"[^"\\]*")?(?:,"selfLink":"[^"\\]*")?\}\}\s*$/
 
 export const PATCH = {
   merge: 'application/merge-patch+json',
@@ -620,7 +623,7 @@ export class KubeClient {
    * item twice. Memory stays at two pages plus the keys of items seen.
    *
    * Pipelined: the next page is requested as soon as the current page's text arrives, with the
-   * continue token read from the head of that text (continueTokenOf), so the server prepares and
+   * continue token read from that text before it is parsed (continueTokenOf), so the server prepares and
    * sends page N+1 while page N is checked, parsed and used (10,000 WARs in pages of 500: the
    * parse no longer waits for the server, nor the server for the parse). The token is then confirmed
    * against the parsed page: a guess that differs (or a page whose head does not have the usual

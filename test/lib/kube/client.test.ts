@@ -200,6 +200,12 @@ describe('KubeClient', () => {
       expect(continueTokenOf('{"metadata":{"continue":"t"},"items":[]}')).toBeUndefined()
       expect(continueTokenOf('{"kind":"L","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":""}}')).toBeUndefined()
       expect(continueTokenOf('{"kind":"L\\"","apiVersion":"v1","metadata":{"continue":"t"}}')).toBeUndefined()
+      // A custom resource list: an unstructured list's keys sorted, metadata after the items.
+      const cr = (meta: string) => `{"apiVersion":"x/v1","items":[{"kind":"T","metadata":{"continue":"inner"}}],"kind":"TList","metadata":${meta}}\n`
+      expect(continueTokenOf(cr('{"continue":"tail","remainingItemCount":3,"resourceVersion":"9"}'))).toBe('tail')
+      expect(continueTokenOf(cr('{"continue":"tail","resourceVersion":"9"}'))).toBe('tail')
+      expect(continueTokenOf(cr('{"resourceVersion":"9"}'))).toBeUndefined()
+      expect(continueTokenOf(`{"apiVersion":"x/v1","items":[],"kind":"TList","metadata":{"continue":"t"}},"x":1}`)).toBeUndefined()
     })
 
     it('asks for page 2 before the caller has finished with page 1', async () => {
@@ -221,6 +227,28 @@ describe('KubeClient', () => {
       }
       expect(names).toEqual(['i1', 'i2', 'i3'])
       expect(seen.map((x) => x.url)).toEqual(['/apis/x/v1/things?limit=2', '/apis/x/v1/things?limit=2&continue=tok1'])
+      c.close()
+    })
+
+    it('pipelines custom resource lists too (metadata after the items)', async () => {
+      let page2Asked!: () => void
+      const asked = new Promise<void>((r) => (page2Asked = r))
+      const crPage = (items: number[], token?: string) =>
+        `{"apiVersion":"x/v1","items":${JSON.stringify(items.map(item))},"kind":"ThingList","metadata":{${token ? `"continue":"${token}",` : ''}"resourceVersion":"7"}}\n`
+      serve({
+        '': (res) => send(res, 200, crPage([1, 2], 'tok1')),
+        tok1: (res) => {
+          page2Asked()
+          send(res, 200, crPage([3]))
+        },
+      })
+      const c = await client()
+      const names: string[] = []
+      for await (const p of c.listPages<{metadata: {name: string}}>('/apis/x/v1/things', {}, 2)) {
+        if (names.length === 0) await asked
+        names.push(...p.items.map((i) => i.metadata.name))
+      }
+      expect(names).toEqual(['i1', 'i2', 'i3'])
       c.close()
     })
 
