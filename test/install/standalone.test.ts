@@ -87,13 +87,23 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
     expect(existsSync(join(home, '.cache/meshvm/standalone', extracted!, 'dist/vendor/kube.cjs'))).toBe(true)
   })
 
-  it('lists WARs from the test cluster (the Kubernetes client is loaded from the executable on first use)', async () => {
+  it('lists WARs from the test cluster (a certificate user: the kubeconfig is read without the Kubernetes client)', async () => {
     cluster.mesh.addVm({name: 'ratings-vm-sea', namespace: 'bookinfo', group: 'ratings', address: '10.9.0.2', source: 'war', disconnectedAgoMs: 60_000})
     const res = await standalone(['war', 'list', '-A', '-o', 'name'], cluster.env)
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expect(res.stdout).toContain('ratings-vm-sea')
-    expect([...new Set(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]))].sort()).toEqual(['kube', 'meshvm'])
+    expect([...new Set(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]))].sort()).toEqual(['meshvm'])
+  })
+
+  it('reads istiod through a port-forward (the WebSocket library is loaded from the executable on first use)', async () => {
+    const res = await standalone(['proxy-status', '-o', 'json'], cluster.env)
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expect(JSON.parse(res.stdout)).toBeTruthy()
+    const loaded = new Set(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]))
+    expect(loaded.has('ws')).toBe(true)
+    expect(loaded.has('kube')).toBe(false)
   })
 
   it('runs as a kubectl plugin named kubectl-meshvm', async () => {
