@@ -225,6 +225,22 @@ describe('hangs and limits', () => {
     c.close()
   })
 
+  it('a repeating continue token in kube-apiserver\'s own list shape (pages requested ahead) still ends the list', async () => {
+    logFault('hangs and limits', 'continue token that never ends, pipelined paging')
+    // kind, apiVersion and metadata before the items: listPages requests the next page from this head.
+    for (let i = 0; i < 8; i++) {
+      s.handlers.push((_q, res) => {
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":"${i < 2 ? `t${i}` : 'same'}"},"items":[{"metadata":{"name":"p${i}","uid":"u${i}"}}]}`)
+      })
+    }
+    const c = await client()
+    const err = await failure(c.list('/api/v1/pods'))
+    expect(err.message).toMatch(/\(a list whose continue token repeats\)$/)
+    expect(s.seen.length).toBeLessThanOrEqual(4)
+    c.close()
+  })
+
   it('a watch the server closes at once is re-watched with backoff, then given up, with no listener leak', async () => {
     logFault('hangs and limits', 'watch closed at once')
     const warnings: string[] = []
