@@ -119,6 +119,30 @@ describe('crashes become clean errors: bodies that are not objects', () => {
     })
   }
 
+  it('a list page hiding 100,000-deep JSON behind escaped quotes and backslashes is malformed, read or watched', async () => {
+    logFault('crashes', 'deep JSON after escaped quotes in a list and a watch line')
+    // A scanner that took \\" for the end of the string, or \\\\" for an escaped quote, would miss the depth.
+    const deep = '{"a":' + '['.repeat(100_000) + ']'.repeat(100_000) + '}'
+    const body = `{"kind":"List","metadata":{"continue":"x\\\\"},"items":[{"metadata":{"name":"a\\"b"},"spec":${deep}}]}`
+    for (let i = 0; i < 2; i++) {
+      s.handlers.push((_q, res) => {
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end(body)
+      })
+    }
+    const c = await client()
+    const err = await failure(c.list('/api/v1/pods'))
+    expect(err.message).toMatch(/\(JSON nested deeper than 1000 levels\)$/)
+    expect(err.code).toBe('MalformedResponse')
+    s.handlers.push((_q, res) => {
+      res.writeHead(200, {'content-type': 'application/json'})
+      res.end(`{"type":"ADDED","object":{"metadata":{"name":"a\\"b","resourceVersion":"1"},"spec":${deep}}}\n`)
+    })
+    const watchErr = await failure(c.watch('/api/v1/pods', {}, () => undefined))
+    expect(watchErr.code).toBe('MalformedResponse')
+    c.close()
+  })
+
   for (const [what, items] of [['a string', '"x"'], ['an object', '{}'], ['a null entry', '[null]'], ['a number entry', '[1]']] as const) {
     it(`a list whose items is ${what} is malformed`, async () => {
       logFault('crashes', `items is ${what}`)
@@ -194,6 +218,22 @@ describe('hangs and limits', () => {
   it('a continue token that repeats ends the list instead of paging forever', async () => {
     logFault('hangs and limits', 'continue token that never ends')
     for (let i = 0; i < 5; i++) s.handlers.push((_q, res) => json(res, 200, {items: [{metadata: {name: `p${i}`, uid: `u${i}`}}], metadata: {continue: i < 2 ? `t${i}` : 'same'}}))
+    const c = await client()
+    const err = await failure(c.list('/api/v1/pods'))
+    expect(err.message).toMatch(/\(a list whose continue token repeats\)$/)
+    expect(s.seen.length).toBeLessThanOrEqual(4)
+    c.close()
+  })
+
+  it('a repeating continue token in kube-apiserver\'s own list shape (pages requested ahead) still ends the list', async () => {
+    logFault('hangs and limits', 'continue token that never ends, pipelined paging')
+    // kind, apiVersion and metadata before the items: listPages requests the next page from this head.
+    for (let i = 0; i < 8; i++) {
+      s.handlers.push((_q, res) => {
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":"${i < 2 ? `t${i}` : 'same'}"},"items":[{"metadata":{"name":"p${i}","uid":"u${i}"}}]}`)
+      })
+    }
     const c = await client()
     const err = await failure(c.list('/api/v1/pods'))
     expect(err.message).toMatch(/\(a list whose continue token repeats\)$/)

@@ -49,22 +49,50 @@ export function maxResponseBytes(env: NodeJS.ProcessEnv = process.env): number {
   return n
 }
 
-/** True when `text` (JSON) nests arrays/objects deeper than `max`; strings are skipped. O(n), no recursion. */
+/**
+ * True when `text` (JSON) nests arrays/objects deeper than `max`; strings are skipped. O(n), no recursion.
+ * V8's JSON.parse is iterative (Node 20: a 1,000,000-deep array parses), but what consumes the value
+ * is not (JSON.stringify, the YAML writer, object walks): so the text is refused before it is parsed.
+ * Strings, most of a Kubernetes object's text, are skipped with indexOf (native) rather than char by
+ * char: ~2.5× cheaper (10,000 WARs, 11 MB: 16 ms instead of 42 ms).
+ */
 export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   let depth = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
+  const n = text.length
+  for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 92 /* \\ */) i++
-      else if (c === 34 /* " */) inString = false
-    } else if (c === 34) inString = true
-    else if (c === 123 || c === 91) {
+    if (c === 34 /* " */) {
+      // The closing quote: the next one not escaped, i.e. not preceded by an odd run of backslashes.
+      for (;;) {
+        const end = text.indexOf('"', i + 1)
+        if (end < 0) return false // an unterminated string: not JSON, which JSON.parse reports
+        let k = end - 1
+        while (text.charCodeAt(k) === 92 /* \\ */) k--
+        i = end
+        if (((end - 1 - k) & 1) === 0) break
+      }
+    } else if (c === 123 || c === 91) {
       if (++depth > max) return true
     } else if (c === 125 || c === 93) depth--
   }
   return false
 }
+
+/**
+ * The continue token of a list page, read from its text without parsing it, where kube-apiserver
+ * writes it: before the items for built-in types (`{"kind":…,"apiVersion":…,"metadata":
+ * {"resourceVersion":…,"continue":"TOKEN",…},"items":[…`, ListMeta's field order), after them for
+ * custom resources (`{"apiVersion":…,"items":[…],"kind":…,"metadata":{"continue":"TOKEN",…}}`: an
+ * unstructured list's keys sorted, apimachinery's streamingEncodeUnstructuredList). Undefined for
+ * another shape. Only a guess, to request the next page early: listPages confirms it against the
+ * parsed page.
+ */
+export function continueTokenOf(text: string): string | undefined {
+  const m = CONTINUE_HEAD.exec(text) ?? CONTINUE_TAIL.exec(text.length > 2048 ? text.slice(-2048) : text)
+  return m ? m[1] : undefined
+}
+const CONTINUE_HEAD = /^\{"kind":"[^"\\]*","apiVersion":"[^"\\]*","metadata":\{(?:"selfLink":"[^"\\]*",)?(?:"resourceVersion":"[^"\\]*",)?"continue":"([^"\\]+)"/
+const CONTINUE_TAIL = /\],"kind":"[^"\\]*","metadata":\{"continue":"([^"\\]+)"(?:,"remainingItemCount":\d+)?(?:,"resourceVersion":"[^"\\]*")?(?:,"selfLink":"[^"\\]*")?\}\}\s*$/
 
 export const PATCH = {
   merge: 'application/merge-patch+json',
@@ -550,10 +578,13 @@ export class KubeClient {
    * A request whose answer is a JSON object. An empty body, `null`, a scalar or a document nested
    * deeper than MAX_JSON_DEPTH is a malformed answer (never "success with nothing").
    */
-  async request<T = unknown>(req: KubeRequest): Promise<T> {
+  async request<T = unknown>(req: KubeRequest, onText?: (text: string) => boolean): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const res = await this.send(req)
       const text = res.body.toString('utf8')
+      // listPages sends the next page's request from the raw text (see there): one turn of the event
+      // loop puts it on the wire before the parse below holds the thread.
+      if (onText?.(text)) await new Promise((resolve) => setImmediate(resolve))
       let value: unknown
       let why: string
       if (text.trim() === '') why = 'an empty body'
@@ -589,7 +620,14 @@ export class KubeClient {
   /**
    * Pages through a list with `limit`/`continue`. When a continue token expires (410 Gone) the list
    * restarts from a fresh snapshot and items already yielded are skipped, so callers never see an
-   * item twice. Memory stays at one page plus the keys of items seen.
+   * item twice. Memory stays at two pages plus the keys of items seen.
+   *
+   * Pipelined: the next page is requested as soon as the current page's text arrives, with the
+   * continue token read from that text before it is parsed (continueTokenOf), so the server prepares and
+   * sends page N+1 while page N is checked, parsed and used (10,000 WARs in pages of 500: the
+   * parse no longer waits for the server, nor the server for the parse). The token is then confirmed
+   * against the parsed page: a guess that differs (or a page whose head does not have the usual
+   * shape) is dropped and the page is requested as before. At most one page is requested ahead.
    */
   async *listPages<T extends {metadata?: {uid?: string; name?: string; namespace?: string}}>(
     path: string,
@@ -600,35 +638,74 @@ export class KubeClient {
     let restarts = 0
     let token: string | undefined
     const tokens = new Set<string>()
-    for (let pages = 0; ; pages++) {
-      if (pages >= MAX_LIST_PAGES) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', `a list that did not end after ${MAX_LIST_PAGES} pages`), 0)
-      let page: ListPage<T>
-      try {
-        page = await this.get<ListPage<T>>(path, {...query, limit: pageSize, continue: token})
-      } catch (err) {
-        if (err instanceof KubeApiError && err.status === 410 && token !== undefined && restarts < 3) {
-          restarts++
-          token = undefined
-          continue
-        }
-        throw err
-      }
-      // kubectl decodes a null items as an empty list; anything else that is not a list of objects is malformed.
-      if ((page.items !== undefined && page.items !== null && !Array.isArray(page.items)) || (page.items ?? []).some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) {
-        throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose items are not objects'), 0)
-      }
-      const items = (page.items ?? []).filter((item) => {
-        const key = item.metadata?.uid ?? `${item.metadata?.namespace ?? ''}/${item.metadata?.name ?? ''}`
-        if (seen.has(key)) return false
-        seen.add(key)
-        return true
+    interface PageRead {
+      token: string | undefined
+      page: Promise<ListPage<T>>
+      /** The next token read from the head of this page's text, once it has arrived. */
+      next?: string
+      /** True once the loop waits for this page: its text may then start the next request. */
+      current: boolean
+    }
+    let pages = 0
+    let ahead: PageRead | undefined
+    const prefetch = (read: PageRead): boolean => {
+      const next = read.next
+      if (ahead !== undefined || next === undefined || next === read.token || tokens.has(next) || pages + 1 >= MAX_LIST_PAGES) return false
+      ahead = start(next)
+      return true
+    }
+    const start = (t: string | undefined): PageRead => {
+      const read: PageRead = {token: t, current: false, page: undefined as unknown as Promise<ListPage<T>>}
+      read.page = this.request<ListPage<T>>({method: 'GET', path, query: {...query, limit: pageSize, continue: t}}, (text) => {
+        read.next = continueTokenOf(text)
+        return read.current && prefetch(read)
       })
-      yield {...page, items}
-      token = page.metadata?.continue || undefined
-      if (!token) return
-      // A server that hands back a token it already gave would page forever.
-      if (tokens.has(token)) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose continue token repeats'), 0)
-      tokens.add(token)
+      // A page read ahead and never used (the caller stopped, or the guess was wrong) fails unheard;
+      // a page that is used is awaited below, where its error is thrown.
+      read.page.catch(() => undefined)
+      return read
+    }
+    try {
+      for (; ; pages++) {
+        if (pages >= MAX_LIST_PAGES) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', `a list that did not end after ${MAX_LIST_PAGES} pages`), 0)
+        let page: ListPage<T>
+        const read: PageRead = ahead !== undefined && ahead.token === token ? ahead : start(token)
+        ahead = undefined
+        read.current = true
+        // Its text may have arrived while the caller used the previous page.
+        prefetch(read)
+        try {
+          page = await read.page
+        } catch (err) {
+          if (err instanceof KubeApiError && err.status === 410 && token !== undefined && restarts < 3) {
+            restarts++
+            token = undefined
+            ahead = undefined
+            continue
+          }
+          throw err
+        }
+        // kubectl decodes a null items as an empty list; anything else that is not a list of objects is malformed.
+        if ((page.items !== undefined && page.items !== null && !Array.isArray(page.items)) || (page.items ?? []).some((i) => i === null || typeof i !== 'object' || Array.isArray(i))) {
+          throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose items are not objects'), 0)
+        }
+        const items = (page.items ?? []).filter((item) => {
+          const key = item.metadata?.uid ?? `${item.metadata?.namespace ?? ''}/${item.metadata?.name ?? ''}`
+          if (seen.has(key)) return false
+          seen.add(key)
+          return true
+        })
+        token = page.metadata?.continue || undefined
+        // The page read ahead is kept only if it asked for the token the page really has.
+        if (ahead !== undefined && (ahead as PageRead).token !== token) ahead = undefined
+        yield {...page, items}
+        if (!token) return
+        // A server that hands back a token it already gave would page forever.
+        if (tokens.has(token)) throw translateNetworkError(this.describe({method: 'GET', path}), codedError('MESHVM_MALFORMED', 'a list whose continue token repeats'), 0)
+        tokens.add(token)
+      }
+    } finally {
+      ahead = undefined
     }
   }
 

@@ -9,7 +9,7 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
-import {KubeClient} from '../../../src/lib/kube/client.js'
+import {KubeClient, MAX_JSON_DEPTH, continueTokenOf, jsonTooDeep} from '../../../src/lib/kube/client.js'
 import {loadKubeConfig} from '../../../src/lib/kube/config.js'
 import {MeshvmError} from '../../../src/lib/errors.js'
 
@@ -171,6 +171,138 @@ describe('KubeClient', () => {
     c.close()
   })
 
+  describe('pipelined paging (the next page is requested from the head of the current page\'s text)', () => {
+    const item = (n: number) => ({metadata: {name: `i${n}`, uid: `u${n}`}})
+    // A page as kube-apiserver writes it: kind, apiVersion, then metadata with resourceVersion and continue.
+    const page = (items: number[], token?: string, extra = '') =>
+      `{"kind":"ThingList","apiVersion":"x/v1","metadata":{"resourceVersion":"7"${token ? `,"continue":"${token}"` : ''}},"items":${JSON.stringify(items.map(item))}${extra}}`
+    const send = (res: ServerResponse, status: number, body: string) => {
+      res.writeHead(status, {'content-type': 'application/json'})
+      res.end(body)
+    }
+    /** Handlers by continue token (none: the first page), as pipelined requests may come in any order. */
+    function serve(byToken: Record<string, (res: ServerResponse) => void>): void {
+      handlers = []
+      for (let i = 0; i < 20; i++) {
+        handlers.push((req, res) => {
+          const token = new URL(req.url ?? '/', 'http://x').searchParams.get('continue') ?? ''
+          const h = byToken[token]
+          if (h) h(res)
+          else send(res, 500, '{"kind":"Status","message":"unexpected token"}')
+        })
+      }
+    }
+
+    it('reads the continue token from the head of a page, and only from the usual shape', () => {
+      expect(continueTokenOf(page([1], 'abc'))).toBe('abc')
+      expect(continueTokenOf('{"kind":"L","apiVersion":"v1","metadata":{"selfLink":"/x","resourceVersion":"1","continue":"t"},"items":[]}')).toBe('t')
+      expect(continueTokenOf(page([1]))).toBeUndefined()
+      expect(continueTokenOf('{"metadata":{"continue":"t"},"items":[]}')).toBeUndefined()
+      expect(continueTokenOf('{"kind":"L","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":""}}')).toBeUndefined()
+      expect(continueTokenOf('{"kind":"L\\"","apiVersion":"v1","metadata":{"continue":"t"}}')).toBeUndefined()
+      // A custom resource list: an unstructured list's keys sorted, metadata after the items.
+      const cr = (meta: string) => `{"apiVersion":"x/v1","items":[{"kind":"T","metadata":{"continue":"inner"}}],"kind":"TList","metadata":${meta}}\n`
+      expect(continueTokenOf(cr('{"continue":"tail","remainingItemCount":3,"resourceVersion":"9"}'))).toBe('tail')
+      expect(continueTokenOf(cr('{"continue":"tail","resourceVersion":"9"}'))).toBe('tail')
+      expect(continueTokenOf(cr('{"resourceVersion":"9"}'))).toBeUndefined()
+      expect(continueTokenOf(`{"apiVersion":"x/v1","items":[],"kind":"TList","metadata":{"continue":"t"}},"x":1}`)).toBeUndefined()
+    })
+
+    it('asks for page 2 before the caller has finished with page 1', async () => {
+      let page2Asked!: () => void
+      const asked = new Promise<void>((r) => (page2Asked = r))
+      serve({
+        '': (res) => send(res, 200, page([1, 2], 'tok1')),
+        tok1: (res) => {
+          page2Asked()
+          send(res, 200, page([3]))
+        },
+      })
+      const c = await client()
+      const names: string[] = []
+      for await (const p of c.listPages<{metadata: {name: string}}>('/apis/x/v1/things', {}, 2)) {
+        // Holding page 1 until the server has been asked for page 2: without pipelining this never ends.
+        if (names.length === 0) await asked
+        names.push(...p.items.map((i) => i.metadata.name))
+      }
+      expect(names).toEqual(['i1', 'i2', 'i3'])
+      expect(seen.map((x) => x.url)).toEqual(['/apis/x/v1/things?limit=2', '/apis/x/v1/things?limit=2&continue=tok1'])
+      c.close()
+    })
+
+    it('pipelines custom resource lists too (metadata after the items)', async () => {
+      let page2Asked!: () => void
+      const asked = new Promise<void>((r) => (page2Asked = r))
+      const crPage = (items: number[], token?: string) =>
+        `{"apiVersion":"x/v1","items":${JSON.stringify(items.map(item))},"kind":"ThingList","metadata":{${token ? `"continue":"${token}",` : ''}"resourceVersion":"7"}}\n`
+      serve({
+        '': (res) => send(res, 200, crPage([1, 2], 'tok1')),
+        tok1: (res) => {
+          page2Asked()
+          send(res, 200, crPage([3]))
+        },
+      })
+      const c = await client()
+      const names: string[] = []
+      for await (const p of c.listPages<{metadata: {name: string}}>('/apis/x/v1/things', {}, 2)) {
+        if (names.length === 0) await asked
+        names.push(...p.items.map((i) => i.metadata.name))
+      }
+      expect(names).toEqual(['i1', 'i2', 'i3'])
+      c.close()
+    })
+
+    it('drops a page read ahead with a token the parsed page does not confirm', async () => {
+      // The head says "guess", but a later duplicate metadata key (JSON.parse keeps the last) says "real".
+      serve({
+        '': (res) => send(res, 200, page([1], 'guess', ',"metadata":{"continue":"real"}')),
+        guess: (res) => send(res, 200, page([666])),
+        real: (res) => send(res, 200, page([2])),
+      })
+      const c = await client()
+      const names: string[] = []
+      for await (const p of c.listPages<{metadata: {name: string}}>('/apis/x/v1/things', {}, 1)) names.push(...p.items.map((i) => i.metadata.name))
+      expect(names).toEqual(['i1', 'i2'])
+      expect(seen.map((x) => x.url)).toContain('/apis/x/v1/things?limit=1&continue=real')
+      c.close()
+    })
+
+    it('restarts on 410 for a page read ahead, without repeating items', async () => {
+      let first = true
+      serve({
+        '': (res) => {
+          send(res, 200, first ? page([1, 2], 'old') : page([1, 2], 'new'))
+          first = false
+        },
+        old: (res) => send(res, 410, '{"kind":"Status","reason":"Expired","code":410,"message":"continue token expired"}'),
+        new: (res) => send(res, 200, page([3])),
+      })
+      const c = await client()
+      const names: string[] = []
+      for await (const p of c.listPages<{metadata: {name: string}}>('/apis/x/v1/things', {}, 2)) names.push(...p.items.map((i) => i.metadata.name))
+      expect(names).toEqual(['i1', 'i2', 'i3'])
+      c.close()
+    })
+
+    it('a repeating token still fails, and a caller that stops early leaves no unhandled failure', async () => {
+      serve({'': (res) => send(res, 200, page([1], 'loop')), loop: (res) => send(res, 200, page([2], 'loop'))})
+      const c = await client()
+      await expect((async () => {
+        for await (const _ of c.listPages('/apis/x/v1/things', {}, 1)) void _
+      })()).rejects.toThrow(/continue token repeats/)
+      c.close()
+      // The page read ahead fails once the caller has left: nobody hears it (vitest fails on unhandled rejections).
+      let aheadFailed!: () => void
+      const failed = new Promise<void>((r) => (aheadFailed = r))
+      const c2 = await KubeClient.create(loadKubeConfig({kubeconfig}), {timeoutMs: 1000, backoffBaseMs: 1, onResponse: (e) => e.status === 400 && aheadFailed()})
+      serve({'': (res) => send(res, 200, page([1], 'next')), next: (res) => send(res, 400, '{"kind":"Status","message":"boom"}')})
+      for await (const _ of c2.listPages('/apis/x/v1/things', {}, 1)) break
+      await failed
+      await new Promise((r) => setImmediate(r))
+      c2.close()
+    })
+  })
+
   it('treats 404 on a retried delete as done', async () => {
     handlers.push((req) => req.socket.destroy())
     handlers.push((_q, res) => json(res, 404, {kind: 'Status', reason: 'NotFound', code: 404}))
@@ -186,6 +318,40 @@ describe('KubeClient', () => {
     expect(err.message).toMatch(/^no answer from the API server at http:\/\/127\.0\.0\.1:\d+ \(context "ctx"\) within 50ms \(GET \/slow\)$/)
     expect(err.exit).toBe(3)
     c.close()
+  })
+})
+
+describe('jsonTooDeep (the guard before JSON reaches recursive code)', () => {
+  const nest = (n: number, open = '[', close = ']') => open.repeat(n) + close.repeat(n)
+  it('counts arrays and objects, up to the exact limit', () => {
+    expect(jsonTooDeep(nest(MAX_JSON_DEPTH))).toBe(false)
+    expect(jsonTooDeep(nest(MAX_JSON_DEPTH + 1))).toBe(true)
+    expect(jsonTooDeep('{"a":'.repeat(3) + '1' + '}'.repeat(3), 3)).toBe(false)
+    expect(jsonTooDeep('{"a":'.repeat(4) + '1' + '}'.repeat(4), 3)).toBe(true)
+    expect(jsonTooDeep('[{"a":[{}]}]', 4)).toBe(false)
+    expect(jsonTooDeep('[{"a":[{"b":[]}]}]', 4)).toBe(true)
+    // Siblings do not add up: depth, not count.
+    expect(jsonTooDeep('[' + Array(5000).fill('[[]]').join(',') + ']', 3)).toBe(false)
+  })
+  it('skips brackets inside strings, escaped quotes included', () => {
+    expect(jsonTooDeep('{"a":"[[[[[[{{{{"}', 2)).toBe(false)
+    expect(jsonTooDeep('{"a":"\\"[[[[", "b":1}', 2)).toBe(false)
+    expect(jsonTooDeep('["\\"[[[[\\"", []]', 2)).toBe(false)
+    expect(jsonTooDeep('{"[[[[":"]]]]"}', 1)).toBe(false)
+  })
+  it('counts brackets after a string that ends in escaped backslashes', () => {
+    // After an even run of backslashes (each an escaped backslash) the quote closes the string;
+    // after an odd run of backslashes the quote is part of the string.
+    expect(jsonTooDeep('{"a":"x\\\\","b":' + nest(3) + '}', 3)).toBe(true)
+    expect(jsonTooDeep('{"a":"\\\\","b":' + nest(2) + '}', 3)).toBe(false)
+    expect(jsonTooDeep('{"a":"\\\\\\"","b":' + nest(3) + '}', 3)).toBe(true)
+    expect(jsonTooDeep('{"a":"\\\\\\\\\\"[[[[","b":' + nest(2) + '}', 3)).toBe(false)
+  })
+  it('answers at once for 100,000-deep documents, and false for text that is not JSON (JSON.parse reports it)', () => {
+    expect(jsonTooDeep(nest(100_000))).toBe(true)
+    expect(jsonTooDeep(nest(50_000, '{"a":', '}'))).toBe(true)
+    expect(jsonTooDeep('"unterminated [[[[[')).toBe(false)
+    expect(jsonTooDeep('')).toBe(false)
   })
 })
 

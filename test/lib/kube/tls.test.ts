@@ -168,6 +168,66 @@ describe('KubeconfigCaAgent', () => {
     expect(await get(server.port, otherCa.pem + ca.pem)).toEqual({body: 'ok'})
   })
 
+  describe('a verdict reused within one agent', () => {
+    /** One GET through `agent` (kept by the caller): the body, or the error's code. */
+    function getWith(agent: KubeconfigCaAgent, port: number, options: {servername?: string} = {}): Promise<{body?: string; code?: string}> {
+      return new Promise((resolve) => {
+        const req = request({host: '127.0.0.1', port, path: '/api', agent, ...(options.servername ? {servername: options.servername} : {}), headers: {Authorization: 'Bearer secret-token'}}, (res) => {
+          let body = ''
+          res.setEncoding('utf8').on('data', (d: string) => (body += d))
+          res.on('end', () => resolve({body}))
+        })
+        req.on('error', (err: NodeJS.ErrnoException) => resolve({code: err.code}))
+        req.end()
+      })
+    }
+
+    it('verifies the chain once for the same leaf and host, and again for another leaf or host name', async () => {
+      const leaf = issue('apiserver', leafKeys, ca, {ips: ['127.0.0.1'], dns: ['kubernetes.default.svc']})
+      const a = await serve([leaf])
+      const b = await serve([leaf])
+      const agent = new KubeconfigCaAgent({ca: ca.pem, keepAlive: false})
+      try {
+        expect(await getWith(agent, a.port)).toEqual({body: 'ok'})
+        expect(await getWith(agent, a.port)).toEqual({body: 'ok'})
+        expect(await getWith(agent, b.port)).toEqual({body: 'ok'})
+        expect(agent.fullVerifications).toBe(1)
+        // Another name for the same certificate is checked in full (and holds).
+        expect(await getWith(agent, a.port, {servername: 'kubernetes.default.svc'})).toEqual({body: 'ok'})
+        expect(await getWith(agent, a.port, {servername: 'kubernetes.other.svc'})).toEqual({code: 'ERR_TLS_CERT_ALTNAME_INVALID'})
+        expect(agent.fullVerifications).toBe(3)
+        // A different leaf for the same address (another CA's, then the same subject re-issued by another CA) is checked in full and refused.
+        const forged = await serve([issue('apiserver', leafKeys, otherCa, {ips: ['127.0.0.1'], dns: ['kubernetes.default.svc']})])
+        expect(await getWith(agent, forged.port)).toEqual({code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'})
+        expect(forged.received()).toBe('')
+        // A refused leaf is never remembered: it is refused again.
+        expect(await getWith(agent, forged.port)).toEqual({code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'})
+        expect(agent.fullVerifications).toBe(5)
+      } finally {
+        agent.destroy()
+      }
+    })
+
+    it('verifies again once a certificate of the chain or a CA is past its dates', async () => {
+      let clock = Date.now()
+      const intermediate = issue('intermediate', keys(), ca, {ca: true, notAfter: 2 * HOUR})
+      const server = await serve([issue('apiserver', leafKeys, intermediate, {ips: ['127.0.0.1'], notAfter: 10 * HOUR}), intermediate])
+      const agent = new KubeconfigCaAgent({ca: ca.pem, keepAlive: false, now: () => clock})
+      try {
+        expect(await getWith(agent, server.port)).toEqual({body: 'ok'})
+        clock += HOUR
+        expect(await getWith(agent, server.port)).toEqual({body: 'ok'})
+        expect(agent.fullVerifications).toBe(1)
+        // The intermediate has expired: the reused verdict no longer holds, and the full check refuses.
+        clock += 2 * HOUR
+        expect(await getWith(agent, server.port)).toEqual({code: 'CERT_HAS_EXPIRED'})
+        expect(agent.fullVerifications).toBe(2)
+      } finally {
+        agent.destroy()
+      }
+    })
+  })
+
   it('rejects a CA that holds no certificate when the agent is made', () => {
     expect(() => new KubeconfigCaAgent({ca: 'not a certificate'})).toThrow(/no PEM certificate/)
   })
