@@ -24,7 +24,8 @@ describe('start-up patches (scripts/build.mjs)', () => {
   // help still has bold headers; through a pipe it has none.
   it.skipIf(!existsSync('/usr/bin/script'))('colour is still detected on a terminal (script(1) gives the CLI one)', () => {
     const env: NodeJS.ProcessEnv = {...process.env, TERM: 'xterm', MESHVM_NO_HELP_CACHE: '1'}
-    for (const name of ['NO_COLOR', 'FORCE_COLOR', 'DEBUG']) delete env[name]
+    // supports-color gives no colour under CI=true (and other CI markers) even on a terminal: CI sets it.
+    for (const name of ['NO_COLOR', 'FORCE_COLOR', 'DEBUG', 'CI', 'CONTINUOUS_INTEGRATION', 'BUILD_NUMBER', 'RUN_ID', 'GITHUB_ACTIONS', 'GITLAB_CI', 'TF_BUILD', 'TEAMCITY_VERSION']) delete env[name]
     const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(join(REPO_ROOT, 'bin/run.js'))} war --help`
     const terminal = execFileSync('/usr/bin/script', ['-qec', command, '/dev/null'], {env, encoding: 'utf8'})
     expect(terminal).toContain('\x1b[1mUSAGE\x1b[22m')
