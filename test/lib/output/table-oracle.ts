@@ -7,23 +7,9 @@
 import {terminalSafe} from '../../../src/lib/output/terminal.js'
 import {displayWidth} from '../../../src/lib/output/width.js'
 
-export interface Column<Row> {
-  header: string
-  /** Shown only with `-o wide`. */
-  wide?: boolean
-  value: (row: Row) => string
-  /** Optional colouring applied after width computation (widths are measured on the plain text). */
-  color?: (text: string, row: Row) => string
-}
+import type {Column, TableOptions} from '../../../src/lib/output/table.js'
 
-export interface TableOptions {
-  wide?: boolean
-  noHeaders?: boolean
-  /** Spaces between columns: kubectl uses 3, istioctl's tabwriter 5. */
-  gap?: number
-  /** Rows measured before the first line is printed; unset or 0: all of them. */
-  bufferRows?: number
-}
+export type {Column, TableOptions}
 
 interface Cells {
   plain: string[]
