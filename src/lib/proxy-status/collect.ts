@@ -100,7 +100,8 @@ export async function collectContext(client: KubeClient, context: string, option
   const otherIstiods = new Set(others.map((o) => o.name))
   const recording = listing.then((registrations) => ({
     registrations,
-    records: vmRecords(registrations.workloadEntries, registrations.wars).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod))),
+    // Labels only for -l: nothing else reads them.
+    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod))),
   }))
   recording.catch(() => undefined)
   const [answers, {registrations, records}] = await Promise.all([
