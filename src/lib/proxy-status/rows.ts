@@ -24,13 +24,21 @@ export function isVersionSkewed(proxyVersion: string | undefined, istiodVersion:
 /** isVersionSkewed for many rows: a mesh has a handful of distinct versions, so each pair is computed once. */
 function skewChecker(): (proxyVersion: string | undefined, istiodVersion: string | undefined) => boolean {
   const known = new Map<string, boolean>()
+  // The last pair asked for: consecutive rows nearly always repeat it (no key string built for them).
+  let lastProxy: string | undefined
+  let lastIstiod: string | undefined
+  let last = false
   return (proxyVersion, istiodVersion) => {
+    if (proxyVersion === lastProxy && istiodVersion === lastIstiod && lastProxy !== undefined) return last
     const key = `${proxyVersion ?? ''}\n${istiodVersion ?? ''}`
     let skewed = known.get(key)
     if (skewed === undefined) {
       skewed = isVersionSkewed(proxyVersion, istiodVersion)
       known.set(key, skewed)
     }
+    lastProxy = proxyVersion
+    lastIstiod = istiodVersion
+    last = skewed
     return skewed
   }
 }
@@ -83,7 +91,10 @@ export function compare(a: string, b: string): number {
 export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): ProxyStatusRow[] {
   const now = options.now ?? new Date()
   const vms = new Map<string, VmInfo>()
-  for (const vm of options.vms ?? []) if (!vms.has(vmKey(vm))) vms.set(vmKey(vm), vm)
+  for (const vm of options.vms ?? []) {
+    const key = vmKey(vm)
+    if (!vms.has(key)) vms.set(key, vm)
+  }
   const seen = new Set<string>()
   const rows: ProxyStatusRow[] = []
   const skewed = skewChecker()
