@@ -15,6 +15,7 @@ import {
   type ProxySync,
   type VmInfo,
 } from '../../src/lib/proxy-status/status.js'
+import {vmRecords} from '../../src/lib/proxy-status/vms.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
 const ISTIOCTL_TESTDATA = new URL('../fixtures/istioctl/writer/pilot/testdata/', import.meta.url)
@@ -374,5 +375,34 @@ describe('garbage input', () => {
     expect(message.startsWith('istiod istio-system/istiod-7d4b9c6f8-x2k9p: unreadable /debug/syncz response: ')).toBe(true)
     expect(message).toMatch(tail)
     expect(message).not.toContain('\n')
+  })
+})
+
+describe('VM records and rows for many proxies', () => {
+  const we = (name: string, labels: Record<string, string>) => ({
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadEntry',
+    metadata: {name, namespace: 'vms', labels, annotations: {'istio.io/autoRegistrationGroup': 'web', 'istio.io/workloadController': 'istiod-a', 'istio.io/connectedAt': '2024-01-01T00:00:00Z'}},
+    spec: {address: '10.0.0.1', labels: {app: 'web', tier: 'spec'}},
+  })
+
+  it('builds labels (spec.labels overridden by metadata.labels) unless asked not to; the rest is the same', () => {
+    const entries = [we('web-10.0.0.1', {tier: 'meta'}), we('web-10.0.0.2', {})]
+    const full = vmRecords(entries, [])
+    expect(full.map((r) => r.labels)).toEqual([{app: 'web', tier: 'meta'}, {app: 'web', tier: 'spec'}])
+    const bare = vmRecords(entries, [], {labels: false})
+    expect(bare.map((r) => r.labels)).toEqual([{}, {}])
+    expect(bare.map(({labels: _l, ...rest}) => rest)).toEqual(full.map(({labels: _l, ...rest}) => rest))
+  })
+
+  it('marks version skew per row when consecutive rows change versions', () => {
+    const a: IstiodRef = {name: 'istiod-a', namespace: 'istio-system', version: '1.24.2'}
+    const b: IstiodRef = {name: 'istiod-b', namespace: 'istio-system', version: '1.23.1'}
+    const sync = (proxyId: string, proxyVersion: string, istiod: IstiodRef): ProxySync => ({
+      proxyId, namespace: 'apps', clusterId: 'c1', proxyVersion, istiod, shape: 'http-resources',
+      types: parseSyncz([{proxy: 'x.apps'}], a)[0]!.types,
+    })
+    const rows = proxyStatusRows([sync('p1.apps', '1.24.2', a), sync('p2.apps', '1.24.2', a), sync('p3.apps', '1.24.2', b), sync('p4.apps', '1.23.0', b), sync('p5.apps', '1.23.0', a), sync('p6.apps', '', a)])
+    expect(rows.map((r) => [r.name, r.versionSkew])).toEqual([['p1.apps', false], ['p2.apps', false], ['p3.apps', true], ['p4.apps', false], ['p5.apps', true], ['p6.apps', false]])
   })
 })
