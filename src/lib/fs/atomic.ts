@@ -422,13 +422,15 @@ export function writeDirAtomic(dir: string, files: FileToWrite[], options: Write
     throw writeFailure(dir, err)
   }
   // 1. The new version, written whole in a private directory beside DIR.
+  const prefix = `.${name}.meshvm-`
   let version: string
   try {
-    version = mkdtempSync(join(parent, `.${name}.meshvm-${process.pid}-`))
+    version = mkdtempSync(join(parent, `${prefix}${process.pid}-`))
   } catch (err) {
     throw writeFailure(dir, err)
   }
-  const link = join(parent, `.${name}.meshvm-link-${basename(version).slice(name.length + 9)}`)
+  // The link takes the version's PID-XXXXXX, so siblingPattern knows it as this write's.
+  const link = join(parent, `${prefix}link-${basename(version).slice(prefix.length)}`)
   const cleanup = () => {
     rmSync(link, {force: true})
     rmSync(filesListOf(version), {force: true})

@@ -101,16 +101,16 @@ export function verifyServerCertificate(peer: DetailedPeerCertificate, anchors: 
 function validityWindow(peer: DetailedPeerCertificate, anchors: X509Certificate[]): {from: number; to: number} {
   let from = -Infinity
   let to = Infinity
-  const widen = (validFrom: string, validTo: string): void => {
+  const narrow = (validFrom: string, validTo: string): void => {
     from = Math.max(from, Date.parse(validFrom))
     to = Math.min(to, Date.parse(validTo))
   }
   const seen = new Set<DetailedPeerCertificate>()
   for (let c: DetailedPeerCertificate | undefined = peer; c?.raw && !seen.has(c) && seen.size <= MAX_DEPTH; c = c.issuerCertificate) {
     seen.add(c)
-    widen(c.valid_from, c.valid_to)
+    narrow(c.valid_from, c.valid_to)
   }
-  for (const a of anchors) widen(a.validFrom, a.validTo)
+  for (const a of anchors) narrow(a.validFrom, a.validTo)
   // An unparsable date never lets a verdict be reused.
   return Number.isNaN(from) || Number.isNaN(to) ? {from: Infinity, to: -Infinity} : {from, to}
 }
