@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
 import {flagDuration} from '../lib/output/age.js'
-import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags} from '../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
@@ -10,7 +10,7 @@ import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
 import {
-  ISTIOCTL_GAP, proxyStatusColumns, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
+  ISTIOCTL_GAP, PROXY_STATUS_LAYOUTS, proxyStatusColumns, renderProxyStatusTable, type ProxyStatusLayout, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
   type ProxyStatusError, type ProxyStatusJsonItem, type ProxyStatusRow,
 } from '../lib/proxy-status/status.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
@@ -33,6 +33,18 @@ const proxyStatusFlags = {
   } as typeof output,
   'no-headers': noHeaders,
   'sort-by': sortBy,
+  verbosity: Flags.integer({
+    char: 'v',
+    summary: "As istioctl's -v: 0 prints SUBSCRIBED TYPES; 1 (or more) one column per xDS type with its state, in alphabetical order (CDS ECDS EDS LDS RDS).",
+    min: 0,
+    default: 0,
+    helpGroup: OUTPUT_GROUP,
+  }),
+  layout: Flags.option({
+    summary: "Table columns: subscribed (istioctl 1.27+'s default), verbose (the same as -v 1) or types (istioctl 1.22–1.26: CDS LDS EDS RDS ECDS ISTIOD VERSION).",
+    options: PROXY_STATUS_LAYOUTS as ProxyStatusLayout[],
+    helpGroup: OUTPUT_GROUP,
+  })(),
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Proxies of every namespace (the default without -n; accepted as in kubectl).', exclusive: ['namespace']}),
   vms: Flags.boolean({summary: 'Show VMs only.'}),
   selector: Flags.string({
@@ -100,6 +112,10 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     const intervalMs = f.interval
     const selector = parseSelector(f.selector)
     const print = printOptions(f, KINDS)
+    if (f.layout !== undefined && f.layout !== 'verbose' && f.verbosity > 0) {
+      throw flagError('--layout', f.layout, `cannot be combined with -v ${f.verbosity} (which is --layout verbose); give one of them`)
+    }
+    this.layout = f.layout ?? (f.verbosity > 0 ? 'verbose' : 'subscribed')
     // NAME is an argument: oclif's exclusive/dependsOn only relate flags.
     if (this.args.name !== undefined && f.watch) throw new UsageError('NAME and --watch are exclusive: --watch redraws the whole table')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE, HOSTNAME.NAMESPACE or a WorkloadEntry name')
@@ -124,7 +140,11 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       else {
         const snap = await run.snapshot({timeoutMs, selector}, this.onProblem)
         this.out(this.render(snap, snap.rows, undefined))
-        if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') this.note(this.nothingFound())
+        if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') {
+          // istioctl 1.28+ prints its header and exits 0 when no proxy is connected: the same bytes on stdout.
+          if ((this.kind === 'table' || this.kind === 'wide') && this.print.noHeaders !== true) this.out(this.emptyTable(snap))
+          this.note(this.nothingFound())
+        }
         this.report(snap)
       }
     } finally {
@@ -136,6 +156,8 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   private multi = false
 
   private kind: OutputKind = 'table'
+
+  private layout: ProxyStatusLayout = 'subscribed'
 
   private print!: ReturnType<typeof printOptions>
 
@@ -158,7 +180,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     let text = ''
     const printer = new Printer<ProxyStatusRow>(
       {
-        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed}),
+        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed, layout: this.layout}),
         object: proxyStatusJsonItem,
         name: (r) => proxyStatusName(r, snap.registrationOf(r)),
         document: (items) => proxyStatusList(items as ProxyStatusJsonItem[], this.jsonErrors(snap.problems)),
@@ -173,6 +195,11 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     printer.add(kind === 'table' || kind === 'wide' ? rows : rows.filter((r) => r.type !== 'istiod'))
     printer.finish()
     return text
+  }
+
+  /** The header alone, as istioctl 1.28+ prints it for a mesh without proxies. */
+  private emptyTable(snap: Snapshot): string {
+    return renderProxyStatusTable([], {wide: this.kind === 'wide', context: snap.contextsRead > 1, color: false, layout: this.layout})
   }
 
   private warnProblem(p: Problem): void {

@@ -16,11 +16,13 @@ import type {VmRecord} from './vms.js'
 // ---------------------------------------------------------------------------------------------------
 
 /**
- * - `types` (default): istioctl 1.22–1.26, `NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION`.
- * - `subscribed`: istioctl 1.27+'s default, `NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES`.
- * - `verbose`: istioctl 1.27+'s `-v`, per-type columns in alphabetical order (`CDS ECDS EDS LDS RDS`).
+ * - `subscribed` (default): istioctl 1.27+'s default, `NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES`.
+ * - `verbose`: istioctl 1.27+'s `-v 1`, per-type columns in alphabetical order (`CDS ECDS EDS LDS RDS`).
+ * - `types`: istioctl 1.22–1.26, `NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION` (`--layout types`).
  */
 export type ProxyStatusLayout = 'types' | 'subscribed' | 'verbose'
+
+export const PROXY_STATUS_LAYOUTS: readonly ProxyStatusLayout[] = ['subscribed', 'verbose', 'types']
 
 export interface ProxyStatusTableOptions {
   /** Adds TYPE ADDRESS HEALTH REGISTRATION, and marks version skew in VERSION. */
@@ -58,7 +60,7 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
 export function proxyStatusColumns(options: Omit<ProxyStatusTableOptions, 'noHeaders'>): Column<ProxyStatusRow>[] {
   const chalk = options.chalk ?? makeChalk({env: {FORCE_COLOR: options.color ? '1' : '0'}, stream: {isTTY: options.color}})
   const paint = (text: string) => statusColor(chalk, text)
-  const layout = options.layout ?? 'types'
+  const layout = options.layout ?? 'subscribed'
   const text = (v: string | undefined) => (v === undefined || v === '' ? EMPTY : v)
   const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] =>
     types.map((t) => ({header: t, value: (r) => r.status[t], color: paint}))
