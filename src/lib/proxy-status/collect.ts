@@ -6,10 +6,12 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
-import {listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {IstiodReadError} from '../istiod/reader.js'
+import {istiodTarget, listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {parseAdsz, type ProxyNode} from './adsz.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
 import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
-import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} from './vms.js'
+import {pairVms, splitProxyId, unpairedByName, vmRecords, type VmRecord} from './vms.js'
 
 export interface CollectOptions {
   istioNamespace: string
@@ -124,14 +126,21 @@ export async function collectContext(client: KubeClient, context: string, option
   const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
 
 
-  // Pods: for -l, every namespace with proxies; otherwise only where registrations must be paired by connection.
+  // Pods: for -l, every namespace with proxies; otherwise only where registrations are not paired by name.
+  // There, the istiods holding those registrations' connections are asked what their proxies report of
+  // themselves (/debug/adsz: the address), at the same time.
+  const unpaired = unpairedByName(inScope, records)
   const podNamespaces = options.selector
     ? [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))]
-    : namespacesNeedingPods(inScope, records)
-  const pods = podNamespaces.length > 0 ? await listPods(client, podNamespaces) : undefined
+    : [...unpaired.namespaces].sort()
+  const answered = selected.filter((i) => unpaired.istiods.has(i.name) && paths.has(i.name))
+  const [pods, nodes] = await Promise.all([
+    podNamespaces.length > 0 ? listPods(client, podNamespaces) : undefined,
+    answered.length > 0 ? readNodes(options.pool, answered, options.timeoutMs) : undefined,
+  ])
   if (pods) warnings.push(...pods.warnings.map((w) => `${w}; ${options.selector ? 'proxies there are left out by -l' : 'VMs there may show as pods'}`))
 
-  const pairing = pairVms({syncs: inScope, vms: records, pods})
+  const pairing = pairVms({syncs: inScope, vms: records, pods, nodes})
   const vms: VmRecord[] = [...pairing.vms]
   // Proxies that are neither pods nor registered VMs, in namespaces whose pods are known: VMs without registration.
   if (pods) {
@@ -174,6 +183,27 @@ export async function collectContext(client: KubeClient, context: string, option
   }
   for (const r of out) r.context = context
   return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths}
+}
+
+/**
+ * What the proxies of some istiods report of themselves (/debug/adsz), merged by proxy ID. An istiod
+ * whose adsz cannot be read adds nothing: its registrations are then paired by connection, or shown as
+ * ambiguous, never guessed.
+ */
+async function readNodes(pool: IstiodPool, istiods: IstiodPod[], timeoutMs: number): Promise<Map<string, ProxyNode>> {
+  const answers = await Promise.all(
+    istiods.map(async (istiod) => {
+      try {
+        return parseAdsz((await pool.reader(istiodTarget(istiod)).debugEndpoint('adsz', timeoutMs)).body)
+      } catch (err) {
+        if (err instanceof IstiodReadError) return new Map<string, ProxyNode>()
+        throw err
+      }
+    }),
+  )
+  const out = new Map<string, ProxyNode>()
+  for (const nodes of answers) for (const [id, node] of nodes) out.set(id, node)
+  return out
 }
 
 /** Byte order, as istioctl sorts: name, then istiod, then context. */
