@@ -18,7 +18,7 @@ function sync(proxyId: string): ProxySync {
 }
 
 /** An auto-registered entry as istiod writes it: GROUP-IP, its group, its istiod, a Healthy condition. */
-function entry(ip: string, extra: {labels?: Record<string, string>; conditions?: unknown[]; annotations?: Record<string, string>} = {}) {
+function entry(ip: string, extra: {labels?: Record<string, string>; conditions?: {type: string; status: string; reason?: string; message?: string}[]; annotations?: Record<string, string>} = {}) {
   return {
     apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
     metadata: {
