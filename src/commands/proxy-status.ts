@@ -10,7 +10,7 @@ import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
 import {
-  ISTIOCTL_GAP, PROXY_STATUS_LAYOUTS, proxyStatusColumns, renderProxyStatusTable, type ProxyStatusLayout, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
+  ISTIOCTL_GAP, istioctlSyncz, PROXY_STATUS_LAYOUTS, proxyStatusColumns, renderProxyStatusTable, type ProxyStatusLayout, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
   type ProxyStatusError, type ProxyStatusJsonItem, type ProxyStatusRow,
 } from '../lib/proxy-status/status.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
@@ -43,6 +43,12 @@ const proxyStatusFlags = {
   layout: Flags.option({
     summary: "Table columns: subscribed (istioctl 1.27+'s default), verbose (the same as -v 1) or types (istioctl 1.22–1.26: CDS LDS EDS RDS ECDS ISTIOD VERSION).",
     options: PROXY_STATUS_LAYOUTS as ProxyStatusLayout[],
+    helpGroup: OUTPUT_GROUP,
+  })(),
+  schema: Flags.option({
+    summary: "What -o json|yaml print: meshvm (the ProxyStatusList schema, the default) or istioctl (istioctl 1.30+'s -o json|yaml: one syncz DiscoveryResponse per istiod, -n keeping that namespace's proxies).",
+    options: ['meshvm', 'istioctl'] as const,
+    default: 'meshvm',
     helpGroup: OUTPUT_GROUP,
   })(),
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Proxies of every namespace (the default without -n; accepted as in kubectl).', exclusive: ['namespace']}),
@@ -116,6 +122,12 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       throw flagError('--layout', f.layout, `cannot be combined with -v ${f.verbosity} (which is --layout verbose); give one of them`)
     }
     this.layout = f.layout ?? (f.verbosity > 0 ? 'verbose' : 'subscribed')
+    if (f.schema === 'istioctl' && print.output.kind !== 'json' && print.output.kind !== 'yaml') {
+      throw flagError('--schema', f.schema, "is the shape of -o json|yaml: add -o json or -o yaml (the table is istioctl's by default)")
+    }
+    if (f.schema === 'istioctl' && (f.watch || this.args.name !== undefined)) {
+      throw flagError('--schema', f.schema, `prints istioctl's whole answer: it cannot be combined with ${f.watch ? '--watch' : 'NAME'}`)
+    }
     // NAME is an argument: oclif's exclusive/dependsOn only relate flags.
     if (this.args.name !== undefined && f.watch) throw new UsageError('NAME and --watch are exclusive: --watch redraws the whole table')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE, HOSTNAME.NAMESPACE or a WorkloadEntry name')
@@ -139,6 +151,11 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       else if (f.watch) await this.watchLoop(run, {timeoutMs, intervalMs, selector, count: f['watch-count']})
       else {
         const snap = await run.snapshot({timeoutMs, selector}, this.onProblem)
+        if (f.schema === 'istioctl') {
+          this.out(await this.istioctlDocuments(snap))
+          this.report(snap)
+          return
+        }
         this.out(this.render(snap, snap.rows, undefined))
         if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') {
           // istioctl 1.28+ prints its header and exits 0 when no proxy is connected: the same bytes on stdout.
@@ -195,6 +212,14 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     printer.add(kind === 'table' || kind === 'wide' ? rows : rows.filter((r) => r.type !== 'istiod'))
     printer.finish()
     return text
+  }
+
+  /** istioctl 1.30+'s -o json|yaml: each document as istioctl's Fprintln writes it (JSON indented by 4; YAML with sorted keys). */
+  private async istioctlDocuments(snap: Snapshot): Promise<string> {
+    const docs = istioctlSyncz(snap.rows)
+    if (this.kind === 'json') return docs.map((d) => JSON.stringify(d, null, 4) + '\n').join('')
+    const {toYaml} = await import('../lib/yaml.js')
+    return docs.map((d) => toYaml(sortedKeys(d)) + '\n').join('')
   }
 
   /** The header alone, as istioctl 1.28+ prints it for a mesh without proxies. */
@@ -282,3 +307,12 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   }
 }
 
+
+/** sigs.k8s.io/yaml's key order (it goes through a Go map): sorted, at every level. */
+function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys)
+  if (v === null || typeof v !== 'object') return v
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(v).sort()) out[k] = sortedKeys((v as Record<string, unknown>)[k])
+  return out
+}

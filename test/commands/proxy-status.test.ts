@@ -57,7 +57,7 @@ describe.concurrent('istioctl testdata: the same statuses', () => {
     cluster = await startCluster()
     const m = cluster.mesh
     // istioctl/pkg/writer/pilot/status_test.go: four proxies on four istiods
-    for (const n of [1, 2, 3, 4]) m.addIstiod({name: `istiod${n}`})
+    for (const n of [1, 2, 3, 4]) m.addIstiod({name: `istiod${n}`, version: '1.1'}) // status_test.go's istiods report version 1.1
     m.connect({id: 'proxy1', istiod: 'istiod1', clusterId: 'cluster1', version: '1.20', types: {CDS: 'stale', LDS: 'synced', EDS: 'synced', RDS: 'not-sent', ECDS: 'synced'}})
     m.connect({id: 'proxy2', istiod: 'istiod2', clusterId: 'cluster2', version: '1.19', types: {CDS: 'stale', LDS: 'synced', EDS: 'stale', RDS: 'synced', ECDS: 'stale'}})
     m.connect({id: 'proxy3', istiod: 'istiod3', clusterId: 'cluster3', version: '1.20', types: {CDS: 'not-sent', LDS: 'nack', EDS: 'stale', RDS: 'not-sent', ECDS: 'not-sent'}})
@@ -95,6 +95,26 @@ describe.concurrent('istioctl testdata: the same statuses', () => {
     const res = await runCli(['ps'], {env: cluster.env})
     expect(res.code).toBe(0)
     expect(res.stdout).toBe(istioctlGolden('multiXdsStatusMultiPilot.txt'))
+  })
+
+  it('--schema istioctl -o json|yaml: one syncz DiscoveryResponse per istiod, as istioctl 1.30+ prints (its golden, as data)', async () => {
+    const [json, yaml, table] = await Promise.all([
+      ps(cluster, ['--schema', 'istioctl', '-o', 'json']),
+      ps(cluster, ['--schema', 'istioctl', '-o', 'yaml']),
+      ps(cluster, ['--schema', 'istioctl']),
+    ])
+    expect(json.code, json.stderr).toBe(0)
+    // istioctl's Fprintln per istiod: JSON indented by 4, one document after the other.
+    const docs = json.stdout.trimEnd().split(/\n(?=\{$)/m).map((d) => JSON.parse(d) as {resources: {node: {id: string}; genericXdsConfigs: Record<string, unknown>[]}[]; controlPlane: unknown})
+    expect(docs.map((d) => d.resources.map((r) => r.node.id))).toEqual([['proxy1'], ['proxy2'], ['proxy3'], ['proxy4']])
+    expect(json.stdout).toMatch(/^\{\n {4}"resources": \[\n/)
+    // The simulated istiod reports push times (lastUpdated); istioctl's test input has none.
+    for (const r of docs[0]!.resources) for (const g of r.genericXdsConfigs) delete g.lastUpdated
+    const golden = JSON.parse(istioctlGolden('multiXdsStatusSinglePilot.json')) as Record<string, unknown>
+    expect({resources: docs[0]!.resources, controlPlane: docs[0]!.controlPlane}).toEqual({resources: golden.resources, controlPlane: golden.controlPlane})
+    expect(yaml.code, yaml.stderr).toBe(0)
+    expect(yaml.stdout).toMatch(/^controlPlane:\n {2}identifier: /)
+    expect([table.code, table.stderr]).toEqual([2, 'Error: --schema "istioctl": is the shape of -o json|yaml: add -o json or -o yaml (the table is istioctl\'s by default)\n'])
   })
 
   it('-v with --layout other than verbose is a usage error', async () => {
