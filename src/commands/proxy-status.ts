@@ -29,7 +29,7 @@ const proxyStatusFlags = {
   ...multiContextFlags,
   output: {
     ...output,
-    description: `json, yaml, jsonpath, jsonpath-as-json and --sort-by read the ProxyStatusList schema (items with name, namespace, type, cluster, context, version, istiod, xds.TYPE.status, vm), e.g. -o jsonpath='{.items[*].name}' or -o custom-columns=NAME:.name,CDS:.xds.CDS.status; -o name prints pod/NAME for pods and the WorkloadEntry (or WorkloadAutoRegistration) of a VM. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
+    description: `json, yaml, jsonpath, jsonpath-as-json and --sort-by read the ProxyStatusList schema (items with name, namespace, type, cluster, context, version, istiod, xds.TYPE.status, vm), e.g. -o jsonpath='{.items[*].name}' or -o custom-columns=NAME:.name,CDS:.xds.CDS.status; -o name prints pod/NAME for pods and the WorkloadEntry (or WorkloadAutoRegistration) of a VM. With --schema istioctl, -o json|yaml print istioctl 1.30+'s shape instead. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
   } as typeof output,
   'no-headers': noHeaders,
   'sort-by': sortBy,
@@ -79,17 +79,17 @@ export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
 
   static override aliases = ['ps']
 
-  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints istioctl's table: NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION, sorted by name. Per type: SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). The syncz of Istio 1.21 (nonces only) is understood too.
+  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints what istioctl 1.28+ prints for the same answers: NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES (e.g. 5 (CDS,LDS,EDS,RDS,ECDS)), sorted by name; with no proxy, the header alone (exit 0). -v 1 prints one column per type instead, in istioctl's alphabetical order (CDS ECDS EDS LDS RDS): SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). --layout types prints istioctl 1.22–1.26's table (NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION). The syncz of Istio 1.21 (nonces only) is understood too.
 
-Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert) and the name istiod[-REV].NS.svc, a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
+Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert), as istioctl 1.29.9+ verifies it, and the name istiod[-REV].NS.svc (there is no --insecure), a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
 
-Without --revision, the revision of the default tag is read (MutatingWebhookConfiguration istio-revision-tag-default, as istioctl 1.28); without a default tag, every istiod.
+Without --revision, the revision of the default tag is read (MutatingWebhookConfiguration istio-revision-tag-default, as istioctl 1.28+); without a default tag, every istiod.
 
-VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), and marks version skew between proxy and istiod. When several contexts are read, a CONTEXT column tells their rows apart (clusters may share a cluster ID).
+VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. A proxy is paired with its registration by name, else by the address it reports to istiod (istiod's /debug/adsz, read only where names do not pair). -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), and marks version skew between proxy and istiod. When several contexts are read, a CONTEXT column tells their rows apart (clusters may share a cluster ID).
 
 An istiod that does not answer is reported on stderr and its rows are marked NO ANSWER; a context that cannot be read is reported too. The rest is printed and the exit code is 7. No running istiod is exit 4; a missing permission (pods/portforward, or serviceaccounts/token for the xDS path) is exit 5, with the RBAC rule to ask for.
 
-With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health. NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
+With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health, and for a VM its WorkloadEntry's tunnel label (networking.istio.io/tunnel) and WaypointBound condition (Istio 1.31). NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
 
   static override examples = [
     {description: 'Every proxy the control plane knows, and every registered VM:', command: '<%= config.bin %> <%= command.id %>'},
@@ -100,7 +100,9 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     {description: 'Proxies of one namespace and label, for a revisioned control plane:', command: '<%= config.bin %> <%= command.id %> -n apps -l app=web -r canary'},
     {description: 'Two clusters in one table:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
     {description: 'Redraw every 5 seconds, changes highlighted:', command: '<%= config.bin %> <%= command.id %> --watch --interval 5s'},
+    {description: 'Per-type sync states, as istioctl -v 1 (or the 1.22–1.26 table with --layout types):', command: '<%= config.bin %> <%= command.id %> -v 1'},
     {description: 'For scripts:', command: '<%= config.bin %> <%= command.id %> -o json | jq \'.items[] | select(.xds.CDS.status != "SYNCED") | .name\''},
+    {description: 'What istioctl 1.30+ prints with -o json (one syncz answer per istiod), for scripts written against it:', command: '<%= config.bin %> <%= command.id %> -n apps -o json --schema istioctl'},
   ]
 
   static override args = {

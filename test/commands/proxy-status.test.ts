@@ -6,7 +6,7 @@
  * The mesh reports push times relative to "now", so goldens hold `(AGE)` and `<time>` instead of the
  * ages and timestamps (their widths do not change between runs: every push is 2m5s old).
  */
-import {readFileSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {spawn} from '@lydell/node-pty'
@@ -16,7 +16,9 @@ import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cl
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {kubeconfigYaml} from '../cluster/index.js'
-import {DEMO_ISTIODS, seedDemoMesh} from '../cluster/demo-mesh.js'
+import {DEMO_ISTIODS, seedDemoMesh, startDemoVmPlane} from '../cluster/demo-mesh.js'
+import type {VmPlane} from '../cluster/vm-services.js'
+import {startVm} from '../vm/run.js'
 
 const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
@@ -908,4 +910,38 @@ describe('the default revision, as istioctl 1.28 resolves it', () => {
       cluster.mesh.setDefaultTag(undefined)
     }
   })
+})
+
+describe("the README's walkthrough with a second VM: two real sidecars of one group on one istiod (issue 27)", () => {
+  let cluster: TestCluster
+  let plane: VmPlane
+  beforeAll(async () => {
+    cluster = await startCluster({rootCertDelayMs: 200})
+    seedDemoMesh(cluster)
+    plane = await startDemoVmPlane(cluster)
+  })
+  afterAll(async () => {
+    await plane?.stop()
+    await cluster?.stop()
+  })
+
+  it('each proxy is paired with the entry istiod made from the address it reported', async () => {
+    const bundle = join(mkdtempSync(join(cluster.dir, 'readme-')), 'web-vm')
+    const onboard = await runCli(['onboard', 'web', '-n', 'demo-vms', '--create-namespace', '-p', 'http=8080', '--probe-http', '8080/ready', '--apply', '--bundle', bundle, '--autoregister'], {env: cluster.env})
+    expect(onboard.code, onboard.stderr).toBe(0)
+    const vms = [startVm(bundle, {address: '10.10.0.5', hostname: 'vm-1'}), startVm(bundle, {address: '10.10.0.6', hostname: 'vm-2'})]
+    try {
+      await Promise.all(vms.map((vm) => vm.waitFor(/readiness probe: healthy/)))
+      const [wide, byEntry] = await Promise.all([ps(cluster, ['-o', 'wide', '-n', 'demo-vms']), ps(cluster, ['web-10.10.0.6', '-n', 'demo-vms'])])
+      expect(wide.code, wide.stderr).toBe(0)
+      expect(wide.stdout).toMatch(/^vm-1\.demo-vms +cluster1 .* vm +10\.10\.0\.5 +Healthy +auto\/web$/m)
+      expect(wide.stdout).toMatch(/^vm-2\.demo-vms +cluster1 .* vm +10\.10\.0\.6 +Healthy +auto\/web$/m)
+      expect(byEntry.code, byEntry.stderr).toBe(0)
+      expect(firstLine(byEntry.stdout)).toBe('Name:           vm-2.demo-vms')
+      expect(byEntry.stdout).toContain('  WorkloadEntry:  web-10.10.0.6\n')
+    } finally {
+      for (const vm of vms) vm.child.kill('SIGTERM')
+      await Promise.all(vms.map((vm) => vm.done))
+    }
+  }, 120_000)
 })
