@@ -5,8 +5,7 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
-import {IstiodReadError} from '../istiod/reader.js'
+import {IstiodReadError, XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
 import {istiodTarget, listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {parseAdsz, type ProxyNode} from './adsz.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
@@ -80,6 +79,7 @@ function allFailed(failures: IstiodFailure[]): MeshvmError {
 
 export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
   const now = options.now ?? new Date()
+  const started = Date.now()
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.
   const resolving = options.pool.revision(options.revision)
@@ -136,7 +136,8 @@ export async function collectContext(client: KubeClient, context: string, option
   const answered = selected.filter((i) => unpaired.istiods.has(i.name) && paths.has(i.name))
   const [pods, nodes] = await Promise.all([
     podNamespaces.length > 0 ? listPods(client, podNamespaces) : undefined,
-    answered.length > 0 ? readNodes(options.pool, answered, options.timeoutMs) : undefined,
+    // Within what is left of --timeout: an istiod never costs more than the time-out.
+    answered.length > 0 ? readNodes(options.pool, answered, Math.max(1, options.timeoutMs - (Date.now() - started))) : undefined,
   ])
   if (pods) warnings.push(...pods.warnings.map((w) => `${w}; ${options.selector ? 'proxies there are left out by -l' : 'VMs there may show as pods'}`))
 
