@@ -448,6 +448,17 @@ describe.concurrent('two istiods of one revision, and a second revision', () => 
     expect(names).toEqual(['old-1-pqrst.apps', 'vm-c.vms', 'web-canary-5d6f7-klmno.apps'])
   })
 
+  it('NAME of a VM connected to another revision\'s istiod: exit 4 saying so, never "no WorkloadEntry registers it"', async () => {
+    const res = await ps(cluster, ['web-10.0.0.9', '-n', 'vms', '-r', 'default'])
+    expect(res.code).toBe(4)
+    expect(res.stderr).toBe(
+      `Error: proxy "web-10.0.0.9.vms" is not in this revision's view: WorkloadEntry web-10.0.0.9 is connected to istiod ${CANARY}, of another revision\n` +
+        'Hint: leave --revision out to read every istiod, or pass the revision of that istiod with -r\n',
+    )
+    const found = await ps(cluster, ['web-10.0.0.9', '-n', 'vms', '-r', 'canary'])
+    expect(found.code, found.stderr).toBe(0)
+  })
+
   it('an unknown revision is exit 4, naming the revisions that run', async () => {
     const res = await ps(cluster, ['-r', 'nope'])
     expect(res.code).toBe(4)

@@ -45,6 +45,8 @@ export interface ContextStatus {
   paths: Map<string, IstiodPath>
   /** Degraded reads (registrations or pods that could not be listed). */
   warnings: string[]
+  /** Registrations left out because they are connected to an istiod of another revision (named in NAME's not-found error). */
+  elsewhere: VmRecord[]
 }
 
 function statesOf(state: TypeSync['state']): Record<XdsType, TypeSync> {
@@ -103,10 +105,10 @@ export async function collectContext(client: KubeClient, context: string, option
   const recording = listing.then((registrations) => ({
     registrations,
     // Labels only for -l: nothing else reads them.
-    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod))),
+    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}),
   }))
   recording.catch(() => undefined)
-  const [answers, {registrations, records}] = await Promise.all([
+  const [answers, {registrations, records: allRecords}] = await Promise.all([
     Promise.all(selected.map((istiod) => readSyncz(options.pool, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
     recording,
   ])
@@ -121,6 +123,9 @@ export async function collectContext(client: KubeClient, context: string, option
   })
   if (failures.length === selected.length) throw allFailed(failures)
   const warnings = [...registrations.warnings]
+  const records: VmRecord[] = []
+  const elsewhere: VmRecord[] = []
+  for (const v of allRecords) (v.connected && v.istiod !== undefined && otherIstiods.has(v.istiod) ? elsewhere : records).push(v)
 
   // An istiod may ignore ?namespace= (older versions): filter here too.
   const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
@@ -183,7 +188,7 @@ export async function collectContext(client: KubeClient, context: string, option
     })
   }
   for (const r of out) r.context = context
-  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths}
+  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths, elsewhere}
 }
 
 /**
