@@ -110,3 +110,15 @@ describe('pairing two VMs of one group on one istiod', () => {
     expect(renderProxyDetail(row, () => off[0], NOW)).toContain('Health:         <no Healthy condition: health checks off (no proxy.istio.io/health-checks-enabled annotation)>')
   })
 })
+
+describe('an ambiguous proxy of a large group', () => {
+  it('names the first five entries it may be, and how many more', () => {
+    const ips = Array.from({length: 8}, (_, i) => `10.0.0.${i + 1}`)
+    const records = vmRecords(ips.map((ip) => entry(ip)), [])
+    const ids = ips.map((_, i) => `gw-${i}.payments`)
+    const {vms} = pairVms({syncs: ids.map(sync), vms: records, pods: {labels: new Map(), listed: new Set(['payments'])}})
+    const rows = proxyStatusRows(ids.map(sync), {vms, now: NOW})
+    const text = renderProxyDetail(rows.slice(0, 1), (r) => vms.find((v) => v.proxyId === r.name), NOW)
+    expect(text).toContain('WorkloadEntry:  one of mainframe-gw-10.0.0.1, mainframe-gw-10.0.0.2, mainframe-gw-10.0.0.3, mainframe-gw-10.0.0.4, mainframe-gw-10.0.0.5 and 3 more (istiod did not say which')
+  })
+})

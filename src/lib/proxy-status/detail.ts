@@ -53,6 +53,12 @@ function waypointText(vm: VmRecord, now: Date): string | undefined {
   return `${String(c.status ?? 'Unknown')}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
 }
 
+/** The registrations an ambiguous proxy may be: the first few, and how many more (a group may have hundreds). */
+function candidateNames(candidates: VmRecord[]): string {
+  const names = candidates.map((c) => c.workloadEntry ?? c.war ?? c.name)
+  return names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')} and ${names.length - 5} more`
+}
+
 function connectionText(vm: VmRecord, now: Date): string {
   if (vm.connected) return `True${vm.istiod ? ` (istiod ${vm.istiod}` : ' ('}${vm.connectedAt ? `${vm.istiod ? ', ' : ''}since ${age(vm.connectedAt, now)}` : ''})`.replace(' ()', '')
   return `False${vm.disconnectedAt ? ` (disconnected ${age(vm.disconnectedAt, now)} ago)` : ''}`
@@ -79,7 +85,7 @@ export function renderProxyDetail(rows: ProxyStatusRow[], registrationOf: (row: 
       fields(d, 1, [
         ['Source', vm.registration],
         ['WorkloadAutoRegistration', vm.war],
-        ['WorkloadEntry', vm.workloadEntry ?? (candidates ? `one of ${candidates.map((c) => c.workloadEntry ?? c.war ?? c.name).join(', ')} (istiod did not say which: its /debug/adsz could not be read)` : undefined)],
+        ['WorkloadEntry', vm.workloadEntry ?? (candidates ? `one of ${candidateNames(candidates)} (istiod did not say which: its /debug/adsz could not be read)` : undefined)],
         ['WorkloadGroup', vm.group || undefined],
         ['Address', vm.address || undefined],
         ['Identity', vm.identity],
