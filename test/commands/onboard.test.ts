@@ -194,7 +194,7 @@ const BAD: [string, string[], string][] = [
   ['bad service account', ['web', '-n', 'apps', '-p', 'http=80', '-s', 'Web_SA'], `Error: --service-account "Web_SA": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`],
   ['bad locality', ['web', '-n', 'apps', '-p', 'http=80', '--locality', 'us//a'], 'Error: --locality "us//a": expected region[/zone[/subzone]], e.g. us-east-1/us-east-1a'],
   ['negative weight', ['web', '-n', 'apps', '-p', 'http=80', '--weight', '-1'], 'Error: --weight "-1": must be a whole number between 0 and 4294967295'],
-  ['empty network', ['web', '-n', 'apps', '-p', 'http=80', '--network', ''], 'Error: --network "": must not be empty'],
+  ['empty network', ['web', '-n', 'apps', '-p', 'http=80', '--network', ''], 'Error: --network "": must not be empty; give a value, or leave the flag out'],
   ['name and --name disagree', ['web', '--name', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: NAME "web" and --name "api" disagree; give one of them'],
   ['unknown flag', ['web', '-n', 'apps', '-p', 'http=80', '--prot', 'x'], 'Error: Nonexistent flag: --prot'],
   // (every case here runs with -d DIR)
