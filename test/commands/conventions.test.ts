@@ -137,6 +137,16 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
   })
 
   it.each([
+    [['war', 'list', '--sort-by=nope'], `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`],
+    [['proxy-status', '--vms', '-o', 'json', '--sort-by', 'nope'], `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`],
+    [['war', 'list', '--sort-by', '{.metadata.name'], `--sort-by "{.metadata.name": unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`],
+  ])('%j: --sort-by is refused as kubectl refuses it', async (args, message) => {
+    const r = await runCli(args, {env})
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
+  })
+
+  it.each([
     [['war', 'list', '--group', ''], '--group "": must not be empty; give a value, or leave the flag out'],
     [['war', 'list', '--chunk-size='], '--chunk-size "": must not be empty; give a value, or leave the flag out'],
     [['war', 'delete', 'x', '--dry-run='], '--dry-run "": must not be empty; expected one of none, client, server'],
