@@ -66,7 +66,7 @@ describe.concurrent('meshvm completion (offline)', () => {
   it('rejects an unknown shell', async () => {
     const r = await runCli(['completion', 'tcsh'])
     expect(r.code).toBe(2)
-    expect(r.stderr.split('\n')[0]).toBe('Error: Expected tcsh to be one of: bash, zsh, fish')
+    expect(r.stderr.split('\n')[0]).toBe('Error: argument "tcsh": expected one of bash, zsh, fish')
   })
 })
 

@@ -159,3 +159,19 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
     expect(r.stderr).not.toMatch(STACK_TRACE)
   })
 })
+
+describe.concurrent("one style for every usage error, meshvm's (issue 27)", () => {
+  it.each([
+    [['war', 'describe'], ['Error: missing NAME: NAME or TYPE/NAME (as -o name prints it) of the registration; several may be given', 'Hint: see meshvm war describe --help for the arguments this command takes']],
+    [['completion'], ['Error: missing SHELL: the shell; expected one of bash, zsh, fish', 'Hint: see meshvm completion --help for the arguments this command takes']],
+    [['war', 'list', '--chunk-sise', '3'], ['Error: unknown flag --chunk-sise', 'Hint: did you mean --chunk-size?', 'Hint: see meshvm war list --help for the flags this command takes']],
+    [['war', 'list', '--chunk-size', 'x'], ['Error: --chunk-size "x": expected a whole number', 'Hint: see meshvm war list --help for the flags this command takes']],
+    [['war', 'reconcile', '--fix', '--dry-run=client'], ['Error: --fix and --dry-run=client cannot be combined: give one of them', 'Hint: see meshvm war reconcile --help for the flags this command takes']],
+    [['proxy-status', 'a', 'b'], ['Error: Unexpected argument: b', 'Hint: see meshvm proxy-status --help for the arguments this command takes']],
+  ])('%j', async (args, lines) => {
+    const r = await runCli(args, {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
+    expect(r.code).toBe(2)
+    expect(r.stdout).toBe('')
+    expect(r.stderr).toBe(lines.join('\n') + '\n')
+  })
+})

@@ -196,11 +196,11 @@ const BAD: [string, string[], string][] = [
   ['negative weight', ['web', '-n', 'apps', '-p', 'http=80', '--weight', '-1'], 'Error: --weight "-1": must be a whole number between 0 and 4294967295'],
   ['empty network', ['web', '-n', 'apps', '-p', 'http=80', '--network', ''], 'Error: --network "": must not be empty; give a value, or leave the flag out'],
   ['name and --name disagree', ['web', '--name', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: NAME "web" and --name "api" disagree; give one of them'],
-  ['unknown flag', ['web', '-n', 'apps', '-p', 'http=80', '--prot', 'x'], 'Error: Nonexistent flag: --prot'],
+  ['unknown flag', ['web', '-n', 'apps', '-p', 'http=80', '--prot', 'x'], 'Error: unknown flag --prot'],
   // (every case here runs with -d DIR)
   ['-o with --output-dir', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'json'], 'Error: -o json cannot be combined with --output-dir: the directory gets one YAML file per object'],
   ['-o with --diff', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'name', '--diff'], 'Error: -o name cannot be combined with --diff: --diff prints a unified diff'],
-  ['a bad --dry-run', ['web', '-n', 'apps', '-p', 'http=80', '--dry-run=yes'], 'Error: Expected --dry-run=yes to be one of: none, client, server'],
+  ['a bad --dry-run', ['web', '-n', 'apps', '-p', 'http=80', '--dry-run=yes'], 'Error: --dry-run "yes": expected one of none, client, server'],
   ['bad -o', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'table'], 'Error: -o/--output "table": expected one of yaml, json, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
   ['too many arguments', ['web', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: Unexpected argument: api'],
 ]
