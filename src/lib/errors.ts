@@ -68,12 +68,62 @@ export class UsageError extends MeshvmError {
   }
 }
 
-/** Several independent input problems reported at once (the first one is the headline). */
+/**
+ * Several independent input problems reported at once: each is printed as its own `Error:` line (the
+ * first is the message), then the hints of all of them.
+ */
 export class UsageErrors extends UsageError {
   readonly problems: string[]
-  constructor(problems: string[]) {
-    super(problems[0] ?? 'invalid input', problems.length > 1 ? [`${problems.length - 1} more problem(s): ${problems.slice(1).join('; ')}`] : [])
-    this.problems = problems
+  constructor(problems: (string | UsageError)[]) {
+    const messages = problems.map((p) => (typeof p === 'string' ? p : p.message))
+    const hints = [...new Set(problems.flatMap((p) => (typeof p === 'string' ? [] : p.hints)))]
+    super(messages[0] ?? 'invalid input', hints)
+    this.problems = messages
+  }
+}
+
+/**
+ * Collects the usage errors of independent checks, so one run reports every problem of the
+ * invocation instead of stopping at the first (`onboard`): `check` runs one and keeps its error,
+ * `throwIfAny` throws them together.
+ */
+export class Problems {
+  private readonly found: UsageError[] = []
+
+  add(error: UsageError): void {
+    if (error instanceof UsageErrors) {
+      error.problems.forEach((message, i) => this.found.push(new UsageError(message, i === 0 ? error.hints : [])))
+    } else this.found.push(error)
+  }
+
+  /** The check's result, or undefined when it threw a UsageError (kept); other errors propagate. */
+  check<T>(fn: () => T): T | undefined {
+    try {
+      return fn()
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err
+      this.add(err)
+      return undefined
+    }
+  }
+
+  async checkAsync<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn()
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err
+      this.add(err)
+      return undefined
+    }
+  }
+
+  get count(): number {
+    return this.found.length
+  }
+
+  throwIfAny(): void {
+    if (this.found.length === 1) throw this.found[0]
+    if (this.found.length > 1) throw new UsageErrors(this.found)
   }
 }
 
@@ -100,6 +150,8 @@ export interface ReportedError {
   exit: number
   /** One line. */
   message: string
+  /** Further problems of the same invocation, each printed as its own `Error:` line (UsageErrors). */
+  problems?: string[]
   hints: string[]
   code: string
   /** Only filled for bugs, and printed only with DEBUG set. */
@@ -118,7 +170,8 @@ export function toReport(err: unknown): ReportedError {
   if (err instanceof MeshvmError) {
     // oclif prefixes errors thrown by a custom flag's parser with "Parsing --flag \n\t": ours already name the flag.
     const message = err.message.replace(/^Parsing --\S+ \n\t/, '').replace(/\nSee more help with --help$/, '')
-    return {exit: err.exit, message: firstLine(message), hints: err.hints, code: err.code, stack: err.stack}
+    const problems = err instanceof UsageErrors && err.problems.length > 1 ? {problems: err.problems.slice(1).map(firstLine)} : {}
+    return {exit: err.exit, message: firstLine(message), ...problems, hints: err.hints, code: err.code, stack: err.stack}
   }
   if (isInterrupt(err)) return {exit: ExitCode.INTERRUPTED, message: 'interrupted', hints: [], code: 'Interrupted'}
   const e = err as OclifLikeError | undefined
@@ -218,7 +271,7 @@ function relationship(line: string): string | undefined {
   if ((m = /^(--\S+?)(?:=(.*))? cannot also be provided when using (--\S+)$/.exec(line))) {
     return `${m[3]} and ${m[1]}${m[2] === undefined ? '' : `=${m[2]}`} cannot be combined: give one of them`
   }
-  if ((m = /^All of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with ${m[2].split(', ').join(' and ')}`
+  if ((m = /^All of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with ${m[2]!.split(', ').join(' and ')}`
   if ((m = /^(?:One|Some) of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with one of ${m[2]}`
   if ((m = /^Only the following can be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: can only be combined with ${m[2]}`
   if ((m = /^Exactly one of the following must be provided: (.+)$/.exec(line))) return `give exactly one of ${m[1]}`

@@ -262,3 +262,35 @@ describe.concurrent('meshvm onboard: bad input', () => {
     })
   }
 })
+
+describe.concurrent('meshvm onboard: every problem of the invocation at once, one line each (issue 27)', () => {
+  it('flags, ports, probe, output and bundle problems together, then the hints', async () => {
+    const dir = join(work, 'bad', 'all-at-once')
+    const r = await runCli([
+      'onboard', 'Web', '-p', 'x=99999', '-p', 'http=80/FOO', '--weight', '-1', '--locality', 'us//a', '-l', 'app=a b',
+      '--probe-tcp', 'abc', '--probe-period', '0', '-o', 'table', '--token-duration', '1m', '--bundle', join(dir, 'bundle'),
+      '--host', 'db.example.com', '-d', dir,
+    ])
+    expect(r.code).toBe(2)
+    expect(r.stdout).toBe('')
+    expect(r.stderr).not.toMatch(STACK_TRACE)
+    expect(r.stderr.split('\n')).toEqual([
+      'Error: -o/--output "table": expected one of yaml, json, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…',
+      'Error: --token-duration "1m": expected a duration of at least 10m, e.g. 1h or 24h',
+      'Error: missing --namespace: meshvm onboard needs a name, a namespace and at least one port',
+      `Error: NAME "Web": must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')`,
+      `Error: --label "app=a b": value must be empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit`,
+      'Error: --locality "us//a": expected region[/zone[/subzone]], e.g. us-east-1/us-east-1a',
+      'Error: --weight "-1": must be a whole number between 0 and 4294967295',
+      'Error: --port "x=99999": port must be a whole number between 1 and 65535',
+      'Error: --port "http=80/FOO": unknown protocol "FOO"; valid protocols: HTTP, HTTPS, GRPC, HTTP2, MONGO, TCP, TLS',
+      'Error: --host: hosts are set on a ServiceEntry; add --service-entry',
+      'Error: --probe-period "0": expected a whole number of seconds of at least 1, e.g. 10 or 10s',
+      'Error: --probe-tcp "abc": expected PORT: must be a whole number between 1 and 65535',
+      'Hint: meshvm onboard web -n apps --port http=8080   (or run it in a terminal to be asked)',
+      'Hint: meshvm onboard Web -n NAMESPACE --service-entry --host db.example.com ...',
+      '',
+    ])
+    expect(existsSync(dir), 'no files may be written').toBe(false)
+  })
+})

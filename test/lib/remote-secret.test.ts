@@ -273,7 +273,10 @@ describe('validateRemoteSecretOptions', () => {
     expect(err).toBeInstanceOf(UsageErrors)
     expect((err as UsageErrors).problems).toHaveLength(3)
     expect(err.message).toMatch(/^--name "A": /)
-    expect(err.hints[0]).toMatch(/^2 more problem\(s\): --type "x": .*; --auth-type "y": /)
+    // Each problem is printed as its own Error: line (toReport's problems).
+    expect((err as UsageErrors).problems[1]).toMatch(/^--type "x": /)
+    expect((err as UsageErrors).problems[2]).toMatch(/^--auth-type "y": /)
+    expect(toReport(err).problems).toEqual((err as UsageErrors).problems.slice(1))
   })
 
   it('hints that --name may be left out', () => {
