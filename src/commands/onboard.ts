@@ -249,6 +249,9 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
         const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
           results: await applyObjects(session.client, objects, {
             dryRun: Boolean(dryRun), diff: f.diff, force: f['force-conflicts'], signal,
+            missingNamespaceHints: (ns) => f['create-namespace']
+              ? [`namespace "${ns}" does not exist yet: a dry run (--dry-run=server, --diff) does not create it, so the objects in it cannot be checked; apply with --apply`]
+              : [`namespace "${ns}" does not exist: add --create-namespace to create it too (or kubectl create namespace ${ns})`],
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
               // Like kubectl: what happened on stdout, what did not on stderr. --diff --apply prints both.
