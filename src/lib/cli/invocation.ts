@@ -34,6 +34,8 @@ export function kubeFlagsOf(argv: string[]): Invocation['kube'] {
     if (eq > 0) kube[key] = arg.slice(eq + 1)
     else if (name === arg && names[name]) kube[key] = argv[++i]
     else kube[key] = arg.slice(2)
+    // An empty value means the default (empty-values.ts): as if the flag were not given.
+    if (kube[key] === '') delete kube[key]
   }
   return kube
 }
