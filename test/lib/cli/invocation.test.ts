@@ -13,7 +13,7 @@ describe('kubeFlagsOf', () => {
 
   it('an empty value is no value (issue 27: -n "" is the default namespace, and hints do not repeat it)', () => {
     expect(kubeFlagsOf(['war', 'list', '-n', '', '--context=', '--kubeconfig', ''])).toEqual({})
-    expect(kubeFlagsOf(['-n', 'apps', '-n', ''])).toEqual({})
+    expect(kubeFlagsOf(['-n', 'apps', '-n', ''])).toEqual({namespace: 'apps'})
   })
 })
 
