@@ -27,7 +27,8 @@ export function printError(err: unknown, write: (text: string) => void = (t) => 
   // Every error line is the last gate before the terminal: no credential, no control character
   // (messages and hints may quote names, URLs and server text).
   const safe = (line: string) => terminalSafe(redactCredentials(stripAnsi(line)))
-  let text = `${chalk.red('Error:')} ${safe(report.message)}\n`
+  let text = ''
+  for (const line of [report.message, ...(report.problems ?? [])]) text += `${chalk.red('Error:')} ${safe(line)}\n`
   for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${safe(hint)}\n`
   if (report.stack && debugEnabled()) text += report.stack + '\n'
   write(text)

@@ -742,14 +742,14 @@ describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
     [['-l', 'app in web'], 'Error: -l "app in web": cannot parse "app in web"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
     [['-l', 'app=-web'], 'Error: -l "app=-web": label value "-web": value must be empty or consist of letters, digits, \'-\', \'_\' or \'.\', and start and end with a letter or digit'],
     // oclif's exclusive/dependsOn: the message names both flags.
-    [['--all-contexts', '--context', 'east'], 'Error: --context=east cannot also be provided when using --all-contexts'],
-    [['-A', '-n', 'apps'], 'Error: --namespace=apps cannot also be provided when using --all-namespaces'],
+    [['--all-contexts', '--context', 'east'], 'Error: --all-contexts and --context=east cannot be combined: give one of them'],
+    [['-A', '-n', 'apps'], 'Error: --all-namespaces and --namespace=apps cannot be combined: give one of them'],
     [['vm-1.vms', '--watch'], 'Error: NAME and --watch are exclusive: --watch redraws the whole table'],
-    [['--watch-count', '2'], 'Error: All of the following must be provided when using --watch-count: --watch'],
+    [['--watch-count', '2'], 'Error: --watch-count: only applies with --watch'],
     [['-o', 'xml'], 'Error: -o/--output "xml": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
     [['-o', 'jsonpath={.items[*'], 'Error: -o/--output "jsonpath={.items[*": unterminated array'],
     [['--sort-by', '.a['], 'Error: --sort-by ".a[": unterminated array'],
-    [['--show-labels'], 'Error: Nonexistent flag: --show-labels'],
+    [['--show-labels'], 'Error: unknown flag --show-labels'],
   ]
   it.each(cases)('%j', async (args, line) => {
     const res = await runCli(['proxy-status', ...args], {env: {KUBECONFIG: '/nonexistent'}})

@@ -261,10 +261,10 @@ export function parseTemplate(source: string): Template {
  * (kubectl/pkg/cmd/get/customcolumn.go RelaxedJSONPathExpression).
  */
 export function parseRelaxed(expression: string): Template {
-  const m = /^\{?(\.?[^{}]*)\}?$/.exec(expression)
-  if (expression === '' || !m) throw new JsonPathError(`unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`)
-  const inner = m[1]!
-  return parseTemplate(`{${inner.startsWith('.') ? inner : '.' + inner}}`)
+  // kubectl's jsonRegexp: braces on both sides or on neither (`{.a.b`, `.a.b}` and `{.a}}` are refused).
+  const m = /^\{\.?([^{}]+)\}$|^\.?([^{}]+)$/.exec(expression)
+  if (!m) throw new JsonPathError(`unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`)
+  return parseTemplate(`{.${m[1] ?? m[2]}}`)
 }
 
 type Value = unknown

@@ -214,6 +214,7 @@ export class Printer<Row> {
       const held = this.heldTable
       this.heldTable = undefined
       // Array.prototype.sort is stable: equal keys keep the order the rows came in.
+      if (this.options.sortBy) sortFieldFound(this.options.sortBy, held.map((h) => h.key))
       held.sort(this.options.sortBy ? (a, b) => compareValues(a.key, b.key) : (a, b) => compareKeys(a.key as string[], b.key as string[]))
       this.table!.addRendered(held.map((h) => h.row))
     }
@@ -293,8 +294,19 @@ export class Printer<Row> {
     const sortBy = this.options.sortBy
     if (!sortBy) return [...rows].sort(this.spec.order)
     const keyed = rows.map((row, index) => ({row, index, key: findResults(sortBy, this.spec.object(row)).flat()[0]}))
+    sortFieldFound(sortBy, keyed.map((k) => k.key))
     keyed.sort((a, b) => compareValues(a.key, b.key) || a.index - b.index)
     return keyed.map((k) => k.row)
+  }
+}
+
+/**
+ * kubectl's SortObjects: a field no object has is a mistake (`--sort-by=nope`), not an order; an empty
+ * list is not checked. The rows are still held, so nothing has been printed.
+ */
+function sortFieldFound(sortBy: Template, keys: unknown[]): void {
+  if (keys.length > 0 && keys.every((k) => k === undefined)) {
+    throw new UsageError(`--sort-by: couldn't find any field with path ${JSON.stringify(sortBy.source)} in the list of objects`)
   }
 }
 
