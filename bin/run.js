@@ -1,11 +1,9 @@
 #!/usr/bin/env node
 // meshvm entry point. `--version`/`-v` is answered here, before anything else is loaded, because it is
 // the command people (and scripts) run most and it needs nothing but package.json: the same text as
-// oclif's config.userAgent, in 29 ms CPU against 59 ms through oclif (`node -e 0`: 26 ms; Node 20,
-// 2-core machine under load, medians of 21). `meshvm version` (with --short, -o json|yaml) is a command.
-// CommonJS (bin/package.json says so): an ES module entry starts Node's ESM loader, and importing
-// node:fs from ESM builds its ESM facade, which loads the streams modules (+4-6 ms CPU per run).
-// Start-up mechanisms and their measured worth: bin/load.cjs, scripts/build.mjs, docs/performance.md.
+// oclif's config.userAgent. `meshvm version` (with --short, -o json|yaml) is a command.
+// CommonJS (bin/package.json says so): an ES module entry starts Node's ESM loader.
+// Start-up mechanisms and what each one saves: docs/decisions/startup.md.
 'use strict'
 const argv = process.argv.slice(2)
 // Help rendered at build time, when it is a help invocation (bin/help-cache.cjs says when it applies

@@ -49,7 +49,7 @@ export async function main(argv: string[], binUrl: string, options: {development
       await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
     }
     // oclif's flush waits for stdout to drain; with nothing queued (always, for files and terminals)
-    // it would return at once, after arming a 10 s timer (~1 ms CPU).
+    // it would return at once, after arming a 10 s timer.
     if (process.stdout.writableLength > 0) await (await import('@oclif/core/flush')).flush()
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
   } catch (err) {
