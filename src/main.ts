@@ -38,10 +38,6 @@ export async function main(argv: string[], binUrl: string, options: {development
   // The shipped CLI runs the bundle in dist/ only. Without this, a NODE_ENV of test or development
   // (common in users' shells and CI) makes oclif look for TypeScript sources and warn.
   settings.enableAutoTranspile = Boolean(options.development)
-  // `meshvm … | head` closes stdout early: that is not an error.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0)
-  })
   try {
     // Most runs skip oclif's Config.load (src/lib/cli/direct-run.ts); oclif's run() is loaded when needed.
     if (options.development || !(await directRun(argv, fileURLToPath(binUrl), COMMANDS))) {
