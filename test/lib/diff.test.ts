@@ -35,14 +35,23 @@ const numbered = (n: number, edit: (lines: string[]) => void = () => {}): string
 
 describe('unifiedDiff: hunks', () => {
   it('merges changes 6 unchanged lines apart (2·context) into one hunk, and splits them at 7', () => {
-    const six = unifiedDiff(numbered(20), numbered(20, (l) => ((l[5] = 'A'), (l[12] = 'B'))), {from: 'a', to: 'b'})
+    const six = unifiedDiff(numbered(20), numbered(20, (l) => {
+      l[5] = 'A'
+      l[12] = 'B'
+    }), {from: 'a', to: 'b'})
     expect(six).toBe(['--- a', '+++ b', '@@ -3,14 +3,14 @@', ' l2', ' l3', ' l4', '-l5', '+A', ' l6', ' l7', ' l8', ' l9', ' l10', ' l11', '-l12', '+B', ' l13', ' l14', ' l15', ''].join('\n'))
-    const seven = unifiedDiff(numbered(20), numbered(20, (l) => ((l[5] = 'A'), (l[13] = 'B'))), {from: 'a', to: 'b'})
+    const seven = unifiedDiff(numbered(20), numbered(20, (l) => {
+      l[5] = 'A'
+      l[13] = 'B'
+    }), {from: 'a', to: 'b'})
     expect(seven).toBe(['--- a', '+++ b', '@@ -3,7 +3,7 @@', ' l2', ' l3', ' l4', '-l5', '+A', ' l6', ' l7', ' l8', '@@ -11,7 +11,7 @@', ' l10', ' l11', ' l12', '-l13', '+B', ' l14', ' l15', ' l16', ''].join('\n'))
   })
 
   it('context at the edges: a change on the first and last lines', () => {
-    expect(unifiedDiff(numbered(10), numbered(10, (l) => ((l[0] = 'A'), (l[9] = 'B'))), {from: 'a', to: 'b'})).toBe(
+    expect(unifiedDiff(numbered(10), numbered(10, (l) => {
+      l[0] = 'A'
+      l[9] = 'B'
+    }), {from: 'a', to: 'b'})).toBe(
       ['--- a', '+++ b', '@@ -1,4 +1,4 @@', '-l0', '+A', ' l1', ' l2', ' l3', '@@ -7,4 +7,4 @@', ' l6', ' l7', ' l8', '-l9', '+B', ''].join('\n'),
     )
   })
@@ -63,14 +72,18 @@ describe('unifiedDiff: hunks', () => {
 
   it('6,000 changed lines: every line is in the diff, and applying it gives the new text', () => {
     const before = numbered(6_000)
-    const after = numbered(6_000, (l) => l.forEach((_, i) => (l[i] = `changed ${i}`)))
+    const after = numbered(6_000, (l) => {
+      for (let i = 0; i < l.length; i++) l[i] = `changed ${i}`
+    })
     const d = unifiedDiff(before, after, {from: 'a', to: 'b'})
     const body = d.split('\n').slice(3, -1)
     expect(d.split('\n')[2]).toBe('@@ -1,6000 +1,6000 @@')
     expect(body.filter((l) => l.startsWith('-')).map((l) => `${l.slice(1)}\n`).join('')).toBe(before)
     expect(body.filter((l) => l.startsWith('+')).map((l) => `${l.slice(1)}\n`).join('')).toBe(after)
     // Interleaved changes: every other line of 6,000 replaced, hunks merged into one.
-    const alternate = numbered(6_000, (l) => l.forEach((_, i) => i % 2 === 0 && (l[i] = `x${i}`)))
+    const alternate = numbered(6_000, (l) => {
+      for (let i = 0; i < l.length; i += 2) l[i] = `x${i}`
+    })
     const lines = unifiedDiff(before, alternate, {from: 'a', to: 'b'}).split('\n')
     expect(lines.filter((l) => l.startsWith('@@'))).toEqual(['@@ -1,6000 +1,6000 @@'])
     const kept = lines.slice(3, -1).filter((l) => !l.startsWith('-')).map((l) => `${l.slice(1)}\n`).join('')
