@@ -11,6 +11,7 @@ const path = require('node:path')
 const os = require('node:os')
 const vm = require('node:vm')
 const Module = require('node:module')
+const {isAscii} = require('node:buffer')
 
 /** FNV-1a, 32 bits: a short, stable name for an install path (without loading node:crypto). */
 function pathHash(text) {
@@ -58,7 +59,10 @@ function removeStale(bundle, stat) {
  */
 function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), slot = undefined) {
   const stat = fs.statSync(bundle)
-  const source = fs.readFileSync(bundle, 'utf8')
+  // The build makes the bundles pure ASCII (scripts/build.mjs), so they are read as one-byte strings
+  // instead of being decoded as UTF-8. Anything else is read as UTF-8.
+  const bytes = fs.readFileSync(bundle)
+  const source = isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString('utf8')
   const cacheFile = cacheFileFor(bundle, stat, slot)
   const cached = cacheFile ? readCache(cacheFile) : undefined
   const script = new vm.Script(Module.wrap(source), {filename: bundle, cachedData: cached?.data, importModuleDynamically: vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER})

@@ -221,6 +221,33 @@ function LAZY_REQUIRES() {
       from: 'const promises_1 = require("node:fs/promises");',
       to: 'const promises_1 = { get stat() { return require("node:fs/promises").stat; }, get readFile() { return require("node:fs/promises").readFile; } };',
     },
+    // chalk's and oclif's supports-color ask at import whether stdout and stderr are terminals with
+    // node:tty's isatty, and loading node:tty loads node:net. process.stdout.isTTY and
+    // process.stderr.isTTY say the same (Node makes a tty.WriteStream exactly when fd 1/2 is a
+    // terminal), and meshvm creates both streams anyway; they are the only fds these modules ask about.
+    {
+      file: /node_modules[\/]chalk[\/]source[\/]vendor[\/]supports-color[\/]index\.js$/,
+      from: "import tty from 'node:tty';",
+      to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
+    },
+    {
+      file: /node_modules[\/]supports-color[\/]index\.js$/,
+      from: "const tty = require('tty');",
+      to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
+    },
+    // `debug` requires node:tty (and so node:net), and each logger's first call asks whether stderr
+    // is a terminal. While DEBUG is unset and nothing loaded `debug`, every debug call is disabled, so
+    // the logger makes its `debug` instance only when DEBUG is set (or `debug` was loaded by then).
+    {
+      file: /@oclif[\/]core[\/]lib[\/]logger\.js$/,
+      from: 'const debug_1 = __importDefault(require("debug"));',
+      to: 'let debugModule; const debug_1 = { get default() { return (debugModule ??= __importDefault(require("debug"))).default; } };',
+    },
+    {
+      file: /@oclif[\/]core[\/]lib[\/]logger\.js$/,
+      from: '    const debug = (0, debug_1.default)(namespace);',
+      to: '    let real; const debug = (...args) => { if (real === undefined) { if (!process.env.DEBUG && debugModule === undefined) return; real = (0, debug_1.default)(namespace); } return real(...args); };',
+    },
   ]
 }
 const oclifPatches = {
@@ -276,6 +303,15 @@ const result = await build({
   external: ['typescript', 'tsx', 'ts-node'],
 })
 writeFileSync(join(root, 'dist/meta.json'), JSON.stringify(result.metafile))
+// The bundles are pure ASCII, so bin/load.cjs reads them as one-byte (latin1) strings instead of
+// decoding UTF-8. esbuild escapes non-ASCII text except inside regular expression literals (ansis has
+// a raw U+009B in one); \uXXXX means the same there, as in strings.
+for (const file of [join(root, 'dist/meshvm.cjs'), ...Object.values(VENDORS).map(({file}) => join(root, 'dist/vendor', file))]) {
+  const code = readFileSync(file, 'utf8')
+  const ascii = code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  if (ascii !== code) writeFileSync(file, ascii)
+}
+
 // The manifest lists every command with its flags. oclif's explicit discovery reads the command map
 // through bin/commands.cjs, which the bundle fills when it loads.
 process.env.NODE_ENV = 'production'

@@ -1,10 +1,11 @@
 /**
  * What scripts/build.mjs does to the bundle for start-up keeps behaviour: oclif's debug logging still
- * works when DEBUG asks for it, colour is still detected on a terminal, and errors are coloured when
- * asked for.
+ * works when DEBUG asks for it (its `debug` library is loaded only then), colour is still detected on
+ * a terminal (supports-color reads isTTY instead of loading node:tty), errors are coloured when asked
+ * for, and the bundles are pure ASCII (bin/load.cjs reads them as one-byte strings).
  */
 import {execFileSync} from 'node:child_process'
-import {existsSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {REPO_ROOT, runCli} from '../helpers/cli.js'
@@ -41,4 +42,9 @@ describe('start-up patches (scripts/build.mjs)', () => {
     expect(coloured.code).toBe(plain.code)
   })
 
+
+  it('the bundles are pure ASCII', () => {
+    const files = ['dist/meshvm.cjs', ...readdirSync(join(REPO_ROOT, 'dist/vendor')).map((f) => `dist/vendor/${f}`)]
+    for (const file of files) expect(readFileSync(join(REPO_ROOT, file)).every((b) => b < 0x80), file).toBe(true)
+  })
 })
