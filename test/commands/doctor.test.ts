@@ -7,7 +7,7 @@ import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
 import {chmodSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {BIN, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {resourceKey} from '../cluster/index.js'
 
@@ -227,6 +227,53 @@ describe('meshvm doctor', () => {
     ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', 'echo nope >&2; exit 255']))
     expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm'})
     expect(firstFail(rep)!.detail).toBe('--vm-exec failed: exit code 255: nope (the checks did not run to the end)')
+  })
+
+  it('--bundle: an expired token and a moved gateway are named, and running each fix makes doctor pass', async () => {
+    const bundleDir = join(dir, 'web-vm')
+    const made = await runCli(['bundle', 'web', '-n', 'apps', '-d', bundleDir, '--autoregister'], {env: cluster.env, timeoutMs: 60_000})
+    expect(made.code, made.stderr).toBe(0)
+    let {r, report: rep} = await report(['--bundle', bundleDir])
+    expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    expect(rep.checks.find((c) => c.check === 'gateway.address')?.detail).toBe("the bundle's hosts entry points at the gateway's current address 203.0.113.10")
+
+    const runFix = async (fix: string) => {
+      expect(fix).toMatch(/^meshvm /)
+      // The fix as printed (shell words): run through sh with meshvm standing for the built CLI, without
+      // blocking this event loop (the test cluster answers from it).
+      const {execFile} = await import('node:child_process')
+      const {promisify} = await import('node:util')
+      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.replace(/#.*$/, '')}`], {env: {...process.env, ...cluster.env, NO_COLOR: '1'}, timeout: 60_000})
+    }
+
+    // The token expired: bundle verify's refresh is the fix.
+    const expired = ['{"alg":"RS256"}', JSON.stringify({aud: ['istio-ca'], exp: Math.floor(Date.now() / 1000) - 3600, sub: 'system:serviceaccount:apps:default', 'kubernetes.io': {namespace: 'apps', serviceaccount: {name: 'default'}}})].map((x) => Buffer.from(x).toString('base64url')).join('.') + '.c2ln'
+    writeFileSync(join(bundleDir, 'istio-token'), expired, {mode: 0o600})
+    ;({r, report: rep} = await report(['--bundle', bundleDir]))
+    expect(r.code).toBe(8)
+    expect(firstFail(rep)!.step).toBe(1)
+    expect(firstFail(rep)!.detail).toMatch(/expired/)
+    await runFix(firstFail(rep)!.fix!)
+    ;({r, report: rep} = await report(['--bundle', bundleDir]))
+    expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+
+    // The gateway moved: a new bundle is the fix.
+    const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+    cluster.store.update(SVC, {...gw, metadata: {...gw.metadata, resourceVersion: undefined}, status: {loadBalancer: {ingress: [{ip: '203.0.113.99'}]}}})
+    try {
+      ;({r, report: rep} = await report(['--bundle', bundleDir]))
+      expect(r.code).toBe(8)
+      // bundle verify's own gateway check (step 1) sees it first; step 2 says what moved.
+      expect(firstFail(rep)).toMatchObject({step: 1, check: 'bundle.gateway'})
+      expect(rep.checks.find((c) => c.check === 'gateway.address')).toMatchObject({status: 'fail'})
+      expect(rep.checks.find((c) => c.check === 'gateway.address')!.detail).toContain('now at 203.0.113.99 (the gateway moved)')
+      await runFix(firstFail(rep)!.fix!)
+      ;({r, report: rep} = await report(['--bundle', bundleDir]))
+      expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    } finally {
+      const now = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+      cluster.store.update(SVC, {...now, metadata: {...now.metadata, resourceVersion: undefined}, status: gw.status})
+    }
   })
 
   it('-A doctors every VM of the namespace, one row each', async () => {
