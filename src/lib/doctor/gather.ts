@@ -152,7 +152,12 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     const list = await client.list<EventObject>(resourcePath(Resources.events, {namespace}), {fieldSelector: `involvedObject.name=${entry.metadata.name}`}).catch(() => [] as EventObject[])
     events = list
       .filter((ev) => ev.type === 'Warning')
-      .sort((a, b) => String(b.lastTimestamp ?? b.eventTime ?? '').localeCompare(String(a.lastTimestamp ?? a.eventTime ?? '')))
+      .sort((a, b) => {
+        // Newest first (RFC 3339 times sort as text).
+        const ta = String(a.lastTimestamp ?? a.eventTime ?? '')
+        const tb = String(b.lastTimestamp ?? b.eventTime ?? '')
+        return ta < tb ? 1 : ta > tb ? -1 : 0
+      })
       .map((ev) => ({reason: ev.reason, message: ev.message, count: ev.count, lastTimestamp: ev.lastTimestamp}))
   }
   let staleBecause: string | undefined
