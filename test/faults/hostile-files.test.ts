@@ -14,6 +14,9 @@ import {MeshvmError} from '../../src/lib/errors.js'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {logFault} from './hostile.js'
 
+/** The harness that kills a child right after its Nth file-system change (no hook in product code). */
+const KILL_AT_STEP = join(process.cwd(), 'test/faults/kill-at-step.cjs')
+
 const work = mkdtempSync(join(tmpdir(), 'meshvm-hostile-files-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
 let n = 0
@@ -103,12 +106,12 @@ describe('files: a bundle is all or none', () => {
 
   it('kill -9 at every step leaves the old bundle or the new one, never a mix (after the next write recovers)', () => {
     logFault('files', 'kill -9 during a bundle write', 'fs')
-    const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2]))`
+    const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); armKillAtStep(); writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2]))`
     const outcomes = new Set<string>()
     for (let killAt = 1; ; killAt++) {
       const d = fresh()
       writeFilesAtomic(d, OLD)
-      const res = spawnSync(process.execPath, ['-e', code, d, JSON.stringify(NEW)], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      const res = spawnSync(process.execPath, ['--require', KILL_AT_STEP, '-e', code, d, JSON.stringify(NEW)], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
       // Whatever is on disk right after the kill: every file is whole (old or new), never partial.
       for (const [name, text] of Object.entries(contents(d))) {
         if (name.startsWith('.meshvm-')) continue
@@ -131,7 +134,7 @@ describe('files: a bundle is all or none', () => {
 
 describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)', () => {
   const freshPath = () => join(work, `bundle${++n}`)
-  const ATOMIC = `require('tsx/cjs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); try { writeDirAtomic(process.argv[1], JSON.parse(process.argv[2]), {keep: process.argv[3]}) } catch (e) { console.error(e.message); process.exit(1) }`
+  const ATOMIC = `require('tsx/cjs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); globalThis.armKillAtStep?.(); try { writeDirAtomic(process.argv[1], JSON.parse(process.argv[2]), {keep: process.argv[3]}) } catch (e) { console.error(e.message); process.exit(1) }`
   const siblings = (dir: string) => readdirSync(join(dir, '..')).filter((e) => e.startsWith(`.${dir.split('/').pop()}.meshvm-`)).sort()
 
   it('kill -9 at every step: right after the kill, the directory is the old bundle or the new one', () => {
@@ -140,7 +143,7 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     for (let killAt = 1; ; killAt++) {
       const d = freshPath()
       writeDirAtomic(d, OLD, {keep: 'others'})
-      const res = spawnSync(process.execPath, ['-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      const res = spawnSync(process.execPath, ['--require', KILL_AT_STEP, '-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
       // No recoverDir: what a reader sees right after the kill.
       const now = contents(d)
       const state = JSON.stringify(now) === JSON.stringify(asMap(OLD)) ? 'old' : JSON.stringify(now) === JSON.stringify(asMap(NEW)) ? 'new' : `mix: ${JSON.stringify(now)}`
