@@ -146,6 +146,9 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
 
       if (outputFile !== undefined) {
         writeFileAtomic(outputFile, result.manifest.yaml, 0o600)
+        const {unignoredCredentialWarning} = await import('../lib/fs/git.js')
+        const exposed = unignoredCredentialWarning(outputFile)
+        if (exposed) this.warning(exposed)
         this.note(`Wrote Secret ${result.manifest.secretName} for cluster ${result.clusterName} to ${outputFile} (mode 0600)`)
       }
       if (target) {
