@@ -3,7 +3,7 @@
  * disk (RLIMIT_FSIZE: writes fail with EFBIG part-way), a target that cannot be placed, kill -9 at
  * every step of a bundle write, and long names in --archive tarballs.
  */
-import {execFileSync, spawnSync} from 'node:child_process'
+import {execFileSync, spawn, spawnSync} from 'node:child_process'
 import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -159,6 +159,38 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
       }
     }
     expect([...outcomes].sort()).toEqual(['new', 'old'])
+  })
+
+  it('writers racing into one bundle leave one version, the user\'s files, and no other token', async () => {
+    logFault('files', 'concurrent bundle writes into one directory', 'fs')
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    writeFileSync(join(d, 'notes.txt'), 'mine')
+    const go = join(work, `go${n}`)
+    // Each writer waits for the others to be ready, then writes its own bundle again and again.
+    const RACER = `require('tsx/cjs'); const {existsSync} = require('node:fs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))});
+      const [dir, go, me] = process.argv.slice(1); console.log('ready');
+      while (!existsSync(go)) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+      for (let i = 0; i < 25; i++) writeDirAtomic(dir, [{name: 'a.yaml', data: me + ' ' + i, mode: 0o644}, {name: 'istio-token', data: 'token-' + me + '-' + i, mode: 0o600}], {keep: 'others'})`
+    const racers = ['w1', 'w2', 'w3', 'w4'].map((me) => {
+      const child = spawn(process.execPath, ['-e', RACER, d, go, me], {stdio: ['ignore', 'pipe', 'pipe']})
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t))
+      const ready = new Promise<void>((r) => child.stdout.once('data', () => r()))
+      const done = new Promise<{code: number | null; stderr: string}>((r) => child.on('close', (code) => r({code, stderr})))
+      return {ready, done}
+    })
+    await Promise.all(racers.map((r) => r.ready))
+    writeFileSync(go, '')
+    const results = await Promise.all(racers.map((r) => r.done))
+    expect(results).toEqual(racers.map(() => ({code: 0, stderr: ''})))
+    // One version (the link's), its list, and nothing else: no leftover version holding a token.
+    expect(siblings(d)).toEqual([readlinkSync(d), `${readlinkSync(d)}.files`])
+    const now = contents(d)
+    expect(Object.keys(now).sort()).toEqual(['a.yaml', 'istio-token', 'notes.txt'])
+    expect(now['notes.txt']).toBe('mine')
+    expect(now['istio-token']).toBe(`token-${now['a.yaml']!.replace(' ', '-')}`)
+    expect(statSync(join(d, 'istio-token')).mode & 0o777).toBe(0o600)
   })
 
   it('the directory is a link to a private version beside it; the old version goes', () => {

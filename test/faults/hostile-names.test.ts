@@ -108,7 +108,7 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
     logFault('secrets and terminals', 'hostile mesh values from the server (cluster ID, mesh config, gateway)', 'bundle')
     seedGroup({serviceAccount: 'web-vm'})
     const injector = cluster.store.get('/configmaps', 'istio-system', 'istio-sidecar-injector')!
-    cluster.store.update('/configmaps', {...injector, data: {...injector.data, values: JSON.stringify({global: {multiCluster: {clusterName: 'c1\n$(touch pwned)'}}})}})
+    cluster.store.update('/configmaps', {...injector, data: {...(injector.data as Record<string, string>), values: JSON.stringify({global: {multiCluster: {clusterName: 'c1\n$(touch pwned)'}}})}})
     let out = freshDir()
     expectRefused(await bundle(out), 1, `Error: cluster ID "c1\\n$(touch pwned)": must be a label value: empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit${tail}`, out)
 

@@ -168,6 +168,33 @@ export function ensureDir(dir: string, forPath = dir): void {
   }
 }
 
+/**
+ * Before the work that produces a file (a remote secret's token): the checks that need no change on
+ * disk, so a path that cannot work fails first. The nearest existing ancestor must be a directory and
+ * the target absent or a regular file; what only creating can tell (/proc) is found by the write.
+ */
+export function checkWritablePath(path: string): void {
+  if (isStreamPath(path)) return
+  checkNames(dirname(path), [{name: basename(path)}])
+  for (let at = dirname(path); ; ) {
+    let st: Stats | undefined
+    try {
+      st = statSync(at)
+    } catch (err) {
+      const code = errno(err)
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw writeFailure(path, err)
+    }
+    if (st) {
+      if (!st.isDirectory()) ensureDir(at, path)
+      break
+    }
+    const up = dirname(at)
+    if (up === at) break
+    at = up
+  }
+  checkTarget(path)
+}
+
 function fsyncPath(path: string): void {
   let fd: number | undefined
   try {
