@@ -52,7 +52,7 @@ describe('hostile names from a file (bundle -f): a usage error before any reques
   for (const [kind, value] of Object.entries(HOSTILE)) {
     // (Label keys and values of a file are checked as it is read, by the same rules.)
     it(`${kind}: in the name, service account and network`, async () => {
-      logFault('secrets and terminals', `hostile WorkloadGroup values from a file (${kind})`, 'bundle')
+      logFault('shell injection', `hostile WorkloadGroup values from a file (${kind})`, 'bundle')
       const file = join(work, `wg-${++n}.yaml`)
       // JSON is YAML: the value reaches meshvm exactly as written.
       writeFileSync(file, JSON.stringify({
@@ -95,7 +95,7 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
 
   for (const [kind, value] of Object.entries(HOSTILE)) {
     it(`${kind} in the WorkloadGroup's service account, network and labels`, async () => {
-      logFault('secrets and terminals', `hostile WorkloadGroup values from the server (${kind})`, 'bundle')
+      logFault('shell injection', `hostile WorkloadGroup values from the server (${kind})`, 'bundle')
       seedGroup({serviceAccount: value, network: value}, {app: value})
       const out = freshDir()
       const res = await bundle(out)
@@ -105,7 +105,7 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
   }
 
   it('a cluster ID, a proxyMetadata key, a trust domain and a gateway host name from the cluster', async () => {
-    logFault('secrets and terminals', 'hostile mesh values from the server (cluster ID, mesh config, gateway)', 'bundle')
+    logFault('shell injection', 'hostile mesh values from the server (cluster ID, mesh config, gateway)', 'bundle')
     seedGroup({serviceAccount: 'web-vm'})
     const injector = cluster.store.get('/configmaps', 'istio-system', 'istio-sidecar-injector')!
     cluster.store.update('/configmaps', {...injector, data: {...(injector.data as Record<string, string>), values: JSON.stringify({global: {multiCluster: {clusterName: 'c1\n$(touch pwned)'}}})}})

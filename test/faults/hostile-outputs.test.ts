@@ -39,6 +39,12 @@ describe('outputs that cannot be created', () => {
     expectOneLine(below, 2, 'Error: cannot write afile/x: afile is a file, not a directory')
   })
 
+  it('a code cache directory under /proc costs only speed: the command ends normally', async () => {
+    logFault('hangs and limits', 'XDG_CACHE_HOME under /proc', 'version')
+    const res = await runCli(['version'], {env: {XDG_CACHE_HOME: '/proc/nope', MESHVM_NO_COMPILE_CACHE: undefined}})
+    expect(res).toEqual({code: 0, stdout: 'client version: 0.1.0\n', stderr: ''})
+  })
+
   describe('against a cluster', () => {
     let cluster: TestCluster
     beforeEach(async () => {
