@@ -91,38 +91,24 @@ function refuse(path: string, what: string): MeshvmError {
   })
 }
 
-/** The reason of a failed system call in words, never Node's raw `ENOENT: …, mkdtemp '…'` text. */
+const REASONS: Record<string, string> = {
+  EACCES: 'permission denied', EPERM: 'permission denied', ENOTDIR: 'a parent is not a directory', ENOSPC: 'no space left on device',
+  EDQUOT: 'no space left on device', EFBIG: 'file too large (file size limit reached)', EROFS: 'read-only file system',
+  EISDIR: 'it is a directory', ENAMETOOLONG: 'file name too long', ELOOP: 'too many levels of symbolic links', ENOENT: 'no such file or directory',
+}
+
+/**
+ * The reason of a failed system call in words, never Node's raw `ENOENT: …, mkdtemp '…'` text. With
+ * `where` (the directory that exists and was written in), ENOENT means the file system itself
+ * refuses, as /proc does.
+ */
 function reasonOf(err: unknown, where?: string): string {
-  switch (errno(err)) {
-    case 'EACCES':
-    case 'EPERM':
-      return where ? `permission denied in ${where}` : 'permission denied'
-    case 'ENOTDIR':
-      return 'a parent is not a directory'
-    case 'ENOSPC':
-    case 'EDQUOT':
-      return 'no space left on device'
-    case 'EFBIG':
-      return 'file too large (file size limit reached)'
-    case 'EROFS':
-      return 'read-only file system'
-    case 'EISDIR':
-      return 'it is a directory'
-    case 'ENOENT':
-      // The parent exists (it was checked or created): the file system itself refuses, as /proc does.
-      return where ? `${where} does not allow new files or directories` : 'no such file or directory'
-    case 'ENAMETOOLONG':
-      return 'file name too long'
-    case 'ELOOP':
-      return 'too many levels of symbolic links'
-    case 'EMLINK':
-      return 'too many links'
-    default: {
-      const code = errno(err)
-      // Node's messages end with the system call and its paths; keep the words only.
-      return code ? `${((err as Error).message ?? code).split(',')[0]}` : String((err as Error)?.message ?? err).split('\n')[0]!
-    }
-  }
+  const code = errno(err)
+  if (where && code === 'ENOENT') return `${where} does not allow new files or directories`
+  if (where && (code === 'EACCES' || code === 'EPERM')) return `permission denied in ${where}`
+  if (code && REASONS[code]) return REASONS[code]
+  // Node's messages end with the system call and its paths; keep the words only.
+  return String((err as Error)?.message ?? err).split(/[,\n]/)[0]!
 }
 
 function writeFailure(path: string, err: unknown, where?: string): MeshvmError {
@@ -131,34 +117,33 @@ function writeFailure(path: string, err: unknown, where?: string): MeshvmError {
 }
 
 /**
- * `mkdir -p dir`, one level at a time and bounded by the path's depth: Node's recursive mkdirSync
- * loops forever where mkdir(2) says ENOENT under an existing parent (/proc). Ancestors may be
- * symbolic links to directories (followed); anything else in the way is named. `forPath` is the
- * file the caller is writing, for the message.
+ * The directories of `dir` (itself included) that do not exist yet, top first. The first existing
+ * one must be a directory (followed if a symbolic link); anything else is named: `afile/x` says that
+ * afile is a file. `forPath` is the file the caller writes, for the message.
  */
-export function ensureDir(dir: string, forPath = dir): void {
+function missingDirs(dir: string, forPath: string): string[] {
   const missing: string[] = []
-  for (let at = dir; ; ) {
+  for (let at = dir; ; at = dirname(at)) {
     let st: Stats | undefined
     try {
       st = statSync(at)
     } catch (err) {
       // ENOTDIR: something above is not a directory; the walk up finds and names it.
-      const code = errno(err)
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw writeFailure(forPath, err)
+      if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw writeFailure(forPath, err)
     }
-    if (st) {
-      if (!st.isDirectory()) {
-        throw new MeshvmError(`cannot write ${forPath}: ${at} is ${kindOf(st)}, not a directory`, {exit: ExitCode.USAGE, code: 'WriteRefused', hints: ['choose a path whose parents are directories']})
-      }
-      break
-    }
+    if (st?.isDirectory()) return missing.reverse()
+    if (st) throw new MeshvmError(`cannot write ${forPath}: ${at} is ${kindOf(st)}, not a directory`, {exit: ExitCode.USAGE, code: 'WriteRefused', hints: ['choose a path whose parents are directories']})
     missing.push(at)
-    const up = dirname(at)
-    if (up === at) break
-    at = up
+    if (dirname(at) === at) return missing.reverse()
   }
-  for (const d of missing.reverse()) {
+}
+
+/**
+ * `mkdir -p dir`, one level at a time and bounded by the path's depth: Node's recursive mkdirSync
+ * loops forever where mkdir(2) says ENOENT under an existing parent (/proc).
+ */
+export function ensureDir(dir: string, forPath = dir): void {
+  for (const d of missingDirs(dir, forPath)) {
     try {
       mkdirSync(d, {mode: 0o755})
     } catch (err) {
@@ -169,29 +154,14 @@ export function ensureDir(dir: string, forPath = dir): void {
 }
 
 /**
- * Before the work that produces a file (a remote secret's token): the checks that need no change on
- * disk, so a path that cannot work fails first. The nearest existing ancestor must be a directory and
- * the target absent or a regular file; what only creating can tell (/proc) is found by the write.
+ * Before the work that produces a file (a remote secret's token): the checks that change nothing on
+ * disk, so a path that cannot work fails first. What only creating can tell (/proc) is found by the
+ * write itself.
  */
 export function checkWritablePath(path: string): void {
   if (isStreamPath(path)) return
   checkNames(dirname(path), [{name: basename(path)}])
-  for (let at = dirname(path); ; ) {
-    let st: Stats | undefined
-    try {
-      st = statSync(at)
-    } catch (err) {
-      const code = errno(err)
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw writeFailure(path, err)
-    }
-    if (st) {
-      if (!st.isDirectory()) ensureDir(at, path)
-      break
-    }
-    const up = dirname(at)
-    if (up === at) break
-    at = up
-  }
+  missingDirs(dirname(path), path)
   checkTarget(path)
 }
 
@@ -306,12 +276,15 @@ function writeOne(dir: string, name: string, data: string | Uint8Array, mode: nu
         writeNew(temp, data, mode)
         break
       } catch (err) {
-        if (errno(err) !== 'EEXIST' || tries >= 5) throw err
+        if (errno(err) !== 'EEXIST') throw err
+        // Someone else's file: never removed here.
+        temp = ''
+        if (tries >= 5) throw err
       }
     }
     renameSync(temp, target)
   } catch (err) {
-    rmSync(temp, {force: true})
+    if (temp) rmSync(temp, {force: true})
     throw writeFailure(shown, err, dir)
   }
   fsyncPath(dir)
