@@ -5,7 +5,6 @@ import {bundleFlags, bundleOptions} from '../lib/bundle/flags.js'
 import {BUNDLE_INTERRUPTED, reportBundle} from '../lib/bundle/report.js'
 import {UsageError} from '../lib/errors.js'
 import {readWorkloadGroupFile} from '../lib/onboard/from-file.js'
-import {checkBundleValues} from '../lib/bundle/validate.js'
 import type {WorkloadGroupLike} from '../lib/bundle/generate.js'
 import type {KubeSession} from '../lib/kube/session.js'
 
@@ -51,7 +50,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
     const options = bundleOptions(f, f['output-dir'])
     const fileGroup = f.filename ? readWorkloadGroupFile(f.filename, f.namespace) : undefined
     // A file's values are checked before the kubeconfig is even read (writeBundle checks them again).
-    if (fileGroup) checkBundleValues({workloadGroup: fileGroup}, 'input')
+    if (fileGroup) (await import('../lib/bundle/validate.js')).checkBundleValues({workloadGroup: fileGroup}, 'input')
     const session = await this.session()
     try {
       const {fetchWorkloadGroup} = await import('../lib/bundle/fetch.js')

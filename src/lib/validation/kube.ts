@@ -2,7 +2,6 @@
  * Kubernetes naming and syntax rules (apimachinery's validation package), as pure functions that
  * return a problem description or undefined. Messages say what would be valid.
  */
-import {isIP} from 'node:net'
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
@@ -63,6 +62,8 @@ export function labelValue(value: string): string | undefined {
 
 /** An IPv4 or IPv6 address (what `hosts`, ISTIO_SVC_IP and the gateway entry may hold). */
 export function ipAddress(value: string): string | undefined {
+  // Loaded on first use: every command imports this module, and node:net is not loaded otherwise when stdout is a file.
+  const {isIP} = process.getBuiltinModule('node:net') as typeof import('node:net')
   return isIP(value) === 0 ? 'must be an IPv4 or IPv6 address' : undefined
 }
 
