@@ -283,8 +283,8 @@ export function installScript(inputs: BundleInputs, istiodHost: string): string 
       `# The east-west gateway is known by host name only: resolve it here, on the VM.`,
       `gateway_ip=$(getent ahosts ${shellQuote(host)} | awk 'NR==1 {print $1}')`,
       `if [ -z "$gateway_ip" ]; then echo ${shellQuote(`meshvm: cannot resolve the east-west gateway ${host}`)} >&2; exit 1; fi`,
-      // Every regular-expression character and the delimiter escaped: the host is data to sed, never a command.
-      `sed -i ${shellQuote(`/ ${istiodHost.replace(/[\\/.*[\]^$]/g, '\\$&')}$/d`)} /etc/hosts`,
+      // Every regular-expression character, the delimiter and line breaks escaped: the host is data to sed, never a command.
+      `sed -i ${shellQuote(`/ ${istiodHost.replace(/[\\/.*[\]^$]/g, '\\$&').replace(/\n/g, '\\n')}$/d`)} /etc/hosts`,
       `echo "$gateway_ip "${shellQuote(istiodHost)} >> /etc/hosts`,
     )
   } else {

@@ -28,6 +28,8 @@ const HOSTILE = [
   'w\\',
   '\\',
   '$HOME ${PATH} *',
+  // sed's delimiter, then its `e` command (GNU sed runs the rest of the line as a command).
+  'x/;e touch pwned-sed;/',
 ]
 
 /** A directory of fake commands that record their name and arguments (NUL-separated arguments, calls separated by RS: arguments may hold line breaks). */
@@ -95,6 +97,15 @@ describe('install.sh with hostile values: parsed by bash, run by sh, nothing but
           expect(got[8]![0]).toBe('sed')
           expect(got[8]!.slice(1, 2)).toEqual(['-i'])
           expect(readFileSync(hosts, 'utf8')).toBe(`192.0.2.7 ${istiodHost}\n`)
+          // The real sed, with the expression the script gave it, on a hosts file: it deletes the
+          // line of this istiod host and nothing else, and runs nothing.
+          const realHosts = join(dir, 'real-hosts')
+          // (A host with a line break cannot be one line of a hosts file: there, only "runs nothing" is checked.)
+          const line = istiodHost.includes('\n') ? 'istiod.web' : istiodHost
+          writeFileSync(realHosts, `10.0.0.1 other.host\n192.0.2.1 ${line}\n10.0.0.2 x${line}y\n`)
+          execFileSync('sed', ['-i', got[8]![2]!, realHosts], {cwd: dir})
+          expect(readFileSync(realHosts, 'utf8')).toBe(istiodHost.includes('\n') ? `10.0.0.1 other.host\n192.0.2.1 ${line}\n10.0.0.2 x${line}y\n` : `10.0.0.1 other.host\n10.0.0.2 x${line}y\n`)
+          expect(readdirSync(dir).filter((f) => f.startsWith('pwned'))).toEqual([])
         }
         // Every call is one of the script's own: no fake was run with a value as its name.
         expect(names.every((name) => ['date', 'install', 'grep', 'chown', 'systemctl', 'getent', 'awk', 'sed'].includes(name!))).toBe(true)
