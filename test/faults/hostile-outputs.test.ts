@@ -64,6 +64,8 @@ describe('outputs that cannot be created', () => {
       const bundle = (dir: string) => runCli(['bundle', 'web', '-n', 'apps', '-d', dir], {env: cluster.env, cwd: work})
       expectOneLine(await bundle('/proc/nope'), 1, 'Error: cannot write /proc/nope: /proc does not allow new files or directories')
       expectOneLine(await bundle('afile/x'), 2, 'Error: cannot write afile/x: afile is a file, not a directory')
+      // Known before the token: only the /proc run (which only writing can tell) asked for one.
+      expect(cluster.requests.filter((r) => r.method === 'POST' && r.path.startsWith('/api/v1/namespaces/apps/') && r.path.endsWith('/token'))).toHaveLength(1)
     })
 
     it('a credential inside a git work tree that does not ignore it is named on stderr; ignored, or without git, nothing is said', async () => {

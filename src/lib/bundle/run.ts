@@ -4,7 +4,7 @@
  */
 import {join} from 'node:path'
 import {InterruptedError} from '../errors.js'
-import {managedVersionOf, writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
+import {checkWritableDir, managedVersionOf, writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
 import {tarGz} from '../fs/tar.js'
 import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeSession} from '../kube/session.js'
@@ -55,6 +55,7 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
     'input',
   )
   if (options.groupFromCluster) checkBundleValues({workloadGroup: wg}, 'cluster')
+  checkWritableDir(options.outputDir)
   const stopIfInterrupted = (): void => {
     if (options.signal?.aborted) throw new InterruptedError(`interrupted: nothing was written to ${options.outputDir}`)
   }

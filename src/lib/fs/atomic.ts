@@ -165,6 +165,13 @@ export function checkWritablePath(path: string): void {
   checkTarget(path)
 }
 
+/** Before a bundle's token: what writeDirAtomic would refuse at once (a link not its own, a file in the way). */
+export function checkWritableDir(dir: string): void {
+  const st = lstatTarget(dir)
+  if (st && (st.isSymbolicLink() ? managedVersionOf(resolve(dir)) === undefined : !st.isDirectory())) throw refuse(dir, kindOf(st))
+  if (!st) missingDirs(dirname(dir), dir)
+}
+
 function fsyncPath(path: string): void {
   let fd: number | undefined
   try {
