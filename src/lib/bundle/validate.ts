@@ -82,7 +82,11 @@ export function bundleValueProblems(v: BundleValues): string[] {
       for (const [key, value] of Object.entries(labels)) {
         const keyProblem = qualifiedName(key)
         if (keyProblem) problems.push(`WorkloadGroup ${field} ${JSON.stringify(key)}: ${keyProblem}`)
-        else check(problems, `WorkloadGroup ${field} ${JSON.stringify(key)}: value`, value, labelValue)
+        else if (typeof value !== 'string') problems.push(`WorkloadGroup ${field} ${JSON.stringify(key)}: value must be a string`)
+        else {
+          const valueProblem = labelValue(value)
+          if (valueProblem) problems.push(`WorkloadGroup ${field} ${JSON.stringify(key)}: value ${JSON.stringify(value)} ${valueProblem.replace(/^value /, '')}`)
+        }
       }
     }
     if (template.ports !== undefined && template.ports !== null) {
