@@ -81,7 +81,7 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), s
     if (fresh && cached.commands.includes(command)) return
     const commands = fresh ? [...cached.commands, command] : [command]
     try {
-      fs.mkdirSync(path.dirname(cacheFile), {recursive: true, mode: 0o700})
+      mkdirs(path.dirname(cacheFile))
       if (!safeDir(path.dirname(cacheFile))) return
       // Exclusive create, never through a planted symlink; the rename replaces a link, never follows it.
       const temp = `${cacheFile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
@@ -99,6 +99,16 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), s
     }
   }
   return {exports: mod.exports, saveCache}
+}
+
+/**
+ * mkdir -p one level at a time (as src/lib/fs/atomic.ts ensureDir): Node's recursive mkdirSync never
+ * returns where mkdir(2) says ENOENT under an existing parent, as under /proc (XDG_CACHE_HOME=/proc/x).
+ */
+function mkdirs(dir) {
+  const missing = []
+  for (let at = dir; !fs.existsSync(at) && path.dirname(at) !== at; at = path.dirname(at)) missing.push(at)
+  for (const d of missing.reverse()) fs.mkdirSync(d, {mode: 0o700})
 }
 
 /** A cache file: `meshvm-v8cache 1 ["onboard","war:list"]\n` then V8's code cache. */
