@@ -299,6 +299,8 @@ const lazyCommandIndex = {
 const LAZY_IMPORTS = [
   {importer: 'src/lib/yaml.ts', module: 'yaml', names: ['LineCounter', 'parseAllDocuments', 'stringify']},
   {importer: 'src/lib/output/color.ts', module: 'chalk', names: ['Chalk']},
+  // SOCKS5 proxies (kube/proxy.ts): loaded only when a kubeconfig names one.
+  {importer: 'src/lib/kube/proxy.ts', module: 'socks', names: ['SocksClient']},
 ]
 const lazyImports = {
   name: 'meshvm-lazy-imports',

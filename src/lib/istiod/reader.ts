@@ -18,7 +18,7 @@
  */
 import {randomBytes} from 'node:crypto'
 import {Agent, request as httpRequest} from 'node:http'
-import {connect as tlsConnect, type TLSSocket} from 'node:tls'
+import type {TLSSocket} from 'node:tls'
 import type {Duplex} from 'node:stream'
 import {fetchRootCert, requestToken} from '../bundle/fetch.js'
 import {ExitCode, MeshvmError} from '../errors.js'
@@ -26,7 +26,8 @@ import {GrpcChannel, GrpcError} from '../grpc/client.js'
 import {GrpcCode} from '../grpc/framing.js'
 import {ADS_METHOD, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, type DiscoveryResponse} from '../grpc/xds.js'
 import type {KubeClient} from '../kube/client.js'
-import {KubeApiError, rbacHint} from '../kube/errors.js'
+import {KubeApiError, rbacHint, x509Words} from '../kube/errors.js'
+import {secureConnect} from '../kube/tls.js'
 import {openPortForward, portForwardHint, PortForwardRefused} from '../kube/portforward.js'
 import {istiodServiceName, resolveRevision, type ResolvedRevision} from './revision.js'
 
@@ -315,16 +316,27 @@ export class IstiodReader {
         throw this.portForwardFailure(err, this.xdsWhere(), timeoutMs)
       }
     }
-    const [host, portText] = t.kind === 'address' ? splitAddress(t.address) : ['', '']
-    const connect = (): TLSSocket =>
-      tlsConnect({
-        ...(socket ? {socket} : {host, port: Number(portText)}),
-        // Verified against the mesh root and istiod's Service name, never skipped.
-        servername: this.san,
-        ca: root,
-        ALPNProtocols: ['h2'],
+    const [host, portText] = t.kind === 'address' ? splitAddress(t.address) : ['127.0.0.1', String(XDS_PORT)]
+    // Verified against the mesh root and istiod's Service name (kube/tls.ts: OpenSSL for the chain,
+    // Go's rules for the name), never skipped; HTTP/2 gets the socket, and sends the token, only after.
+    let tls: TLSSocket
+    try {
+      tls = await new Promise<TLSSocket>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.destroy()
+          reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
+        }, Math.max(1, deadline - Date.now()))
+        const pending = secureConnect({ca: root, servername: this.san, ALPNProtocols: ['h2']}, {host, port: Number(portText), socket}, (err, s) => {
+          clearTimeout(timer)
+          if (err) reject(err)
+          else resolve(s!)
+        })
       })
-    return new GrpcChannel({authority: `${this.san}:${XDS_PORT}`, secure: true, createConnection: connect})
+    } catch (err) {
+      socket?.destroy()
+      throw this.xdsFailure(new GrpcError(GrpcCode.UNAVAILABLE, (err as Error).message, err as NodeJS.ErrnoException), this.xdsWhere(), timeoutMs)
+    }
+    return new GrpcChannel({authority: `${this.san}:${XDS_PORT}`, secure: true, createConnection: () => tls})
   }
 
   private async xds(typeUrl: string, deadline: number, timeoutMs: number): Promise<Record<string, unknown>> {
@@ -381,9 +393,11 @@ export class IstiodReader {
     const transport = err.transport
     if (transport instanceof PortForwardRefused) return this.portForwardFailure(transport, where, timeoutMs)
     const tlsCode = transport?.code ?? ''
-    if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|ERR_SSL|ERR_TLS/.test(tlsCode)) {
+    if (transport?.code === 'MESHVM_TIMEOUT') return this.timeout(timeoutMs)
+    const x509 = x509Words(transport)
+    if (x509 || /ERR_SSL|ERR_TLS/.test(tlsCode)) {
       const notOurs = tlsCode === 'ERR_TLS_CERT_ALTNAME_INVALID'
-        ? `its certificate does not name ${this.san}`
+        ? `its certificate does not name ${this.san} (${x509})`
         : `its certificate is not signed by the mesh root CA in ConfigMap ${ns}/istio-ca-root-cert (${tlsCode})`
       return new IstiodReadError('error', `${where}: TLS verification failed: ${notOurs}`, {
         exit: ExitCode.UNREACHABLE, code: 'TLSError',

@@ -9,14 +9,15 @@
  * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
  */
 import {accessSync, constants as fsConstants, readFileSync, statSync} from 'node:fs'
+import {X509Certificate} from 'node:crypto'
 import {createSecureContext} from 'node:tls'
-import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
+import {request as httpsRequest, type RequestOptions} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
 import type {LoadedKubeConfig} from './config.js'
-import {KubeconfigCaAgent} from './tls.js'
+import {VerifiedAgent, type TlsPolicy} from './tls.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {runExecPlugin} from './exec.js'
-import {proxyFor, TunnelAgent} from './proxy.js'
+import {proxyFor, proxyTunnel} from './proxy.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 import {sleep} from '../util/sleep.js'
 
@@ -192,6 +193,31 @@ function checkNamedFile(loaded: LoadedKubeConfig, field: string, path: string | 
   }
 }
 
+/**
+ * The certificates of the kubeconfig's certificate authority, as PEM for OpenSSL. Like client-go
+ * (x509.CertPool.AppendCertsFromPEM): blocks that are not certificates are skipped, and a bundle
+ * without one certificate is an error ("unable to load root certificates").
+ */
+function checkedCa(loaded: LoadedKubeConfig, ca: Buffer): string {
+  const where = loaded.cluster.caFile ?? 'certificate-authority-data'
+  const certs: string[] = []
+  for (const block of ca.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []) {
+    try {
+      certs.push(new X509Certificate(block).toString())
+    } catch {
+      // Not a certificate: skipped, as Go skips it.
+    }
+  }
+  if (certs.length === 0) {
+    throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${where} holds no PEM certificate (unable to load root certificates)`, {
+      exit: ExitCode.USAGE,
+      code: 'BadKubeconfig',
+      hints: ['certificate-authority-data is the base64 of the CA\'s PEM file (base64 -w0 ca.crt); certificate-authority is the path of that file'],
+    })
+  }
+  return certs.join('')
+}
+
 /** A file or inline (base64) value of the kubeconfig, as kubectl reads it. */
 function fileOrData(path: string | undefined, data: string | undefined): Buffer | undefined {
   if (path) return readFileSync(path)
@@ -219,27 +245,33 @@ async function authProviderHeaders(loaded: LoadedKubeConfig): Promise<Record<str
 }
 
 interface Credentials {
-  tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
+  tls: TlsPolicy
   /** Several values of one header (Impersonate-Group) are sent as several header lines. */
   headers: Record<string, string | string[]>
+  /** When an exec plugin's credential expires (its expirationTimestamp), epoch ms. */
+  expiresAt?: number
 }
+
+/** An exec credential is fetched again this long before its expirationTimestamp, not after a 401. */
+export const CREDENTIAL_EXPIRY_MARGIN_MS = 10_000
 
 /**
  * TLS material and credentials of the context's user (running its exec plugin, if any: see exec.ts),
  * as client-go's client_config.go builds them. A failing plugin's output is never shown: it may hold secrets.
  */
-async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials> {
+async function tlsAndCredentials(loaded: LoadedKubeConfig, requestTimeoutMs?: number): Promise<Credentials> {
   const {cluster, user} = loaded
   checkNamedFile(loaded, 'certificate-authority', cluster.caFile)
   checkNamedFile(loaded, 'client-certificate', user.certFile)
   checkNamedFile(loaded, 'client-key', user.keyFile)
-  const tls: Credentials['tls'] = {rejectUnauthorized: !cluster.insecureSkipTLSVerify}
+  const tls: Credentials['tls'] = {insecure: cluster.insecureSkipTLSVerify}
   if (cluster.tlsServerName) tls.servername = cluster.tlsServerName
   const ca = fileOrData(cluster.caFile, cluster.caData)
-  if (ca) tls.ca = ca
+  if (ca) tls.ca = checkedCa(loaded, ca)
   let cert = fileOrData(user.certFile, user.certData)
   let key = fileOrData(user.keyFile, user.keyData)
   const headers: Credentials['headers'] = {}
+  let expiresAt: number | undefined
   const imp = user.impersonate
   if (imp?.user) headers['Impersonate-User'] = imp.user
   if (imp?.uid) headers['Impersonate-Uid'] = imp.uid
@@ -261,7 +293,8 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials>
         ...(ca ? {'certificate-authority-data': ca.toString('base64')} : {}),
         ...(cluster.proxyUrl ? {'proxy-url': cluster.proxyUrl} : {}),
       }
-      const creds = await runExecPlugin(user.exec, loaded.contextName, undefined, info)
+      const creds = await runExecPlugin(user.exec, loaded.contextName, undefined, info, requestTimeoutMs)
+      expiresAt = creds.expiresAt
       if (creds.cert && creds.key) {
         cert = Buffer.from(creds.cert)
         key = Buffer.from(creds.key)
@@ -279,25 +312,29 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials>
       hints: ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
     })
   }
-  if (user.token) headers.Authorization = `Bearer ${user.token}`
-  else if (user.username || user.password) headers.Authorization = `Basic ${Buffer.from(`${user.username ?? ''}:${user.password ?? ''}`).toString('base64')}`
-  else if (user.tokenFile) {
-    let token: string
+  // token and tokenFile both set: the file wins while it can be read (client-go re-reads it for
+  // every request: it holds the rotated token), the token otherwise.
+  let fileToken: string | undefined
+  if (user.tokenFile) {
     try {
-      token = readFileSync(user.tokenFile, 'utf8').trim()
+      fileToken = readFileSync(user.tokenFile, 'utf8').trim()
     } catch (err) {
-      throw new MeshvmError(`cannot read the token file ${user.tokenFile} of context ${JSON.stringify(loaded.contextName)}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
-        exit: ExitCode.FORBIDDEN,
-        code: 'CredentialsFailed',
-      })
+      if (!user.token) {
+        throw new MeshvmError(`cannot read the token file ${user.tokenFile} of context ${JSON.stringify(loaded.contextName)}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
+          exit: ExitCode.FORBIDDEN,
+          code: 'CredentialsFailed',
+        })
+      }
     }
-    headers.Authorization = `Bearer ${token}`
   }
+  if (fileToken) headers.Authorization = `Bearer ${fileToken}`
+  else if (user.token) headers.Authorization = `Bearer ${user.token}`
+  else if (user.username || user.password) headers.Authorization = `Basic ${Buffer.from(`${user.username ?? ''}:${user.password ?? ''}`).toString('base64')}`
+  else if (user.tokenFile) headers.Authorization = 'Bearer '
   if (cert || key) {
     // A certificate without its key, a key that is not the certificate's, or PEM that does not
     // parse: name the kubeconfig fields instead of failing inside the TLS handshake.
     try {
-      // No `ca` here: giving one makes Node build its whole root store (see tls.ts).
       createSecureContext({cert, key})
     } catch (err) {
       const certWhere = user.certFile ?? 'client-certificate-data'
@@ -319,7 +356,7 @@ async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials>
     tls.cert = cert
     tls.key = key
   }
-  return {tls, headers}
+  return {tls, headers, ...(expiresAt !== undefined ? {expiresAt} : {})}
 }
 
 export class KubeClient {
@@ -327,13 +364,13 @@ export class KubeClient {
   readonly context: string
   readonly namespace: string
   private readonly url: URL
-  private readonly agent: Agent | HttpAgent
+  private readonly agent: VerifiedAgent | HttpAgent
   private headers: Credentials['headers']
   private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
 
   private constructor(
     private readonly loaded: LoadedKubeConfig,
-    {tls, headers}: Credentials,
+    {tls, headers, expiresAt}: Credentials,
     options: KubeClientOptions,
   ) {
     this.server = loaded.server
@@ -347,42 +384,34 @@ export class KubeClient {
       random: Math.random,
       ...options,
     }
-    // One keep-alive agent per client: paging and concurrent reads reuse connections.
-    const agentOptions = {
-      keepAlive: true,
-      maxSockets: 16,
-      ca: tls.ca,
-      cert: tls.cert,
-      key: tls.key,
-      servername: tls.servername,
-      // Verification stays on unless the kubeconfig itself says insecure-skip-tls-verify.
-      rejectUnauthorized: tls.rejectUnauthorized !== false,
-    }
-    // A proxy (proxy-url, HTTPS_PROXY) tunnels with CONNECT and Node's own verification; otherwise,
-    // with the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
+    // One keep-alive agent per client: paging and concurrent reads reuse connections. Every TLS
+    // connection, direct or through a proxy (proxy-url, HTTPS_PROXY), is verified by kube/tls.ts's
+    // policy before a byte of a request is written.
     const proxy = this.url.protocol === 'https:' ? proxyFor(this.url, loaded.cluster.proxyUrl) : undefined
     this.agent =
       this.url.protocol === 'http:'
         ? new HttpAgent({keepAlive: true, maxSockets: 16})
-        : proxy
-          ? new TunnelAgent(proxy, agentOptions)
-          : tls.ca && agentOptions.rejectUnauthorized
-            ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
-            : new Agent(agentOptions)
+        : new VerifiedAgent(tls, {keepAlive: true, maxSockets: 16}, proxy ? proxyTunnel(proxy) : undefined)
     this.headers = headers
-    this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
+    this.expiresAt = expiresAt
   }
 
-  private readonly tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
+  /** When the current credentials expire (exec plugins' expirationTimestamp). */
+  private expiresAt: number | undefined
 
   /**
    * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
    * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
    */
-  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string | string[]>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
+  /** Fetches the credentials again if they are about to expire (see send); for upgrades and watches. */
+  async freshCredentials(): Promise<void> {
+    if (this.expiresAt !== undefined && Date.now() >= this.expiresAt - CREDENTIAL_EXPIRY_MARGIN_MS) await this.refreshCredentials(this.credentialsGeneration)
+  }
+
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string | string[]>; agent: VerifiedAgent | HttpAgent; describe: RequestDescription} {
     const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
     // agent: the upgrade connects (and verifies the server) as every request does, without a TLS context of its own.
-    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, agent: this.agent, describe: this.describe({method: 'GET', path})}
+    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, agent: this.agent, describe: this.describe({method: 'GET', path})}
   }
 
   /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
@@ -391,7 +420,7 @@ export class KubeClient {
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {
-    return new KubeClient(loaded, await tlsAndCredentials(loaded), options)
+    return new KubeClient(loaded, await tlsAndCredentials(loaded, options.timeoutMs), options)
   }
 
   /** Bumped each time the credentials are fetched again. */
@@ -408,7 +437,9 @@ export class KubeClient {
     if (usedGeneration !== this.credentialsGeneration) return
     this.refreshing ??= (async () => {
       try {
-        this.headers = (await tlsAndCredentials(this.loaded)).headers
+        const fresh = await tlsAndCredentials(this.loaded, this.options.timeoutMs)
+        this.headers = fresh.headers
+        this.expiresAt = fresh.expiresAt
         this.credentialsGeneration++
       } finally {
         this.refreshing = undefined
@@ -538,6 +569,8 @@ export class KubeClient {
       let retryAfter: string | string[] | undefined
       let failure: () => MeshvmError
       try {
+        // An exec credential about to expire is fetched again first, as client-go does.
+        if (this.expiresAt !== undefined && Date.now() >= this.expiresAt - CREDENTIAL_EXPIRY_MARGIN_MS) await this.refreshCredentials(this.credentialsGeneration)
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
         const generation = this.credentialsGeneration
         const res = await this.once(remaining === undefined ? req : {...req, timeoutMs: Math.min(timeoutMs, remaining)})
@@ -756,6 +789,7 @@ export class KubeClient {
     }
     const typedVersion = typeof query?.resourceVersion === 'string' ? query.resourceVersion : undefined
     if (signal?.aborted) return typedVersion
+    await this.freshCredentials()
     const started = Date.now()
     let changes = 0
     const result = await this.watchOnce<T>(req, typedVersion, (event) => {

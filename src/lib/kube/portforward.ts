@@ -132,6 +132,7 @@ export async function openPortForward(client: KubeClient, options: {namespace: s
   const deadline = Date.now() + options.timeoutMs
   for (let attempt = 0; ; attempt++) {
     try {
+      await client.freshCredentials()
       return await openOnce(client, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
     } catch (err) {
       const transient = err instanceof TransientUpgradeError
