@@ -11,7 +11,7 @@ import {spawn, spawnSync} from 'node:child_process'
 import {generateKeyPairSync} from 'node:crypto'
 import {mkdtempSync, rmSync, writeFileSync, appendFileSync} from 'node:fs'
 import {createServer as createHttpServer, type Server as HttpServer} from 'node:http'
-import {connect as netConnect, type AddressInfo, type Socket} from 'node:net'
+import {connect as netConnect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {createServer, type Server, type TLSSocket} from 'node:tls'
@@ -112,16 +112,19 @@ interface Case {
   /** tls-server-name; without it the server's address (127.0.0.1) is checked. */
   serverName?: string
   accept: boolean
-  /** Through the HTTP CONNECT proxy (proxy-url) too. */
+  /** Through the HTTP CONNECT and the SOCKS5 proxy (proxy-url) too. */
   proxy?: boolean
   /** Where OpenSSL is stricter than Go: meshvm refuses and kubectl accepts (docs/faults.md). */
   kubectlAccepts?: boolean
 }
 
 const work = mkdtempSync(join(tmpdir(), 'meshvm-tls-matrix-'))
-const servers: (Server | HttpServer)[] = []
+const servers: (Server | HttpServer | NetServer)[] = []
 const sockets = new Set<Socket>()
 let proxyUrl = ''
+let socksUrl = ''
+/** Destinations the SOCKS5 proxy was asked for. */
+const socksTargets: string[] = []
 const cases: Case[] = []
 
 function logFault(fault: string): void {
@@ -207,7 +210,53 @@ beforeAll(async () => {
   servers.push(proxy)
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
   proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  const socks = createNetServer((client) => socks5(client))
+  servers.push(socks)
+  await new Promise<void>((r) => socks.listen(0, '127.0.0.1', r))
+  socksUrl = `socks5://127.0.0.1:${(socks.address() as AddressInfo).port}`
 })
+
+/** A SOCKS5 proxy (RFC 1928: no authentication, CONNECT to an IPv4 address or a name) that relays bytes. */
+function socks5(client: Socket): void {
+  sockets.add(client)
+  client.on('error', () => undefined)
+  client.on('close', () => sockets.delete(client))
+  let buffer = Buffer.alloc(0)
+  let stage: 'greeting' | 'request' = 'greeting'
+  const onData = (d: Buffer): void => {
+    buffer = Buffer.concat([buffer, d])
+    if (stage === 'greeting') {
+      if (buffer.length < 2 || buffer.length < 2 + buffer[1]!) return
+      buffer = buffer.subarray(2 + buffer[1]!)
+      client.write(Buffer.from([5, 0]))
+      stage = 'request'
+    }
+    if (buffer.length < 5) return
+    const type = buffer[3]
+    const hostEnd = type === 1 ? 8 : type === 3 ? 5 + buffer[4]! : -1
+    if (hostEnd < 0) return void client.destroy()
+    if (buffer.length < hostEnd + 2) return
+    const host = type === 1 ? [...buffer.subarray(4, 8)].join('.') : buffer.subarray(5, hostEnd).toString('latin1')
+    const port = buffer.readUInt16BE(hostEnd)
+    const rest = buffer.subarray(hostEnd + 2)
+    client.off('data', onData)
+    socksTargets.push(`${host}:${port}`)
+    const upstream = netConnect(port, host, () => {
+      client.write(Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]))
+      if (rest.length > 0) upstream.write(rest)
+      upstream.pipe(client)
+      client.pipe(upstream)
+    })
+    sockets.add(upstream)
+    upstream.on('error', () => client.destroy())
+    upstream.on('close', () => {
+      sockets.delete(upstream)
+      client.destroy()
+    })
+    client.on('close', () => upstream.destroy())
+  }
+  client.on('data', onData)
+}
 
 afterAll(async () => {
   for (const s of sockets) s.destroy()
@@ -240,8 +289,10 @@ async function serve(chain: Cert[]): Promise<{port: number; received: () => stri
   return {port: (server.address() as AddressInfo).port, received: () => data, reset: () => (data = '')}
 }
 
-function kubeconfig(c: Case, port: number, viaProxy: boolean): string {
-  const file = join(work, `kubeconfig-${cases.indexOf(c)}${viaProxy ? '-proxy' : ''}`)
+type Via = 'direct' | 'proxy-url http' | 'proxy-url socks5'
+
+function kubeconfig(c: Case, port: number, via: Via): string {
+  const file = join(work, `kubeconfig-${cases.indexOf(c)}-${via.replace(/\W/g, '')}`)
   const lines = [
     'apiVersion: v1',
     'kind: Config',
@@ -251,7 +302,7 @@ function kubeconfig(c: Case, port: number, viaProxy: boolean): string {
     `    server: https://127.0.0.1:${port}`,
     `    certificate-authority-data: ${Buffer.from(c.ca.map((x) => x.pem).join('')).toString('base64')}`,
     ...(c.serverName ? [`    tls-server-name: ${c.serverName}`] : []),
-    ...(viaProxy ? [`    proxy-url: ${proxyUrl}`] : []),
+    ...(via === 'proxy-url http' ? [`    proxy-url: ${proxyUrl}`] : via === 'proxy-url socks5' ? [`    proxy-url: ${socksUrl}`] : []),
     'users:',
     '- name: m',
     '  user:',
@@ -293,11 +344,14 @@ describe('server certificates: meshvm against kubectl', () => {
     const rows: string[] = []
     for (const c of cases) {
       const server = await serve(c.chain)
-      for (const viaProxy of c.proxy ? [false, true] : [false]) {
-        const file = kubeconfig(c, server.port, viaProxy)
-        const where = `${c.name}${viaProxy ? ' (proxy-url)' : ''}`
+      for (const via of (c.proxy ? ['direct', 'proxy-url http', 'proxy-url socks5'] : ['direct']) as Via[]) {
+        const file = kubeconfig(c, server.port, via)
+        const where = `${c.name}${via === 'direct' ? '' : ` (${via})`}`
         server.reset()
+        socksTargets.length = 0
         const ours = await meshvm(file)
+        // Through SOCKS5, the connection really went through the proxy.
+        if (via === 'proxy-url socks5') expect.soft(socksTargets, where).toEqual([`127.0.0.1:${server.port}`])
         logFault(`certificate: ${c.name}`)
         expect.soft(ours.ok, `${where}: meshvm ${ours.ok ? 'accepted' : `refused: ${ours.message}`}`).toBe(c.accept)
         if (ours.ok) expect.soft(server.received(), where).toContain(`Authorization: Bearer ${TOKEN}`)
