@@ -63,13 +63,16 @@ export class PortForwardStream extends Duplex {
         this.dataStarted = true
         payload = payload.subarray(2)
       }
-      if (payload.length > 0) this.push(payload)
+      // Back-pressure: while the reader is behind, the WebSocket (and so the TCP connection to the
+      // API server) stops reading, instead of buffering whatever the pod sends.
+      if (payload.length > 0 && !this.push(payload)) this.ws.pause()
     } else if (channel === 1) {
       if (!this.errorStarted) {
         this.errorStarted = true
         payload = payload.subarray(2)
       }
-      this.errorText += payload.toString('utf8')
+      // Kubelet's error is one line; a channel that never ends is not kept.
+      if (this.errorText.length < 64 * 1024) this.errorText += payload.toString('utf8')
     }
   }
 
@@ -78,7 +81,9 @@ export class PortForwardStream extends Duplex {
     else this.push(null)
   }
 
-  override _read(): void {}
+  override _read(): void {
+    if (this.ws.isPaused) this.ws.resume()
+  }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     if (this.ws.readyState !== WebSocket.OPEN) {

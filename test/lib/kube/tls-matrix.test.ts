@@ -93,7 +93,7 @@ function issue(subject: string, own: Keys, issuer: Cert | undefined, o: IssueOpt
   cert.sign(signer, md())
   if (o.badNotAfter) {
     // Re-sign a TBSCertificate whose notAfter text does not parse as a date.
-    const tbs = forge.pki.getTBSCertificate(cert)
+    const tbs = (forge.pki as unknown as {getTBSCertificate: (c: forge.pki.Certificate) => forge.asn1.Asn1}).getTBSCertificate(cert)
     const validity = (tbs.value as forge.asn1.Asn1[])[4]!
     ;(validity.value as forge.asn1.Asn1[])[1]!.value = o.badNotAfter
     const digest = md()
