@@ -167,9 +167,8 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, [PORTFORWARD_PROTOCOL], {
       headers,
-      // The client's own agent opens the connection: its TLS settings (CA, client certificate,
-      // tls-server-name) and its verification, without a second TLS context. A context given a `ca`
-      // makes Node 20 build its whole root store (~25 ms; see kube/tls.ts).
+      // The client's own agent opens the connection: its TLS policy (CA, client certificate,
+      // tls-server-name, proxy; kube/tls.ts), verified before the upgrade request is written.
       agent,
       handshakeTimeout: options.timeoutMs,
       perMessageDeflate: false,
