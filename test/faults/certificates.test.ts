@@ -17,9 +17,9 @@ import {join} from 'node:path'
 import {createServer, type Server, type TLSSocket} from 'node:tls'
 import forge from 'node-forge'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {KubeClient} from '../../../src/lib/kube/client.js'
-import {loadKubeConfig} from '../../../src/lib/kube/config.js'
-import {MeshvmError} from '../../../src/lib/errors.js'
+import {KubeClient} from '../../src/lib/kube/client.js'
+import {loadKubeConfig} from '../../src/lib/kube/config.js'
+import {MeshvmError} from '../../src/lib/errors.js'
 
 const HOUR = 3600_000
 const DAY = 24 * HOUR
