@@ -95,6 +95,11 @@ export function continueTokenOf(text: string): string | undefined {
 const CONTINUE_HEAD = /^\{"kind":"[^"\\]*","apiVersion":"[^"\\]*","metadata":\{(?:"selfLink":"[^"\\]*",)?(?:"resourceVersion":"[^"\\]*",)?"continue":"([^"\\]+)"/
 const CONTINUE_TAIL = /\],"kind":"[^"\\]*","metadata":\{"continue":"([^"\\]+)"(?:,"remainingItemCount":\d+)?(?:,"resourceVersion":"[^"\\]*")?(?:,"selfLink":"[^"\\]*")?\}\}\s*$/
 
+/** Answers worth another attempt of a request that is safe to repeat. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 429 || status === 500 || status === 502 || status === 503 || status === 504
+}
+
 export const PATCH = {
   merge: 'application/merge-patch+json',
   json: 'application/json-patch+json',
@@ -414,6 +419,11 @@ export class KubeClient {
     return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, agent: this.agent, describe: this.describe({method: 'GET', path})}
   }
 
+  /** Reports a retry to --debug (for requests sent outside send(), such as upgrades). */
+  reportRetry(event: RetryEvent): void {
+    this.options.onRetry?.(event)
+  }
+
   /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
   reportResponse(event: ResponseEvent): void {
     this.options.onResponse?.(event)
@@ -547,7 +557,17 @@ export class KubeClient {
     return 'never'
   }
 
-  private backoff(attempt: number, retryAfterHeader: string | string[] | undefined): number | undefined {
+  /** How many more attempts a transient failure gets (MAX_RETRIES unless the client was told otherwise). */
+  get maxRetries(): number {
+    return this.options.maxRetries
+  }
+
+  /**
+   * The one retry delay of the access layer (requests here, port-forward upgrades in portforward.ts):
+   * the server's Retry-After when it sends one (undefined past RETRY_AFTER_CAP_MS: give up), else a
+   * jittered exponential backoff drawn from [0, min(BACKOFF_CAP_MS, base·2^attempt)].
+   */
+  retryDelay(attempt: number, retryAfterHeader: string | string[] | undefined): number | undefined {
     const header = Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader
     if (header !== undefined && /^\d+$/.test(header)) {
       const ms = Number(header) * 1000
@@ -586,7 +606,7 @@ export class KubeClient {
         }
         // A delete whose first answer was lost may have succeeded: 404 now means it is gone.
         if (res.status === 404 && policy === 'idempotent' && req.method === 'DELETE' && lostAnswer) return {...res, status: 200, body: Buffer.from('{}')}
-        const retryable = policy !== 'never' && (res.status === 429 || res.status === 500 || res.status === 502 || res.status === 503 || res.status === 504)
+        const retryable = policy !== 'never' && isRetryableStatus(res.status)
         if (!retryable || attempt >= this.options.maxRetries) throw translateHttpError(description, res.status, res.body.toString('utf8'))
         reason = `HTTP ${res.status}`
         retryAfter = res.headers['retry-after']
@@ -599,7 +619,7 @@ export class KubeClient {
         reason = (err as NodeJS.ErrnoException).code ?? 'network error'
         failure = () => translateNetworkError(description, err, timeoutMs)
       }
-      const delayMs = this.backoff(attempt, retryAfter)
+      const delayMs = this.retryDelay(attempt, retryAfter)
       if (delayMs === undefined) throw translateHttpError(description, 429, '')
       if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure()
       this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
