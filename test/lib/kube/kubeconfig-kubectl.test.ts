@@ -82,6 +82,20 @@ describe('kubeconfig fields as kubectl reads them', () => {
     if (KUBECTL) expect((await kubectl(path)).ok).toBe(true)
   })
 
+  it('insecure-skip-tls-verify: no chain and no name check, as kubectl; without it the same server is refused', async () => {
+    const insecure = kubeconfig('insecure', [`token: ${cluster.token}`], ['insecure-skip-tls-verify: true', 'tls-server-name: not-the-server.example'])
+    writeFileSync(insecure, readFileSync(insecure, 'utf8').replace(/ *certificate-authority-data: .*\n/, ''))
+    expect(await version(insecure)).toEqual({ok: true})
+    const named = kubeconfig('wrong-name', [`token: ${cluster.token}`], ['tls-server-name: not-the-server.example'])
+    const refused = await version(named)
+    expect(refused.ok).toBe(false)
+    if (!refused.ok) expect(refused.err.message).toMatch(/tls: failed to verify certificate: x509: certificate is valid for .*, not not-the-server\.example$/)
+    if (KUBECTL) {
+      expect((await kubectl(insecure)).ok).toBe(true)
+      expect((await kubectl(named)).stderr).toMatch(/not not-the-server\.example/)
+    }
+  })
+
   it('a server without a scheme is a one-line error (exit 2), not a crash', () => {
     const path = file('no-scheme', 'clusters:\n- {name: c, cluster: {server: "127.0.0.1:6443"}}\ncontexts:\n- {name: c, context: {cluster: c}}\ncurrent-context: c\n')
     let err: unknown
