@@ -21,6 +21,7 @@ import {Agent, type AgentOptions} from 'node:https'
 import {isIP} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {connect, type ConnectionOptions, type PeerCertificate, type TLSSocket} from 'node:tls'
+import {terminalSafe} from '../output/terminal.js'
 
 /** A TLS refusal: Node's/OpenSSL's code, and kubectl's words in `x509`. */
 export interface TlsRefusal extends NodeJS.ErrnoException {
@@ -28,7 +29,9 @@ export interface TlsRefusal extends NodeJS.ErrnoException {
 }
 
 function refusal(code: string, x509: string): TlsRefusal {
-  return Object.assign(new Error(x509), {code, x509})
+  // The names come from the server's certificate: never a control character on the terminal.
+  const safe = terminalSafe(x509)
+  return Object.assign(new Error(safe), {code, x509: safe})
 }
 
 /** The subject alternative names of a certificate, as Node prints them ("DNS:a, IP Address:1.2.3.4"). */
