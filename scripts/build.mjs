@@ -284,8 +284,30 @@ const lazyCommandIndex = {
   },
 }
 
+// Libraries that one meshvm module wraps and that most runs never call: that module imports them
+// through getters, so the library is initialised on first use. Other importers get the library itself
+// (the same module in the bundle). The build fails if the wrapper's import list changes.
+// - socks: SOCKS5 proxies (kube/proxy.ts), only when a kubeconfig names one.
+const LAZY_IMPORTS = [{importer: 'src/lib/kube/proxy.ts', module: 'socks', names: ['SocksClient']}]
+const lazyImports = {
+  name: 'meshvm-lazy-imports',
+  setup(b) {
+    for (const {importer, module, names} of LAZY_IMPORTS) {
+      const file = join(root, importer)
+      b.onResolve({filter: new RegExp(`^${module}$`)}, (args) => (args.importer === file ? {path: module, namespace: 'meshvm-lazy-import'} : undefined))
+    }
+    b.onLoad({filter: /.*/, namespace: 'meshvm-lazy-import'}, (args) => {
+      const {importer, module, names} = LAZY_IMPORTS.find((l) => l.module === args.path)
+      const source = readFileSync(join(root, importer), 'utf8')
+      const imported = new RegExp(`import \\{([^}]*)\\} from '${module}'`).exec(source)?.[1].split(',').map((n) => n.trim()).filter((n) => n && !n.startsWith('type '))
+      if (JSON.stringify(imported) !== JSON.stringify(names)) throw new Error(`${importer} imports ${imported} from ${module}: update LAZY_IMPORTS in scripts/build.mjs`)
+      return {loader: 'js', resolveDir: root, contents: `module.exports = {${names.map((n) => `get ${n}() { return require('${module}').${n} }`).join(', ')}}`}
+    })
+  },
+}
+
 const result = await build({
-  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex],
+  plugins: [vendorPlugin, oclifPatches, lazyCommandIndex, lazyImports],
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
