@@ -255,9 +255,10 @@ export function diagnose(e: Evidence): DoctorReport {
       add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic)`, vmCommand(`curl -sS http://127.0.0.1:15021/healthz/ready; sudo journalctl -u istio -n 50`))
     } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
     else if (probe && ann[WE_ANN.healthChecks] === 'true') add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
-    const waypoint = conditionOf(we, 'WaypointBound')
+    // Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
+    const waypoint = conditionOf(we, 'istio.io/WaypointBound') ?? conditionOf(we, 'WaypointBound')
     if (waypoint && conditionStatus(waypoint) === 'False') {
-      add(4, 'registration.waypoint', 'fail', `WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`, `kubectl get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`)
+      add(4, 'registration.waypoint', 'fail', `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`, `kubectl get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`)
     }
     if (we && ann[WE_ANN.group] && labelsOf(we)[TUNNEL_LABEL] === undefined && e.sync?.proxyVersion && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')) {
       add(4, 'registration.tunnel', 'warn', `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`, `meshvm war rollout ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`)
