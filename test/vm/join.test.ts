@@ -111,7 +111,8 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
     expect(second.metadata.uid).not.toBe(first.metadata.uid)
     expect((second.spec as {ports: unknown}).ports).toEqual({http: 9090})
     expect(healthy(ns, 'web-10.0.0.5')).toBe('True')
-    expect(cluster.store.get(WG, ns, 'web')!.metadata.annotations ?? {}).not.toHaveProperty('rollout.meshvm.io/lease')
+    expect(Object.keys(cluster.store.get(WG, ns, 'web')!.metadata.annotations ?? {}).filter((k) => k.startsWith('rollout.meshvm.io/'))).toEqual([])
+    expect((cluster.store.get('coordination.k8s.io/leases', ns, 'meshvm-rollout-web')!.spec as {holderIdentity?: string}).holderIdentity).toBeUndefined()
     const after = await meshvm(['war', 'list', '-n', ns, '-o', 'wide'])
     expect(after.stdout).toMatch(/^web-10\.0\.0\.5 .* false +workloadentry$/m)
 
