@@ -130,7 +130,7 @@ describe('TSB mode: a WorkloadAutoRegistration alongside the entry; war rollout 
     const g = tsb.store.get(WG, ns, 'web')!
     tsb.store.update(WG, {...g, spec: {...(g.spec as object), metadata: {labels: {app: 'web', version: 'v2'}}}})
     const wide = await runCli(['war', 'list', '-n', ns, '-o', 'wide'], {env: tsb.env})
-    expect(wide.stdout).toMatch(/^web-jwt-k8s-vm-a .* true +war$/m)
+    expect(wide.stdout).toMatch(/^web-jwt-k8s-vm-a .* true +- +- +war$/m)
     const rolled = await runCli(['war', 'rollout', 'web', '-n', ns, '--poll-interval', '100ms', '--timeout', '60s'], {env: tsb.env, timeoutMs: 120_000})
     expect(rolled.code, rolled.stderr).toBe(0)
     expect(rolled.stdout).toMatch(/^web-jwt-k8s-vm-a +re-onboarded +\S+ +connected to istiod-7d4b9c6f8-x2k9p, healthy$/m)

@@ -164,6 +164,16 @@ export interface EventLike {
 export const WAR_API_VERSION = 'runtime.onboarding.tetrate.io/v1alpha1'
 export const WAR_KIND = 'WorkloadAutoRegistration'
 
+/**
+ * The HBONE tunnel label: a WorkloadEntry that carries it (value `http`) is reached by ambient
+ * workloads over HBONE (mTLS on 15008). Istio 1.31's auto-registration puts it on the entries of
+ * HBONE-capable proxies when it creates them (release note 60788); entries made before the upgrade
+ * are reached over plaintext until they re-register or are labelled.
+ */
+export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
+/** The condition Istio 1.31 sets on WorkloadEntries (release note 59993); istioctl analyze reports it False since 1.26. */
+export const WAYPOINT_BOUND_CONDITIONS = ['istio.io/WaypointBound', 'WaypointBound'] as const
+
 export const WE_ANNOTATIONS = {
   autoRegistrationGroup: 'istio.io/autoRegistrationGroup',
   connectedAt: 'istio.io/connectedAt',
@@ -199,6 +209,13 @@ export interface Registration {
   /** '' when the object has none. */
   creationTimestamp: string
   disconnectedAt?: string
+  /**
+   * The entry's networking.istio.io/tunnel label: its value, '' when the entry has none, undefined
+   * when the entry is not known (a WAR listed without its WorkloadEntry).
+   */
+  tunnel?: string
+  /** The entry's WaypointBound condition: True, False or Unknown; '' when it has none; undefined when the entry is not known. */
+  waypointBound?: string
 }
 
 /**
@@ -467,6 +484,26 @@ export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group
 
 // ---- rows -----------------------------------------------------------------------------------
 
+/** The HBONE tunnel label of a WorkloadEntry ('' when it has none), from its labels or its spec's. */
+export function tunnelOf(we: unknown): string {
+  return labelsOf(we)[TUNNEL_LABEL] ?? stringMap(dig(we, 'spec', 'labels'))[TUNNEL_LABEL] ?? ''
+}
+
+/** The WaypointBound condition of a WorkloadEntry, if it has one. */
+export function waypointBoundOf(we: unknown): Condition | undefined {
+  for (const type of WAYPOINT_BOUND_CONDITIONS) {
+    const c = conditionOf(we, type)
+    if (c) return c
+  }
+  return undefined
+}
+
+/** Tunnel and WaypointBound of an entry, as a row shows them. */
+function ambientFields(we: unknown): Pick<Registration, 'tunnel' | 'waypointBound'> {
+  const wb = waypointBoundOf(we)
+  return {tunnel: tunnelOf(we), waypointBound: wb ? conditionStatus(wb) : ''}
+}
+
 /** True for WorkloadEntries istiod auto-registered (they name their group in an annotation). */
 export function isAutoRegisteredWorkloadEntry(obj: unknown): boolean {
   return meta(obj).annotations[WE_ANNOTATIONS.autoRegistrationGroup] !== undefined
@@ -503,6 +540,7 @@ export function registrationFromWar(obj: WarObject | unknown, group?: WorkloadGr
   if (sidecarVersion !== undefined) out.sidecarVersion = sidecarVersion
   const since = text(connected?.lastTransitionTime)
   if (agentConnected === 'False' && since !== undefined) out.disconnectedAt = since
+  if (workloadEntry !== undefined) Object.assign(out, ambientFields(workloadEntry))
   return out
 }
 
@@ -558,6 +596,7 @@ export function registrationFromWorkloadEntry(obj: WorkloadEntryObject | unknown
   const controller = m.annotations[WE_ANNOTATIONS.workloadController]
   if (controller && agentConnected !== 'False') out.connectedTo = controller
   if (agentConnected === 'False' && disconnectedAt) out.disconnectedAt = disconnectedAt
+  Object.assign(out, ambientFields(obj))
   return out
 }
 
@@ -574,7 +613,9 @@ const orNone = (v: string | undefined): string => (v === undefined || v === '' ?
 
 /**
  * Columns for `renderTable`: `[NAMESPACE] NAME AGENT CONNECTED AGE`, as `kubectl get war` prints
- * them; `wide` adds GROUP IDENTITY ADDRESSES AGENT SIDECAR CONNECTED-TO STALE SOURCE. `color`
+ * them; `wide` adds GROUP IDENTITY ADDRESSES AGENT SIDECAR CONNECTED-TO STALE TUNNEL WAYPOINT SOURCE
+ * (TUNNEL: the entry's networking.istio.io/tunnel label; WAYPOINT: its WaypointBound condition; `-`
+ * when the entry is not read, as for WARs in a list). `color`
  * (e.g. `(s) => statusColor(chalk, s)`) colours the AGENT CONNECTED cell.
  */
 export function warColumns(wide: false, allNamespaces: boolean, now?: Date, color?: (text: string) => string): Column<RegistrationSummary>[]
@@ -606,6 +647,8 @@ export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = ne
       {header: 'SIDECAR', value: (r) => orNone(r.sidecarVersion)},
       {header: 'CONNECTED-TO', value: (r) => orNone(r.connectedTo)},
       {header: 'STALE', value: (r) => String(r.stale)},
+      {header: 'TUNNEL', value: (r) => (r.tunnel === undefined ? '-' : orNone(r.tunnel))},
+      {header: 'WAYPOINT', value: (r) => (r.waypointBound === undefined ? '-' : orNone(r.waypointBound))},
       {header: 'SOURCE', value: (r) => r.source},
     ] satisfies Column<Registration>[]),
   ]

@@ -58,7 +58,18 @@ import {
   warApiServed,
   withPermission,
 } from './fetch.js'
-import {registrationFromWar, registrationFromWorkloadEntry, staleDifference, warSnapshot, workloadEntryDifference, type ConnectedStatus, type WorkloadGroup} from './model.js'
+import {HBONE_METADATA, missingTunnelLabels, readHboneEvidence, TUNNEL_LABEL_SINCE} from './hbone.js'
+import {
+  registrationFromWar,
+  registrationFromWorkloadEntry,
+  staleDifference,
+  TUNNEL_LABEL,
+  warSnapshot,
+  workloadEntryDifference,
+  type ConnectedStatus,
+  type WorkloadEntryObject,
+  type WorkloadGroup,
+} from './model.js'
 
 export interface RolloutOptions {
   namespace: string
@@ -78,6 +89,15 @@ export interface RolloutOptions {
    * MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE). Without it, stale entries are listed and the run fails.
    */
   restartCommand?: string
+  /**
+   * Which registrations to re-onboard: `stale` (default) those made from an older group spec;
+   * `missing-tunnel-label` the auto-registered WorkloadEntries of HBONE-capable proxies that lack
+   * the HBONE tunnel label (Istio 1.31 adds it when it re-registers them; war/hbone.ts), which must
+   * come back carrying it.
+   */
+  select?: 'stale' | 'missing-tunnel-label'
+  /** Where the istiods and their mesh configs are (for `missing-tunnel-label`). */
+  istioNamespace?: string
   /** Who holds the group's rollout lease (default: user@host pid N). */
   holder?: string
   /** How long the lease lasts without renewal (default 60s). */
@@ -87,7 +107,7 @@ export interface RolloutOptions {
   warn: (line: string) => void
 }
 
-export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'failed' | 'interrupted' | 'not started' | 'skipped' | 'needs restart'
+export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'no tunnel label' | 'failed' | 'interrupted' | 'not started' | 'skipped' | 'needs restart'
 
 /**
  * Where to look on a VM that did not come back: a WorkloadAutoRegistration is re-registered by the
@@ -126,6 +146,8 @@ export interface RolloutReport {
   namespace: string
   group: string
   generation?: number
+  /** What was selected for re-onboarding: stale registrations, or entries missing the HBONE tunnel label. */
+  selection: 'stale' | 'missing-tunnel-label'
   /** Registrations of the group. */
   registrations: number
   upToDate: number
@@ -139,6 +161,8 @@ export interface RolloutReport {
 }
 
 interface Candidate {
+  /** Not to be deleted: re-registering would not help (why, for the report). */
+  skip?: string
   name: string
   kind: 'war' | 'workloadentry'
   address?: string
@@ -397,8 +421,39 @@ async function getGroup(client: KubeClient, namespace: string, name: string): Pr
 
 const ownedByGroup = (obj: unknown, group: string): boolean => ownerOfKind(obj, 'WorkloadGroup')?.name === group
 
+/**
+ * --missing-tunnel-label: the group's auto-registered WorkloadEntries, and those of HBONE-capable
+ * proxies that lack the tunnel label. An entry whose istiod is older than 1.31 would come back
+ * without the label: it is skipped, with the label command instead.
+ */
+async function planTunnel(client: KubeClient, o: RolloutOptions, awaited: Set<string>): Promise<{total: number; stale: Candidate[]; present: Set<string>}> {
+  const namespace = o.namespace
+  const evidence = await readHboneEvidence(client, o.istioNamespace ?? 'istio-system')
+  const mine: WorkloadEntryObject[] = []
+  await withPermission('list', Resources.workloadEntries, namespace, async () => {
+    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}), {}, o.chunkSize)) {
+      for (const we of page.items) {
+        if (ownerOfKind(we, Resources.workloadAutoRegistrations.kind) || !isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
+        mine.push(we as WorkloadEntryObject)
+      }
+    }
+  })
+  const present = new Set(mine.map((we) => WE_PREFIX + (we.metadata?.name ?? '')).filter((k) => awaited.has(k)))
+  const stale: Candidate[] = missingTunnelLabels(mine, evidence).map((m) => {
+    const reg = registrationFromWorkloadEntry(m.we)
+    const c: Candidate = {name: m.name, kind: 'workloadentry', address: reg.addresses[0], uid: m.we.metadata?.uid, resourceVersion: m.we.metadata?.resourceVersion, agentConnected: reg.agentConnected}
+    if (m.labelsOnRegistration === false) {
+      c.skip = `istiod ${m.istiod} (${evidence.istiods.get(m.istiod!)?.version}) is older than ${TUNNEL_LABEL_SINCE} and would re-register it without the label; label it instead: kubectl label workloadentry ${m.name} -n ${namespace} ${TUNNEL_LABEL}=http`
+    }
+    return c
+  })
+  stale.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return {total: mine.length, stale, present}
+}
+
 /** The group's registrations and which of them are stale, from the cluster as it is now. */
 async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions, awaited: Set<string>, warServed: boolean): Promise<{total: number; stale: Candidate[]; present: Set<string>}> {
+  if (o.select === 'missing-tunnel-label') return planTunnel(client, o, awaited)
   const namespace = o.namespace
   let total = 0
   const stale: Candidate[] = []
@@ -455,7 +510,7 @@ const recordKey = (c: {name: string; kind: 'war' | 'workloadentry'}): string => 
 const fromRecordKey = (key: string): {name: string; kind: 'war' | 'workloadentry'} =>
   key.startsWith(WE_PREFIX) ? {name: key.slice(WE_PREFIX.length), kind: 'workloadentry'} : {name: key, kind: 'war'}
 
-type Phase = 'gone' | 'deleting' | 'disconnected' | 'stale' | 'unhealthy' | 'ready'
+type Phase = 'gone' | 'deleting' | 'disconnected' | 'stale' | 'no-tunnel' | 'unhealthy' | 'ready'
 
 interface Check {
   phase: Phase
@@ -472,9 +527,9 @@ function healthy(we: KubeObject | undefined): {ok: boolean; detail: string} {
 }
 
 /** Where one re-onboarding stands now. */
-async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
   const name = c.name
-  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group)
+  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group, needTunnel)
   const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
   if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
   if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
@@ -496,14 +551,17 @@ async function check(client: KubeClient, namespace: string, c: {name: string; ki
 }
 
 /** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
-async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup, needTunnel: boolean): Promise<Check> {
   const we = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
   if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
   if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
   const reg = registrationFromWorkloadEntry(we, group)
   if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its sidecar is not connected'}
   if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
-  const to = reg.connectedTo ? `connected to ${reg.connectedTo}` : 'connected'
+  if (needTunnel && !reg.tunnel) {
+    return {phase: 'no-tunnel', detail: `re-registered without the ${TUNNEL_LABEL} label: is its istiod ${TUNNEL_LABEL_SINCE} or later, and does the proxy advertise ${HBONE_METADATA}=true?`}
+  }
+  const to = reg.connectedTo ? `connected to ${reg.connectedTo}${needTunnel ? `, ${TUNNEL_LABEL}=${reg.tunnel}` : ''}` : 'connected'
   if ((group.spec as {probe?: unknown} | undefined)?.probe) {
     const h = healthy(we)
     if (!h.ok) return {phase: 'unhealthy', detail: `${to}, but ${h.detail}`}
@@ -536,6 +594,7 @@ function runRestart(command: string, env: Record<string, string>, signal?: Abort
 function verdict(phase: Phase): {result: ItemResult; exit: ExitCodeValue} {
   if (phase === 'unhealthy') return {result: 'unhealthy', exit: ExitCode.CHECK_FAILED}
   if (phase === 'stale') return {result: 'stale', exit: ExitCode.CHECK_FAILED}
+  if (phase === 'no-tunnel') return {result: 'no tunnel label', exit: ExitCode.CHECK_FAILED}
   return {result: 'timed out', exit: ExitCode.TIMEOUT}
 }
 
@@ -577,7 +636,12 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
 
 async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: WorkloadGroup & KubeObject, warServed: boolean, awaiting: RolloutRecord): Promise<RolloutReport> {
   let group = initialGroup
-  const {total, stale, present} = await plan(client, group, o, awaiting.names, warServed)
+  const tunnelMode = o.select === 'missing-tunnel-label'
+  /** What the selected registrations are, in messages. */
+  const are = (n: number): string => (tunnelMode ? `${n === 1 ? 'lacks' : 'lack'} the HBONE tunnel label` : `${n === 1 ? 'is' : 'are'} stale`)
+  const {total, stale: selected, present} = await plan(client, group, o, awaiting.names, warServed)
+  const cannot = selected.filter((c) => c.skip !== undefined)
+  const stale = selected.filter((c) => c.skip === undefined)
   const staleKeys = new Set(stale.map(recordKey))
   // Registrations an earlier run deleted: awaited first unless they are back and ready, or present and stale (then the plan has them).
   const waits: {c: Candidate; last: Check}[] = []
@@ -585,7 +649,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   for (const key of awaiting.sorted()) {
     if (staleKeys.has(key)) continue
     const ref = fromRecordKey(key)
-    const last = await check(client, o.namespace, ref, undefined, group)
+    const last = await check(client, o.namespace, ref, undefined, group, tunnelMode)
     if (last.phase === 'ready') back.push({name: ref.name, detail: last.detail})
     else waits.push({c: {...ref, agentConnected: last.phase === 'gone' ? 'Unknown' : last.phase === 'disconnected' ? 'False' : 'True'}, last})
   }
@@ -597,7 +661,8 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     group: o.group,
     ...(group.metadata?.generation !== undefined ? {generation: group.metadata.generation} : {}),
     registrations: total,
-    upToDate: total - stale.length - waitingPresent,
+    selection: o.select ?? 'stale',
+    upToDate: total - selected.length - waitingPresent,
     stale: stale.length,
     awaited: waits.length,
     maxUnavailable: o.maxUnavailable,
@@ -618,6 +683,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   for (const c of skipped) {
     report.items.push({...item(c), result: 'skipped', detail: 'agent not connected: it cannot re-onboard now; re-run the rollout once it reconnects'})
   }
+  for (const c of cannot) report.items.push({...item(c), result: 'skipped', detail: c.skip!})
   const where = `workloadgroup ${o.namespace}/${o.group}${report.generation !== undefined ? ` (generation ${report.generation})` : ''}`
   let restartOnly: RolloutReport['failure']
   const restartFailure = (): void => {
@@ -625,7 +691,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     report.status = 'failed'
     report.failure = restartOnly = {
       exit: ExitCode.CHECK_FAILED,
-      message: `${needsRestart.length} auto-registered ${entries(needsRestart.length)} of ${where} ${needsRestart.length === 1 ? 'is' : 'are'} stale and ${needsRestart.length === 1 ? 'was' : 'were'} not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself`,
+      message: `${needsRestart.length} auto-registered ${entries(needsRestart.length)} of ${where} ${are(needsRestart.length)} and ${needsRestart.length === 1 ? 'was' : 'were'} not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself`,
       hints: [
         ...needsRestart.slice(0, 10).map((c) => `${c.name} (${c.address ?? 'no address'}): kubectl delete workloadentry ${c.name} -n ${o.namespace}, then on that VM: sudo systemctl restart istio`),
         ...(needsRestart.length > 10 ? [`… and ${needsRestart.length - 10} more (see the table)`] : []),
@@ -664,16 +730,17 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     }
   }
   for (const b of back) o.progress(`${b.name}, deleted by an earlier rollout, is back: ${b.detail}`)
-  if (stale.length === 0 && waits.length === 0) {
+  if (selected.length === 0 && waits.length === 0) {
     o.progress(`${where}: all ${total} registration(s) are up to date, nothing to roll out`)
     return report
   }
   const n = waits.length + todo.length
   if (n > 0) {
     const earlier = waits.length > 0 ? `${waits.length} deleted by an earlier rollout ${waits.length === 1 ? 'is' : 'are'} not back yet; ` : ''
-    o.progress(`Rolling out ${where}: ${stale.length} of ${total} registration(s) are stale; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`)
+    o.progress(`Rolling out ${where}: ${selected.length} of ${total} registration(s) ${are(2)}; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`)
   }
   for (const c of skipped) o.warn(`skipping ${c.name}: its agent is not connected, so it cannot re-onboard now (re-run the rollout once it reconnects)`)
+  for (const c of cannot) o.warn(`skipping ${c.name}: ${c.skip}`)
   if (n === 0) {
     restartFailure()
     return report
@@ -769,7 +836,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         continue
       }
       try {
-        f.last = await check(client, o.namespace, f.c, f.c.uid, group)
+        f.last = await check(client, o.namespace, f.c, f.c.uid, group, tunnelMode)
       } catch (err) {
         const e = asMeshvmError(err)
         f.item.result = 'failed'
