@@ -6,12 +6,12 @@
 import {conditionOf, conditionsOf} from '../kube/object.js'
 import {age} from '../output/age.js'
 import {Describer} from '../output/describe.js'
+import {isRecord} from '../util/records.js'
 import {
   camel,
   dig,
   field,
   identityRows,
-  isObject,
   joinParts,
   meta,
   sortedKeys,
@@ -144,9 +144,9 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
     d.field(1, 'Sidecar', reg.sidecarVersion ? `istio ${reg.sidecarVersion}${revision ? ` (revision ${revision})` : ''}` : undefined)
     d.field(1, 'Host Addresses', hostAddresses)
     d.field(1, 'Workload Labels', keyValues(stringMap(dig(info, 'workload', 'labels'))))
-    if (isObject(annotations) && Object.keys(annotations).length > 0) d.field(1, 'Workload Annotations', keyValues(stringMap(annotations)))
+    if (isRecord(annotations) && Object.keys(annotations).length > 0) d.field(1, 'Workload Annotations', keyValues(stringMap(annotations)))
     d.field(1, 'Connected Over', text(field(settings, 'connectedOver')) ?? 'VPC (default)')
-    if (isObject(settings)) {
+    if (isRecord(settings)) {
       for (const k of sortedKeys(settings).filter((k) => camel(k) !== 'connectedOver')) d.field(1, k, text(settings[k]) ?? JSON.stringify(settings[k]))
     }
     d.field(1, 'Agent Connected', reg.agentConnected)

@@ -20,6 +20,7 @@
  */
 import {isDeepStrictEqual} from 'node:util'
 import {annotationsOf, conditionOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
+import {isRecord, type JsonRecord} from '../util/records.js'
 import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
 import {unifiedDiff} from '../util/diff.js'
@@ -227,8 +228,7 @@ export type RegistrationSummary = Pick<Registration, 'source' | 'namespace' | 'n
 
 // ---- defensive readers ----------------------------------------------------------------------
 
-type Json = Record<string, unknown>
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
+type Json = JsonRecord
 
 export const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
@@ -250,7 +250,7 @@ function stylesOf(name: string): readonly [string, string] {
 
 /** `obj[name]` under either key style: `field(x, 'instanceId')` also finds `instance_id`. */
 export function field(obj: unknown, name: string): unknown {
-  if (!isObject(obj)) return undefined
+  if (!isRecord(obj)) return undefined
   const [c, s] = stylesOf(name)
   const v = obj[c]
   if (v !== undefined && v !== null) return v
@@ -273,7 +273,7 @@ export function text(v: unknown): string | undefined {
 }
 
 export function stringMap(v: unknown): Record<string, string> {
-  if (!isObject(v)) return {}
+  if (!isRecord(v)) return {}
   const out: Record<string, string> = {}
   // for…in, not Object.entries: this runs for the labels and annotations of every registration listed.
   for (const k in v) if (Object.hasOwn(v, k)) out[k] = text(v[k]) ?? ''
@@ -282,7 +282,7 @@ export function stringMap(v: unknown): Record<string, string> {
 
 /** Name, namespace and creation time ('' when absent): what a row needs of `meta`, without copying labels and annotations. */
 function basicMeta(obj: unknown): {name: string; namespace: string; creationTimestamp: string} {
-  const m = isObject(obj) ? obj.metadata : undefined
+  const m = isRecord(obj) ? obj.metadata : undefined
   return {
     name: text(field(m, 'name')) ?? '',
     namespace: text(field(m, 'namespace')) ?? '',
@@ -291,8 +291,8 @@ function basicMeta(obj: unknown): {name: string; namespace: string; creationTime
 }
 
 export function meta(obj: unknown): {name: string; namespace: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string>; generation?: number} {
-  const m = isObject(obj) ? obj.metadata : undefined
-  const generation = isObject(m) && typeof m.generation === 'number' ? m.generation : undefined
+  const m = isRecord(obj) ? obj.metadata : undefined
+  const generation = isRecord(m) && typeof m.generation === 'number' ? m.generation : undefined
   // Named fields, not a spread of basicMeta's object: meta runs for every entry of large lists, and
   // the spread made it several times slower.
   const {name, namespace, creationTimestamp} = basicMeta(obj)
@@ -319,12 +319,12 @@ export function sortedKeys(record: Record<string, unknown>): string[] {
 
 /** The identity's platform, e.g. `aws/ec2`, `aws/ecs`, `gcp/gce`, `azure/compute`, `jwt`; '' when there is none. */
 export function identityKind(identity: unknown): string {
-  if (!isObject(identity)) return ''
+  if (!isRecord(identity)) return ''
   const aws = field(identity, 'aws')
-  if (isObject(aws)) return isObject(field(aws, 'ec2')) ? 'aws/ec2' : isObject(field(aws, 'ecs')) ? 'aws/ecs' : 'aws'
-  if (isObject(field(identity, 'gcp'))) return isObject(dig(identity, 'gcp', 'gce')) ? 'gcp/gce' : 'gcp'
-  if (isObject(field(identity, 'azure'))) return isObject(dig(identity, 'azure', 'compute')) ? 'azure/compute' : 'azure'
-  if (isObject(field(identity, 'jwt'))) return 'jwt'
+  if (isRecord(aws)) return isRecord(field(aws, 'ec2')) ? 'aws/ec2' : isRecord(field(aws, 'ecs')) ? 'aws/ecs' : 'aws'
+  if (isRecord(field(identity, 'gcp'))) return isRecord(dig(identity, 'gcp', 'gce')) ? 'gcp/gce' : 'gcp'
+  if (isRecord(field(identity, 'azure'))) return isRecord(dig(identity, 'azure', 'compute')) ? 'azure/compute' : 'azure'
+  if (isRecord(field(identity, 'jwt'))) return 'jwt'
   return sortedKeys(identity)[0] ?? ''
 }
 
@@ -364,27 +364,27 @@ export function identityString(identity: unknown): string {
 export function identityRows(identity: unknown): [string, string[]][] {
   const rows: [string, string | undefined][] = [['Kind', identityKind(identity) || undefined]]
   const aws = field(identity, 'aws')
-  if (isObject(aws)) {
+  if (isRecord(aws)) {
     rows.push(['Partition', text(field(aws, 'partition'))], ['Account', text(field(aws, 'account'))], ['Region', text(field(aws, 'region'))], ['Zone', text(field(aws, 'zone'))])
     const ec2 = field(aws, 'ec2')
     const ecs = field(aws, 'ecs')
-    if (isObject(ec2)) rows.push(['Instance ID', text(field(ec2, 'instanceId'))], ['IAM Role', text(dig(ec2, 'iamRole', 'name'))])
-    if (isObject(ecs)) rows.push(['Cluster', text(field(ecs, 'cluster'))], ['Task ID', text(field(ecs, 'taskId'))], ['IAM Role', text(dig(ecs, 'iamRole', 'name'))])
+    if (isRecord(ec2)) rows.push(['Instance ID', text(field(ec2, 'instanceId'))], ['IAM Role', text(dig(ec2, 'iamRole', 'name'))])
+    if (isRecord(ecs)) rows.push(['Cluster', text(field(ecs, 'cluster'))], ['Task ID', text(field(ecs, 'taskId'))], ['IAM Role', text(dig(ecs, 'iamRole', 'name'))])
   }
   const gcp = field(identity, 'gcp')
-  if (isObject(gcp)) {
+  if (isRecord(gcp)) {
     rows.push(['Project Number', text(field(gcp, 'projectNumber'))], ['Project ID', text(field(gcp, 'projectId'))], ['Region', text(field(gcp, 'region'))], ['Zone', text(field(gcp, 'zone'))], ['Instance ID', text(dig(gcp, 'gce', 'instanceId'))])
   }
   const azure = field(identity, 'azure')
-  if (isObject(azure)) {
+  if (isRecord(azure)) {
     rows.push(['Subscription', text(field(azure, 'subscription'))], ['Resource Group', text(field(azure, 'resourceGroup'))], ['Instance ID', text(dig(azure, 'compute', 'instanceId'))])
   }
   const jwt = field(identity, 'jwt')
   const out: [string, string[]][] = rows.filter((r): r is [string, string] => r[1] !== undefined).map(([k, v]) => [k, [v]])
-  if (isObject(jwt)) {
+  if (isRecord(jwt)) {
     for (const [k, v] of [['Issuer', text(field(jwt, 'issuer'))], ['Subject', text(field(jwt, 'subject'))]] as const) if (v !== undefined) out.push([k, [v]])
     const attrs = field(jwt, 'attributes')
-    if (isObject(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
+    if (isRecord(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
   }
   return out
 }
@@ -399,7 +399,7 @@ function canonical(v: unknown): unknown {
     const items = v.map(canonical).filter((x) => x !== undefined)
     return items.length > 0 ? items : undefined
   }
-  if (isObject(v)) {
+  if (isRecord(v)) {
     const entries = sortedKeys(v)
       .map((k) => [k, canonical(v[k])] as const)
       .filter(([, x]) => x !== undefined)
@@ -421,7 +421,7 @@ const renderSame = (a: unknown, b: unknown): boolean => isDeepStrictEqual(canoni
 /** The WorkloadGroup spec the WAR was made from, when the WAR records it. */
 export function warSnapshot(war: WarObject | unknown): WorkloadGroupSpec | undefined {
   const snap = dig(war, 'status', 'workloadGroupSnapshot')
-  return isObject(snap) ? (snap as WorkloadGroupSpec) : undefined
+  return isRecord(snap) ? (snap as WorkloadGroupSpec) : undefined
 }
 
 /**
@@ -430,7 +430,7 @@ export function warSnapshot(war: WarObject | unknown): WorkloadGroupSpec | undef
  */
 export function staleDifference(war: WarObject | unknown, group: WorkloadGroup | unknown): string {
   const snap = warSnapshot(war)
-  if (snap === undefined || !isObject(group)) return ''
+  if (snap === undefined || !isRecord(group)) return ''
   const current = field(group, 'spec')
   if (renderSame(snap, current)) return ''
   const w = meta(war)
@@ -466,7 +466,7 @@ function expectedFromGroup(group: unknown): {labels: Record<string, string>; ann
  * annotations); '' when the entry is up to date. Labels the workload added itself are ignored.
  */
 export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group: WorkloadGroup | unknown): string {
-  if (!isObject(we) || !isObject(group)) return ''
+  if (!isRecord(we) || !isRecord(group)) return ''
   const want = expectedFromGroup(group)
   const spec = field(we, 'spec')
   const m = meta(we)
