@@ -1198,6 +1198,30 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(cluster.requests.slice(requests).some((r) => r.method === 'GET' && r.path.includes(`/namespaces/${ns}/`))).toBe(true)
     })
 
+    it('an awaiting list an older meshvm left on the group is carried over (and the way to remove it said); a dry run without permission to read leases still plans', async () => {
+      const ns = 'roll-legacy'
+      ensureNamespace(cluster, ns)
+      const [gone, stale] = [warName(ns, 'x'), warName(ns, 'z')]
+      cluster.store.create(WG_KEY, 'WorkloadGroup', {
+        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup',
+        metadata: {name: 'ratings', namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone])}},
+        spec: ratingsSpec(),
+      })
+      addWarVm(ns, 'z', {stale: true})
+      const res = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run', '-o', 'json'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(JSON.parse(res.stdout)).toMatchObject({awaited: 1, items: [{name: gone, deletedEarlier: true, step: 1}, {name: stale, step: 2}]})
+      expect(res.stderr).toContain(
+        `Warning: workloadgroup ${ns}/ratings carries annotation ${AWAITING} from an older meshvm: its registrations are awaited and kept in lease ${ns}/${LEASE_NAME} from now on; remove it from the group: kubectl annotate workloadgroup ratings -n ${ns} ${AWAITING}- rollout.meshvm.io/lease-\n`,
+      )
+      // Someone who may read WorkloadGroups and WARs but not leases: the plan, and what it cannot see.
+      const token = cluster.addUser('rollout-no-lease-read', {rules: [{verbs: ['get', 'list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io', ''], resources: ['*']}]})
+      const dry = await runCli(['war', 'rollout', 'ratings', '-n', ns, '--dry-run'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      expect(dry.code, dry.stderr).toBe(0)
+      expect(dry.stderr).toMatch(/^Warning: forbidden: missing permission to get leases\.coordination\.k8s\.io in namespace "roll-legacy".*: registrations an earlier rollout deleted and that are not back yet are not shown$/m)
+      expect(dry.stdout).toContain(stale)
+    })
+
     it.each([
       ['no such group', ['rollout', 'nope', '-n', 'roll-ok'], 4, 'Error: workloadgroup "nope" not found in namespace "roll-ok"'],
       ['a bad --timeout', ['rollout', 'ratings', '-n', 'roll-ok', '--timeout', 'soon'], 2, 'Error: --timeout "soon": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],

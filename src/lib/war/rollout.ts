@@ -270,7 +270,14 @@ class RolloutRecord {
     this.lease = lease
     const raw = lease?.metadata?.annotations?.[AWAITING_ANNOTATION]
     this.written = raw ?? ''
-    if (raw === undefined || raw === '') return
+    this.warn = warn
+    if (raw !== undefined && raw !== '') this.adopt(raw, `annotation ${AWAITING_ANNOTATION} on lease ${namespace}/${leaseName(group)}`)
+  }
+
+  private readonly warn: (line: string) => void
+
+  /** Adds the names of a recorded list (a JSON list of names); a malformed one is ignored with a warning. */
+  adopt(raw: string, where: string): void {
     let parsed: unknown
     try {
       parsed = JSON.parse(raw)
@@ -280,7 +287,7 @@ class RolloutRecord {
     if (Array.isArray(parsed) && parsed.every((x) => typeof x === 'string' && x !== '')) {
       for (const name of parsed as string[]) this.names.add(name)
     } else {
-      warn(`ignoring annotation ${AWAITING_ANNOTATION} on lease ${namespace}/${leaseName(group)}: expected a JSON list of registration names, got ${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}`)
+      this.warn(`ignoring ${where}: expected a JSON list of registration names, got ${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}`)
     }
   }
 
@@ -622,11 +629,29 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
   if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
   const holder = o.holder ?? defaultHolder()
   // Two runs on one group would together exceed --max-unavailable and overwrite each other's record.
-  const lease = await getRolloutLease(client, o.namespace, o.group)
+  let lease: LeaseObject | undefined
+  try {
+    lease = await getRolloutLease(client, o.namespace, o.group)
+  } catch (err) {
+    // A dry run only reads: without permission to read leases it still shows the plan, saying what it cannot see.
+    if (!(o.dryRun && err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN)) throw err
+    o.warn(`${err.message}: registrations an earlier rollout deleted and that are not back yet are not shown`)
+  }
   const other = liveLeaseOfOther(lease, holder, Date.now())
   if (other && !o.dryRun) throw leaseConflict(o.namespace, o.group, other)
   if (other) o.warn(leaseConflict(o.namespace, o.group, other).message)
   const awaiting = new RolloutRecord(client, o.namespace, o.group, lease, holder, o.leaseDurationMs ?? 60_000, o.warn)
+  // meshvm before the Lease kept the list on the group: carried over into the Lease, so no deleted registration is forgotten.
+  const legacy = group.metadata?.annotations?.[AWAITING_ANNOTATION]
+  if (legacy) {
+    const before = awaiting.names.size
+    awaiting.adopt(legacy, `annotation ${AWAITING_ANNOTATION} on workloadgroup ${o.namespace}/${o.group}`)
+    if (awaiting.names.size > before) {
+      o.warn(
+        `workloadgroup ${o.namespace}/${o.group} carries annotation ${AWAITING_ANNOTATION} from an older meshvm: its registrations are awaited and kept in ${leaseRef(o)} from now on; remove it from the group: kubectl annotate workloadgroup ${o.group} -n ${o.namespace} ${AWAITING_ANNOTATION}- rollout.meshvm.io/lease-`,
+      )
+    }
+  }
   try {
     return await rolloutHeld(client, o, group, warServed, awaiting)
   } finally {
