@@ -19,7 +19,7 @@
  * is compared with the group instead.
  */
 import {isDeepStrictEqual} from 'node:util'
-import {annotationsOf, conditionOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
+import {annotationsOf, conditionOf, conditionsOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
 import {isRecord, type JsonRecord} from '../util/records.js'
 import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
@@ -485,23 +485,21 @@ export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group
 // ---- rows -----------------------------------------------------------------------------------
 
 /** The HBONE tunnel label of a WorkloadEntry ('' when it has none), from its labels or its spec's. */
-export function tunnelOf(we: unknown): string {
-  return labelsOf(we)[TUNNEL_LABEL] ?? stringMap(dig(we, 'spec', 'labels'))[TUNNEL_LABEL] ?? ''
+export function tunnelOf(we: unknown, labels: Record<string, string> = labelsOf(we)): string {
+  // Read directly, not through stringMap: this runs for every row of `war list -o wide`.
+  const specLabels = dig(we, 'spec', 'labels')
+  return labels[TUNNEL_LABEL] ?? (isRecord(specLabels) ? text(specLabels[TUNNEL_LABEL]) : undefined) ?? ''
 }
 
 /** The WaypointBound condition of a WorkloadEntry, if it has one. */
 export function waypointBoundOf(we: unknown): Condition | undefined {
-  for (const type of WAYPOINT_BOUND_CONDITIONS) {
-    const c = conditionOf(we, type)
-    if (c) return c
-  }
-  return undefined
+  return conditionsOf(we).find((c) => c.type === WAYPOINT_BOUND_CONDITIONS[0] || c.type === WAYPOINT_BOUND_CONDITIONS[1])
 }
 
 /** Tunnel and WaypointBound of an entry, as a row shows them. */
-function ambientFields(we: unknown): Pick<Registration, 'tunnel' | 'waypointBound'> {
+function ambientFields(we: unknown, labels?: Record<string, string>): Pick<Registration, 'tunnel' | 'waypointBound'> {
   const wb = waypointBoundOf(we)
-  return {tunnel: tunnelOf(we), waypointBound: wb ? conditionStatus(wb) : ''}
+  return {tunnel: tunnelOf(we, labels), waypointBound: wb ? conditionStatus(wb) : ''}
 }
 
 /** True for WorkloadEntries istiod auto-registered (they name their group in an annotation). */
@@ -596,7 +594,9 @@ export function registrationFromWorkloadEntry(obj: WorkloadEntryObject | unknown
   const controller = m.annotations[WE_ANNOTATIONS.workloadController]
   if (controller && agentConnected !== 'False') out.connectedTo = controller
   if (agentConnected === 'False' && disconnectedAt) out.disconnectedAt = disconnectedAt
-  Object.assign(out, ambientFields(obj))
+  const ambient = ambientFields(obj, m.labels)
+  out.tunnel = ambient.tunnel
+  out.waypointBound = ambient.waypointBound
   return out
 }
 
