@@ -14,12 +14,13 @@ export default class Precheck extends BaseCommand<typeof Precheck> {
   static override summary = 'Check that the cluster is ready for VMs to join the mesh.'
 
   static override description = `Read-only checks, each pass, warn or fail with a hint:
-  • istiod is running (for --revision, when given);
+  • the namespace exists (when it does not, it says so, and how to create it);
+  • istiod is running and answers: the istiod of --revision, else of the revision the default tag points to (istio-revision-tag-default, as istioctl 1.28), else the un-revisioned one (istio.io/rev absent or "default"); other revisions never stand in for it;
   • workload entry auto-registration and health checks are not disabled in the istiod Deployment;
-  • the east-west gateway Service exposes 15012, 15017 and 15443 and has an address;
+  • the east-west gateway Service is a classic (sidecar) one that exposes 15012, 15017 and 15443 and has an address; an ambient east-west gateway (class istio-east-west, HBONE on 15008) fails, with the fix, because VMs join as sidecars;
   • the WorkloadGroup NAME exists and a Service or ServiceEntry selects its labels (when NAME is given);
   • ConfigMap istio-ca-root-cert exists in the namespace; the service account exists;
-  • you may issue VM tokens and apply the manifests (SelfSubjectAccessReview).
+  • you may issue VM tokens, apply the manifests and take war rollout's Lease (create, get, update leases.coordination.k8s.io; SelfSubjectAccessReview).
 Exits 8 when a check fails, 0 otherwise (warnings included).`
 
   static override examples = [

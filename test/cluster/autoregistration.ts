@@ -20,6 +20,14 @@
  * - health: the `Healthy` condition (status True/False, message on failure, lastProbeTime =
  *   lastTransitionTime, no reason) written to the status, by the istiod holding the connection.
  *
+ * Istio version (`istioVersion`, switchable at run time as an upgrade of istiod would): '1.30' (the
+ * default) makes entries as above; '1.31' also labels the entries it creates for HBONE-capable
+ * proxies (node metadata ENABLE_HBONE, from ISTIO_META_ENABLE_HBONE) with networking.istio.io/tunnel=http
+ * (release note 60788; an entry that already exists is only marked connected, so it keeps no label
+ * until it is deleted and re-made), and writes the `istio.io/WaypointBound` condition on entries that
+ * ask for a waypoint (label istio.io/use-waypoint): True when that waypoint is known (`waypoints`),
+ * else False (release note 59993; the reason strings are meshvm's guess, not copied from istiod).
+ *
  * TSB mode (`mode: 'tsb'`) models Tetrate's Workload Onboarding Plane on top: the first connect of
  * a workload creates a WorkloadAutoRegistration `<group>-jwt-k8s-<hostname>` owned by the group,
  * holding a snapshot of the group spec, that owns the WorkloadEntry of the same name; the WAR's
@@ -59,7 +67,14 @@ export interface ProxyInfo {
   /** From the authenticated token. */
   identity?: {namespace: string; serviceAccount: string}
   version?: string
+  /** Node metadata ENABLE_HBONE (ISTIO_META_ENABLE_HBONE=true): the proxy accepts HBONE. */
+  hbone?: boolean
 }
+
+export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
+export const USE_WAYPOINT_LABEL = 'istio.io/use-waypoint'
+export const WAYPOINT_BOUND = 'istio.io/WaypointBound'
+export type IstioBehaviour = '1.30' | '1.31'
 
 /** A refusal istiod returns on the ADS stream (gRPC status code name and message). */
 export class RegistrationError extends Error {
@@ -77,6 +92,10 @@ export interface AutoRegistrationOptions {
   mode?: 'istio' | 'tsb'
   /** TSB: a WAR of a connected agent was deleted; the agent re-onboards (reconnects). */
   onReonboard?: (proxyId: string) => void
+  /** Which release's auto-registration to behave as (default 1.30). */
+  istioVersion?: IstioBehaviour
+  /** Waypoints that exist, as `namespace/name` (for WaypointBound). */
+  waypoints?: Iterable<string>
 }
 
 /** Go's time.RFC3339Nano in UTC: fractional seconds without trailing zeros. */
@@ -105,6 +124,9 @@ type Json = Record<string, unknown>
 export class AutoRegistration {
   readonly gracePeriodMs: number
   readonly mode: 'istio' | 'tsb'
+  /** Switch to '1.31' to model an upgraded istiod: entries made from then on get the tunnel label and WaypointBound. */
+  istioVersion: IstioBehaviour
+  readonly waypoints: Set<string>
   private readonly adsConnections = new Map<string, number>()
   /** Live connections by proxy id, oldest first (a restarted sidecar may reconnect before its old stream is gone). */
   private readonly live = new Map<string, Connection[]>()
@@ -113,6 +135,8 @@ export class AutoRegistration {
 
   constructor(private readonly store: Store, private readonly options: AutoRegistrationOptions) {
     this.mode = options.mode ?? 'istio'
+    this.istioVersion = options.istioVersion ?? '1.30'
+    this.waypoints = new Set(options.waypoints ?? [])
     this.gracePeriodMs = options.gracePeriodMs ?? (this.mode === 'tsb' ? 5 * 60_000 : 10_000)
     this.unsubscribe = store.onEvent((e) => this.onStoreEvent(e))
   }
@@ -151,11 +175,27 @@ export class AutoRegistration {
     if (!group) {
       throw new RegistrationError('FailedPrecondition', `auto-registration WorkloadEntry of ${proxy.id} failed: cannot find WorkloadGroup ${proxy.namespace}/${proxy.autoRegisterGroup}`)
     }
-    const entry = workloadEntryFromGroup(entryName, proxy, group)
+    const entry = workloadEntryFromGroup(entryName, proxy, group, this.istioVersion)
     ensureProxyCanControlEntry(proxy, entry)
     entry.metadata.annotations![ANNOTATIONS.controller] = this.options.instanceId
     entry.metadata.annotations![ANNOTATIONS.connectedAt] = rfc3339Nano(conTime)
-    this.store.create(WE, 'WorkloadEntry', entry)
+    const created = this.store.create(WE, 'WorkloadEntry', entry)
+    if (this.istioVersion === '1.31') this.writeWaypointBound(created, conTime)
+  }
+
+  /** 1.31: the WaypointBound condition of an entry that asks for a waypoint, written to its status. */
+  private writeWaypointBound(entry: KubeObj, at: Date): void {
+    const labels = {...((entry.spec as {labels?: Record<string, string>} | undefined)?.labels ?? {}), ...(entry.metadata.labels ?? {})}
+    const waypoint = labels[USE_WAYPOINT_LABEL]
+    if (!waypoint || waypoint === '#none') return
+    const ref = waypoint.includes('/') ? waypoint : `${entry.metadata.namespace}/${waypoint}`
+    const bound = this.waypoints.has(ref)
+    const condition: Json = {
+      type: WAYPOINT_BOUND, status: bound ? 'True' : 'False', lastTransitionTime: at.toISOString(),
+      reason: bound ? 'WaypointAccepted' : 'WaypointNotFound', message: bound ? `bound to ${ref}` : `waypoint ${ref} not found`,
+    }
+    const conditions = (((entry.status as Json | undefined)?.conditions as Json[] | undefined) ?? []).filter((c) => c.type !== WAYPOINT_BOUND)
+    this.store.update(WE, {...entry, status: {...((entry.status as Json) ?? {}), conditions: [...conditions, condition]}})
   }
 
   /** changeWorkloadEntryStateToConnected: a merge patch of the connect annotations. */
@@ -321,13 +361,14 @@ function ownerRef(group: KubeObj): NonNullable<KubeObj['metadata']['ownerReferen
   return {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: group.metadata.name, uid: group.metadata.uid!, controller: true}
 }
 
-/** workloadEntryFromGroup */
-export function workloadEntryFromGroup(name: string, proxy: ProxyInfo, group: KubeObj): KubeObj {
+/** workloadEntryFromGroup (1.31: plus the tunnel label for an HBONE-capable proxy) */
+export function workloadEntryFromGroup(name: string, proxy: ProxyInfo, group: KubeObj, istioVersion: IstioBehaviour = '1.30'): KubeObj {
   const spec = (group.spec ?? {}) as {metadata?: {labels?: Record<string, string>; annotations?: Record<string, string>}; template?: Json}
   const entry: Json = structuredClone(spec.template ?? {})
   entry.address = proxy.ips[0]
   // node metadata > WorkloadGroup.metadata > WorkloadGroup.template
-  const labels = {...((entry.labels as Record<string, string>) ?? {}), ...(spec.metadata?.labels ?? {}), ...(proxy.labels ?? {})}
+  const labels: Record<string, string> = {...((entry.labels as Record<string, string>) ?? {}), ...(spec.metadata?.labels ?? {}), ...(proxy.labels ?? {})}
+  if (istioVersion === '1.31' && proxy.hbone) labels[TUNNEL_LABEL] = 'http'
   if (Object.keys(labels).length > 0 || entry.labels !== undefined) entry.labels = labels
   const annotations: Record<string, string> = {[ANNOTATIONS.group]: group.metadata.name, ...(spec.metadata?.annotations ?? {})}
   if (proxy.network) entry.network = proxy.network

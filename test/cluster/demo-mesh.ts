@@ -2,11 +2,16 @@
  * The demo mesh of `npm run demo:cluster`: 3 application namespaces, 2 istiod revisions of the
  * releases meshvm names (`default` on 1.30, a `1-31` canary on 1.31; both answer syncz in the 1.23+
  * shape, the only one istioctl 1.28+ reads), 40 pods with sidecars (some still on 1.28) and 12 VMs,
- * some unhealthy, disconnected or stale, so every meshvm command has something to show.
+ * some unhealthy, disconnected or stale, so every meshvm command has something to show. The TSB-style
+ * VMs (WorkloadAutoRegistrations) run an onboarding agent, so `war rollout` and `war delete` work on
+ * them as on TSB. Beside the classic east-west gateway there is an ambient one (`istio-eastwest`,
+ * class istio-east-west), for precheck to tell apart.
  */
 import {installClusterz} from './clusterz.js'
 import type {TestCluster} from './index.js'
 import type {VmSpec, XdsState} from './mesh.js'
+import {OnboardingAgents} from './onboarding-agent.js'
+import type {Store} from './store.js'
 import {testPki} from './pki.js'
 import {VmPlane} from './vm-services.js'
 
@@ -16,7 +21,25 @@ export const DEMO_ISTIODS = {stable: 'istiod-6c9f8d7b5-k2x4p', canary: 'istiod-1
 export const DEMO_VERSIONS = {stable: '1.30.8', canary: '1.31.0', old: '1.28.10'} as const
 export const DEMO_CANARY_REVISION = '1-31'
 
-export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string} = {}): void {
+/**
+ * An ambient east-west gateway's Service, as the deployment controller makes it for a Gateway of
+ * class istio-east-west (ambient multicluster): HBONE on 15008 and the status port, the GEP-1762
+ * labels naming the Gateway and its class.
+ */
+export function addAmbientEastWestGateway(store: Store, options: {name?: string; namespace?: string; ip: string}): void {
+  const name = options.name ?? 'istio-eastwest'
+  const namespace = options.namespace ?? 'istio-system'
+  const labels = {'gateway.networking.k8s.io/gateway-name': name, 'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west', 'topology.istio.io/network': 'network1'}
+  store.create('/services', 'Service', {
+    apiVersion: 'v1', kind: 'Service', metadata: {name, namespace, labels},
+    spec: {type: 'LoadBalancer', clusterIP: '10.96.0.31', selector: {'gateway.networking.k8s.io/gateway-name': name}, ports: [
+      {name: 'status-port', port: 15021, protocol: 'TCP'}, {name: 'mesh', port: 15008, protocol: 'TCP'},
+    ]},
+    status: {loadBalancer: {ingress: [{ip: options.ip}]}},
+  })
+}
+
+export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string} = {}): {agents: OnboardingAgents} {
   const {mesh, store} = cluster
   const clusterId = options.clusterId ?? 'cluster1'
   // Both revisions' injector configs carry the cluster ID (bundles read ISTIO_META_CLUSTER_ID from there).
@@ -93,9 +116,17 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
       {name: 'oracle-db-aws-aws-123456789012-us-east-2a-ec2-i-0f9e8d7c6b5a40004', address: '10.0.3.34', disconnectedAgoMs: 3 * 3600_000, agentConnected: false},
     ],
   ]
+  // The TSB-style VMs run an onboarding agent: a deleted registration of a connected VM comes back from the current group.
+  const agents = new OnboardingAgents(cluster)
   groups.forEach((g, i) => {
-    for (const vm of vms[i]!) mesh.addVm({...vm, namespace: g.ns, group: g.group, source: g.source})
+    for (const vm of vms[i]!) {
+      const spec = {...vm, namespace: g.ns, group: g.group, source: g.source}
+      if (g.source === 'war') agents.add(spec)
+      else mesh.addVm(spec)
+    }
   })
+  addAmbientEastWestGateway(store, {ip: '203.0.113.11'})
+  return {agents}
 }
 
 /**

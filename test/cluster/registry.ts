@@ -59,6 +59,9 @@ export function builtinResources(): ResourceDef[] {
       printerColumns: [{name: 'Type', type: 'string', jsonPath: '.type'}, {name: 'Reason', type: 'string', jsonPath: '.reason'}, {name: 'Message', type: 'string', jsonPath: '.message'}]}),
     builtin('', 'v1', 'nodes', 'Node', false, {shortNames: ['no'], statusSubresource: true}),
     builtin('apps', 'v1', 'deployments', 'Deployment', true, {shortNames: ['deploy'], categories: ['all'], statusSubresource: true}),
+    // kube-apiserver serves Leases (leader election, node heartbeats; meshvm's rollout lock).
+    builtin('coordination.k8s.io', 'v1', 'leases', 'Lease', true, {
+      printerColumns: [{name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity'}]}),
     builtin('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
     builtin('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
     builtin('rbac.authorization.k8s.io', 'v1', 'roles', 'Role', true),

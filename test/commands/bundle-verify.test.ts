@@ -168,6 +168,33 @@ describe.sequential('bundle verify', () => {
     }
   })
 
+  it('a sidecar VM bundle pointed at an ambient east-west gateway (istio-east-west, HBONE on 15008): warns with the fix; without istiod ports, fails', async () => {
+    const key = resourceKey('', 'services')
+    const svc = east.store.get(key, 'istio-system', 'istio-eastwestgateway')!
+    const ports = (svc.spec as {ports: {port: number}[]}).ports
+    const ambient = (keep: number[]) => ({
+      ...east.store.get(key, 'istio-system', 'istio-eastwestgateway')!,
+      metadata: {...svc.metadata, labels: {...svc.metadata.labels, 'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west'}},
+      spec: {...(svc.spec as object), ports: [...ports.filter((p) => keep.includes(p.port)), {name: 'mesh', port: 15008, protocol: 'TCP'}]},
+    })
+    try {
+      // istiod exposed on it too, but no 15443: the VM joins, its calls across networks do not go through.
+      east.store.update(key, ambient([15012, 15017]))
+      const warned = await verify(east, [bundle])
+      expect(warned.r.code, warned.r.stderr).toBe(0)
+      const w = warned.v.checks.find((x) => x.id === 'gateway.ports')!
+      expect(w).toMatchObject({status: 'warn', detail: "istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail"})
+      expect(w.fix).toMatch(/^VMs join as sidecars \(there is no ztunnel on VMs\): deploy a classic east-west gateway beside the ambient one/)
+      // HBONE only: the VM cannot even reach istiod.
+      east.store.update(key, ambient([]))
+      const failed = await verify(east, [bundle])
+      expect(failed.r.code).toBe(8)
+      expect(failed.v.checks.find((x) => x.id === 'gateway.ports')).toMatchObject({status: 'fail', detail: 'istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008) without 15012 and 15017: this sidecar VM cannot reach istiod through it'})
+    } finally {
+      east.store.update(key, {...east.store.get(key, 'istio-system', 'istio-eastwestgateway')!, metadata: svc.metadata, spec: svc.spec})
+    }
+  })
+
   it('a changed group, then a deleted one, fail workloadgroup with the meshvm bundle line that writes it again', async () => {
     const p = await kubectl(east, ['patch', 'workloadgroup', 'web', '-n', NS, '--type', 'merge', '-p', '{"spec":{"metadata":{"labels":{"tier":"back"}},"template":{"network":"net2"}}}'])
     expect(p.code, p.stderr).toBe(0)

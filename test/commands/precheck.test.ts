@@ -60,6 +60,75 @@ describe('precheck', () => {
     expect(ok['istiod answers']!.message).toBe('istiod istio-system/istiod-canary-6c5d4-abcde answers: HTTP /debug/syncz over port-forward to :15014')
   })
 
+  it('without --revision or with -r default, checks the default istiod only: a broken default istiod fails even when another revision is ready', async () => {
+    // A second revision, ready; the default istiod's pod is not ready (crash-looping, say).
+    cluster.mesh.addIstiod({name: 'istiod-1-23-5f7c9b8d4-q8w2n', revision: '1-23', version: '1.23.4'})
+    const pod = cluster.store.get('/pods', 'istio-system', 'istiod-7d4b9c6f8-x2k9p')!
+    cluster.store.update('/pods', {...pod, status: {...(pod.status as object), conditions: [{type: 'Ready', status: 'False'}]}})
+    for (const args of [['web', '-n', 'apps'], ['web', '-n', 'apps', '-r', 'default']]) {
+      const {code, checks: c} = await checks(args)
+      expect(code).toBe(8)
+      expect(c['istiod running']).toMatchObject({
+        status: 'fail',
+        message: 'no ready istiod pod of the default revision in istio-system (labels app=istiod, istio.io/rev absent or "default": 1 not ready); ready revision(s): 1-23',
+        hint: 'fix the default istiod (kubectl describe pods -l app=istiod -n istio-system), or check the revision VMs will use with --revision 1-23 (make it the default with: istioctl tag set default --revision 1-23)',
+      })
+      // The 1-23 istiod is not probed in its place.
+      expect(c['istiod answers']).toBeUndefined()
+    }
+    // -r 1-23 checks that one.
+    const rev = await checks(['web', '-n', 'apps', '-r', '1-23'])
+    expect(rev.checks['istiod running']).toMatchObject({status: 'pass', message: '1 ready istiod pod(s) in istio-system (revision 1-23)'})
+    expect(rev.checks['istiod answers']!.message).toBe('istiod istio-system/istiod-1-23-5f7c9b8d4-q8w2n answers: HTTP /debug/syncz over port-forward to :15014')
+    // Both ready, the default one not answering: the default one is probed (and warned about), not the 1-23 one.
+    cluster.store.update('/pods', {...cluster.store.get('/pods', 'istio-system', 'istiod-7d4b9c6f8-x2k9p')!, status: pod.status})
+    cluster.mesh.setIstiod('istiod-7d4b9c6f8-x2k9p', {down: true})
+    const {checks: down} = await checks()
+    expect(down['istiod running']).toMatchObject({status: 'pass', message: '1 ready istiod pod(s) in istio-system (revision default)'})
+    expect(down['istiod answers']).toMatchObject({status: 'warn'})
+    expect(down['istiod answers']!.message).toMatch(/^istiod istio-system\/istiod-7d4b9c6f8-x2k9p: port-forward refused/)
+  })
+
+  it('a namespace that does not exist is said not to exist, with how to create it', async () => {
+    const res = await meshvm(['-n', 'nosuchns'])
+    expect(res.code).toBe(8)
+    expect(res.stdout).toMatch(/^namespace +FAIL +namespace nosuchns does not exist$/m)
+    expect(res.stderr).toContain('Fix (namespace): create it: meshvm onboard NAME -n nosuchns --create-namespace --apply (or kubectl create namespace nosuchns)\n')
+    expect(res.stdout + res.stderr).not.toMatch(/does namespace/)
+    const {checks: c} = await checks(['web', '-n', 'nosuchns'])
+    expect(c['root certificate']).toMatchObject({status: 'fail', message: 'ConfigMap nosuchns/istio-ca-root-cert not found: namespace nosuchns does not exist'})
+    expect(c['root certificate']!.hint).toContain('meshvm onboard web -n nosuchns --create-namespace --apply')
+    expect(c['service account']!.message).toBe('ServiceAccount nosuchns/default not found: namespace nosuchns does not exist')
+    expect(c['workload group']!.message).toBe('WorkloadGroup nosuchns/web not found: namespace nosuchns does not exist')
+    // An existing namespace gets no namespace row.
+    expect((await checks()).checks).not.toHaveProperty('namespace')
+  })
+
+  it('tells an ambient east-west gateway (istio-east-west, HBONE on 15008) from the classic one, and fails a sidecar VM on it with the fix', async () => {
+    const svc = cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!
+    // What an ambient multicluster install deploys: a Gateway of class istio-east-west, HBONE on 15008 only.
+    cluster.store.update('/services', {
+      ...svc,
+      metadata: {...svc.metadata, labels: {'gateway.networking.k8s.io/gateway-name': 'istio-eastwestgateway', 'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west'}},
+      spec: {...(svc.spec as object), ports: [{name: 'status-port', port: 15021, protocol: 'TCP'}, {name: 'mesh', port: 15008, protocol: 'TCP'}]},
+    })
+    const {code, checks: c} = await checks()
+    expect(code).toBe(8)
+    expect(c['east-west gateway']).toMatchObject({
+      status: 'fail',
+      message: 'Service istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008): a sidecar VM needs the classic one, with 15443 (mTLS passthrough), 15012 (istiod) and 15017 (webhooks); it lacks 15012, 15017, 15443',
+    })
+    expect(c['east-west gateway']!.hint).toMatch(/^VMs join as sidecars \(there is no ztunnel on VMs\): deploy a classic east-west gateway beside the ambient one \(samples\/multicluster\/gen-eastwest-gateway\.sh/)
+    expect(c['east-west gateway']!.hint).toContain('--ingress-service NAME[.NAMESPACE]')
+    // One gateway serving both (#60887): fine for a sidecar VM.
+    cluster.store.update('/services', {
+      ...cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!,
+      spec: {...(svc.spec as {ports: object[]}), ports: [...(svc.spec as {ports: object[]}).ports, {name: 'mesh', port: 15008, protocol: 'TCP'}]},
+    })
+    const both = await checks()
+    expect(both.checks['east-west gateway']).toMatchObject({status: 'pass', message: 'istio-system/istio-eastwestgateway at 203.0.113.10 is a classic east-west gateway exposing 15012, 15017 and 15443 (and HBONE on 15008 for ambient, class istio-east-west)'})
+  })
+
   it('prints through the one printer: -o jsonpath, custom-columns, --sort-by, --no-headers', async () => {
     const [names, cols, bad] = await Promise.all([
       meshvm(['web', '-n', 'apps', '-o', 'jsonpath={range .checks[*]}{.check}={.status}{"\\n"}{end}']),
@@ -146,6 +215,10 @@ describe('precheck', () => {
     expect(c['RBAC: token request']).toMatchObject({status: 'fail'})
     expect(c['RBAC: apply workload groups']).toMatchObject({status: 'fail'})
     expect(c['RBAC: read mesh config']).toMatchObject({status: 'pass'})
+    // war rollout's Lease: create and update are missing, get is there; the hint names leases, not workloadgroups.
+    expect(c['RBAC: rollout lease (create)']).toMatchObject({status: 'fail', message: 'cannot create leases.coordination.k8s.io in apps', hint: 'ask for a Role in apps allowing "create" on "leases" in API group "coordination.k8s.io"'})
+    expect(c['RBAC: rollout lease (update)']).toMatchObject({status: 'fail'})
+    expect(c['RBAC: rollout lease (get)']).toMatchObject({status: 'pass'})
     expect(cluster.requests.filter((r) => r.path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews').length).toBeGreaterThanOrEqual(7)
   })
 })

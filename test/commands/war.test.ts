@@ -29,7 +29,8 @@ const EVENTS_KEY = resourceKey('', 'events')
 const NS_KEY = resourceKey('', 'namespaces')
 const WAR_PATH = '/apis/runtime.onboarding.tetrate.io/v1alpha1'
 const AWAITING = 'rollout.meshvm.io/awaiting'
-const LEASE = 'rollout.meshvm.io/lease'
+const LEASE_KEY = resourceKey('coordination.k8s.io', 'leases')
+const LEASE_NAME = 'meshvm-rollout-ratings'
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const MIN = 60_000
 const HOUR = 60 * MIN
@@ -729,7 +730,13 @@ describe('meshvm war delete / rollout / prune', () => {
   }
 
   const war = (namespace: string, name: string) => cluster.store.get(WAR_KEY, namespace, name)
-  const annotations = (namespace: string): Record<string, string> => cluster.store.get(WG_KEY, namespace, 'ratings')!.metadata.annotations ?? {}
+  /** The rollout's Lease of group ratings (its lock and its record of what it awaits). */
+  const leaseOf = (namespace: string): KubeObj | undefined => cluster.store.get(LEASE_KEY, namespace, LEASE_NAME)
+  const awaitingOf = (namespace: string): string | undefined => leaseOf(namespace)?.metadata.annotations?.[AWAITING]
+  const holderOf = (namespace: string): string | undefined => (leaseOf(namespace)?.spec as {holderIdentity?: string} | undefined)?.holderIdentity
+  /** The user's group is only read: no rollout.meshvm.io annotation ever lands on it. */
+  const expectGroupClean = (namespace: string): void =>
+    expect(Object.keys(cluster.store.get(WG_KEY, namespace, 'ratings')!.metadata.annotations ?? {}).filter((k) => k.startsWith('rollout.meshvm.io/'))).toEqual([])
   const isStale = (namespace: string, name: string): boolean => {
     const w = war(namespace, name)!
     const group = cluster.store.get(WG_KEY, namespace, 'ratings')!
@@ -959,8 +966,10 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(war('roll-stuck', b!)).toBeUndefined()
       expect(war('roll-stuck', c!)!.metadata.uid).toBe(cUid)
       // b is remembered as deleted and not back, for the next run.
-      expect(annotations('roll-stuck')[AWAITING]).toBe(JSON.stringify([b]))
-      expect(res.stderr).toContain(`Hint: the re-run first waits for the 1 deleted registration(s) not back yet, listed in annotation ${AWAITING} on the group`)
+      expect(awaitingOf('roll-stuck')).toBe(JSON.stringify([b]))
+      expect(holderOf('roll-stuck')).toBeUndefined()
+      expectGroupClean('roll-stuck')
+      expect(res.stderr).toContain(`Hint: the re-run first waits for the 1 deleted registration(s) not back yet, listed in annotation ${AWAITING} of its lease; if a VM is gone for good, remove its name there (kubectl edit lease ${LEASE_NAME} -n roll-stuck)`)
       // A WorkloadAutoRegistration comes back through the TSB onboarding agent: that is where to look.
       expect(res.stderr).toContain(`Hint: check the onboarding agent (journalctl -u onboarding-agent) on VM ${b}, or raise --timeout\n`)
 
@@ -975,7 +984,8 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(report.items.map((i) => [i.name, i.result])).toEqual([[c, 're-onboarded']])
       expect(war('roll-stuck', a!)!.metadata.uid).toBe(aUid)
       for (const name of [a!, b!, c!]) expect(isStale('roll-stuck', name)).toBe(false)
-      expect(annotations('roll-stuck')).not.toHaveProperty(AWAITING)
+      expect(awaitingOf('roll-stuck')).toBeUndefined()
+      expectGroupClean('roll-stuck')
     })
 
     it('fails with exit 8 when a workload comes back connected but unhealthy', async () => {
@@ -991,11 +1001,11 @@ describe('meshvm war delete / rollout / prune', () => {
     it('stops with exit 5 and a report when it may not delete registrations', async () => {
       addGroup(cluster, 'roll-ro', 'ratings', ratingsSpec())
       const a = addWarVm('roll-ro', 'a', {stale: true})
-      // It may patch WorkloadGroups (to record what it is about to delete), so the delete is what fails.
+      // It may write its Lease (to record what it is about to delete), so the delete is what fails.
       const token = cluster.addUser('rollout-reader', {
         rules: [
           {verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']},
-          {verbs: ['patch'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']},
+          {verbs: ['create', 'get', 'update'], apiGroups: ['coordination.k8s.io'], resources: ['leases']},
         ],
       })
       const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-ro'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
@@ -1004,26 +1014,33 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(res.stdout).toMatch(new RegExp(`^${a} +failed +- +delete failed: forbidden`, 'm'))
       expect(war('roll-ro', a)).toBeDefined()
       // Not deleted, so not awaited: the name recorded before the delete was taken out again.
-      expect(annotations('roll-ro')[AWAITING]).toBeUndefined()
+      expect(awaitingOf('roll-ro')).toBeUndefined()
+      expectGroupClean('roll-ro')
     })
 
-    it('stops with exit 5 before deleting anything when it may not patch the WorkloadGroup (to record what it deletes)', async () => {
-      addGroup(cluster, 'roll-nopatch', 'ratings', ratingsSpec())
-      const a = addWarVm('roll-nopatch', 'a', {stale: true})
-      const uid = war('roll-nopatch', a)!.metadata.uid
-      const token = cluster.addUser('rollout-nopatch', {rules: [{verbs: ['get', 'list', 'delete'], apiGroups: ['*'], resources: ['*']}]})
-      const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-nopatch'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
-      expectCleanFailure(res, 5, /^Rolling out workloadgroup roll-nopatch\/ratings/)
+    it('stops with exit 5 before deleting anything when it may not write its Lease (which records what it deletes), naming the permission', async () => {
+      addGroup(cluster, 'roll-nolease', 'ratings', ratingsSpec())
+      const a = addWarVm('roll-nolease', 'a', {stale: true})
+      const uid = war('roll-nolease', a)!.metadata.uid
+      // Everything but writing leases; patching workloadgroups is allowed and not needed.
+      const token = cluster.addUser('rollout-nolease', {
+        rules: [
+          {verbs: ['get', 'list', 'delete'], apiGroups: ['*'], resources: ['*']},
+          {verbs: ['patch', 'update'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']},
+        ],
+      })
+      const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-nolease'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      expectCleanFailure(res, 5, /^Error: rollout of workloadgroup roll-nolease\/ratings \(generation 1\) stopped before deleting anything: could not take its lease/)
       expect(res.stderr).toContain(
-        `Error: rollout of workloadgroup roll-nopatch/ratings (generation 1) stopped before deleting ${a}: could not record it in annotation ${AWAITING} on the group: forbidden: missing permission to patch workloadgroups.networking.istio.io in namespace "roll-nopatch"\n`,
+        `Error: rollout of workloadgroup roll-nolease/ratings (generation 1) stopped before deleting anything: could not take its lease (lease roll-nolease/${LEASE_NAME}): forbidden: missing permission to create leases.coordination.k8s.io in namespace "roll-nolease"\n`,
       )
-      expect(res.stderr).toContain('Hint: ask a cluster admin for a Role in namespace roll-nopatch allowing verb "patch" on "workloadgroups.networking.istio.io"')
-      expect(res.stderr).not.toContain('deleted')
-      expect(res.stdout).toMatch(new RegExp(`^${a} +failed +- +not deleted: could not record it in annotation ${AWAITING}: forbidden`, 'm'))
-      // Nothing was deleted, or even tried.
-      expect(war('roll-nopatch', a)!.metadata.uid).toBe(uid)
-      expect(cluster.requests.some((r) => r.method === 'DELETE' && r.path.includes('/namespaces/roll-nopatch/'))).toBe(false)
-      expect(annotations('roll-nopatch')[AWAITING]).toBeUndefined()
+      expect(res.stderr).toContain('Hint: ask a cluster admin for a Role in namespace roll-nolease allowing verb "create" on "leases.coordination.k8s.io"')
+      expect(res.stderr).not.toContain('workloadgroups')
+      // Nothing was deleted, or even tried; nothing was written to the group.
+      expect(war('roll-nolease', a)!.metadata.uid).toBe(uid)
+      expect(cluster.requests.some((r) => r.method === 'DELETE' && r.path.includes('/namespaces/roll-nolease/'))).toBe(false)
+      expect(cluster.requests.some((r) => r.method !== 'GET' && r.path.includes('/namespaces/roll-nolease/workloadgroups'))).toBe(false)
+      expect(leaseOf('roll-nolease')).toBeUndefined()
     })
 
     it('two runs on one group: the second is refused while the first holds the lease, told who holds it, and never deletes anything', async () => {
@@ -1034,9 +1051,13 @@ describe('meshvm war delete / rollout / prune', () => {
       const first = startCli(['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '--timeout', '20s'], cluster.env)
       try {
         await waitUntil(() => first.stderr.includes(`[1/3] deleted ${a}; waiting`), `${a} to be deleted`, 15_000)
-        const lease = JSON.parse(annotations(ns)[LEASE]!) as {holder: string; leaseDurationSeconds: number}
+        const spec = leaseOf(ns)!.spec as {holderIdentity: string; leaseDurationSeconds: number; renewTime: string; acquireTime: string}
+        const lease = {holder: spec.holderIdentity}
         expect(lease.holder).toMatch(/ pid \d+$/)
-        expect(lease.leaseDurationSeconds).toBe(60)
+        expect(spec.leaseDurationSeconds).toBe(60)
+        // Kubernetes' MicroTime, as client-go writes it.
+        expect(spec.renewTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
+        expectGroupClean(ns)
         const deletesBefore = cluster.requests.filter((r) => r.method === 'DELETE' && r.path.includes(`/namespaces/${ns}/`)).length
         const second = await meshvm(['rollout', 'ratings', '-n', ns, '--max-unavailable', '3'])
         const escaped = JSON.stringify(lease.holder).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
@@ -1051,24 +1072,28 @@ describe('meshvm war delete / rollout / prune', () => {
       // The first run's record is intact, it finished all three, and it gave the lease back.
       expect(maxInflight.get(ns) ?? 0).toBeLessThanOrEqual(1)
       for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
-      expect(annotations(ns)).not.toHaveProperty(LEASE)
-      expect(annotations(ns)).not.toHaveProperty(AWAITING)
+      expect(holderOf(ns)).toBeUndefined()
+      expect(awaitingOf(ns)).toBeUndefined()
+      expectGroupClean(ns)
     })
 
     it('a live lease of another run refuses (exit 6, with the holder and when it expires); an expired one is taken over', async () => {
       const ns = 'roll-lease2'
       addGroup(cluster, ns, 'ratings', ratingsSpec())
       const a = addWarVm(ns, 'a', {stale: true})
+      // Another run's Lease, as client-go would have left it.
       const setLease = (renewAgoMs: number) => {
-        const g = cluster.store.get(WG_KEY, ns, 'ratings')!
         const renewTime = new Date(Date.now() - renewAgoMs).toISOString()
-        cluster.store.update(WG_KEY, {...g, metadata: {...g.metadata, annotations: {...g.metadata.annotations, [LEASE]: JSON.stringify({holder: 'alice@laptop pid 4242', acquireTime: '2026-01-01T00:00:00Z', renewTime, leaseDurationSeconds: 60})}}})
+        const spec = {holderIdentity: 'alice@laptop pid 4242', acquireTime: '2026-01-01T00:00:00Z', renewTime, leaseDurationSeconds: 60, leaseTransitions: 0}
+        const existing = leaseOf(ns)
+        if (existing) cluster.store.update(LEASE_KEY, {...existing, spec})
+        else cluster.store.create(LEASE_KEY, 'Lease', {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {name: LEASE_NAME, namespace: ns}, spec})
         return renewTime
       }
       const renewTime = setLease(1000)
       const refused = await meshvm(['rollout', 'ratings', '-n', ns])
       expectCleanFailure(refused, 6, `Error: another rollout of workloadgroup ${ns}/ratings is in progress: "alice@laptop pid 4242" holds its lease (since 2026-01-01T00:00:00Z, renewed ${renewTime})`)
-      expect(refused.stderr).toContain(`Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or remove annotation ${LEASE} from the group)`)
+      expect(refused.stderr).toContain(`Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or release it: kubectl patch lease ${LEASE_NAME} -n ${ns} --type merge -p '{"spec":{"holderIdentity":null}}')`)
       expect(war(ns, a)).toBeDefined()
       expect(isStale(ns, a)).toBe(true)
       // --dry-run only warns.
@@ -1079,18 +1104,21 @@ describe('meshvm war delete / rollout / prune', () => {
       const ok = await meshvm(['rollout', 'ratings', '-n', ns, '--poll-interval', '100ms'], 60_000)
       expect(ok.code, ok.stderr).toBe(0)
       expect(isStale(ns, a)).toBe(false)
-      expect(annotations(ns)).not.toHaveProperty(LEASE)
+      // Taken over (one more transition) and given back.
+      expect(holderOf(ns)).toBeUndefined()
+      expect((leaseOf(ns)!.spec as {leaseTransitions: number}).leaseTransitions).toBe(1)
+      expectGroupClean(ns)
     })
 
-    it('records each registration in the group annotation before deleting it, and removes it once it is back', async () => {
+    it('records each registration in its Lease before deleting it, and removes it once it is back', async () => {
       const ns = 'roll-note'
       addGroup(cluster, ns, 'ratings', ratingsSpec())
       const [a, b] = ['a', 'b'].map((s) => addWarVm(ns, s, {stale: true})) as [string, string]
-      // Every value the annotation takes, in order (undefined: absent); other writes to the group (the rollout's lease) do not change it.
+      // Every value the annotation takes, in order (undefined: absent); renewals of the lease do not change it.
       const history: (string | undefined)[] = []
       let last: string | undefined | null = null
       const stop = cluster.store.onEvent((e) => {
-        if (e.resource !== WG_KEY || e.object.metadata.namespace !== ns) return
+        if (e.resource !== LEASE_KEY || e.object.metadata.namespace !== ns) return
         const value = e.object.metadata.annotations?.[AWAITING]
         if (value !== last) history.push(value)
         last = value
@@ -1101,9 +1129,9 @@ describe('meshvm war delete / rollout / prune', () => {
         const run = startCli(['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '-o', 'json'], cluster.env)
         await waitUntil(() => run.stderr.includes(`[1/2] deleted ${a}; waiting`), `${a} to be deleted`, 15_000)
         expect(war(ns, a)).toBeUndefined()
-        expect(annotations(ns)[AWAITING]).toBe(JSON.stringify([a]))
+        expect(awaitingOf(ns)).toBe(JSON.stringify([a]))
         // Recorded before the delete was sent.
-        const patch = cluster.requests.findIndex((r) => r.method === 'PATCH' && r.path === `/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups/ratings`)
+        const patch = cluster.requests.findIndex((r) => r.method === 'PUT' && r.path === `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${LEASE_NAME}`)
         const del = cluster.requests.findIndex((r) => r.method === 'DELETE' && r.path === `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${a}`)
         expect(patch).toBeGreaterThanOrEqual(0)
         expect(patch).toBeLessThan(del)
@@ -1116,10 +1144,13 @@ describe('meshvm war delete / rollout / prune', () => {
       } finally {
         stop()
       }
-      expect(history).toEqual([JSON.stringify([a]), undefined, JSON.stringify([b]), undefined])
-      expect(annotations(ns)).not.toHaveProperty(AWAITING)
-      // The group's spec is untouched: the annotation is metadata, so the generation stays.
+      // Created holding nothing, then a, then nothing, then b, then nothing.
+      expect(history).toEqual([undefined, JSON.stringify([a]), undefined, JSON.stringify([b]), undefined])
+      expect(awaitingOf(ns)).toBeUndefined()
+      // The group is never written: same resourceVersion and generation as before the run, no annotation.
       expect(cluster.store.get(WG_KEY, ns, 'ratings')!.metadata.generation).toBe(1)
+      expect(cluster.requests.some((r) => r.method !== 'GET' && r.path.includes(`/namespaces/${ns}/workloadgroups`))).toBe(false)
+      expectGroupClean(ns)
     })
 
     it('--dry-run lists the registrations an earlier run deleted that are not back yet, and changes nothing', async () => {
@@ -1128,13 +1159,19 @@ describe('meshvm war delete / rollout / prune', () => {
       const [gone, back, stale] = [warName(ns, 'x'), warName(ns, 'y'), warName(ns, 'z')]
       cluster.store.create(WG_KEY, 'WorkloadGroup', {
         apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup',
-        metadata: {name: 'ratings', namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone, back])}},
+        metadata: {name: 'ratings', namespace: ns},
         spec: ratingsSpec(),
+      })
+      // An earlier run's Lease, released, still listing what it awaits.
+      cluster.store.create(LEASE_KEY, 'Lease', {
+        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+        metadata: {name: LEASE_NAME, namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone, back])}},
+        spec: {leaseDurationSeconds: 1, renewTime: '2026-01-01T00:00:00.000000Z', acquireTime: '2026-01-01T00:00:00.000000Z', leaseTransitions: 0},
       })
       // back: re-registered from the current spec, connected and healthy; gone: not re-registered; stale: an ordinary stale one.
       addWarVm(ns, 'y')
       addWarVm(ns, 'z', {stale: true})
-      const versions = () => [WG_KEY, WAR_KEY, WE_KEY].flatMap((key) => cluster.store.list(key, ns).map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`))
+      const versions = () => [WG_KEY, WAR_KEY, WE_KEY, LEASE_KEY].flatMap((key) => cluster.store.list(key, ns).map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`))
       const before = versions()
       const requests = cluster.requests.length
       const res = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run'])
@@ -1156,9 +1193,33 @@ describe('meshvm war delete / rollout / prune', () => {
       })
       // Nothing changed, and nothing but reads was sent.
       expect(versions()).toEqual(before)
-      expect(annotations(ns)[AWAITING]).toBe(JSON.stringify([gone, back]))
+      expect(awaitingOf(ns)).toBe(JSON.stringify([gone, back]))
       expect(cluster.requests.slice(requests).filter((r) => r.method !== 'GET' && r.path.includes(`/namespaces/${ns}/`))).toEqual([])
       expect(cluster.requests.slice(requests).some((r) => r.method === 'GET' && r.path.includes(`/namespaces/${ns}/`))).toBe(true)
+    })
+
+    it('an awaiting list an older meshvm left on the group is carried over (and the way to remove it said); a dry run without permission to read leases still plans', async () => {
+      const ns = 'roll-legacy'
+      ensureNamespace(cluster, ns)
+      const [gone, stale] = [warName(ns, 'x'), warName(ns, 'z')]
+      cluster.store.create(WG_KEY, 'WorkloadGroup', {
+        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup',
+        metadata: {name: 'ratings', namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone])}},
+        spec: ratingsSpec(),
+      })
+      addWarVm(ns, 'z', {stale: true})
+      const res = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run', '-o', 'json'])
+      expect(res.code, res.stderr).toBe(0)
+      expect(JSON.parse(res.stdout)).toMatchObject({awaited: 1, items: [{name: gone, deletedEarlier: true, step: 1}, {name: stale, step: 2}]})
+      expect(res.stderr).toContain(
+        `Warning: workloadgroup ${ns}/ratings carries annotation ${AWAITING} from an older meshvm: its registrations are awaited and kept in lease ${ns}/${LEASE_NAME} from now on; remove it from the group: kubectl annotate workloadgroup ratings -n ${ns} ${AWAITING}- rollout.meshvm.io/lease-\n`,
+      )
+      // Someone who may read WorkloadGroups and WARs but not leases: the plan, and what it cannot see.
+      const token = cluster.addUser('rollout-no-lease-read', {rules: [{verbs: ['get', 'list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io', ''], resources: ['*']}]})
+      const dry = await runCli(['war', 'rollout', 'ratings', '-n', ns, '--dry-run'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      expect(dry.code, dry.stderr).toBe(0)
+      expect(dry.stderr).toMatch(/^Warning: forbidden: missing permission to get leases\.coordination\.k8s\.io in namespace "roll-legacy".*: registrations an earlier rollout deleted and that are not back yet are not shown$/m)
+      expect(dry.stdout).toContain(stale)
     })
 
     it.each([

@@ -16,6 +16,7 @@ import {startCli, waitUntil} from '../helpers/spawn.js'
 
 const WG_KEY = resourceKey('networking.istio.io', 'workloadgroups')
 const WAR_KEY = resourceKey('runtime.onboarding.tetrate.io', 'workloadautoregistrations')
+const LEASE_KEY = resourceKey('coordination.k8s.io', 'leases')
 const SA_KEY = resourceKey('', 'serviceaccounts')
 const SVC_KEY = resourceKey('', 'services')
 const NS_KEY = resourceKey('', 'namespaces')
@@ -253,7 +254,8 @@ describe('Ctrl-C during war rollout', () => {
   it('a re-run after Ctrl-C waits for the registration the interrupted run deleted, instead of reporting complete', async () => {
     const ns = 'int-resume'
     const [a, b, c] = setup(ns, ['a', 'b', 'c']) as [string, string, string]
-    const awaiting = () => cluster.store.get(WG_KEY, ns, 'ratings')!.metadata.annotations?.[AWAITING]
+    // The rollout's record lives in its Lease, not on the user's group.
+    const awaiting = () => cluster.store.get(LEASE_KEY, ns, 'meshvm-rollout-ratings')?.metadata.annotations?.[AWAITING]
     held.add(`${ns}/${b}`)
     const uidC = war(ns, c)!.metadata.uid
     const args = ['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms']
@@ -264,7 +266,7 @@ describe('Ctrl-C during war rollout', () => {
       `the check on ${b} to reach the server`,
       (run) => expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
     )
-    // b is deleted and its agent has not come back: it is invisible in the cluster, but remembered on the group.
+    // b is deleted and its agent has not come back: it is invisible in the cluster, but remembered in the Lease.
     expect(war(ns, b)).toBeUndefined()
     expect(awaiting()).toBe(JSON.stringify([b]))
 
@@ -299,6 +301,7 @@ describe('Ctrl-C during war rollout', () => {
     expect(report.items.map((i) => [i.name, i.result])).toEqual([[c, 're-onboarded']])
     expect(war(ns, b)!.metadata.uid).toBe(uidB)
     for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
+    expect(awaiting()).toBeUndefined()
     expect(cluster.store.get(WG_KEY, ns, 'ratings')!.metadata.annotations ?? {}).not.toHaveProperty(AWAITING)
   })
 

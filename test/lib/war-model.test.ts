@@ -192,6 +192,9 @@ describe('registrationFromWorkloadEntry', () => {
       addresses: ['10.0.0.1'],
       stale: false,
       creationTimestamp: ago(90 * MIN),
+      // No tunnel label and no WaypointBound condition (read, and absent).
+      tunnel: '',
+      waypointBound: '',
     } satisfies Registration)
     expect(isAutoRegisteredWorkloadEntry(workloadEntry())).toBe(true)
     expect(isAutoRegisteredWorkloadEntry(workloadEntry({annotations: {}}))).toBe(false)
@@ -305,7 +308,7 @@ describe('warColumns', () => {
   it('match kubectl get war: NAME AGENT CONNECTED AGE', () => {
     expect(warColumns(false, false, NOW).map((c) => c.header)).toEqual(['NAME', 'AGENT CONNECTED', 'AGE'])
     expect(warColumns(false, true, NOW).map((c) => c.header)).toEqual(['NAMESPACE', 'NAME', 'AGENT CONNECTED', 'AGE'])
-    expect(warColumns(true, true, NOW).map((c) => c.header)).toEqual(['NAMESPACE', 'NAME', 'AGENT CONNECTED', 'AGE', 'GROUP', 'IDENTITY', 'ADDRESSES', 'AGENT', 'SIDECAR', 'CONNECTED-TO', 'STALE', 'SOURCE'])
+    expect(warColumns(true, true, NOW).map((c) => c.header)).toEqual(['NAMESPACE', 'NAME', 'AGENT CONNECTED', 'AGE', 'GROUP', 'IDENTITY', 'ADDRESSES', 'AGENT', 'SIDECAR', 'CONNECTED-TO', 'STALE', 'TUNNEL', 'WAYPOINT', 'SOURCE'])
   })
 
   it.each([

@@ -95,7 +95,7 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
     const patched = await kubectl(cluster, ['patch', 'workloadgroup', 'web', '-n', ns, '--type', 'merge', '-p', '{"spec":{"template":{"ports":{"http":9090}}}}'])
     expect(patched.stderr).toBe('')
     const wide = await meshvm(['war', 'list', '-n', ns, '-o', 'wide'])
-    expect(wide.stdout).toMatch(/^web-10\.0\.0\.5 .* true +workloadentry$/m)
+    expect(wide.stdout).toMatch(/^web-10\.0\.0\.5 .* true +<none> +<none> +workloadentry$/m)
 
     // Without a way to restart the sidecar, rollout says what to do and fails.
     const refused = await meshvm(['war', 'rollout', 'web', '-n', ns])
@@ -111,9 +111,10 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
     expect(second.metadata.uid).not.toBe(first.metadata.uid)
     expect((second.spec as {ports: unknown}).ports).toEqual({http: 9090})
     expect(healthy(ns, 'web-10.0.0.5')).toBe('True')
-    expect(cluster.store.get(WG, ns, 'web')!.metadata.annotations ?? {}).not.toHaveProperty('rollout.meshvm.io/lease')
+    expect(Object.keys(cluster.store.get(WG, ns, 'web')!.metadata.annotations ?? {}).filter((k) => k.startsWith('rollout.meshvm.io/'))).toEqual([])
+    expect((cluster.store.get('coordination.k8s.io/leases', ns, 'meshvm-rollout-web')!.spec as {holderIdentity?: string}).holderIdentity).toBeUndefined()
     const after = await meshvm(['war', 'list', '-n', ns, '-o', 'wide'])
-    expect(after.stdout).toMatch(/^web-10\.0\.0\.5 .* false +workloadentry$/m)
+    expect(after.stdout).toMatch(/^web-10\.0\.0\.5 .* false +<none> +<none> +workloadentry$/m)
 
     // The VM stops: disconnectedAt at once, the entry gone after the grace period.
     v.child.kill('SIGTERM')

@@ -27,7 +27,9 @@ Then against the cluster (skipped with --offline): the API server accepts the to
 istio-ca (TokenReview, as istiod's CA does); root-cert.pem is the ConfigMap istio-ca-root-cert of the
 VM's namespace (a rotated mesh root fails here); CA_ADDR / discoveryAddress name an istiod Service
 and a running istiod of that revision; the hosts address is the east-west gateway's current address
-and the gateway exposes 15012 and 15017; ISTIO_META_CLUSTER_ID is the cluster's ID; the WorkloadGroup
+and the gateway exposes 15012 and 15017 (an ambient east-west gateway, class istio-east-west with HBONE
+on 15008, is named as such: a warning with the fix when it lacks 15443, which the VM's sidecar needs for
+services in other networks, a failure when it lacks 15012 or 15017); ISTIO_META_CLUSTER_ID is the cluster's ID; the WorkloadGroup
 still exists with the bundle's service account, network and labels. Checks the credentials may not
 make (403) are "skip".`
 

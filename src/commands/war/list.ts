@@ -9,7 +9,7 @@ import type {Listed, ListQuery, ListState} from '../../lib/war/fetch.js'
 export default class WarList extends BaseCommand<typeof WarList> {
   static override summary = 'List workload registrations: WorkloadAutoRegistrations and auto-registered WorkloadEntries.'
 
-  static override description = `Like kubectl get war: NAMESPACE (with -A), NAME, AGENT CONNECTED and AGE. -o wide adds GROUP, IDENTITY (aws/ec2, aws/ecs, gcp/gce, azure/compute, jwt or serviceaccount), ADDRESSES, AGENT and SIDECAR versions, CONNECTED-TO (onboarding plane or istiod instance), STALE (the registration was made from an older version of its WorkloadGroup: "meshvm war rollout GROUP" re-onboards it) and SOURCE.
+  static override description = `Like kubectl get war: NAMESPACE (with -A), NAME, AGENT CONNECTED and AGE. -o wide adds GROUP, IDENTITY (aws/ec2, aws/ecs, gcp/gce, azure/compute, jwt or serviceaccount), ADDRESSES, AGENT and SIDECAR versions, CONNECTED-TO (onboarding plane or istiod instance), STALE (the registration was made from an older version of its WorkloadGroup: "meshvm war rollout GROUP" re-onboards it), TUNNEL (the WorkloadEntry's HBONE tunnel label networking.istio.io/tunnel, which Istio 1.31 puts on the entries it creates for HBONE-capable proxies; "-" for WARs, whose entry the list does not read), WAYPOINT (the entry's WaypointBound condition) and SOURCE.
 
 Rows come from Tetrate WorkloadAutoRegistrations when their CRD is installed, and from the WorkloadEntries istiod auto-registered (see --source). Without the CRD only WorkloadEntries are shown, with a note on stderr. Identity keys are read in both spellings (task_id and taskId).
 

@@ -35,6 +35,9 @@ with the proxies every running istiod reports connected (/debug/syncz), and repo
   OrphanedEntry         an entry or WAR owned by a WorkloadGroup that does not exist
   OrphanedRegistration  a WAR whose WorkloadEntry is gone
   StaleRegistration     a registration made from an older version of its group
+  MissingTunnelLabel    an auto-registered entry of an HBONE-capable proxy without networking.istio.io/tunnel
+                        (made before Istio 1.31 labelled new entries): ambient workloads reach it over plaintext;
+                        fix: war rollout GROUP --missing-tunnel-label, or kubectl label
 
 A VM held by an istiod that did not answer is not judged (a warning names the istiod). Proxies are
 paired with registrations as proxy-status pairs them. Hand-written WorkloadEntries are judged only for

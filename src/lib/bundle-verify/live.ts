@@ -7,6 +7,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {groupVersion, Resources, resourcePath} from '../kube/resources.js'
 import {fetchClusterId, fetchRootCert, fetchWorkloadGroup, findGateway} from '../bundle/fetch.js'
+import {AMBIENT_GATEWAY_FIX, eastWestGatewayKind} from '../precheck/gateway.js'
 import {findIstiods} from '../proxy-status/fetch.js'
 import {bundleCommand, parseIstiodAddress, type Check, type OfflineResult} from './offline.js'
 
@@ -17,6 +18,7 @@ export interface LiveOptions {
 }
 
 interface ServiceLike {
+  metadata?: {labels?: Record<string, string>}
   spec?: {ports?: {port?: number; targetPort?: number | string; name?: string}[]}
 }
 
@@ -103,9 +105,20 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
       const svc = await client.getOptional<ServiceLike>(resourcePath(Resources.services, {namespace: ns, name}))
       const ports = new Set((svc?.spec?.ports ?? []).map((p) => p.port))
       const lacking = [15012, 15017].filter((p) => !ports.has(p))
+      // A sidecar VM (the only kind there is) pointed at an ambient east-west gateway: istio/istio#57878.
+      const reading = eastWestGatewayKind(svc ?? {})
+      if (reading.kind === 'ambient') {
+        const cls = reading.className ? `class ${reading.className}, ` : ''
+        out.push(
+          lacking.length > 0
+            ? {id: 'gateway.ports', status: 'fail', detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008) without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`, fix: AMBIENT_GATEWAY_FIX}
+            : {id: 'gateway.ports', status: 'warn', detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`, fix: AMBIENT_GATEWAY_FIX},
+        )
+        return out
+      }
       out.push(
         lacking.length === 0
-          ? {id: 'gateway.ports', status: 'pass', detail: `${ns}/${name} exposes 15012 and 15017`}
+          ? {id: 'gateway.ports', status: 'pass', detail: `${ns}/${name} exposes 15012 and 15017${reading.kind === 'both' ? ' (and HBONE on 15008 for ambient)' : ''}`}
           : {id: 'gateway.ports', status: 'fail', detail: `${ns}/${name} does not expose ${lacking.join(' and ')} (istiod's xDS/CA and webhook ports)`, fix: 'expose istiod through the east-west gateway (samples/multicluster/expose-istiod.yaml)'},
       )
       return out

@@ -22,6 +22,7 @@ export const Resources = {
   pods: r('', 'v1', 'pods', 'Pod'),
   events: r('', 'v1', 'events', 'Event'),
   deployments: r('apps', 'v1', 'deployments', 'Deployment'),
+  leases: r('coordination.k8s.io', 'v1', 'leases', 'Lease'),
   clusterRoles: r('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
   clusterRoleBindings: r('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
   selfSubjectAccessReviews: r('authorization.k8s.io', 'v1', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false),

@@ -7,6 +7,8 @@ import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
 import {resolveRevision} from '../istiod/revision.js'
+import {KubeApiError} from '../kube/errors.js'
+import {eastWestGatewayKind, eastWestGatewayVerdict} from './gateway.js'
 
 export type CheckStatus = 'pass' | 'warn' | 'fail'
 
@@ -112,6 +114,14 @@ async function istiodAnswers(client: KubeClient, istioNamespace: string, pod: Po
   }
 }
 
+/** An istiod of the default (un-revisioned) control plane: no istio.io/rev label, or istio.io/rev=default. */
+function isDefaultRevision(obj: {metadata?: Meta}): boolean {
+  const rev = obj.metadata?.labels?.['istio.io/rev']
+  return rev === undefined || rev === '' || rev === 'default'
+}
+
+const isReady = (p: Pod): boolean => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
+
 export async function runPrechecks(client: KubeClient, options: PrecheckOptions): Promise<CheckResult[]> {
   // One request first: an unreachable or unauthorized cluster is one error, not a table of them.
   await client.get('/version')
@@ -124,14 +134,36 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   let readyIstiod: Pod | undefined
 
   const results: CheckResult[][] = []
+  // Does the namespace exist? (Without permission to read namespaces, the checks below still say what they find.)
+  let namespaceMissing = false
+  try {
+    namespaceMissing = (await client.getOptional(resourcePath(Resources.namespaces, {name: o.namespace}))) === undefined
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.status === 403)) throw err
+  }
+  const createNamespace = `create it: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --apply (or kubectl create namespace ${o.namespace})`
+  if (namespaceMissing) results.push([fail('namespace', `namespace ${o.namespace} does not exist`, createNamespace)])
   results.push(
     await guarded('istiod running', async () => {
       const pods = await client.list<Pod>(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
-      const ready = pods.filter((p) => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+      // Without a revision, the default control plane only: the istiods of other revisions are not the ones VMs will use.
+      const mine = isRevisioned(o.revision) ? pods : pods.filter(isDefaultRevision)
+      const ready = mine.filter(isReady)
       if (ready.length > 0) {
         readyIstiod = ready[0]
         const revs = [...new Set(ready.map((p) => p.metadata?.labels?.['istio.io/rev'] ?? 'default'))].sort()
         return pass('istiod running', `${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
+      }
+      if (!isRevisioned(o.revision)) {
+        const others = [...new Set(pods.filter((p) => !isDefaultRevision(p) && isReady(p)).map((p) => p.metadata!.labels!['istio.io/rev']!))].sort()
+        if (others.length > 0) {
+          const notReady = mine.length > 0 ? `${mine.length} not ready` : 'none'
+          return fail(
+            'istiod running',
+            `no ready istiod pod of the default revision in ${o.istioNamespace} (labels app=istiod, istio.io/rev absent or "default": ${notReady}); ready revision(s): ${others.join(', ')}`,
+            `fix the default istiod (kubectl describe pods -l app=istiod -n ${o.istioNamespace}), or check the revision VMs will use with --revision ${others[0]} (make it the default with: istioctl tag set default --revision ${others[0]})`,
+          )
+        }
       }
       return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, isRevisioned(o.revision) ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
     }),
@@ -140,7 +172,8 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   results.push(
     await guarded('auto-registration enabled', async () => {
       const deployments = await client.list<Deployment>(resourcePath(Resources.deployments, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
-      const dep = deployments.find((d) => d.metadata?.name === istiodName) ?? deployments[0]
+      const mine = isRevisioned(o.revision) ? deployments : deployments.filter(isDefaultRevision)
+      const dep = mine.find((d) => d.metadata?.name === istiodName) ?? mine[0]
       if (!dep) return warn('auto-registration enabled', `no istiod Deployment found in ${o.istioNamespace}`, 'a managed control plane cannot be inspected; check its settings with your provider')
       const env = new Map((dep.spec?.template?.spec?.containers ?? []).flatMap((c) => c.env ?? []).map((e) => [e.name, e.value]))
       const off = ['PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'].filter((k) => env.get(k) === 'false')
@@ -154,19 +187,20 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
       const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
       const svc = await client.getOptional<Service>(resourcePath(Resources.services, {namespace: ns, name}))
       if (!svc) return fail('east-west gateway', `Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
-      const ports = new Set((svc.spec?.ports ?? []).map((p) => p.port))
-      const missing = [15012, 15017, 15443].filter((p) => !ports.has(p))
+      // Classic (sidecar) or ambient (istio-east-west, HBONE on 15008): a VM is a sidecar and needs the classic ports.
+      const verdict = eastWestGatewayVerdict(`Service ${ns}/${name}`, eastWestGatewayKind(svc))
       const ingress = svc.status?.loadBalancer?.ingress?.[0]
       const address = o.ingressIp ?? ingress?.ip ?? svc.spec?.externalIPs?.[0] ?? ingress?.hostname
-      if (missing.length > 0) return fail('east-west gateway', `Service ${ns}/${name} does not expose port(s) ${missing.join(', ')}`, 'VMs need 15012 (istiod), 15017 (webhooks) and 15443 (mTLS); regenerate the gateway with gen-eastwest-gateway.sh')
+      if (verdict.status === 'fail') return fail('east-west gateway', verdict.message, verdict.hint!)
       if (!address) return fail('east-west gateway', `Service ${ns}/${name} has no load-balancer address or external IP yet`, 'wait for the load balancer, or pass --ingress-ip')
-      return pass('east-west gateway', `${ns}/${name} at ${address} exposes 15012, 15017 and 15443`)
+      return pass('east-west gateway', `${verdict.message.replace(`Service ${ns}/${name}`, `${ns}/${name} at ${address}`)}`)
     }),
   )
   if (o.group) {
     results.push(
       await guarded('workload group', async () => {
         const wg = await client.getOptional<WorkloadGroup>(resourcePath(Resources.workloadGroups, {namespace: o.namespace, name: o.group}))
+        if (!wg && namespaceMissing) return fail('workload group', `WorkloadGroup ${o.namespace}/${o.group} not found: namespace ${o.namespace} does not exist`, createNamespace)
         if (!wg) return fail('workload group', `WorkloadGroup ${o.namespace}/${o.group} not found`, `create it: meshvm onboard ${o.group} -n ${o.namespace} --port … --apply`)
         serviceAccount = wg.spec?.template?.serviceAccount || 'default'
         groupLabels = wg.spec?.metadata?.labels ?? {}
@@ -189,13 +223,15 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     await guarded('root certificate', async () => {
       const cm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace: o.namespace, name: 'istio-ca-root-cert'}))
       if (cm?.data?.['root-cert.pem']) return pass('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert holds the mesh root certificate`)
-      return fail('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`, `istiod writes it into namespaces it watches: does namespace ${o.namespace} exist, and is it within istiod's discoverySelectors?`)
+      if (namespaceMissing) return fail('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert not found: namespace ${o.namespace} does not exist`, `${createNamespace}; istiod then writes the root certificate into it`)
+      return fail('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`, `istiod writes it into the namespaces it watches: is namespace ${o.namespace} within istiod's discoverySelectors?`)
     }),
   )
   results.push(
     await guarded('service account', async () => {
       const sa = await client.getOptional(resourcePath(Resources.serviceAccounts, {namespace: o.namespace, name: serviceAccount}))
       if (sa) return pass('service account', `ServiceAccount ${o.namespace}/${serviceAccount} exists`)
+      if (namespaceMissing) return fail('service account', `ServiceAccount ${o.namespace}/${serviceAccount} not found: namespace ${o.namespace} does not exist`, `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`)
       return fail('service account', `ServiceAccount ${o.namespace}/${serviceAccount} not found`, `kubectl create serviceaccount ${serviceAccount} -n ${o.namespace} (or meshvm onboard … --create-service-account --apply)`)
     }),
   )
@@ -209,6 +245,10 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     ['read root certificate', 'get', Resources.configMaps, o.namespace],
     ['read istiod status (port-forward)', 'create', Resources.pods, o.istioNamespace, 'portforward'],
     ['istiod token (xDS)', 'create', Resources.serviceAccounts, o.istioNamespace, 'token'],
+    // war rollout keeps its lock and progress in a Lease (client-go's leader election: create, get, update).
+    ['rollout lease (create)', 'create', Resources.leases, o.namespace],
+    ['rollout lease (get)', 'get', Resources.leases, o.namespace],
+    ['rollout lease (update)', 'update', Resources.leases, o.namespace],
   ]
   const rbac = await Promise.all(
     permissions.map(([what, verb, res, ns, sub]) =>

@@ -12,6 +12,7 @@ import {findIstiods, listPods, listRegistrations, noIstiodError, readSyncz} from
 import type {ProxySync} from '../proxy-status/status.js'
 import {splitProxyId} from '../proxy-status/vms.js'
 import {deleteRegistration, fetchGroups} from '../war/fetch.js'
+import {readHboneEvidence, type HboneEvidence} from '../war/hbone.js'
 import type {WorkloadGroup} from '../war/model.js'
 import type {KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
@@ -58,11 +59,18 @@ export async function collectSnapshot(
     if (!(err instanceof MeshvmError)) throw err
     throw new MeshvmError(`context ${context}: ${err.message}`, {exit: err.exit, code: err.code, hints: err.hints})
   }
+  let hbone: HboneEvidence | undefined
+  try {
+    hbone = await readHboneEvidence(client, o.istioNamespace)
+  } catch (err) {
+    if (!(err instanceof MeshvmError)) throw err
+    warnings.push(`${err.message}: entries missing the HBONE tunnel label are not looked for`)
+  }
   const namespaces = [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))]
   const pods = namespaces.length > 0 ? await listPods(client, namespaces) : {labels: new Map(), listed: new Set<string>(), warnings: []}
   warnings.push(...pods.warnings.map((w) => `${w}: proxies there are not judged`))
   return {
-    snapshot: {context, workloadEntries: registrations.workloadEntries, wars: registrations.wars, groups, istiods, unreadIstiods, syncs: inScope, pods: {labels: pods.labels, listed: pods.listed}},
+    snapshot: {context, workloadEntries: registrations.workloadEntries, wars: registrations.wars, groups, istiods, unreadIstiods, syncs: inScope, pods: {labels: pods.labels, listed: pods.listed}, ...(hbone ? {hbone} : {})},
     warnings,
   }
 }

@@ -13,19 +13,21 @@
  * fields are only ever added. See docs/war.md#meshvm-war-reconcile for the schema.
  */
 import {ownerOfKind} from '../kube/object.js'
+import {missingTunnelLabels, type HboneEvidence} from '../war/hbone.js'
 import {pairVms, splitProxyId, vmRecords, type VmRecord} from '../proxy-status/vms.js'
 import type {ProxySync} from '../proxy-status/status.js'
 import {
   isAutoRegisteredWorkloadEntry,
   registrationFromWar,
   registrationFromWorkloadEntry,
+  TUNNEL_LABEL,
   WE_ANNOTATIONS,
   type WarObject,
   type WorkloadEntryObject,
   type WorkloadGroup,
 } from '../war/model.js'
 
-export const FINDING_TYPES = ['DanglingEntry', 'UnregisteredProxy', 'DuplicateAddress', 'OrphanedEntry', 'OrphanedRegistration', 'StaleRegistration'] as const
+export const FINDING_TYPES = ['DanglingEntry', 'UnregisteredProxy', 'DuplicateAddress', 'OrphanedEntry', 'OrphanedRegistration', 'StaleRegistration', 'MissingTunnelLabel'] as const
 export type FindingType = (typeof FINDING_TYPES)[number]
 
 export interface ObjectRef {
@@ -66,6 +68,8 @@ export interface ContextSnapshot {
   syncs: ProxySync[]
   /** Pods of the namespaces proxies are in, to tell pods from VMs. */
   pods?: {labels: Map<string, Record<string, string>>; listed: Set<string>}
+  /** What tells HBONE-capable proxies (war/hbone.ts): mesh configs and istiod revisions and versions. */
+  hbone?: HboneEvidence
 }
 
 export interface ReconcileOptions {
@@ -230,6 +234,23 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           ...ref, type: 'StaleRegistration', severity: 'warning',
           reason: `its snapshot of WorkloadGroup ${namespace}/${groupName ?? reg.group} is older than the group`,
           fix: `meshvm war rollout ${groupName ?? reg.group} -n ${namespace}${ctxFlag(context)}`,
+          related: [],
+        })
+      }
+    }
+
+    // --- HBONE-capable proxies whose entries predate the tunnel label (Istio 1.31, release note 60788) ---
+    if (snap.hbone) {
+      for (const m of missingTunnelLabels(snap.workloadEntries, snap.hbone)) {
+        const label = `kubectl label workloadentry ${m.name} -n ${m.namespace} ${TUNNEL_LABEL}=http${ctxFlag(context)}`
+        const holder = m.istiod ? `istiod ${m.istiod} (${snap.hbone.istiods.get(m.istiod)?.version ?? 'version unknown'})` : 'its istiod'
+        findings.push({
+          context, kind: 'WorkloadEntry', namespace: m.namespace, name: m.name, type: 'MissingTunnelLabel', severity: 'warning',
+          reason: `no ${TUNNEL_LABEL} label, though its proxy is HBONE-capable (${m.because}): it was registered before istiod labelled new entries (Istio 1.31, release note 60788), so ambient workloads reach it over plaintext`,
+          fix:
+            m.labelsOnRegistration === false
+              ? `${holder} is older than 1.31 and would re-register it without the label: label it: ${label}`
+              : `re-register the group's entries, --max-unavailable at a time, with health gates: meshvm war rollout ${m.group} -n ${m.namespace} --missing-tunnel-label --restart-command '…'${ctxFlag(context)}; or label it: ${label}`,
           related: [],
         })
       }

@@ -6,12 +6,12 @@
 import {conditionOf, conditionsOf} from '../kube/object.js'
 import {age} from '../output/age.js'
 import {Describer} from '../output/describe.js'
+import {isRecord} from '../util/records.js'
 import {
   camel,
   dig,
   field,
   identityRows,
-  isObject,
   joinParts,
   meta,
   sortedKeys,
@@ -20,6 +20,9 @@ import {
   text,
   WAR_KIND,
   warSnapshot,
+  TUNNEL_LABEL,
+  tunnelOf,
+  waypointBoundOf,
   WE_ANNOTATIONS,
   workloadEntryDifference,
   type Condition,
@@ -78,7 +81,11 @@ function eventRows(events: EventLike[], now: Date): string[][] {
 }
 
 function healthyText(we: unknown, now: Date): string {
-  const c = conditionOf(we, 'Healthy')
+  return conditionText(conditionOf(we, 'Healthy'), now)
+}
+
+/** `True (Reason, 5m ago): message`, or <none>. */
+function conditionText(c: Condition | undefined, now: Date): string {
   if (!c) return '<none>'
   const extras = [text(c.reason), c.lastTransitionTime ? `${age(text(c.lastTransitionTime), now)} ago` : undefined].filter(Boolean)
   const message = text(c.message)
@@ -137,9 +144,9 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
     d.field(1, 'Sidecar', reg.sidecarVersion ? `istio ${reg.sidecarVersion}${revision ? ` (revision ${revision})` : ''}` : undefined)
     d.field(1, 'Host Addresses', hostAddresses)
     d.field(1, 'Workload Labels', keyValues(stringMap(dig(info, 'workload', 'labels'))))
-    if (isObject(annotations) && Object.keys(annotations).length > 0) d.field(1, 'Workload Annotations', keyValues(stringMap(annotations)))
+    if (isRecord(annotations) && Object.keys(annotations).length > 0) d.field(1, 'Workload Annotations', keyValues(stringMap(annotations)))
     d.field(1, 'Connected Over', text(field(settings, 'connectedOver')) ?? 'VPC (default)')
-    if (isObject(settings)) {
+    if (isRecord(settings)) {
       for (const k of sortedKeys(settings).filter((k) => camel(k) !== 'connectedOver')) d.field(1, k, text(settings[k]) ?? JSON.stringify(settings[k]))
     }
     d.field(1, 'Agent Connected', reg.agentConnected)
@@ -187,6 +194,10 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
     if (text(field(spec, 'serviceAccount'))) d.field(1, 'Service Account', text(field(spec, 'serviceAccount')))
     if (Object.keys(ports).length > 0) d.field(1, 'Ports', keyValues(ports).join(', '))
     d.field(1, 'Healthy', healthyText(we, now))
+    // Ambient: reached over HBONE only with the tunnel label (Istio 1.31 auto-registration adds it, 60788); WaypointBound (59993).
+    const tunnel = tunnelOf(we)
+    d.field(1, 'Tunnel', tunnel ? `${tunnel} (${TUNNEL_LABEL}: ambient workloads reach it over HBONE)` : `<none> (no ${TUNNEL_LABEL} label: ambient workloads reach it over plaintext)`)
+    d.field(1, 'Waypoint Bound', conditionText(waypointBoundOf(we), now))
   }
 
   // Conditions

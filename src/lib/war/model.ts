@@ -19,7 +19,8 @@
  * is compared with the group instead.
  */
 import {isDeepStrictEqual} from 'node:util'
-import {annotationsOf, conditionOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
+import {annotationsOf, conditionOf, conditionsOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
+import {isRecord, type JsonRecord} from '../util/records.js'
 import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
 import {unifiedDiff} from '../util/diff.js'
@@ -164,6 +165,16 @@ export interface EventLike {
 export const WAR_API_VERSION = 'runtime.onboarding.tetrate.io/v1alpha1'
 export const WAR_KIND = 'WorkloadAutoRegistration'
 
+/**
+ * The HBONE tunnel label: a WorkloadEntry that carries it (value `http`) is reached by ambient
+ * workloads over HBONE (mTLS on 15008). Istio 1.31's auto-registration puts it on the entries of
+ * HBONE-capable proxies when it creates them (release note 60788); entries made before the upgrade
+ * are reached over plaintext until they re-register or are labelled.
+ */
+export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
+/** The condition Istio 1.31 sets on WorkloadEntries (release note 59993); istioctl analyze reports it False since 1.26. */
+export const WAYPOINT_BOUND_CONDITIONS = ['istio.io/WaypointBound', 'WaypointBound'] as const
+
 export const WE_ANNOTATIONS = {
   autoRegistrationGroup: 'istio.io/autoRegistrationGroup',
   connectedAt: 'istio.io/connectedAt',
@@ -199,6 +210,13 @@ export interface Registration {
   /** '' when the object has none. */
   creationTimestamp: string
   disconnectedAt?: string
+  /**
+   * The entry's networking.istio.io/tunnel label: its value, '' when the entry has none, undefined
+   * when the entry is not known (a WAR listed without its WorkloadEntry).
+   */
+  tunnel?: string
+  /** The entry's WaypointBound condition: True, False or Unknown; '' when it has none; undefined when the entry is not known. */
+  waypointBound?: string
 }
 
 /**
@@ -210,8 +228,7 @@ export type RegistrationSummary = Pick<Registration, 'source' | 'namespace' | 'n
 
 // ---- defensive readers ----------------------------------------------------------------------
 
-type Json = Record<string, unknown>
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
+type Json = JsonRecord
 
 export const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
@@ -233,7 +250,7 @@ function stylesOf(name: string): readonly [string, string] {
 
 /** `obj[name]` under either key style: `field(x, 'instanceId')` also finds `instance_id`. */
 export function field(obj: unknown, name: string): unknown {
-  if (!isObject(obj)) return undefined
+  if (!isRecord(obj)) return undefined
   const [c, s] = stylesOf(name)
   const v = obj[c]
   if (v !== undefined && v !== null) return v
@@ -256,7 +273,7 @@ export function text(v: unknown): string | undefined {
 }
 
 export function stringMap(v: unknown): Record<string, string> {
-  if (!isObject(v)) return {}
+  if (!isRecord(v)) return {}
   const out: Record<string, string> = {}
   // for…in, not Object.entries: this runs for the labels and annotations of every registration listed.
   for (const k in v) if (Object.hasOwn(v, k)) out[k] = text(v[k]) ?? ''
@@ -265,7 +282,7 @@ export function stringMap(v: unknown): Record<string, string> {
 
 /** Name, namespace and creation time ('' when absent): what a row needs of `meta`, without copying labels and annotations. */
 function basicMeta(obj: unknown): {name: string; namespace: string; creationTimestamp: string} {
-  const m = isObject(obj) ? obj.metadata : undefined
+  const m = isRecord(obj) ? obj.metadata : undefined
   return {
     name: text(field(m, 'name')) ?? '',
     namespace: text(field(m, 'namespace')) ?? '',
@@ -274,8 +291,8 @@ function basicMeta(obj: unknown): {name: string; namespace: string; creationTime
 }
 
 export function meta(obj: unknown): {name: string; namespace: string; creationTimestamp: string; labels: Record<string, string>; annotations: Record<string, string>; generation?: number} {
-  const m = isObject(obj) ? obj.metadata : undefined
-  const generation = isObject(m) && typeof m.generation === 'number' ? m.generation : undefined
+  const m = isRecord(obj) ? obj.metadata : undefined
+  const generation = isRecord(m) && typeof m.generation === 'number' ? m.generation : undefined
   // Named fields, not a spread of basicMeta's object: meta runs for every entry of large lists, and
   // the spread made it several times slower.
   const {name, namespace, creationTimestamp} = basicMeta(obj)
@@ -302,12 +319,12 @@ export function sortedKeys(record: Record<string, unknown>): string[] {
 
 /** The identity's platform, e.g. `aws/ec2`, `aws/ecs`, `gcp/gce`, `azure/compute`, `jwt`; '' when there is none. */
 export function identityKind(identity: unknown): string {
-  if (!isObject(identity)) return ''
+  if (!isRecord(identity)) return ''
   const aws = field(identity, 'aws')
-  if (isObject(aws)) return isObject(field(aws, 'ec2')) ? 'aws/ec2' : isObject(field(aws, 'ecs')) ? 'aws/ecs' : 'aws'
-  if (isObject(field(identity, 'gcp'))) return isObject(dig(identity, 'gcp', 'gce')) ? 'gcp/gce' : 'gcp'
-  if (isObject(field(identity, 'azure'))) return isObject(dig(identity, 'azure', 'compute')) ? 'azure/compute' : 'azure'
-  if (isObject(field(identity, 'jwt'))) return 'jwt'
+  if (isRecord(aws)) return isRecord(field(aws, 'ec2')) ? 'aws/ec2' : isRecord(field(aws, 'ecs')) ? 'aws/ecs' : 'aws'
+  if (isRecord(field(identity, 'gcp'))) return isRecord(dig(identity, 'gcp', 'gce')) ? 'gcp/gce' : 'gcp'
+  if (isRecord(field(identity, 'azure'))) return isRecord(dig(identity, 'azure', 'compute')) ? 'azure/compute' : 'azure'
+  if (isRecord(field(identity, 'jwt'))) return 'jwt'
   return sortedKeys(identity)[0] ?? ''
 }
 
@@ -347,27 +364,27 @@ export function identityString(identity: unknown): string {
 export function identityRows(identity: unknown): [string, string[]][] {
   const rows: [string, string | undefined][] = [['Kind', identityKind(identity) || undefined]]
   const aws = field(identity, 'aws')
-  if (isObject(aws)) {
+  if (isRecord(aws)) {
     rows.push(['Partition', text(field(aws, 'partition'))], ['Account', text(field(aws, 'account'))], ['Region', text(field(aws, 'region'))], ['Zone', text(field(aws, 'zone'))])
     const ec2 = field(aws, 'ec2')
     const ecs = field(aws, 'ecs')
-    if (isObject(ec2)) rows.push(['Instance ID', text(field(ec2, 'instanceId'))], ['IAM Role', text(dig(ec2, 'iamRole', 'name'))])
-    if (isObject(ecs)) rows.push(['Cluster', text(field(ecs, 'cluster'))], ['Task ID', text(field(ecs, 'taskId'))], ['IAM Role', text(dig(ecs, 'iamRole', 'name'))])
+    if (isRecord(ec2)) rows.push(['Instance ID', text(field(ec2, 'instanceId'))], ['IAM Role', text(dig(ec2, 'iamRole', 'name'))])
+    if (isRecord(ecs)) rows.push(['Cluster', text(field(ecs, 'cluster'))], ['Task ID', text(field(ecs, 'taskId'))], ['IAM Role', text(dig(ecs, 'iamRole', 'name'))])
   }
   const gcp = field(identity, 'gcp')
-  if (isObject(gcp)) {
+  if (isRecord(gcp)) {
     rows.push(['Project Number', text(field(gcp, 'projectNumber'))], ['Project ID', text(field(gcp, 'projectId'))], ['Region', text(field(gcp, 'region'))], ['Zone', text(field(gcp, 'zone'))], ['Instance ID', text(dig(gcp, 'gce', 'instanceId'))])
   }
   const azure = field(identity, 'azure')
-  if (isObject(azure)) {
+  if (isRecord(azure)) {
     rows.push(['Subscription', text(field(azure, 'subscription'))], ['Resource Group', text(field(azure, 'resourceGroup'))], ['Instance ID', text(dig(azure, 'compute', 'instanceId'))])
   }
   const jwt = field(identity, 'jwt')
   const out: [string, string[]][] = rows.filter((r): r is [string, string] => r[1] !== undefined).map(([k, v]) => [k, [v]])
-  if (isObject(jwt)) {
+  if (isRecord(jwt)) {
     for (const [k, v] of [['Issuer', text(field(jwt, 'issuer'))], ['Subject', text(field(jwt, 'subject'))]] as const) if (v !== undefined) out.push([k, [v]])
     const attrs = field(jwt, 'attributes')
-    if (isObject(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
+    if (isRecord(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
   }
   return out
 }
@@ -382,7 +399,7 @@ function canonical(v: unknown): unknown {
     const items = v.map(canonical).filter((x) => x !== undefined)
     return items.length > 0 ? items : undefined
   }
-  if (isObject(v)) {
+  if (isRecord(v)) {
     const entries = sortedKeys(v)
       .map((k) => [k, canonical(v[k])] as const)
       .filter(([, x]) => x !== undefined)
@@ -404,7 +421,7 @@ const renderSame = (a: unknown, b: unknown): boolean => isDeepStrictEqual(canoni
 /** The WorkloadGroup spec the WAR was made from, when the WAR records it. */
 export function warSnapshot(war: WarObject | unknown): WorkloadGroupSpec | undefined {
   const snap = dig(war, 'status', 'workloadGroupSnapshot')
-  return isObject(snap) ? (snap as WorkloadGroupSpec) : undefined
+  return isRecord(snap) ? (snap as WorkloadGroupSpec) : undefined
 }
 
 /**
@@ -413,7 +430,7 @@ export function warSnapshot(war: WarObject | unknown): WorkloadGroupSpec | undef
  */
 export function staleDifference(war: WarObject | unknown, group: WorkloadGroup | unknown): string {
   const snap = warSnapshot(war)
-  if (snap === undefined || !isObject(group)) return ''
+  if (snap === undefined || !isRecord(group)) return ''
   const current = field(group, 'spec')
   if (renderSame(snap, current)) return ''
   const w = meta(war)
@@ -449,7 +466,7 @@ function expectedFromGroup(group: unknown): {labels: Record<string, string>; ann
  * annotations); '' when the entry is up to date. Labels the workload added itself are ignored.
  */
 export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group: WorkloadGroup | unknown): string {
-  if (!isObject(we) || !isObject(group)) return ''
+  if (!isRecord(we) || !isRecord(group)) return ''
   const want = expectedFromGroup(group)
   const spec = field(we, 'spec')
   const m = meta(we)
@@ -466,6 +483,24 @@ export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group
 }
 
 // ---- rows -----------------------------------------------------------------------------------
+
+/** The HBONE tunnel label of a WorkloadEntry ('' when it has none), from its labels or its spec's. */
+export function tunnelOf(we: unknown, labels: Record<string, string> = labelsOf(we)): string {
+  // Read directly, not through stringMap: this runs for every row of `war list -o wide`.
+  const specLabels = dig(we, 'spec', 'labels')
+  return labels[TUNNEL_LABEL] ?? (isRecord(specLabels) ? text(specLabels[TUNNEL_LABEL]) : undefined) ?? ''
+}
+
+/** The WaypointBound condition of a WorkloadEntry, if it has one. */
+export function waypointBoundOf(we: unknown): Condition | undefined {
+  return conditionsOf(we).find((c) => c.type === WAYPOINT_BOUND_CONDITIONS[0] || c.type === WAYPOINT_BOUND_CONDITIONS[1])
+}
+
+/** Tunnel and WaypointBound of an entry, as a row shows them. */
+function ambientFields(we: unknown, labels?: Record<string, string>): Pick<Registration, 'tunnel' | 'waypointBound'> {
+  const wb = waypointBoundOf(we)
+  return {tunnel: tunnelOf(we, labels), waypointBound: wb ? conditionStatus(wb) : ''}
+}
 
 /** True for WorkloadEntries istiod auto-registered (they name their group in an annotation). */
 export function isAutoRegisteredWorkloadEntry(obj: unknown): boolean {
@@ -503,6 +538,7 @@ export function registrationFromWar(obj: WarObject | unknown, group?: WorkloadGr
   if (sidecarVersion !== undefined) out.sidecarVersion = sidecarVersion
   const since = text(connected?.lastTransitionTime)
   if (agentConnected === 'False' && since !== undefined) out.disconnectedAt = since
+  if (workloadEntry !== undefined) Object.assign(out, ambientFields(workloadEntry))
   return out
 }
 
@@ -558,6 +594,9 @@ export function registrationFromWorkloadEntry(obj: WorkloadEntryObject | unknown
   const controller = m.annotations[WE_ANNOTATIONS.workloadController]
   if (controller && agentConnected !== 'False') out.connectedTo = controller
   if (agentConnected === 'False' && disconnectedAt) out.disconnectedAt = disconnectedAt
+  const ambient = ambientFields(obj, m.labels)
+  out.tunnel = ambient.tunnel
+  out.waypointBound = ambient.waypointBound
   return out
 }
 
@@ -574,7 +613,9 @@ const orNone = (v: string | undefined): string => (v === undefined || v === '' ?
 
 /**
  * Columns for `renderTable`: `[NAMESPACE] NAME AGENT CONNECTED AGE`, as `kubectl get war` prints
- * them; `wide` adds GROUP IDENTITY ADDRESSES AGENT SIDECAR CONNECTED-TO STALE SOURCE. `color`
+ * them; `wide` adds GROUP IDENTITY ADDRESSES AGENT SIDECAR CONNECTED-TO STALE TUNNEL WAYPOINT SOURCE
+ * (TUNNEL: the entry's networking.istio.io/tunnel label; WAYPOINT: its WaypointBound condition; `-`
+ * when the entry is not read, as for WARs in a list). `color`
  * (e.g. `(s) => statusColor(chalk, s)`) colours the AGENT CONNECTED cell.
  */
 export function warColumns(wide: false, allNamespaces: boolean, now?: Date, color?: (text: string) => string): Column<RegistrationSummary>[]
@@ -606,6 +647,8 @@ export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = ne
       {header: 'SIDECAR', value: (r) => orNone(r.sidecarVersion)},
       {header: 'CONNECTED-TO', value: (r) => orNone(r.connectedTo)},
       {header: 'STALE', value: (r) => String(r.stale)},
+      {header: 'TUNNEL', value: (r) => (r.tunnel === undefined ? '-' : orNone(r.tunnel))},
+      {header: 'WAYPOINT', value: (r) => (r.waypointBound === undefined ? '-' : orNone(r.waypointBound))},
       {header: 'SOURCE', value: (r) => r.source},
     ] satisfies Column<Registration>[]),
   ]

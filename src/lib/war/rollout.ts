@@ -18,30 +18,33 @@
  *
  * Resuming. A registration that was deleted and whose agent has not re-registered it is invisible
  * in the cluster, so the plan alone cannot resume a rollout that stopped (Ctrl-C, crash, time-out)
- * while one was in flight. The rollout therefore remembers what it deleted: before each delete it
- * adds the name to the annotation `rollout.meshvm.io/awaiting` on the WorkloadGroup (a sorted JSON
- * list of names, written with a JSON merge patch; the annotation is removed when the list empties),
- * and it takes the name out again only when the verdict is `re-onboarded`. Every run (`--dry-run`
- * too, which only reads) starts from that list:
+ * while one was in flight. The rollout therefore remembers what it deleted, in the annotation
+ * `rollout.meshvm.io/awaiting` of its Lease (`coordination.k8s.io/v1`, `meshvm-rollout-GROUP` in the
+ * group's namespace; a sorted JSON list of names, removed when the list empties): before each delete
+ * it adds the name, and it takes the name out again only when the verdict is `re-onboarded`. Every
+ * run (`--dry-run` too, which only reads) starts from that list:
  * - an awaited name that is absent, or present from the current spec but not yet ready (agent not
  *   connected, or not healthy when the group has a probe), is awaited first, without a delete, and
  *   takes one of the `maxUnavailable` slots;
  * - one that is present and ready is dropped from the list and counted up to date;
  * - one that is present and still stale goes through the plan like any stale registration.
- * The list is written before a delete, so a missing permission to patch workloadgroups fails
- * before anything is deleted. A name whose VM is gone for good stays awaited (every re-run times
- * out on it) until someone removes it from the annotation.
+ * The same Lease is the lock that keeps two runs from together exceeding `maxUnavailable`
+ * (holderIdentity, leaseDurationSeconds, renewTime, as client-go's leader election). It is taken
+ * before anything is deleted, so a missing permission on leases fails before any delete. A name
+ * whose VM is gone for good stays awaited (every re-run times out on it) until someone removes it
+ * from the annotation. The user's WorkloadGroup is only read.
  *
  * Failures and exit codes: a workload that does not come back connected within `timeoutMs` → 9
  * (TIMEOUT); one that comes back but stays unhealthy or comes back from an old snapshot → 8
  * (CHECK_FAILED); an API error → that error's code; Ctrl-C → 130.
  */
 import {spawn} from 'node:child_process'
+import {createHash} from 'node:crypto'
 import {hostname, userInfo} from 'node:os'
 import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
 import {humanDuration} from '../output/age.js'
 import {terminalSafe} from '../output/terminal.js'
-import {PATCH, type KubeClient} from '../kube/client.js'
+import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {conditionOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
@@ -55,7 +58,18 @@ import {
   warApiServed,
   withPermission,
 } from './fetch.js'
-import {registrationFromWar, registrationFromWorkloadEntry, staleDifference, warSnapshot, workloadEntryDifference, type ConnectedStatus, type WorkloadGroup} from './model.js'
+import {HBONE_METADATA, missingTunnelLabels, readHboneEvidence, TUNNEL_LABEL_SINCE} from './hbone.js'
+import {
+  registrationFromWar,
+  registrationFromWorkloadEntry,
+  staleDifference,
+  TUNNEL_LABEL,
+  warSnapshot,
+  workloadEntryDifference,
+  type ConnectedStatus,
+  type WorkloadEntryObject,
+  type WorkloadGroup,
+} from './model.js'
 
 export interface RolloutOptions {
   namespace: string
@@ -75,6 +89,15 @@ export interface RolloutOptions {
    * MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE). Without it, stale entries are listed and the run fails.
    */
   restartCommand?: string
+  /**
+   * Which registrations to re-onboard: `stale` (default) those made from an older group spec;
+   * `missing-tunnel-label` the auto-registered WorkloadEntries of HBONE-capable proxies that lack
+   * the HBONE tunnel label (Istio 1.31 adds it when it re-registers them; war/hbone.ts), which must
+   * come back carrying it.
+   */
+  select?: 'stale' | 'missing-tunnel-label'
+  /** Where the istiods and their mesh configs are (for `missing-tunnel-label`). */
+  istioNamespace?: string
   /** Who holds the group's rollout lease (default: user@host pid N). */
   holder?: string
   /** How long the lease lasts without renewal (default 60s). */
@@ -84,7 +107,7 @@ export interface RolloutOptions {
   warn: (line: string) => void
 }
 
-export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'failed' | 'interrupted' | 'not started' | 'skipped' | 'needs restart'
+export type ItemResult = 'planned' | 're-onboarded' | 'timed out' | 'unhealthy' | 'stale' | 'no tunnel label' | 'failed' | 'interrupted' | 'not started' | 'skipped' | 'needs restart'
 
 /**
  * Where to look on a VM that did not come back: a WorkloadAutoRegistration is re-registered by the
@@ -123,6 +146,8 @@ export interface RolloutReport {
   namespace: string
   group: string
   generation?: number
+  /** What was selected for re-onboarding: stale registrations, or entries missing the HBONE tunnel label. */
+  selection: 'stale' | 'missing-tunnel-label'
   /** Registrations of the group. */
   registrations: number
   upToDate: number
@@ -136,6 +161,8 @@ export interface RolloutReport {
 }
 
 interface Candidate {
+  /** Not to be deleted: re-registering would not help (why, for the report). */
+  skip?: string
   name: string
   kind: 'war' | 'workloadentry'
   address?: string
@@ -149,12 +176,28 @@ export function elapsedText(ms: number): string {
   return ms < 60_000 ? `${(Math.round(ms / 100) / 10).toFixed(1)}s` : humanDuration(ms)
 }
 
-/** On the WorkloadGroup: the registrations a rollout deleted that are not back yet (a sorted JSON list of names). */
+/**
+ * The rollout's lock and progress live in a `coordination.k8s.io/v1` Lease in the group's namespace
+ * (as client-go's leader election keeps its lock), so the user's WorkloadGroup is never written:
+ * GitOps tools see no drift, and the permission needed is create/get/update on leases.
+ */
+export const LEASE_PREFIX = 'meshvm-rollout-'
+/** On the Lease: the registrations a rollout deleted that are not back yet (a sorted JSON list of names). */
 export const AWAITING_ANNOTATION = 'rollout.meshvm.io/awaiting'
-/** On the WorkloadGroup: which run may delete registrations of the group now (JSON, see RolloutLease). */
-export const LEASE_ANNOTATION = 'rollout.meshvm.io/lease'
+/** On the Lease: the WorkloadGroup it coordinates (the name may be shortened, see leaseName). */
+export const GROUP_ANNOTATION = 'rollout.meshvm.io/workloadgroup'
 /** Awaited WorkloadEntries are listed as `workloadentry/NAME` (WAR names stay bare, as before). */
 const WE_PREFIX = 'workloadentry/'
+
+/** The Lease of a group's rollouts: `meshvm-rollout-GROUP`, or a digest of GROUP when that would be too long for a name. */
+export function leaseName(group: string): string {
+  const name = LEASE_PREFIX + group
+  return name.length <= 253 ? name : `${LEASE_PREFIX}${createHash('sha256').update(group).digest('hex').slice(0, 40)}`
+}
+
+export interface LeaseObject extends KubeObject {
+  spec?: {holderIdentity?: string; leaseDurationSeconds?: number; acquireTime?: string; renewTime?: string; leaseTransitions?: number}
+}
 
 export interface RolloutLease {
   holder: string
@@ -163,20 +206,16 @@ export interface RolloutLease {
   leaseDurationSeconds: number
 }
 
-export function parseLease(raw: string | undefined): RolloutLease | undefined {
-  if (!raw) return undefined
-  try {
-    const l = JSON.parse(raw) as Partial<RolloutLease>
-    if (typeof l.holder === 'string' && typeof l.renewTime === 'string' && typeof l.leaseDurationSeconds === 'number') return l as RolloutLease
-  } catch {
-    /* not a lease: treated as none */
-  }
-  return undefined
+/** The holder and times of a Lease; undefined when nobody holds it. */
+export function leaseHolder(lease: unknown): RolloutLease | undefined {
+  const spec = (lease as LeaseObject | undefined)?.spec
+  if (!spec || typeof spec.holderIdentity !== 'string' || spec.holderIdentity === '' || typeof spec.renewTime !== 'string' || typeof spec.leaseDurationSeconds !== 'number') return undefined
+  return {holder: spec.holderIdentity, acquireTime: spec.acquireTime ?? spec.renewTime, renewTime: spec.renewTime, leaseDurationSeconds: spec.leaseDurationSeconds}
 }
 
-/** A lease someone else holds that has not expired at `now`. */
-export function liveLeaseOfOther(raw: string | undefined, holder: string, now: number): RolloutLease | undefined {
-  const l = parseLease(raw)
+/** A lease someone else holds that has not expired at `now` (client-go: renewTime + leaseDurationSeconds). */
+export function liveLeaseOfOther(lease: unknown, holder: string, now: number): RolloutLease | undefined {
+  const l = leaseHolder(lease)
   if (!l || l.holder === holder) return undefined
   const renewed = Date.parse(l.renewTime)
   return Number.isNaN(renewed) || renewed + l.leaseDurationSeconds * 1000 <= now ? undefined : l
@@ -189,22 +228,32 @@ export function leaseConflict(namespace: string, group: string, l: RolloutLease)
     code: 'RolloutInProgress',
     hints: [
       'wait for it to finish: two rollouts of one group would together take down more than --max-unavailable workloads',
-      `if that run was killed, its lease expires at ${expires}; a new run takes over after that (or remove annotation ${LEASE_ANNOTATION} from the group)`,
+      `if that run was killed, its lease expires at ${expires}; a new run takes over after that (or release it: kubectl patch lease ${leaseName(group)} -n ${namespace} --type merge -p '{"spec":{"holderIdentity":null}}')`,
     ],
   })
 }
 
+/** Kubernetes' MicroTime: RFC 3339 with microseconds. */
+const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z')
+
+/** The Lease of a group's rollouts, if there is one. */
+export async function getRolloutLease(client: KubeClient, namespace: string, group: string): Promise<LeaseObject | undefined> {
+  return withPermission('get', Resources.leases, namespace, () => client.getOptional<LeaseObject>(resourcePath(Resources.leases, {namespace, name: leaseName(group)})))
+}
+
 /**
- * The group's rollout record: the awaiting list, as the cluster holds it and as this run changes it,
- * and this run's lease. Every write is a JSON merge patch carrying the group's resourceVersion
- * (optimistic concurrency), and carries the lease: the first write takes it. A conflict re-reads
- * the group; if another run holds a live lease by then, this run stops (leaseConflict); otherwise
- * the write is retried on the new version. Writes are serialised.
+ * The group's rollout record: the awaiting list, as the Lease holds it and as this run changes it,
+ * and this run's hold on the Lease. Taking the lease is client-go's tryAcquireOrRenew: create the
+ * Lease when there is none, else update it with its resourceVersion (optimistic concurrency) when
+ * nobody else holds it or their hold expired. A conflict re-reads the Lease; if another run holds a
+ * live lease by then, this run stops (leaseConflict); otherwise the write is retried on the new
+ * version. Every later write (list changes, renewals, the release) is an update of the held Lease.
+ * Writes are serialised.
  */
 class RolloutRecord {
   readonly names = new Set<string>()
   private written: string
-  private resourceVersion: string | undefined
+  private lease: LeaseObject | undefined
   private acquired?: string
   private lastWrite = 0
   private chain: Promise<void> = Promise.resolve()
@@ -213,15 +262,22 @@ class RolloutRecord {
     private readonly client: KubeClient,
     private readonly namespace: string,
     private readonly group: string,
-    groupObj: KubeObject,
+    lease: LeaseObject | undefined,
     private readonly holder: string,
     private readonly leaseMs: number,
     warn: (line: string) => void,
   ) {
-    const raw = groupObj.metadata?.annotations?.[AWAITING_ANNOTATION]
-    this.resourceVersion = groupObj.metadata?.resourceVersion
+    this.lease = lease
+    const raw = lease?.metadata?.annotations?.[AWAITING_ANNOTATION]
     this.written = raw ?? ''
-    if (raw === undefined || raw === '') return
+    this.warn = warn
+    if (raw !== undefined && raw !== '') this.adopt(raw, `annotation ${AWAITING_ANNOTATION} on lease ${namespace}/${leaseName(group)}`)
+  }
+
+  private readonly warn: (line: string) => void
+
+  /** Adds the names of a recorded list (a JSON list of names); a malformed one is ignored with a warning. */
+  adopt(raw: string, where: string): void {
     let parsed: unknown
     try {
       parsed = JSON.parse(raw)
@@ -231,7 +287,7 @@ class RolloutRecord {
     if (Array.isArray(parsed) && parsed.every((x) => typeof x === 'string' && x !== '')) {
       for (const name of parsed as string[]) this.names.add(name)
     } else {
-      warn(`ignoring annotation ${AWAITING_ANNOTATION} on workloadgroup ${namespace}/${group}: expected a JSON list of registration names, got ${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}`)
+      this.warn(`ignoring ${where}: expected a JSON list of registration names, got ${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}`)
     }
   }
 
@@ -243,55 +299,103 @@ class RolloutRecord {
     return this.acquired !== undefined
   }
 
+  /** Whether the list differs from what the Lease holds. */
+  get changed(): boolean {
+    return (this.value() ?? '') !== this.written
+  }
+
+  private value(): string | null {
+    return this.names.size > 0 ? JSON.stringify(this.sorted()) : null
+  }
+
+  /** Takes the lease (writing the list); refused with leaseConflict while another run holds it. */
+  acquire(): Promise<void> {
+    return this.write(false)
+  }
+
   /** Writes the list (when it changed), taking or renewing the lease. */
   save(): Promise<void> {
-    const value = this.names.size > 0 ? JSON.stringify(this.sorted()) : null
-    if ((value ?? '') === this.written) return this.chain
-    return this.write(value, false)
+    if (this.held && !this.changed) return this.chain
+    return this.write(false)
   }
 
   /** Renews the lease when a third of it has passed. */
   renew(): Promise<void> {
     if (!this.held || Date.now() - this.lastWrite < this.leaseMs / 3) return this.chain
-    return this.write(this.names.size > 0 ? JSON.stringify(this.sorted()) : null, false)
+    return this.write(false)
   }
 
-  /** Gives the lease back (best effort) and writes the final list. */
+  /** Gives the lease back (best effort) and writes the final list, as client-go's ReleaseOnCancel clears the holder. */
   release(): Promise<void> {
     if (!this.held) return this.chain
-    return this.write(this.names.size > 0 ? JSON.stringify(this.sorted()) : null, true).catch(() => undefined)
+    return this.write(true).catch(() => undefined)
   }
 
-  private write(value: string | null, releasing: boolean): Promise<void> {
+  private desired(now: Date, releasing: boolean): LeaseObject {
+    const at = microTime(now)
+    const current = this.lease
+    const annotations: Record<string, string> = {...(current?.metadata?.annotations ?? {}), [GROUP_ANNOTATION]: this.group}
+    const value = this.value()
+    if (value === null) delete annotations[AWAITING_ANNOTATION]
+    else annotations[AWAITING_ANNOTATION] = value
+    const previous = current?.spec?.holderIdentity
+    const transitions = current?.spec?.leaseTransitions ?? 0
+    const spec: NonNullable<LeaseObject['spec']> = releasing
+      ? // client-go's release: no holder, a one-second duration, times of the release.
+        {...current?.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: at, renewTime: at, leaseTransitions: transitions}
+      : {
+          holderIdentity: this.holder,
+          leaseDurationSeconds: Math.ceil(this.leaseMs / 1000),
+          acquireTime: this.acquired ?? at,
+          renewTime: at,
+          leaseTransitions: previous && previous !== this.holder ? transitions + 1 : transitions,
+        }
+    if (spec.holderIdentity === undefined) delete spec.holderIdentity
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        ...(current?.metadata ?? {}),
+        name: leaseName(this.group),
+        namespace: this.namespace,
+        labels: {...(current?.metadata?.labels ?? {}), 'app.kubernetes.io/managed-by': 'meshvm'},
+        annotations,
+      },
+      spec,
+    }
+  }
+
+  private write(releasing: boolean): Promise<void> {
     const run = async (): Promise<void> => {
       for (let attempt = 0; ; attempt++) {
-        const now = new Date().toISOString()
-        this.acquired ??= now
-        const lease: RolloutLease = {holder: this.holder, acquireTime: this.acquired, renewTime: now, leaseDurationSeconds: Math.ceil(this.leaseMs / 1000)}
+        const now = new Date()
+        if (!this.held && !releasing) {
+          const other = liveLeaseOfOther(this.lease, this.holder, now.getTime())
+          if (other) throw leaseConflict(this.namespace, this.group, other)
+        }
+        const body = this.desired(now, releasing)
+        const name = leaseName(this.group)
+        const creating = this.lease?.metadata?.resourceVersion === undefined
         try {
-          const res = await withPermission('patch', Resources.workloadGroups, this.namespace, () =>
-            this.client.request<KubeObject>({
-              method: 'PATCH',
-              path: resourcePath(Resources.workloadGroups, {namespace: this.namespace, name: this.group}),
-              contentType: PATCH.merge,
-              body: {metadata: {resourceVersion: this.resourceVersion, annotations: {[AWAITING_ANNOTATION]: value, [LEASE_ANNOTATION]: releasing ? null : JSON.stringify(lease)}}},
-            }),
+          const res = await withPermission(creating ? 'create' : 'update', Resources.leases, this.namespace, () =>
+            this.client.request<LeaseObject>(
+              creating
+                ? {method: 'POST', path: resourcePath(Resources.leases, {namespace: this.namespace}), body}
+                : {method: 'PUT', path: resourcePath(Resources.leases, {namespace: this.namespace, name}), body},
+            ),
           )
-          this.resourceVersion = res?.metadata?.resourceVersion ?? this.resourceVersion
-          this.written = value ?? ''
+          this.lease = res ?? body
+          this.written = body.metadata?.annotations?.[AWAITING_ANNOTATION] ?? ''
           this.lastWrite = Date.now()
-          if (releasing) this.acquired = undefined
+          this.acquired = releasing ? undefined : (this.acquired ?? body.spec?.acquireTime)
           return
         } catch (err) {
-          if (!(err instanceof KubeApiError && err.status === 409) || attempt >= 5) {
-            if (!this.lastWrite) this.acquired = undefined
-            throw err
-          }
-          const fresh = await getGroup(this.client, this.namespace, this.group)
-          this.resourceVersion = fresh.metadata?.resourceVersion
-          const other = liveLeaseOfOther(fresh.metadata?.annotations?.[LEASE_ANNOTATION], this.holder, Date.now())
+          if (!(err instanceof KubeApiError && err.status === 409) || attempt >= 5) throw err
+          // Someone else wrote the Lease (or created it first): read it again and decide anew.
+          this.lease = await getRolloutLease(this.client, this.namespace, this.group)
+          const other = liveLeaseOfOther(this.lease, this.holder, Date.now())
           if (other) {
-            if (!this.lastWrite) this.acquired = undefined
+            this.acquired = undefined
             throw leaseConflict(this.namespace, this.group, other)
           }
         }
@@ -324,8 +428,39 @@ async function getGroup(client: KubeClient, namespace: string, name: string): Pr
 
 const ownedByGroup = (obj: unknown, group: string): boolean => ownerOfKind(obj, 'WorkloadGroup')?.name === group
 
+/**
+ * --missing-tunnel-label: the group's auto-registered WorkloadEntries, and those of HBONE-capable
+ * proxies that lack the tunnel label. An entry whose istiod is older than 1.31 would come back
+ * without the label: it is skipped, with the label command instead.
+ */
+async function planTunnel(client: KubeClient, o: RolloutOptions, awaited: Set<string>): Promise<{total: number; stale: Candidate[]; present: Set<string>}> {
+  const namespace = o.namespace
+  const evidence = await readHboneEvidence(client, o.istioNamespace ?? 'istio-system')
+  const mine: WorkloadEntryObject[] = []
+  await withPermission('list', Resources.workloadEntries, namespace, async () => {
+    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}), {}, o.chunkSize)) {
+      for (const we of page.items) {
+        if (ownerOfKind(we, Resources.workloadAutoRegistrations.kind) || !isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
+        mine.push(we as WorkloadEntryObject)
+      }
+    }
+  })
+  const present = new Set(mine.map((we) => WE_PREFIX + (we.metadata?.name ?? '')).filter((k) => awaited.has(k)))
+  const stale: Candidate[] = missingTunnelLabels(mine, evidence).map((m) => {
+    const reg = registrationFromWorkloadEntry(m.we)
+    const c: Candidate = {name: m.name, kind: 'workloadentry', address: reg.addresses[0], uid: m.we.metadata?.uid, resourceVersion: m.we.metadata?.resourceVersion, agentConnected: reg.agentConnected}
+    if (m.labelsOnRegistration === false) {
+      c.skip = `istiod ${m.istiod} (${evidence.istiods.get(m.istiod!)?.version}) is older than ${TUNNEL_LABEL_SINCE} and would re-register it without the label; label it instead: kubectl label workloadentry ${m.name} -n ${namespace} ${TUNNEL_LABEL}=http`
+    }
+    return c
+  })
+  stale.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return {total: mine.length, stale, present}
+}
+
 /** The group's registrations and which of them are stale, from the cluster as it is now. */
 async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions, awaited: Set<string>, warServed: boolean): Promise<{total: number; stale: Candidate[]; present: Set<string>}> {
+  if (o.select === 'missing-tunnel-label') return planTunnel(client, o, awaited)
   const namespace = o.namespace
   let total = 0
   const stale: Candidate[] = []
@@ -382,7 +517,7 @@ const recordKey = (c: {name: string; kind: 'war' | 'workloadentry'}): string => 
 const fromRecordKey = (key: string): {name: string; kind: 'war' | 'workloadentry'} =>
   key.startsWith(WE_PREFIX) ? {name: key.slice(WE_PREFIX.length), kind: 'workloadentry'} : {name: key, kind: 'war'}
 
-type Phase = 'gone' | 'deleting' | 'disconnected' | 'stale' | 'unhealthy' | 'ready'
+type Phase = 'gone' | 'deleting' | 'disconnected' | 'stale' | 'no-tunnel' | 'unhealthy' | 'ready'
 
 interface Check {
   phase: Phase
@@ -399,9 +534,9 @@ function healthy(we: KubeObject | undefined): {ok: boolean; detail: string} {
 }
 
 /** Where one re-onboarding stands now. */
-async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
   const name = c.name
-  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group)
+  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group, needTunnel)
   const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
   if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
   if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
@@ -423,14 +558,17 @@ async function check(client: KubeClient, namespace: string, c: {name: string; ki
 }
 
 /** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
-async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup): Promise<Check> {
+async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup, needTunnel: boolean): Promise<Check> {
   const we = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
   if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
   if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
   const reg = registrationFromWorkloadEntry(we, group)
   if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its sidecar is not connected'}
   if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
-  const to = reg.connectedTo ? `connected to ${reg.connectedTo}` : 'connected'
+  if (needTunnel && !reg.tunnel) {
+    return {phase: 'no-tunnel', detail: `re-registered without the ${TUNNEL_LABEL} label: is its istiod ${TUNNEL_LABEL_SINCE} or later, and does the proxy advertise ${HBONE_METADATA}=true?`}
+  }
+  const to = reg.connectedTo ? `connected to ${reg.connectedTo}${needTunnel ? `, ${TUNNEL_LABEL}=${reg.tunnel}` : ''}` : 'connected'
   if ((group.spec as {probe?: unknown} | undefined)?.probe) {
     const h = healthy(we)
     if (!h.ok) return {phase: 'unhealthy', detail: `${to}, but ${h.detail}`}
@@ -463,8 +601,12 @@ function runRestart(command: string, env: Record<string, string>, signal?: Abort
 function verdict(phase: Phase): {result: ItemResult; exit: ExitCodeValue} {
   if (phase === 'unhealthy') return {result: 'unhealthy', exit: ExitCode.CHECK_FAILED}
   if (phase === 'stale') return {result: 'stale', exit: ExitCode.CHECK_FAILED}
+  if (phase === 'no-tunnel') return {result: 'no tunnel label', exit: ExitCode.CHECK_FAILED}
   return {result: 'timed out', exit: ExitCode.TIMEOUT}
 }
+
+/** `lease NS/NAME`, as messages name the rollout's Lease. */
+const leaseRef = (o: Pick<RolloutOptions, 'group' | 'namespace'>): string => `lease ${o.namespace}/${leaseName(o.group)}`
 
 export function rolloutCommandLine(o: Pick<RolloutOptions, 'group' | 'namespace'>): string {
   return `meshvm war rollout ${o.group} -n ${o.namespace}`
@@ -487,10 +629,29 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
   if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
   const holder = o.holder ?? defaultHolder()
   // Two runs on one group would together exceed --max-unavailable and overwrite each other's record.
-  const other = liveLeaseOfOther(group.metadata?.annotations?.[LEASE_ANNOTATION], holder, Date.now())
+  let lease: LeaseObject | undefined
+  try {
+    lease = await getRolloutLease(client, o.namespace, o.group)
+  } catch (err) {
+    // A dry run only reads: without permission to read leases it still shows the plan, saying what it cannot see.
+    if (!(o.dryRun && err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN)) throw err
+    o.warn(`${err.message}: registrations an earlier rollout deleted and that are not back yet are not shown`)
+  }
+  const other = liveLeaseOfOther(lease, holder, Date.now())
   if (other && !o.dryRun) throw leaseConflict(o.namespace, o.group, other)
   if (other) o.warn(leaseConflict(o.namespace, o.group, other).message)
-  const awaiting = new RolloutRecord(client, o.namespace, o.group, group, holder, o.leaseDurationMs ?? 60_000, o.warn)
+  const awaiting = new RolloutRecord(client, o.namespace, o.group, lease, holder, o.leaseDurationMs ?? 60_000, o.warn)
+  // meshvm before the Lease kept the list on the group: carried over into the Lease, so no deleted registration is forgotten.
+  const legacy = group.metadata?.annotations?.[AWAITING_ANNOTATION]
+  if (legacy) {
+    const before = awaiting.names.size
+    awaiting.adopt(legacy, `annotation ${AWAITING_ANNOTATION} on workloadgroup ${o.namespace}/${o.group}`)
+    if (awaiting.names.size > before) {
+      o.warn(
+        `workloadgroup ${o.namespace}/${o.group} carries annotation ${AWAITING_ANNOTATION} from an older meshvm: its registrations are awaited and kept in ${leaseRef(o)} from now on; remove it from the group: kubectl annotate workloadgroup ${o.group} -n ${o.namespace} ${AWAITING_ANNOTATION}- rollout.meshvm.io/lease-`,
+      )
+    }
+  }
   try {
     return await rolloutHeld(client, o, group, warServed, awaiting)
   } finally {
@@ -500,7 +661,12 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
 
 async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: WorkloadGroup & KubeObject, warServed: boolean, awaiting: RolloutRecord): Promise<RolloutReport> {
   let group = initialGroup
-  const {total, stale, present} = await plan(client, group, o, awaiting.names, warServed)
+  const tunnelMode = o.select === 'missing-tunnel-label'
+  /** What the selected registrations are, in messages. */
+  const are = (n: number): string => (tunnelMode ? `${n === 1 ? 'lacks' : 'lack'} the HBONE tunnel label` : `${n === 1 ? 'is' : 'are'} stale`)
+  const {total, stale: selected, present} = await plan(client, group, o, awaiting.names, warServed)
+  const cannot = selected.filter((c) => c.skip !== undefined)
+  const stale = selected.filter((c) => c.skip === undefined)
   const staleKeys = new Set(stale.map(recordKey))
   // Registrations an earlier run deleted: awaited first unless they are back and ready, or present and stale (then the plan has them).
   const waits: {c: Candidate; last: Check}[] = []
@@ -508,7 +674,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   for (const key of awaiting.sorted()) {
     if (staleKeys.has(key)) continue
     const ref = fromRecordKey(key)
-    const last = await check(client, o.namespace, ref, undefined, group)
+    const last = await check(client, o.namespace, ref, undefined, group, tunnelMode)
     if (last.phase === 'ready') back.push({name: ref.name, detail: last.detail})
     else waits.push({c: {...ref, agentConnected: last.phase === 'gone' ? 'Unknown' : last.phase === 'disconnected' ? 'False' : 'True'}, last})
   }
@@ -520,7 +686,8 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     group: o.group,
     ...(group.metadata?.generation !== undefined ? {generation: group.metadata.generation} : {}),
     registrations: total,
-    upToDate: total - stale.length - waitingPresent,
+    selection: o.select ?? 'stale',
+    upToDate: total - selected.length - waitingPresent,
     stale: stale.length,
     awaited: waits.length,
     maxUnavailable: o.maxUnavailable,
@@ -541,6 +708,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   for (const c of skipped) {
     report.items.push({...item(c), result: 'skipped', detail: 'agent not connected: it cannot re-onboard now; re-run the rollout once it reconnects'})
   }
+  for (const c of cannot) report.items.push({...item(c), result: 'skipped', detail: c.skip!})
   const where = `workloadgroup ${o.namespace}/${o.group}${report.generation !== undefined ? ` (generation ${report.generation})` : ''}`
   let restartOnly: RolloutReport['failure']
   const restartFailure = (): void => {
@@ -548,7 +716,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     report.status = 'failed'
     report.failure = restartOnly = {
       exit: ExitCode.CHECK_FAILED,
-      message: `${needsRestart.length} auto-registered ${entries(needsRestart.length)} of ${where} ${needsRestart.length === 1 ? 'is' : 'are'} stale and ${needsRestart.length === 1 ? 'was' : 'were'} not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself`,
+      message: `${needsRestart.length} auto-registered ${entries(needsRestart.length)} of ${where} ${are(needsRestart.length)} and ${needsRestart.length === 1 ? 'was' : 'were'} not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself`,
       hints: [
         ...needsRestart.slice(0, 10).map((c) => `${c.name} (${c.address ?? 'no address'}): kubectl delete workloadentry ${c.name} -n ${o.namespace}, then on that VM: sudo systemctl restart istio`),
         ...(needsRestart.length > 10 ? [`… and ${needsRestart.length - 10} more (see the table)`] : []),
@@ -573,26 +741,31 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     if (report.failure) report.status = 'planned'
     return report
   }
-  // Forget what is back (or visible again) before anything else; a missing patch permission fails here, before any delete.
-  try {
-    await awaiting.save()
-  } catch (err) {
-    const e = asMeshvmError(err)
-    report.status = 'failed'
-    report.failure = {exit: e.exit, message: `rollout of ${where} stopped before deleting anything: could not update annotation ${AWAITING_ANNOTATION} on the group: ${e.message}`, hints: [...e.hints]}
-    return report
+  // The lease is taken before anything else (forgetting what is back), so a missing permission on
+  // leases, or another run, stops this one before any delete.
+  if (todo.length + waits.length > 0 || awaiting.changed) {
+    try {
+      await awaiting.acquire()
+    } catch (err) {
+      const e = asMeshvmError(err)
+      if (e.code === 'RolloutInProgress') throw e
+      report.status = 'failed'
+      report.failure = {exit: e.exit, message: `rollout of ${where} stopped before deleting anything: could not take its lease (${leaseRef(o)}): ${e.message}`, hints: [...e.hints]}
+      return report
+    }
   }
   for (const b of back) o.progress(`${b.name}, deleted by an earlier rollout, is back: ${b.detail}`)
-  if (stale.length === 0 && waits.length === 0) {
+  if (selected.length === 0 && waits.length === 0) {
     o.progress(`${where}: all ${total} registration(s) are up to date, nothing to roll out`)
     return report
   }
   const n = waits.length + todo.length
   if (n > 0) {
     const earlier = waits.length > 0 ? `${waits.length} deleted by an earlier rollout ${waits.length === 1 ? 'is' : 'are'} not back yet; ` : ''
-    o.progress(`Rolling out ${where}: ${stale.length} of ${total} registration(s) are stale; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`)
+    o.progress(`Rolling out ${where}: ${selected.length} of ${total} registration(s) ${are(2)}; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`)
   }
   for (const c of skipped) o.warn(`skipping ${c.name}: its agent is not connected, so it cannot re-onboard now (re-run the rollout once it reconnects)`)
+  for (const c of cannot) o.warn(`skipping ${c.name}: ${c.skip}`)
   if (n === 0) {
     restartFailure()
     return report
@@ -624,8 +797,8 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         const e = asMeshvmError(err)
         awaiting.names.delete(recordKey(c))
         item.result = 'failed'
-        item.detail = `not deleted: could not record it in annotation ${AWAITING_ANNOTATION}: ${e.message}`
-        report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped before deleting ${c.name}: could not record it in annotation ${AWAITING_ANNOTATION} on the group: ${e.message}`, hints: [...e.hints]}
+        item.detail = `not deleted: could not record it in its lease: ${e.message}`
+        report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped before deleting ${c.name}: could not record it in its lease (${leaseRef(o)}): ${e.message}`, hints: [...e.hints]}
         break
       }
       try {
@@ -658,7 +831,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
       await awaiting.renew()
     } catch (err) {
       const e = asMeshvmError(err)
-      report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not renew its lease on the group: ${e.message}`, hints: [...e.hints]}
+      report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not renew its lease (${leaseRef(o)}): ${e.message}`, hints: [...e.hints]}
       for (const f of inflight.splice(0)) {
         f.item.result = 'failed'
         f.item.detail = `deleted; not verified: ${e.message}`
@@ -688,7 +861,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         continue
       }
       try {
-        f.last = await check(client, o.namespace, f.c, f.c.uid, group)
+        f.last = await check(client, o.namespace, f.c, f.c.uid, group, tunnelMode)
       } catch (err) {
         const e = asMeshvmError(err)
         f.item.result = 'failed'
@@ -709,7 +882,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         } catch (err) {
           // It is back; only the bookkeeping failed (the next run finds it ready and drops it).
           const e = asMeshvmError(err)
-          report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not update annotation ${AWAITING_ANNOTATION} on the group after ${f.c.name} re-onboarded: ${e.message}`, hints: [...e.hints]}
+          report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not update its lease (${leaseRef(o)}) after ${f.c.name} re-onboarded: ${e.message}`, hints: [...e.hints]}
         }
       } else if (elapsed >= o.timeoutMs) {
         const v = verdict(f.last.phase)
@@ -743,7 +916,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     const pending = awaiting.sorted()
     if (pending.length > 0) {
       report.failure.hints.push(
-        `the re-run first waits for the ${pending.length} deleted registration(s) not back yet, listed in annotation ${AWAITING_ANNOTATION} on the group; if a VM is gone for good, remove its name there (kubectl edit workloadgroup ${o.group} -n ${o.namespace})`,
+        `the re-run first waits for the ${pending.length} deleted registration(s) not back yet, listed in annotation ${AWAITING_ANNOTATION} of its lease; if a VM is gone for good, remove its name there (kubectl edit lease ${leaseName(o.group)} -n ${o.namespace})`,
       )
     }
     if (report.failure.exit === ExitCode.TIMEOUT) report.failure.hints.push(timeoutHint(report.items))
