@@ -10,6 +10,7 @@ import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
 import {isRecord} from '../util/records.js'
 import type {VmProbe} from './probe.js'
+import {eastWestGatewayKind, eastWestGatewayVerdict, type GatewayServiceLike} from '../precheck/gateway.js'
 
 export type DoctorStatus = 'pass' | 'warn' | 'fail' | 'skip'
 
@@ -38,8 +39,6 @@ export interface BundleCheck {
   detail: string
   fix?: string
 }
-
-export type GatewayKind = 'classic' | 'ambient' | 'unknown'
 
 export interface GatewayEvidence {
   name: string
@@ -135,18 +134,6 @@ export function gatewayAddress(svc: KubeObject | undefined): string | undefined 
   return str(first.ip) ?? str(first.hostname) ?? (Array.isArray(external) ? str(external[0]) : undefined)
 }
 
-/**
- * Classic (sidecar) east-west gateways expose mTLS passthrough on 15443 and istiod on 15012/15017;
- * ambient ones (the `istio-east-west` class) carry HBONE on 15008 and nothing on 15443.
- */
-export function gatewayKind(svc: KubeObject | undefined): GatewayKind {
-  const ports = new Set(servicePorts(svc).map((p) => p.port))
-  const labels = labelsOf(svc)
-  if (ports.has(15443)) return 'classic'
-  if (ports.has(15008) || labels['gateway.istio.io/managed'] !== undefined || labels['istio.io/gateway-class'] === 'istio-east-west') return 'ambient'
-  return 'unknown'
-}
-
 function selects(selector: Record<string, unknown>, labels: Record<string, string>): boolean {
   const entries = Object.entries(selector).filter((e): e is [string, string] => typeof e[1] === 'string')
   return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
@@ -189,15 +176,12 @@ export function diagnose(e: Evidence): DoctorReport {
   if (!gw.service) {
     add(2, 'gateway', 'fail', `east-west gateway Service ${gwName} not found`, `kubectl get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: meshvm doctor … --ingress-service NAME.NAMESPACE`)
   } else {
-    const kind = gatewayKind(gw.service)
-    const ports = servicePorts(gw.service).map((p) => p.port)
-    if (kind === 'ambient') {
-      add(2, 'gateway.kind', 'fail', `${gwName} is an ambient east-west gateway (HBONE on 15008, no 15443): a sidecar VM cannot reach istiod or other clusters through it`, `expose a classic east-west gateway for sidecar VMs (istioctl's samples/multicluster/gen-eastwest-gateway.sh, or: kubectl get gateways.gateway.networking.k8s.io -A), then: meshvm bundle ${e.groupName ?? 'GROUP'} -n ${q(ns)} --ingress-service NAME.NAMESPACE`)
-    } else {
-      const missing = [15012, 15017, 15443].filter((p) => !ports.includes(p))
-      if (missing.length > 0) add(2, 'gateway.ports', 'fail', `${gwName} does not expose ${missing.join(', ')} (a classic east-west gateway needs 15012 and 15017 for istiod, 15443 for services)`, `kubectl edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # add the ports, or expose istiod: kubectl apply -f expose-istiod.yaml`)
-      else add(2, 'gateway.ports', 'pass', `${gwName} is a classic east-west gateway exposing 15012, 15017 and 15443`)
-    }
+    // The one classifier precheck and bundle verify use (precheck/gateway.ts).
+    const reading = eastWestGatewayKind(gw.service as GatewayServiceLike)
+    const verdict = eastWestGatewayVerdict(gwName, reading)
+    const ambient = reading.kind === 'ambient'
+    if (verdict.status === 'pass') add(2, 'gateway.kind', 'pass', verdict.message)
+    else add(2, ambient ? 'gateway.kind' : 'gateway.ports', 'fail', verdict.message, ambient ? `meshvm bundle ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}` : `kubectl edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`)
     const address = gatewayAddress(gw.service)
     if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `kubectl get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
     else if (gw.bundleAddress === undefined) add(2, 'gateway.address', e.bundle ? 'warn' : 'pass', `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`)
