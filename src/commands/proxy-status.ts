@@ -53,6 +53,10 @@ const proxyStatusFlags = {
   })(),
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Proxies of every namespace (the default without -n; accepted as in kubectl).', exclusive: ['namespace']}),
   vms: Flags.boolean({summary: 'Show VMs only.'}),
+  'vm-exec': Flags.string({
+    summary: 'With -o wide: command template (run with sh -c) that runs a shell on a VM, e.g. \'ssh "$MESHVM_VM_ADDRESS"\'; adds CERT EXPIRES and ROOT MATCH for each VM (read-only, as meshvm doctor --vm-exec).',
+    exclusive: ['watch'],
+  }),
   selector: Flags.string({
     char: 'l',
     summary: 'Only proxies whose pod or WorkloadEntry has these labels (e.g. app=web,version!=v1). Repeatable.',
@@ -133,6 +137,9 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     // NAME is an argument: oclif's exclusive/dependsOn only relate flags.
     if (this.args.name !== undefined && f.watch) throw new UsageError('NAME and --watch are exclusive: --watch redraws the whole table')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE, HOSTNAME.NAMESPACE or a WorkloadEntry name')
+    if (f['vm-exec'] !== undefined && (print.output.kind !== 'wide' || this.args.name !== undefined)) {
+      throw new UsageError('--vm-exec adds CERT EXPIRES and ROOT MATCH to -o wide: use it with -o wide (for one VM in depth: meshvm doctor NAME --vm-exec …)')
+    }
     if (f['xds-address'] !== undefined && !/^(\[[^\]]+\]|[^:\s]+):\d{1,5}$/.test(f['xds-address'])) {
       throw flagError('--xds-address', f['xds-address'], 'expected HOST:PORT, e.g. istiod.example.com:15012')
     }
@@ -158,6 +165,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
           this.report(snap)
           return
         }
+        if (f['vm-exec'] !== undefined) this.vmChecks = await this.checkVms(snap, f['vm-exec'], timeoutMs)
         this.out(this.render(snap, snap.rows, undefined))
         if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') {
           // istioctl 1.28+ prints its header and exits 0 when no proxy is connected: the same bytes on stdout.
@@ -194,12 +202,25 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   }
 
   /** `rows` in the chosen format, through the one printer (table and wide: istioctl's table, byte for byte). */
+  private vmChecks: Map<ProxyStatusRow, {certExpires: string; rootMatch: string}> | undefined
+
+  /** --vm-exec: each VM probed through the command, its namespace's mesh root read from the current context. */
+  private async checkVms(snap: Snapshot, vmExec: string, timeoutMs: number): Promise<Map<ProxyStatusRow, {certExpires: string; rootMatch: string}>> {
+    const session = await this.session(this.flags.context?.[0])
+    try {
+      const {checkVms} = await import('../lib/proxy-status/vm-checks.js')
+      return await checkVms(session.client, snap.rows, {vmExec, timeoutMs, istioNamespace: session.istioNamespace})
+    } finally {
+      session.client.close()
+    }
+  }
+
   private render(snap: Snapshot, rows: ProxyStatusRow[], changed: ((row: ProxyStatusRow, header: string) => boolean) | undefined): string {
     const kind = this.kind
     let text = ''
     const printer = new Printer<ProxyStatusRow>(
       {
-        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed, layout: this.layout}),
+        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed, layout: this.layout, vmChecks: this.vmChecks}),
         object: proxyStatusJsonItem,
         name: (r) => proxyStatusName(r, snap.registrationOf(r)),
         document: (items) => proxyStatusList(items as ProxyStatusJsonItem[], this.jsonErrors(snap.problems)),

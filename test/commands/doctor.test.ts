@@ -277,6 +277,26 @@ describe('meshvm doctor', () => {
     }
   })
 
+  it('proxy-status -o wide --vm-exec adds CERT EXPIRES and ROOT MATCH for each VM', async () => {
+    const meshSerial = new (await import('node:crypto')).X509Certificate(cluster.ca.rootPem).serialNumber.toLowerCase().replace(/^0+/, '')
+    const vm = join(dir, 'vm-ps.sh')
+    // Each VM answers from its own file; 10.0.0.6 trusts another root.
+    for (const [address, root] of [['10.0.0.5', meshSerial], ['10.0.0.6', 'deadbeef']]) {
+      writeFileSync(join(dir, `ps-${address}`), ['@@meshvm-doctor ready', '200', '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: root}], cert_chain: [{days_until_expiration: '1', expiration_time: '2026-11-29T06:00:00Z'}]}]}), '@@meshvm-doctor end', ''].join('\n'))
+    }
+    writeFileSync(vm, `#!/bin/sh\ncat >/dev/null\ncat ${JSON.stringify(dir)}/ps-"$MESHVM_VM_ADDRESS"\n`)
+    chmodSync(vm, 0o755)
+    cluster.mesh.addVm({name: 'vm-2', namespace: 'apps', group: 'web', address: '10.0.0.6', connectedTo: ISTIOD, healthy: true})
+    const r = await runCli(['proxy-status', '--vms', '-n', 'apps', '-o', 'wide', '--vm-exec', `${vm}`], {env: cluster.env, timeoutMs: 60_000})
+    expect(r.code, r.stderr).toBe(0)
+    const [header, ...rows] = r.stdout.trim().split('\n')
+    expect(header).toMatch(/CERT EXPIRES\s+ROOT MATCH$/)
+    expect(rows.map((l) => l.split(/\s+/).slice(-2).join(' '))).toEqual(['2026-11-29T06:00:00Z yes', '2026-11-29T06:00:00Z NO'])
+    const u = await runCli(['proxy-status', '--vm-exec', vm], {env: cluster.env})
+    expect(u.code).toBe(2)
+    expect(u.stderr.split('\n')[0]).toBe('Error: --vm-exec adds CERT EXPIRES and ROOT MATCH to -o wide: use it with -o wide (for one VM in depth: meshvm doctor NAME --vm-exec …)')
+  })
+
   it('-A doctors every VM of the namespace, one row each', async () => {
     cluster.mesh.addVm({name: 'vm-2', namespace: 'apps', group: 'web', address: '10.0.0.6', connectedTo: ISTIOD, healthy: false})
     const r = await doctor(['-A', '-n', 'apps'])

@@ -40,6 +40,8 @@ export interface ProxyStatusTableOptions {
   noHeaders?: boolean
   /** A chalk to use instead of one made from `color` (e.g. the command's `chalkFor(format)`). */
   chalk?: ChalkInstance
+  /** --vm-exec: what each VM's Envoy says of its certificate and root (wide: CERT EXPIRES, ROOT MATCH). */
+  vmChecks?: Map<ProxyStatusRow, {certExpires: string; rootMatch: string}>
 }
 
 /** istioctl's tabwriter: padding 5, no padding after the last column. */
@@ -83,6 +85,13 @@ export function proxyStatusColumns(options: Omit<ProxyStatusTableOptions, 'noHea
     {header: 'HEALTH', wide: true, value: (r) => text(r.health), color: paint},
     {header: 'REGISTRATION', wide: true, value: (r) => text(r.registration)},
   ]
+  const checks = options.vmChecks
+  if (checks) {
+    wide.push(
+      {header: 'CERT EXPIRES', wide: true, value: (r) => text(checks.get(r)?.certExpires), color: (s) => (s.startsWith('EXPIRED') || s === 'ERROR' || s === 'NO ANSWER' ? chalk.red(s) : s)},
+      {header: 'ROOT MATCH', wide: true, value: (r) => text(checks.get(r)?.rootMatch), color: (s) => (s === 'NO' ? chalk.red(s) : s)},
+    )
+  }
 
   let columns: Column<ProxyStatusRow>[]
   if (layout === 'subscribed') {
