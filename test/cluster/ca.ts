@@ -89,7 +89,8 @@ export interface CallerAuthOptions {
 export function authenticateCaller(call: ServerCall, o: CallerAuthOptions): {identity: string; namespace: string; serviceAccount: string} | undefined {
   const claimed = String(call.metadata.clusterid ?? '')
   if (claimed !== '' && claimed !== o.clusterId) {
-    o.log(`Failed to authenticate client: could not get cluster ${claimed}'s kube client`)
+    // istiod 1.31's text (security/pkg/server/ca/authenticate/kubeauth), seen from the real one.
+    o.log(`Failed to authenticate client: Authenticator KubeJWTAuthenticator: client claims to be in cluster "${claimed}", but we only know about local cluster "${o.clusterId}" and remote clusters []`)
     return undefined
   }
   const m = /^Bearer\s+(\S+)$/i.exec(String(call.metadata.authorization ?? ''))
