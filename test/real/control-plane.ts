@@ -48,6 +48,7 @@ export function istioReleaseFromEnv(env: NodeJS.ProcessEnv = process.env): Istio
 export interface Binaries {
   etcd: string
   kubeApiserver: string
+  kubeControllerManager: string
   pilotDiscovery: Record<IstioRelease, string>
   istioctl: Record<IstioRelease, string>
   /** The istio module's directory in the module cache (for its CRDs), by release. */
@@ -87,6 +88,7 @@ export async function buildControlPlane(options: {onProgress?: (line: string) =>
   return {
     etcd: need('etcd'),
     kubeApiserver: need('kube_apiserver'),
+    kubeControllerManager: need('kube_controller_manager'),
     pilotDiscovery: per('pilot_discovery'),
     istioctl: per('istioctl'),
     istioModule: per('istio_module'),
@@ -326,9 +328,11 @@ export interface ApiServer {
   kubeconfigPath: string
   kube: Kube
   proc: Proc
+  /** Its kube-controller-manager. */
+  kcm: Proc
 }
 
-async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: string; prefix: string; saKey: string; issuer: string; bin: string}): Promise<ApiServer> {
+async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: string; prefix: string; saKey: string; issuer: string; bin: string; kcm: string}): Promise<ApiServer> {
   const port = await freePort()
   const token = randomBytes(24).toString('hex')
   const own = join(o.dir, o.name)
@@ -357,7 +361,15 @@ async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: 
   await waitFor(`kube-apiserver ${o.name} /readyz`, proc, async () => (await httpGet(`${url}/readyz`, {ca: o.pki.caPem, token})).status === 200, 120_000)
   const kubeconfigPath = join(o.dir, `${o.name}.kubeconfig`)
   writeFileSync(kubeconfigPath, kubeconfigYaml({server: url, caPem: o.pki.caPem, token, name: o.name}), {mode: 0o600})
-  return {name: o.name, url, port, token, kubeconfigPath, kube, proc}
+  // The controllers a cluster has and meshvm meets: the token controller (fills service-account token
+  // Secrets, as create-remote-secret needs), default ServiceAccounts, namespace deletion, garbage
+  // collection, kube-root-ca.crt. No scheduler, no kubelet, no workload controllers.
+  const kcm = startProc(`kube-controller-manager-${o.name}`, o.kcm, [
+    `--kubeconfig=${kubeconfigPath}`, '--secure-port=0', '--leader-elect=false', '--use-service-account-credentials=false',
+    '--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller',
+    `--service-account-private-key-file=${o.saKey}`, `--root-ca-file=${o.pki.ca}`, '--v=1',
+  ], {dir: o.dir})
+  return {name: o.name, url, port, token, kubeconfigPath, kube, proc, kcm}
 }
 
 /** POSTs every CustomResourceDefinition of a multi-document YAML file and waits until each is Established. */
@@ -453,11 +465,11 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     await waitFor('etcd /health', etcd, async () => (await httpGet(`${etcdUrl}/health`)).body.includes('"health":"true"'), 60_000)
 
     step(`kube-apiserver ${binaries.versions.kubernetes}`)
-    const apiserver = (name: string, prefix: string) => startApiServer({name, dir, pki, etcdUrl, prefix, saKey: join(pki.dir, `sa-${name}.key`), issuer: `https://kubernetes.default.svc.${name}.local`, bin: binaries.kubeApiserver})
+    const apiserver = (name: string, prefix: string) => startApiServer({name, dir, pki, etcdUrl, prefix, saKey: join(pki.dir, `sa-${name}.key`), issuer: `https://kubernetes.default.svc.${name}.local`, bin: binaries.kubeApiserver, kcm: binaries.kubeControllerManager})
     const wantRemote = options.remote ?? true
     const [main, remote] = await Promise.all([apiserver('main', '/registry'), wantRemote ? apiserver('remote', '/remote') : Promise.resolve(undefined)])
-    procs.push(main.proc)
-    if (remote) procs.push(remote.proc)
+    procs.push(main.proc, main.kcm)
+    if (remote) procs.push(remote.proc, remote.kcm)
     const kubeconfigPath = join(dir, 'kubeconfig')
     writeFileSync(kubeconfigPath, mergedKubeconfig(pki.caPem, [main, ...(remote ? [remote] : [])]), {mode: 0o600})
 
@@ -470,7 +482,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     if (remote) await installCrds(remote.kube, crdFile)
     for (const k of [main.kube, ...(remote ? [remote.kube] : [])]) {
       await k.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ISTIO_NAMESPACE}})
-      // no kube-controller-manager: the default ServiceAccount is not made for us
+      // istioctl and meshvm's xDS path use it; kube-controller-manager may not have made it yet
       await k.create(`/api/v1/namespaces/${ISTIO_NAMESPACE}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default'}})
     }
     await kube.create(`/api/v1/namespaces/${ISTIO_NAMESPACE}/configmaps`, {
@@ -568,25 +580,33 @@ async function registerNodeAndPod(kube: Kube, o: {kubeletPort: number; istioVers
     conditions: [{type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet stand-in', lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString()}],
   }
   await kube.must('PUT', `/api/v1/nodes/${NODE_NAME}/status`, node)
+  await createIstiodPod(kube, ISTIOD_POD, o.istioVersion)
+}
+
+/**
+ * A Running istiod Pod on the stand-in's Node. The stand-in forwards only ISTIOD_POD's ports to the
+ * real istiod: another name is a replica whose process is not there (port-forward refused).
+ */
+export async function createIstiodPod(kube: Kube, name: string, istioVersion: string): Promise<void> {
   const path = `/api/v1/namespaces/${ISTIO_NAMESPACE}/pods`
   await kube.create(path, {
     apiVersion: 'v1', kind: 'Pod',
     metadata: {
-      name: ISTIOD_POD, namespace: ISTIO_NAMESPACE,
+      name, namespace: ISTIO_NAMESPACE,
       labels: {app: 'istiod', istio: 'pilot', 'istio.io/rev': 'default', 'sidecar.istio.io/inject': 'false'},
       annotations: {'prometheus.io/port': String(POD_PORTS.monitoring), 'prometheus.io/scrape': 'true'},
     },
     spec: {
       nodeName: NODE_NAME, serviceAccountName: 'default', automountServiceAccountToken: false,
-      containers: [{name: 'discovery', image: `docker.io/istio/pilot:${o.istioVersion}`, ports: Object.values(POD_PORTS).map((p) => ({containerPort: p, protocol: 'TCP'}))}],
+      containers: [{name: 'discovery', image: `docker.io/istio/pilot:${istioVersion}`, ports: Object.values(POD_PORTS).map((p) => ({containerPort: p, protocol: 'TCP'}))}],
     },
   })
-  const pod = await kube.must('GET', `${path}/${ISTIOD_POD}`)
+  const pod = await kube.must('GET', `${path}/${name}`)
   const now = new Date().toISOString()
   pod.status = {phase: 'Running', podIP: '127.0.0.1', podIPs: [{ip: '127.0.0.1'}], hostIP: '127.0.0.1', startTime: now,
     conditions: [{type: 'Ready', status: 'True', lastTransitionTime: now}],
-    containerStatuses: [{name: 'discovery', ready: true, restartCount: 0, image: `docker.io/istio/pilot:${o.istioVersion}`, imageID: '', state: {running: {startedAt: now}}}]}
-  await kube.must('PUT', `${path}/${ISTIOD_POD}/status`, pod)
+    containerStatuses: [{name: 'discovery', ready: true, restartCount: 0, image: `docker.io/istio/pilot:${istioVersion}`, imageID: '', state: {running: {startedAt: now}}}]}
+  await kube.must('PUT', `${path}/${name}/status`, pod)
 }
 
 /**
