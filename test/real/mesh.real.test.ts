@@ -12,6 +12,7 @@ import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
+import {vmJoinScenario, type SynczEntry, type WorkloadEntry} from './vm/scenario.js'
 import {createIstiodPod, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 
 const NS = 'vm-apps'
@@ -270,6 +271,20 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
   })
 })
 
+describe('the VM scenario shared with the simulation (test/vm/client.test.ts), against real istiod', () => {
+  it('certificate, WorkloadEntry, Healthy True then False, SYNCED in syncz, disconnectedAt, deleted after the grace period', async () => {
+    await vmJoinScenario({
+      bundleDir: BUNDLE(), istiodAddress: cp.xdsAddress, namespace: NS, group: 'web', serviceAccount: 'web-vm', groupLabels: {app: 'web', version: 'v2'},
+      instanceIp: '10.0.7.1', istiodName: ISTIOD_POD, timeoutMs: 60_000,
+      workloadEntry: async (name) => {
+        const r = await cp.main.kube.get<WorkloadEntry>(wePath(name))
+        return r.status === 404 ? undefined : r.json
+      },
+      syncz: async () => JSON.parse((await cp.istiodDebug('/debug/syncz')).body) as SynczEntry[],
+    })
+  })
+})
+
 describe('proxy-status against real istiod', () => {
   it('finds the istiod pod and reads /debug/syncz over the real API server\'s port-forward (HTTP, loopback monitoring port)', async () => {
     const r = await meshvm(['proxy-status', '--debug'])
@@ -293,7 +308,7 @@ describe('proxy-status against real istiod', () => {
 })
 
 describe('multi-cluster: create-remote-secret and remote-secret on real API servers and istiod', () => {
-  it('create-remote-secret --verify with a real ServiceAccount and TokenRequest, applied to the main cluster: istiod connects to the remote API server', async () => {
+  it('create-remote-secret --create-service-account --verify (a token Secret the real token controller fills), applied to the main cluster: istiod connects to the remote API server', async () => {
     const r = await meshvm(['create-remote-secret', '--context', 'remote', '--name', 'remote', '--create-service-account', '--verify', '--apply-to', 'main'], {stdoutMayHoldSecrets: true, timeoutMs: 90_000})
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, r.stderr).toBe(0)
