@@ -1,7 +1,8 @@
 /**
  * The real control plane on loopback, for `npm run test:real` and `npm run demo:real`: etcd,
- * kube-apiserver (a main cluster and a remote one on the same etcd under another prefix) and istiod
- * (pilot-discovery), all built from their Go modules by tools/control-plane/build.sh.
+ * kube-apiserver with kube-controller-manager (a main cluster and a remote one on the same etcd under
+ * another prefix) and istiod (pilot-discovery), all built from their Go modules by
+ * tools/control-plane/build.sh.
  *
  * - PKI from openssl: one CA signs the API servers' and the kubelet stand-in's serving certificates;
  *   each API server has its own service-account key and issuer (TokenRequest, TokenReview) and a static
