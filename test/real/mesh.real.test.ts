@@ -4,7 +4,8 @@
  * `npm run test:real` (both pinned releases, one after the other).
  */
 import {X509Certificate} from 'node:crypto'
-import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {execFile} from 'node:child_process'
+import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -13,7 +14,7 @@ import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
 import {vmJoinScenario, type SynczEntry, type WorkloadEntry} from './vm/scenario.js'
-import {createIstiodPod, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {createIstiodPod, kubeconfigYaml, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 
 const NS = 'vm-apps'
 let cp: RealControlPlane
@@ -118,8 +119,6 @@ describe('precheck and bundle verify on the real API server', () => {
     const tr = await cp.main.kube.must('POST', `/api/v1/namespaces/${NS}/serviceaccounts/nobody/token`, {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {expirationSeconds: 600}})
     recordSecret(tr.status.token)
     const kc = join(work, 'nobody.kubeconfig')
-    const {kubeconfigYaml} = await import('./control-plane.js')
-    const {writeFileSync} = await import('node:fs')
     writeFileSync(kc, kubeconfigYaml({server: cp.main.url, caPem: readFileSync(join(cp.dir, 'pki/ca.crt'), 'utf8'), token: tr.status.token, name: 'nobody', namespace: NS}), {mode: 0o600})
     const r = await meshvm(['precheck', 'web', '-n', NS], {env: {KUBECONFIG: kc}})
     expect(r.stderr).not.toMatch(STACK_TRACE)
@@ -131,6 +130,30 @@ describe('precheck and bundle verify on the real API server', () => {
     const r = await meshvm(['bundle', 'verify', join(work, 'web-vm'), '-n', NS])
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0)
+  })
+})
+
+/** The real istioctl of the same release, against the same cluster. */
+const istioctl = (args: string[]) =>
+  new Promise<{code: number; stdout: string; stderr: string}>((resolve) => {
+    execFile(inject('realBinaries').istioctl[istioReleaseFromEnv()], args, {env: {KUBECONFIG: cp.kubeconfigPath, HOME: work, PATH: process.env.PATH}, timeout: 90_000}, (err, stdout, stderr) =>
+      resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr}))
+  })
+
+describe('byte for byte with the real istioctl of the same release', () => {
+  it('bundle: mesh.yaml, cluster.env, hosts and root-cert.pem as istioctl x workload entry configure writes them', async () => {
+    const wg = (await cp.main.kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
+    const wgFile = join(work, 'wg.json')
+    writeFileSync(wgFile, JSON.stringify(wg))
+    const theirs = join(work, 'istioctl-bundle')
+    const ic = await istioctl(['x', 'workload', 'entry', 'configure', '-f', wgFile, '-o', theirs, '--autoregister'])
+    expect(ic.code, ic.stderr).toBe(0)
+    recordSecret(readFileSync(join(theirs, 'istio-token'), 'utf8').trim())
+    const ours = join(work, 'meshvm-bundle')
+    const r = await meshvm(['bundle', 'web', '-n', NS, '-d', ours, '--autoregister'])
+    expect(r.code, r.stderr).toBe(0)
+    recordSecret(readFileSync(join(ours, 'istio-token'), 'utf8').trim())
+    for (const f of ['mesh.yaml', 'cluster.env', 'hosts', 'root-cert.pem']) expect(readFileSync(join(ours, f), 'utf8'), f).toBe(readFileSync(join(theirs, f), 'utf8'))
   })
 })
 
@@ -324,6 +347,14 @@ describe('multi-cluster: create-remote-secret and remote-secret on real API serv
       await new Promise((res) => setTimeout(res, 250))
     }
     expect(clusterz.find((c) => c.id === 'remote')).toMatchObject({syncStatus: 'synced'})
+  })
+
+  it('create-remote-secret prints what istioctl create-remote-secret prints, byte for byte (the same token Secret)', async () => {
+    const ours = await meshvm(['create-remote-secret', '--context', 'remote', '--name', 'remote'], {stdoutMayHoldSecrets: true})
+    expect(ours.code, ours.stderr).toBe(0)
+    const theirs = await istioctl(['create-remote-secret', '--context', 'remote', '--name', 'remote'])
+    expect(theirs.code, theirs.stderr).toBe(0)
+    expect(ours.stdout).toBe(theirs.stdout)
   })
 
   it('remote-secret list and status read the secret and istiod\'s real clusterz (through port-forward)', async () => {
