@@ -486,6 +486,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
       // istioctl and meshvm's xDS path use it; kube-controller-manager may not have made it yet
       await k.create(`/api/v1/namespaces/${ISTIO_NAMESPACE}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'default'}})
     }
+    if (remote) await registerReaderRbac(remote.kube)
     await kube.create(`/api/v1/namespaces/${ISTIO_NAMESPACE}/configmaps`, {
       apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio', namespace: ISTIO_NAMESPACE, labels: {'istio.io/rev': 'default'}},
       data: {mesh: 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\nrootNamespace: istio-system\ntrustDomain: cluster.local\n', meshNetworks: 'networks: {}\n'},
@@ -508,7 +509,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
         return real
       },
     })
-    await registerNodeAndPod(kube, {kubeletPort: kubelet.port, istioVersion: binaries.versions.istio[istio]})
+    await registerNodeAndPod(kube, {kubeletPort: kubelet.port, istioVersion: imageTag(binaries.versions.istio[istio])})
 
     const istiodEnv: Record<string, string> = {
       POD_NAMESPACE: ISTIO_NAMESPACE, POD_NAME: ISTIOD_POD, CLUSTER_ID,
@@ -518,7 +519,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
       PILOT_ENABLE_GATEWAY_API: 'false', PILOT_ENABLE_GATEWAY_API_CONTROLLER: 'false', PILOT_ENABLE_GATEWAY_API_STATUS: 'false',
       PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER: 'false', PILOT_ENABLE_GATEWAY_API_GATEWAYCLASS_CONTROLLER: 'false',
     }
-    await registerInstallObjects(kube, {istioVersion: binaries.versions.istio[istio], env: istiodEnv})
+    await registerInstallObjects(kube, {istioVersion: imageTag(binaries.versions.istio[istio]), env: istiodEnv})
 
     const istiodCwd = join(dir, 'istiod-cwd')
     mkdirSync(istiodCwd)
@@ -642,4 +643,41 @@ async function registerInstallObjects(kube: Kube, o: {istioVersion: string; env:
   const svc = await kube.must('GET', `/api/v1/namespaces/${ns}/services/istio-eastwestgateway`)
   svc.status = {loadBalancer: {ingress: [{ip: '127.0.0.1'}]}}
   await kube.must('PUT', `/api/v1/namespaces/${ns}/services/istio-eastwestgateway/status`, svc)
+}
+
+/** `1.31-dev (eed52ebb66ad)` → `1.31-dev`: the image tag an install of that build would carry. */
+export function imageTag(version: string): string {
+  return version.split(' ')[0]!
+}
+
+/**
+ * What Istio's charts install for remote secrets in a cluster with Istio (base: the ServiceAccount;
+ * istio-discovery: templates/reader-clusterrole.yaml and its binding, rules as in the pinned module).
+ */
+async function registerReaderRbac(kube: Kube): Promise<void> {
+  const ns = ISTIO_NAMESPACE
+  const name = `istio-reader-clusterrole-${ns}`
+  const read = ['get', 'list', 'watch']
+  await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'istio-reader-service-account', namespace: ns, labels: {app: 'istio-reader'}}})
+  await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name, labels: {app: 'istio-reader'}},
+    rules: [
+      {apiGroups: ['config.istio.io', 'security.istio.io', 'networking.istio.io', 'authentication.istio.io', 'rbac.istio.io', 'telemetry.istio.io', 'extensions.istio.io'], resources: ['*'], verbs: read},
+      {apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'], verbs: read},
+      {apiGroups: ['networking.istio.io'], resources: ['workloadentries'], verbs: read},
+      {apiGroups: ['networking.x-k8s.io', 'gateway.networking.k8s.io'], resources: ['gateways'], verbs: read},
+      {apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: read},
+      {apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: read},
+      {apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceexports'], verbs: [...read, 'create', 'delete']},
+      {apiGroups: ['multicluster.x-k8s.io'], resources: ['serviceimports'], verbs: read},
+      {apiGroups: ['apps'], resources: ['replicasets'], verbs: read},
+      {apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create']},
+      {apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create']},
+    ],
+  })
+  await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: {name, labels: {app: 'istio-reader'}},
+    roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name},
+    subjects: [{kind: 'ServiceAccount', name: 'istio-reader-service-account', namespace: ns}],
+  })
 }
