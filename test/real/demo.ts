@@ -43,7 +43,7 @@ Use it from another shell:
   meshvm onboard web -n vm-apps --create-namespace -p http=8080 --probe-http 8080/ready --apply --bundle ./web-vm --autoregister
   meshvm proxy-status -o wide
   meshvm proxy-status --xds-address ${cp.xdsAddress}
-  meshvm create-remote-secret --context remote --name remote --create-service-account --verify --apply-to main
+  meshvm create-remote-secret --context remote --name remote --verify --apply-to main
   meshvm remote-secret status
 
 Press Ctrl-C to stop.
