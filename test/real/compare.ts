@@ -35,6 +35,7 @@ function normalise(text: string, t: Target): string {
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, 'TIME')
     .replace(/\b\d+(\.\d+)?(ms|s|m|h|d)\b/g, 'DUR')
     .replace(/eyJ[\w-]+\.[\w-]+\.[\w-]+/g, 'JWT')
+    .replace(/certificate-authority-data: \S+/g, 'certificate-authority-data: CA')
     .replace(/"(uid|resourceVersion|creationTimestamp)": "[^"]*"/g, '"$1": "X"')
     .replace(/[ \t]+$/gm, '')
 }
@@ -44,7 +45,7 @@ async function scenario(t: Target, work: string): Promise<Map<string, string>> {
   const bundle = join(work, `${t.name}-bundle`)
   const run = async (label: string, args: string[]) => {
     const r = await runCli(args, {env: t.env, timeoutMs: 90_000, stdoutMayHoldSecrets: true})
-    out.set(label, normalise(`$ meshvm ${args.join(' ').replace(bundle, 'BUNDLE')}\nexit ${r.code}\n--- stdout\n${r.stdout}--- stderr\n${r.stderr.replace(bundle, 'BUNDLE')}`, t))
+    out.set(label, normalise(`$ meshvm ${args.join(' ')}\nexit ${r.code}\n--- stdout\n${r.stdout}--- stderr\n${r.stderr}`.split(bundle).join('BUNDLE'), t))
   }
   await run('01 onboard --dry-run=server', [...ONBOARD, '--create-namespace', '--apply', '--dry-run=server'])
   await run('02 onboard --apply --bundle --autoregister', [...ONBOARD, '--create-namespace', '--apply', '--bundle', bundle, '--autoregister'])
@@ -73,12 +74,13 @@ const sim = await startTestCluster({rootCertDelayMs: 100, contextName: 'main'})
 const simIstiod = [...sim.mesh.istiods.keys()][0]!
 const simTarget: Target = {
   name: 'simulation', env: sim.env, kube: new Kube(sim.url, sim.caPem, sim.token),
-  replace: [[simIstiod, 'ISTIOD'], [sim.token, 'TOKEN']], stop: () => sim.stop(),
+  // the seeded install's gateway address and cluster ID
+  replace: [[simIstiod, 'ISTIOD'], [sim.token, 'TOKEN'], ['203.0.113.10', 'GATEWAY'], ['cluster1', 'CLUSTER']], stop: () => sim.stop(),
 }
 const cp = await startRealControlPlane({istio, remote: false, onProgress: (l) => process.stderr.write(`${l}\n`)})
 const realTarget: Target = {
   name: 'real', env: {KUBECONFIG: cp.kubeconfigPath}, kube: cp.main.kube,
-  replace: [[ISTIOD_POD, 'ISTIOD'], [cp.main.token, 'TOKEN']], stop: () => cp.stop(),
+  replace: [[ISTIOD_POD, 'ISTIOD'], [cp.main.token, 'TOKEN'], ['127.0.0.1 ', 'GATEWAY '], ['127.0.0.1,', 'GATEWAY,'], ['ISTIO_META_CLUSTER_ID main', 'ISTIO_META_CLUSTER_ID CLUSTER']], stop: () => cp.stop(),
 }
 try {
   const a = await scenario(simTarget, work)
