@@ -12,60 +12,44 @@
  *   SAN, whatever the CSR asks for, the CSR's public key, and the requested validity (default 24h,
  *   at most 90 days); the answer is the leaf then the root, one PEM per element.
  *
- * Messages (istio.io/api security/v1alpha1/ca.proto): IstioCertificateRequest {csr = 1 (string),
- * validity_duration = 2 (int64 seconds), metadata = 3 (Struct)}; IstioCertificateResponse
- * {cert_chain = 1 (repeated string)}.
+ * Messages: istio.io/api security/v1alpha1/ca.proto (test/fixtures/protos), through protobufjs:
+ * IstioCertificateRequest {csr = 1, validity_duration = 3 (int64 seconds), metadata = 4 (Struct)};
+ * IstioCertificateResponse {cert_chain = 1 (repeated string)}.
  */
-import {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
+import {status as GrpcCode} from '@grpc/grpc-js'
 import forge from 'node-forge'
-import {GrpcCode} from '../../src/lib/grpc/framing.js'
+import {CREATE_CERTIFICATE_PATH, decodeMessage, encodeMessage, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
 import type {MeshCa} from './mesh-ca.js'
 import type {Pki} from './pki.js'
 import type {Store} from './store.js'
 import {reviewedServiceAccount, reviewToken} from './tokenreview.js'
 import type {ServerCall, XdsServer} from './xds.js'
 
-export const CREATE_CERTIFICATE = '/istio.v1.auth.IstioCertificateService/CreateCertificate'
+export const CREATE_CERTIFICATE = CREATE_CERTIFICATE_PATH
 
 const DEFAULT_TTL_S = 24 * 3600
 const MAX_TTL_S = 90 * 24 * 3600
 
 export class CaError extends Error {}
 
-export function encodeCertificateRequest(r: {csr: string; validitySeconds?: number}): Uint8Array {
-  const w = new BinaryWriter()
-  w.tag(1, WireType.LengthDelimited).string(r.csr)
-  if (r.validitySeconds) w.tag(2, WireType.Varint).int64(r.validitySeconds)
-  return w.finish()
+const REQUEST = 'istio.v1.auth.IstioCertificateRequest'
+const RESPONSE = 'istio.v1.auth.IstioCertificateResponse'
+
+export function encodeCertificateRequest(r: {csr: string; validitySeconds?: number}): Buffer {
+  return encodeMessage(REQUEST, {csr: r.csr, ...(r.validitySeconds ? {validityDuration: r.validitySeconds} : {})} satisfies IstioCertificateRequest)
 }
 
 export function decodeCertificateRequest(bytes: Uint8Array): {csr: string; validitySeconds: number} {
-  const r = new BinaryReader(bytes)
-  const out = {csr: '', validitySeconds: 0}
-  while (r.pos < r.len) {
-    const [no, type] = r.tag()
-    if (no === 1 && type === WireType.LengthDelimited) out.csr = r.string()
-    else if (no === 2 && type === WireType.Varint) out.validitySeconds = Number(r.int64())
-    else r.skip(type)
-  }
-  return out
+  const r = decodeMessage<IstioCertificateRequest>(REQUEST, bytes)
+  return {csr: r.csr ?? '', validitySeconds: Number(r.validityDuration ?? 0)}
 }
 
-export function encodeCertificateResponse(chain: string[]): Uint8Array {
-  const w = new BinaryWriter()
-  for (const pem of chain) w.tag(1, WireType.LengthDelimited).string(pem)
-  return w.finish()
+export function encodeCertificateResponse(chain: string[]): Buffer {
+  return encodeMessage(RESPONSE, {certChain: chain} satisfies IstioCertificateResponse)
 }
 
 export function decodeCertificateResponse(bytes: Uint8Array): string[] {
-  const r = new BinaryReader(bytes)
-  const chain: string[] = []
-  while (r.pos < r.len) {
-    const [no, type] = r.tag()
-    if (no === 1 && type === WireType.LengthDelimited) chain.push(r.string())
-    else r.skip(type)
-  }
-  return chain
+  return decodeMessage<IstioCertificateResponse>(RESPONSE, bytes).certChain ?? []
 }
 
 /** Signs a PKCS#10 CSR for an authenticated identity; throws CaError like istiod's "CSR signing error". */
@@ -105,7 +89,8 @@ export interface CallerAuthOptions {
 export function authenticateCaller(call: ServerCall, o: CallerAuthOptions): {identity: string; namespace: string; serviceAccount: string} | undefined {
   const claimed = String(call.metadata.clusterid ?? '')
   if (claimed !== '' && claimed !== o.clusterId) {
-    o.log(`Failed to authenticate client: could not get cluster ${claimed}'s kube client`)
+    // istiod 1.31's text (security/pkg/server/ca/authenticate/kubeauth), seen from the real one.
+    o.log(`Failed to authenticate client: Authenticator KubeJWTAuthenticator: client claims to be in cluster "${claimed}", but we only know about local cluster "${o.clusterId}" and remote clusters []`)
     return undefined
   }
   const m = /^Bearer\s+(\S+)$/i.exec(String(call.metadata.authorization ?? ''))

@@ -93,7 +93,7 @@ describe('kubectl against the test API server', () => {
     expect(strict.stderr).toContain('strict decoding error: unknown field "spec.bogus"')
     const invalid = file('invalid.yaml', WORKLOAD_GROUP.replace('http: 8080', 'http: 70000'))
     const res = await kubectl(cluster, ['apply', '-f', invalid])
-    expect(res.stderr).toContain('The WorkloadGroup "ratings" is invalid: spec.template.ports.http: Invalid value')
+    expect(res.stderr).toContain('The WorkloadGroup "ratings" is invalid: spec.template.ports[http]: Invalid value: 70000: port must be between 1-65535')
   })
 
   it('server-side applies a WAR and shows the AGENT CONNECTED column with get war -A', async () => {

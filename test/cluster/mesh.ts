@@ -8,7 +8,7 @@
  */
 import {randomUUID} from 'node:crypto'
 import {createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse} from 'node:http'
-import {CLIENT_CONFIG_TYPE, encodeClientConfig, TYPE_DEBUG_SYNCZ, type DiscoveryResponse, type GenericXdsConfig} from '../../src/lib/grpc/xds.js'
+import {CLIENT_CONFIG_TYPE, encodeClientConfig, TYPE_DEBUG_SYNCZ, type DiscoveryResponse, type GenericXdsConfig} from './xds-messages.js'
 import {createMeshCa, meshCa} from './mesh-ca.js'
 import type {Pki} from './pki.js'
 import type {PortAcceptor} from './portforward.js'

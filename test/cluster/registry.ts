@@ -2,8 +2,7 @@
  * The resource types the test API server serves: built-in Kubernetes kinds plus any CRD loaded
  * from YAML or created through the API. Discovery documents, Tables and validation come from here.
  */
-import {compileSchema, type Schema, type SchemaValidator} from '../../src/lib/schema/validate.js'
-import {compileCelRule} from './cel.js'
+import {crValidator, type CrValidator, type OpenApiSchema as Schema} from './schema.js'
 
 export interface PrinterColumn {
   name: string
@@ -30,7 +29,7 @@ export interface ResourceDef {
   subresources: string[]
   printerColumns: PrinterColumn[]
   schema?: Schema
-  validator?: SchemaValidator
+  validator?: CrValidator
   /** Created from a CustomResourceDefinition. */
   crd: boolean
 }
@@ -115,7 +114,7 @@ export function resourcesFromCrd(crd: Crd): ResourceDef[] {
         subresources: [],
         printerColumns: v.additionalPrinterColumns ?? [],
         schema,
-        validator: schema ? compileSchema(schema, {unknownFields: 'prune', preferTranspiled: false, compileRule: compileCelRule}) : undefined,
+        validator: schema ? crValidator(schema, {unknownFields: 'prune'}) : undefined,
         crd: true,
       }
     })

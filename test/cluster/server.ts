@@ -8,8 +8,8 @@ import {createServer, type Server} from 'node:https'
 import type {IncomingMessage, ServerResponse} from 'node:http'
 import {randomBytes} from 'node:crypto'
 import {parse as parseYaml} from 'yaml'
-import {compileSchema, invalidMessage, type FieldCause, type SchemaValidator} from '../../src/lib/schema/validate.js'
-import {dns1123Subdomain, dns1123Label} from '../../src/lib/validation/kube.js'
+import {nameProblem} from './names.js'
+import {crValidator, invalidText, type Cause, type CrValidator} from './schema.js'
 import {authorize, forbiddenMessage, rulesReview, type Attributes, type UserInfo} from './auth.js'
 import {Faults} from './faults.js'
 import {openApiV2, openApiV3Root, groupVersionDocument, gvPath} from './openapi.js'
@@ -176,7 +176,7 @@ export class ApiServer {
   readonly requests: RequestRecord[] = []
   private readonly resources: ResourceDef[] = builtinResources()
   private readonly users = new Map<string, UserInfo>()
-  private readonly strictValidators = new WeakMap<ResourceDef, SchemaValidator>()
+  private readonly strictValidators = new WeakMap<ResourceDef, CrValidator>()
   private server?: Server
   private readonly timers = new Timers()
   private readonly watchers = new Set<ServerResponse>()
@@ -751,29 +751,29 @@ export class ApiServer {
   }
 
   private validate(def: ResourceDef, obj: KubeObj, validation: Validation, warnings?: string[]): void {
-    const causes: FieldCause[] = []
+    const causes: Cause[] = []
     const name = obj.metadata.name
     if (!name) causes.push({reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required'})
     else {
-      const problem = def.plural === 'namespaces' || def.plural === 'services' ? dns1123Label(name) : dns1123Subdomain(name)
+      const problem = nameProblem(def.group === '' ? def.plural : '', name)
       if (problem) causes.push({reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: ${JSON.stringify(name)}: ${problem}`})
     }
     if (def.validator) {
       if (validation !== 'Ignore') {
         let strictValidator = this.strictValidators.get(def)
         if (!strictValidator) {
-          strictValidator = compileSchema(def.schema!, {unknownFields: 'report'})
+          strictValidator = crValidator(def.schema!, {unknownFields: 'report'})
           this.strictValidators.set(def, strictValidator)
         }
         const unknown = strictValidator.validate(structuredClone(obj)).filter((c) => c.message.startsWith('unknown field'))
-        if (unknown.length > 0 && validation === 'Strict') throw badRequest(`strict decoding error: ${unknown.map((c) => c.message).join(', ')}`)
+        if (unknown.length > 0 && validation === 'Strict') throw badRequest(`${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${unknown.map((c) => c.message).join(', ')}`)
         // fieldValidation=Warn, kube-apiserver's default since 1.27: the fields are pruned, with a warning each.
         warnings?.push(...unknown.map((c) => c.message))
       }
       causes.push(...def.validator.validate(obj))
     }
     if (causes.length > 0) {
-      throw new ApiError(422, 'Invalid', invalidMessage(def.kind, def.group, name ?? '', causes), {name, group: def.group || undefined, kind: def.kind, causes: causes.map((c) => ({reason: c.reason, message: c.message, field: c.field}))})
+      throw new ApiError(422, 'Invalid', invalidText(def.kind, def.group, name ?? '', causes), {name, group: def.group || undefined, kind: def.kind, causes: causes.map((c) => ({reason: c.reason, message: c.message, field: c.field}))})
     }
   }
 

@@ -3,7 +3,7 @@
  * columns of a CRD's additionalPrinterColumns or a built-in kind's printer, and the small JSONPath
  * subset printer columns use (`.a.b`, `.a[0]`, `.a[?(@.type=="X")].status`).
  */
-import {age} from '../../src/lib/output/age.js'
+import {ageOf} from './age.js'
 import type {ResourceDef, PrinterColumn} from './registry.js'
 import type {KubeObj} from './store.js'
 
@@ -39,7 +39,7 @@ export function jsonPath(obj: unknown, path: string): unknown {
 function cell(obj: KubeObj, column: PrinterColumn, now: Date): unknown {
   const value = jsonPath(obj, column.jsonPath)
   if (value === undefined) return null
-  if (column.type === 'date') return typeof value === 'string' ? age(value, now) : null
+  if (column.type === 'date') return typeof value === 'string' ? ageOf(value, now) : null
   if (Array.isArray(value)) return value.map((v) => (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(',')
   if (typeof value === 'object') return JSON.stringify(value)
   return value

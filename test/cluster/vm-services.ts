@@ -18,8 +18,8 @@
  */
 import {createServer, type Server, type Socket} from 'node:net'
 import {Duplex} from 'node:stream'
-import {GrpcCode} from '../../src/lib/grpc/framing.js'
-import type {DiscoveryRequest, JsonValue} from '../../src/lib/grpc/xds.js'
+import {status as GrpcCode} from '@grpc/grpc-js'
+import type {DiscoveryRequest, JsonValue} from './xds-messages.js'
 import {AutoRegistration, RegistrationError, type AutoRegistrationOptions, type ProxyInfo} from './autoregistration.js'
 import {authenticateCaller, serveCa} from './ca.js'
 import {meshCa} from './mesh-ca.js'

@@ -13,22 +13,22 @@
  * It listens on 127.0.0.1 (for --xds-address) and accepts connections handed over by the
  * test API server's pods/portforward (acceptConnection).
  */
-import {createSecureServer, constants, type Http2SecureServer, type IncomingHttpHeaders, type ServerHttp2Stream} from 'node:http2'
-import type {AddressInfo} from 'node:net'
-import type {TLSSocket} from 'node:tls'
+import {X509Certificate} from 'node:crypto'
 import type {Duplex} from 'node:stream'
-import {encodeGrpcMessage, encodeMessage, GrpcCode, MessageDecoder} from '../../src/lib/grpc/framing.js'
-import {ADS_METHOD, decodeDiscoveryRequest, encodeDiscoveryResponse, type DiscoveryRequest, type DiscoveryResponse} from '../../src/lib/grpc/xds.js'
+import * as grpc from '@grpc/grpc-js'
 import type {IssuedCert} from './mesh-ca.js'
 import type {Pki} from './pki.js'
 import {verifyToken, type TokenClaims} from './tokens.js'
+import {decodeDiscoveryRequest, encodeDiscoveryResponse, type DiscoveryRequest, type DiscoveryResponse} from './xds-messages.js'
+import {ADS_PATH} from '../fixtures/protos/load.js'
 
 export const ISTIO_CA_AUDIENCE = 'istio-ca'
 
 /** One call on the server: read requests with next(), answer with send(), close with end(). */
 export interface ServerCall {
   path: string
-  metadata: IncomingHttpHeaders
+  /** The call's metadata (lower-case keys; binary values left out). */
+  metadata: Record<string, string>
   /** The caller's verified token claims (undefined without a valid istio-ca token). */
   identity?: TokenClaims
   /** The SPIFFE ID of a client certificate the mesh root signed (mTLS, as a VM after bootstrap), if any. */
@@ -54,9 +54,34 @@ export interface XdsServerOptions {
   onAuth?: (ok: boolean) => void
 }
 
+/**
+ * A certificate provider that always has the same certificate (grpc-js's interface for server TLS). It
+ * answers a new listener on the next tick: grpc-js adds the server as a watcher of the credentials only
+ * after it subscribed, so an answer given at once would reach no server.
+ */
+function staticProvider(update: {caCertificate?: Buffer; certificate?: Buffer; privateKey?: Buffer}): grpc.experimental.CertificateProvider {
+  return {
+    addCaCertificateListener: (l) => process.nextTick(() => l(update.caCertificate ? {caCertificate: update.caCertificate} : null)),
+    removeCaCertificateListener: () => undefined,
+    addIdentityCertificateListener: (l) => process.nextTick(() => l(update.certificate && update.privateKey ? {certificate: update.certificate, privateKey: update.privateKey} : null)),
+    removeIdentityCertificateListener: () => undefined,
+  }
+}
+
+const passBytes = (b: Buffer) => b
+
+/**
+ * The server is @grpc/grpc-js (a gRPC implementation meshvm's own client in src/lib/grpc does not share
+ * code with); every method is registered with pass-through (de)serializers and its handler decodes the
+ * messages from the upstream .proto files (xds-messages.ts, fixtures/protos).
+ */
 export class XdsServer {
-  private readonly server: Http2SecureServer
-  private readonly handlers = new Map<string, {handler: CallHandler; auth: 'required' | 'none'}>()
+  private readonly server: grpc.Server
+  private readonly credentials: grpc.ServerCredentials
+  private readonly injector: grpc.ConnectionInjector
+  /** Resolves once the injector's TLS settings arrived (the provider answers on the next tick). */
+  private readonly injectorReady: Promise<void>
+  private readonly rootKey?: X509Certificate
   private readonly discovery = new Map<string, DiscoveryHandler>()
   private readonly discoveryPrefixes: [string, DiscoveryHandler][] = []
   private readonly streamWatchers: ((call: ServerCall, first: DiscoveryRequest) => void)[] = []
@@ -67,20 +92,21 @@ export class XdsServer {
   address?: {host: string; port: number}
 
   constructor(private readonly options: XdsServerOptions) {
-    this.server = createSecureServer({
-      key: options.certificate.keyPem, cert: options.certificate.certPem, allowHTTP1: false,
-      // A client certificate is asked for but optional; only one the mesh root signed counts (peerIdentity).
-      ...(options.clientCaPem ? {requestCert: true, rejectUnauthorized: false, ca: options.clientCaPem} : {}),
-    })
-    this.server.on('stream', (stream, headers) => this.dispatch(stream, headers))
-    this.server.on('session', (session) => session.on('error', () => undefined))
-    this.server.on('secureConnection', (s) => s.on('error', () => undefined))
-    this.server.on('tlsClientError', () => undefined)
-    this.handle(ADS_METHOD, (call) => this.ads(call))
+    this.server = new grpc.Server()
+    // A client certificate is asked for but optional; only one the mesh root signed counts (peerIdentity).
+    const identity = staticProvider({certificate: Buffer.from(options.certificate.certPem), privateKey: Buffer.from(options.certificate.keyPem)})
+    this.credentials = grpc.experimental.createCertificateProviderServerCredentials(
+      identity, options.clientCaPem ? staticProvider({caCertificate: Buffer.from(options.clientCaPem)}) : null, false)
+    if (options.clientCaPem) this.rootKey = new X509Certificate(options.clientCaPem)
+    // grpc-js drops connections that arrive before the TLS settings, which come on the next tick.
+    this.injector = this.server.createConnectionInjector(this.credentials)
+    this.injectorReady = new Promise((resolve) => setImmediate(resolve))
+    this.handle(ADS_PATH, (call) => this.ads(call))
   }
 
   handle(path: string, handler: CallHandler, options: {auth?: 'required' | 'none'} = {}): void {
-    this.handlers.set(path, {handler, auth: options.auth ?? 'required'})
+    const auth = options.auth ?? 'required'
+    this.server.register(path, (stream: grpc.ServerDuplexStream<Buffer, Buffer>) => this.dispatch(stream, path, handler, auth), passBytes, passBytes, 'bidi')
   }
 
   onDiscovery(typeUrl: string, fn: DiscoveryHandler): void {
@@ -97,9 +123,8 @@ export class XdsServer {
   }
 
   async listen(): Promise<{host: string; port: number}> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve))
-    const a = this.server.address() as AddressInfo
-    this.address = {host: '127.0.0.1', port: a.port}
+    const port = await new Promise<number>((resolve, reject) => this.server.bindAsync('127.0.0.1:0', this.credentials, (err, p) => (err ? reject(err) : resolve(p))))
+    this.address = {host: '127.0.0.1', port}
     return this.address
   }
 
@@ -108,53 +133,48 @@ export class XdsServer {
     this.sockets.add(socket)
     socket.on('close', () => this.sockets.delete(socket))
     socket.on('error', () => undefined)
-    this.server.emit('connection', socket)
+    // The socket buffers what the client sends meanwhile.
+    void this.injectorReady.then(() => !socket.destroyed && this.injector.injectConnection(socket))
   }
 
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy()
-    if (!this.server.listening) return
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve())
-      // Open HTTP/2 sessions would keep close() waiting.
-      setTimeout(resolve, 200).unref()
-    })
+    // Open streams (a connected VM's ADS) would keep a graceful shutdown waiting.
+    this.server.forceShutdown()
   }
 
-  private authenticate(headers: IncomingHttpHeaders): TokenClaims | undefined {
+  private authenticate(metadata: Record<string, string>): TokenClaims | undefined {
     if (this.refuseTokens) return undefined
-    const m = /^Bearer\s+(\S+)$/i.exec(String(headers.authorization ?? ''))
+    const m = /^Bearer\s+(\S+)$/i.exec(metadata.authorization ?? '')
     const claims = m ? verifyToken(this.options.pki, m[1]!) : undefined
     const ok = claims !== undefined && (claims.aud ?? []).includes(ISTIO_CA_AUDIENCE)
     this.options.onAuth?.(ok)
     return ok ? claims : undefined
   }
 
-  private dispatch(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  /** The SPIFFE URI SAN of a client certificate the mesh root signed (and still valid). */
+  private peerIdentity(stream: grpc.ServerDuplexStream<Buffer, Buffer>): string | undefined {
+    const raw = stream.getAuthContext()?.sslPeerCertificate?.raw
+    if (!raw || !this.rootKey) return undefined
+    const cert = new X509Certificate(raw)
+    const now = Date.now()
+    if (!cert.checkIssued(this.rootKey) || !cert.verify(this.rootKey.publicKey) || Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) < now) return undefined
+    return /URI:(spiffe:\/\/[^,\s]+)/.exec(cert.subjectAltName ?? '')?.[1]
+  }
+
+  private dispatch(stream: grpc.ServerDuplexStream<Buffer, Buffer>, path: string, handler: CallHandler, auth: 'required' | 'none'): void {
     stream.on('error', () => undefined)
-    const trailersOnly = (code: number, message: string) => {
-      if (stream.destroyed) return
-      stream.respond({[constants.HTTP2_HEADER_STATUS]: 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(message)}, {endStream: true})
-    }
-    if (headers[constants.HTTP2_HEADER_METHOD] !== 'POST' || !String(headers['content-type'] ?? '').startsWith('application/grpc')) {
-      stream.respond({[constants.HTTP2_HEADER_STATUS]: 415}, {endStream: true})
-      return
-    }
-    const path = String(headers[constants.HTTP2_HEADER_PATH] ?? '')
-    const entry = this.handlers.get(path)
-    if (!entry) {
-      trailersOnly(GrpcCode.UNIMPLEMENTED, `unknown method ${path}`)
-      return
-    }
-    const identity = this.authenticate(headers)
-    const peer = identity || this.refuseTokens ? undefined : peerIdentity(stream)
-    if (entry.auth === 'required' && !identity && !peer) {
-      trailersOnly(GrpcCode.UNAUTHENTICATED, 'authentication failure')
-      return
-    }
-    const call = serverCall(stream, path, headers, identity, this.latencyMs)
+    const metadata: Record<string, string> = {}
+    for (const [k, v] of Object.entries(stream.metadata.getMap())) if (typeof v === 'string') metadata[k] = v
+    const identity = this.authenticate(metadata)
+    const peer = identity || this.refuseTokens ? undefined : this.peerIdentity(stream)
+    const call = serverCall(stream, path, metadata, identity, () => this.latencyMs)
     if (peer) call.peer = peer
-    Promise.resolve(entry.handler(call)).catch((err: unknown) => call.end(GrpcCode.INTERNAL, (err as Error).message))
+    if (auth === 'required' && !identity && !peer) {
+      call.end(grpc.status.UNAUTHENTICATED, 'authentication failure')
+      return
+    }
+    Promise.resolve(handler(call)).catch((err: unknown) => call.end(grpc.status.INTERNAL, (err as Error).message))
   }
 
   /** istiod's ADS loop, reduced to what tests need: each request answered by its type's handler. */
@@ -171,7 +191,13 @@ export class XdsServer {
         call.end()
         return
       }
-      const request = decodeDiscoveryRequest(raw)
+      let request: DiscoveryRequest
+      try {
+        request = decodeDiscoveryRequest(raw)
+      } catch (err) {
+        call.end(grpc.status.INTERNAL, `grpc: failed to unmarshal the received message: ${(err as Error).message}`)
+        return
+      }
       if (first) {
         first = false
         for (const w of this.streamWatchers) w(call, request)
@@ -185,56 +211,39 @@ export class XdsServer {
   }
 }
 
-/** The SPIFFE URI SAN of a verified client certificate. */
-function peerIdentity(stream: ServerHttp2Stream): string | undefined {
-  const socket = stream.session?.socket as (TLSSocket & {authorized?: boolean}) | undefined
-  if (!socket?.authorized) return undefined
-  const san = socket.getPeerCertificate?.()?.subjectaltname ?? ''
-  return /URI:(spiffe:\/\/[^,\s]+)/.exec(san)?.[1]
-}
-
-function serverCall(stream: ServerHttp2Stream, path: string, metadata: IncomingHttpHeaders, identity: TokenClaims | undefined, latencyMs: number): ServerCall {
-  const decoder = new MessageDecoder()
+function serverCall(stream: grpc.ServerDuplexStream<Buffer, Buffer>, path: string, metadata: Record<string, string>, identity: TokenClaims | undefined, latencyMs: () => number): ServerCall {
   const queue: Buffer[] = []
   const waiters: {resolve: (m: Buffer | undefined) => void; reject: (e: Error) => void}[] = []
   let ended = false
   let closed = false
-  let responded = false
+  let finished = false
   const closers: (() => void)[] = []
-  const respond = () => {
-    if (responded || stream.destroyed) return
-    responded = true
-    stream.respond({[constants.HTTP2_HEADER_STATUS]: 200, 'content-type': 'application/grpc'}, {waitForTrailers: true})
-    stream.on('wantTrailers', () => stream.sendTrailers(trailers))
+  const close = () => {
+    if (closed) return
+    closed = true
+    for (const w of waiters.splice(0)) w.reject(new Error('cancelled'))
+    for (const c of closers.splice(0)) c()
   }
-  let trailers: Record<string, string> = {'grpc-status': '0'}
-  stream.on('data', (chunk: Buffer) => {
-    let messages: Buffer[]
-    try {
-      messages = decoder.push(chunk)
-    } catch (err) {
-      call.end(GrpcCode.INTERNAL, (err as Error).message)
-      return
-    }
-    for (const m of messages) {
-      const w = waiters.shift()
-      if (w) w.resolve(m)
-      else queue.push(m)
-    }
+  stream.on('data', (m: Buffer) => {
+    const w = waiters.shift()
+    if (w) w.resolve(m)
+    else queue.push(m)
   })
   stream.on('end', () => {
     ended = true
     for (const w of waiters.splice(0)) w.resolve(undefined)
   })
-  stream.on('close', () => {
-    closed = true
-    for (const w of waiters.splice(0)) w.reject(new Error('cancelled'))
-    for (const c of closers.splice(0)) c()
-  })
+  stream.on('cancelled', close)
+  stream.on('close', close)
+  const later = (fn: () => void) => {
+    const ms = latencyMs()
+    if (ms > 0) setTimeout(fn, ms).unref()
+    else fn()
+  }
   const call: ServerCall = {
     path, metadata, identity,
     get closed() {
-      return closed
+      return closed || stream.cancelled
     },
     next() {
       const m = queue.shift()
@@ -244,23 +253,18 @@ function serverCall(stream: ServerHttp2Stream, path: string, metadata: IncomingH
       return new Promise((resolve, reject) => waiters.push({resolve, reject}))
     },
     send(message) {
-      if (closed) return
-      respond()
-      const frame = encodeMessage(message)
-      if (latencyMs > 0) setTimeout(() => !stream.destroyed && stream.write(frame), latencyMs).unref()
-      else stream.write(frame)
+      if (call.closed || finished) return
+      const b = Buffer.from(message.buffer, message.byteOffset, message.byteLength)
+      later(() => !stream.destroyed && !finished && stream.write(b))
     },
-    end(code = GrpcCode.OK, message = '') {
-      if (closed || stream.destroyed) return
-      trailers = {'grpc-status': String(code), ...(message ? {'grpc-message': encodeGrpcMessage(message)} : {})}
-      if (!responded) {
-        responded = true
-        stream.respond({[constants.HTTP2_HEADER_STATUS]: 200, 'content-type': 'application/grpc', ...trailers}, {endStream: true})
-        return
-      }
-      const finish = () => !stream.destroyed && stream.end()
-      if (latencyMs > 0) setTimeout(finish, latencyMs).unref()
-      else finish()
+    end(code = grpc.status.OK, message = '') {
+      if (call.closed || finished) return
+      finished = true
+      later(() => {
+        if (stream.destroyed) return
+        if (code === grpc.status.OK) stream.end()
+        else stream.emit('error', Object.assign(new Error(message), {code, details: message}))
+      })
     },
     onClose(fn) {
       if (closed) fn()

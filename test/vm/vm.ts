@@ -19,6 +19,9 @@
  * - SIGTERM disconnects and exits 0; SIGHUP disconnects and starts again, as a restarted sidecar.
  *
  * It prints `pid N` first. A refusal (TLS, CA, ADS) prints the reason on stderr and exits 1.
+ *
+ * gRPC is @grpc/grpc-js with the upstream .proto files (test/fixtures/protos): nothing of meshvm's own
+ * gRPC client or xDS codec, so the simulation cannot share a mistake with the product.
  */
 import {execFileSync} from 'node:child_process'
 import {generateKeyPairSync} from 'node:crypto'
@@ -27,11 +30,11 @@ import {createServer, type Server} from 'node:http'
 import {connect as netConnect} from 'node:net'
 import {join} from 'node:path'
 import {connect as tlsConnect} from 'node:tls'
+import * as grpc from '@grpc/grpc-js'
 import forge from 'node-forge'
 import {parse as parseYaml} from 'yaml'
-import {GrpcChannel, GrpcError, type GrpcCall} from '../../src/lib/grpc/client.js'
-import {ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, type JsonValue} from '../../src/lib/grpc/xds.js'
-import {CREATE_CERTIFICATE, decodeCertificateResponse, encodeCertificateRequest} from '../cluster/ca.js'
+import {AggregatedDiscoveryService, IstioCertificateService, jsonToStruct, type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
+import type {JsonValue} from '../cluster/xds-messages.js'
 import {XDS_TYPES} from '../cluster/mesh.js'
 import {HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
 
@@ -93,32 +96,56 @@ function readBundle(dir: string): Bundle {
 
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
-/** host:port → a TLS connection to the address the hosts file gives, verified against the root cert only. */
-function channelTo(bundle: Bundle, address: string): GrpcChannel {
+class GrpcFailure extends Error {
+  constructor(readonly code: number, readonly details: string) {
+    super(`${grpc.status[code]}: ${details}`)
+  }
+}
+
+function grpcFailure(err: unknown): GrpcFailure | Error {
+  const e = err as Partial<grpc.ServiceError>
+  return typeof e.code === 'number' ? new GrpcFailure(e.code, e.details ?? '') : (err as Error)
+}
+
+interface Target {
+  address: string
+  credentials: grpc.ChannelCredentials
+  options: grpc.ChannelOptions
+}
+
+/** host:port → the address the hosts file gives, TLS verified against the root cert only, for that host name. */
+function targetOf(bundle: Bundle, address: string): Target {
   const m = /^(.*):(\d+)$/.exec(address)
   if (!m) throw new Refused(`discovery address ${JSON.stringify(address)} is not HOST:PORT`)
   const [, host, port] = m as unknown as [string, string, string]
   const ip = bundle.hosts.get(host!)
   if (!ip) throw new Refused(`cannot resolve ${host}: it is not in the bundle's hosts file (the VM has no other way to find istiod)`)
-  return new GrpcChannel({
-    authority: address,
-    secure: true,
-    createConnection: () => tlsConnect({host: ip, port: Number(port), servername: host, ca: bundle.rootCert, ALPNProtocols: ['h2']}),
-  })
+  return {
+    address: `${ip.includes(':') ? `[${ip}]` : ip}:${port}`,
+    credentials: grpc.credentials.createSsl(Buffer.from(bundle.rootCert)),
+    options: {'grpc.ssl_target_name_override': host, 'grpc.default_authority': address},
+  }
 }
 
 function describe(err: unknown): string {
-  if (err instanceof GrpcError) {
-    // http2 wraps the TLS failure: the cause carries its code.
-    const t = ((err.transport as {cause?: NodeJS.ErrnoException} | undefined)?.cause ?? err.transport) as NodeJS.ErrnoException | undefined
-    if (t?.code === 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT' || t?.code === 'SELF_SIGNED_CERT_IN_CHAIN' || t?.code === 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY' || t?.code === 'CERT_SIGNATURE_FAILURE') {
-      return `TLS: istiod's certificate is not signed by the bundle's root-cert.pem (${t.code})`
+  if (err instanceof GrpcFailure) {
+    // grpc-js reports a failed connection as UNAVAILABLE with the TLS error's text in the details.
+    if (err.code === grpc.status.UNAVAILABLE) {
+      if (/unable to verify|self[- ]signed|unable to get (local )?issuer|certificate signature failure/i.test(err.details)) {
+        return `TLS: istiod's certificate is not signed by the bundle's root-cert.pem (${err.details})`
+      }
+      if (/altnames|does not match certificate/i.test(err.details)) return `TLS: istiod's certificate does not name the discovery host (${err.details})`
+      if (/ECONNREFUSED/.test(err.details)) return `cannot connect to istiod: ${err.details}`
     }
-    if (t?.code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `TLS: istiod's certificate does not name the discovery host (${t.message})`
-    if (t?.code === 'ECONNREFUSED') return `cannot connect to istiod: ${t.message}`
     return err.message
   }
   return (err as Error).message
+}
+
+function metadataOf(headers: Record<string, string>): grpc.Metadata {
+  const m = new grpc.Metadata()
+  for (const [k, v] of Object.entries(headers)) if (v) m.set(k, v)
+  return m
 }
 
 /** What the token itself says (istiod only answers "authentication failure"; its log has the reason). */
@@ -183,9 +210,50 @@ async function probeOnce(probe: Probe, appPort: number): Promise<{healthy: boole
   })
 }
 
+/** A grpc-js ADS stream read message by message: next() gives a response, undefined at an OK end, throws the status otherwise. */
+class AdsStream {
+  private readonly queue: DiscoveryResponse[] = []
+  private readonly waiters: {resolve: (r: DiscoveryResponse | undefined) => void; reject: (e: Error) => void}[] = []
+  private outcome?: Error | 'ok'
+  private readonly stream: grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse>
+
+  constructor(client: grpc.Client, metadata: grpc.Metadata) {
+    this.stream = (client as unknown as {StreamAggregatedResources: (m: grpc.Metadata) => grpc.ClientDuplexStream<DiscoveryRequest, DiscoveryResponse>}).StreamAggregatedResources(metadata)
+    this.stream.on('data', (r: DiscoveryResponse) => {
+      const w = this.waiters.shift()
+      if (w) w.resolve(r)
+      else this.queue.push(r)
+    })
+    this.stream.on('error', () => undefined) // the status event carries it
+    this.stream.on('status', (st: grpc.StatusObject) => {
+      this.outcome = st.code === grpc.status.OK ? 'ok' : new GrpcFailure(st.code, st.details)
+      for (const w of this.waiters.splice(0)) {
+        if (this.outcome === 'ok') w.resolve(undefined)
+        else w.reject(this.outcome)
+      }
+    })
+  }
+
+  send(request: DiscoveryRequest): void {
+    if (this.outcome === undefined) this.stream.write(request)
+  }
+
+  next(): Promise<DiscoveryResponse | undefined> {
+    const r = this.queue.shift()
+    if (r) return Promise.resolve(r)
+    if (this.outcome === 'ok') return Promise.resolve(undefined)
+    if (this.outcome) return Promise.reject(this.outcome)
+    return new Promise((resolve, reject) => this.waiters.push({resolve, reject}))
+  }
+
+  cancel(): void {
+    this.stream.cancel()
+  }
+}
+
 class Vm {
-  private channel?: GrpcChannel
-  private ads?: GrpcCall
+  private client?: grpc.Client
+  private ads?: AdsStream
   private probeTimer?: NodeJS.Timeout
   private app?: Server
   private appPort = 0
@@ -219,17 +287,23 @@ class Vm {
     const identity = `spiffe://${env.TRUST_DOMAIN || 'cluster.local'}/ns/${namespace}/sa/${env.SERVICE_ACCOUNT || 'default'}`
     csr.setAttributes([{name: 'extensionRequest', extensions: [{name: 'subjectAltName', altNames: [{type: 6, value: identity}]}]}])
     csr.sign(forge.pki.privateKeyFromPem(keys.privateKey.export({type: 'pkcs1', format: 'pem'}) as string), forge.md.sha256.create())
-    const caChannel = channelTo(bundle, caAddress)
+    const caTarget = targetOf(bundle, caAddress)
+    const ca = new IstioCertificateService(caTarget.address, caTarget.credentials, caTarget.options)
     let chain: string[]
     try {
-      chain = decodeCertificateResponse(await caChannel.unary(CREATE_CERTIFICATE, encodeCertificateRequest({csr: forge.pki.certificationRequestToPem(csr), validitySeconds: 24 * 3600}), {metadata, timeoutMs: 10_000}))
+      const request: IstioCertificateRequest = {csr: forge.pki.certificationRequestToPem(csr), validityDuration: 24 * 3600}
+      const unary = ca as unknown as {CreateCertificate: (r: IstioCertificateRequest, m: grpc.Metadata, o: grpc.CallOptions, cb: grpc.requestCallback<IstioCertificateResponse>) => void}
+      chain = await new Promise<string[]>((resolve, reject) =>
+        unary.CreateCertificate(request, metadataOf(metadata), {deadline: Date.now() + 10_000}, (err, res) => (err ? reject(grpcFailure(err)) : resolve(res?.certChain ?? []))),
+      )
     } catch (err) {
       const detail = describe(err)
-      const hints = err instanceof GrpcError && err.code === 16 ? tokenDiagnosis(bundle.token, env) : []
+      const hints = err instanceof GrpcFailure && err.code === grpc.status.UNAUTHENTICATED ? tokenDiagnosis(bundle.token, env) : []
       throw new Refused([`the CA at ${caAddress} refused the certificate request: ${detail}`, ...hints.map((h) => `  ${h}`)].join('\n'))
     } finally {
-      caChannel.close()
+      ca.close()
     }
+    if (chain.length === 0) throw new Refused(`the CA at ${caAddress} answered no certificate`)
     const leaf = forge.pki.certificateFromPem(chain[0]!)
     const root = forge.pki.certificateFromPem(bundle.rootCert)
     if (!root.verify(leaf)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
@@ -237,24 +311,26 @@ class Vm {
     say(`certificate issued for ${san}, valid until ${leaf.validity.notAfter.toISOString()}`)
 
     // 2. ADS.
-    this.channel = channelTo(bundle, discovery)
-    const ads = this.channel.call(ADS_METHOD, {metadata})
+    const target = targetOf(bundle, discovery)
+    const client = new AggregatedDiscoveryService(target.address, target.credentials, target.options)
+    this.client = client
+    const ads = new AdsStream(client, metadataOf(metadata))
     this.ads = ads
-    const node = {id: `sidecar~${this.args.address}~${proxyId}~${namespace}.svc.cluster.local`, metadata: nodeMetadata(bundle, this.args, namespace)}
+    const node = {id: `sidecar~${this.args.address}~${proxyId}~${namespace}.svc.cluster.local`, metadata: jsonToStruct(nodeMetadata(bundle, this.args, namespace))}
     const types = [XDS_TYPES.CDS, XDS_TYPES.EDS, XDS_TYPES.LDS, XDS_TYPES.RDS]
-    types.forEach((typeUrl, i) => ads.send(encodeDiscoveryRequest({typeUrl, ...(i === 0 ? {node} : {})})))
+    types.forEach((typeUrl, i) => ads.send({typeUrl, ...(i === 0 ? {node} : {})}))
+    const ack = (res: DiscoveryResponse) => ads.send({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce})
     const acked = new Set<string>()
     try {
       while (acked.size < types.length) {
-        const raw = await ads.next()
-        if (raw === undefined) throw new GrpcError(14, 'istiod closed the stream')
-        const res = decodeDiscoveryResponse(raw)
-        ads.send(encodeDiscoveryRequest({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce}))
+        const res = await ads.next()
+        if (res === undefined) throw new GrpcFailure(grpc.status.UNAVAILABLE, 'istiod closed the stream')
+        ack(res)
         acked.add(res.typeUrl ?? '')
       }
     } catch (err) {
-      this.channel.close()
-      const hints = err instanceof GrpcError && err.code === 16 ? tokenDiagnosis(bundle.token, env) : []
+      client.close()
+      const hints = err instanceof GrpcFailure && err.code === grpc.status.UNAUTHENTICATED ? tokenDiagnosis(bundle.token, env) : []
       throw new Refused([`istiod at ${discovery} refused ${proxyId}: ${describe(err)}`, ...hints.map((h) => `  ${h}`)].join('\n'))
     }
     say(`connected to istiod at ${discovery} as ${proxyId}; configuration acknowledged (SYNCED)`)
@@ -262,10 +338,9 @@ class Vm {
     void (async () => {
       try {
         for (;;) {
-          const raw = await ads.next()
-          if (raw === undefined) break
-          const res = decodeDiscoveryResponse(raw)
-          ads.send(encodeDiscoveryRequest({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce}))
+          const res = await ads.next()
+          if (res === undefined) break
+          ack(res)
         }
       } catch {
         /* ended below */
@@ -285,7 +360,7 @@ class Vm {
         if (this.ads !== ads) return
         if (r.healthy !== last) {
           last = r.healthy
-          ads.send(encodeDiscoveryRequest({typeUrl: HEALTH_INFO_TYPE, ...(r.healthy ? {} : {errorDetail: {code: 13, message: r.message ?? 'unhealthy'}})}))
+          ads.send({typeUrl: HEALTH_INFO_TYPE, ...(r.healthy ? {} : {errorDetail: {code: grpc.status.INTERNAL, message: r.message ?? 'unhealthy'}})})
           say(`readiness probe: ${r.healthy ? 'healthy' : `unhealthy (${r.message})`}`)
         }
       }
@@ -299,7 +374,7 @@ class Vm {
     const ads = this.ads
     this.ads = undefined
     ads?.cancel()
-    this.channel?.close()
+    this.client?.close()
   }
 
   async restart(): Promise<void> {

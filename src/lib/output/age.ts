@@ -3,7 +3,8 @@
  * proxy-status ages: 45s, 2m5s, 12m, 3h4m, 26h, 3d4h, 120d, 2y.
  */
 export function humanDuration(ms: number): string {
-  const seconds = Math.floor(ms / 1000)
+  // Go's int(d.Seconds()) truncates toward zero: -1.5s is -1s, "0s" (clock skew), not "<invalid>".
+  const seconds = Math.trunc(ms / 1000)
   if (seconds < -1) return '<invalid>'
   if (seconds < 0) return '0s'
   if (seconds < 60 * 2) return `${seconds}s`
