@@ -1,8 +1,10 @@
-import {defineConfig} from 'vitest/config'
+import {configDefaults, defineConfig} from 'vitest/config'
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The real control plane (Go binaries) has its own run: npm run test:real (vitest.real.config.ts).
+    exclude: [...configDefaults.exclude, 'test/real/**/*.real.test.ts'],
     // Command tests spawn the CLI and read its streams; console interception would only reorder logs.
     disableConsoleIntercept: true,
     restoreMocks: true,

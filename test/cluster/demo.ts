@@ -14,7 +14,9 @@ import {parseScale, seedProxies, seedWars} from './scale.js'
 // --no-debug-http: every istiod runs with ENABLE_DEBUG_ON_HTTP=false, so only the xDS path (15012) answers.
 // --scale wars=N,proxies=N,istiods=N: a large cluster on top of the demo mesh, seeded as `npm run bench`
 // seeds its cases (test/cluster/scale.ts), to reproduce them by hand.
-const USAGE = 'usage: npm run demo:cluster -- [--name NAME] [--cluster-id ID] [--no-debug-http] [--scale wars=N,proxies=N,istiods=N]'
+// --real [--istio 1.30|1.31]: the real kube-apiserver, etcd and istiod instead (test/real/demo.ts).
+const USAGE = 'usage: npm run demo:cluster -- [--name NAME] [--cluster-id ID] [--no-debug-http] [--scale wars=N,proxies=N,istiods=N] | --real [--istio 1.30|1.31]'
+if (process.argv.includes('--real')) await (await import('../real/demo.js')).runRealDemo(process.argv.slice(2))
 let flags: {name?: string; context?: string; 'cluster-id'?: string; 'no-debug-http'?: boolean; scale?: string}
 let scale: ReturnType<typeof parseScale> | undefined
 try {
