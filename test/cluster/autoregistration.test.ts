@@ -123,6 +123,19 @@ describe('auto-registration (pilot/pkg/autoregistration)', () => {
     expect(store.get(WE, 'apps', 'web-10.0.0.5')).toBeUndefined()
   })
 
+  it('a grace timer that fires a little before the grace period by the clock deletes the entry a little later, not never', () => {
+    // The timer counts from the event loop's cached time, which can be some milliseconds older than the
+    // disconnect time read afterwards (a busy loop): the timer then fires before Date.now() says it is due.
+    vi.useFakeTimers()
+    const {store} = setup({gracePeriodMs: 10_000})
+    ctl!.connect(proxy())
+    ctl!.disconnect('vm-1.apps', new Date(Date.now() + 5))
+    vi.advanceTimersByTime(10_000)
+    expect(store.get(WE, 'apps', 'web-10.0.0.5')).toBeDefined()
+    vi.advanceTimersByTime(10)
+    expect(store.get(WE, 'apps', 'web-10.0.0.5')).toBeUndefined()
+  })
+
   it('keeps an entry that reconnected within the grace period', () => {
     vi.useFakeTimers()
     const {store} = setup({gracePeriodMs: 10_000})

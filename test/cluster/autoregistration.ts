@@ -249,7 +249,14 @@ export class AutoRegistration {
     const a = entry.metadata.annotations
     if (a[ANNOTATIONS.connectedAt]) return
     const since = parseTime(a[ANNOTATIONS.disconnectedAt])
-    if (Number.isNaN(since) || Date.now() - since < this.gracePeriodMs) return
+    if (Number.isNaN(since)) return
+    // A timer may fire a little before the clock says the grace period is over (it counts from the
+    // event loop's cached time): look again then, as istiod's periodic sweep would, instead of never.
+    const left = this.gracePeriodMs - (Date.now() - since)
+    if (left > 0) {
+      this.timers.later(left, () => this.cleanup(namespace, name))
+      return
+    }
     this.deleteWithPrecondition(WE, entry)
   }
 

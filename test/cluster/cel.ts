@@ -1,8 +1,9 @@
 /**
  * CEL rules evaluated by the CEL library (@bufbuild/cel, with the strings extension that
- * kube-apiserver enables), for the CRDs whose rules meshvm does not transpile at build time (the
- * test API server serves any CRD). Same contract as a transpiled rule: a bool, or a thrown
- * CelEvalError with the library's message. Values come in as validate.ts converts them (maps, bigint ints).
+ * kube-apiserver enables), as a `compileRule` for meshvm's own validator (src/lib/schema/validate.ts)
+ * in its tests: the same contract as a transpiled rule, a bool or a thrown CelEvalError with the
+ * library's message. Values come in as validate.ts converts them (maps, bigint ints). The test API
+ * server does not use this: its schema checker (schema.ts) calls the library itself.
  */
 import {celEnv, isCelError, parse, plan} from '@bufbuild/cel'
 import {strings} from '@bufbuild/cel/ext'
