@@ -135,7 +135,7 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
     expect(managers(sa)).toEqual(['meshvm/Apply'])
     const role = cluster.store.get(CLUSTER_ROLES, undefined, clusterRole)!
     expect(managers(role)).toEqual(['meshvm/Apply'])
-    expect(role.rules).toContainEqual({apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets'], verbs: ['get', 'list', 'watch']})
+    expect(role.rules).toContainEqual({apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'], verbs: ['get', 'list', 'watch']})
     const binding = cluster.store.get(CLUSTER_ROLE_BINDINGS, undefined, clusterRole)!
     expect(binding.roleRef).toEqual({apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole})
     expect(binding.subjects).toEqual([{kind: 'ServiceAccount', name: READER, namespace: 'istio-system-test'}])

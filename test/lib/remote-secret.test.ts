@@ -1,9 +1,10 @@
 /**
  * `istioctl create-remote-secret` output, byte for byte (istioctl-behaviour.md §5.4). The golden files
  * under test/golden/remote-secret/ were written by hand from the reference: §5.4's text for
- * bearer-token.yaml, and istioctl's remote_secret_test.go cases (config type, tls-server-name, plugin)
- * in the 1.24 shape (`creationTimestamp: null`, `preferences: {}`). Only the token value differs
- * from the reference (`token` → fake-token-abc123).
+ * bearer-token.yaml, and istioctl's remote_secret_test.go cases (config type, tls-server-name, plugin),
+ * then brought to the shape istioctl 1.30+ prints (client-go 1.35 writes no `creationTimestamp: null`
+ * and no `preferences: {}`; test:real compares byte for byte with the real istioctl 1.30 and 1.31).
+ * Only the token value differs from the reference (`token` → fake-token-abc123).
  */
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'

@@ -115,9 +115,10 @@ export function readerClusterRoleName(namespace: string): string {
 }
 
 /**
- * The rules of Istio 1.24's `istio-reader-clusterrole-NS`
+ * The rules of Istio 1.30/1.31's `istio-reader-clusterrole-NS`
  * (manifests/charts/istio-control/istio-discovery/templates/reader-clusterrole.yaml, without the
- * istiodRemote extras): what istiod in another cluster reads here.
+ * istiodRemote extras): what istiod in another cluster reads here. Real istiod 1.30/1.31 lists the
+ * remote cluster's ConfigMaps too (test:real: without `configmaps` its clusterz stays `timeout`).
  */
 export const READER_RULES = [
   {
@@ -125,7 +126,7 @@ export const READER_RULES = [
     resources: ['*'],
     verbs: ['get', 'list', 'watch'],
   },
-  {apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets'], verbs: ['get', 'list', 'watch']},
+  {apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'], verbs: ['get', 'list', 'watch']},
   {apiGroups: ['networking.istio.io'], resources: ['workloadentries'], verbs: ['get', 'watch', 'list']},
   {apiGroups: ['networking.x-k8s.io', 'gateway.networking.k8s.io'], resources: ['gateways'], verbs: ['get', 'watch', 'list']},
   {apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch']},

@@ -68,7 +68,8 @@ export interface RemoteKubeconfigOptions {
 
 /**
  * The kubeconfig as istioctl's `latest.Codec` writes it: a v1 Config with one cluster, context and
- * user, all named after the cluster, keys sorted, `preferences: {}`.
+ * user, all named after the cluster, keys sorted. istioctl 1.30+ (client-go 1.35) no longer writes the
+ * empty `preferences: {}` that older releases did; test:real compares with the real istioctl.
  */
 export function buildRemoteKubeconfig(opts: RemoteKubeconfigOptions): string {
   const name = opts.clusterName
@@ -90,7 +91,6 @@ export function buildRemoteKubeconfig(opts: RemoteKubeconfigOptions): string {
   const config: GoYaml = {
     apiVersion: 'v1',
     kind: 'Config',
-    preferences: {},
     clusters: [{name, cluster}],
     contexts: [{name, context: {cluster: name, user: name}}],
     'current-context': name,
@@ -138,7 +138,8 @@ export function buildRemoteSecret(opts: RemoteSecretOptions): RemoteSecretManife
   const annotations = {[CLUSTER_NAME_ANNOTATION]: opts.name}
   const labels = {[MULTICLUSTER_SECRET_LABEL]: 'true'}
   const stringData = {[key]: opts.kubeconfig}
-  const metadata: GoYaml = {annotations, creationTimestamp: null, labels, name: secretName}
+  // istioctl 1.30+ (client-go 1.35) omits the zero creationTimestamp older releases printed as null.
+  const metadata: GoYaml = {annotations, labels, name: secretName}
   if (opts.namespace) metadata.namespace = opts.namespace
   const yaml = OUTPUT_HEADER + goYamlMarshal({apiVersion: 'v1', kind: 'Secret', metadata, stringData}) + OUTPUT_TRAILER
   return {

@@ -16,7 +16,7 @@ export interface VerifyPermission {
 
 /** What istiod reads in a remote cluster: a sample of istio-reader-clusterrole, cluster-wide. */
 export const REQUIRED_PERMISSIONS: VerifyPermission[] = [
-  ...['pods', 'services', 'namespaces', 'nodes', 'secrets'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: '', resource}))),
+  ...['pods', 'services', 'namespaces', 'nodes', 'secrets', 'configmaps'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: '', resource}))),
   ...['get', 'list', 'watch'].map((verb) => ({verb, group: 'discovery.k8s.io', resource: 'endpointslices'})),
   ...['serviceentries', 'workloadentries'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: 'networking.istio.io', resource}))),
   {verb: 'create', group: 'authentication.k8s.io', resource: 'tokenreviews'},
