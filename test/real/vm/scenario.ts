@@ -106,7 +106,12 @@ export async function vmJoinScenario(t: ScenarioTarget): Promise<void> {
     expect(down.message).toBe('Get "http://127.0.0.1:8080/ready": connection refused')
 
     // 4. syncz: the proxy, with what it was sent acknowledged.
-    const entry = await waitFor(`${vm.proxyId} in /debug/syncz`, async () => (await t.syncz()).find((e) => e.proxy === vm!.proxyId), timeoutMs)
+    // A health change makes istiod push again: wait for the state where every push is acknowledged
+    // (a read between a push and its ACK sees sent ≠ acked, which is right for that instant).
+    const entry = await waitFor(`${vm.proxyId} in /debug/syncz with CDS and LDS acknowledged`, async () => {
+      const e = (await t.syncz()).find((x) => x.proxy === vm!.proxyId)
+      return e && e.cluster_acked === e.cluster_sent && e.listener_acked === e.listener_sent ? e : undefined
+    }, timeoutMs)
     expect(entry.cluster_sent).toBeTruthy()
     expect(entry.cluster_acked).toBe(entry.cluster_sent)
     expect(entry.listener_sent).toBeTruthy()
