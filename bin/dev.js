@@ -6,6 +6,12 @@
 const path = require('node:path')
 const {pathToFileURL} = require('node:url')
 
+// A failed write to stdout: as bin/run.js (which the shipped CLI runs) answers it.
+process.stdout.on('error', (err) => {
+  if (err.code !== 'EPIPE') process.stderr.write(`Error: cannot write to standard output: ${err.message}\n`)
+  process.exit(err.code === 'EPIPE' ? 0 : 1)
+})
+
 async function dev() {
   const {COMMANDS} = await import('../src/command-index.ts')
   const {main} = await import('../src/main.ts')

@@ -1,8 +1,6 @@
 // The help texts oclif prints, rendered at build time (scripts/build.mjs runs `meshvm WORDS --help`
 // for the root, every topic and every command and writes dist/help.json), so `meshvm --help`,
 // `meshvm WORDS --help|-h` and `meshvm help WORDS` print them without loading the bundle or oclif.
-// Measured (Node 20.20, NODE_EXTRA_CA_CERTS unset, medians of 21, CPU time): `--help` 60 → 31 ms
-// (`node -e 0`: 28 ms), `onboard --help` 63 → 32 ms.
 // It serves only what it holds exactly: the text depends on the terminal width (oclif: OCLIF_COLUMNS,
 // else the TTY's width, else 80), on colour (bold headers on a colour terminal, colours with a user
 // theme file) and on the bin name (kubectl-plugin mode says `kubectl meshvm`); anything else goes to

@@ -1,8 +1,7 @@
 // Loads dist/meshvm.cjs through a V8 code cache: compiled code is saved after the first run and
-// reused after. Measured (Node 20.20, CPU time, medians of 21): `--help` 67 ms with it, 102 ms without
-// (`node -e 0`: 26 ms). Node 22's module.enableCompileCache() is not used: it caches what is compiled
-// before the code runs, not the functions a run compiles lazily, and measured worse with Node 22.23
-// (`--help` 86 ms against 70 ms with this cache, offline onboard 103 against 71).
+// reused after. Node's module.enableCompileCache() is not used: it caches what is compiled before the
+// code runs, not the functions a run compiles lazily, and measured slower on Node 24
+// (docs/decisions/startup.md).
 // The cache lives in $XDG_CACHE_HOME/meshvm (or ~/.cache/meshvm); it is keyed by the bundle's
 // install path, size and mtime (an upgrade replaces it), rejected by V8 itself when it does not
 // match, and skipped when it cannot be written. MESHVM_NO_COMPILE_CACHE=1 turns it off.
@@ -14,7 +13,7 @@ const vm = require('node:vm')
 const Module = require('node:module')
 const {isAscii} = require('node:buffer')
 
-/** FNV-1a, 32 bits: a short, stable name for an install path (node:crypto would cost ~7 ms to load). */
+/** FNV-1a, 32 bits: a short, stable name for an install path (without loading node:crypto). */
 function pathHash(text) {
   let h = 0x811c9dc5
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
@@ -56,13 +55,12 @@ function removeStale(bundle, stat) {
 /**
  * Loads a CommonJS bundle (default: the CLI itself) through the code cache. `slot` names a cache of
  * its own (bin/run.js: the command's first word), so a command deserialises only the functions the
- * runs of that slot compiled: one cache grown over every command made offline onboard ~3 ms CPU
- * slower (1.3 MB of cached code to deserialise instead of 0.45 MB).
+ * runs of that slot compiled, not those of every other command.
  */
 function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), slot = undefined) {
   const stat = fs.statSync(bundle)
-  // The build makes the bundles pure ASCII (scripts/build.mjs), so they are read as one-byte strings:
-  // decoding 750 KiB as UTF-8 costs ~1.8 ms CPU more. Anything else is read as UTF-8.
+  // The build makes the bundles pure ASCII (scripts/build.mjs), so they are read as one-byte strings
+  // instead of being decoded as UTF-8. Anything else is read as UTF-8.
   const bytes = fs.readFileSync(bundle)
   const source = isAscii(bytes) ? bytes.latin1Slice(0, bytes.length) : bytes.toString('utf8')
   const cacheFile = cacheFileFor(bundle, stat, slot)
@@ -75,9 +73,7 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), s
    * Called after the run, so the functions that ran are in the cache too. The cache (of this slot:
    * bin/run.js keeps one per command word) records which commands it has seen; a command it has not seen rewrites it, adding its own functions to those it
    * already held (V8 serialises every function compiled or deserialised so far), so after a few
-   * different commands the cache covers them all, and then it is never written again. Measured: a
-   * cache that covers 4 commands costs `--help` ~2 ms more to deserialise than one that covers `--help`
-   * only, and saves offline onboard ~30 ms of lazy compilation when it was not the first command run.
+   * different commands the cache covers them all, and then it is never written again.
    */
   const saveCache = (command = 'meshvm') => {
     if (!cacheFile) return
@@ -85,7 +81,7 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), s
     if (fresh && cached.commands.includes(command)) return
     const commands = fresh ? [...cached.commands, command] : [command]
     try {
-      fs.mkdirSync(path.dirname(cacheFile), {recursive: true, mode: 0o700})
+      mkdirs(path.dirname(cacheFile))
       if (!safeDir(path.dirname(cacheFile))) return
       // Exclusive create, never through a planted symlink; the rename replaces a link, never follows it.
       const temp = `${cacheFile}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`
@@ -103,6 +99,16 @@ function loadBundle(bundle = path.join(__dirname, '..', 'dist', 'meshvm.cjs'), s
     }
   }
   return {exports: mod.exports, saveCache}
+}
+
+/**
+ * mkdir -p one level at a time (as src/lib/fs/atomic.ts ensureDir): Node's recursive mkdirSync never
+ * returns where mkdir(2) says ENOENT under an existing parent, as under /proc (XDG_CACHE_HOME=/proc/x).
+ */
+function mkdirs(dir) {
+  const missing = []
+  for (let at = dir; !fs.existsSync(at) && path.dirname(at) !== at; at = path.dirname(at)) missing.push(at)
+  for (const d of missing.reverse()) fs.mkdirSync(d, {mode: 0o700})
 }
 
 /** A cache file: `meshvm-v8cache 1 ["onboard","war:list"]\n` then V8's code cache. */
@@ -147,8 +153,7 @@ const vendors = new Map()
 
 /**
  * A vendor bundle (dist/vendor/*.cjs: the Kubernetes client, the prompt library), loaded only when
- * a command first needs it, so offline commands never read or compile it (loading kube.cjs costs
- * ~22 ms CPU even through its code cache). Its cache is saved when the process exits, after the
+ * a command first needs it, so offline commands never read or compile it. Its cache is saved when the process exits, after the
  * functions that ran were compiled.
  */
 function loadVendor(bundle) {

@@ -1,13 +1,12 @@
 #!/usr/bin/env node
 // meshvm entry point. `--version`/`-v` is answered here, before anything else is loaded, because it is
 // the command people (and scripts) run most and it needs nothing but package.json: the same text as
-// oclif's config.userAgent, in 29 ms CPU against 59 ms through oclif (`node -e 0`: 26 ms; Node 20,
-// 2-core machine under load, medians of 21). `meshvm version` (with --short, -o json|yaml) is a command.
-// CommonJS (bin/package.json says so): an ES module entry starts Node's ESM loader, and importing
-// node:fs from ESM builds its ESM facade, which loads the streams modules (+4-6 ms CPU per run).
-// Start-up mechanisms and their measured worth: bin/load.cjs, scripts/build.mjs, docs/performance.md.
+// oclif's config.userAgent. `meshvm version` (with --short, -o json|yaml) is a command.
+// CommonJS (bin/package.json says so): an ES module entry starts Node's ESM loader.
+// Start-up mechanisms and what each one saves: docs/decisions/startup.md.
 'use strict'
 const argv = process.argv.slice(2)
+process.stdout.on('error', stdoutFailed)
 // Help rendered at build time, when it is a help invocation (bin/help-cache.cjs says when it applies
 // and what it saves); other commands do not load that module.
 const last = argv[argv.length - 1]
@@ -16,9 +15,6 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   const pkg = JSON.parse(require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'package.json'), 'utf8'))
   process.stdout.write(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
 } else if (help !== undefined) {
-  process.stdout.on('error', (err) => {
-    if (err.code === 'EPIPE') process.exit(0)
-  })
   process.stdout.write(help)
 } else {
   const {loadBundle, setRanCommand} = require('./load.cjs')
@@ -39,6 +35,25 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   process.once('beforeExit', () => {
     if (!settled) process.exitCode = 13
   })
+}
+
+/**
+ * Every path's answer to a failed write to stdout, installed before anything is written. A reader that
+ * went away (`meshvm … | head -1`: EPIPE) is not an error: exit 0, silently. Anything else (a full disk,
+ * an I/O error) is one line on stderr and exit 1 (ExitCode.FAILURE), never an unhandled 'error' event
+ * with a stack trace, and never exit 0 with the output lost. (A stdout closed with `>&-` cannot be seen:
+ * Node opens /dev/null in its place before any JavaScript runs, as a caller that discards the output
+ * would: docs/exit-codes.md.)
+ */
+function stdoutFailed(err) {
+  if (err.code === 'EPIPE') process.exit(0)
+  const reason = String(err.message).replace(/^[A-Z]+: /, '').replace(/, write$/, '')
+  try {
+    process.stderr.write(`Error: cannot write to standard output: ${reason}${err.code ? ` (${err.code})` : ''}\n`)
+  } catch {
+    // stderr is gone too: the exit code is all that is left.
+  }
+  process.exit(1)
 }
 
 /**

@@ -20,10 +20,7 @@
 // not allow. The SEA code cache (--code-cache: "useCodeCache") only covers sea-main.cjs, which is a
 // few lines; the real code cache is bin/load.cjs's, which works unchanged from the extracted files.
 // A code-cache blob is also tied to the platform that made it, so it is only used for the host's
-// target. Measured (hyperfine, 30 runs, `onboard web -n apps -p http=8080 -o name`, warm caches, user
-// CPU time since the 2-core machine was loaded): node 22 bin/run.js 52 ms, SEA 54 ms, SEA with
-// useCodeCache 55 ms (no gain, so off by default), node 20 bin/run.js 101 ms; the SEA's first run,
-// which writes the files and has no code cache yet, 111 ms; `--version` 25 ms (node22 bin/run.js 22 ms).
+// target (measurements: docs/decisions/startup.md).
 //
 // macOS: injecting the blob breaks the Mach-O code signature of Node's binary, and nothing here (Linux)
 // can sign. The signature is removed (as `codesign --remove-signature` does, which Node's guide runs

@@ -1,8 +1,8 @@
 // Builds dist/meshvm.cjs: one esbuild bundle with oclif, every command and, behind lazy requires,
 // the Kubernetes client and the prompts. bin/run.js loads it through a V8 code cache (see
 // bin/load.cjs); then the oclif manifest is written so `--help` needs no command code at all.
-// Each start-up mechanism below says what it saves, measured as CPU time per run on Node 20.20
-// (medians of 21+ interleaved runs on a loaded 2-core machine; `node -e 0` is ~26 ms there).
+// Each start-up mechanism below is kept because it pays on Node 24; what each one saves, and how it
+// was measured, is in docs/decisions/startup.md. The rules for code in the bundle: docs/CONTRIBUTING.md.
 import {build} from 'esbuild'
 import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {execFile} from 'node:child_process'
@@ -54,19 +54,18 @@ const started = Date.now()
 const minify = !process.argv.includes('--no-minify')
 
 // Heavy libraries only cluster commands (or the wizard) use go to their own bundles, loaded on first
-// use through bin/load.cjs: the main bundle stays small, so offline commands start fast (the
-// Kubernetes client alone would add ~22 ms CPU to `--help` and offline onboard).
+// use through bin/load.cjs: the main bundle stays small, so offline commands start fast.
 const VENDORS = {
   '@kubernetes/client-node': {file: 'kube.cjs', source: "export {KubeConfig} from '@kubernetes/client-node'"},
   '@inquirer/prompts': {file: 'prompts.cjs', source: "export * from '@inquirer/prompts'"},
-  // Loaded on the first non-ASCII table cell, not at import: its module builds an Intl.Segmenter (~15 ms).
+  // Loaded on the first non-ASCII table cell, not at import: its module builds an Intl.Segmenter.
   'string-width': {file: 'width.cjs', source: "export {default} from 'string-width'", onFirstUse: true},
   // Port-forward (WebSocket) and the protobuf wire codec: only commands that read istiod load them.
   ws: {file: 'ws.cjs', source: "export {WebSocket} from 'ws'"},
   '@bufbuild/protobuf/wire': {file: 'protobuf-wire.cjs', source: "export {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'"},
 }
-// Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter (~1 MB → ~0.25 MB)
-// and its loading from ~45 to ~24 ms CPU, for every command that talks to a cluster:
+// Trimming the Kubernetes client to what KubeConfig needs cuts its bundle to a quarter, and its
+// loading time about in half, for every command that talks to a cluster:
 // - client-node's modules have no import side effects but do not say so, so esbuild would keep all of
 //   its generated API (config.js imports gen/index.js for two helpers); marking them side-effect free
 //   lets tree shaking drop it;
@@ -112,8 +111,7 @@ const vendorPlugin = {
 // oclif's code no longer has the line, so an oclif upgrade gets the patch reviewed.
 const OCLIF_PATCHES = [
   // oclif sorts the commands of each plugin with String#localeCompare when it loads them. The first
-  // localeCompare of a process builds an ICU collator (~7 ms CPU per run, measured with
-  // `node -e "'a'.localeCompare('b')"` against `node -e 0`) for ~10 ASCII command ids. Byte order sorts
+  // localeCompare of a process builds an ICU collator, for ~20 ASCII command ids. Byte order sorts
   // them the same way (test/lib/command-index.test.ts checks it for every id).
   {
     file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/,
@@ -121,7 +119,7 @@ const OCLIF_PATCHES = [
     to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
   },
   // Help renders every description, summary and example through EJS (compiled to a function each
-  // time, ~3 ms for the root help). A text without `<%` renders to itself, so only templates go to EJS.
+  // time). A text without `<%` renders to itself, so only templates go to EJS.
   {
     file: /@oclif[\/]core[\/]lib[\/]help[\/]util\.js$/,
     from: 'return ejs_1.default.render(t, context);',
@@ -129,7 +127,6 @@ const OCLIF_PATCHES = [
   },
   // Libraries oclif requires at load but uses only on paths meshvm never takes (plugin discovery by
   // glob and by dependency patterns), or only when DEBUG is set: required on first use instead.
-  // Offline onboard: the bundle's top level 11.7 → 9.8 ms CPU, and a smaller code cache (−0.4 ms).
   ...LAZY_REQUIRES(),
 ]
 function LAZY_REQUIRES() {
@@ -146,8 +143,7 @@ function LAZY_REQUIRES() {
     },
     // Node built-ins that oclif loads at start-up for paths it takes only on Windows (a parent shell's
     // name) or with DEBUG=perf (performance marks): node:child_process (with node:dgram and the
-    // socket list) and node:perf_hooks. Measured with the three below: top level 9.8 → 8.6 ms CPU,
-    // main 15.2 → 14.4 ms.
+    // socket list) and node:perf_hooks.
     {
       file: /@oclif[\/]core[\/]lib[\/]util[\/]os\.js$/,
       from: 'const node_child_process_1 = require("node:child_process");',
@@ -173,8 +169,7 @@ function LAZY_REQUIRES() {
     },
     // What oclif's Command class loads at import and uses only to render errors or help, or to read
     // files: wrap-ansi (error and help text wrapping), the error handler (which loads all of the help
-    // code) and node:fs/promises. Offline onboard, which skips oclif's run() (src/lib/cli/direct-run.ts):
-    // module top levels 11.6 → ~8 ms CPU.
+    // code) and node:fs/promises; offline onboard skips oclif's run() (src/lib/cli/direct-run.ts).
     ...['errors/errors/cli.js', 'errors/errors/pretty-print.js'].map((file) => ({
       file: new RegExp(`@oclif[\\/]core[\\/]lib[\\/]${file.replaceAll('/', '[\\/]').replaceAll('.', '\\.')}$`),
       from: 'const wrap_ansi_1 = __importDefault(require("wrap-ansi"));',
@@ -194,7 +189,7 @@ function LAZY_REQUIRES() {
     // Command loads oclif's ux (spinners, JSON colouring) for log/logJson and its error path, and the
     // help utilities (with EJS) for deprecation warnings: on first use. The command id it resolves for
     // an alias deprecation warning is only used when the command deprecates its aliases (none in
-    // meshvm), so it is resolved only then. Offline onboard: ~1 ms CPU less.
+    // meshvm), so it is resolved only then.
     {
       file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
       from: 'const ux_1 = require("./ux");',
@@ -227,7 +222,7 @@ function LAZY_REQUIRES() {
       to: 'const promises_1 = { get stat() { return require("node:fs/promises").stat; }, get readFile() { return require("node:fs/promises").readFile; } };',
     },
     // chalk's and oclif's supports-color ask at import whether stdout and stderr are terminals with
-    // node:tty's isatty, and loading node:tty loads node:net (~1–2 ms CPU). process.stdout.isTTY and
+    // node:tty's isatty, and loading node:tty loads node:net. process.stdout.isTTY and
     // process.stderr.isTTY say the same (Node makes a tty.WriteStream exactly when fd 1/2 is a
     // terminal), and meshvm creates both streams anyway; they are the only fds these modules ask about.
     {
@@ -275,8 +270,8 @@ const oclifPatches = {
 // In the bundle, each command's module (and what only it imports: schemas, the war and proxy-status
 // code…) is initialised when oclif first asks for that command, not at start-up: the command map's
 // values are getters that require() the module, which esbuild then wraps in a lazy initialiser.
-// `--help` needs no command (oclif reads the manifest) and a command needs only its own: --help
-// 2-6 ms CPU less, offline onboard ~1.5 ms. src/command-index.ts (eager imports) stays the source for
+// `--help` needs no command (oclif reads the manifest) and a command needs only its own.
+// src/command-index.ts (eager imports) stays the source for
 // tests and bin/dev.js; the manifest build below still loads every command through the getters.
 const lazyCommandIndex = {
   name: 'meshvm-lazy-command-index',
@@ -292,14 +287,8 @@ const lazyCommandIndex = {
 // Libraries that one meshvm module wraps and that most runs never call: that module imports them
 // through getters, so the library is initialised on first use. Other importers get the library itself
 // (the same module in the bundle). The build fails if the wrapper's import list changes.
-// - yaml: src/lib/yaml.ts needs it only for documents its own writer leaves to it, and for reading
-//   (offline onboard never loads it: ~1.5 ms CPU of module top level);
-// - chalk: src/lib/output/color.ts makes a Chalk only when something is coloured (offline onboard
-//   prints none: ~0.5 ms).
-const LAZY_IMPORTS = [
-  {importer: 'src/lib/yaml.ts', module: 'yaml', names: ['LineCounter', 'parseAllDocuments', 'stringify']},
-  {importer: 'src/lib/output/color.ts', module: 'chalk', names: ['Chalk']},
-]
+// - socks: SOCKS5 proxies (kube/proxy.ts), only when a kubeconfig names one.
+const LAZY_IMPORTS = [{importer: 'src/lib/kube/proxy.ts', module: 'socks', names: ['SocksClient']}]
 const lazyImports = {
   name: 'meshvm-lazy-imports',
   setup(b) {
@@ -336,12 +325,11 @@ const result = await build({
   external: ['typescript', 'tsx', 'ts-node'],
 })
 writeFileSync(join(root, 'dist/meta.json'), JSON.stringify(result.metafile))
-// The bundles are pure ASCII, so bin/load.cjs reads them as one-byte (latin1) strings: ~1.8 ms CPU
-// less than decoding 750 KiB of UTF-8 per run. esbuild escapes non-ASCII text except inside regular
-// expression literals (ansis has a raw U+009B in one); \uXXXX means the same there, as in strings.
+// The bundles are pure ASCII, so bin/load.cjs reads them as one-byte (latin1) strings instead of
+// decoding UTF-8. esbuild escapes non-ASCII text except inside regular expression literals (ansis has
+// a raw U+009B in one); \uXXXX means the same there, as in strings.
 for (const file of [join(root, 'dist/meshvm.cjs'), ...Object.values(VENDORS).map(({file}) => join(root, 'dist/vendor', file))]) {
   const code = readFileSync(file, 'utf8')
-  // eslint-disable-next-line no-control-regex
   const ascii = code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
   if (ascii !== code) writeFileSync(file, ascii)
 }
@@ -356,7 +344,7 @@ await plugin.load()
 writeFileSync(join(root, 'oclif.manifest.json'), JSON.stringify(plugin.manifest, null, 2) + '\n')
 
 // dist/commands.json: what a command run reads of oclif's Config, taken from the real one, so most
-// runs skip Config.load (src/lib/cli/direct-run.ts: offline onboard −4 to −5 ms CPU). Not written
+// runs skip Config.load (src/lib/cli/direct-run.ts). Not written
 // when package.json gives oclif hooks or exit codes (runs then always go through oclif).
 {
   const {Config} = await import('@oclif/core')
@@ -376,8 +364,8 @@ const USER_AGENT_PLACEHOLDER = '\u0000USER_AGENT\u0000'
 
 // dist/help.json: what `meshvm WORDS --help` prints for the root, every topic and every command, at
 // oclif's default width (80: stdout not a terminal), without colour and without a user theme, rendered by the CLI
-// itself through oclif, so bin/run.js can print it without loading anything (bin/help-cache.cjs:
-// --help 60 → 31 ms CPU). Not written when package.json gives oclif a theme (help would have colours).
+// itself through oclif, so bin/run.js can print it without loading anything (bin/help-cache.cjs).
+// Not written when package.json gives oclif a theme (help would have colours).
 const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 if (!pjson.oclif.theme) {
   const ids = Object.keys(plugin.manifest.commands).filter((id) => /^[a-z][a-z0-9-]*(:[a-z][a-z0-9-]*)*$/.test(id))

@@ -1,8 +1,8 @@
 // The standalone executables' platforms and Node version, shared by scripts/build-standalone.mjs and
 // scripts/krew-manifest.mjs.
 
-/** The Node version of every executable: the newest with a package for each platform below on the npm registry. */
-export const NODE_VERSION = '22.23.2'
+/** The Node version of every executable: the newest LTS with a package for each platform below on the npm registry. */
+export const NODE_VERSION = '26.10.0'
 
 /** Release targets: krew's os/arch names (also the archive names), Node's platform/arch, the npm package holding that Node. */
 export const TARGETS = {

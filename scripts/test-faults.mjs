@@ -1,7 +1,8 @@
 /**
  * `npm run test:faults`: runs the fault-injection and fuzz tests (test/faults, test/fuzz) with
  * vitest, then prints what they threw at meshvm: faults injected (from $MESHVM_FAULT_LOG), the
- * hardening classes attacked (test/faults/hostile-*.test.ts, counted per class), commands
+ * hardening classes attacked (test/faults/hostile-*.test.ts, counted per class; certificates.test.ts
+ * logs each server-certificate class of issue #26, bounded-bodies.test.ts its limits), commands
  * covered, fuzz cases (from $MESHVM_FUZZ_LOG), tests passed/failed (from vitest's JSON report).
  * Exits non-zero if vitest failed or any test failed. Extra arguments go to vitest; FUZZ_RUNS scales
  * the fuzz tests (`FUZZ_RUNS=25000 npm run test:faults`).
@@ -33,7 +34,7 @@ function tally(items, key) {
 }
 // "429 Too Many Requests (Retry-After: 1)" → "429 Too Many Requests"
 const kinds = tally(faults, (f) => f.fault.replace(/ \(.*\)$/, ''))
-// The hardening classes (issue #17) the hostile-* tests attacked: false success, files, hangs and
+// The hardening classes (issues #17, #26) the fault tests attacked: certificates, false success, files, hangs and
 // limits, secrets and terminals, crashes, kubectl compatibility.
 const classes = tally(faults.filter((f) => f.class), (f) => f.class)
 const commands = tally(faults, (f) => f.command)

@@ -5,6 +5,7 @@ import BundleVerify from './commands/bundle/verify.js'
 import Bundle from './commands/bundle.js'
 import Completion from './commands/completion.js'
 import CreateRemoteSecret from './commands/create-remote-secret.js'
+import Doctor from './commands/doctor.js'
 import Help from './commands/help.js'
 import Onboard from './commands/onboard.js'
 import Precheck from './commands/precheck.js'
@@ -27,6 +28,7 @@ export const COMMANDS = {
   'bundle': Bundle,
   'completion': Completion,
   'create-remote-secret': CreateRemoteSecret,
+  'doctor': Doctor,
   'help': Help,
   'onboard': Onboard,
   'precheck': Precheck,

@@ -27,7 +27,8 @@ export function printError(err: unknown, write: (text: string) => void = (t) => 
   // Every error line is the last gate before the terminal: no credential, no control character
   // (messages and hints may quote names, URLs and server text).
   const safe = (line: string) => terminalSafe(redactCredentials(stripAnsi(line)))
-  let text = `${chalk.red('Error:')} ${safe(report.message)}\n`
+  let text = ''
+  for (const line of [report.message, ...(report.problems ?? [])]) text += `${chalk.red('Error:')} ${safe(line)}\n`
   for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${safe(hint)}\n`
   if (report.stack && debugEnabled()) text += report.stack + '\n'
   write(text)
@@ -38,10 +39,6 @@ export async function main(argv: string[], binUrl: string, options: {development
   // The shipped CLI runs the bundle in dist/ only. Without this, a NODE_ENV of test or development
   // (common in users' shells and CI) makes oclif look for TypeScript sources and warn.
   settings.enableAutoTranspile = Boolean(options.development)
-  // `meshvm … | head` closes stdout early: that is not an error.
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0)
-  })
   try {
     // Most runs skip oclif's Config.load (src/lib/cli/direct-run.ts); oclif's run() is loaded when needed.
     if (options.development || !(await directRun(argv, fileURLToPath(binUrl), COMMANDS))) {
@@ -49,7 +46,7 @@ export async function main(argv: string[], binUrl: string, options: {development
       await run(entryArgv(argv), pluginRunOptions(argv, binUrl) as Parameters<typeof run>[1])
     }
     // oclif's flush waits for stdout to drain; with nothing queued (always, for files and terminals)
-    // it would return at once, after arming a 10 s timer (~1 ms CPU).
+    // it would return at once, after arming a 10 s timer.
     if (process.stdout.writableLength > 0) await (await import('@oclif/core/flush')).flush()
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.OK
   } catch (err) {

@@ -12,7 +12,7 @@ export default class Complete extends Command {
   static override strict = false
   static override summary = 'Shell completion candidates for the words typed (used by the completion scripts).'
 
-  static override description = "Prints one candidate per line, then cobra's :DIRECTIVE line (4: no file names, 0: file names). Names from the cluster are looked up within 2 seconds."
+  static override description = "Prints one candidate per line, then cobra's :DIRECTIVE line (4: no file names, 0: file names, 16: directory names). Names from the cluster are looked up within 2 seconds."
 
   static override examples = ['<%= config.bin %> <%= command.id %> war describe -n apps ""']
 
@@ -21,10 +21,12 @@ export default class Complete extends Command {
 
   async run(): Promise<void> {
     const words = this.argv.length === 0 ? [''] : this.argv
-    const commands: CompletionCommand[] = this.config.commands
+    const all = this.config.commands
+    const commands: CompletionCommand[] = all
       .filter((c) => !c.hidden)
       .map((c) => ({
         words: c.id.split(':').join(' '),
+        aliasOf: all.find((o) => o.id !== c.id && o.aliases.includes(c.id))?.id.split(':').join(' '),
         flags: Object.values(c.flags)
           .filter((f) => !f.hidden)
           .map((f) => ({name: f.name, char: f.char, options: f.type === 'option' ? f.options : undefined, takesValue: f.type === 'option'})),
@@ -34,11 +36,25 @@ export default class Complete extends Command {
     let values = result.values
     if (result.dynamic) {
       const {dynamicValues} = await import('../lib/completion-fetch.js')
-      const found = await dynamicValues(result.dynamic, kubeFlagsOf(words.slice(0, -1)))
+      const typed = words.slice(0, -1)
+      const found = await dynamicValues(result.dynamic, {...kubeFlagsOf(typed), istioNamespace: istioNamespaceOf(typed)})
       values = found.filter((v) => v.startsWith(result.prefix)).sort()
     }
     // Done: a request the cluster never answered must not keep the shell waiting for this process.
-    await new Promise<void>((resolve) => process.stdout.write(cobraOutput(values, Boolean(result.files)), () => resolve()))
+    await new Promise<void>((resolve) => process.stdout.write(cobraOutput(values, result.files), () => resolve()))
     if (result.dynamic) process.exit(0)
   }
+}
+
+/** The -i/--istio-namespace typed (the remote secrets live there), else MESHVM_ISTIO_NAMESPACE, else istio-system. */
+export function istioNamespaceOf(words: string[]): string {
+  let found: string | undefined
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!
+    if (w === '--') break
+    const m = /^(?:--istio-namespace|--istioNamespace|-i)(?:=(.*))?$/.exec(w)
+    if (m) found = m[1] ?? words[++i]
+    else if (/^-i[^=-]/.test(w)) found = w.slice(2)
+  }
+  return found || process.env.MESHVM_ISTIO_NAMESPACE || 'istio-system'
 }

@@ -49,6 +49,8 @@ printed and checked by install.sh. Files are written whole or not at all.`
     if (!this.args.name && !f.filename) throw new UsageError('missing NAME or -f FILE: which WorkloadGroup is the bundle for?', ['meshvm bundle web -n apps -d ./web-vm'])
     const options = bundleOptions(f, f['output-dir'])
     const fileGroup = f.filename ? readWorkloadGroupFile(f.filename, f.namespace) : undefined
+    // A file's values are checked before the kubeconfig is even read (writeBundle checks them again).
+    if (fileGroup) (await import('../lib/bundle/validate.js')).checkBundleValues({workloadGroup: fileGroup}, 'input')
     const session = await this.session()
     try {
       const {fetchWorkloadGroup} = await import('../lib/bundle/fetch.js')
@@ -57,7 +59,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
       // Ctrl-C: let the request in progress finish, then stop before the token is issued or any file written.
       const summary = await this.interruptible(BUNDLE_INTERRUPTED, async (signal) => {
         const wg = fileGroup ?? (await fetchWorkloadGroup(session.client, this.args.name as string, session.namespace))
-        return writeBundle(session, wg, {...options, signal, progress: (line) => this.note(line)})
+        return writeBundle(session, wg, {...options, signal, progress: (line) => this.note(line), groupFromCluster: fileGroup === undefined})
       })
       reportBundle(this.sink, summary)
     } finally {
@@ -68,6 +70,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
   private async refreshToken(session: KubeSession, wg: WorkloadGroupLike, tokenSeconds: number): Promise<void> {
     const {refreshToken} = await import('../lib/bundle-verify/refresh-token.js')
     const r = await refreshToken(session.client, wg, {dir: this.flags['output-dir'], tokenSeconds})
+    for (const warning of r.warnings) this.warning(warning)
     this.note(`Wrote ${r.files.join(', ')}: a new token for ${r.serviceAccount}${r.expiresAt ? `, expiring at ${r.expiresAt.toISOString()}` : ''}`)
   }
 }

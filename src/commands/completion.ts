@@ -1,11 +1,11 @@
 import * as Args from '@oclif/core/args'
 import {BaseCommand} from '../lib/cli/base-command.js'
-import {completionScript, SHELLS, type Shell} from '../lib/completion.js'
+import {completionScript, selfCommand, SHELLS, type Shell} from '../lib/completion.js'
 
 export default class Completion extends BaseCommand<typeof Completion> {
   static override summary = 'Print a shell completion script (bash, zsh or fish).'
 
-  static override description = `Completes commands, flags, fixed flag values (such as -o), and from the cluster, within 2 seconds: namespaces (-n), contexts (--context, from the kubeconfig), WorkloadGroup names (onboard, bundle, precheck, war rollout, --group) and registration names (war describe, war delete), using the --kubeconfig, --context and -n already typed. The script asks meshvm at each TAB, so it never drifts from the installed version.
+  static override description = `Completes commands, flags, fixed flag values (such as -o), and from the cluster, within 2 seconds: namespaces (-n), contexts (--context, from the kubeconfig), WorkloadGroup names (onboard, bundle, precheck, war rollout, --group), registration names (war describe, war delete), proxy names (proxy-status NAME: POD.NAMESPACE and registration names) and remote secret names (remote-secret status|rotate, in -i), using the --kubeconfig, --context, -n and -i already typed; and file and directory names where a path is expected (-f, --kubeconfig, --output-file, --archive, -d, --bundle, bundle verify DIR). The script asks the meshvm that generated it (by its absolute path, so an alias works too) at each TAB, so it never drifts from that installed version; regenerate it after moving or reinstalling meshvm.
 
 As a kubectl plugin, kubectl (1.26+) completes "kubectl meshvm …" through the kubectl_complete-meshvm executable this package installs next to kubectl-meshvm.`
 
@@ -21,6 +21,7 @@ As a kubectl plugin, kubectl (1.26+) completes "kubectl meshvm …" through the 
   }
 
   async run(): Promise<void> {
-    this.out(completionScript(this.args.shell as Shell, 'meshvm'))
+    // The script calls this meshvm by its absolute path, so TAB works through an alias too.
+    this.out(completionScript(this.args.shell as Shell, 'meshvm', selfCommand(process.execPath, process.argv[1])))
   }
 }

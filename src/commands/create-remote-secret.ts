@@ -3,7 +3,7 @@ import * as Flags from '@oclif/core/flags'
 import {BaseCommand, durationOrZeroFlag, KUBE_GROUP, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {canPrompt, terminalPrompter} from '../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError, flagError} from '../lib/errors.js'
-import {writeFileAtomic} from '../lib/fs/atomic.js'
+import {checkWritablePath, writeFileAtomic} from '../lib/fs/atomic.js'
 import {REMOTE_SECRET_AUTH_TYPES, REMOTE_SECRET_TYPES, validateRemoteSecretOptions} from '../lib/remote-secret/generate.js'
 
 const SECRET_GROUP = 'REMOTE SECRET'
@@ -115,6 +115,8 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       if (outputFile === '' || (existsSync(outputFile) && statSync(outputFile).isDirectory())) {
         throw flagError('--output-file', outputFile, 'must be a file path (the Secret is written there with mode 0600)')
       }
+      // Before the token exists: a path that cannot be written (below a regular file, a symlink) fails now.
+      checkWritablePath(outputFile)
     }
     const applyTo = f['apply-to']
     if (applyTo !== undefined && applyTo === '') throw flagError('--apply-to', applyTo, 'must name a kubeconfig context')
@@ -146,6 +148,9 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
 
       if (outputFile !== undefined) {
         writeFileAtomic(outputFile, result.manifest.yaml, 0o600)
+        const {unignoredCredentialWarning} = await import('../lib/fs/git.js')
+        const exposed = unignoredCredentialWarning(outputFile)
+        if (exposed) this.warning(exposed)
         this.note(`Wrote Secret ${result.manifest.secretName} for cluster ${result.clusterName} to ${outputFile} (mode 0600)`)
       }
       if (target) {

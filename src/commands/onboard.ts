@@ -5,7 +5,7 @@ import type {BundleOptions} from '../lib/bundle/run.js'
 import {BaseCommand, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {dryRunFlag} from '../lib/cli/dry-run.js'
 import {bundleFlags, bundleOptions} from '../lib/bundle/flags.js'
-import {UsageError} from '../lib/errors.js'
+import {Problems, UsageError} from '../lib/errors.js'
 import type {Manifest} from '../lib/kube/object.js'
 import {fileNameFor, generateOnboardObjects} from '../lib/onboard/generate.js'
 import {missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
@@ -140,16 +140,24 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
 
   async run(): Promise<void> {
     const f = this.flags
+    // Every problem of the invocation is reported at once, one line each (not only the first).
+    const problems = new Problems()
     if (this.args.name && f.name && this.args.name !== f.name) {
-      throw new UsageError(`NAME ${JSON.stringify(this.args.name)} and --name ${JSON.stringify(f.name)} disagree; give one of them`)
+      problems.add(new UsageError(`NAME ${JSON.stringify(this.args.name)} and --name ${JSON.stringify(f.name)} disagree; give one of them`))
     }
-    const output = f.output === undefined ? undefined : (await loadPrinter()).parseOutput(f.output, OUTPUT_KINDS)
-    if (output && f.diff) throw new UsageError(`-o ${f.output} cannot be combined with --diff: --diff prints a unified diff`)
-    if (output && f['output-dir']) throw new UsageError(`-o ${f.output} cannot be combined with --output-dir: the directory gets one YAML file per object`)
-    const fileGroup = f.filename === undefined ? undefined : await this.readFileGroup(f.filename)
+    const printer = f.output === undefined ? undefined : await loadPrinter()
+    const output = f.output === undefined ? undefined : problems.check(() => printer!.parseOutput(f.output!, OUTPUT_KINDS))
+    if (output && f.diff) problems.add(new UsageError(`-o ${f.output} cannot be combined with --diff: --diff prints a unified diff`))
+    if (output && f['output-dir']) problems.add(new UsageError(`-o ${f.output} cannot be combined with --output-dir: the directory gets one YAML file per object`))
+    // Parse this before any request, so a typo never leaves a half-done job.
+    const bundle = f.bundle === undefined ? undefined : problems.check(() => bundleOptions(f, f.bundle!))
+    const fileGroup = f.filename === undefined ? undefined : await problems.checkAsync(() => this.readFileGroup(f.filename!))
+    if (f.filename !== undefined && fileGroup === undefined) problems.throwIfAny()
     let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
     const prompting = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] ? await import('../lib/cli/prompt.js') : undefined
     const wizard = prompting !== undefined && prompting.canPrompt()
+    // No questions when the answers could not make the command line valid.
+    if (wizard) problems.throwIfAny()
     let wizardApply = false
     const {onboardCommandLine, runOnboardWizard} = wizard ? await import('../lib/onboard/wizard.js') : {}
     if (wizard && prompting && runOnboardWizard) {
@@ -164,13 +172,12 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
       input = answers
     }
 
-    const spec = parseOnboardInput(input)
-    const objects = generateOnboardObjects(spec).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as Manifest) : o))
+    const spec = problems.check(() => parseOnboardInput(input))
+    problems.throwIfAny()
+    const objects = generateOnboardObjects(spec!).map((o) => (fileGroup && o.kind === 'WorkloadGroup' ? (fileGroup as unknown as Manifest) : o))
     // The same schema and CEL rules kube-apiserver enforces, so nothing printed is rejected later.
     const {assertValidIstioObjects} = await import('../lib/schema/istio.js')
     assertValidIstioObjects(objects, f.filename ?? 'generated manifests')
-    // Parse this before any request, so a typo never leaves a half-done job.
-    const bundle = f.bundle === undefined ? undefined : bundleOptions(f, f.bundle)
 
     if (f['output-dir']) await this.writeDir(f['output-dir'], objects)
     // --dry-run=client sends nothing that changes the cluster: it only prints.
@@ -242,6 +249,9 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
         const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
           results: await applyObjects(session.client, objects, {
             dryRun: Boolean(dryRun), diff: f.diff, force: f['force-conflicts'], signal,
+            missingNamespaceHints: (ns) => f['create-namespace']
+              ? [`namespace "${ns}" does not exist yet: a dry run (--dry-run=server, --diff) does not create it, so the objects in it cannot be checked; apply with --apply`]
+              : [`namespace "${ns}" does not exist: add --create-namespace to create it too (or kubectl create namespace ${ns})`],
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
               // Like kubectl: what happened on stdout, what did not on stderr. --diff --apply prints both.

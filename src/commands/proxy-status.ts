@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
 import {flagDuration} from '../lib/output/age.js'
-import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags} from '../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
@@ -10,7 +10,7 @@ import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
 import {
-  ISTIOCTL_GAP, proxyStatusColumns, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
+  ISTIOCTL_GAP, istioctlSyncz, PROXY_STATUS_LAYOUTS, proxyStatusColumns, renderProxyStatusTable, type ProxyStatusLayout, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
   type ProxyStatusError, type ProxyStatusJsonItem, type ProxyStatusRow,
 } from '../lib/proxy-status/status.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
@@ -29,10 +29,28 @@ const proxyStatusFlags = {
   ...multiContextFlags,
   output: {
     ...output,
-    description: `json, yaml, jsonpath, jsonpath-as-json and --sort-by read the ProxyStatusList schema (items with name, namespace, type, cluster, context, version, istiod, xds.TYPE.status, vm), e.g. -o jsonpath='{.items[*].name}' or -o custom-columns=NAME:.name,CDS:.xds.CDS.status; -o name prints pod/NAME for pods and the WorkloadEntry (or WorkloadAutoRegistration) of a VM. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
+    description: `json, yaml, jsonpath, jsonpath-as-json and --sort-by read the ProxyStatusList schema (items with name, namespace, type, cluster, context, version, istiod, xds.TYPE.status, vm), e.g. -o jsonpath='{.items[*].name}' or -o custom-columns=NAME:.name,CDS:.xds.CDS.status; -o name prints pod/NAME for pods and the WorkloadEntry (or WorkloadAutoRegistration) of a VM. With --schema istioctl, -o json|yaml print istioctl 1.30+'s shape instead. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
   } as typeof output,
   'no-headers': noHeaders,
   'sort-by': sortBy,
+  verbosity: Flags.integer({
+    char: 'v',
+    summary: "As istioctl's -v: 0 prints SUBSCRIBED TYPES; 1 (or more) one column per xDS type with its state, in alphabetical order (CDS ECDS EDS LDS RDS).",
+    min: 0,
+    default: 0,
+    helpGroup: OUTPUT_GROUP,
+  }),
+  layout: Flags.option({
+    summary: "Table columns: subscribed (istioctl 1.27+'s default), verbose (the same as -v 1) or types (istioctl 1.22–1.26: CDS LDS EDS RDS ECDS ISTIOD VERSION).",
+    options: PROXY_STATUS_LAYOUTS as ProxyStatusLayout[],
+    helpGroup: OUTPUT_GROUP,
+  })(),
+  schema: Flags.option({
+    summary: "What -o json|yaml print: meshvm (the ProxyStatusList schema, the default) or istioctl (istioctl 1.30+'s -o json|yaml: one syncz DiscoveryResponse per istiod, -n keeping that namespace's proxies).",
+    options: ['meshvm', 'istioctl'] as const,
+    default: 'meshvm',
+    helpGroup: OUTPUT_GROUP,
+  })(),
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Proxies of every namespace (the default without -n; accepted as in kubectl).', exclusive: ['namespace']}),
   vms: Flags.boolean({summary: 'Show VMs only.'}),
   selector: Flags.string({
@@ -61,17 +79,17 @@ export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
 
   static override aliases = ['ps']
 
-  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints istioctl's table: NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION, sorted by name. Per type: SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). The syncz of Istio 1.21 (nonces only) is understood too.
+  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints what istioctl 1.28+ prints for the same answers: NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES (e.g. 5 (CDS,LDS,EDS,RDS,ECDS)), sorted by name; with no proxy, the header alone (exit 0). -v 1 prints one column per type instead, in istioctl's alphabetical order (CDS ECDS EDS LDS RDS): SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). --layout types prints istioctl 1.22–1.26's table (NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION). The syncz of Istio 1.21 (nonces only) is understood too.
 
-Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert) and the name istiod[-REV].NS.svc, a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
+Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert), as istioctl 1.29.9+ verifies it, and the name istiod[-REV].NS.svc (there is no --insecure), a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
 
-Without --revision, the revision of the default tag is read (MutatingWebhookConfiguration istio-revision-tag-default, as istioctl 1.28); without a default tag, every istiod.
+Without --revision, the revision of the default tag is read (MutatingWebhookConfiguration istio-revision-tag-default, as istioctl 1.28+); without a default tag, every istiod.
 
-VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), and marks version skew between proxy and istiod. When several contexts are read, a CONTEXT column tells their rows apart (clusters may share a cluster ID).
+VMs come from the cluster's WorkloadEntries and WorkloadAutoRegistrations: a registered VM that no istiod reports is listed as NOT CONNECTED. A proxy is paired with its registration by name, else by the address it reports to istiod (istiod's /debug/adsz, read only where names do not pair). -o wide adds TYPE (pod or vm), ADDRESS, HEALTH (the WorkloadEntry's Healthy condition), REGISTRATION (war/NAME, auto/GROUP or workloadentry/NAME), and marks version skew between proxy and istiod. When several contexts are read, a CONTEXT column tells their rows apart (clusters may share a cluster ID).
 
 An istiod that does not answer is reported on stderr and its rows are marked NO ANSWER; a context that cannot be read is reported too. The rest is printed and the exit code is 7. No running istiod is exit 4; a missing permission (pods/portforward, or serviceaccounts/token for the xDS path) is exit 5, with the RBAC rule to ask for.
 
-With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health. NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
+With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health, and for a VM its WorkloadEntry's tunnel label (networking.istio.io/tunnel) and WaypointBound condition (Istio 1.31). NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
 
   static override examples = [
     {description: 'Every proxy the control plane knows, and every registered VM:', command: '<%= config.bin %> <%= command.id %>'},
@@ -82,7 +100,9 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     {description: 'Proxies of one namespace and label, for a revisioned control plane:', command: '<%= config.bin %> <%= command.id %> -n apps -l app=web -r canary'},
     {description: 'Two clusters in one table:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
     {description: 'Redraw every 5 seconds, changes highlighted:', command: '<%= config.bin %> <%= command.id %> --watch --interval 5s'},
+    {description: 'Per-type sync states, as istioctl -v 1 (or the 1.22–1.26 table with --layout types):', command: '<%= config.bin %> <%= command.id %> -v 1'},
     {description: 'For scripts:', command: '<%= config.bin %> <%= command.id %> -o json | jq \'.items[] | select(.xds.CDS.status != "SYNCED") | .name\''},
+    {description: 'What istioctl 1.30+ prints with -o json (one syncz answer per istiod), for scripts written against it:', command: '<%= config.bin %> <%= command.id %> -n apps -o json --schema istioctl'},
   ]
 
   static override args = {
@@ -100,6 +120,16 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     const intervalMs = f.interval
     const selector = parseSelector(f.selector)
     const print = printOptions(f, KINDS)
+    if (f.layout !== undefined && f.layout !== 'verbose' && f.verbosity > 0) {
+      throw flagError('--layout', f.layout, `cannot be combined with -v ${f.verbosity} (which is --layout verbose); give one of them`)
+    }
+    this.layout = f.layout ?? (f.verbosity > 0 ? 'verbose' : 'subscribed')
+    if (f.schema === 'istioctl' && print.output.kind !== 'json' && print.output.kind !== 'yaml') {
+      throw flagError('--schema', f.schema, "is the shape of -o json|yaml: add -o json or -o yaml (the table is istioctl's by default)")
+    }
+    if (f.schema === 'istioctl' && (f.watch || this.args.name !== undefined)) {
+      throw flagError('--schema', f.schema, `prints istioctl's whole answer: it cannot be combined with ${f.watch ? '--watch' : 'NAME'}`)
+    }
     // NAME is an argument: oclif's exclusive/dependsOn only relate flags.
     if (this.args.name !== undefined && f.watch) throw new UsageError('NAME and --watch are exclusive: --watch redraws the whole table')
     if (this.args.name !== undefined && this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give POD.NAMESPACE, HOSTNAME.NAMESPACE or a WorkloadEntry name')
@@ -123,8 +153,17 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       else if (f.watch) await this.watchLoop(run, {timeoutMs, intervalMs, selector, count: f['watch-count']})
       else {
         const snap = await run.snapshot({timeoutMs, selector}, this.onProblem)
+        if (f.schema === 'istioctl') {
+          this.out(await this.istioctlDocuments(snap))
+          this.report(snap)
+          return
+        }
         this.out(this.render(snap, snap.rows, undefined))
-        if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') this.note(this.nothingFound())
+        if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') {
+          // istioctl 1.28+ prints its header and exits 0 when no proxy is connected: the same bytes on stdout.
+          if ((this.kind === 'table' || this.kind === 'wide') && this.print.noHeaders !== true) this.out(this.emptyTable(snap))
+          this.note(this.nothingFound())
+        }
         this.report(snap)
       }
     } finally {
@@ -136,6 +175,8 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   private multi = false
 
   private kind: OutputKind = 'table'
+
+  private layout: ProxyStatusLayout = 'subscribed'
 
   private print!: ReturnType<typeof printOptions>
 
@@ -158,7 +199,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     let text = ''
     const printer = new Printer<ProxyStatusRow>(
       {
-        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed}),
+        columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed, layout: this.layout}),
         object: proxyStatusJsonItem,
         name: (r) => proxyStatusName(r, snap.registrationOf(r)),
         document: (items) => proxyStatusList(items as ProxyStatusJsonItem[], this.jsonErrors(snap.problems)),
@@ -173,6 +214,19 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     printer.add(kind === 'table' || kind === 'wide' ? rows : rows.filter((r) => r.type !== 'istiod'))
     printer.finish()
     return text
+  }
+
+  /** istioctl 1.30+'s -o json|yaml: each document as istioctl's Fprintln writes it (JSON indented by 4; YAML with sorted keys). */
+  private async istioctlDocuments(snap: Snapshot): Promise<string> {
+    const docs = istioctlSyncz(snap.rows)
+    if (this.kind === 'json') return docs.map((d) => JSON.stringify(d, null, 4) + '\n').join('')
+    const {toYaml} = await import('../lib/yaml.js')
+    return docs.map((d) => toYaml(sortedKeys(d)) + '\n').join('')
+  }
+
+  /** The header alone, as istioctl 1.28+ prints it for a mesh without proxies. */
+  private emptyTable(snap: Snapshot): string {
+    return renderProxyStatusTable([], {wide: this.kind === 'wide', context: snap.contextsRead > 1, color: false, layout: this.layout})
   }
 
   private warnProblem(p: Problem): void {
@@ -255,3 +309,12 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
   }
 }
 
+
+/** sigs.k8s.io/yaml's key order (it goes through a Go map): sorted, at every level. */
+function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys)
+  if (v === null || typeof v !== 'object') return v
+  const out: Record<string, unknown> = {}
+  for (const k of Object.keys(v).sort()) out[k] = sortedKeys((v as Record<string, unknown>)[k])
+  return out
+}

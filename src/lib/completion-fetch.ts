@@ -10,6 +10,8 @@ export interface CompletionTarget {
   kubeconfig?: string
   context?: string
   namespace?: string
+  /** Where the remote secrets are (`-i`). */
+  istioNamespace?: string
 }
 
 export async function dynamicValues(kind: Dynamic, target: CompletionTarget, timeoutMs = 2000): Promise<string[]> {
@@ -25,7 +27,7 @@ export async function dynamicValues(kind: Dynamic, target: CompletionTarget, tim
       timer = setTimeout(() => resolve([]), timeoutMs)
     })
     try {
-      return await Promise.race([names(kind, session), deadline])
+      return await Promise.race([names(kind, session, target), deadline])
     } finally {
       clearTimeout(timer)
       session.client.close()
@@ -35,14 +37,26 @@ export async function dynamicValues(kind: Dynamic, target: CompletionTarget, tim
   }
 }
 
-async function names(kind: Exclude<Dynamic, 'contexts'>, session: Awaited<ReturnType<typeof import('./kube/session.js').openSession>>): Promise<string[]> {
+async function names(kind: Exclude<Dynamic, 'contexts'>, session: Awaited<ReturnType<typeof import('./kube/session.js').openSession>>, target: CompletionTarget): Promise<string[]> {
   const {resourcePath, Resources} = await import('./kube/resources.js')
-  type Named = {metadata?: {name?: string}}
+  type Named = {metadata?: {name?: string; annotations?: Record<string, string>}; spec?: {containers?: {name?: string}[]}}
   const of = (items: Named[]): string[] => items.map((o) => o.metadata?.name ?? '').filter((n) => n !== '')
   if (kind === 'namespaces') return of(await session.client.list<Named>(resourcePath(Resources.namespaces)))
   if (kind === 'workloadgroups') return of(await session.client.list<Named>(resourcePath(Resources.workloadGroups, {namespace: session.namespace})))
-  const {listRegistrations} = await import('./war/fetch.js')
+  if (kind === 'remote-secrets') {
+    // Only the names are kept; the Secrets' contents are dropped with the list.
+    const {MULTICLUSTER_SECRET_LABEL} = await import('./remote-secret/generate.js')
+    const namespace = target.istioNamespace ?? 'istio-system'
+    return of(await session.client.list<Named>(resourcePath(Resources.secrets, {namespace}), {labelSelector: `${MULTICLUSTER_SECRET_LABEL}=true`}))
+  }
   const out: string[] = []
+  if (kind === 'proxies') {
+    // proxy-status NAME: POD.NAMESPACE for the pods with a sidecar, then the VMs' registration names.
+    const pods = await session.client.list<Named>(resourcePath(Resources.pods, {namespace: session.namespace}))
+    const sidecar = (p: Named) => Boolean(p.metadata?.annotations?.['sidecar.istio.io/status']) || (p.spec?.containers ?? []).some((c) => c.name === 'istio-proxy')
+    out.push(...of(pods.filter(sidecar)).map((n) => `${n}.${session.namespace}`))
+  }
+  const {listRegistrations} = await import('./war/fetch.js')
   for await (const page of listRegistrations(session.client, {namespace: session.namespace, source: 'all', chunkSize: 500}, {resourceVersions: {}})) {
     out.push(...page.map((l) => l.registration.name))
   }

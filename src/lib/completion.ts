@@ -21,12 +21,14 @@ export interface CompletionCommand {
   flags: CompletionFlag[]
   /** Fixed values of the first argument (e.g. completion's shells). */
   argOptions?: readonly string[]
+  /** For an alias (`ps`): the words of the command it stands for (`proxy-status`). */
+  aliasOf?: string
 }
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const
 export type Shell = (typeof SHELLS)[number]
 
-export type Dynamic = 'namespaces' | 'contexts' | 'workloadgroups' | 'registrations'
+export type Dynamic = 'namespaces' | 'contexts' | 'workloadgroups' | 'registrations' | 'proxies' | 'remote-secrets'
 
 export interface Completion {
   /** Candidates, already filtered by what was typed. */
@@ -35,13 +37,17 @@ export interface Completion {
   dynamic?: Dynamic
   /** What the typed word must start with; candidates are whole words (with `--flag=` prepended when typed so). */
   prefix: string
-  /** The word is a path: let the shell complete file names. */
-  files?: boolean
+  /** The word is a path: let the shell complete file names (`file`) or directory names (`dir`). */
+  files?: PathKind
 }
+
+export type PathKind = 'file' | 'dir'
 
 // Flags whose values come from the cluster or the kubeconfig, and positional arguments that name objects.
 const FLAG_DYNAMIC: Record<string, Dynamic> = {namespace: 'namespaces', context: 'contexts', group: 'workloadgroups'}
-const FILE_FLAGS = new Set(['kubeconfig', 'filename', 'output-dir', 'bundle'])
+// Flags and arguments that name a file or a directory: the shell completes paths there.
+const PATH_FLAGS: Record<string, PathKind> = {kubeconfig: 'file', filename: 'file', 'output-file': 'file', archive: 'file', 'output-dir': 'dir', bundle: 'dir'}
+const ARG_PATHS: Record<string, PathKind> = {'bundle verify': 'dir'}
 const ARG_DYNAMIC: Record<string, Dynamic> = {
   'war describe': 'registrations',
   'war delete': 'registrations',
@@ -49,6 +55,9 @@ const ARG_DYNAMIC: Record<string, Dynamic> = {
   onboard: 'workloadgroups',
   bundle: 'workloadgroups',
   precheck: 'workloadgroups',
+  'proxy-status': 'proxies',
+  'remote-secret status': 'remote-secrets',
+  'remote-secret rotate': 'remote-secrets',
 }
 const MANY_ARGS = new Set(['war describe', 'war delete'])
 /** -o values offered (those with `=` take a template after them). */
@@ -104,8 +113,11 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
   if (!command) return filter(nextWords(before.filter((w) => !w.startsWith('-')).join(' ')))
   if (command.words === 'help') return filter(nextWords(args.join(' ')))
   if (args.length === 0 && command.argOptions) return filter(command.argOptions)
-  const dynamic = ARG_DYNAMIC[command.words]
-  if (dynamic && (args.length === 0 || MANY_ARGS.has(command.words))) return {values: [], dynamic, prefix: cur}
+  const id = command.aliasOf ?? command.words
+  const dynamic = ARG_DYNAMIC[id]
+  if (dynamic && (args.length === 0 || MANY_ARGS.has(id))) return {values: [], dynamic, prefix: cur}
+  const path = ARG_PATHS[id]
+  if (path && args.length === 0) return {values: [], prefix: cur, files: path}
   return {values: [], prefix: cur}
 
   function valuesFor(f: CompletionFlag, typedValue: string, lead: string): Completion {
@@ -114,29 +126,60 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
     if (f.name === 'output') return withLead(command?.words === 'version' ? ['json', 'yaml'] : OUTPUT_VALUES)
     const dynamic = FLAG_DYNAMIC[f.name]
     if (dynamic) return {values: [], dynamic, prefix: typedValue}
-    if (FILE_FLAGS.has(f.name)) return {values: [], prefix: typedValue, files: true}
+    const path = PATH_FLAGS[f.name]
+    if (path) return {values: [], prefix: typedValue, files: path}
     return {values: [], prefix: typedValue}
   }
 }
 
 /** cobra's ShellCompDirective values used here. */
-export const DIRECTIVE = {noFileComp: 4, default: 0} as const
+export const DIRECTIVE = {default: 0, noFileComp: 4, filterDirs: 16} as const
 
-/** The shell scripts: thin wrappers that ask `BIN __complete WORDS…` (as cobra's do). */
-export function completionScript(shell: Shell, bin: string): string {
+/**
+ * The command a completion script runs for candidates: the meshvm that generated it, by absolute
+ * path (`node /…/bin/run.js`, or the standalone executable alone), so TAB works whatever the user
+ * types to run meshvm: a name on the PATH, or an alias (`alias meshvm="node $PWD/bin/run.js"`: bash
+ * never expands an alias in the words it hands the completion function).
+ */
+export function selfCommand(execPath: string, script: string | undefined): string[] {
+  return script === undefined || script === '' || script === execPath ? [execPath] : [execPath, script]
+}
+
+/** POSIX shell quoting (bash, zsh): a word as one literal argument. */
+function shQuote(word: string): string {
+  return word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`
+}
+
+/** fish quoting: in single quotes only \\ and \' are special. */
+function fishQuote(word: string): string {
+  return `'${word.replace(/[\\']/g, (c) => `\\${c}`)}'`
+}
+
+/**
+ * The shell scripts: thin wrappers that ask `meshvm __complete WORDS…` (as cobra's do), through
+ * `command` (see selfCommand), or the path typed when the command word is one (`./bin/run.js`).
+ * Directive 0 completes file names, 16 directory names, 4 nothing more.
+ */
+export function completionScript(shell: Shell, bin: string, command: string[]): string {
   if (shell === 'bash' || shell === 'zsh') {
     const body = `_${bin}() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" out directive line
-  local -a values=()
-  out=$("\${COMP_WORDS[0]}" __complete "\${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
+  local -a values=() cmd=(${command.map(shQuote).join(' ')})
+  [[ "\${COMP_WORDS[0]}" == */* ]] && cmd=("\${COMP_WORDS[0]}")
+  out=$("\${cmd[@]}" __complete "\${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
   directive="\${out##*:}"
   while IFS= read -r line; do
     [[ -z "$line" || "$line" == :* ]] && continue
     values+=("$line")
   done <<< "$out"
   COMPREPLY=("\${values[@]}")
-  # Directive 0: nothing known here, let the shell complete file names.
-  if [[ \${#values[@]} -eq 0 && "$directive" == 0 ]]; then COMPREPLY=($(compgen -f -- "$cur")); fi
+  # Nothing known here but a path: the shell completes file (0) or directory (16) names.
+  if [[ \${#values[@]} -eq 0 && ( "$directive" == 0 || "$directive" == 16 ) ]]; then
+    compopt -o filenames 2>/dev/null
+    local kind=-f
+    [[ "$directive" == 16 ]] && kind=-d
+    while IFS= read -r line; do COMPREPLY+=("$line"); done < <(compgen "$kind" -- "$cur")
+  fi
   # A value ending in = (-o jsonpath=) takes more text: no space after it.
   if [[ \${#COMPREPLY[@]} -eq 1 && "\${COMPREPLY[0]}" == *= ]]; then compopt -o nospace 2>/dev/null; fi
 }
@@ -148,16 +191,27 @@ complete -F _${bin} ${bin}
   return `# ${bin} completion for fish. Load with: ${bin} completion fish | source
 function __${bin}_complete
   set -l words (commandline -opc) (commandline -ct)
-  set -l out ($words[1] __complete $words[2..-1] 2>/dev/null)
+  set -l cmd ${command.map(fishQuote).join(' ')}
+  string match -q -- '*/*' $words[1]; and set cmd $words[1]
+  set -l out ($cmd __complete $words[2..-1] 2>/dev/null)
+  set -l values
   for line in $out
-    string match -q -- ':*' $line; or echo $line
+    string match -q -- ':*' $line; or set -a values $line
+  end
+  if test (count $values) -gt 0
+    printf '%s\\n' $values
+  else if test "$out[-1]" = ':0'
+    __fish_complete_path (commandline -ct)
+  else if test "$out[-1]" = ':16'
+    __fish_complete_directories (commandline -ct)
   end
 end
 complete -c ${bin} -f -a '(__${bin}_complete)'
 `
 }
 
-/** The kubectl plugin completion script (kubectl 1.26+ runs kubectl_complete-NAME with the words). */
-export function cobraOutput(values: string[], files: boolean): string {
-  return values.map((v) => v + '\n').join('') + `:${files ? DIRECTIVE.default : DIRECTIVE.noFileComp}\n`
+/** What `__complete` prints: one candidate per line, then cobra's `:DIRECTIVE` line (kubectl reads it too). */
+export function cobraOutput(values: string[], files: PathKind | undefined): string {
+  const directive = files === 'dir' ? DIRECTIVE.filterDirs : files === 'file' ? DIRECTIVE.default : DIRECTIVE.noFileComp
+  return values.map((v) => v + '\n').join('') + `:${directive}\n`
 }

@@ -6,6 +6,8 @@
  * Messages must never contain secrets: callers pass names, never token or kubeconfig contents.
  */
 
+import {suggestCommands} from './cli/suggest.js'
+
 /** Stable exit codes, documented in the README and in `meshvm --help`. */
 export const ExitCode = {
   OK: 0,
@@ -66,12 +68,62 @@ export class UsageError extends MeshvmError {
   }
 }
 
-/** Several independent input problems reported at once (the first one is the headline). */
+/**
+ * Several independent input problems reported at once: each is printed as its own `Error:` line (the
+ * first is the message), then the hints of all of them.
+ */
 export class UsageErrors extends UsageError {
   readonly problems: string[]
-  constructor(problems: string[]) {
-    super(problems[0] ?? 'invalid input', problems.length > 1 ? [`${problems.length - 1} more problem(s): ${problems.slice(1).join('; ')}`] : [])
-    this.problems = problems
+  constructor(problems: (string | UsageError)[]) {
+    const messages = problems.map((p) => (typeof p === 'string' ? p : p.message))
+    const hints = [...new Set(problems.flatMap((p) => (typeof p === 'string' ? [] : p.hints)))]
+    super(messages[0] ?? 'invalid input', hints)
+    this.problems = messages
+  }
+}
+
+/**
+ * Collects the usage errors of independent checks, so one run reports every problem of the
+ * invocation instead of stopping at the first (`onboard`): `check` runs one and keeps its error,
+ * `throwIfAny` throws them together.
+ */
+export class Problems {
+  private readonly found: UsageError[] = []
+
+  add(error: UsageError): void {
+    if (error instanceof UsageErrors) {
+      error.problems.forEach((message, i) => this.found.push(new UsageError(message, i === 0 ? error.hints : [])))
+    } else this.found.push(error)
+  }
+
+  /** The check's result, or undefined when it threw a UsageError (kept); other errors propagate. */
+  check<T>(fn: () => T): T | undefined {
+    try {
+      return fn()
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err
+      this.add(err)
+      return undefined
+    }
+  }
+
+  async checkAsync<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn()
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err
+      this.add(err)
+      return undefined
+    }
+  }
+
+  get count(): number {
+    return this.found.length
+  }
+
+  throwIfAny(): void {
+    if (this.found.length === 1) throw this.found[0]
+    if (this.found.length > 1) throw new UsageErrors(this.found)
   }
 }
 
@@ -98,6 +150,8 @@ export interface ReportedError {
   exit: number
   /** One line. */
   message: string
+  /** Further problems of the same invocation, each printed as its own `Error:` line (UsageErrors). */
+  problems?: string[]
   hints: string[]
   code: string
   /** Only filled for bugs, and printed only with DEBUG set. */
@@ -116,13 +170,16 @@ export function toReport(err: unknown): ReportedError {
   if (err instanceof MeshvmError) {
     // oclif prefixes errors thrown by a custom flag's parser with "Parsing --flag \n\t": ours already name the flag.
     const message = err.message.replace(/^Parsing --\S+ \n\t/, '').replace(/\nSee more help with --help$/, '')
-    return {exit: err.exit, message: firstLine(message), hints: err.hints, code: err.code, stack: err.stack}
+    const problems = err instanceof UsageErrors && err.problems.length > 1 ? {problems: err.problems.slice(1).map(firstLine)} : {}
+    return {exit: err.exit, message: firstLine(message), ...problems, hints: err.hints, code: err.code, stack: err.stack}
   }
   if (isInterrupt(err)) return {exit: ExitCode.INTERRUPTED, message: 'interrupted', hints: [], code: 'Interrupted'}
   const e = err as OclifLikeError | undefined
   if (e && typeof e === 'object' && e.oclif && typeof e.oclif.exit === 'number') {
-    // oclif parse errors (unknown flag, missing argument, invalid option) are usage errors.
-    return {exit: e.oclif.exit === 0 ? 0 : ExitCode.USAGE, message: oclifMessage(e.message), hints: oclifHints(e.message), code: 'Usage'}
+    // oclif parse errors (unknown flag, missing argument, invalid option) are usage errors, in meshvm's words.
+    if (e.oclif.exit === 0) return {exit: 0, message: '', hints: [], code: 'Usage'}
+    const usage = usageFromOclif(e as OclifParseError)
+    return {exit: ExitCode.USAGE, message: usage.message, hints: usage.hints, code: 'Usage'}
   }
   if (e && typeof e === 'object' && (e as {code?: string}).code === 'EPIPE') {
     return {exit: 0, message: '', hints: [], code: 'EPIPE'}
@@ -142,24 +199,99 @@ function firstLine(text: string): string {
   return line.trim()
 }
 
+/** What an oclif parse error carries besides its text (oclif/core lib/parser/errors.js). */
+export interface OclifParseError extends OclifLikeError {
+  /** RequiredArgsError: the missing arguments. */
+  args?: unknown[]
+  /** NonExistentFlagsError: the unknown flags as typed. */
+  flags?: string[]
+  parse?: {input?: {flags?: Record<string, {char?: string; aliases?: string[]}>}}
+}
+
+const FLAGS_HINT = 'see --help for the flags this command takes'
+const ARGS_HINT = 'see --help for the arguments this command takes'
+
+/**
+ * oclif's parser errors in meshvm's one-line style (`--flag "value": what would be valid`), so every
+ * usage error reads alike whichever layer found it: oclif's `Missing 1 required arg:` with its
+ * description wrapped over several lines, `Nonexistent flag`, `Parsing --flag`, `Expected --x=y to be
+ * one of`, `--a cannot also be provided when using --b`… A message this does not know keeps its
+ * first line. The hint names what to look up in --help (main.ts puts the command into it).
+ */
+export function usageFromOclif(err: OclifParseError): {message: string; hints: string[]} {
+  const lines = oclifLines(err.message)
+  const first = lines[0] ?? err.message.trim()
+  let m: RegExpExecArray | null
+  if (/^Missing \d+ required args?\b/.test(first)) {
+    const args = (Array.isArray(err.args) ? err.args : []) as {name?: string; description?: string; options?: string[]}[]
+    const named = args.filter((a) => a.name)
+    const what = named.map((a) => {
+      const desc = sentence(a.description ?? '')
+      const options = a.options ? `expected one of ${a.options.join(', ')}` : ''
+      return `${a.name!.toUpperCase()}${desc || options ? ': ' : ''}${[desc, options].filter(Boolean).join('; ')}`
+    })
+    // oclif's note about flags with several values is left out: it lists them all, given or not.
+    return {message: `missing ${what.length > 0 ? what.join(', ') : 'arguments'}`, hints: [ARGS_HINT]}
+  }
+  if ((m = /^Nonexistent flags?: (.+)$/.exec(first))) {
+    const typed = (err.flags && err.flags.length > 0 ? err.flags : m[1]!.split(', ')).map((f) => f.replace(/=.*$/, ''))
+    const known = Object.entries(err.parse?.input?.flags ?? {}).flatMap(([name, f]) => [`--${name}`, ...(f.aliases ?? []).map((a) => `--${a}`)])
+    const close = typed[0]!.startsWith('--') ? suggestCommands(typed[0]!, known) : []
+    return {message: `unknown flag ${typed.join(', ')}`, hints: [...(close.length > 0 ? [`did you mean ${close.slice(0, 3).join(', ')}?`] : []), FLAGS_HINT]}
+  }
+  // The same words as an argument to a command that takes none (cli/entry.ts commandNotFound).
+  if (/^Unexpected arguments?: /.test(first)) return {message: first, hints: [ARGS_HINT]}
+  if ((m = /^Expected --([^=\s]+)=(.*) to be one of: (.+)$/.exec(first))) {
+    return {message: `--${m[1]} ${JSON.stringify(m[2])}: expected one of ${m[3]}`, hints: [FLAGS_HINT]}
+  }
+  if ((m = /^Expected (.*) to be one of: (.+)$/.exec(first))) {
+    return {message: `argument ${JSON.stringify(m[1])}: expected one of ${m[2]}`, hints: [ARGS_HINT]}
+  }
+  if ((m = /^Parsing (--\S+)$/.exec(first))) {
+    const inner = lines[1] ?? ''
+    let n: RegExpExecArray | null
+    if ((n = /^Expected an integer (?:(greater|less) than or equal to (-?\d+) )?but received: (.*)$/.exec(inner))) {
+      const bound = n[1] ? ` of ${n[1] === 'greater' ? 'at least' : 'at most'} ${n[2]}` : ''
+      return {message: `${m[1]} ${JSON.stringify(n[3])}: expected a whole number${bound}`, hints: [FLAGS_HINT]}
+    }
+    return {message: `${m[1]}: ${sentence(inner.replace(/^Error:\s*/, '')) || 'invalid value'}`, hints: [FLAGS_HINT]}
+  }
+  if ((m = /^Flag (--\S+) can only be specified once$/.exec(first))) return {message: `${m[1]}: given more than once; it takes one value`, hints: [FLAGS_HINT]}
+  if ((m = /^Flag (--\S+) expects one of these values: (.+)$/.exec(first))) return {message: `${m[1]}: needs a value, one of ${m[2]}`, hints: [FLAGS_HINT]}
+  if ((m = /^Flag (--\S+) expects a value$/.exec(first))) return {message: `${m[1]}: needs a value`, hints: [FLAGS_HINT]}
+  // Flag relationships (FailedFlagValidationError lists one reason per line): the first is the message.
+  const reasons = lines.map(relationship).filter((r): r is string => r !== undefined)
+  if (reasons.length > 0) return {message: reasons[0]!, hints: [...reasons.slice(1), FLAGS_HINT]}
+  return {message: first.replace(/^Error:\s*/, ''), hints: [...lines.slice(1, 3), FLAGS_HINT]}
+}
+
+function relationship(line: string): string | undefined {
+  let m: RegExpExecArray | null
+  if ((m = /^Missing required flag (\S+)$/.exec(line))) return `missing required flag --${m[1]}`
+  if ((m = /^(--\S+?)(?:=(.*))? cannot also be provided when using (--\S+)$/.exec(line))) {
+    return `${m[3]} and ${m[1]}${m[2] === undefined ? '' : `=${m[2]}`} cannot be combined: give one of them`
+  }
+  if ((m = /^All of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with ${m[2]!.split(', ').join(' and ')}`
+  if ((m = /^(?:One|Some) of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with one of ${m[2]}`
+  if ((m = /^Only the following can be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: can only be combined with ${m[2]}`
+  if ((m = /^Exactly one of the following must be provided: (.+)$/.exec(line))) return `give exactly one of ${m[1]}`
+  if ((m = /^At least one of the following must be provided: (.+)$/.exec(line))) return `give at least one of ${m[1]}`
+  return undefined
+}
+
+/** A description as a clause: no final period, lower case unless it starts with a NAME or an acronym. */
+function sentence(text: string): string {
+  const t = text.replace(/\s+/g, ' ').trim().replace(/\.$/, '')
+  return /^[A-Z][a-z]/.test(t) ? t[0]!.toLowerCase() + t.slice(1) : t
+}
+
 // oclif's parser messages span several lines: "The following error occurred:\n  Missing required
-// flag x\nSee more help with --help". Keep the first real problem as the message, the rest as hints.
+// flag x\nSee more help with --help". Keep the lines that say something.
 function oclifLines(text: string): string[] {
   return stripAnsi(text)
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l !== '' && !/^The following errors? occurred:$/.test(l))
-}
-
-function oclifMessage(text: string): string {
-  const first = oclifLines(text)[0] ?? text.trim()
-  return first.replace(/^Error:\s*/, '').replace(/^Missing required flag (\S+)$/, 'missing required flag --$1')
-}
-
-function oclifHints(text: string): string[] {
-  const lines = oclifLines(text).slice(1)
-  const hints = lines.filter((l) => !/^See more help with --help$/.test(l)).slice(0, 2)
-  return [...hints, 'see --help for the flags this command takes']
+    .filter((l) => l !== '' && !/^The following errors? occurred:$/.test(l) && l !== 'See more help with --help')
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import {celEnv, isCelError, parse, plan} from '@bufbuild/cel'
 import {strings} from '@bufbuild/cel/ext'
-import {CelEvalError, type CelRule} from '../../src/lib/schema/cel-runtime.js'
+import {RuleEvalError as CelEvalError, type CelRule} from '../../src/lib/schema/validate.js'
 
 const env = celEnv({funcs: strings})
 

@@ -1,7 +1,8 @@
 /**
- * The demo mesh of `npm run demo:cluster`: 3 application namespaces, 2 istiod revisions, 40 pods
- * with sidecars and 12 VMs, some unhealthy, disconnected or stale, so every meshvm command has
- * something to show.
+ * The demo mesh of `npm run demo:cluster`: 3 application namespaces, 2 istiod revisions of the
+ * releases meshvm names (`default` on 1.30, a `1-31` canary on 1.31; both answer syncz in the 1.23+
+ * shape, the only one istioctl 1.28+ reads), 40 pods with sidecars (some still on 1.28) and 12 VMs,
+ * some unhealthy, disconnected or stale, so every meshvm command has something to show.
  */
 import {installClusterz} from './clusterz.js'
 import type {TestCluster} from './index.js'
@@ -10,7 +11,10 @@ import {testPki} from './pki.js'
 import {VmPlane} from './vm-services.js'
 
 export const DEMO_NAMESPACES = ['shop', 'payments', 'legacy'] as const
-export const DEMO_ISTIODS = {stable: 'istiod-6c9f8d7b5-k2x4p', canary: 'istiod-1-23-5f7c9b8d4-q8w2n'} as const
+export const DEMO_ISTIODS = {stable: 'istiod-6c9f8d7b5-k2x4p', canary: 'istiod-1-31-5f7c9b8d4-q8w2n'} as const
+/** The releases of the demo's revisions, and of the older sidecars still connected (n-2, as Istio supports). */
+export const DEMO_VERSIONS = {stable: '1.30.8', canary: '1.31.0', old: '1.28.10'} as const
+export const DEMO_CANARY_REVISION = '1-31'
 
 export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string} = {}): void {
   const {mesh, store} = cluster
@@ -18,12 +22,12 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
   // Both revisions' injector configs carry the cluster ID (bundles read ISTIO_META_CLUSTER_ID from there).
   mesh.installIstio({clusterId, gatewayIp: '203.0.113.10'})
   // A revisioned install's mesh config names its own istiod (as the istio-discovery chart renders it).
-  mesh.installIstio({revision: '1-23', clusterId, gatewayIp: '203.0.113.10', meshConfig: 'defaultConfig:\n  discoveryAddress: istiod-1-23.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n'})
+  mesh.installIstio({revision: DEMO_CANARY_REVISION, clusterId, gatewayIp: '203.0.113.10', meshConfig: `defaultConfig:\n  discoveryAddress: istiod-${DEMO_CANARY_REVISION}.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n`})
   // startTestCluster() already runs one default-revision istiod; the demo uses its own names.
   for (const pod of store.list('/pods', 'istio-system')) store.delete('/pods', 'istio-system', pod.metadata.name)
   mesh.istiods.clear()
-  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: '1.24.2', shape: 'resources', clusterId})
-  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: '1-23', version: '1.23.4', shape: 'legacy', clusterId})
+  mesh.addIstiod({name: DEMO_ISTIODS.stable, revision: 'default', version: DEMO_VERSIONS.stable, shape: 'resources', clusterId})
+  mesh.addIstiod({name: DEMO_ISTIODS.canary, revision: DEMO_CANARY_REVISION, version: DEMO_VERSIONS.canary, shape: 'resources', clusterId})
   for (const ns of DEMO_NAMESPACES) mesh.watchNamespace(ns)
   // istiod's multi-cluster secret controller: /debug/clusterz (HTTP) and istio.io/debug/clusterz (xDS),
   // as a real istiod serves it, so `remote-secret status` / `rotate` work on the demo.
@@ -44,7 +48,7 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
         mesh.addPod({
           name: `${app}-${(0x5d4c3b + n * 7919).toString(16).slice(-6)}-${String.fromCharCode(97 + replica)}${n % 10}x${replica}`,
           namespace: ns, istiod: canary ? DEMO_ISTIODS.canary : DEMO_ISTIODS.stable, labels: {app, version: 'v1'},
-          version: canary ? '1.23.4' : n % 13 === 0 ? '1.22.6' : '1.24.2',
+          version: canary ? DEMO_VERSIONS.canary : n % 13 === 0 ? DEMO_VERSIONS.old : DEMO_VERSIONS.stable,
           sentAgoMs: 30_000 + n * 17_000,
           ...(problem ? {types: {[['CDS', 'LDS', 'EDS', 'RDS'][n % 4]!]: problem}} : {}),
         })
@@ -78,14 +82,14 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
     ],
     [
       {name: 'mainframe-gw-1', address: '192.168.10.21', connectedTo: DEMO_ISTIODS.stable, healthy: true},
-      {name: 'mainframe-gw-2', address: '192.168.10.22', connectedTo: DEMO_ISTIODS.stable, healthy: true, version: '1.22.6'},
+      {name: 'mainframe-gw-2', address: '192.168.10.22', connectedTo: DEMO_ISTIODS.stable, healthy: true, version: DEMO_VERSIONS.old},
       {name: 'mainframe-gw-3', address: '192.168.10.23', connectedTo: DEMO_ISTIODS.stable, healthy: false},
       {name: 'mainframe-gw-4', address: '192.168.10.24', disconnectedAgoMs: 2 * 60_000},
     ],
     [
-      {name: 'oracle-db-aws-aws-123456789012-us-east-2a-ec2-i-0f9e8d7c6b5a40001', address: '10.0.3.31', connectedTo: DEMO_ISTIODS.canary, healthy: true, version: '1.23.4'},
-      {name: 'oracle-db-aws-aws-123456789012-us-east-2b-ec2-i-0f9e8d7c6b5a40002', address: '10.0.3.32', connectedTo: DEMO_ISTIODS.canary, healthy: true, version: '1.23.4', stale: true},
-      {name: 'oracle-db-aws-aws-123456789012-us-east-2c-ec2-i-0f9e8d7c6b5a40003', address: '10.0.3.33', connectedTo: DEMO_ISTIODS.canary, version: '1.23.4', types: {RDS: 'nack'}},
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2a-ec2-i-0f9e8d7c6b5a40001', address: '10.0.3.31', connectedTo: DEMO_ISTIODS.canary, healthy: true, version: DEMO_VERSIONS.canary},
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2b-ec2-i-0f9e8d7c6b5a40002', address: '10.0.3.32', connectedTo: DEMO_ISTIODS.canary, healthy: true, version: DEMO_VERSIONS.canary, stale: true},
+      {name: 'oracle-db-aws-aws-123456789012-us-east-2c-ec2-i-0f9e8d7c6b5a40003', address: '10.0.3.33', connectedTo: DEMO_ISTIODS.canary, version: DEMO_VERSIONS.canary, types: {RDS: 'nack'}},
       {name: 'oracle-db-aws-aws-123456789012-us-east-2a-ec2-i-0f9e8d7c6b5a40004', address: '10.0.3.34', disconnectedAgoMs: 3 * 3600_000, agentConnected: false},
     ],
   ]

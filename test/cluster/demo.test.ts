@@ -20,7 +20,7 @@ describe('demo mesh', () => {
     const appPods = ['shop', 'payments', 'legacy'].flatMap((ns) => cluster.store.list('/pods', ns))
     expect(appPods).toHaveLength(40)
     const istiods = cluster.store.list('/pods', 'istio-system')
-    expect(istiods.map((p) => p.metadata.labels?.['istio.io/rev']).sort()).toEqual(['1-23', 'default'])
+    expect(istiods.map((p) => p.metadata.labels?.['istio.io/rev']).sort()).toEqual(['1-31', 'default'])
     const entries = ['shop', 'payments', 'legacy'].flatMap((ns) => cluster.store.list('networking.istio.io/workloadentries', ns))
     expect(entries).toHaveLength(12)
     const unhealthy = entries.filter((e) => (e.status as {conditions?: {status: string}[]} | undefined)?.conditions?.[0]?.status === 'False')
@@ -43,14 +43,14 @@ describe('demo mesh', () => {
   it('proxy-status reads the demo over HTTP debug, and over xDS alone as with demo:cluster --no-debug-http: the same proxies and states', async () => {
     // Status words only: xDS reports no nonces (no "Never Acknowledged") and gives 1.21-shape istiods ages.
     const states = (table: string) => table.trim().split('\n').slice(1).map((l) => l.replace(/ \([^)]*\)/g, '').split(/\s{2,}/).slice(0, 7).join('|')).sort()
-    const http = await runCli(['proxy-status'], {env: cluster.env})
+    const http = await runCli(['proxy-status', '-v', '1'], {env: cluster.env})
     expect(http.code, http.stderr).toBe(0)
     for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp: false})
     try {
-      const xds = await runCli(['proxy-status', '--debug'], {env: cluster.env})
+      const xds = await runCli(['proxy-status', '-v', '1', '--debug'], {env: cluster.env})
       expect(xds.code, xds.stderr).toBe(0)
       expect(states(xds.stdout)).toEqual(states(http.stdout))
-      expect(xds.stderr.match(/: xDS over port-forward to :15012 \(TLS verified for istiod(-1-23)?\.istio-system\.svc/g)).toHaveLength(2)
+      expect(xds.stderr.match(/: xDS over port-forward to :15012 \(TLS verified for istiod(-1-31)?\.istio-system\.svc.* → istio\.io\/debug\/syncz:/g)).toHaveLength(2)
     } finally {
       for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp: true})
     }

@@ -1,7 +1,8 @@
 /**
- * A simulated Istio mesh on top of the test API server's store: istiod pods (versions, revisions)
- * that answer `/debug/syncz` through the pods/proxy subresource in either Istio's 1.21 shape or
- * the 1.23+ shape with a `resources` map; proxies (pods and VMs) connected to one istiod with
+ * A simulated Istio mesh on top of the test API server's store: istiod pods (versions, revisions;
+ * 1.30.8 unless told, as the releases meshvm names: 1.28, 1.30, 1.31) that answer `/debug/syncz` in
+ * the 1.23+ shape with a `resources` map (or, for old-istiod tests, Istio's 1.21 shape) and
+ * `/debug/adsz` with each connection's node metadata (the proxy's INSTANCE_IPS); proxies (pods and VMs) connected to one istiod with
  * per-type sent/acked nonces; VMs registered as WorkloadEntries (Istio auto-registration) or
  * WorkloadAutoRegistrations (Tetrate). Tests change it between commands.
  */
@@ -14,6 +15,9 @@ import type {PortAcceptor} from './portforward.js'
 import type {PodProxyAnswer, PodProxyRequest} from './server.js'
 import {resourceKey, type KubeObj, type Store} from './store.js'
 import {XdsServer} from './xds.js'
+
+/** The Istio release of an istiod (and its proxies) when a test does not name one. */
+export const DEFAULT_ISTIO_VERSION = '1.30.8'
 
 /** istiod's secure gRPC port (xDS and the CA). */
 export const XDS_PORT = 15012
@@ -61,6 +65,12 @@ export interface ProxySpec {
   /** How long ago the last push was sent. */
   sentAgoMs?: number
   lastError?: string
+  /**
+   * The node metadata the proxy connected with (`/debug/adsz` shows it): INSTANCE_IPS (comma separated),
+   * NAMESPACE, AUTO_REGISTER_GROUP, WORKLOAD_ENTRY, ISTIO_VERSION, CLUSTER_ID, …
+   */
+  metadata?: Record<string, string>
+  connectedAt?: Date
 }
 
 export interface VmSpec {
@@ -87,6 +97,8 @@ interface IstiodState extends Required<Omit<IstiodSpec, 'ip'>> {
   down: boolean
   latencyMs: number
   malformed: boolean
+  /** Serves /debug/adsz (tests turn it off to see what meshvm shows when it cannot be read). */
+  adsz: boolean
   /** The gRPC server on 15012 and the HTTP server on the monitoring port, made on first use. */
   xds?: XdsServer
   http?: HttpServer
@@ -192,8 +204,8 @@ export class Mesh {
 
   addIstiod(spec: IstiodSpec): void {
     const state: IstiodState = {
-      namespace: 'istio-system', revision: 'default', version: '1.24.2', shape: 'resources', port: 15014, clusterId: 'cluster1', debugHttp: this.debugHttpDefault, untrustedCertificate: false,
-      ...spec, ip: spec.ip ?? this.nextIp(), down: false, latencyMs: 0, malformed: false,
+      namespace: 'istio-system', revision: 'default', version: DEFAULT_ISTIO_VERSION, shape: 'resources', port: 15014, clusterId: 'cluster1', debugHttp: this.debugHttpDefault, untrustedCertificate: false,
+      ...spec, ip: spec.ip ?? this.nextIp(), down: false, latencyMs: 0, malformed: false, adsz: true,
     }
     this.istiods.set(spec.name, state)
     const labels = {app: 'istiod', istio: 'pilot', 'istio.io/rev': state.revision}
@@ -212,7 +224,7 @@ export class Mesh {
   }
 
   /** Makes an istiod stop answering (connection refused), answer slowly, or answer garbage. */
-  setIstiod(name: string, change: Partial<Pick<IstiodState, 'down' | 'latencyMs' | 'malformed' | 'debugHttp'>>): void {
+  setIstiod(name: string, change: Partial<Pick<IstiodState, 'down' | 'latencyMs' | 'malformed' | 'debugHttp' | 'adsz'>>): void {
     const state = this.istiods.get(name)
     if (!state) throw new Error(`no istiod ${name}`)
     Object.assign(state, change)
@@ -220,20 +232,29 @@ export class Mesh {
 
   /** A sidecar in a pod (the Pod object is created too) connected to an istiod. */
   addPod(options: {name: string; namespace: string; istiod: string; labels?: Record<string, string>} & Omit<ProxySpec, 'id' | 'istiod'>): void {
+    const podIP = this.nextIp()
+    const version = options.version ?? this.istiods.get(options.istiod)?.version ?? DEFAULT_ISTIO_VERSION
     this.put(resourceKey('', 'pods'), 'Pod', {
       apiVersion: 'v1', kind: 'Pod', metadata: {name: options.name, namespace: options.namespace, labels: options.labels ?? {app: options.name.split('-')[0]!}},
-      spec: {containers: [{name: 'app', image: 'app:1'}, {name: 'istio-proxy', image: `istio/proxyv2:${options.version ?? '1.24.2'}`}]},
-      status: {phase: 'Running', podIP: this.nextIp()},
+      spec: {containers: [{name: 'app', image: 'app:1'}, {name: 'istio-proxy', image: `istio/proxyv2:${version}`}]},
+      status: {phase: 'Running', podIP},
     })
-    this.connect({...options, id: `${options.name}.${options.namespace}`})
+    this.connect({...options, id: `${options.name}.${options.namespace}`, metadata: options.metadata ?? {INSTANCE_IPS: podIP, NAMESPACE: options.namespace, ISTIO_VERSION: version}})
   }
 
   connect(proxy: ProxySpec): void {
     this.proxies.set(proxy.id, proxy)
+    this.connections++
+    this.connectionIds.set(proxy.id, `${proxy.id}-${this.connections}`)
   }
+
+  /** istiod's connection counter: a connection ID is `PROXYID-N` (pilot/pkg/xds/ads.go connectionID). */
+  private connections = 0
+  private readonly connectionIds = new Map<string, string>()
 
   disconnect(id: string): void {
     this.proxies.delete(id)
+    this.connectionIds.delete(id)
   }
 
   /** A VM: its WorkloadEntry (and WAR), and its proxy's connection when connected. */
@@ -255,7 +276,7 @@ export class Mesh {
         spec: {
           identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: `i-${vm.name.replace(/[^a-z0-9]/g, '').slice(-12)}`}}},
           registration: {
-            agent: {version: '1.4.0'}, sidecar: {istio: {version: vm.version ?? '1.24.2'}},
+            agent: {version: '1.4.0'}, sidecar: {istio: {version: vm.version ?? this.istiods.get(vm.connectedTo ?? '')?.version ?? DEFAULT_ISTIO_VERSION}},
             host: {addresses: [{ip: vm.address, type: 'VPC'}]}, workload: {labels}, settings: {connectedOver: 'VPC'},
           },
         },
@@ -283,7 +304,10 @@ export class Mesh {
       spec: {address: vm.address, labels, serviceAccount: 'default', network: 'vm-network'},
       ...(vm.healthy === undefined ? {} : {status: {conditions: [{type: 'Healthy', status: vm.healthy ? 'True' : 'False', lastProbeTime: iso(now - 5000), lastTransitionTime: iso(now - 60_000), ...(vm.healthy ? {} : {reason: 'HTTPGetFailed', message: 'Get "http://127.0.0.1:8080/ready": connection refused'})}]}}),
     })
-    if (vm.connectedTo) this.connect({id: proxyId, istiod: vm.connectedTo, version: vm.version, types: vm.types})
+    // The node metadata pilot-agent sends (mesh.yaml's proxyMetadata): the VM's address, its group when it
+    // auto-registers (a WAR-registered VM names its WorkloadEntry instead).
+    const metadata: Record<string, string> = {INSTANCE_IPS: vm.address, NAMESPACE: vm.namespace, ...(source === 'war' ? {WORKLOAD_ENTRY: weName} : {AUTO_REGISTER_GROUP: vm.group})}
+    if (vm.connectedTo) this.connect({id: proxyId, istiod: vm.connectedTo, version: vm.version, types: vm.types, metadata, connectedAt: new Date(now - 120_000)})
     else this.disconnect(proxyId)
     return {workloadEntry, war, proxyId}
   }
@@ -333,6 +357,29 @@ export class Mesh {
     return out
   }
 
+  /**
+   * `/debug/adsz` (pilot/pkg/xds/debug.go `adsz`, 1.28–1.31): every connection, sorted by connection ID,
+   * with its node metadata as the proxy sent it (INSTANCE_IPS is one comma-separated string) and its
+   * peer address, which for a VM is the east-west gateway's, not the VM's.
+   */
+  adsz(istiodName: string): {totalClients: number; clients: unknown[]} {
+    const clients: {connectionId: string; connectedAt: string; address: string; metadata?: Record<string, string>; watches: Record<string, string[]>}[] = []
+    let port = 40000
+    for (const p of this.proxies.values()) {
+      if (p.istiod !== istiodName) continue
+      const vm = p.metadata?.AUTO_REGISTER_GROUP !== undefined || p.metadata?.WORKLOAD_ENTRY !== undefined
+      const peer = vm ? '10.244.0.9' : (p.metadata?.INSTANCE_IPS?.split(',')[0] ?? '10.244.0.1')
+      const watches: Record<string, string[]> = {}
+      for (const type of Object.keys(XDS_TYPES) as XdsType[]) if ((p.types?.[type] ?? 'synced') !== 'unwatched') watches[XDS_TYPES[type]] = []
+      clients.push({
+        connectionId: this.connectionIds.get(p.id) ?? `${p.id}-0`, connectedAt: (p.connectedAt ?? new Date(Date.now() - 600_000)).toISOString(), address: `${peer}:${port++}`,
+        ...(p.metadata ? {metadata: p.metadata} : {}), watches,
+      })
+    }
+    clients.sort((a, b) => (a.connectionId < b.connectionId ? -1 : a.connectionId > b.connectionId ? 1 : 0))
+    return {totalClients: clients.length, clients}
+  }
+
   /** More istiod debug endpoints (e.g. /debug/clusterz from test/cluster/clusterz.ts), by path, served like /debug/syncz. */
   readonly debugHandlers = new Map<string, (istiod: {name: string; namespace: string; clusterId: string}) => unknown>()
 
@@ -378,6 +425,7 @@ export class Mesh {
       res.end(body)
     }
     const extra = this.debugHandlers.get(url.pathname)
+    if (istiod.debugHttp && istiod.adsz && url.pathname === '/debug/adsz') return send(200, JSON.stringify(this.adsz(istiod.name)), 'application/json')
     if (istiod.debugHttp && extra) return send(200, JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId})), 'application/json')
     if (!istiod.debugHttp || url.pathname !== '/debug/syncz') return send(404, '404 page not found\n', 'text/plain; charset=utf-8')
     if (istiod.malformed) return send(200, '<html>not json</html>', 'text/html')
@@ -442,9 +490,11 @@ export class Mesh {
     const san = `${istiod.revision === 'default' ? 'istiod' : `istiod-${istiod.revision}`}.${istiod.namespace}.svc`
     const ca = istiod.untrustedCertificate ? createMeshCa('not-the-mesh-root') : meshCa()
     const xds = new XdsServer({pki: this.options.pki, certificate: ca.issue({dnsNames: [san]}), clientCaPem: meshCa().rootPem})
-    xds.onDiscovery(TYPE_DEBUG_SYNCZ, async () => {
+    xds.onDiscovery(TYPE_DEBUG_SYNCZ, async (_request, call) => {
       if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
-      return this.synczXds(istiod.name)
+      // statusgen.go (1.28.5+): an identity of istiod's namespace sees every proxy, any other only its own namespace's.
+      const caller = call.identity?.['kubernetes.io']?.namespace
+      return this.synczXds(istiod.name, caller === istiod.namespace ? undefined : (caller ?? ''))
     })
     // Every other debug endpoint over xDS, as istiod's StatusGen hands `istio.io/debug/NAME` to DebugGen
     // (pilot/pkg/xds/debuggen.go): only an identity of istiod's own namespace may read it; the
@@ -454,7 +504,7 @@ export class Mesh {
       if (call.identity?.['kubernetes.io']?.namespace !== istiod.namespace) throw new Error(`the debug info is not available for current identity`)
       if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
       const extra = this.debugHandlers.get(`/debug/${name}`)
-      const body = extra ? JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId})) : '404 page not found\n'
+      const body = name === 'adsz' && istiod.adsz ? JSON.stringify(this.adsz(istiod.name)) : extra ? JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId})) : '404 page not found\n'
       return {typeUrl: request.typeUrl, versionInfo: iso(Date.now()), nonce: randomUUID(), resources: [{typeUrl: TYPE_DEBUG, value: Buffer.from(body, 'utf8')}]}
     })
     istiod.xds = xds
@@ -469,13 +519,13 @@ export class Mesh {
   }
 
   /** istiod's StatusGen.debugSyncz (pilot/pkg/xds/statusgen.go, 1.23+): one ClientConfig per connected proxy. */
-  synczXds(istiodName: string): DiscoveryResponse | undefined {
+  synczXds(istiodName: string, onlyNamespace?: string): DiscoveryResponse | undefined {
     const istiod = this.istiods.get(istiodName)
     if (!istiod || istiod.down) return undefined
     const now = Date.now()
     const version = `${iso(now)}/1`
     const resources = [...this.proxies.values()]
-      .filter((p) => p.istiod === istiodName)
+      .filter((p) => p.istiod === istiodName && (onlyNamespace === undefined || p.id.slice(p.id.lastIndexOf('.') + 1) === onlyNamespace))
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .map((p) => {
         const sentTime = new Date(now - (p.sentAgoMs ?? 125_000)).toISOString()

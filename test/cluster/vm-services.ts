@@ -120,7 +120,9 @@ export class IstiodVmServices {
       call.end(err.code === 'FailedPrecondition' ? GrpcCode.FAILED_PRECONDITION : GrpcCode.UNKNOWN, err.message)
       return
     }
-    const spec: ProxySpec = {id: proxyId, istiod: this.o.istiod, version: proxy.version, clusterId: str('CLUSTER_ID'), sentAgoMs: 0, types: {CDS: 'not-sent', LDS: 'not-sent', EDS: 'not-sent', RDS: 'not-sent', ECDS: 'unwatched'}}
+    // The metadata as sent (its string values), for /debug/adsz: INSTANCE_IPS is how a proxy is told apart from its group's others.
+    const metadata = Object.fromEntries(Object.entries(meta).filter((e): e is [string, string] => typeof e[1] === 'string'))
+    const spec: ProxySpec = {id: proxyId, istiod: this.o.istiod, version: proxy.version, clusterId: str('CLUSTER_ID'), sentAgoMs: 0, types: {CDS: 'not-sent', LDS: 'not-sent', EDS: 'not-sent', RDS: 'not-sent', ECDS: 'unwatched'}, metadata, connectedAt}
     const stream: Stream = {call, connectedAt, proxy, spec, sent: new Map()}
     // A restarted sidecar may reconnect before istiod noticed the old stream ended.
     const previous = this.streams.get(proxyId)

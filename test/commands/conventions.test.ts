@@ -1,11 +1,13 @@
 /** kubectl and istioctl habits that hold on every command (issue 18): -h, help, did-you-mean, version, plugin mode, hints. */
-import {readFileSync, mkdtempSync, rmSync, symlinkSync} from 'node:fs'
+import {readFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {execFile} from 'node:child_process'
-import {afterAll, describe, expect, it} from 'vitest'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
+import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {seedDemoMesh} from '../cluster/demo-mesh.js'
 
 const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {hidden?: boolean}>}
 // `help -h` is meshvm's own help, as with oclif and kubectl; hidden commands (__complete) have none.
@@ -94,5 +96,82 @@ describe.concurrent('suggested command lines', () => {
     expect(typo.code).toBe(2)
     expect(typo.stderr).toContain('Error: unknown command "war lsit" for "kubectl meshvm"')
     expect(typo.stderr).toContain('Hint: did you mean: kubectl meshvm war list?')
+  })
+})
+
+describe('an empty value means what kubectl makes of it (issue 27)', () => {
+  // The context's namespace is `payments`: `-n ''` (a script's `-n "$NS"` with NS unset) must mean it.
+  let cluster: TestCluster
+  let env: Record<string, string>
+  beforeAll(async () => {
+    cluster = await startCluster({contextName: 'empty-values'})
+    seedDemoMesh(cluster)
+    const kubeconfig = join(work, 'payments.kubeconfig')
+    writeFileSync(kubeconfig, readFileSync(cluster.kubeconfigPath, 'utf8').replace('namespace: default', 'namespace: payments'), {mode: 0o600})
+    env = {...cluster.env, KUBECONFIG: kubeconfig}
+  })
+  afterAll(() => cluster?.stop())
+  // Ages tick between two runs.
+  const ageless = (text: string) => text.replace(/\b\d+[smhdy](?:\d+[smhdy])?\b/g, 'AGE').replace(/ +/g, ' ')
+
+  it.each([
+    [['proxy-status', '--vms'], 'mainframe-gw'],
+    [['war', 'list'], 'mainframe-gw-192.168.10.21'],
+    [['precheck'], 'payments'],
+  ])('%j -n "" is %j without -n', async (args, expected) => {
+    const [plain, empty, equals] = await Promise.all([runCli(args, {env}), runCli([...args, '-n', ''], {env}), runCli([...args, '--namespace='], {env})])
+    expect(plain.stdout + plain.stderr).toContain(expected)
+    expect(ageless(empty.stdout)).toBe(ageless(plain.stdout))
+    expect(ageless(empty.stderr)).toBe(ageless(plain.stderr))
+    expect(empty.code).toBe(plain.code)
+    expect(ageless(equals.stdout)).toBe(ageless(plain.stdout))
+  })
+
+  it.each([
+    [['war', 'list', '-l', '', '-o', '', '--sort-by', '', '-L', '', '--context', '', '--kubeconfig', '', '-r', '', '--request-timeout', '']],
+    [['war', 'list', '-i', '']],
+  ])('%j: the defaults of kubectl and istioctl', async (args) => {
+    const [plain, empty] = await Promise.all([runCli(['war', 'list'], {env}), runCli(args, {env})])
+    expect(empty.code, empty.stderr).toBe(0)
+    expect(ageless(empty.stdout)).toBe(ageless(plain.stdout))
+  })
+
+  it.each([
+    [['war', 'list', '--sort-by=nope'], `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`],
+    [['proxy-status', '--vms', '-o', 'json', '--sort-by', 'nope'], `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`],
+    [['war', 'list', '--sort-by', '{.metadata.name'], `--sort-by "{.metadata.name": unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`],
+  ])('%j: --sort-by is refused as kubectl refuses it', async (args, message) => {
+    const r = await runCli(args, {env})
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
+  })
+
+  it.each([
+    [['war', 'list', '--group', ''], '--group "": must not be empty; give a value, or leave the flag out'],
+    [['war', 'list', '--chunk-size='], '--chunk-size "": must not be empty; give a value, or leave the flag out'],
+    [['war', 'delete', 'x', '--dry-run='], '--dry-run "": must not be empty; expected one of none, client, server'],
+    [['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--network', ''], '--network "": must not be empty; give a value, or leave the flag out'],
+    [['create-remote-secret', '--output-file', ''], '--output-file "": must not be empty; give a value, or leave the flag out'],
+  ])('%j: a usage error naming the flag', async (args, message) => {
+    const r = await runCli(args, {env})
+    expect(r.code).toBe(2)
+    expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
+    expect(r.stderr).not.toMatch(STACK_TRACE)
+  })
+})
+
+describe.concurrent("one style for every usage error, meshvm's (issue 27)", () => {
+  it.each([
+    [['war', 'describe'], ['Error: missing NAME: NAME or TYPE/NAME (as -o name prints it) of the registration; several may be given', 'Hint: see meshvm war describe --help for the arguments this command takes']],
+    [['completion'], ['Error: missing SHELL: the shell; expected one of bash, zsh, fish', 'Hint: see meshvm completion --help for the arguments this command takes']],
+    [['war', 'list', '--chunk-sise', '3'], ['Error: unknown flag --chunk-sise', 'Hint: did you mean --chunk-size?', 'Hint: see meshvm war list --help for the flags this command takes']],
+    [['war', 'list', '--chunk-size', 'x'], ['Error: --chunk-size "x": expected a whole number', 'Hint: see meshvm war list --help for the flags this command takes']],
+    [['war', 'reconcile', '--fix', '--dry-run=client'], ['Error: --fix and --dry-run=client cannot be combined: give one of them', 'Hint: see meshvm war reconcile --help for the flags this command takes']],
+    [['proxy-status', 'a', 'b'], ['Error: Unexpected argument: b', 'Hint: see meshvm proxy-status --help for the arguments this command takes']],
+  ])('%j', async (args, lines) => {
+    const r = await runCli(args, {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
+    expect(r.code).toBe(2)
+    expect(r.stdout).toBe('')
+    expect(r.stderr).toBe(lines.join('\n') + '\n')
   })
 })

@@ -81,9 +81,16 @@ describe('kubeconfig credentials', () => {
     // Relative to the kubeconfig's directory, as kubectl resolves it.
     const relative = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('token-file-relative', ['tokenFile: ./token'])}})
     expect(relative.code, relative.stderr).toBe(0)
-    // An inline token takes precedence, as in kubectl.
-    const both = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-both', ['token: not-the-token-0123456789', `tokenFile: ${tokenFile}`])}})
-    expect(both.code).toBe(5)
+    // token and tokenFile both set: the file wins, as in kubectl (client-go re-reads the file for every
+    // request: it holds the rotated token); the inline token is used only while the file cannot be read.
+    const both = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('token-both', ['token: not-the-token-0123456789', `tokenFile: ${tokenFile}`])}})
+    expect(both.code, both.stderr).toBe(0)
+    const staleFile = join(work, 'stale-token')
+    writeFileSync(staleFile, 'not-the-token-0123456789', {mode: 0o600})
+    const fileWins = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-both-stale', [`token: ${cluster.token}`, `tokenFile: ${staleFile}`])}})
+    expect(fileWins.code).toBe(5)
+    const unreadable = await runCli(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('token-both-missing', [`token: ${cluster.token}`, `tokenFile: ${join(work, 'nope')}`])}})
+    expect(unreadable.code, unreadable.stderr).toBe(0)
     const missing = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-missing', [`tokenFile: ${join(work, 'nope')}`])}})
     expect(missing.code).toBe(5)
     expect(missing.stderr).toBe(`Error: cannot read the token file ${join(work, 'nope')} of context "c": ENOENT\n`)

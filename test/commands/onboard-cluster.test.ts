@@ -42,6 +42,23 @@ describe('onboard --apply', () => {
     expect(got.stdout).toBe('workloadgroup.networking.istio.io/web\nservice/web\n')
   })
 
+  it('a namespace that does not exist: the error suggests --create-namespace (issue 27)', async () => {
+    const res = await meshvm(['onboard', 'web', '-n', 'nosuch', '-p', 'http=8080', '--apply'])
+    expect(res.code).toBe(4)
+    expect(res.stdout).toBe('')
+    expect(res.stderr).toBe([
+      'workloadgroup.networking.istio.io/web failed: namespaces "nosuch" not found',
+      'service/web not applied',
+      'Error: 0 of 2 objects applied; failed: workloadgroup.networking.istio.io/web; not applied: service/web',
+      'Hint: namespace "nosuch" does not exist: add --create-namespace to create it too (or kubectl create namespace nosuch)',
+      '',
+    ].join('\n'))
+    // With --create-namespace, a server dry run cannot check objects in the namespace it does not create.
+    const dry = await meshvm(['onboard', 'web', '-n', 'nosuch', '-p', 'http=8080', '--create-namespace', '--dry-run=server'])
+    expect(dry.stderr).toContain('Hint: namespace "nosuch" does not exist yet: a dry run (--dry-run=server, --diff) does not create it, so the objects in it cannot be checked; apply with --apply\n')
+    expect(cluster.store.get('/namespaces', '', 'nosuch')).toBeUndefined()
+  })
+
   it('--dry-run=server asks the API server and changes nothing', async () => {
     const res = await meshvm([...args.filter((a) => a !== '--apply'), '--apply', '--dry-run=server'])
     expect(res.code).toBe(0)

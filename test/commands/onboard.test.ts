@@ -194,13 +194,13 @@ const BAD: [string, string[], string][] = [
   ['bad service account', ['web', '-n', 'apps', '-p', 'http=80', '-s', 'Web_SA'], `Error: --service-account "Web_SA": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`],
   ['bad locality', ['web', '-n', 'apps', '-p', 'http=80', '--locality', 'us//a'], 'Error: --locality "us//a": expected region[/zone[/subzone]], e.g. us-east-1/us-east-1a'],
   ['negative weight', ['web', '-n', 'apps', '-p', 'http=80', '--weight', '-1'], 'Error: --weight "-1": must be a whole number between 0 and 4294967295'],
-  ['empty network', ['web', '-n', 'apps', '-p', 'http=80', '--network', ''], 'Error: --network "": must not be empty'],
+  ['empty network', ['web', '-n', 'apps', '-p', 'http=80', '--network', ''], 'Error: --network "": must not be empty; give a value, or leave the flag out'],
   ['name and --name disagree', ['web', '--name', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: NAME "web" and --name "api" disagree; give one of them'],
-  ['unknown flag', ['web', '-n', 'apps', '-p', 'http=80', '--prot', 'x'], 'Error: Nonexistent flag: --prot'],
+  ['unknown flag', ['web', '-n', 'apps', '-p', 'http=80', '--prot', 'x'], 'Error: unknown flag --prot'],
   // (every case here runs with -d DIR)
   ['-o with --output-dir', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'json'], 'Error: -o json cannot be combined with --output-dir: the directory gets one YAML file per object'],
   ['-o with --diff', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'name', '--diff'], 'Error: -o name cannot be combined with --diff: --diff prints a unified diff'],
-  ['a bad --dry-run', ['web', '-n', 'apps', '-p', 'http=80', '--dry-run=yes'], 'Error: Expected --dry-run=yes to be one of: none, client, server'],
+  ['a bad --dry-run', ['web', '-n', 'apps', '-p', 'http=80', '--dry-run=yes'], 'Error: --dry-run "yes": expected one of none, client, server'],
   ['bad -o', ['web', '-n', 'apps', '-p', 'http=80', '-o', 'table'], 'Error: -o/--output "table": expected one of yaml, json, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
   ['too many arguments', ['web', 'api', '-n', 'apps', '-p', 'http=80'], 'Error: Unexpected argument: api'],
 ]
@@ -261,4 +261,36 @@ describe.concurrent('meshvm onboard: bad input', () => {
       expect(existsSync(dir), 'no files may be written').toBe(false)
     })
   }
+})
+
+describe.concurrent('meshvm onboard: every problem of the invocation at once, one line each (issue 27)', () => {
+  it('flags, ports, probe, output and bundle problems together, then the hints', async () => {
+    const dir = join(work, 'bad', 'all-at-once')
+    const r = await runCli([
+      'onboard', 'Web', '-p', 'x=99999', '-p', 'http=80/FOO', '--weight', '-1', '--locality', 'us//a', '-l', 'app=a b',
+      '--probe-tcp', 'abc', '--probe-period', '0', '-o', 'table', '--token-duration', '1m', '--bundle', join(dir, 'bundle'),
+      '--host', 'db.example.com', '-d', dir,
+    ])
+    expect(r.code).toBe(2)
+    expect(r.stdout).toBe('')
+    expect(r.stderr).not.toMatch(STACK_TRACE)
+    expect(r.stderr.split('\n')).toEqual([
+      'Error: -o/--output "table": expected one of yaml, json, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…',
+      'Error: --token-duration "1m": expected a duration of at least 10m, e.g. 1h or 24h',
+      'Error: missing --namespace: meshvm onboard needs a name, a namespace and at least one port',
+      `Error: NAME "Web": must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')`,
+      `Error: --label "app=a b": value must be empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit`,
+      'Error: --locality "us//a": expected region[/zone[/subzone]], e.g. us-east-1/us-east-1a',
+      'Error: --weight "-1": must be a whole number between 0 and 4294967295',
+      'Error: --port "x=99999": port must be a whole number between 1 and 65535',
+      'Error: --port "http=80/FOO": unknown protocol "FOO"; valid protocols: HTTP, HTTPS, GRPC, HTTP2, MONGO, TCP, TLS',
+      'Error: --host: hosts are set on a ServiceEntry; add --service-entry',
+      'Error: --probe-period "0": expected a whole number of seconds of at least 1, e.g. 10 or 10s',
+      'Error: --probe-tcp "abc": expected PORT: must be a whole number between 1 and 65535',
+      'Hint: meshvm onboard web -n apps --port http=8080   (or run it in a terminal to be asked)',
+      'Hint: meshvm onboard Web -n NAMESPACE --service-entry --host db.example.com ...',
+      '',
+    ])
+    expect(existsSync(dir), 'no files may be written').toBe(false)
+  })
 })

@@ -6,7 +6,7 @@
  * The mesh reports push times relative to "now", so goldens hold `(AGE)` and `<time>` instead of the
  * ages and timestamps (their widths do not change between runs: every push is 2m5s old).
  */
-import {readFileSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {spawn} from '@lydell/node-pty'
@@ -16,6 +16,9 @@ import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cl
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {kubeconfigYaml} from '../cluster/index.js'
+import {DEMO_ISTIODS, seedDemoMesh, startDemoVmPlane} from '../cluster/demo-mesh.js'
+import type {VmPlane} from '../cluster/vm-services.js'
+import {startVm} from '../vm/run.js'
 
 const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url))
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
@@ -40,10 +43,13 @@ const cells = (table: string) =>
     .split('\n')
     .map((l) => l.split(/\s{2,}/))
 
-/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt (the other goldens in test/fixtures/istioctl are 1.28's). */
+/** istioctl 1.24.6's multiXdsStatusMultiPilot.txt: meshvm's --layout types. */
 function istioctl124Golden(): string {
   return readFileSync(new URL('../fixtures/istioctl/writer/pilot/testdata-1.24.6/multiXdsStatusMultiPilot.txt', import.meta.url), 'utf8')
 }
+
+/** istioctl's proxy-status goldens of its current release (1.31). */
+const istioctlGolden = (name: string) => readFileSync(new URL(`../fixtures/istioctl/pilot-1.31/${name}`, import.meta.url), 'utf8')
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -53,7 +59,7 @@ describe.concurrent('istioctl testdata: the same statuses', () => {
     cluster = await startCluster()
     const m = cluster.mesh
     // istioctl/pkg/writer/pilot/status_test.go: four proxies on four istiods
-    for (const n of [1, 2, 3, 4]) m.addIstiod({name: `istiod${n}`})
+    for (const n of [1, 2, 3, 4]) m.addIstiod({name: `istiod${n}`, version: '1.1'}) // status_test.go's istiods report version 1.1
     m.connect({id: 'proxy1', istiod: 'istiod1', clusterId: 'cluster1', version: '1.20', types: {CDS: 'stale', LDS: 'synced', EDS: 'synced', RDS: 'not-sent', ECDS: 'synced'}})
     m.connect({id: 'proxy2', istiod: 'istiod2', clusterId: 'cluster2', version: '1.19', types: {CDS: 'stale', LDS: 'synced', EDS: 'stale', RDS: 'synced', ECDS: 'stale'}})
     m.connect({id: 'proxy3', istiod: 'istiod3', clusterId: 'cluster3', version: '1.20', types: {CDS: 'not-sent', LDS: 'nack', EDS: 'stale', RDS: 'not-sent', ECDS: 'not-sent'}})
@@ -61,8 +67,23 @@ describe.concurrent('istioctl testdata: the same statuses', () => {
   })
   afterAll(() => cluster?.stop())
 
-  it('multiXdsStatusMultiPilot: every cell as istioctl 1.24.6 prints it (ages aside), columns aligned like its tabwriter', async () => {
+  it('multiXdsStatusMultiPilot: by default, what istioctl 1.31 prints, byte for byte', async () => {
     const res = await ps(cluster, [])
+    expect(res.stderr).toBe('')
+    expect(res.code).toBe(0)
+    expect(res.stdout).toBe(istioctlGolden('multiXdsStatusMultiPilot.txt'))
+  })
+
+  it('-v 1: per-type columns in alphabetical order, as istioctl 1.31 -v 1 (multiXdsStatusMultiPilot_verbose.txt, ages aside)', async () => {
+    const res = await ps(cluster, ['-v', '1'])
+    expect(res.code, res.stderr).toBe(0)
+    const golden = cells(istioctlGolden('multiXdsStatusMultiPilot_verbose.txt'))
+    expect(cells(res.stdout).filter((c) => c[0] === 'NAME' || c[0] === 'proxy1')).toEqual(golden)
+    expect(await ps(cluster, ['--layout', 'verbose']).then((r) => tableAges(r.stdout))).toBe(tableAges(res.stdout))
+  })
+
+  it('--layout types: every cell as istioctl 1.24.6 prints it (ages aside), columns aligned like its tabwriter', async () => {
+    const res = await ps(cluster, ['--layout', 'types'])
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expect(cells(res.stdout)).toEqual(cells(istioctl124Golden()))
@@ -75,13 +96,39 @@ describe.concurrent('istioctl testdata: the same statuses', () => {
   it('`ps` is an alias', async () => {
     const res = await runCli(['ps'], {env: cluster.env})
     expect(res.code).toBe(0)
-    expect(cells(res.stdout)).toEqual(cells(istioctl124Golden()))
+    expect(res.stdout).toBe(istioctlGolden('multiXdsStatusMultiPilot.txt'))
+  })
+
+  it('--schema istioctl -o json|yaml: one syncz DiscoveryResponse per istiod, as istioctl 1.30+ prints (its golden, as data)', async () => {
+    const [json, yaml, table] = await Promise.all([
+      ps(cluster, ['--schema', 'istioctl', '-o', 'json']),
+      ps(cluster, ['--schema', 'istioctl', '-o', 'yaml']),
+      ps(cluster, ['--schema', 'istioctl']),
+    ])
+    expect(json.code, json.stderr).toBe(0)
+    // istioctl's Fprintln per istiod: JSON indented by 4, one document after the other.
+    const docs = json.stdout.trimEnd().split(/\n(?=\{$)/m).map((d) => JSON.parse(d) as {resources: {node: {id: string}; genericXdsConfigs: Record<string, unknown>[]}[]; controlPlane: unknown})
+    expect(docs.map((d) => d.resources.map((r) => r.node.id))).toEqual([['proxy1'], ['proxy2'], ['proxy3'], ['proxy4']])
+    expect(json.stdout).toMatch(/^\{\n {4}"resources": \[\n/)
+    // The simulated istiod reports push times (lastUpdated); istioctl's test input has none.
+    for (const r of docs[0]!.resources) for (const g of r.genericXdsConfigs) delete g.lastUpdated
+    const golden = JSON.parse(istioctlGolden('multiXdsStatusSinglePilot.json')) as Record<string, unknown>
+    expect({resources: docs[0]!.resources, controlPlane: docs[0]!.controlPlane}).toEqual({resources: golden.resources, controlPlane: golden.controlPlane})
+    expect(yaml.code, yaml.stderr).toBe(0)
+    expect(yaml.stdout).toMatch(/^controlPlane:\n {2}identifier: /)
+    expect([table.code, table.stderr]).toEqual([2, 'Error: --schema "istioctl": is the shape of -o json|yaml: add -o json or -o yaml (the table is istioctl\'s by default)\n'])
+  })
+
+  it('-v with --layout other than verbose is a usage error', async () => {
+    const res = await ps(cluster, ['-v', '1', '--layout', 'types'])
+    expect(res.code).toBe(2)
+    expect(res.stderr).toBe('Error: --layout "types": cannot be combined with -v 1 (which is --layout verbose); give one of them\n')
   })
 
   it('colours statuses only when colour is on, never in JSON', async () => {
-    const plain = await ps(cluster, [])
+    const plain = await ps(cluster, ['--layout', 'types'])
     expect(plain.stdout).not.toMatch(/\u001B\[/) // not a terminal
-    const coloured = await ps(cluster, [], {NO_COLOR: undefined, FORCE_COLOR: '1'})
+    const coloured = await ps(cluster, ['--layout', 'types'], {NO_COLOR: undefined, FORCE_COLOR: '1'})
     expect(coloured.stdout).toContain('\u001B[31mERROR')
     expect(coloured.stdout).toContain('\u001B[33mSTALE')
     expect(tableAges(stripAnsi(coloured.stdout))).toBe(tableAges(plain.stdout)) // same layout
@@ -102,7 +149,7 @@ describe('Istio 1.21 syncz (nonces only, no resources map)', () => {
   afterAll(() => cluster?.stop())
 
   it('computes SYNCED / STALE / STALE (Never Acknowledged) / NOT SENT like istioctl 1.21, without ages', async () => {
-    const res = await ps(cluster, [])
+    const res = await ps(cluster, ['--layout', 'types'])
     expect(res.code).toBe(0)
     expect(res.stdout).not.toMatch(/\(\d/)
     expectMatchesGoldenFile(res.stdout, join(GOLDEN, 'legacy-1.21-cluster.txt'))
@@ -134,7 +181,7 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expectMatchesGoldenFile(tableAges(res.stdout), join(GOLDEN, 'vms-cluster.txt'))
-    expect(res.stdout).toMatch(/^web-10\.0\.0\.6\.vms +- +NOT CONNECTED {5}NOT CONNECTED/m)
+    expect(res.stdout).toMatch(/^web-10\.0\.0\.6\.vms +- +- +- +NOT CONNECTED$/m)
   })
 
   it('-o wide: TYPE, ADDRESS, HEALTH, REGISTRATION and version skew', async () => {
@@ -144,10 +191,12 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     const row = (name: string) => res.stdout.split('\n').find((l) => l.startsWith(name + ' '))!
     expect(row('vm-1.vms')).toMatch(/ vm +10\.0\.0\.5 +Healthy +auto\/web$/)
     expect(row('web-10.0.0.6.vms')).toMatch(/ vm +10\.0\.0\.6 +Unhealthy +auto\/web$/)
-    expect(row('vm-3.vms')).toMatch(/1\.22\.1 \(skew: istiod 1\.24\.2\) +vm +10\.0\.0\.7 +- +war\/vm-3$/)
+    expect(row('vm-3.vms')).toMatch(/1\.22\.1 \(skew: istiod 1\.30\.8\) +5 \(CDS,LDS,EDS,RDS,ECDS\) +vm +10\.0\.0\.7 +- +war\/vm-3$/)
     expect(row('db-vm.data')).toMatch(/ vm +10\.0\.1\.7 +Unhealthy +auto\/db$/)
     expect(row('web-7b9d8-abcde.apps')).toMatch(/ pod +- +- +-$/)
-    expect(row('batch-a.batch')).toMatch(/ vm +- +- +auto\/batch$/)
+    // Two VMs of one group on one istiod: told apart by the address each proxy reports (istiod's /debug/adsz).
+    expect(row('batch-a.batch')).toMatch(/ vm +10\.0\.2\.1 +- +auto\/batch$/)
+    expect(row('batch-b.batch')).toMatch(/ vm +10\.0\.2\.2 +- +auto\/batch$/)
   })
 
   it('--vms shows VMs only; -n one namespace', async () => {
@@ -177,7 +226,7 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
   })
 
   it('a NACKed proxy: ERROR in the table, the error detail in NAME.NS', async () => {
-    const [table, detail] = await Promise.all([ps(cluster, ['-n', 'apps']), ps(cluster, ['ratings-5c8d9-k2j4f', '-n', 'apps'])])
+    const [table, detail] = await Promise.all([ps(cluster, ['-n', 'apps', '--layout', 'types']), ps(cluster, ['ratings-5c8d9-k2j4f', '-n', 'apps'])])
     expect(table.stdout).toMatch(/^ratings-5c8d9-k2j4f\.apps +cluster1 +SYNCED \(2m\d+s\) +SYNCED \(2m\d+s\) +SYNCED \(2m\d+s\) +ERROR \(2m\d+s\) +NOT SENT /m)
     expect(detail.code).toBe(0)
     expectMatchesGoldenFile(clockFree(detail.stdout), join(GOLDEN, 'detail-nack.txt'))
@@ -233,9 +282,9 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
       [
         'pod/ratings-5c8d9-k2j4f',
         'pod/web-7b9d8-abcde',
-        // two proxies of one group that cannot be told apart: their proxy IDs (which proxy-status NAME takes back)
-        'batch-a.batch',
-        'batch-b.batch',
+        // two proxies of one group, told apart by the address each reports
+        'workloadentry.networking.istio.io/batch-10.0.2.1',
+        'workloadentry.networking.istio.io/batch-10.0.2.2',
         'workloadentry.networking.istio.io/db-10.0.1.7',
         'workloadentry.networking.istio.io/web-10.0.0.5', // vm-1.vms, auto-registered
         'workloadentry.networking.istio.io/vm-3', // the WorkloadEntry of WAR vm-3
@@ -269,14 +318,13 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     expect(JSON.parse(asJson.stdout)).toEqual(['10.0.0.5', '10.0.0.7', '10.0.0.6'])
     expect(cc.stdout.split('\n')[0]).toMatch(/^ratings-5c8d9-k2j4f\.apps +apps +<none>$/)
     expect(cc.stdout).toMatch(/^db-vm\.data +data +Unhealthy$/m)
-    // The batch VMs' address is unknown (""), which sorts first.
-    expect(cells(sorted.stdout).map((c) => c[0])).toEqual(['NAME', 'batch-a.batch', 'batch-b.batch', 'vm-1.vms', 'web-10.0.0.6.vms', 'vm-3.vms', 'db-vm.data'])
-    // --no-headers: istioctl's table without its first line, the columns as wide as before.
-    expect(tableAges(bare.stdout)).toBe(tableAges(plain.stdout).split('\n').slice(1).join('\n'))
+    expect(cells(sorted.stdout).map((c) => c[0])).toEqual(['NAME', 'vm-1.vms', 'web-10.0.0.6.vms', 'vm-3.vms', 'db-vm.data', 'batch-a.batch', 'batch-b.batch'])
+    // --no-headers: the table without its first line (widths from the rows alone, as kubectl's).
+    expect(cells(bare.stdout)).toEqual(cells(plain.stdout).slice(1))
     for (const r of [jp, asJson, cc, sorted, bare]) expect(r.code, r.stderr).toBe(0)
   })
 
-  it('nothing to show: stdout empty, a one-line note on stderr (as war list); -A is the default listing', async () => {
+  it('nothing to show: istioctl 1.28+\'s header alone on stdout (exit 0), a one-line note on stderr; -A is the default listing', async () => {
     const [none, vmsNone, all, dflt, json] = await Promise.all([
       ps(cluster, ['-n', 'nowhere']),
       ps(cluster, ['--vms', '-n', 'apps']),
@@ -284,8 +332,10 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
       ps(cluster, []),
       ps(cluster, ['-n', 'nowhere', '-o', 'json']),
     ])
-    expect([none.code, none.stdout, none.stderr]).toEqual([0, '', 'No proxies found in namespace nowhere.\n'])
-    expect([vmsNone.code, vmsNone.stdout, vmsNone.stderr]).toEqual([0, '', 'No VMs found in namespace apps.\n'])
+    expect([none.code, none.stdout, none.stderr]).toEqual([0, 'NAME     CLUSTER     ISTIOD     VERSION     SUBSCRIBED TYPES\n', 'No proxies found in namespace nowhere.\n'])
+    expect([vmsNone.code, vmsNone.stdout, vmsNone.stderr]).toEqual([0, 'NAME     CLUSTER     ISTIOD     VERSION     SUBSCRIBED TYPES\n', 'No VMs found in namespace apps.\n'])
+    const bare = await ps(cluster, ['-n', 'nowhere', '--no-headers'])
+    expect([bare.code, bare.stdout]).toEqual([0, ''])
     // JSON is a document: an empty list, no note.
     expect(JSON.parse(json.stdout)).toEqual({apiVersion: 'meshvm.io/v1alpha1', kind: 'ProxyStatusList', items: [], errors: []})
     expect(json.stderr).toBe('')
@@ -298,6 +348,68 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     expect(res.code).toBe(4)
     expect(res.stderr).toBe('Error: proxy "nope.vms" not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it\nHint: list the proxies of the namespace with: meshvm proxy-status -n vms\n')
     expect(res.stdout).toBe('')
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('the seeded demo: three VMs of payments/mainframe-gw connected to one istiod (issue 27)', () => {
+  let cluster: TestCluster
+  beforeAll(async () => {
+    cluster = await startCluster()
+    seedDemoMesh(cluster)
+  })
+  afterAll(() => cluster?.stop())
+
+  it('NAME by registration name finds the proxy whose reported address the entry has; HOSTNAME shows its health; -o wide its address and health', async () => {
+    const [byEntry, byHost, wide] = await Promise.all([
+      ps(cluster, ['mainframe-gw-192.168.10.22', '-n', 'payments']),
+      ps(cluster, ['mainframe-gw-2.payments']),
+      ps(cluster, ['-n', 'payments', '--vms', '-o', 'wide']),
+    ])
+    expect(byEntry.code, byEntry.stderr).toBe(0)
+    expect(firstLine(byEntry.stdout)).toBe('Name:           mainframe-gw-2.payments')
+    expect(clockFree(byEntry.stdout)).toBe(clockFree(byHost.stdout))
+    expect(byHost.stdout).toContain('  WorkloadEntry:  mainframe-gw-192.168.10.22\n')
+    expect(byHost.stdout).toMatch(/^ {2}Health: +Healthy \(since \S+\)$/m)
+    expect(byHost.stdout).not.toContain('health checks off')
+    const row = (name: string) => wide.stdout.split('\n').find((l) => l.startsWith(name + ' '))!
+    expect(row('mainframe-gw-1.payments')).toMatch(/ vm +192\.168\.10\.21 +Healthy +auto\/mainframe-gw$/)
+    expect(row('mainframe-gw-2.payments')).toMatch(/ vm +192\.168\.10\.22 +Healthy +auto\/mainframe-gw$/)
+    expect(row('mainframe-gw-3.payments')).toMatch(/ vm +192\.168\.10\.23 +Unhealthy +auto\/mainframe-gw$/)
+    expect(cluster.mesh.debugRequests).toContain(`${DEMO_ISTIODS.stable} /debug/adsz`)
+  })
+
+  it('over xDS alone (ENABLE_DEBUG_ON_HTTP=false) the pairing is the same', async () => {
+    const http = await ps(cluster, ['-n', 'payments', '--vms', '-o', 'wide'])
+    for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp: false})
+    try {
+      const xds = await ps(cluster, ['-n', 'payments', '--vms', '-o', 'wide'])
+      expect(xds.code, xds.stderr).toBe(0)
+      expect(cells(xds.stdout)).toEqual(cells(http.stdout))
+    } finally {
+      for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp: true})
+    }
+  })
+
+  it('when istiod cannot say which proxy is which (no /debug/adsz): the entry still finds the proxies it may be, and nothing false is printed', async () => {
+    cluster.mesh.setIstiod(DEMO_ISTIODS.stable, {adsz: false})
+    try {
+      const [byEntry, byHost, wide] = await Promise.all([
+        ps(cluster, ['mainframe-gw-192.168.10.21', '-n', 'payments']),
+        ps(cluster, ['mainframe-gw-1.payments']),
+        ps(cluster, ['-n', 'payments', '--vms', '-o', 'wide']),
+      ])
+      expect(byEntry.code, byEntry.stderr).toBe(0)
+      expect(byEntry.stdout.match(/^Name: .*$/gm)).toEqual(['Name:           mainframe-gw-1.payments', 'Name:           mainframe-gw-2.payments', 'Name:           mainframe-gw-3.payments'])
+      expect(byHost.stdout).toContain('  WorkloadEntry:  one of mainframe-gw-192.168.10.21, mainframe-gw-192.168.10.22, mainframe-gw-192.168.10.23 (istiod did not say which: its /debug/adsz could not be read)\n')
+      for (const out of [byEntry.stdout, byHost.stdout]) {
+        expect(out).not.toMatch(/Health:|health checks off|not found/)
+      }
+      expect(wide.stdout).toMatch(/^mainframe-gw-1\.payments .* vm +- +- +auto\/mainframe-gw$/m)
+    } finally {
+      cluster.mesh.setIstiod(DEMO_ISTIODS.stable, {adsz: true})
+    }
   })
 })
 
@@ -334,6 +446,17 @@ describe.concurrent('two istiods of one revision, and a second revision', () => 
     expect(res.code).toBe(0)
     const names = res.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])
     expect(names).toEqual(['old-1-pqrst.apps', 'vm-c.vms', 'web-canary-5d6f7-klmno.apps'])
+  })
+
+  it('NAME of a VM connected to another revision\'s istiod: exit 4 saying so, never "no WorkloadEntry registers it"', async () => {
+    const res = await ps(cluster, ['web-10.0.0.9', '-n', 'vms', '-r', 'default'])
+    expect(res.code).toBe(4)
+    expect(res.stderr).toBe(
+      `Error: proxy "web-10.0.0.9.vms" is not in this revision's view: WorkloadEntry web-10.0.0.9 is connected to istiod ${CANARY}, of another revision\n` +
+        'Hint: leave --revision out to read every istiod, or pass the revision of that istiod with -r\n',
+    )
+    const found = await ps(cluster, ['web-10.0.0.9', '-n', 'vms', '-r', 'canary'])
+    expect(found.code, found.stderr).toBe(0)
   })
 
   it('an unknown revision is exit 4, naming the revisions that run', async () => {
@@ -391,7 +514,7 @@ describe('an istiod that does not answer', () => {
   it('refuses connections or answers garbage: the same, with the reason', async () => {
     cluster.mesh.setIstiod(SLOW, {down: true})
     try {
-      const res = await ps(cluster, [])
+      const res = await ps(cluster, ['--layout', 'types'])
       expect(res.code).toBe(7)
       expect(firstLine(res.stderr)).toBe(`Warning: istiod istio-system/${SLOW}: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused; its proxies are missing from the table (rows marked NO ANSWER)`)
       expect(res.stdout).toMatch(/^\* +- +NO ANSWER {2,}NO ANSWER/m)
@@ -580,7 +703,7 @@ describe('--watch', () => {
     // The first frame finds one istiod silent past --timeout; the second sees it again.
     const remove = cluster.faults.add({path: new RegExp(`/pods/${OTHER}/portforward`), latencyMs: 1500, times: 1})
     try {
-      const res = await ps(cluster, ['--watch', '--watch-count', '2', '--interval', '200ms', '--timeout', '700ms'])
+      const res = await ps(cluster, ['--watch', '--watch-count', '2', '--interval', '200ms', '--timeout', '700ms', '--layout', 'types'])
       expect(res.code).toBe(0)
       const [first, second] = tableAges(res.stdout).split('\n\n')
       expect(first).toMatch(/^\* +- +NO ANSWER/m)
@@ -600,7 +723,7 @@ describe('--watch', () => {
   it('on a terminal: redraws in place, in colour', async () => {
     const env = {...process.env, ...cluster.env, TERM: 'xterm'} as Record<string, string>
     delete env.NO_COLOR
-    const pty = spawn(process.execPath, [BIN, 'proxy-status', '--watch', '--watch-count', '2', '--interval', '100ms'], {cols: 200, rows: 50, cwd: REPO_ROOT, env})
+    const pty = spawn(process.execPath, [BIN, 'proxy-status', '--watch', '--watch-count', '2', '--interval', '100ms', '-v', '1'], {cols: 200, rows: 50, cwd: REPO_ROOT, env})
     let screen = ''
     pty.onData((d) => (screen += d))
     const code = await new Promise<number>((resolve) => pty.onExit(({exitCode}) => resolve(exitCode)))
@@ -619,14 +742,14 @@ describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
     [['-l', 'app in web'], 'Error: -l "app in web": cannot parse "app in web"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
     [['-l', 'app=-web'], 'Error: -l "app=-web": label value "-web": value must be empty or consist of letters, digits, \'-\', \'_\' or \'.\', and start and end with a letter or digit'],
     // oclif's exclusive/dependsOn: the message names both flags.
-    [['--all-contexts', '--context', 'east'], 'Error: --context=east cannot also be provided when using --all-contexts'],
-    [['-A', '-n', 'apps'], 'Error: --namespace=apps cannot also be provided when using --all-namespaces'],
+    [['--all-contexts', '--context', 'east'], 'Error: --all-contexts and --context=east cannot be combined: give one of them'],
+    [['-A', '-n', 'apps'], 'Error: --all-namespaces and --namespace=apps cannot be combined: give one of them'],
     [['vm-1.vms', '--watch'], 'Error: NAME and --watch are exclusive: --watch redraws the whole table'],
-    [['--watch-count', '2'], 'Error: All of the following must be provided when using --watch-count: --watch'],
+    [['--watch-count', '2'], 'Error: --watch-count: only applies with --watch'],
     [['-o', 'xml'], 'Error: -o/--output "xml": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
     [['-o', 'jsonpath={.items[*'], 'Error: -o/--output "jsonpath={.items[*": unterminated array'],
     [['--sort-by', '.a['], 'Error: --sort-by ".a[": unterminated array'],
-    [['--show-labels'], 'Error: Nonexistent flag: --show-labels'],
+    [['--show-labels'], 'Error: unknown flag --show-labels'],
   ]
   it.each(cases)('%j', async (args, line) => {
     const res = await runCli(['proxy-status', ...args], {env: {KUBECONFIG: '/nonexistent'}})
@@ -656,12 +779,12 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
   afterAll(() => cluster?.stop())
 
   it('HTTP debug off: every istiod is read over xDS through a port-forward to 15012, with the same rows as over HTTP', async () => {
-    const http = await ps(cluster, ['-o', 'wide'])
+    const http = await ps(cluster, ['-o', 'wide', '--layout', 'types'])
     expect(http.code).toBe(0)
     debugOff(true)
     try {
       const before = cluster.requests.length
-      const xds = await ps(cluster, ['-o', 'wide', '--debug'])
+      const xds = await ps(cluster, ['-o', 'wide', '--layout', 'types', '--debug'])
       expect(xds.code, xds.stderr).toBe(0)
       expect(cells(xds.stdout)).toEqual(cells(http.stdout))
       expect(xds.stdout).toMatch(/^web-7b9d8-fghij\.apps +cluster1 +SYNCED \(\d+m\d+s\) +SYNCED \(\S+\) +STALE \(\S+\) +ERROR \(\S+\) +NOT SENT /m)
@@ -738,7 +861,7 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
     debugOff(true)
     cluster.mesh.setIstiod(REPLICA, {latencyMs: 4000})
     try {
-      const res = await ps(cluster, ['--timeout', '1500ms'])
+      const res = await ps(cluster, ['--timeout', '1500ms', '--layout', 'types'])
       expect(res.code).toBe(7)
       expect(firstLine(res.stderr)).toBe(`Warning: istiod istio-system/${REPLICA} did not answer within 1500ms; its proxies are missing from the table (rows marked NO ANSWER)`)
       expect(res.stdout).toMatch(/^\* +- +NO ANSWER/m)
@@ -756,7 +879,7 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
     expect(res.code, res.stderr).toBe(0)
     const names = res.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])
     expect(names).toEqual(['vm-1.vms', 'web-7b9d8-abcde.apps'])
-    expect(res.stdout).toMatch(new RegExp(`^web-7b9d8-abcde\\.apps +cluster1 +SYNCED .* ${ISTIOD} +1\\.24\\.2$`, 'm'))
+    expect(res.stdout).toMatch(new RegExp(`^web-7b9d8-abcde\\.apps +cluster1 +${ISTIOD} +1\\.30\\.8 +5 \\(CDS,LDS,EDS,RDS,ECDS\\)$`, 'm'))
     expect(res.stderr).toContain(`debug: istiod at ${address}: xDS (TLS verified for istiod.istio-system.svc against istio-system/istio-ca-root-cert) → istio.io/debug/syncz: 2 resources`)
     // No istiod pod lookup, no port-forward.
     expect(cluster.requests.slice(before).some((r) => r.path.endsWith('/portforward') || r.query.includes('app%3Distiod'))).toBe(false)
@@ -798,4 +921,38 @@ describe('the default revision, as istioctl 1.28 resolves it', () => {
       cluster.mesh.setDefaultTag(undefined)
     }
   })
+})
+
+describe("the README's walkthrough with a second VM: two real sidecars of one group on one istiod (issue 27)", () => {
+  let cluster: TestCluster
+  let plane: VmPlane
+  beforeAll(async () => {
+    cluster = await startCluster({rootCertDelayMs: 200})
+    seedDemoMesh(cluster)
+    plane = await startDemoVmPlane(cluster)
+  })
+  afterAll(async () => {
+    await plane?.stop()
+    await cluster?.stop()
+  })
+
+  it('each proxy is paired with the entry istiod made from the address it reported', async () => {
+    const bundle = join(mkdtempSync(join(cluster.dir, 'readme-')), 'web-vm')
+    const onboard = await runCli(['onboard', 'web', '-n', 'demo-vms', '--create-namespace', '-p', 'http=8080', '--probe-http', '8080/ready', '--apply', '--bundle', bundle, '--autoregister'], {env: cluster.env})
+    expect(onboard.code, onboard.stderr).toBe(0)
+    const vms = [startVm(bundle, {address: '10.10.0.5', hostname: 'vm-1'}), startVm(bundle, {address: '10.10.0.6', hostname: 'vm-2'})]
+    try {
+      await Promise.all(vms.map((vm) => vm.waitFor(/readiness probe: healthy/)))
+      const [wide, byEntry] = await Promise.all([ps(cluster, ['-o', 'wide', '-n', 'demo-vms']), ps(cluster, ['web-10.10.0.6', '-n', 'demo-vms'])])
+      expect(wide.code, wide.stderr).toBe(0)
+      expect(wide.stdout).toMatch(/^vm-1\.demo-vms +cluster1 .* vm +10\.10\.0\.5 +Healthy +auto\/web$/m)
+      expect(wide.stdout).toMatch(/^vm-2\.demo-vms +cluster1 .* vm +10\.10\.0\.6 +Healthy +auto\/web$/m)
+      expect(byEntry.code, byEntry.stderr).toBe(0)
+      expect(firstLine(byEntry.stdout)).toBe('Name:           vm-2.demo-vms')
+      expect(byEntry.stdout).toContain('  WorkloadEntry:  web-10.10.0.6\n')
+    } finally {
+      for (const vm of vms) vm.child.kill('SIGTERM')
+      await Promise.all(vms.map((vm) => vm.done))
+    }
+  }, 120_000)
 })

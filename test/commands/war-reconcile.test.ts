@@ -154,10 +154,10 @@ describe.sequential('war reconcile on two clusters', () => {
     const both = await meshvm(['--fix', '--dry-run', '--yes'])
     expect(both.code).toBe(2)
     // oclif's exclusive/dependsOn: one line naming both flags, exit 2.
-    expect(both.stderr.split('\n')[0]).toBe('Error: --dry-run=client cannot also be provided when using --fix')
+    expect(both.stderr.split('\n')[0]).toBe('Error: --fix and --dry-run=client cannot be combined: give one of them')
     const yes = await meshvm(['--yes'])
     expect(yes.code).toBe(2)
-    expect(yes.stderr.split('\n')[0]).toBe('Error: All of the following must be provided when using --yes: --fix')
+    expect(yes.stderr.split('\n')[0]).toBe('Error: --yes: only applies with --fix')
   })
 
   it('a fix is not applied to an entry that changed since it was judged (resourceVersion precondition)', async () => {

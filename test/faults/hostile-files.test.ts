@@ -3,7 +3,7 @@
  * disk (RLIMIT_FSIZE: writes fail with EFBIG part-way), a target that cannot be placed, kill -9 at
  * every step of a bundle write, and long names in --archive tarballs.
  */
-import {execFileSync, spawnSync} from 'node:child_process'
+import {execFileSync, spawn, spawnSync} from 'node:child_process'
 import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -13,6 +13,9 @@ import {tarGz} from '../../src/lib/fs/tar.js'
 import {MeshvmError} from '../../src/lib/errors.js'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {logFault} from './hostile.js'
+
+/** The harness that kills a child right after its Nth file-system change (no hook in product code). */
+const KILL_AT_STEP = join(process.cwd(), 'test/faults/kill-at-step.cjs')
 
 const work = mkdtempSync(join(tmpdir(), 'meshvm-hostile-files-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
@@ -103,12 +106,12 @@ describe('files: a bundle is all or none', () => {
 
   it('kill -9 at every step leaves the old bundle or the new one, never a mix (after the next write recovers)', () => {
     logFault('files', 'kill -9 during a bundle write', 'fs')
-    const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2]))`
+    const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); armKillAtStep(); writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2]))`
     const outcomes = new Set<string>()
     for (let killAt = 1; ; killAt++) {
       const d = fresh()
       writeFilesAtomic(d, OLD)
-      const res = spawnSync(process.execPath, ['-e', code, d, JSON.stringify(NEW)], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      const res = spawnSync(process.execPath, ['--require', KILL_AT_STEP, '-e', code, d, JSON.stringify(NEW)], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
       // Whatever is on disk right after the kill: every file is whole (old or new), never partial.
       for (const [name, text] of Object.entries(contents(d))) {
         if (name.startsWith('.meshvm-')) continue
@@ -131,7 +134,7 @@ describe('files: a bundle is all or none', () => {
 
 describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)', () => {
   const freshPath = () => join(work, `bundle${++n}`)
-  const ATOMIC = `require('tsx/cjs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); try { writeDirAtomic(process.argv[1], JSON.parse(process.argv[2]), {keep: process.argv[3]}) } catch (e) { console.error(e.message); process.exit(1) }`
+  const ATOMIC = `require('tsx/cjs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); globalThis.armKillAtStep?.(); try { writeDirAtomic(process.argv[1], JSON.parse(process.argv[2]), {keep: process.argv[3]}) } catch (e) { console.error(e.message); process.exit(1) }`
   const siblings = (dir: string) => readdirSync(join(dir, '..')).filter((e) => e.startsWith(`.${dir.split('/').pop()}.meshvm-`)).sort()
 
   it('kill -9 at every step: right after the kill, the directory is the old bundle or the new one', () => {
@@ -140,7 +143,7 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     for (let killAt = 1; ; killAt++) {
       const d = freshPath()
       writeDirAtomic(d, OLD, {keep: 'others'})
-      const res = spawnSync(process.execPath, ['-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      const res = spawnSync(process.execPath, ['--require', KILL_AT_STEP, '-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
       // No recoverDir: what a reader sees right after the kill.
       const now = contents(d)
       const state = JSON.stringify(now) === JSON.stringify(asMap(OLD)) ? 'old' : JSON.stringify(now) === JSON.stringify(asMap(NEW)) ? 'new' : `mix: ${JSON.stringify(now)}`
@@ -156,6 +159,38 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
       }
     }
     expect([...outcomes].sort()).toEqual(['new', 'old'])
+  })
+
+  it('writers racing into one bundle leave one version, the user\'s files, and no other token', async () => {
+    logFault('files', 'concurrent bundle writes into one directory', 'fs')
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    writeFileSync(join(d, 'notes.txt'), 'mine')
+    const go = join(work, `go${n}`)
+    // Each writer waits for the others to be ready, then writes its own bundle again and again.
+    const RACER = `require('tsx/cjs'); const {existsSync} = require('node:fs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))});
+      const [dir, go, me] = process.argv.slice(1); console.log('ready');
+      while (!existsSync(go)) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+      for (let i = 0; i < 25; i++) writeDirAtomic(dir, [{name: 'a.yaml', data: me + ' ' + i, mode: 0o644}, {name: 'istio-token', data: 'token-' + me + '-' + i, mode: 0o600}], {keep: 'others'})`
+    const racers = ['w1', 'w2', 'w3', 'w4'].map((me) => {
+      const child = spawn(process.execPath, ['-e', RACER, d, go, me], {stdio: ['ignore', 'pipe', 'pipe']})
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t))
+      const ready = new Promise<void>((r) => child.stdout.once('data', () => r()))
+      const done = new Promise<{code: number | null; stderr: string}>((r) => child.on('close', (code) => r({code, stderr})))
+      return {ready, done}
+    })
+    await Promise.all(racers.map((r) => r.ready))
+    writeFileSync(go, '')
+    const results = await Promise.all(racers.map((r) => r.done))
+    expect(results).toEqual(racers.map(() => ({code: 0, stderr: ''})))
+    // One version (the link's), its list, and nothing else: no leftover version holding a token.
+    expect(siblings(d)).toEqual([readlinkSync(d), `${readlinkSync(d)}.files`])
+    const now = contents(d)
+    expect(Object.keys(now).sort()).toEqual(['a.yaml', 'istio-token', 'notes.txt'])
+    expect(now['notes.txt']).toBe('mine')
+    expect(now['istio-token']).toBe(`token-${now['a.yaml']!.replace(' ', '-')}`)
+    expect(statSync(join(d, 'istio-token')).mode & 0o777).toBe(0o600)
   })
 
   it('the directory is a link to a private version beside it; the old version goes', () => {

@@ -12,7 +12,7 @@ import {join} from 'node:path'
 import {testPki} from '../cluster/pki.js'
 
 /** The hardening classes of issue #17, as `npm run test:faults` reports them. */
-export type FaultClass = 'false success' | 'files' | 'hangs and limits' | 'secrets and terminals' | 'crashes' | 'kubectl compatibility'
+export type FaultClass = 'false success' | 'files' | 'hangs and limits' | 'secrets and terminals' | 'crashes' | 'kubectl compatibility' | 'shell injection'
 
 export function logFault(cls: FaultClass, fault: string, command = 'kube client'): void {
   const log = process.env.MESHVM_FAULT_LOG

@@ -20,7 +20,7 @@ describe('errors', () => {
   })
   it('treats oclif parser errors as usage errors with one line', () => {
     const err = Object.assign(new Error('Nonexistent flag: --x\nSee more help with --help'), {oclif: {exit: 2}})
-    expect(toReport(err)).toMatchObject({exit: 2, message: 'Nonexistent flag: --x', hints: ['see --help for the flags this command takes']})
+    expect(toReport(err)).toMatchObject({exit: 2, message: 'unknown flag --x', hints: ['see --help for the flags this command takes']})
   })
   it('takes the first problem of oclif\'s multi-line messages and names the flag', () => {
     const err = Object.assign(new Error('The following error occurred:\n  Missing required flag output-dir\nSee more help with --help'), {oclif: {exit: 2}})

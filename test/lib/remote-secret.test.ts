@@ -255,8 +255,11 @@ describe('validateRemoteSecretOptions', () => {
     ['plugin without a name', {authType: 'plugin'}, '--auth-plugin-name: required with --auth-type=plugin (e.g. --auth-plugin-name oidc)'],
     ['plugin name without plugin', {authPluginName: 'oidc'}, '--auth-plugin-name "oidc": only applies with --auth-type=plugin'],
     ['plugin config without plugin', {authPluginConfig: ['k=v']}, '--auth-plugin-config: only applies with --auth-type=plugin'],
-    ['a --server that is not an address', {server: 'https//nope here'}, '--server "https//nope here": must be the API server address reachable from the other cluster: https://HOST[:PORT] or HOST[:PORT]'],
-    ['a --server with another scheme', {server: 'ftp://api:6443'}, '--server "ftp://api:6443": must be the API server address reachable from the other cluster: https://HOST[:PORT] or HOST[:PORT]'],
+    ['a --server that is not an address', {server: 'https//nope here'}, `--server "https//nope here": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
+    ['a --server that is a bare word (issue 27)', {server: 'notaurl'}, `--server "notaurl": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
+    ['a --server that is a bare host:port', {server: '10.0.0.1:6443'}, `--server "10.0.0.1:6443": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
+    ['a --server without a host', {server: 'https://'}, `--server "https://": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
+    ['a --server with another scheme', {server: 'ftp://api:6443'}, `--server "ftp://api:6443": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
     ['a bad --tls-server-name', {tlsServerName: 'not a host'}, `--tls-server-name "not a host": must be the host name the API server's certificate is issued for (e.g. kubernetes.default.svc)`],
     ['a bad --secret-name', {secretName: 'Token_1'}, `--secret-name "Token_1": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com'); it names an existing ServiceAccount token Secret`],
   ])('%s', (_, flags, message) => {
@@ -270,7 +273,10 @@ describe('validateRemoteSecretOptions', () => {
     expect(err).toBeInstanceOf(UsageErrors)
     expect((err as UsageErrors).problems).toHaveLength(3)
     expect(err.message).toMatch(/^--name "A": /)
-    expect(err.hints[0]).toMatch(/^2 more problem\(s\): --type "x": .*; --auth-type "y": /)
+    // Each problem is printed as its own Error: line (toReport's problems).
+    expect((err as UsageErrors).problems[1]).toMatch(/^--type "x": /)
+    expect((err as UsageErrors).problems[2]).toMatch(/^--auth-type "y": /)
+    expect(toReport(err).problems).toEqual((err as UsageErrors).problems.slice(1))
   })
 
   it('hints that --name may be left out', () => {

@@ -1,7 +1,8 @@
 /**
  * What scripts/build.mjs does to the bundle for start-up keeps behaviour: oclif's debug logging still
- * works when DEBUG asks for it (its `debug` library is loaded only then), and the bundles are pure
- * ASCII (bin/load.cjs reads them as one-byte strings).
+ * works when DEBUG asks for it (its `debug` library is loaded only then), colour is still detected on
+ * a terminal (supports-color reads isTTY instead of loading node:tty), errors are coloured when asked
+ * for, and the bundles are pure ASCII (bin/load.cjs reads them as one-byte strings).
  */
 import {execFileSync} from 'node:child_process'
 import {existsSync, readdirSync, readFileSync} from 'node:fs'
@@ -20,8 +21,7 @@ describe('start-up patches (scripts/build.mjs)', () => {
     expect(quiet).toEqual({code: 0, stdout: 'workloadgroup.networking.istio.io/web\nservice/web\n', stderr: ''})
   })
 
-  // supports-color asks process.stdout/stderr.isTTY instead of loading node:tty: on a terminal, oclif's
-  // help still has bold headers; through a pipe it has none.
+  // On a terminal, oclif's help has bold headers; through a pipe it has none.
   it.skipIf(!existsSync('/usr/bin/script'))('colour is still detected on a terminal (script(1) gives the CLI one)', () => {
     const env: NodeJS.ProcessEnv = {...process.env, TERM: 'xterm', MESHVM_NO_HELP_CACHE: '1'}
     // supports-color gives no colour under CI=true (and other CI markers) even on a terminal: CI sets it.
@@ -34,7 +34,6 @@ describe('start-up patches (scripts/build.mjs)', () => {
     expect(piped).not.toContain('\x1b')
   })
 
-  // chalk is loaded through getters (scripts/build.mjs LAZY_IMPORTS): colour still works when asked for.
   it('errors are red with FORCE_COLOR and plain with NO_COLOR', async () => {
     const argv = ['onboard', 'web', '-n', 'apps', '-p', 'http=99999']
     const [coloured, plain] = await Promise.all([runCli(argv, {env: {FORCE_COLOR: '1', NO_COLOR: undefined}}), runCli(argv, {env: {FORCE_COLOR: undefined}})])
@@ -42,6 +41,7 @@ describe('start-up patches (scripts/build.mjs)', () => {
     expect(plain.stderr.startsWith('Error: --port')).toBe(true)
     expect(coloured.code).toBe(plain.code)
   })
+
 
   it('the bundles are pure ASCII', () => {
     const files = ['dist/meshvm.cjs', ...readdirSync(join(REPO_ROOT, 'dist/vendor')).map((f) => `dist/vendor/${f}`)]

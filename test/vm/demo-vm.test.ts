@@ -24,9 +24,9 @@ describe('the demo', () => {
     const svc = cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!
     expect((svc.status as {loadBalancer: {ingress: {ip: string}[]}}).loadBalancer.ingress[0]!.ip).toBe(plane.gateway.address)
     const bundle = join(mkdtempSync(join(cluster.dir, 'demo-')), 'db')
-    const res = await runCli(['onboard', 'db', '-n', 'demo-vms', '--create-namespace', '-p', 'tcp=5432', '--apply', '--bundle', bundle, '--autoregister', '-r', '1-23'], {env: cluster.env})
+    const res = await runCli(['onboard', 'db', '-n', 'demo-vms', '--create-namespace', '-p', 'tcp=5432', '--apply', '--bundle', bundle, '--autoregister', '-r', '1-31'], {env: cluster.env})
     expect(res.code, res.stderr).toBe(0)
-    expect(readFileSync(join(bundle, 'hosts'), 'utf8')).toBe(`${plane.gateway.address} istiod-1-23.istio-system.svc\n`)
+    expect(readFileSync(join(bundle, 'hosts'), 'utf8')).toBe(`${plane.gateway.address} istiod-1-31.istio-system.svc\n`)
     const vm = startVm(bundle, {address: '10.10.0.5', hostname: 'db-1'})
     try {
       await vm.waitFor(/configuration acknowledged \(SYNCED\)/)

@@ -84,12 +84,12 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
 
     const list = await meshvm(['war', 'list', '-n', ns])
     expect(list.stdout).toMatch(/^web-10\.0\.0\.5 +True +\S+$/m)
-    const ps = await meshvm(['proxy-status', '-o', 'wide'])
+    const ps = await meshvm(['proxy-status', '-o', 'wide', '--layout', 'types'])
     expect(ps.code, ps.stderr).toBe(0)
     const row = ps.stdout.split('\n').find((l) => l.startsWith(`vm-1.${ns} `))
     expect(row, ps.stdout).toBeDefined()
     // SYNCED for every type it subscribed to, and paired with its auto-registered entry (address, health, group).
-    expect(row).toMatch(/^vm-1\.vmapps +cluster1 +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +IGNORED +istiod-7d4b9c6f8-x2k9p +1\.24\.2 +vm +10\.0\.0\.5 +Healthy +auto\/web$/)
+    expect(row).toMatch(/^vm-1\.vmapps +cluster1 +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +IGNORED +istiod-7d4b9c6f8-x2k9p +1\.24\.2 \(skew: istiod 1\.30\.8\) +vm +10\.0\.0\.5 +Healthy +auto\/web$/)
 
     // The group changes: the entry is now stale.
     const patched = await kubectl(cluster, ['patch', 'workloadgroup', 'web', '-n', ns, '--type', 'merge', '-p', '{"spec":{"template":{"ports":{"http":9090}}}}'])

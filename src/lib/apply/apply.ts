@@ -37,6 +37,8 @@ export interface ApplyOptions {
   force?: boolean
   signal?: AbortSignal
   onResult?: (result: ApplyResult) => void
+  /** Hints for an object whose namespace does not exist (e.g. onboard's --create-namespace). */
+  missingNamespaceHints?: (namespace: string) => string[]
 }
 
 type Live = {metadata?: Record<string, unknown>; [k: string]: unknown}
@@ -152,8 +154,10 @@ export async function applyObjects(client: KubeClient, objects: Manifest[], opti
       const applied = await serverSideApply<Live>(client, path, object, {force: options.force, dryRun: options.dryRun})
       result = {object, ref, outcome: outcomeOf(live, applied)}
       if (options.diff) result.diff = unifiedDiff(comparable(live), comparable(applied), {from: `live/${ref}`, to: `applied/${ref}`})
-    } catch (err) {
-      if (!(err instanceof MeshvmError)) throw err
+    } catch (thrown) {
+      if (!(thrown instanceof MeshvmError)) throw thrown
+      const missing = options.missingNamespaceHints && missingNamespace(thrown)
+      const err = missing ? new MeshvmError(thrown.message, {exit: thrown.exit, code: thrown.code, hints: [...options.missingNamespaceHints!(missing), ...thrown.hints], cause: thrown}) : thrown
       // Objects come in dependency order (Namespace, ServiceAccount, WorkloadGroup, Service), so
       // nothing after a failure is attempted: the rest are reported as not applied.
       result = {object, ref, outcome: 'failed', error: err}
@@ -170,6 +174,14 @@ export async function applyObjects(client: KubeClient, objects: Manifest[], opti
     options.onResult?.(result)
   }
   return results
+}
+
+/** The namespace a 404 says does not exist (kube-apiserver: `namespaces "apps" not found`, details kind namespaces). */
+function missingNamespace(err: MeshvmError): string | undefined {
+  if (!(err instanceof KubeApiError) || err.status !== 404) return undefined
+  const details = err.kubeStatus?.details
+  if (details?.kind === 'namespaces' && details.name) return details.name
+  return /^namespaces "([^"]+)" not found/.exec(err.message)?.[1]
 }
 
 /** One line per object, as kubectl prints: `workloadgroup.networking.istio.io/web created (server dry run)`. */
@@ -189,7 +201,7 @@ export function applyFailure(results: ApplyResult[], interrupted: boolean): Mesh
     (failed.length ? `; failed: ${failed.map((r) => r.ref).join(', ')}` : '') +
     (notApplied.length ? `; not applied: ${notApplied.map((r) => r.ref).join(', ')}` : '')
   if (interrupted) return new MeshvmError(`interrupted: ${summary}`, {exit: ExitCode.INTERRUPTED, code: 'Interrupted'})
-  if (done.length > 0) return new MeshvmError(summary, {exit: ExitCode.PARTIAL, code: 'PartialApply', hints: ['fix the cause and run the same command again: applying is idempotent']})
   const first = failed[0]?.error
+  if (done.length > 0) return new MeshvmError(summary, {exit: ExitCode.PARTIAL, code: 'PartialApply', hints: [...(first?.hints ?? []), 'fix the cause and run the same command again: applying is idempotent']})
   return new MeshvmError(summary, {exit: first?.exit ?? ExitCode.FAILURE, code: first?.code ?? 'ApplyFailed', hints: first?.hints ?? []})
 }

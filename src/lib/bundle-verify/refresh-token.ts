@@ -10,13 +10,17 @@ import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
+import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeClient} from '../kube/client.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {requestToken} from '../bundle/fetch.js'
 import {bundleCommand, parseClusterEnv} from './offline.js'
+import {dns1123Label, dns1123Subdomain} from '../validation/kube.js'
 
 export interface RefreshResult {
   files: string[]
+  /** The token is inside a git work tree that does not ignore it. */
+  warnings: string[]
   expiresAt?: Date
   serviceAccount: string
 }
@@ -40,6 +44,10 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
   if (env.problems.length > 0 || !namespace || !sa) {
     throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {exit: ExitCode.FAILURE, code: 'BadBundle', hints: [`write the whole bundle again: ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]})
   }
+  // The two names go into the TokenRequest's path: only names Kubernetes could hold, checked before it.
+  for (const [key, value, problem] of [['POD_NAMESPACE', namespace, dns1123Label(namespace)], ['SERVICE_ACCOUNT', sa, dns1123Subdomain(sa)]] as const) {
+    if (problem) throw new MeshvmError(`--refresh-token: ${envPath}: ${key} ${JSON.stringify(value)} ${problem}`, {exit: ExitCode.FAILURE, code: 'BadBundle'})
+  }
   const groupSa = wg.spec.template?.serviceAccount || 'default'
   if (wg.metadata.namespace !== namespace || wg.metadata.name !== env.values.ISTIO_META_WORKLOAD_NAME || groupSa !== sa) {
     throw new MeshvmError(
@@ -55,5 +63,7 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
     const updated = updateInstallGuard(script, issued.expiresAt)
     if (updated !== script) files.push({name: 'install.sh', data: updated, mode: 0o755})
   }
-  return {files: writeDirAtomic(o.dir, files, {keep: 'all'}), expiresAt: issued.expiresAt, serviceAccount: `${namespace}/${sa}`}
+  const written = writeDirAtomic(o.dir, files, {keep: 'all'})
+  const warning = unignoredCredentialWarning(join(o.dir, 'istio-token'))
+  return {files: written, warnings: warning ? [warning] : [], expiresAt: issued.expiresAt, serviceAccount: `${namespace}/${sa}`}
 }

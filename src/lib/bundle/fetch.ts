@@ -6,6 +6,7 @@ import {isIP} from 'node:net'
 import {ExitCode, MeshvmError, UsageError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
+import {dns1123Subdomain} from '../validation/kube.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {GatewayAddress, WorkloadGroupLike} from './generate.js'
 import {isRevisioned} from './generate.js'
@@ -23,6 +24,9 @@ export interface GatewayOptions {
 }
 
 export async function fetchWorkloadGroup(client: KubeClient, name: string, namespace: string): Promise<WorkloadGroupLike> {
+  // Before any request: the name becomes a file name (--archive) and part of install.sh.
+  const problem = dns1123Subdomain(name)
+  if (problem) throw new UsageError(`WorkloadGroup name ${JSON.stringify(name)}: ${problem}`)
   const wg = await client.getOptional<WorkloadGroupLike>(resourcePath(Resources.workloadGroups, {namespace, name}))
   if (!wg) {
     throw new MeshvmError(`workloadgroup ${JSON.stringify(name)} not found in namespace ${JSON.stringify(namespace)}`, {

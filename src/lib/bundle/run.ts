@@ -4,12 +4,14 @@
  */
 import {join} from 'node:path'
 import {InterruptedError} from '../errors.js'
-import {managedVersionOf, writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
+import {checkWritableDir, managedVersionOf, writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
 import {tarGz} from '../fs/tar.js'
+import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeSession} from '../kube/session.js'
 import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type WorkloadGroupLike} from './generate.js'
 import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
 import {resolveRevision} from '../istiod/revision.js'
+import {checkBundleValues} from './validate.js'
 
 export interface BundleOptions extends GatewayOptions {
   outputDir: string
@@ -26,6 +28,8 @@ export interface BundleOptions extends GatewayOptions {
   progress?: (line: string) => void
   /** Ctrl-C: checked before each step, so an interrupted run issues no token and writes no file. */
   signal?: AbortSignal
+  /** The WorkloadGroup was read from the cluster (its bad values are the cluster's, exit 1), not from flags or a file (exit 2). */
+  groupFromCluster?: boolean
 }
 
 export interface BundleSummary {
@@ -43,6 +47,15 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   const warnings: string[] = []
   // Check what needs no cluster first, so a typo fails before any request (and before a token is issued).
   validateBundleInputs({internalIp: options.internalIp, externalIp: options.externalIp} as Parameters<typeof validateBundleInputs>[0])
+  checkBundleValues(
+    {
+      workloadGroup: options.groupFromCluster ? undefined : wg, istioNamespace: session.istioNamespace, revision: session.revision, clusterId: options.clusterId,
+      gateway: options.ingressIp === undefined ? undefined : {kind: 'ip', address: options.ingressIp}, internalIp: options.internalIp, externalIp: options.externalIp,
+    },
+    'input',
+  )
+  if (options.groupFromCluster) checkBundleValues({workloadGroup: wg}, 'cluster')
+  checkWritableDir(options.outputDir)
   const stopIfInterrupted = (): void => {
     if (options.signal?.aborted) throw new InterruptedError(`interrupted: nothing was written to ${options.outputDir}`)
   }
@@ -62,13 +75,17 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
     throw err
   })
   stopIfInterrupted()
+  // What the cluster returned is checked as strictly, and the whole bundle built once without a token:
+  // anything unsafe or malformed fails here, before a token exists.
+  checkBundleValues({revision, clusterId, gateway, meshConfigYaml}, 'cluster')
+  const inputs = {
+    workloadGroup: wg, meshConfigYaml, clusterId, rootCert, token: '', istioNamespace, revision, gateway,
+    internalIp: options.internalIp, externalIp: options.externalIp, autoregister: options.autoregister, captureDns: options.captureDns,
+  }
+  buildBundle(inputs)
   // The token last: it is the only value that grants something, so only issue it when all else worked.
   const issued = await requestToken(client, namespace, wg.spec.template?.serviceAccount as string, options.tokenSeconds)
-  const bundle = buildBundle({
-    workloadGroup: wg, meshConfigYaml, clusterId, rootCert, token: issued.token, tokenExpiry: issued.expiresAt,
-    istioNamespace, revision, gateway, internalIp: options.internalIp, externalIp: options.externalIp,
-    autoregister: options.autoregister, captureDns: options.captureDns,
-  })
+  const bundle = buildBundle({...inputs, token: issued.token, tokenExpiry: issued.expiresAt})
   warnings.push(...bundle.warnings)
   const files: FileToWrite[] = [...bundle.files]
   let archive: string | undefined
@@ -82,5 +99,9 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   // A new bundle replaces the old one whole (files the user added there stay).
   const written = writeDirAtomic(options.outputDir, files, {keep: 'others'})
   const linked = managedVersionOf(options.outputDir) !== undefined
+  for (const file of files.filter((f) => f.mode === 0o600)) {
+    const warning = unignoredCredentialWarning(join(options.outputDir, file.name))
+    if (warning) warnings.push(warning)
+  }
   return {dir: options.outputDir, files: written, archive, tokenExpiresAt: issued.expiresAt, warnings, ...(linked ? {linked} : {})}
 }

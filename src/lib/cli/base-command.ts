@@ -11,6 +11,7 @@ import {makeChalk} from '../output/color.js'
 import {terminalSafeLines} from '../output/terminal.js'
 import {processSink, type Sink} from '../output/render.js'
 import {bareDryRunIsClient} from './dry-run.js'
+import {applyEmptyValueRule, type FlagShape} from './empty-values.js'
 import {keepInvocation} from './invocation.js'
 import {ranCommand} from './ran-command.js'
 import {UsageError} from '../errors.js'
@@ -100,6 +101,9 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   public override async init(): Promise<void> {
     ranCommand.id = this.id
     await super.init()
+    const allFlags = {...(super.ctor as typeof BaseCommand).baseFlags, ...this.ctor.flags}
+    // An empty value (`-n "$NS"`, NS unset) means what kubectl makes of it, or is refused: one rule for every flag.
+    this.argv = applyEmptyValueRule(this.argv, allFlags as Record<string, FlagShape>)
     if ((this.ctor.flags as Record<string, {type?: string}> | undefined)?.['dry-run']?.type === 'option') this.argv = bareDryRunIsClient(this.argv)
     const {args, flags} = await this.parse({
       flags: this.ctor.flags,

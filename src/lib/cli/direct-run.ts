@@ -1,6 +1,6 @@
 /**
- * Runs a command without oclif's Config.load (~4–5 ms CPU per run: package.json, the manifest, the
- * plugin loader, the theme file, the platform and shell probes) when nothing about the run needs it.
+ * Runs a command without oclif's Config.load (package.json, the manifest, the plugin loader, the
+ * theme file, the platform and shell probes) when nothing about the run needs it.
  *
  * `npm run build` loads oclif's real Config once and stores what a command run reads of it in
  * dist/commands.json (bin, name, version, help flags, the command ids and, per command, its arguments

@@ -31,9 +31,9 @@ export function kubeFlagsOf(argv: string[]): Invocation['kube'] {
     const name = eq > 0 ? arg.slice(0, eq) : arg
     const key = names[name] ?? (arg.startsWith('-n') && arg.length > 2 && !arg.startsWith('--') ? 'namespace' : undefined)
     if (!key) continue
-    if (eq > 0) kube[key] = arg.slice(eq + 1)
-    else if (name === arg && names[name]) kube[key] = argv[++i]
-    else kube[key] = arg.slice(2)
+    const value = eq > 0 ? arg.slice(eq + 1) : name === arg && names[name] ? argv[++i] : arg.slice(2)
+    // An empty value means the default (empty-values.ts): as if the flag were not given.
+    if (value !== undefined && value !== '') kube[key] = value
   }
   return kube
 }

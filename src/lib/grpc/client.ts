@@ -7,7 +7,7 @@
  */
 import {connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders} from 'node:http2'
 import type {Duplex} from 'node:stream'
-import {decodeGrpcMessage, encodeMessage, grpcStatusName, grpcTimeout, GrpcCode, GrpcFramingError, MessageDecoder} from './framing.js'
+import {decodeGrpcMessage, encodeMessage, grpcStatusName, grpcTimeout, GrpcCode, GrpcFramingError, MAX_MESSAGE_BYTES, MessageDecoder} from './framing.js'
 
 export class GrpcError extends Error {
   constructor(
@@ -35,6 +35,16 @@ export interface GrpcChannelOptions {
   secure: boolean
 }
 
+export interface CallOptions {
+  metadata?: Record<string, string>
+  timeoutMs?: number
+  /**
+   * The most a call holds of the server's answer: one message, and the messages received but not yet
+   * read (next()), in bytes. Past it the call fails with RESOURCE_EXHAUSTED. Default MAX_MESSAGE_BYTES.
+   */
+  maxBytes?: number
+}
+
 /** One HTTP/2 session; close it when done (each call is a stream on it). */
 export class GrpcChannel {
   readonly session: ClientHttp2Session
@@ -48,12 +58,12 @@ export class GrpcChannel {
   }
 
   /** Opens a call; messages are written with send() and read with next(). */
-  call(path: string, options: {metadata?: Record<string, string>; timeoutMs?: number} = {}): GrpcCall {
+  call(path: string, options: CallOptions = {}): GrpcCall {
     return new GrpcCall(this, path, options)
   }
 
   /** One request, one response. */
-  async unary(path: string, request: Uint8Array, options: {metadata?: Record<string, string>; timeoutMs?: number} = {}): Promise<Buffer> {
+  async unary(path: string, request: Uint8Array, options: CallOptions = {}): Promise<Buffer> {
     const call = this.call(path, options)
     call.send(request)
     call.end()
@@ -77,8 +87,10 @@ export class GrpcChannel {
 /** A gRPC call: a bidirectional stream of messages. */
 export class GrpcCall {
   private readonly stream: ClientHttp2Stream
-  private readonly decoder = new MessageDecoder()
+  private readonly decoder: MessageDecoder
   private readonly queue: Buffer[] = []
+  private queued = 0
+  private readonly maxBytes: number
   private waiters: {resolve: (m: Buffer | undefined) => void; reject: (e: GrpcError) => void}[] = []
   private outcome?: GrpcError | 'ok'
   private timer?: NodeJS.Timeout
@@ -86,7 +98,9 @@ export class GrpcCall {
   /** Response headers (available after the first message or the end). */
   headers?: IncomingHttpHeaders
 
-  constructor(channel: GrpcChannel, path: string, options: {metadata?: Record<string, string>; timeoutMs?: number}) {
+  constructor(channel: GrpcChannel, path: string, options: CallOptions) {
+    this.maxBytes = options.maxBytes ?? MAX_MESSAGE_BYTES
+    this.decoder = new MessageDecoder(this.maxBytes)
     const headers: Record<string, string> = {
       [constants.HTTP2_HEADER_METHOD]: 'POST',
       [constants.HTTP2_HEADER_PATH]: path,
@@ -116,14 +130,20 @@ export class GrpcCall {
       try {
         messages = this.decoder.push(chunk)
       } catch (err) {
-        this.fail(new GrpcError(GrpcCode.INTERNAL, (err as GrpcFramingError).message))
+        const tooLarge = /exceeds the limit/.test((err as GrpcFramingError).message)
+        this.fail(new GrpcError(tooLarge ? GrpcCode.RESOURCE_EXHAUSTED : GrpcCode.INTERNAL, (err as GrpcFramingError).message))
         return
       }
       for (const m of messages) {
         const w = this.waiters.shift()
         if (w) w.resolve(m)
-        else this.queue.push(m)
+        else {
+          this.queue.push(m)
+          this.queued += m.length
+        }
       }
+      // Messages nobody reads are not kept without bound.
+      if (this.queued > this.maxBytes) this.fail(new GrpcError(GrpcCode.RESOURCE_EXHAUSTED, `more than ${this.maxBytes} bytes of messages received and not read`))
     })
     this.stream.on('trailers', (t) => this.finish(t))
     this.stream.on('end', () => {
@@ -177,7 +197,10 @@ export class GrpcCall {
   /** The next message; undefined once the server ended the call with OK; throws its error otherwise. */
   next(): Promise<Buffer | undefined> {
     const m = this.queue.shift()
-    if (m) return Promise.resolve(m)
+    if (m) {
+      this.queued -= m.length
+      return Promise.resolve(m)
+    }
     if (this.outcome === 'ok') return Promise.resolve(undefined)
     if (this.outcome) return Promise.reject(this.outcome)
     return new Promise((resolve, reject) => this.waiters.push({resolve, reject}))

@@ -18,15 +18,16 @@
  */
 import {randomBytes} from 'node:crypto'
 import {Agent, request as httpRequest} from 'node:http'
-import {connect as tlsConnect, type TLSSocket} from 'node:tls'
+import type {TLSSocket} from 'node:tls'
 import type {Duplex} from 'node:stream'
 import {fetchRootCert, requestToken} from '../bundle/fetch.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {GrpcChannel, GrpcError} from '../grpc/client.js'
 import {GrpcCode} from '../grpc/framing.js'
 import {ADS_METHOD, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, type DiscoveryResponse} from '../grpc/xds.js'
-import type {KubeClient} from '../kube/client.js'
-import {KubeApiError, rbacHint} from '../kube/errors.js'
+import {maxResponseBytes, type KubeClient} from '../kube/client.js'
+import {KubeApiError, rbacHint, x509Words} from '../kube/errors.js'
+import {secureConnect} from '../kube/tls.js'
 import {openPortForward, portForwardHint, PortForwardRefused} from '../kube/portforward.js'
 import {istiodServiceName, resolveRevision, type ResolvedRevision} from './revision.js'
 
@@ -223,6 +224,7 @@ export class IstiodReader {
       this.agent = agent
     }
     const started = Date.now()
+    const limit = maxResponseBytes()
     let res: {status: number; body: string}
     try {
       res = await new Promise((resolve, reject) => {
@@ -231,8 +233,18 @@ export class IstiodReader {
         // makes loopback), and with a name Node's Agent computes a TLS servername through net.isIP,
         // whose first use compiles the IPv6 pattern (~4 ms per run).
         const req = httpRequest({agent: this.agent, host: '127.0.0.1', port, path, method: 'GET', headers: {Accept: 'application/json'}}, (r) => {
+          // The same bound as the API client's answers: a body past it (or announced past it) stops here.
           const chunks: Buffer[] = []
-          r.on('data', (c: Buffer) => chunks.push(c))
+          let size = 0
+          const tooLarge = (): void => {
+            req.destroy(Object.assign(new Error(`response larger than ${limit} bytes`), {code: 'MESHVM_TOO_LARGE'}))
+          }
+          if (Number(r.headers['content-length'] ?? 0) > limit) return tooLarge()
+          r.on('data', (c: Buffer) => {
+            size += c.length
+            if (size > limit) tooLarge()
+            else chunks.push(c)
+          })
           r.on('end', () => {
             clearTimeout(timer)
             // A body that came in one piece (a large syncz often does) is decoded where it is, not copied first.
@@ -251,6 +263,7 @@ export class IstiodReader {
       // The next read starts over with a new connection.
       this.agent?.destroy()
       this.agent = undefined
+      if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TOO_LARGE') throw this.tooLarge(where, limit)
       if (err instanceof PortForwardRefused) {
         this.options.debug?.(`${where}: refused (${err.short}); trying xDS on :${XDS_PORT}`)
         return {ok: false, why: `port ${port} refused the connection`, refused: true}
@@ -268,6 +281,13 @@ export class IstiodReader {
     }
     throw new IstiodReadError('error', `${where}: HTTP ${res.status}${res.body ? `: ${res.body.split('\n')[0]!.slice(0, 200)}` : ''}`, {
       exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: [`check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery`],
+    })
+  }
+
+  /** An answer past the response limit (MESHVM_MAX_RESPONSE_BYTES), as the API client reports one. */
+  private tooLarge(where: string, limit: number): IstiodReadError {
+    return new IstiodReadError('error', `${where}: the answer is larger than the limit (${limit} bytes)`, {
+      exit: ExitCode.FAILURE, code: 'ResponseTooLarge', hints: ['raise the limit with MESHVM_MAX_RESPONSE_BYTES (bytes) if this answer is expected to be that large'],
     })
   }
 
@@ -315,16 +335,27 @@ export class IstiodReader {
         throw this.portForwardFailure(err, this.xdsWhere(), timeoutMs)
       }
     }
-    const [host, portText] = t.kind === 'address' ? splitAddress(t.address) : ['', '']
-    const connect = (): TLSSocket =>
-      tlsConnect({
-        ...(socket ? {socket} : {host, port: Number(portText)}),
-        // Verified against the mesh root and istiod's Service name, never skipped.
-        servername: this.san,
-        ca: root,
-        ALPNProtocols: ['h2'],
+    const [host, portText] = t.kind === 'address' ? splitAddress(t.address) : ['127.0.0.1', String(XDS_PORT)]
+    // Verified against the mesh root and istiod's Service name (kube/tls.ts: OpenSSL for the chain,
+    // Go's rules for the name), never skipped; HTTP/2 gets the socket, and sends the token, only after.
+    let tls: TLSSocket
+    try {
+      tls = await new Promise<TLSSocket>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          pending.destroy()
+          reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
+        }, Math.max(1, deadline - Date.now()))
+        const pending = secureConnect({ca: root, servername: this.san, ALPNProtocols: ['h2']}, {host, port: Number(portText), socket}, (err, s) => {
+          clearTimeout(timer)
+          if (err) reject(err)
+          else resolve(s!)
+        })
       })
-    return new GrpcChannel({authority: `${this.san}:${XDS_PORT}`, secure: true, createConnection: connect})
+    } catch (err) {
+      socket?.destroy()
+      throw this.xdsFailure(new GrpcError(GrpcCode.UNAVAILABLE, (err as Error).message, err as NodeJS.ErrnoException), this.xdsWhere(), timeoutMs)
+    }
+    return new GrpcChannel({authority: `${this.san}:${XDS_PORT}`, secure: true, createConnection: () => tls})
   }
 
   private async xds(typeUrl: string, deadline: number, timeoutMs: number): Promise<Record<string, unknown>> {
@@ -350,7 +381,7 @@ export class IstiodReader {
       this.channel = await this.channelOpening
     }
     const started = Date.now()
-    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: Math.max(1, deadline - Date.now())})
+    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes: maxResponseBytes()})
     const nodeId = `sidecar~0.0.0.0~meshvm-${randomBytes(4).toString('hex')}.${ns}~${ns}.svc.cluster.local`
     call.send(encodeDiscoveryRequest({node: {id: nodeId, metadata: {GENERATOR: 'event', SERVICE_ACCOUNT: 'default', NAMESPACE: ns}}, typeUrl}))
     let response: DiscoveryResponse
@@ -381,9 +412,11 @@ export class IstiodReader {
     const transport = err.transport
     if (transport instanceof PortForwardRefused) return this.portForwardFailure(transport, where, timeoutMs)
     const tlsCode = transport?.code ?? ''
-    if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME|ERR_SSL|ERR_TLS/.test(tlsCode)) {
+    if (transport?.code === 'MESHVM_TIMEOUT') return this.timeout(timeoutMs)
+    const x509 = x509Words(transport)
+    if (x509 || /ERR_SSL|ERR_TLS/.test(tlsCode)) {
       const notOurs = tlsCode === 'ERR_TLS_CERT_ALTNAME_INVALID'
-        ? `its certificate does not name ${this.san}`
+        ? `its certificate does not name ${this.san} (${x509})`
         : `its certificate is not signed by the mesh root CA in ConfigMap ${ns}/istio-ca-root-cert (${tlsCode})`
       return new IstiodReadError('error', `${where}: TLS verification failed: ${notOurs}`, {
         exit: ExitCode.UNREACHABLE, code: 'TLSError',
@@ -393,6 +426,7 @@ export class IstiodReader {
       })
     }
     if (err.code === GrpcCode.DEADLINE_EXCEEDED) return this.timeout(timeoutMs)
+    if (err.code === GrpcCode.RESOURCE_EXHAUSTED) return this.tooLarge(where, maxResponseBytes())
     if (err.code === GrpcCode.UNAUTHENTICATED || err.code === GrpcCode.PERMISSION_DENIED) {
       return new IstiodReadError('forbidden', `${where}: istiod refused the token (${err.message})`, {
         exit: ExitCode.FORBIDDEN, code: 'Unauthenticated',

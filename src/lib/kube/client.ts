@@ -8,15 +8,13 @@
  * Only requests that are safe to repeat are retried: reads, server-side apply, merge patches, deletes
  * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
  */
-import {accessSync, constants as fsConstants, readFileSync, statSync} from 'node:fs'
-import {createSecureContext} from 'node:tls'
-import {Agent, request as httpsRequest, type RequestOptions} from 'node:https'
+import {request as httpsRequest} from 'node:https'
 import {request as httpRequest, Agent as HttpAgent, type IncomingMessage} from 'node:http'
 import type {LoadedKubeConfig} from './config.js'
-import {KubeconfigCaAgent} from './tls.js'
+import {VerifiedAgent} from './tls.js'
 import {ExitCode, MeshvmError} from '../errors.js'
-import {runExecPlugin} from './exec.js'
-import {proxyFor, TunnelAgent} from './proxy.js'
+import {CREDENTIAL_EXPIRY_MARGIN_MS, tlsAndCredentials, type Credentials} from './credentials.js'
+import {proxyFor, proxyTunnel} from './proxy.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 import {sleep} from '../util/sleep.js'
 
@@ -93,6 +91,11 @@ export function continueTokenOf(text: string): string | undefined {
 }
 const CONTINUE_HEAD = /^\{"kind":"[^"\\]*","apiVersion":"[^"\\]*","metadata":\{(?:"selfLink":"[^"\\]*",)?(?:"resourceVersion":"[^"\\]*",)?"continue":"([^"\\]+)"/
 const CONTINUE_TAIL = /\],"kind":"[^"\\]*","metadata":\{"continue":"([^"\\]+)"(?:,"remainingItemCount":\d+)?(?:,"resourceVersion":"[^"\\]*")?(?:,"selfLink":"[^"\\]*")?\}\}\s*$/
+
+/** Answers worth another attempt of a request that is safe to repeat. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 429 || status === 500 || status === 502 || status === 503 || status === 504
+}
 
 export const PATCH = {
   merge: 'application/merge-patch+json',
@@ -171,169 +174,18 @@ function codedError(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), {code})
 }
 
-/** A file a kubeconfig names by path (certificate-authority, client-certificate, client-key), checked with what to fix. */
-function checkNamedFile(loaded: LoadedKubeConfig, field: string, path: string | undefined): void {
-  if (!path) return
-  let why: string | undefined
-  try {
-    const st = statSync(path)
-    if (!st.isFile()) why = st.isDirectory() ? 'is a directory' : 'is not a regular file'
-    else accessSync(path, fsConstants.R_OK)
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code
-    why = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : 'cannot be read'
-  }
-  if (why) {
-    throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${field} ${path}: ${why}`, {
-      exit: ExitCode.USAGE,
-      code: 'BadKubeconfig',
-      hints: [`fix the ${field} path in the kubeconfig (${loaded.source}), or embed the file with ${field}-data`],
-    })
-  }
-}
-
-/** A file or inline (base64) value of the kubeconfig, as kubectl reads it. */
-function fileOrData(path: string | undefined, data: string | undefined): Buffer | undefined {
-  if (path) return readFileSync(path)
-  return data ? Buffer.from(data, 'base64') : undefined
-}
-
-/**
- * The credentials of an auth-provider user (oidc, azure, gcp), the one kind meshvm leaves to
- * @kubernetes/client-node: loaded here, on first use, so no other command pays for it.
- */
-async function authProviderHeaders(loaded: LoadedKubeConfig): Promise<Record<string, string>> {
-  const {KubeConfig} = await import('@kubernetes/client-node')
-  const kc = new KubeConfig()
-  const {cluster, user} = loaded
-  kc.loadFromOptions({
-    clusters: [{name: cluster.name, server: loaded.server, skipTLSVerify: cluster.insecureSkipTLSVerify}],
-    users: [{name: user.name, authProvider: user.authProvider}],
-    contexts: [{name: loaded.contextName, cluster: cluster.name, user: user.name}],
-    currentContext: loaded.contextName,
-  })
-  const opts: RequestOptions = {}
-  await kc.applyToHTTPSOptions(opts)
-  const headers = (opts.headers ?? {}) as Record<string, string>
-  return headers.Authorization ? {Authorization: headers.Authorization} : {}
-}
-
-interface Credentials {
-  tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
-  /** Several values of one header (Impersonate-Group) are sent as several header lines. */
-  headers: Record<string, string | string[]>
-}
-
-/**
- * TLS material and credentials of the context's user (running its exec plugin, if any: see exec.ts),
- * as client-go's client_config.go builds them. A failing plugin's output is never shown: it may hold secrets.
- */
-async function tlsAndCredentials(loaded: LoadedKubeConfig): Promise<Credentials> {
-  const {cluster, user} = loaded
-  checkNamedFile(loaded, 'certificate-authority', cluster.caFile)
-  checkNamedFile(loaded, 'client-certificate', user.certFile)
-  checkNamedFile(loaded, 'client-key', user.keyFile)
-  const tls: Credentials['tls'] = {rejectUnauthorized: !cluster.insecureSkipTLSVerify}
-  if (cluster.tlsServerName) tls.servername = cluster.tlsServerName
-  const ca = fileOrData(cluster.caFile, cluster.caData)
-  if (ca) tls.ca = ca
-  let cert = fileOrData(user.certFile, user.certData)
-  let key = fileOrData(user.keyFile, user.keyData)
-  const headers: Credentials['headers'] = {}
-  const imp = user.impersonate
-  if (imp?.user) headers['Impersonate-User'] = imp.user
-  if (imp?.uid) headers['Impersonate-Uid'] = imp.uid
-  // One header line per value, as client-go sends them (the API server reads each line as one value).
-  if (imp?.groups?.length) headers['Impersonate-Group'] = imp.groups
-  for (const [k, v] of Object.entries(imp?.extra ?? {})) if (v.length > 0) headers[`Impersonate-Extra-${encodeURIComponent(k)}`] = v
-  // A static credential (token, basic auth, token file) wins over a plugin: client-go's exec and
-  // auth-provider round trippers leave a request that already has an Authorization header alone, so
-  // the plugin is not even run.
-  const staticAuth = Boolean(user.token || user.username || user.password || user.tokenFile)
-  try {
-    if (user.exec && !staticAuth) {
-      // The token (or certificate) from the plugin, run by meshvm so that its stderr reaches the
-      // terminal and a plugin that never exits is stopped.
-      const info = {
-        server: loaded.server,
-        ...(cluster.tlsServerName ? {'tls-server-name': cluster.tlsServerName} : {}),
-        ...(cluster.insecureSkipTLSVerify ? {'insecure-skip-tls-verify': true} : {}),
-        ...(ca ? {'certificate-authority-data': ca.toString('base64')} : {}),
-        ...(cluster.proxyUrl ? {'proxy-url': cluster.proxyUrl} : {}),
-      }
-      const creds = await runExecPlugin(user.exec, loaded.contextName, undefined, info)
-      if (creds.cert && creds.key) {
-        cert = Buffer.from(creds.cert)
-        key = Buffer.from(creds.key)
-      }
-      if (creds.token) headers.Authorization = `Bearer ${creds.token}`
-    } else if (user.authProvider && !staticAuth) {
-      Object.assign(headers, await authProviderHeaders(loaded))
-    }
-  } catch (err) {
-    if (err instanceof MeshvmError) throw err
-    const what = user.authProvider ? `the auth provider ${JSON.stringify(user.authProvider.name)}` : 'its credentials'
-    throw new MeshvmError(`cannot get credentials for context ${JSON.stringify(loaded.contextName)}: ${what} failed`, {
-      exit: ExitCode.FORBIDDEN,
-      code: 'CredentialsFailed',
-      hints: ['run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context'],
-    })
-  }
-  if (user.token) headers.Authorization = `Bearer ${user.token}`
-  else if (user.username || user.password) headers.Authorization = `Basic ${Buffer.from(`${user.username ?? ''}:${user.password ?? ''}`).toString('base64')}`
-  else if (user.tokenFile) {
-    let token: string
-    try {
-      token = readFileSync(user.tokenFile, 'utf8').trim()
-    } catch (err) {
-      throw new MeshvmError(`cannot read the token file ${user.tokenFile} of context ${JSON.stringify(loaded.contextName)}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`, {
-        exit: ExitCode.FORBIDDEN,
-        code: 'CredentialsFailed',
-      })
-    }
-    headers.Authorization = `Bearer ${token}`
-  }
-  if (cert || key) {
-    // A certificate without its key, a key that is not the certificate's, or PEM that does not
-    // parse: name the kubeconfig fields instead of failing inside the TLS handshake.
-    try {
-      // No `ca` here: giving one makes Node build its whole root store (see tls.ts).
-      createSecureContext({cert, key})
-    } catch (err) {
-      const certWhere = user.certFile ?? 'client-certificate-data'
-      const keyWhere = user.keyFile ?? 'client-key-data'
-      const msg = String((err as Error).message ?? '')
-      const why = /mismatch/i.test(msg)
-        ? `the client key (${keyWhere}) does not belong to the client certificate (${certWhere})`
-        : cert && !key
-          ? `a client certificate (${certWhere}) without a client key`
-          : !cert && key
-            ? `a client key (${keyWhere}) without a client certificate`
-            : `the client certificate (${certWhere}) or client key (${keyWhere}) is not valid PEM`
-      throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${why}`, {
-        exit: ExitCode.USAGE,
-        code: 'BadKubeconfig',
-        hints: ['point client-certificate and client-key at a matching pair (openssl x509 -noout -pubkey -in CERT; openssl pkey -pubout -in KEY), PEM encoded'],
-      })
-    }
-    tls.cert = cert
-    tls.key = key
-  }
-  return {tls, headers}
-}
-
 export class KubeClient {
   readonly server: string
   readonly context: string
   readonly namespace: string
   private readonly url: URL
-  private readonly agent: Agent | HttpAgent
+  private readonly agent: VerifiedAgent | HttpAgent
   private headers: Credentials['headers']
   private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
 
   private constructor(
     private readonly loaded: LoadedKubeConfig,
-    {tls, headers}: Credentials,
+    {tls, headers, expiresAt}: Credentials,
     options: KubeClientOptions,
   ) {
     this.server = loaded.server
@@ -347,42 +199,39 @@ export class KubeClient {
       random: Math.random,
       ...options,
     }
-    // One keep-alive agent per client: paging and concurrent reads reuse connections.
-    const agentOptions = {
-      keepAlive: true,
-      maxSockets: 16,
-      ca: tls.ca,
-      cert: tls.cert,
-      key: tls.key,
-      servername: tls.servername,
-      // Verification stays on unless the kubeconfig itself says insecure-skip-tls-verify.
-      rejectUnauthorized: tls.rejectUnauthorized !== false,
-    }
-    // A proxy (proxy-url, HTTPS_PROXY) tunnels with CONNECT and Node's own verification; otherwise,
-    // with the kubeconfig's own CA, TLS trusts only that CA without building Node's root store (tls.ts).
+    // One keep-alive agent per client: paging and concurrent reads reuse connections. Every TLS
+    // connection, direct or through a proxy (proxy-url, HTTPS_PROXY), is verified by kube/tls.ts's
+    // policy before a byte of a request is written.
     const proxy = this.url.protocol === 'https:' ? proxyFor(this.url, loaded.cluster.proxyUrl) : undefined
     this.agent =
       this.url.protocol === 'http:'
         ? new HttpAgent({keepAlive: true, maxSockets: 16})
-        : proxy
-          ? new TunnelAgent(proxy, agentOptions)
-          : tls.ca && agentOptions.rejectUnauthorized
-            ? new KubeconfigCaAgent({...agentOptions, ca: tls.ca as string | Buffer | (string | Buffer)[]})
-            : new Agent(agentOptions)
+        : new VerifiedAgent(tls, {keepAlive: true, maxSockets: 16}, proxy ? proxyTunnel(proxy) : undefined)
     this.headers = headers
-    this.tls = {ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.servername, rejectUnauthorized: agentOptions.rejectUnauthorized}
+    this.expiresAt = expiresAt
   }
 
-  private readonly tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>
+  /** When the current credentials expire (exec plugins' expirationTimestamp). */
+  private expiresAt: number | undefined
 
   /**
    * What a connection upgrade (pods/portforward, portforward.ts) needs: the URL of a path, the
    * credential headers and the kubeconfig's TLS settings. Never logged: the headers hold secrets.
    */
-  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string | string[]>; tls: Pick<RequestOptions, 'ca' | 'cert' | 'key' | 'servername' | 'rejectUnauthorized'>; agent: Agent | HttpAgent; describe: RequestDescription} {
+  /** Fetches the credentials again if they are about to expire (see send); for upgrades and watches. */
+  async freshCredentials(): Promise<void> {
+    if (this.expiresAt !== undefined && Date.now() >= this.expiresAt - CREDENTIAL_EXPIRY_MARGIN_MS) await this.refreshCredentials(this.credentialsGeneration)
+  }
+
+  upgradeTarget(path: string, query: KubeRequest['query'] = {}): {url: URL; headers: Record<string, string | string[]>; agent: VerifiedAgent | HttpAgent; describe: RequestDescription} {
     const url = new URL(this.fullPath({method: 'GET', path, query}), this.url)
     // agent: the upgrade connects (and verifies the server) as every request does, without a TLS context of its own.
-    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, tls: this.tls, agent: this.agent, describe: this.describe({method: 'GET', path})}
+    return {url, headers: {...this.headers, 'User-Agent': this.options.userAgent}, agent: this.agent, describe: this.describe({method: 'GET', path})}
+  }
+
+  /** Reports a retry to --debug (for requests sent outside send(), such as upgrades). */
+  reportRetry(event: RetryEvent): void {
+    this.options.onRetry?.(event)
   }
 
   /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
@@ -391,7 +240,7 @@ export class KubeClient {
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {
-    return new KubeClient(loaded, await tlsAndCredentials(loaded), options)
+    return new KubeClient(loaded, await tlsAndCredentials(loaded, options.timeoutMs), options)
   }
 
   /** Bumped each time the credentials are fetched again. */
@@ -408,7 +257,9 @@ export class KubeClient {
     if (usedGeneration !== this.credentialsGeneration) return
     this.refreshing ??= (async () => {
       try {
-        this.headers = (await tlsAndCredentials(this.loaded)).headers
+        const fresh = await tlsAndCredentials(this.loaded, this.options.timeoutMs)
+        this.headers = fresh.headers
+        this.expiresAt = fresh.expiresAt
         this.credentialsGeneration++
       } finally {
         this.refreshing = undefined
@@ -516,7 +367,17 @@ export class KubeClient {
     return 'never'
   }
 
-  private backoff(attempt: number, retryAfterHeader: string | string[] | undefined): number | undefined {
+  /** How many more attempts a transient failure gets (MAX_RETRIES unless the client was told otherwise). */
+  get maxRetries(): number {
+    return this.options.maxRetries
+  }
+
+  /**
+   * The one retry delay of the access layer (requests here, port-forward upgrades in portforward.ts):
+   * the server's Retry-After when it sends one (undefined past RETRY_AFTER_CAP_MS: give up), else a
+   * jittered exponential backoff drawn from [0, min(BACKOFF_CAP_MS, base·2^attempt)].
+   */
+  retryDelay(attempt: number, retryAfterHeader: string | string[] | undefined): number | undefined {
     const header = Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader
     if (header !== undefined && /^\d+$/.test(header)) {
       const ms = Number(header) * 1000
@@ -538,6 +399,8 @@ export class KubeClient {
       let retryAfter: string | string[] | undefined
       let failure: () => MeshvmError
       try {
+        // An exec credential about to expire is fetched again first, as client-go does.
+        if (this.expiresAt !== undefined && Date.now() >= this.expiresAt - CREDENTIAL_EXPIRY_MARGIN_MS) await this.refreshCredentials(this.credentialsGeneration)
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
         const generation = this.credentialsGeneration
         const res = await this.once(remaining === undefined ? req : {...req, timeoutMs: Math.min(timeoutMs, remaining)})
@@ -553,7 +416,7 @@ export class KubeClient {
         }
         // A delete whose first answer was lost may have succeeded: 404 now means it is gone.
         if (res.status === 404 && policy === 'idempotent' && req.method === 'DELETE' && lostAnswer) return {...res, status: 200, body: Buffer.from('{}')}
-        const retryable = policy !== 'never' && (res.status === 429 || res.status === 500 || res.status === 502 || res.status === 503 || res.status === 504)
+        const retryable = policy !== 'never' && isRetryableStatus(res.status)
         if (!retryable || attempt >= this.options.maxRetries) throw translateHttpError(description, res.status, res.body.toString('utf8'))
         reason = `HTTP ${res.status}`
         retryAfter = res.headers['retry-after']
@@ -566,7 +429,7 @@ export class KubeClient {
         reason = (err as NodeJS.ErrnoException).code ?? 'network error'
         failure = () => translateNetworkError(description, err, timeoutMs)
       }
-      const delayMs = this.backoff(attempt, retryAfter)
+      const delayMs = this.retryDelay(attempt, retryAfter)
       if (delayMs === undefined) throw translateHttpError(description, 429, '')
       if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure()
       this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
@@ -756,6 +619,7 @@ export class KubeClient {
     }
     const typedVersion = typeof query?.resourceVersion === 'string' ? query.resourceVersion : undefined
     if (signal?.aborted) return typedVersion
+    await this.freshCredentials()
     const started = Date.now()
     let changes = 0
     const result = await this.watchOnce<T>(req, typedVersion, (event) => {

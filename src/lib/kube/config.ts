@@ -145,6 +145,18 @@ class FileReader {
     return value
   }
 
+  /**
+   * Base64 data (certificate-authority-data, client-*-data): kubectl decodes them as Go's
+   * encoding/base64 StdEncoding (line breaks skipped, padding required) and refuses the file otherwise.
+   */
+  base64(obj: Record<string, unknown> | undefined, key: string, path: string): string | undefined {
+    const value = this.string(obj, key, path)
+    if (value === undefined) return undefined
+    const compact = value.replace(/[\r\n]/g, '')
+    if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(compact)) this.fail(`${path}.${key}`, 'base64 data (illegal base64)')
+    return compact
+  }
+
   string(obj: Record<string, unknown> | undefined, key: string, path: string): string | undefined {
     const value = obj?.[key]
     if (value === undefined || value === null) return undefined
@@ -194,7 +206,7 @@ class FileReader {
       name,
       server: this.string(c, 'server', path) ?? '',
       caFile: this.path(c, 'certificate-authority', path),
-      caData: this.string(c, 'certificate-authority-data', path),
+      caData: this.base64(c, 'certificate-authority-data', path),
       insecureSkipTLSVerify: this.bool(c, 'insecure-skip-tls-verify', path),
       tlsServerName: this.string(c, 'tls-server-name', path),
       proxyUrl: this.string(c, 'proxy-url', path),
@@ -216,9 +228,9 @@ class FileReader {
       token: this.string(u, 'token', path),
       tokenFile: this.path(u, 'tokenFile', path),
       certFile: this.path(u, 'client-certificate', path),
-      certData: this.string(u, 'client-certificate-data', path),
+      certData: this.base64(u, 'client-certificate-data', path),
       keyFile: this.path(u, 'client-key', path),
-      keyData: this.string(u, 'client-key-data', path),
+      keyData: this.base64(u, 'client-key-data', path),
       username: this.string(u, 'username', path),
       password: this.string(u, 'password', path),
       exec: exec ? this.exec(exec, `${path}.exec`) : undefined,
@@ -263,6 +275,8 @@ function stripUndefined<T extends object>(o: T): T {
 export const YAML_OPTIONS = {
   logLevel: 'error',
   version: '1.1',
+  // A key written twice in one mapping: the last value wins, as go-yaml v2 (and so kubectl) reads it.
+  uniqueKeys: false,
   customTags: (tags: Tags) => tags.filter((t) => typeof t === 'string' || (!/timestamp$/.test(t.tag) && (t as {format?: string}).format !== 'TIME')),
 } as const satisfies ParseOptions & DocumentOptions & SchemaOptions
 
@@ -416,6 +430,19 @@ export function selectContext(config: Omit<MergedKubeconfig, 'files'>, name: str
     throw new MeshvmError(`context ${JSON.stringify(contextName)} refers to cluster ${JSON.stringify(context.cluster)}, which has no server in ${source}`, {
       exit: ExitCode.USAGE,
       code: 'BadKubeconfig',
+    })
+  }
+  let serverUrl: URL | undefined
+  try {
+    serverUrl = new URL(cluster.server)
+  } catch {
+    // "127.0.0.1:6443" parses as a URL of scheme "127.0.0.1:": caught below.
+  }
+  if (!serverUrl || (serverUrl.protocol !== 'https:' && serverUrl.protocol !== 'http:') || !serverUrl.hostname) {
+    throw new MeshvmError(`cluster ${JSON.stringify(cluster.name)}: server ${JSON.stringify(withoutUserinfo(cluster.server))} is not an https:// URL`, {
+      exit: ExitCode.USAGE,
+      code: 'BadKubeconfig',
+      hints: [`write the server with its scheme, e.g. server: https://${cluster.server.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').replace(/^[^@/]*@/, '')}`],
     })
   }
   if (cluster.server.startsWith('http:') && !cluster.insecureSkipTLSVerify) {

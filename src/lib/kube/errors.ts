@@ -116,15 +116,68 @@ function httpReason(status: number): string {
   return reasons[status] ?? `HTTP ${status}`
 }
 
-const TLS_CODES: Record<string, string> = {
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate is not signed by the kubeconfig\'s certificate authority',
-  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate is not signed by the kubeconfig\'s certificate authority',
-  DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed and not trusted by the kubeconfig',
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'the server certificate is not signed by the kubeconfig\'s certificate authority',
-  CERT_HAS_EXPIRED: 'the server certificate has expired',
-  CERT_NOT_YET_VALID: 'the server certificate is not valid yet (check the clock)',
-  ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate does not name this host',
-  INVALID_PURPOSE: 'the server certificate is not for server authentication (extended key usage)',
+/** OpenSSL's verify codes (as Node names them) in kubectl's (Go's) words. */
+const X509_WORDS: Record<string, string> = {
+  UNABLE_TO_GET_ISSUER_CERT: 'x509: certificate signed by unknown authority',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'x509: certificate signed by unknown authority',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'x509: certificate signed by unknown authority',
+  SELF_SIGNED_CERT_IN_CHAIN: 'x509: certificate signed by unknown authority',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'x509: certificate signed by unknown authority',
+  CERT_SIGNATURE_FAILURE: 'x509: certificate signed by unknown authority',
+  CERT_UNTRUSTED: 'x509: certificate signed by unknown authority',
+  CERT_REJECTED: 'x509: certificate signed by unknown authority',
+  INVALID_CA: 'x509: certificate signed by unknown authority (an issuer may not sign certificates)',
+  CERT_HAS_EXPIRED: 'x509: certificate has expired or is not yet valid',
+  CERT_NOT_YET_VALID: 'x509: certificate has expired or is not yet valid',
+  ERROR_IN_CERT_NOT_BEFORE_FIELD: 'x509: malformed validity (a certificate date does not parse)',
+  ERROR_IN_CERT_NOT_AFTER_FIELD: 'x509: malformed validity (a certificate date does not parse)',
+  INVALID_PURPOSE: 'x509: certificate specifies an incompatible key usage',
+  PATH_LENGTH_EXCEEDED: 'x509: too many intermediates for path length constraint',
+  PERMITTED_VIOLATION: 'x509: a root or intermediate certificate is not authorized to sign for this name',
+  EXCLUDED_VIOLATION: 'x509: a root or intermediate certificate is not authorized to sign for this name',
+  SUBTREE_MINMAX: 'x509: a root or intermediate certificate is not authorized to sign for this name',
+  UNSUPPORTED_CONSTRAINT_TYPE: 'x509: a root or intermediate certificate is not authorized to sign for this name',
+  UNSUPPORTED_CONSTRAINT_SYNTAX: 'x509: a root or intermediate certificate is not authorized to sign for this name',
+  UNSUPPORTED_NAME_SYNTAX: 'x509: a root or intermediate certificate is not authorized to sign for this name',
+  UNHANDLED_CRITICAL_EXTENSION: 'x509: unhandled critical extension',
+  CA_MD_TOO_WEAK: 'x509: certificate signed by unknown authority (insecure algorithm: a SHA-1 or MD5 signature)',
+  CA_KEY_TOO_SMALL: 'x509: cannot verify signature: insecure key',
+  EE_KEY_TOO_SMALL: 'x509: cannot verify signature: insecure key',
+  CERT_CHAIN_TOO_LONG: 'x509: certificate signed by unknown authority (the chain is too long)',
+}
+
+/** OpenSSL's verify texts for the results Node has no code for. */
+const OPENSSL_TEXTS: [RegExp, string][] = [
+  [/subtree violation|name constraint|unsupported name/i, X509_WORDS.PERMITTED_VIOLATION!],
+  [/unhandled critical extension/i, X509_WORDS.UNHANDLED_CRITICAL_EXTENSION!],
+  [/md too weak|digest algorithm too weak/i, X509_WORDS.CA_MD_TOO_WEAK!],
+  [/does not include certificate signing/i, X509_WORDS.INVALID_CA!],
+  [/key too small/i, X509_WORDS.EE_KEY_TOO_SMALL!],
+  [/path length/i, X509_WORDS.PATH_LENGTH_EXCEEDED!],
+  [/invalid CA|not a CA/i, X509_WORDS.INVALID_CA!],
+  [/format error in certificate's notAfter|format error in certificate's notBefore/i, X509_WORDS.ERROR_IN_CERT_NOT_AFTER_FIELD!],
+  [/purpose/i, X509_WORDS.INVALID_PURPOSE!],
+]
+
+/** kubectl's words for a TLS failure, or undefined when `err` is not a certificate refusal. */
+export function x509Words(err: unknown): string | undefined {
+  const e = err as {code?: string; x509?: unknown} | undefined
+  if (typeof e?.x509 === 'string') return e.x509
+  const code = e?.code ?? ''
+  if (X509_WORDS[code]) return X509_WORDS[code]
+  // Node names only some of OpenSSL's verify results; the others come as UNSPECIFIED with OpenSSL's text.
+  if (code === 'UNSPECIFIED' && typeof (err as Error).message === 'string') {
+    const text = (err as Error).message
+    const known = OPENSSL_TEXTS.find(([pattern]) => pattern.test(text))
+    return known ? known[1] : `x509: certificate refused (${text.split('\n')[0]!.slice(0, 200)})`
+  }
+  // Any other OpenSSL verification code (e.g. a malformed certificate): refused, named by its code.
+  if (/^(?:CERT_|UNABLE_TO_|ERR_TLS_CERT|INVALID_|[A-Z_]*_VIOLATION$)/.test(code)) return `x509: certificate refused (${code})`
+  return undefined
+}
+
+/** Handshake failures that are not a certificate verdict. */
+const TLS_HANDSHAKE: Record<string, string> = {
   EPROTO: 'the TLS handshake failed',
   ERR_SSL_WRONG_VERSION_NUMBER: 'the server does not speak TLS on this port',
 }
@@ -140,11 +193,16 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
   const e = err as NodeJS.ErrnoException & {reason?: string}
   const code = e?.code ?? ''
   const where = `the API server at ${req.server} (context ${JSON.stringify(req.context)})`
-  if (TLS_CODES[code]) {
-    return new MeshvmError(`TLS verification failed for ${where}: ${TLS_CODES[code]}`, {
+  // A certificate refused by OpenSSL or by the host-name check, in kubectl's words.
+  const x509 = x509Words(err)
+  if (x509) {
+    return new MeshvmError(`cannot connect to ${where}: tls: failed to verify certificate: ${terminalSafe(x509)}`, {
       exit: ExitCode.UNREACHABLE, code: 'TLSError',
       hints: ['check certificate-authority-data and tls-server-name in the kubeconfig; meshvm never skips verification unless the kubeconfig says insecure-skip-tls-verify'],
     })
+  }
+  if (TLS_HANDSHAKE[code]) {
+    return new MeshvmError(`cannot connect to ${where}: ${TLS_HANDSHAKE[code]}`, {exit: ExitCode.UNREACHABLE, code: 'TLSError'})
   }
   if (code === 'ECONNREFUSED') {
     return new MeshvmError(`cannot connect to ${where}: connection refused`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['is the cluster running, and is this the right --context?']})

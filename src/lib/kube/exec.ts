@@ -39,6 +39,8 @@ export interface ExecCredentials {
   token?: string
   cert?: string
   key?: string
+  /** status.expirationTimestamp, epoch ms: the credential is fetched again before then. */
+  expiresAt?: number
 }
 
 export function execTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
@@ -57,22 +59,39 @@ function failure(context: string, command: string, why: string, hints: string[] 
   })
 }
 
-export async function runExecPlugin(exec: ExecConfig, context: string, timeoutMs = execTimeoutMs(), cluster?: ExecClusterInfo): Promise<ExecCredentials> {
-  // Loaded here, not with the module: most kubeconfigs have no plugin (~1 ms of every cluster command).
+/**
+ * Runs the plugin. `timeoutMs` (MESHVM_EXEC_TIMEOUT, else EXEC_TIMEOUT_MS) bounds an interactive
+ * run (a login); a plugin that cannot prompt is bounded like any request, by `requestTimeoutMs`
+ * (--request-timeout) when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
+ */
+export async function runExecPlugin(exec: ExecConfig, context: string, timeoutMs?: number, cluster?: ExecClusterInfo, requestTimeoutMs?: number, stdinIsTerminal = process.stdin.isTTY === true): Promise<ExecCredentials> {
+  // Loaded here, not with the module: most kubeconfigs have no plugin.
   // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
   const {spawn} = process.getBuiltinModule('node:child_process')
-  return runWith(spawn, exec, context, timeoutMs, cluster)
+  return runWith(spawn, exec, context, timeoutMs, cluster, requestTimeoutMs, stdinIsTerminal)
 }
 
-function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeoutMs: number, cluster: ExecClusterInfo | undefined): Promise<ExecCredentials> {
+function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeout: number | undefined, cluster: ExecClusterInfo | undefined, requestTimeoutMs: number | undefined, stdinIsTerminal: boolean): Promise<ExecCredentials> {
   const command = exec.command ?? ''
   if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
-  // client-go: interactive when stdin is a terminal, unless interactiveMode is Never.
-  const interactive = exec.interactiveMode !== 'Never' && process.stdin.isTTY === true
+  // client-go (exec.go isInteractive): Never: not interactive; IfAvailable: when stdin is a terminal;
+  // Always: stdin must be a terminal, or the plugin is not run at all.
+  if (exec.interactiveMode === 'Always' && !stdinIsTerminal) {
+    return Promise.reject(failure(context, command, 'cannot support interactive mode: standard input is not a terminal', ['run the command from a terminal, or set the kubeconfig user\'s exec.interactiveMode to IfAvailable or Never']))
+  }
+  const interactive = exec.interactiveMode !== 'Never' && stdinIsTerminal
+  let timeoutMs: number
+  try {
+    timeoutMs = timeout ?? execTimeoutMs()
+  } catch (err) {
+    return Promise.reject(err)
+  }
+  if (timeout === undefined && !interactive && !process.env.MESHVM_EXEC_TIMEOUT && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
+  const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1'
   const env: NodeJS.ProcessEnv = {...process.env}
   for (const e of exec.env ?? []) if (e?.name) env[e.name] = e.value ?? ''
   env.KUBERNETES_EXEC_INFO = JSON.stringify({
-    apiVersion: exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1',
+    apiVersion,
     kind: 'ExecCredential',
     spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
@@ -88,7 +107,7 @@ function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeout
     let size = 0
     let outcome: MeshvmError | undefined
     const timer = setTimeout(() => {
-      outcome = failure(context, command, `did not finish within ${Math.round(timeoutMs / 1000)}s and was stopped`, [
+      outcome = failure(context, command, `did not finish within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} and was stopped`, [
         'finish the login it asks for, run it by hand to see why it hangs, or raise MESHVM_EXEC_TIMEOUT',
       ])
       child.kill('SIGKILL')
@@ -109,11 +128,18 @@ function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeout
       if (outcome) return reject(outcome)
       // Its stderr already reached the terminal; its stdout may hold secrets and is never shown.
       if (code !== 0) return reject(failure(context, command, `failed (exit ${code ?? 'signal'})`))
-      let status: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown} | undefined
+      let status: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown; expirationTimestamp?: unknown} | undefined
+      let answered: unknown
       try {
-        status = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as {status?: typeof status})?.status
+        const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {apiVersion?: unknown; kind?: unknown; status?: typeof status}
+        answered = doc?.apiVersion
+        status = doc?.status
       } catch {
         return reject(failure(context, command, 'printed something that is not an ExecCredential'))
+      }
+      // client-go: "exec plugin is configured to use API version X, plugin returned version Y".
+      if (answered !== apiVersion) {
+        return reject(failure(context, command, `is configured to use API version ${apiVersion}, plugin returned version ${typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'}`))
       }
       if (!status || typeof status !== 'object') return reject(failure(context, command, 'printed an ExecCredential without a status'))
       const creds: ExecCredentials = {}
@@ -121,6 +147,13 @@ function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeout
       if (typeof status.clientCertificateData === 'string') creds.cert = status.clientCertificateData
       if (typeof status.clientKeyData === 'string') creds.key = status.clientKeyData
       if (!creds.token && !(creds.cert && creds.key)) return reject(failure(context, command, 'returned neither a token nor a client certificate and key'))
+      if (status.expirationTimestamp !== undefined && status.expirationTimestamp !== null) {
+        // RFC 3339, as metav1.Time decodes it.
+        const text = status.expirationTimestamp
+        const at = typeof text === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN
+        if (Number.isNaN(at)) return reject(failure(context, command, 'printed an ExecCredential whose status.expirationTimestamp is not an RFC 3339 time'))
+        creds.expiresAt = at
+      }
       resolve(creds)
     })
   })

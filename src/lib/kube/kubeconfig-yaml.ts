@@ -1,8 +1,8 @@
 /**
  * A fast reader for the YAML that kubectl, kind, k3d, cloud CLIs and meshvm write kubeconfigs in:
  * block mappings and sequences of plain or quoted one-line strings, true/false and null. The `yaml`
- * library reads them too, but its first parse in a process costs ~7 ms CPU (cold code), on every
- * cluster command; this costs a fraction of it.
+ * library reads them too, but its first parse in a process runs cold code, on every cluster command;
+ * this costs a fraction of it (measured on Node 24: docs/performance.md).
  *
  * It is a strict subset: anything it does not fully understand (flow collections, anchors, tags,
  * block or multi-line scalars, escapes, documents markers, duplicate keys, and every plain scalar

@@ -16,7 +16,7 @@
 import {Duplex} from 'node:stream'
 import {WebSocket} from 'ws'
 import {ExitCode, MeshvmError} from '../errors.js'
-import type {KubeClient} from './client.js'
+import {isRetryableStatus, type KubeClient} from './client.js'
 import {translateHttpError, translateNetworkError} from './errors.js'
 import {Resources, resourcePath} from './resources.js'
 import {sleep} from '../util/sleep.js'
@@ -63,13 +63,16 @@ export class PortForwardStream extends Duplex {
         this.dataStarted = true
         payload = payload.subarray(2)
       }
-      if (payload.length > 0) this.push(payload)
+      // Back-pressure: while the reader is behind, the WebSocket (and so the TCP connection to the
+      // API server) stops reading, instead of buffering whatever the pod sends.
+      if (payload.length > 0 && !this.push(payload)) this.ws.pause()
     } else if (channel === 1) {
       if (!this.errorStarted) {
         this.errorStarted = true
         payload = payload.subarray(2)
       }
-      this.errorText += payload.toString('utf8')
+      // Kubelet's error is one line; a channel that never ends is not kept.
+      if (this.errorText.length < 64 * 1024) this.errorText += payload.toString('utf8')
     }
   }
 
@@ -78,7 +81,9 @@ export class PortForwardStream extends Duplex {
     else this.push(null)
   }
 
-  override _read(): void {}
+  override _read(): void {
+    if (this.ws.isPaused) this.ws.resume()
+  }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     if (this.ws.readyState !== WebSocket.OPEN) {
@@ -127,27 +132,32 @@ export class PortForwardStream extends Duplex {
  * PortForwardRefused error on the stream, once kubelet reports it.
  */
 export async function openPortForward(client: KubeClient, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream> {
-  // Transient API server faults are retried as KubeClient retries reads (jittered backoff, Retry-After),
-  // but only within the time-out: the caller's deadline is never exceeded.
+  // Transient API server faults are retried as KubeClient retries reads (its retryDelay: jittered
+  // backoff or Retry-After, its number of retries), but only within the time-out: the caller's
+  // deadline is never exceeded.
   const deadline = Date.now() + options.timeoutMs
   for (let attempt = 0; ; attempt++) {
     try {
+      await client.freshCredentials()
       return await openOnce(client, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
     } catch (err) {
       const transient = err instanceof TransientUpgradeError
-      if (!transient || attempt >= MAX_UPGRADE_RETRIES) throw transient ? err.error : err
-      const delay = err.retryAfterMs ?? Math.round(Math.random() * Math.min(2000, 200 * 2 ** attempt))
-      if (Date.now() + delay >= deadline) throw err.error
+      if (!transient || attempt >= client.maxRetries) throw transient ? err.error : err
+      const delay = client.retryDelay(attempt, err.retryAfter)
+      if (delay === undefined || Date.now() + delay >= deadline) throw err.error
+      client.reportRetry({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path: `${resourcePath(Resources.pods, {namespace: options.namespace})}/${options.pod}/portforward`})
       await sleep(delay)
     }
   }
 }
 
-const MAX_UPGRADE_RETRIES = 5
-
 /** A failed upgrade worth another try (429, 5xx, a reset connection). */
 class TransientUpgradeError extends Error {
-  constructor(readonly error: MeshvmError, readonly retryAfterMs?: number) {
+  constructor(
+    readonly error: MeshvmError,
+    readonly reason: string,
+    readonly retryAfter?: string | string[],
+  ) {
     super(error.message)
   }
 }
@@ -161,9 +171,8 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, [PORTFORWARD_PROTOCOL], {
       headers,
-      // The client's own agent opens the connection: its TLS settings (CA, client certificate,
-      // tls-server-name) and its verification, without a second TLS context. A context given a `ca`
-      // makes Node 20 build its whole root store (~25 ms; see kube/tls.ts).
+      // The client's own agent opens the connection: its TLS policy (CA, client certificate,
+      // tls-server-name, proxy; kube/tls.ts), verified before the upgrade request is written.
       agent,
       handshakeTimeout: options.timeoutMs,
       perMessageDeflate: false,
@@ -171,16 +180,20 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
     })
     let settled = false
     ws.on('unexpected-response', (_req, res) => {
+      // The refusal's Status: its first 64 KiB are enough to say why.
       const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
+      let size = 0
+      res.on('data', (c: Buffer) => {
+        size += c.length
+        if (size <= 64 * 1024) chunks.push(c)
+      })
       res.on('end', () => {
         settled = true
         client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: res.statusCode ?? 0, ms: Date.now() - started, bytes: 0})
         const status = res.statusCode ?? 0
         const err = translateHttpError(describe, status, Buffer.concat(chunks).toString('utf8'))
-        const retryAfter = Number(res.headers['retry-after'])
-        if (status === 429 || status === 500 || status === 502 || status === 503 || status === 504) {
-          reject(new TransientUpgradeError(err, Number.isInteger(retryAfter) && retryAfter <= 30 ? retryAfter * 1000 : undefined))
+        if (isRetryableStatus(status)) {
+          reject(new TransientUpgradeError(err, `HTTP ${status}`, res.headers['retry-after']))
         } else {
           reject(err.status === 403 ? new MeshvmError(err.message, {exit: err.exit, code: err.code, hints: [portForwardHint(options.namespace)]}) : err)
         }
@@ -203,7 +216,7 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
       const timedOut = /timed out|timeout/i.test(err.message)
       const translated = translateNetworkError(describe, timedOut ? Object.assign(err, {code: 'MESHVM_TIMEOUT'}) : err, options.timeoutMs)
       const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE' || /socket hang up|closed before/i.test(err.message)
-      reject(reset ? new TransientUpgradeError(translated) : translated)
+      reject(reset ? new TransientUpgradeError(translated, err.code ?? 'connection reset') : translated)
     })
   })
 }

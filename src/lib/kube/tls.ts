@@ -1,186 +1,222 @@
 /**
- * The HTTPS agent for an API server whose kubeconfig names its certificate authority.
+ * The one TLS policy of meshvm, used on every TLS path: the API server (directly, through a
+ * `proxy-url` or HTTPS_PROXY tunnel, and the port-forward WebSocket, which uses the API client's
+ * agent) and istiod over xDS (the mesh root as CA).
  *
- * Node 20 builds its whole root store (~140 Mozilla certificates, parsed one by one) the first time
- * a TLS context is given a `ca`, even though that context then trusts only the given CA: ~25 ms of
- * every cluster command's start-up (Node's SecureContext::SetCACert compares the context's store with
- * GetOrCreateRootCertStore(), which creates it). kubectl does not pay it. This agent gives TLS no CA
- * at all (an empty list, which builds nothing), lets the handshake finish without OpenSSL's verdict,
- * and hands the socket to HTTP only after it has verified the server itself, as kubectl (Go's
- * crypto/x509) and OpenSSL would: the chain up to a kubeconfig CA (signatures, CA flags), every
- * certificate's dates, the server-auth key usage, and the host name or IP address
- * (tls.checkServerIdentity, Node's own check). No byte of the request, and so no token, is written
- * before that. Failures carry OpenSSL's and Node's error codes, so they read as before.
- *
- * When NODE_EXTRA_CA_CERTS is set, Node has built the root store at start-up anyway, and this agent
- * changes nothing but who verifies.
+ * - The chain is verified by OpenSSL through Node (`ca` = the kubeconfig's or the mesh's CA,
+ *   `rejectUnauthorized: true`): signatures, CA flags, path length and name constraints, key usage
+ *   of every certificate in the chain, critical extensions, dates, weak signature algorithms.
+ *   Nothing here builds or checks a chain.
+ * - The host name is checked by goHostCheck, which follows Go's crypto/x509 VerifyHostname (what
+ *   kubectl uses): subject alternative names only (no common-name fallback), a wildcard only as the
+ *   whole left-most label, IP addresses only against IP SANs.
+ * - A connection is handed to its user (HTTP, WebSocket, HTTP/2) only after 'secureConnect', i.e.
+ *   after both verdicts: not one byte of a request, and so no token, reaches a server that failed.
+ * - Refusals carry kubectl's words (x509: certificate signed by unknown authority, ...).
+ * - `insecure-skip-tls-verify` (kubectl: no chain and no name check) is the kubeconfig's own choice;
+ *   `tls-server-name` is the name sent (SNI) and checked, as in client-go.
  */
 import {X509Certificate} from 'node:crypto'
 import {Agent, type AgentOptions} from 'node:https'
-import {checkServerIdentity, connect, type ConnectionOptions, type DetailedPeerCertificate, type TLSSocket} from 'node:tls'
+import {isIP} from 'node:net'
 import type {Duplex} from 'node:stream'
+import {connect, type ConnectionOptions, type PeerCertificate, type TLSSocket} from 'node:tls'
+import {terminalSafe} from '../output/terminal.js'
 
-/** A TLS error with OpenSSL's or Node's code (UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED…). */
-function tlsError(code: string, message: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(message), {code})
+/** A TLS refusal: Node's/OpenSSL's code, and kubectl's words in `x509`. */
+export interface TlsRefusal extends NodeJS.ErrnoException {
+  x509: string
 }
 
-/** The certificates of a PEM bundle (a kubeconfig's certificate-authority-data may hold several). */
-export function parseCaBundle(ca: string | Buffer | (string | Buffer)[]): X509Certificate[] {
-  const text = (Array.isArray(ca) ? ca : [ca]).map((c) => c.toString()).join('\n')
-  const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
-  return blocks.map((pem) => new X509Certificate(pem))
+function refusal(code: string, x509: string): TlsRefusal {
+  // The names come from the server's certificate: never a control character on the terminal.
+  const safe = terminalSafe(x509)
+  return Object.assign(new Error(safe), {code, x509: safe})
 }
 
-const SERVER_AUTH = '1.3.6.1.5.5.7.3.1'
-const ANY_EKU = '2.5.29.37.0'
-const MAX_DEPTH = 10
-
-function checkDates(cert: X509Certificate, now: number): NodeJS.ErrnoException | undefined {
-  if (now < Date.parse(cert.validFrom)) return tlsError('CERT_NOT_YET_VALID', 'certificate is not yet valid')
-  if (now > Date.parse(cert.validTo)) return tlsError('CERT_HAS_EXPIRED', 'certificate has expired')
-  return undefined
-}
-
-function selfSigned(cert: X509Certificate): boolean {
-  try {
-    return cert.subject === cert.issuer && cert.verify(cert.publicKey)
-  } catch {
-    return false
-  }
-}
-
-function issuedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
-  try {
-    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey)
-  } catch {
-    return false
-  }
-}
-
-/**
- * Verifies a server's certificate chain against `anchors` (the kubeconfig's CAs) and `host`.
- * `peer` is what TLSSocket#getPeerCertificate(true) returns: the leaf, then what the server sent.
- */
-export function verifyServerCertificate(peer: DetailedPeerCertificate, anchors: X509Certificate[], host: string, now = Date.now()): NodeJS.ErrnoException | undefined {
-  if (!peer?.raw) return tlsError('UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'the server sent no certificate')
-  const sent: X509Certificate[] = []
-  const seen = new Set<DetailedPeerCertificate>()
-  for (let c: DetailedPeerCertificate | undefined = peer; c?.raw && !seen.has(c) && sent.length <= MAX_DEPTH; c = c.issuerCertificate) {
-    seen.add(c)
-    sent.push(new X509Certificate(c.raw))
-  }
-  const leaf = sent[0]!
-  let cert = leaf
-  for (let depth = 0; ; depth++) {
-    const dates = checkDates(cert, now)
-    if (dates) return dates
-    // A kubeconfig may also trust the server's own (self-signed) certificate directly.
-    if (anchors.some((a) => a.raw.equals(cert.raw))) break
-    const anchor = anchors.find((a) => issuedBy(cert, a))
-    if (anchor) {
-      const anchorDates = checkDates(anchor, now)
-      if (anchorDates) return anchorDates
-      break
-    }
-    const next = depth < MAX_DEPTH ? sent.find((s) => s !== cert && s.ca && issuedBy(cert, s)) : undefined
-    if (!next) {
-      if (depth === 0 && selfSigned(cert)) return tlsError('DEPTH_ZERO_SELF_SIGNED_CERT', 'self-signed certificate')
-      if (depth > 0 && selfSigned(cert)) return tlsError('SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain')
-      return tlsError(depth === 0 ? 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' : 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'unable to verify the first certificate')
-    }
-    cert = next
-  }
-  // Extended key usage, as Go's crypto/x509 checks for a TLS server: absent, or server auth (or any).
-  const eku = leaf.keyUsage
-  if (eku && eku.length > 0 && !eku.includes(SERVER_AUTH) && !eku.includes(ANY_EKU)) return tlsError('INVALID_PURPOSE', 'unsupported certificate purpose')
-  return checkServerIdentity(host, peer) as NodeJS.ErrnoException | undefined
-}
-
-/** When a verdict on a chain holds: every certificate of `peer`'s chain and every anchor in its dates. */
-function validityWindow(peer: DetailedPeerCertificate, anchors: X509Certificate[]): {from: number; to: number} {
-  let from = -Infinity
-  let to = Infinity
-  const narrow = (validFrom: string, validTo: string): void => {
-    from = Math.max(from, Date.parse(validFrom))
-    to = Math.min(to, Date.parse(validTo))
-  }
-  const seen = new Set<DetailedPeerCertificate>()
-  for (let c: DetailedPeerCertificate | undefined = peer; c?.raw && !seen.has(c) && seen.size <= MAX_DEPTH; c = c.issuerCertificate) {
-    seen.add(c)
-    narrow(c.valid_from, c.valid_to)
-  }
-  for (const a of anchors) narrow(a.validFrom, a.validTo)
-  // An unparsable date never lets a verdict be reused.
-  return Number.isNaN(from) || Number.isNaN(to) ? {from: Infinity, to: -Infinity} : {from, to}
-}
-
-/**
- * An https.Agent that trusts exactly `ca` (see above). Sessions are not resumed: every connection
- * shows its certificate and is checked.
- *
- * A verdict is reused within the agent: a connection whose server shows the very leaf certificate
- * (same DER bytes) that an earlier connection to the same host name verified, at a time when every
- * certificate of that chain and every kubeconfig CA is still within its dates, is accepted without
- * building the chain again. The TLS handshake itself proved that this server holds the leaf's private
- * key; the chain, key usage and name checks depend only on those bytes, that host and these CAs, and
- * the dates are re-checked against the narrowest window. proxy-status opens 4 connections to one API
- * server (the API and 3 port-forwards): 3 are spared getPeerCertificate(true) and the chain check.
- */
-export class KubeconfigCaAgent extends Agent {
-  private readonly anchors: X509Certificate[]
-  /** Verified leaves: host, then SHA-256 fingerprint → the DER bytes and the window of the verdict. */
-  private readonly verified = new Map<string, {raw: Buffer; from: number; to: number}>()
-  private readonly now: () => number
-  /** Chains verified in full (for tests: reused verdicts do not count). */
-  fullVerifications = 0
-
-  constructor(options: AgentOptions & {ca: string | Buffer | (string | Buffer)[]; now?: () => number}) {
-    const {now, ...agentOptions} = options
-    super({...agentOptions, ca: undefined, rejectUnauthorized: true})
-    this.now = now ?? Date.now
-    this.anchors = parseCaBundle(options.ca)
-    if (this.anchors.length === 0) throw tlsError('ERR_TLS_INVALID_CA', 'the kubeconfig certificate authority holds no PEM certificate')
-  }
-
-  /** Undefined when `socket`'s server is trusted for `host`; the TLS error otherwise. */
-  private verify(socket: TLSSocket, host: string): NodeJS.ErrnoException | undefined {
-    const now = this.now()
-    // The leaf alone (~0.03 ms; the chain: ~0.2 ms warm, more on first use). Not getPeerX509Certificate:
-    // on Node 20 a later getPeerCertificate(true) on that socket then answers {}.
-    const leaf = socket.getPeerCertificate(false)
-    const key = leaf?.raw ? `${host}\n${leaf.fingerprint256}` : undefined
-    const known = key === undefined ? undefined : this.verified.get(key)
-    if (known && known.raw.equals(leaf.raw) && now >= known.from && now <= known.to) return undefined
-    this.fullVerifications++
-    const peer = socket.getPeerCertificate(true)
-    const err = verifyServerCertificate(peer, this.anchors, host, now)
-    if (!err && key !== undefined && peer.raw?.equals(leaf.raw)) this.verified.set(key, {raw: peer.raw, ...validityWindow(peer, this.anchors)})
-    return err
-  }
-
-  override createConnection(options: ConnectionOptions & {servername?: string; host?: string}, callback: (err: Error | null, socket?: Duplex) => void): undefined {
-    const host = options.servername || options.host || 'localhost'
-    // `ca: []` gives OpenSSL an empty trust store without building Node's root store; the handshake
-    // completes, and the socket reaches HTTP (callback) only once verified here.
-    const socket: TLSSocket = connect({...options, ca: [], rejectUnauthorized: false, session: undefined})
-    const onError = (err: Error): void => callback(err)
-    socket.once('error', onError)
-    socket.once('secureConnect', () => {
-      socket.off('error', onError)
-      let err: NodeJS.ErrnoException | undefined
+/** The subject alternative names of a certificate, as Node prints them ("DNS:a, IP Address:1.2.3.4"). */
+export function subjectAltNames(text: string | undefined): {dns: string[]; ips: string[]; any: boolean} {
+  const dns: string[] = []
+  const ips: string[] = []
+  if (!text) return {dns, ips, any: false}
+  // Node quotes a value holding a separator or a non-printable character as a JSON string.
+  const entry = /\s*([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)(?:,|$)/y
+  let m: RegExpExecArray | null
+  while (entry.lastIndex < text.length && (m = entry.exec(text))) {
+    let value = m[2]!
+    if (value.startsWith('"')) {
       try {
-        err = this.verify(socket, host)
-      } catch (e) {
-        err = tlsError('UNABLE_TO_VERIFY_LEAF_SIGNATURE', `the server certificate could not be read: ${(e as Error).message}`)
+        value = JSON.parse(value) as string
+      } catch {
+        continue
       }
-      if (err) {
-        socket.destroy()
-        callback(err)
-        return
-      }
-      callback(null, socket)
-    })
+    }
+    if (m[1] === 'DNS') dns.push(value)
+    else if (m[1] === 'IP Address') ips.push(value)
+  }
+  return {dns, ips, any: true}
+}
+
+const lower = (s: string): string => s.replace(/[A-Z]/g, (c) => c.toLowerCase())
+
+/** Go's validHostname: letters, digits, '-' (not first), '_'; a pattern may start with the label '*'. */
+function validHostname(host: string, isPattern: boolean): boolean {
+  if (!isPattern && host.endsWith('.')) host = host.slice(0, -1)
+  if (host.length === 0 || host === '*') return false
+  return host.split('.').every((part, i) => {
+    if (part === '') return false
+    if (isPattern && i === 0 && part === '*') return true
+    return /^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(part)
+  })
+}
+
+function matchHostnames(pattern: string, host: string): boolean {
+  pattern = lower(pattern)
+  host = lower(host.endsWith('.') ? host.slice(0, -1) : host)
+  if (pattern.length === 0 || host.length === 0) return false
+  const p = pattern.split('.')
+  const h = host.split('.')
+  if (p.length !== h.length) return false
+  return p.every((part, i) => (i === 0 && part === '*') || part === h[i])
+}
+
+function matchExactly(a: string, b: string): boolean {
+  if (a === '' || a === '.' || b === '' || b === '.') return false
+  return lower(a) === lower(b)
+}
+
+/** An IP address in Go's canonical comparison form (IPv4-mapped IPv6 equals its IPv4). */
+function canonicalIp(ip: string): string | undefined {
+  const kind = isIP(ip)
+  if (kind === 4) return ip
+  if (kind !== 6) return undefined
+  try {
+    // URL parsing normalises an IPv6 literal (compression, case); ::ffff:a.b.c.d becomes its IPv4.
+    const host = new URL(`http://[${ip}]/`).hostname.slice(1, -1)
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host)
+    if (mapped) {
+      const hi = parseInt(mapped[1]!, 16)
+      const lo = parseInt(mapped[2]!, 16)
+      return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+    }
+    return host
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Go's crypto/x509 Certificate.VerifyHostname, with its error texts (HostnameError). Undefined when
+ * `cert` is valid for `host`. `cert` is what TLSSocket#getPeerCertificate returns (or an X509Certificate).
+ */
+export function goHostCheck(host: string, cert: Pick<PeerCertificate, 'subjectaltname' | 'subject'> | X509Certificate): TlsRefusal | undefined {
+  const sanText = cert instanceof X509Certificate ? cert.subjectAltName : cert.subjectaltname
+  const cn = cert instanceof X509Certificate ? /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1] : (cert.subject as {CN?: string | string[]} | undefined)?.CN
+  const commonName = Array.isArray(cn) ? (cn.at(-1) ?? '') : (cn ?? '')
+  const san = subjectAltNames(sanText)
+  const candidateIp = host.length >= 3 && host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
+  const ip = canonicalIp(candidateIp)
+  const fail = (h: string): TlsRefusal => {
+    if (!san.any && matchHostnames(commonName, h)) return refusal('ERR_TLS_CERT_ALTNAME_INVALID', 'x509: certificate relies on legacy Common Name field, use SANs instead')
+    if (canonicalIp(h) !== undefined) {
+      if (san.ips.length === 0) return refusal('ERR_TLS_CERT_ALTNAME_INVALID', `x509: cannot validate certificate for ${h} because it doesn't contain any IP SANs`)
+      return refusal('ERR_TLS_CERT_ALTNAME_INVALID', `x509: certificate is valid for ${san.ips.join(', ')}, not ${h}`)
+    }
+    if (san.dns.length === 0) return refusal('ERR_TLS_CERT_ALTNAME_INVALID', `x509: certificate is not valid for any names, but wanted to match ${h}`)
+    return refusal('ERR_TLS_CERT_ALTNAME_INVALID', `x509: certificate is valid for ${san.dns.join(', ')}, not ${h}`)
+  }
+  if (ip !== undefined) {
+    if (san.ips.some((s) => canonicalIp(s) === ip)) return undefined
+    return fail(candidateIp)
+  }
+  const name = lower(host)
+  const validName = validHostname(name, false)
+  for (const pattern of san.dns) {
+    if (validName && validHostname(pattern, true) ? matchHostnames(pattern, name) : matchExactly(pattern, name)) return undefined
+  }
+  return fail(host)
+}
+
+/** What one verified TLS connection needs. */
+export interface TlsPolicy {
+  /** PEM: the only CAs trusted (the kubeconfig's, or the mesh root). Without it: Node's root store (client-go: the system's). */
+  ca?: string | Buffer
+  cert?: string | Buffer
+  key?: string | Buffer
+  /** kubectl's tls-server-name: sent as SNI and checked instead of the host. */
+  servername?: string
+  /** insecure-skip-tls-verify: no chain and no name check (the kubeconfig asked for it). */
+  insecure?: boolean
+  ALPNProtocols?: string[]
+}
+
+/** Node's TLS options for `policy`: OpenSSL verifies the chain, goHostCheck the name. */
+export function tlsOptions(policy: TlsPolicy, host: string): ConnectionOptions {
+  // The name to check: tls-server-name, else the host. SNI is never an IP address (RFC 6066).
+  const name = policy.servername || host.replace(/^\[|\]$/g, '')
+  return {
+    ...(policy.ca !== undefined ? {ca: policy.ca} : {}),
+    ...(policy.cert !== undefined ? {cert: policy.cert} : {}),
+    ...(policy.key !== undefined ? {key: policy.key} : {}),
+    ...(isIP(name) ? {} : {servername: name}),
+    ...(policy.ALPNProtocols ? {ALPNProtocols: policy.ALPNProtocols} : {}),
+    rejectUnauthorized: !policy.insecure,
+    checkServerIdentity: policy.insecure ? () => undefined : (_host: string, cert: PeerCertificate) => goHostCheck(name, cert),
+  }
+}
+
+/**
+ * A TLS connection to host:port (or over `socket`, a proxy tunnel or a port-forward) under `policy`;
+ * `callback` gets the socket only once the chain and the name are verified.
+ */
+export function secureConnect(policy: TlsPolicy, target: {host: string; port: number; socket?: Duplex}, callback: (err: Error | null, socket?: TLSSocket) => void): TLSSocket {
+  const socket = connect({
+    ...tlsOptions(policy, target.host),
+    host: target.host.replace(/^\[|\]$/g, ''),
+    port: target.port,
+    ...(target.socket ? {socket: target.socket} : {}),
+  })
+  let done = false
+  const onError = (err: Error): void => {
+    if (done) return
+    done = true
+    socket.destroy()
+    callback(err)
+  }
+  socket.once('error', onError)
+  socket.once('secureConnect', () => {
+    if (done) return
+    done = true
+    socket.off('error', onError)
+    callback(null, socket)
+  })
+  return socket
+}
+
+/** Opens the raw connection a TLS session runs over (a proxy tunnel), or undefined to dial directly. */
+export type Tunnel = (host: string, port: number) => Promise<Duplex>
+
+/**
+ * The https.Agent of an API server: every connection is verified under `policy` (secureConnect),
+ * directly or through `tunnel`, before HTTP (or the port-forward WebSocket) writes to it.
+ */
+export class VerifiedAgent extends Agent {
+  constructor(
+    readonly policy: TlsPolicy,
+    options: AgentOptions,
+    private readonly tunnel?: Tunnel,
+  ) {
+    super({...options, rejectUnauthorized: !policy.insecure})
+  }
+
+  override createConnection(options: ConnectionOptions & {host?: string; port?: number}, callback: (err: Error | null, socket?: Duplex) => void): undefined {
+    const host = options.host ?? 'localhost'
+    const port = Number(options.port ?? 443)
+    const tls = (raw?: Duplex): void => {
+      secureConnect(this.policy, {host, port, socket: raw}, (err, socket) => callback(err, socket))
+    }
+    if (this.tunnel) this.tunnel(host, port).then(tls, (err: Error) => callback(err))
+    else tls()
     return undefined
   }
 }

@@ -2,7 +2,7 @@
  * `meshvm onboard` input: raw flag strings (OnboardInput) are parsed and validated into an
  * OnboardSpec, the typed description every generator works from. Pure: no I/O.
  */
-import {flagError, UsageError} from '../errors.js'
+import {flagError, Problems, UsageError} from '../errors.js'
 import {sortedRecord} from '../util/records.js'
 import {annotationsSize, dns1035Label, httpHeaderValue, dns1123Label, dns1123Subdomain, labelValue, parseDuration, portNumber, qualifiedName, serviceEntryHost} from '../validation/kube.js'
 
@@ -92,52 +92,59 @@ export function missingRequired(input: OnboardInput): string[] {
   return missing
 }
 
+/**
+ * The spec the input describes. Every problem of the input is reported at once (a UsageErrors, one
+ * line each), not just the first: the checks below are independent of each other.
+ */
 export function parseOnboardInput(input: OnboardInput): OnboardSpec {
+  const problems = new Problems()
   const missing = missingRequired(input)
   if (missing.length > 0) {
-    throw new UsageError(`missing ${missing.join(', ')}: meshvm onboard needs a name, a namespace and at least one port`, [
+    problems.add(new UsageError(`missing ${missing.join(', ')}: meshvm onboard needs a name, a namespace and at least one port`, [
       'meshvm onboard web -n apps --port http=8080   (or run it in a terminal to be asked)',
-    ])
+    ]))
   }
-  const name = input.name as string
-  const namespace = input.namespace as string
+  const name = input.name ?? ''
+  const namespace = input.namespace ?? ''
   const serviceKind = input.serviceEntry ? 'ServiceEntry' : 'Service'
 
-  const nameProblem = serviceKind === 'Service' ? dns1035Label(name) : dns1123Label(name)
-  if (nameProblem) throw flagError('NAME', name, nameProblem)
-  const nsProblem = dns1123Label(namespace)
-  if (nsProblem) throw flagError('--namespace', namespace, nsProblem)
+  const nameProblem = name === '' ? undefined : serviceKind === 'Service' ? dns1035Label(name) : dns1123Label(name)
+  if (nameProblem) problems.add(flagError('NAME', name, nameProblem))
+  const nsProblem = namespace === '' ? undefined : dns1123Label(namespace)
+  if (nsProblem) problems.add(flagError('--namespace', namespace, nsProblem))
 
-  const labels = parseLabels(input.labels ?? [])
+  const labels = problems.check(() => parseLabels(input.labels ?? [])) ?? {}
   if (!('app' in labels) && !('app.kubernetes.io/name' in labels)) labels.app = name
-  const annotations = parseAnnotations(input.annotations ?? [])
+  const annotations = problems.check(() => parseAnnotations(input.annotations ?? [])) ?? {}
 
   const serviceAccount = input.serviceAccount ?? 'default'
   const saProblem = dns1123Subdomain(serviceAccount)
-  if (saProblem) throw flagError('--service-account', serviceAccount, saProblem)
+  if (saProblem) problems.add(flagError('--service-account', serviceAccount, saProblem))
   if (input.createServiceAccount && serviceAccount === 'default') {
-    throw new UsageError('--create-service-account: every namespace already has the "default" ServiceAccount', [
+    problems.add(new UsageError('--create-service-account: every namespace already has the "default" ServiceAccount', [
       'give the VMs their own identity: --service-account NAME --create-service-account',
-    ])
+    ]))
   }
 
-  const network = optionalText('--network', input.network, 2048)
-  const locality = input.locality === undefined ? undefined : parseLocality(input.locality)
-  const weight = input.weight === undefined ? undefined : parseWeight(input.weight)
+  const network = problems.check(() => optionalText('--network', input.network, 2048))
+  const locality = input.locality === undefined ? undefined : problems.check(() => parseLocality(input.locality!))
+  const weight = input.weight === undefined ? undefined : problems.check(() => parseWeight(input.weight!))
 
-  const ports = parsePorts(input.ports ?? [])
+  const ports = problems.check(() => parsePorts(input.ports ?? [])) ?? []
 
   const hosts = input.hosts ?? []
   if (hosts.length > 0 && serviceKind !== 'ServiceEntry') {
-    throw new UsageError('--host: hosts are set on a ServiceEntry; add --service-entry', [
-      `meshvm onboard ${name} -n ${namespace} --service-entry --host ${hosts[0]} ...`,
-    ])
+    problems.add(new UsageError('--host: hosts are set on a ServiceEntry; add --service-entry', [
+      `meshvm onboard ${name || 'NAME'} -n ${namespace || 'NAMESPACE'} --service-entry --host ${hosts[0]} ...`,
+    ]))
   }
   for (const host of hosts) {
     const problem = serviceEntryHost(host)
-    if (problem) throw flagError('--host', host, problem)
+    if (problem) problems.add(flagError('--host', host, problem))
   }
   const uniqueHosts = [...new Set(hosts)]
+  const probe = input.probe ? problems.check(() => parseProbe(input.probe!)) : undefined
+  problems.throwIfAny()
 
   const spec: OnboardSpec = {
     name,
@@ -154,7 +161,6 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
   if (network !== undefined) spec.network = network
   if (locality !== undefined) spec.locality = locality
   if (weight !== undefined) spec.weight = weight
-  const probe = input.probe ? parseProbe(input.probe) : undefined
   if (probe) spec.probe = probe
   return spec
 }
@@ -180,32 +186,39 @@ export function splitKeyValueList(items: string[]): string[] {
   return out
 }
 
-function parseKeyValues(flag: string, items: string[]): Record<string, string> {
+function parseKeyValues(flag: string, items: string[], problems: Problems): Record<string, string> {
   const out: Record<string, string> = {}
   for (const item of splitKeyValueList(items)) {
     const eq = item.indexOf('=')
-    if (eq < 0) throw flagError(flag, item, 'expected key=value')
+    if (eq < 0) {
+      problems.add(flagError(flag, item, 'expected key=value'))
+      continue
+    }
     const key = item.slice(0, eq)
     const value = item.slice(eq + 1)
     const keyProblem = qualifiedName(key)
-    if (keyProblem) throw flagError(flag, item, keyProblem)
-    if (key in out && out[key] !== value) throw flagError(flag, item, `key ${JSON.stringify(key)} is given twice with different values`)
-    out[key] = value
+    if (keyProblem) problems.add(flagError(flag, item, keyProblem))
+    else if (key in out && out[key] !== value) problems.add(flagError(flag, item, `key ${JSON.stringify(key)} is given twice with different values`))
+    else out[key] = value
   }
   return out
 }
 
 export function parseLabels(items: string[]): Record<string, string> {
-  const labels = parseKeyValues('--label', items)
+  const problems = new Problems()
+  const labels = parseKeyValues('--label', items, problems)
   for (const [key, value] of Object.entries(labels)) {
     const problem = labelValue(value)
-    if (problem) throw flagError('--label', `${key}=${value}`, problem)
+    if (problem) problems.add(flagError('--label', `${key}=${value}`, problem))
   }
+  problems.throwIfAny()
   return labels
 }
 
 export function parseAnnotations(items: string[]): Record<string, string> {
-  const annotations = parseKeyValues('--annotation', items)
+  const problems = new Problems()
+  const annotations = parseKeyValues('--annotation', items, problems)
+  problems.throwIfAny()
   const sizeProblem = annotationsSize(annotations)
   if (sizeProblem) throw flagError('--annotation', undefined, sizeProblem)
   return annotations
@@ -216,7 +229,17 @@ const PORT_SYNTAX = 'expected name=port[:targetPort][/PROTOCOL], e.g. http=8080 
 /** `name=port[:targetPort][/PROTOCOL]`, repeatable and comma-separated. */
 export function parsePorts(items: string[]): PortSpec[] {
   const ports: PortSpec[] = []
+  const problems = new Problems()
   for (const item of items.flatMap((i) => i.split(','))) {
+    const port = problems.check(() => parsePort(item, ports))
+    if (port) ports.push(port)
+  }
+  problems.throwIfAny()
+  return ports
+}
+
+function parsePort(item: string, ports: PortSpec[]): PortSpec {
+  {
     const m = /^([^=]*)=([^:/]*)(?::([^/]*))?(?:\/(.*))?$/.exec(item.trim())
     if (!m) throw flagError('--port', item, PORT_SYNTAX)
     const [, name = '', portText = '', targetText, protocolText] = m
@@ -233,9 +256,8 @@ export function parsePorts(items: string[]): PortSpec[] {
     const protocol = protocolText === undefined ? protocolFromName(name) : parseProtocol(item, protocolText)
     if (ports.some((p) => p.name === name)) throw flagError('--port', item, `port name ${JSON.stringify(name)} is used twice; port names must be unique`)
     if (ports.some((p) => p.port === port)) throw flagError('--port', item, `port ${port} is used twice; port numbers must be unique`)
-    ports.push({name, port, targetPort, protocol})
+    return {name, port, targetPort, protocol}
   }
-  return ports
 }
 
 function parsePortNumber(text: string): number | undefined {
@@ -281,36 +303,49 @@ function parseWeight(value: string): number {
 }
 
 function parseProbe(input: ProbeInput): ProbeSpec | undefined {
+  const problems = new Problems()
   const handlers = (['http', 'https', 'tcp', 'exec'] as const).filter((k) => input[k] !== undefined)
   const timing = {
-    periodSeconds: parseSeconds('--probe-period', input.period, 1),
-    timeoutSeconds: parseSeconds('--probe-timeout', input.timeout, 1),
-    initialDelaySeconds: parseSeconds('--probe-initial-delay', input.initialDelay, 0),
-    successThreshold: parseCount('--probe-success-threshold', input.successThreshold),
-    failureThreshold: parseCount('--probe-failure-threshold', input.failureThreshold),
+    periodSeconds: problems.check(() => parseSeconds('--probe-period', input.period, 1)),
+    timeoutSeconds: problems.check(() => parseSeconds('--probe-timeout', input.timeout, 1)),
+    initialDelaySeconds: problems.check(() => parseSeconds('--probe-initial-delay', input.initialDelay, 0)),
+    successThreshold: problems.check(() => parseCount('--probe-success-threshold', input.successThreshold)),
+    failureThreshold: problems.check(() => parseCount('--probe-failure-threshold', input.failureThreshold)),
   }
   const timingGiven = Object.entries(timing).filter(([, v]) => v !== undefined)
   if (handlers.length === 0) {
-    if (timingGiven.length > 0 || input.host !== undefined || (input.headers ?? []).length > 0) {
-      const flag = input.host !== undefined ? '--probe-host' : (input.headers ?? []).length > 0 ? '--probe-header' : timingFlag(timingGiven[0]![0])
-      throw new UsageError(`${flag}: needs a probe; add one of --probe-http, --probe-https, --probe-tcp or --probe-exec`)
-    }
+    const given = [
+      ...(input.host !== undefined ? ['--probe-host'] : []),
+      ...((input.headers ?? []).length > 0 ? ['--probe-header'] : []),
+      ...([['period', '--probe-period'], ['timeout', '--probe-timeout'], ['initialDelay', '--probe-initial-delay'], ['successThreshold', '--probe-success-threshold'], ['failureThreshold', '--probe-failure-threshold']] as const)
+        .filter(([k]) => input[k] !== undefined)
+        .map(([, flag]) => flag),
+    ]
+    if (given.length > 0) problems.add(new UsageError(`${given[0]}: needs a probe; add one of --probe-http, --probe-https, --probe-tcp or --probe-exec`))
+    problems.throwIfAny()
     return undefined
   }
   if (handlers.length > 1) {
-    throw new UsageError(`--probe-${handlers[0]} and --probe-${handlers[1]}: a probe has exactly one handler; choose one of --probe-http, --probe-https, --probe-tcp, --probe-exec`)
+    problems.add(new UsageError(`--probe-${handlers[0]} and --probe-${handlers[1]}: a probe has exactly one handler; choose one of --probe-http, --probe-https, --probe-tcp, --probe-exec`))
   }
   const kind = handlers[0]!
   const host = input.host ?? DEFAULT_PROBE_HOST
-  if (input.host !== undefined && kind === 'exec') throw new UsageError('--probe-host: an exec probe runs a command and has no host')
+  if (input.host !== undefined && kind === 'exec') problems.add(new UsageError('--probe-host: an exec probe runs a command and has no host'))
+  else if (input.host !== undefined && (input.host.length === 0 || /[\s/]/.test(input.host))) problems.add(flagError('--probe-host', input.host, 'must be an IP address or host name'))
   if ((input.headers ?? []).length > 0 && kind !== 'http' && kind !== 'https') {
-    throw new UsageError('--probe-header: headers apply to --probe-http and --probe-https only')
+    problems.add(new UsageError('--probe-header: headers apply to --probe-http and --probe-https only'))
   }
-  if (input.host !== undefined) {
-    const hostProblem = input.host.length === 0 || /[\s/]/.test(input.host) ? 'must be an IP address or host name' : undefined
-    if (hostProblem) throw flagError('--probe-host', input.host, hostProblem)
+  const handler = problems.check(() => probeHandler(input, kind, host))
+  if (timing.timeoutSeconds !== undefined && timing.periodSeconds !== undefined && timing.timeoutSeconds > timing.periodSeconds) {
+    problems.add(flagError('--probe-timeout', input.timeout, `must not be longer than --probe-period (${timing.periodSeconds}s)`))
   }
-  let handler: ProbeHandler
+  problems.throwIfAny()
+  const probe: ProbeSpec = {handler: handler!}
+  for (const [key, value] of timingGiven) (probe as unknown as Record<string, number>)[key] = value as number
+  return probe
+}
+
+function probeHandler(input: ProbeInput, kind: 'http' | 'https' | 'tcp' | 'exec', host: string): ProbeHandler {
   if (kind === 'http' || kind === 'https') {
     const flag = `--probe-${kind}`
     const text = input[kind] as string
@@ -320,33 +355,17 @@ function parseProbe(input: ProbeInput): ProbeSpec | undefined {
     if (portNumber(port)) throw flagError(flag, text, `port ${portNumber(port)}`)
     const path = m[2] ?? '/'
     if (/\s/.test(path)) throw flagError(flag, text, 'path must not contain spaces')
-    handler = {kind: 'httpGet', port, path, host, scheme: kind === 'https' ? 'HTTPS' : 'HTTP', headers: parseHeaders(input.headers ?? [])}
-  } else if (kind === 'tcp') {
+    return {kind: 'httpGet', port, path, host, scheme: kind === 'https' ? 'HTTPS' : 'HTTP', headers: parseHeaders(input.headers ?? [])}
+  }
+  if (kind === 'tcp') {
     const text = input.tcp as string
     const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN
     if (portNumber(port)) throw flagError('--probe-tcp', text, `expected PORT: ${portNumber(port)}`)
-    handler = {kind: 'tcpSocket', port, host}
-  } else {
-    const command = splitCommand(input.exec as string)
-    if (command.length === 0) throw flagError('--probe-exec', input.exec, "expected a command, e.g. '/usr/local/bin/check --quick'")
-    handler = {kind: 'exec', command}
+    return {kind: 'tcpSocket', port, host}
   }
-  const probe: ProbeSpec = {handler}
-  for (const [key, value] of timingGiven) (probe as unknown as Record<string, number>)[key] = value as number
-  if (probe.timeoutSeconds !== undefined && probe.periodSeconds !== undefined && probe.timeoutSeconds > probe.periodSeconds) {
-    throw flagError('--probe-timeout', input.timeout, `must not be longer than --probe-period (${probe.periodSeconds}s)`)
-  }
-  return probe
-}
-
-function timingFlag(key: string): string {
-  return {
-    periodSeconds: '--probe-period',
-    timeoutSeconds: '--probe-timeout',
-    initialDelaySeconds: '--probe-initial-delay',
-    successThreshold: '--probe-success-threshold',
-    failureThreshold: '--probe-failure-threshold',
-  }[key] ?? key
+  const command = splitCommand(input.exec as string)
+  if (command.length === 0) throw flagError('--probe-exec', input.exec, "expected a command, e.g. '/usr/local/bin/check --quick'")
+  return {kind: 'exec', command}
 }
 
 const INT32_MAX = 2147483647

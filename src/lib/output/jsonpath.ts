@@ -6,6 +6,7 @@
  * client-go's util/jsonpath (parser.go, jsonpath.go; Apache-2.0). test/lib/output/jsonpath.test.ts runs
  * that package's test cases as golden cases.
  */
+import {goHtmlEscape} from '../util/go-compat.js'
 
 type Node =
   | {type: 'list'; nodes: Node[]}
@@ -261,10 +262,10 @@ export function parseTemplate(source: string): Template {
  * (kubectl/pkg/cmd/get/customcolumn.go RelaxedJSONPathExpression).
  */
 export function parseRelaxed(expression: string): Template {
-  const m = /^\{?(\.?[^{}]*)\}?$/.exec(expression)
-  if (expression === '' || !m) throw new JsonPathError(`unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`)
-  const inner = m[1]!
-  return parseTemplate(`{${inner.startsWith('.') ? inner : '.' + inner}}`)
+  // kubectl's jsonRegexp: braces on both sides or on neither (`{.a.b`, `.a.b}` and `{.a}}` are refused).
+  const m = /^\{\.?([^{}]+)\}$|^\.?([^{}]+)$/.exec(expression)
+  if (!m) throw new JsonPathError(`unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`)
+  return parseTemplate(`{.${m[1] ?? m[2]}}`)
 }
 
 type Value = unknown
@@ -475,7 +476,7 @@ export function resultText(v: unknown): string {
 export function goJson(v: unknown, indent?: string): string {
   const sorted = (x: unknown): unknown =>
     Array.isArray(x) ? x.map(sorted) : isMap(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sorted(x[k])])) : x
-  return JSON.stringify(sorted(v), null, indent).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return goHtmlEscape(JSON.stringify(sorted(v), null, indent))
 }
 
 /** Go's fmt.Sprint of a result, as kubectl's custom-columns prints it: maps as map[k:v …] (sorted keys), lists as [a b]. */

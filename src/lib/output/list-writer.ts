@@ -1,42 +1,45 @@
 /**
  * `-o json|yaml` of a paged list, written as the pages arrive: the bytes are exactly those of
- * `renderData(asList(allItems), format)`, but only one page of objects is held at a time.
+ * `renderData(asList(allItems), format)`, but only one page of objects is held at a time. The List's
+ * frame (what comes before and after its items) is cut from renderData's own text of an empty List.
  */
-import {toYaml} from '../yaml.js'
+import {asList, renderData} from './render.js'
+
+/** An empty List's text, split around its empty items: `"items": []` or `items: []`. */
+function frame(format: 'json' | 'yaml'): {empty: string; head: string; tail: string} {
+  const empty = renderData(asList([]), format)!
+  const marker = format === 'json' ? '"items": []' : 'items: []\n'
+  const at = empty.indexOf(marker)
+  return format === 'json'
+    ? {empty, head: `${empty.slice(0, at)}"items": [\n`, tail: `\n  ]${empty.slice(at + marker.length)}`}
+    : {empty, head: `${empty.slice(0, at)}items:\n`, tail: empty.slice(at + marker.length)}
+}
 
 export class ListWriter {
   private count = 0
-  private started = false
+  private readonly frame: {empty: string; head: string; tail: string}
 
   constructor(
     private readonly format: 'json' | 'yaml',
     private readonly write: (text: string) => void,
-  ) {}
+  ) {
+    this.frame = frame(format)
+  }
 
   add(items: unknown[]): void {
     if (items.length === 0) return
-    let out = ''
-    if (!this.started) {
-      this.started = true
-      out += this.format === 'json' ? '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [\n' : 'apiVersion: v1\nkind: List\nitems:\n'
-    }
+    let out = this.count === 0 ? this.frame.head : ''
     for (const item of items) {
-      if (this.format === 'json') {
-        out += (this.count > 0 ? ',\n' : '') + JSON.stringify(item, null, 2).replace(/^/gm, '    ')
-      } else {
-        out += toYaml([item])
-      }
+      // An item is rendered as the one-element list it would be inside the List: JSON indented by the
+      // List's two levels, YAML as a sequence entry (sequences sit at the parent's column).
+      if (this.format === 'json') out += (this.count > 0 ? ',\n' : '') + renderData(item, 'json')!.slice(0, -1).replace(/^/gm, '    ')
+      else out += renderData([item], 'yaml')
       this.count++
     }
     this.write(out)
   }
 
   finish(): void {
-    if (this.format === 'json') {
-      const head = this.started ? '\n  ],\n' : '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [],\n'
-      this.write(`${head}  "metadata": {\n    "resourceVersion": ""\n  }\n}\n`)
-    } else {
-      this.write(`${this.started ? '' : 'apiVersion: v1\nkind: List\nitems: []\n'}metadata:\n  resourceVersion: ""\n`)
-    }
+    this.write(this.count === 0 ? this.frame.empty : this.frame.tail)
   }
 }

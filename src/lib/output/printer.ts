@@ -18,20 +18,18 @@
  */
 import {MeshvmError, UsageError} from '../errors.js'
 import {labelsOf, type KubeObject} from '../kube/object.js'
-import {toYaml} from '../yaml.js'
 import {execute, executeAsJson, findResults, goSprint, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
 import {ListWriter} from './list-writer.js'
-import {asList, resourceName, toJson} from './render.js'
+import {asList, BASIC_FORMATS, renderData, resourceName, type OutputFormat} from './render.js'
 import {TableWriter, type Column, type RenderedRow} from './table.js'
 import {terminalSafe, terminalSafeLines} from './terminal.js'
 
-export const BASIC_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
-export type BasicFormat = (typeof BASIC_FORMATS)[number]
+export {BASIC_FORMATS}
 /** What -o accepts, as shown in help and completion. */
 export const OUTPUT_FORMAT_HELP = [...BASIC_FORMATS, 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'custom-columns=HEADER:PATH,…']
 
 export type OutputSpec =
-  | {kind: BasicFormat}
+  | {kind: OutputFormat}
   | {kind: 'jsonpath' | 'jsonpath-as-json'; template: Template}
   | {kind: 'custom-columns'; columns: {header: string; template: Template}[]}
 
@@ -62,7 +60,7 @@ export function parseOutput(value: string, allowed: readonly OutputKind[] = ALL_
     throw err
   }
   if (arg !== undefined) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${name} takes no argument`)
-  return {kind: name as BasicFormat}
+  return {kind: name as OutputFormat}
 }
 
 export const ALL_KINDS: readonly OutputKind[] = [...BASIC_FORMATS, 'jsonpath', 'jsonpath-as-json', 'custom-columns']
@@ -214,6 +212,7 @@ export class Printer<Row> {
       const held = this.heldTable
       this.heldTable = undefined
       // Array.prototype.sort is stable: equal keys keep the order the rows came in.
+      if (this.options.sortBy) sortFieldFound(this.options.sortBy, held.map((h) => h.key))
       held.sort(this.options.sortBy ? (a, b) => compareValues(a.key, b.key) : (a, b) => compareKeys(a.key as string[], b.key as string[]))
       this.table!.addRendered(held.map((h) => h.row))
     }
@@ -243,8 +242,8 @@ export class Printer<Row> {
     if (this.listDone && this.options.watch) {
       // --watch after the list: each object on its own, as kubectl prints them.
       for (const o of objects) {
-        if (out.kind === 'json') this.write(toJson(o))
-        else if (out.kind === 'yaml') this.write(`${this.documents++ > 0 || this.rows > objects.length ? '---\n' : ''}${toYaml(o)}`)
+        if (out.kind === 'json') this.write(renderData(o, 'json')!)
+        else if (out.kind === 'yaml') this.write(`${this.documents++ > 0 || this.rows > objects.length ? '---\n' : ''}${renderData(o, 'yaml')}`)
         else this.write(this.whole([o], o))
       }
       return
@@ -256,8 +255,7 @@ export class Printer<Row> {
   private whole(objects: unknown[], single?: unknown): string {
     const out = this.options.output
     const doc = single ?? (this.spec.document ? this.spec.document(objects) : asList(objects))
-    if (out.kind === 'json') return toJson(doc)
-    if (out.kind === 'yaml') return toYaml(doc)
+    if (out.kind === 'json' || out.kind === 'yaml') return renderData(doc, out.kind)!
     try {
       if (out.kind === 'jsonpath') return terminalSafeLines(execute(out.template, doc))
       if (out.kind === 'jsonpath-as-json') return executeAsJson(out.template, doc)
@@ -293,8 +291,19 @@ export class Printer<Row> {
     const sortBy = this.options.sortBy
     if (!sortBy) return [...rows].sort(this.spec.order)
     const keyed = rows.map((row, index) => ({row, index, key: findResults(sortBy, this.spec.object(row)).flat()[0]}))
+    sortFieldFound(sortBy, keyed.map((k) => k.key))
     keyed.sort((a, b) => compareValues(a.key, b.key) || a.index - b.index)
     return keyed.map((k) => k.row)
+  }
+}
+
+/**
+ * kubectl's SortObjects: a field no object has is a mistake (`--sort-by=nope`), not an order; an empty
+ * list is not checked. The rows are still held, so nothing has been printed.
+ */
+function sortFieldFound(sortBy: Template, keys: unknown[]): void {
+  if (keys.length > 0 && keys.every((k) => k === undefined)) {
+    throw new UsageError(`--sort-by: couldn't find any field with path ${JSON.stringify(sortBy.source)} in the list of objects`)
   }
 }
 

@@ -1,26 +1,25 @@
 /**
- * The one output layer: data goes to stdout in the chosen format, everything else goes to stderr.
+ * Data goes to stdout in the chosen format, everything else to stderr. renderData is the one place a
+ * value becomes JSON or YAML text: the printer (printer.ts), the streamed List (list-writer.ts) and the
+ * commands that print a single document all go through it.
  */
 import type {KubeObject} from '../kube/object.js'
 import {toYaml} from '../yaml.js'
 
-export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml' | 'name'
-
+/** The -o names every printing command shares (printer.ts adds jsonpath and custom-columns). */
+export const BASIC_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
+export type OutputFormat = (typeof BASIC_FORMATS)[number]
 
 /** kubectl's list wrapper, so `meshvm … -o yaml | kubectl apply -f -` works. */
 export function asList(items: unknown[]): {apiVersion: 'v1'; kind: 'List'; items: unknown[]; metadata: {resourceVersion: string}} {
   return {apiVersion: 'v1', kind: 'List', items, metadata: {resourceVersion: ''}}
 }
 
-export function toJson(value: unknown): string {
-  return JSON.stringify(value, null, 2) + '\n'
-}
-
 /** Renders data in a machine format; `undefined` for table/wide, which each command draws itself. */
 export function renderData(value: unknown, format: OutputFormat): string | undefined {
   switch (format) {
     case 'json':
-      return toJson(value)
+      return JSON.stringify(value, null, 2) + '\n'
     case 'yaml':
       return toYaml(value)
     default:

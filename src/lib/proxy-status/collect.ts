@@ -5,11 +5,12 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
-import {listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {IstiodReadError, XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
+import {istiodTarget, listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
+import {parseAdsz, type ProxyNode} from './adsz.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
 import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
-import {namespacesNeedingPods, pairVms, splitProxyId, vmRecords, type VmRecord} from './vms.js'
+import {pairVms, splitProxyId, unpairedByName, vmRecords, type VmRecord} from './vms.js'
 
 export interface CollectOptions {
   istioNamespace: string
@@ -44,6 +45,8 @@ export interface ContextStatus {
   paths: Map<string, IstiodPath>
   /** Degraded reads (registrations or pods that could not be listed). */
   warnings: string[]
+  /** Registrations left out because they are connected to an istiod of another revision (named in NAME's not-found error). */
+  elsewhere: VmRecord[]
 }
 
 function statesOf(state: TypeSync['state']): Record<XdsType, TypeSync> {
@@ -78,6 +81,7 @@ function allFailed(failures: IstiodFailure[]): MeshvmError {
 
 export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
   const now = options.now ?? new Date()
+  const started = Date.now()
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.
   const resolving = options.pool.revision(options.revision)
@@ -101,10 +105,10 @@ export async function collectContext(client: KubeClient, context: string, option
   const recording = listing.then((registrations) => ({
     registrations,
     // Labels only for -l: nothing else reads them.
-    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}).filter((v) => !(v.connected && v.istiod && otherIstiods.has(v.istiod))),
+    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}),
   }))
   recording.catch(() => undefined)
-  const [answers, {registrations, records}] = await Promise.all([
+  const [answers, {registrations, records: allRecords}] = await Promise.all([
     Promise.all(selected.map((istiod) => readSyncz(options.pool, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
     recording,
   ])
@@ -119,19 +123,30 @@ export async function collectContext(client: KubeClient, context: string, option
   })
   if (failures.length === selected.length) throw allFailed(failures)
   const warnings = [...registrations.warnings]
+  const records: VmRecord[] = []
+  const elsewhere: VmRecord[] = []
+  for (const v of allRecords) (v.connected && v.istiod !== undefined && otherIstiods.has(v.istiod) ? elsewhere : records).push(v)
 
   // An istiod may ignore ?namespace= (older versions): filter here too.
   const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
 
 
-  // Pods: for -l, every namespace with proxies; otherwise only where registrations must be paired by connection.
+  // Pods: for -l, every namespace with proxies; otherwise only where registrations are not paired by name.
+  // There, the istiods holding those registrations' connections are asked what their proxies report of
+  // themselves (/debug/adsz: the address), at the same time.
+  const unpaired = unpairedByName(inScope, records)
   const podNamespaces = options.selector
     ? [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))]
-    : namespacesNeedingPods(inScope, records)
-  const pods = podNamespaces.length > 0 ? await listPods(client, podNamespaces) : undefined
+    : [...unpaired.namespaces].sort()
+  const answered = selected.filter((i) => unpaired.istiods.has(i.name) && paths.has(i.name))
+  const [pods, nodes] = await Promise.all([
+    podNamespaces.length > 0 ? listPods(client, podNamespaces) : undefined,
+    // Within what is left of --timeout: an istiod never costs more than the time-out.
+    answered.length > 0 ? readNodes(options.pool, answered, Math.max(1, options.timeoutMs - (Date.now() - started))) : undefined,
+  ])
   if (pods) warnings.push(...pods.warnings.map((w) => `${w}; ${options.selector ? 'proxies there are left out by -l' : 'VMs there may show as pods'}`))
 
-  const pairing = pairVms({syncs: inScope, vms: records, pods})
+  const pairing = pairVms({syncs: inScope, vms: records, pods, nodes})
   const vms: VmRecord[] = [...pairing.vms]
   // Proxies that are neither pods nor registered VMs, in namespaces whose pods are known: VMs without registration.
   if (pods) {
@@ -173,7 +188,28 @@ export async function collectContext(client: KubeClient, context: string, option
     })
   }
   for (const r of out) r.context = context
-  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths}
+  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths, elsewhere}
+}
+
+/**
+ * What the proxies of some istiods report of themselves (/debug/adsz), merged by proxy ID. An istiod
+ * whose adsz cannot be read adds nothing: its registrations are then paired by connection, or shown as
+ * ambiguous, never guessed.
+ */
+async function readNodes(pool: IstiodPool, istiods: IstiodPod[], timeoutMs: number): Promise<Map<string, ProxyNode>> {
+  const answers = await Promise.all(
+    istiods.map(async (istiod) => {
+      try {
+        return parseAdsz((await pool.reader(istiodTarget(istiod)).debugEndpoint('adsz', timeoutMs)).body)
+      } catch (err) {
+        if (err instanceof IstiodReadError) return new Map<string, ProxyNode>()
+        throw err
+      }
+    }),
+  )
+  const out = new Map<string, ProxyNode>()
+  for (const nodes of answers) for (const [id, node] of nodes) out.set(id, node)
+  return out
 }
 
 /** Byte order, as istioctl sorts: name, then istiod, then context. */

@@ -2,6 +2,7 @@
  * `meshvm proxy-status NAME.NAMESPACE`: one proxy in detail, kubectl-describe style: per-type status
  * with nonces and the NACK detail, its istiod, its registration and health. Pure.
  */
+import {conditionOf} from '../kube/object.js'
 import {age} from '../output/age.js'
 import {Describer} from '../output/describe.js'
 import {renderTable} from '../output/table.js'
@@ -26,10 +27,36 @@ function istiodText(row: ProxyStatusRow): string | undefined {
   return `${ref.namespace}/${ref.name}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}`
 }
 
+/** The annotation istiod sets on an entry whose proxy runs the group's readiness probe (and a user on a hand-written one). */
+const HEALTH_CHECKS = 'proxy.istio.io/health-checks-enabled'
+/** Istio 1.31 auto-registration labels the entries of HBONE-capable proxies (release note 60788). */
+export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
+
 function healthText(vm: VmRecord, now: Date): string | undefined {
-  if (!vm.health) return vm.source === 'workloadentry' || vm.workloadEntry ? '<no Healthy condition: health checks off>' : undefined
+  // Only an entry that is known says anything about health; an ambiguous proxy's entry is not known.
+  if (vm.workloadEntry === undefined) return undefined
+  if (!vm.health) {
+    return vm.entry?.metadata?.annotations?.[HEALTH_CHECKS] === 'true'
+      ? '<no Healthy condition yet: health checks on, no probe result reported>'
+      : `<no Healthy condition: health checks off (no ${HEALTH_CHECKS} annotation)>`
+  }
   const extras = [vm.healthReason, vm.healthSince ? `since ${age(vm.healthSince, now)}` : undefined].filter(Boolean)
   return `${vm.health}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${vm.healthMessage ? `: ${vm.healthMessage}` : ''}`
+}
+
+/** 1.31's WaypointBound condition (`istio.io/WaypointBound` as istioctl analyze names it), when the entry carries one. */
+function waypointText(vm: VmRecord, now: Date): string | undefined {
+  const c = conditionOf(vm.entry, 'istio.io/WaypointBound') ?? conditionOf(vm.entry, 'WaypointBound')
+  if (!c) return undefined
+  const extras = [typeof c.reason === 'string' && c.reason ? c.reason : undefined, typeof c.lastTransitionTime === 'string' && c.lastTransitionTime ? `since ${age(c.lastTransitionTime, now)}` : undefined].filter(Boolean)
+  const message = typeof c.message === 'string' ? c.message.replace(/\s+/g, ' ').trim() : ''
+  return `${String(c.status ?? 'Unknown')}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
+}
+
+/** The registrations an ambiguous proxy may be: the first few, and how many more (a group may have hundreds). */
+function candidateNames(candidates: VmRecord[]): string {
+  const names = candidates.map((c) => c.workloadEntry ?? c.war ?? c.name)
+  return names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')} and ${names.length - 5} more`
 }
 
 function connectionText(vm: VmRecord, now: Date): string {
@@ -54,15 +81,18 @@ export function renderProxyDetail(rows: ProxyStatusRow[], registrationOf: (row: 
     ])
     if (vm) {
       d.section(0, 'Registration')
+      const candidates = vm.candidates
       fields(d, 1, [
         ['Source', vm.registration],
         ['WorkloadAutoRegistration', vm.war],
-        ['WorkloadEntry', vm.workloadEntry],
+        ['WorkloadEntry', vm.workloadEntry ?? (candidates ? `one of ${candidateNames(candidates)} (istiod did not say which: its /debug/adsz could not be read)` : undefined)],
         ['WorkloadGroup', vm.group || undefined],
         ['Address', vm.address || undefined],
         ['Identity', vm.identity],
         ['Connected', connectionText(vm, now)],
         ['Health', healthText(vm, now)],
+        ['Tunnel', vm.entry?.metadata?.labels?.[TUNNEL_LABEL] === undefined ? undefined : `${vm.entry.metadata.labels[TUNNEL_LABEL]} (label ${TUNNEL_LABEL})`],
+        ['WaypointBound', waypointText(vm, now)],
         ['Sidecar', vm.sidecarVersion],
         ['Agent', vm.agentVersion],
       ])
@@ -126,6 +156,9 @@ export function rowsForTarget(rows: ProxyStatusRow[], target: DetailTarget, regi
     if (r.type === 'istiod') return false
     if (r.name === id) return true
     const vm = registrationOf(r)
-    return vm !== undefined && vm.namespace === target.namespace && (vm.workloadEntry === target.name || vm.war === target.name)
+    if (vm === undefined || vm.namespace !== target.namespace) return false
+    if (vm.workloadEntry === target.name || vm.war === target.name) return true
+    // A registration whose proxy could not be told apart from its group's others: every proxy it may be.
+    return vm.candidates?.some((c) => c.workloadEntry === target.name || c.war === target.name) === true
   })
 }

@@ -8,7 +8,8 @@ import {groupVersion, Resources, type ResourceType} from '../kube/resources.js'
 import {resourceName} from '../output/render.js'
 import {renderTable, type Column} from '../output/table.js'
 import {compare} from './rows.js'
-import {XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
+import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from '../grpc/xds-types.js'
+import {XDS_TYPE_URLS, XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
 import type {VmRecord} from './vms.js'
 
 // ---------------------------------------------------------------------------------------------------
@@ -16,11 +17,13 @@ import type {VmRecord} from './vms.js'
 // ---------------------------------------------------------------------------------------------------
 
 /**
- * - `types` (default): istioctl 1.22–1.26, `NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION`.
- * - `subscribed`: istioctl 1.27+'s default, `NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES`.
- * - `verbose`: istioctl 1.27+'s `-v`, per-type columns in alphabetical order (`CDS ECDS EDS LDS RDS`).
+ * - `subscribed` (default): istioctl 1.27+'s default, `NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES`.
+ * - `verbose`: istioctl 1.27+'s `-v 1`, per-type columns in alphabetical order (`CDS ECDS EDS LDS RDS`).
+ * - `types`: istioctl 1.22–1.26, `NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION` (`--layout types`).
  */
 export type ProxyStatusLayout = 'types' | 'subscribed' | 'verbose'
+
+export const PROXY_STATUS_LAYOUTS: readonly ProxyStatusLayout[] = ['subscribed', 'verbose', 'types']
 
 export interface ProxyStatusTableOptions {
   /** Adds TYPE ADDRESS HEALTH REGISTRATION, and marks version skew in VERSION. */
@@ -58,7 +61,7 @@ export function renderProxyStatusTable(rows: ProxyStatusRow[], options: ProxySta
 export function proxyStatusColumns(options: Omit<ProxyStatusTableOptions, 'noHeaders'>): Column<ProxyStatusRow>[] {
   const chalk = options.chalk ?? makeChalk({env: {FORCE_COLOR: options.color ? '1' : '0'}, stream: {isTTY: options.color}})
   const paint = (text: string) => statusColor(chalk, text)
-  const layout = options.layout ?? 'types'
+  const layout = options.layout ?? 'subscribed'
   const text = (v: string | undefined) => (v === undefined || v === '' ? EMPTY : v)
   const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] =>
     types.map((t) => ({header: t, value: (r) => r.status[t], color: paint}))
@@ -235,4 +238,56 @@ export function proxyStatusName(row: ProxyStatusRow, vm: VmRecord | undefined): 
   }
   const suffix = row.namespace === undefined ? '' : `.${row.namespace}`
   return nameOf(Resources.pods, suffix !== '' && row.name.endsWith(suffix) ? row.name.slice(0, -suffix.length) : row.name)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// istioctl's -o json|yaml (--schema istioctl)
+// ---------------------------------------------------------------------------------------------------
+
+/** The order of istioctl's own test data (status_test.go), which its goldens print. */
+const ISTIOCTL_TYPE_ORDER: XdsType[] = ['CDS', 'LDS', 'RDS', 'EDS', 'ECDS']
+const CONFIG_STATUS_NAME: Partial<Record<SyncState, string>> = {SYNCED: 'SYNCED', STALE: 'STALE', NOT_SENT: 'NOT_SENT', ERROR: 'ERROR'}
+
+/**
+ * What `istioctl proxy-status -o json|yaml` (1.30+) prints: one syncz DiscoveryResponse per istiod,
+ * in protojson's shape (istioctl/pkg/writer/pilot/status.go `printMachineReadable`), with -n keeping
+ * the proxies of that namespace. Built from the rows, whichever path each istiod was read through:
+ * `resources` are ClientConfigs (node id and CLUSTER_ID, ISTIO_VERSION, NAMESPACE metadata;
+ * genericXdsConfigs with configStatus, lastUpdated and errorState), `controlPlane.identifier` names
+ * the istiod and its version. A type the proxy does not watch is left out; `versionInfo` (istiod's
+ * push version) is not known over HTTP and is left out too. Registered VMs that are not connected are
+ * not in it (no istiod reports them), as in istioctl. One document per istiod and context, in
+ * istiod-name order.
+ */
+export function istioctlSyncz(rows: ProxyStatusRow[]): Record<string, unknown>[] {
+  const byIstiod = new Map<string, {ref: NonNullable<ProxyStatusRow['istiodRef']>; resources: unknown[]}>()
+  for (const r of rows) {
+    if (!r.connected || r.type === 'istiod' || r.istiodRef === undefined) continue
+    const key = `${r.context ?? ''}\u0000${r.istiodRef.namespace}/${r.istiodRef.name}`
+    let doc = byIstiod.get(key)
+    if (!doc) byIstiod.set(key, (doc = {ref: r.istiodRef, resources: []}))
+    const generic: Record<string, unknown>[] = []
+    for (const t of ISTIOCTL_TYPE_ORDER) {
+      const x = r.xds[t]
+      if (x.state === 'IGNORED') continue
+      const g: Record<string, unknown> = {typeUrl: XDS_TYPE_URLS[t]}
+      const status = CONFIG_STATUS_NAME[x.state]
+      if (status) g.configStatus = status
+      if (x.lastSent) g.lastUpdated = x.lastSent
+      if (x.state === 'ERROR' && x.error) g.errorState = {details: x.error}
+      generic.push(g)
+    }
+    const metadata: Record<string, string> = {}
+    if (r.cluster) metadata.CLUSTER_ID = r.cluster
+    if (r.version) metadata.ISTIO_VERSION = r.version
+    if (r.namespace) metadata.NAMESPACE = r.namespace
+    doc.resources.push({'@type': CLIENT_CONFIG_TYPE, node: {id: r.name, metadata}, genericXdsConfigs: generic})
+  }
+  return [...byIstiod.entries()]
+    .sort(([a], [b]) => compare(a, b))
+    .map(([, {ref, resources}]) => ({
+      resources,
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      controlPlane: {identifier: JSON.stringify({Component: 'istiod', ID: ref.name, Info: {version: ref.version ?? '', revision: '', golang_version: '', status: '', tag: ''}})},
+    }))
 }

@@ -27,6 +27,8 @@ export interface Snapshot {
   problems: Problem[]
   warnings: string[]
   registrationOf: (row: ProxyStatusRow) => VmRecord | undefined
+  /** Registrations connected to istiods of other revisions (not in the rows). */
+  elsewhere: VmRecord[]
 }
 
 export interface RunOptions {
@@ -131,7 +133,7 @@ export class ProxyStatusRun {
     if (this.options.vmsOnly) rows = rows.filter((r) => r.type !== 'pod')
     const byContext = new Map(statuses.map((s) => [s.context, s.registrations]))
     return {
-      rows, problems, warnings, contextsRead: statuses.length,
+      rows, problems, warnings, contextsRead: statuses.length, elsewhere: statuses.flatMap((s) => s.elsewhere),
       registrationOf: (row) => (row.type === 'vm' ? byContext.get(row.context ?? '')?.get(row.name) : undefined),
     }
   }
@@ -150,6 +152,18 @@ export class ProxyStatusRun {
       if (matches.length > 0) return {snap, matches}
     }
     const {name: proxy, namespace} = targets[0]!
+    // A registration that exists but is connected to another revision's istiod is not "not found".
+    for (const t of targets) {
+      const other = snap.elsewhere.find((v) => v.namespace === t.namespace && (v.workloadEntry === t.name || v.war === t.name || v.name === t.name))
+      if (other) {
+        throw Object.assign(
+          new MeshvmError(`proxy ${JSON.stringify(`${t.name}.${t.namespace}`)} is not in this revision's view: ${other.war ? `WorkloadAutoRegistration ${other.war}` : `WorkloadEntry ${other.workloadEntry}`} is connected to istiod ${other.istiod}, of another revision`, {
+            exit: ExitCode.NOT_FOUND, code: 'ProxyNotFound', hints: ['leave --revision out to read every istiod, or pass the revision of that istiod with -r'],
+          }),
+          {warnings: snap.warnings},
+        )
+      }
+    }
     const hints = [`list the proxies of the namespace with: meshvm proxy-status -n ${namespace}`]
     for (const p of snap.problems) hints.push(`${p.istiod ? `istiod ${p.istiod}` : `context ${p.context}`} could not be read (${p.error.message}); the proxy may be connected to it`)
     throw Object.assign(

@@ -138,8 +138,10 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
       const sent = optString(item, `${LEGACY_FIELDS[t]}_sent`, at)
       const acked = optString(item, `${LEGACY_FIELDS[t]}_acked`, at)
       const {state, neverAcknowledged} = nonceState(sent, acked)
-      // istioctl 1.21: nothing sent to a ztunnel is IGNORED rather than NOT SENT.
-      types[t] = withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: Boolean(sent), neverAcknowledged}, sent, acked)
+      // istioctl 1.21: nothing sent to a ztunnel is IGNORED rather than NOT SENT. Nonces alone cannot tell
+      // an unwatched type from one not sent yet: the type counts as subscribed, as istioctl 1.27+ counts
+      // the NOT_SENT that istiod's xDS syncz reports for it.
+      types[t] = withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: true, neverAcknowledged}, sent, acked)
     }
   }
   const sync: ProxySync = {

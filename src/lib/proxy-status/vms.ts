@@ -5,12 +5,17 @@
  * auto-registered WorkloadEntry is named `<group>-<address>` and records the istiod holding the
  * connection (`istio.io/workloadController`). A registration is paired with a proxy:
  *   1. by name: the proxy `<WorkloadEntry or WAR name>.<namespace>` (WARs, hand-written entries);
- *   2. otherwise by connection: the one proxy of that istiod in that namespace that is not a pod,
- *      when exactly one registration and one such proxy are left (pods must have been listed).
- * Proxies left ambiguous by (2) are still shown as VMs, with the group when all candidates share it.
+ *   2. by address: the proxy whose node metadata (istiod's /debug/adsz, adsz.ts) reports the entry's
+ *      address as its first INSTANCE_IP, in the entry's namespace and group (or names the entry in
+ *      WORKLOAD_ENTRY), when exactly one proxy does;
+ *   3. otherwise (adsz could not be read) by connection: the one proxy of that istiod in that namespace
+ *      that is not a pod, when exactly one registration and one such proxy are left (pods listed).
+ * Proxies left ambiguous by (3) are still shown as VMs, with the group when all candidates share it,
+ * and the registrations they may be (`candidates`), never one of them as if it were known.
  */
 import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
+import type {ProxyNode} from './adsz.js'
 import type {ProxySync, VmInfo} from './status.js'
 import {withoutUndefined, isRecord} from '../util/records.js'
 
@@ -33,6 +38,10 @@ export interface VmRecord extends VmInfo {
   identity?: string
   sidecarVersion?: string
   agentVersion?: string
+  /** The WorkloadEntry itself (shared, not copied), for the detail view: labels, conditions, annotations. */
+  entry?: WorkloadEntryObject
+  /** An anonymous VM proxy of ambiguous pairing: the registrations it may be (one of them, which is unknown). */
+  candidates?: VmRecord[]
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : typeof v === 'boolean' ? (v ? 'True' : 'False') : undefined)
@@ -106,6 +115,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
         identity: reg.identity || undefined,
         sidecarVersion: reg.sidecarVersion,
         agentVersion: reg.agentVersion,
+        entry: we,
         ...healthOf(we),
       } as VmRecord),
     )
@@ -127,6 +137,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
       connected: reg.agentConnected === 'True',
       workloadEntry: name,
       labels: withLabels ? mergedLabels(we) : NO_LABELS,
+      entry: we,
     }
     if (reg.connectedTo !== undefined) record.istiod = reg.connectedTo
     const connectedAt = annotations?.['istio.io/connectedAt']
@@ -153,6 +164,8 @@ export interface PairingInput {
   vms: VmRecord[]
   /** Pods by `namespace/name`, and the namespaces that were listed; undefined when pods were not listed. */
   pods?: {labels: Map<string, Record<string, string>>; listed: Set<string>}
+  /** What the proxies report of themselves (istiod's /debug/adsz), by proxy ID; undefined when not read. */
+  nodes?: Map<string, ProxyNode>
 }
 
 export interface Pairing {
@@ -166,13 +179,27 @@ export interface Pairing {
 
 /** Namespaces whose pods must be listed to pair the remaining registrations by connection. */
 export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): string[] {
-  const ids = new Set(syncs.map((s) => s.proxyId))
-  const out = new Set<string>()
+  return [...unpairedByName(syncs, vms).namespaces].sort()
+}
+
+/**
+ * The connected registrations no proxy is named after: their namespaces (pods there must be known)
+ * and the istiods they name (whose /debug/adsz can pair them by address).
+ */
+export function unpairedByName(syncs: ProxySync[], vms: VmRecord[]): {namespaces: Set<string>; istiods: Set<string>} {
+  const ids = new Set<string>()
+  for (const s of syncs) ids.add(s.proxyId)
+  const namespaces = new Set<string>()
+  const istiods = new Set<string>()
   for (const vm of vms) {
-    if (!(vm.connected && vm.istiod) || out.has(vm.namespace)) continue
-    if (!nameCandidates(vm).some((id) => ids.has(id))) out.add(vm.namespace)
+    if (!(vm.connected && vm.istiod)) continue
+    if (namespaces.has(vm.namespace) && istiods.has(vm.istiod)) continue
+    if (!nameCandidates(vm).some((id) => ids.has(id))) {
+      namespaces.add(vm.namespace)
+      istiods.add(vm.istiod)
+    }
   }
-  return [...out].sort()
+  return {namespaces, istiods}
 }
 
 /**
@@ -236,11 +263,25 @@ export function pairVms(input: PairingInput): Pairing {
       out.push(paired(vm, id))
     } else waiting.push(vm)
   }
-  // 2. by connection (istiod + namespace), only where pods are known
+  // 2. by address: what the proxy reports of itself (adsz), exactly one proxy
+  const nodes = input.nodes
+  let unpaired = waiting
+  if (nodes !== undefined && nodes.size > 0) {
+    unpaired = []
+    const index = nodeIndex(nodes)
+    for (const vm of waiting) {
+      const id = addressMatch(vm, index, podProxies, taken, ids)
+      if (id) {
+        taken.add(id)
+        out.push(paired(vm, id))
+      } else unpaired.push(vm)
+    }
+  }
+  // 3. by connection (istiod + namespace), only where pods are known
   const represented: VmRecord[] = []
   const buckets = new Map<string, VmRecord[]>()
   const rest: VmRecord[] = []
-  for (const vm of waiting) {
+  for (const vm of unpaired) {
     if (vm.connected && vm.istiod && input.pods?.listed.has(vm.namespace)) {
       const key = `${vm.istiod}/${vm.namespace}`
       buckets.set(key, [...(buckets.get(key) ?? []), vm])
@@ -267,11 +308,42 @@ export function pairVms(input: PairingInput): Pairing {
         const {name} = splitProxyId(id)
         out.push({
           name, namespace, source: 'workloadentry', autoRegistered: true, group: group ?? '', address: '', connected: true, proxyId: id,
-          labels, istiod, ...(group ? {registration: `auto/${group}`} : {}),
+          labels, istiod, ...(group ? {registration: `auto/${group}`} : {}), candidates: records,
         })
       }
       represented.push(...records)
     }
   }
   return {vms: [...out, ...rest], represented, podProxies}
+}
+
+/** The proxies of an adsz answer by `namespace/first IP` and `namespace/WORKLOAD_ENTRY`, built once per pairing. */
+function nodeIndex(nodes: Map<string, ProxyNode>): Map<string, ProxyNode[]> {
+  const index = new Map<string, ProxyNode[]>()
+  const add = (key: string, node: ProxyNode) => {
+    const list = index.get(key)
+    if (list) list.push(node)
+    else index.set(key, [node])
+  }
+  for (const node of nodes.values()) {
+    const ns = node.namespace ?? splitProxyId(node.proxyId).namespace
+    if (node.ips[0] !== undefined) add(`ip/${ns}/${node.ips[0]}`, node)
+    if (node.workloadEntry !== undefined) add(`we/${ns}/${node.workloadEntry}`, node)
+  }
+  return index
+}
+
+/**
+ * The one proxy whose node metadata names this registration: its WorkloadEntry in WORKLOAD_ENTRY, or
+ * its address as the first INSTANCE_IP (what istiod writes into an auto-registered entry), in its
+ * namespace and, for an auto-registered entry, its group. Undefined when none or several do.
+ */
+function addressMatch(vm: VmRecord, index: Map<string, ProxyNode[]>, pods: Set<string>, taken: Set<string>, reported: Set<string>): string | undefined {
+  const usable = (n: ProxyNode) => reported.has(n.proxyId) && !pods.has(n.proxyId) && !taken.has(n.proxyId)
+  const byEntry = vm.workloadEntry === undefined ? [] : (index.get(`we/${vm.namespace}/${vm.workloadEntry}`) ?? []).filter(usable)
+  const byAddress = vm.address === '' ? [] : (index.get(`ip/${vm.namespace}/${vm.address}`) ?? []).filter(
+    (n) => usable(n) && (n.autoRegisterGroup === undefined || !vm.autoRegistered || n.autoRegisterGroup === vm.group),
+  )
+  const ids = new Set([...byEntry, ...byAddress].map((n) => n.proxyId))
+  return ids.size === 1 ? [...ids][0] : undefined
 }

@@ -271,7 +271,8 @@ export function validateRemoteSecretOptions(flags: RemoteSecretFlags): RemoteSec
 
   if (flags.server !== undefined) {
     const p = serverProblem(flags.server)
-    if (p) problems.push(flagError('--server', flags.server, p))
+    const bare = /^[A-Za-z0-9.[\]:-]+$/.test(flags.server) && !flags.server.includes('://')
+    if (p) problems.push(flagError('--server', flags.server, p, bare ? [`did you mean --server https://${flags.server}?`] : []))
   }
   if (flags.tlsServerName !== undefined && !isHostName(flags.tlsServerName)) {
     problems.push(flagError('--tls-server-name', flags.tlsServerName, "must be the host name the API server's certificate is issued for (e.g. kubernetes.default.svc)"))
@@ -382,22 +383,23 @@ function parseCsvRecord(text: string): string[] | string {
   return fields
 }
 
+/**
+ * --server: the rule of a kubeconfig's server, a URL with an https:// (or http://) scheme and a host, as
+ * meshvm reads kubeconfigs. A bare word (`notaurl`) would be written into the secret as it is and
+ * fail only later, in istiod.
+ */
 function serverProblem(server: string): string | undefined {
-  const valid = 'must be the API server address reachable from the other cluster: https://HOST[:PORT] or HOST[:PORT]'
+  const valid = "must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]"
   if (server === '' || /\s/.test(server)) return valid
-  if (server.includes('://')) {
-    let url: URL
-    try {
-      url = new URL(server)
-    } catch {
-      return valid
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return valid
-    if (url.hostname === '') return valid
-    if (url.username !== '' || url.password !== '') return 'must not contain credentials (user:password@); the secret authenticates with a token or auth plugin'
-    return undefined
+  let url: URL
+  try {
+    url = new URL(server)
+  } catch {
+    return valid
   }
-  return /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?)(:\d{1,5})?(\/[^\s]*)?$/.test(server) ? undefined : valid
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '' || !server.includes('://')) return valid
+  if (url.username !== '' || url.password !== '') return 'must not contain credentials (user:password@); the secret authenticates with a token or auth plugin'
+  return undefined
 }
 
 function isHostName(name: string): boolean {

@@ -2,13 +2,21 @@
  * Validation of objects against a CRD's structural `openAPIV3Schema`, the way kube-apiserver does
  * it: types, required fields, enums, bounds, lengths, patterns, list-map keys, oneOf/anyOf/not,
  * int-or-string, unknown-field pruning, and `x-kubernetes-validations` CEL rules (the Istio CRDs'
- * rules transpiled to JavaScript at build time; others through a compiler the caller passes, such as
- * the test API server's, which uses the CEL library). Used by meshvm before it prints or applies an object, and by the test API server
- * on every write. Field paths and messages follow kube-apiserver's 422 causes.
+ * rules as plain predicates, istio-rules.ts; others through a compiler the caller passes, such as the
+ * test API server's, which uses the CEL library). Used by meshvm before it prints or applies an
+ * object, and by the test API server on every write. Field paths and messages follow
+ * kube-apiserver's 422 causes.
  */
-import {CelEvalError, type CelRule} from './cel-runtime.js'
-import {TRANSPILED_RULES} from './istio-rules.generated.js'
+import {ISTIO_RULES, RuleEvalError} from './istio-rules.js'
 import {isRecord} from '../util/records.js'
+
+export {RuleEvalError}
+
+/**
+ * A CEL rule compiled by the caller (ValidateOptions.compileRule): called with the value as CEL sees
+ * it (objects as Maps, integers as bigint); true, false, or a thrown RuleEvalError.
+ */
+export type CelRule = (self: unknown) => boolean
 
 export type CauseReason =
   | 'FieldValueInvalid'
@@ -62,11 +70,11 @@ export interface ValidateOptions {
   /** 'report': an unknown field is an error (meshvm checks its own output); 'prune': it is dropped, as kube-apiserver does. */
   unknownFields?: 'prune' | 'report'
   /**
-   * Compiles a CEL rule that has no build-time transpiled form (see scripts/gen-schemas.mjs); throws
-   * when it does not compile. Without it such a rule fails validation, never passes silently.
+   * Compiles a CEL rule that is not one of istio-rules.ts; throws when it does not compile. Without it
+   * such a rule fails validation, never passes silently.
    */
   compileRule?: (rule: string) => CelRule
-  /** false: every rule goes through compileRule (tests check meshvm's output with the CEL library itself). */
+  /** false: every rule goes through compileRule, Istio's too (tests check meshvm's output with the CEL library itself). */
   preferTranspiled?: boolean
 }
 
@@ -96,13 +104,16 @@ function child(path: string, key: string): string {
 
 // ---- CEL ------------------------------------------------------------------------------------
 
-/** A rule's program, or why it has none (reported as `compilation failed: …`, like kube-apiserver). */
-function compileRule(rule: string, options: ValidateOptions): CelRule | Error {
-  const transpiled = options.preferTranspiled === false ? undefined : TRANSPILED_RULES.get(rule)
-  if (transpiled) return transpiled
+/** A rule's program (over the JSON value and its schema), or why it has none (reported as `compilation failed: …`, like kube-apiserver). */
+type Program = (value: unknown, schema: Schema) => boolean
+
+function compileRule(rule: string, options: ValidateOptions): Program | Error {
+  const predicate = options.preferTranspiled === false ? undefined : ISTIO_RULES.get(rule)
+  if (predicate) return (value) => predicate(value)
   if (!options.compileRule) return new Error('meshvm has no compiled form of this rule')
   try {
-    return options.compileRule(rule)
+    const compiled = options.compileRule(rule)
+    return (value, schema) => compiled(toCel(value, schema))
   } catch (err) {
     return err instanceof Error ? err : new Error(String(err))
   }
@@ -133,10 +144,10 @@ function celCauses(value: unknown, schema: Schema, path: string, options: Contex
       detail = `compilation failed: ${program.message.split('\n')[0]}`
     } else {
       try {
-        ok = program(toCel(value, schema)) === true
+        ok = program(value, schema) === true
       } catch (err) {
         // Only evaluation errors are a rule's verdict; anything else is a bug and must surface.
-        if (!(err instanceof CelEvalError)) throw err
+        if (!(err instanceof RuleEvalError)) throw err
         ok = false
         detail = `evaluation failed: ${err.message.split('\n')[0]}`
       }
@@ -280,7 +291,7 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
 
 /** The options, and the validator's compiled rules (each compiled on first use). */
 interface Context extends ValidateOptions {
-  programs: Map<string, CelRule | Error>
+  programs: Map<string, Program | Error>
 }
 
 export function compileSchema(schema: Schema, options: ValidateOptions = {}): SchemaValidator {

@@ -1,84 +1,67 @@
 /**
- * Unified diffs of two texts (line based, Myers-style LCS via dynamic programming on the changed
- * middle). Manifests are small, so O(n·m) on the part that differs is fine.
+ * Unified diffs of two texts, as `diff -u` prints them. The line diff is the `diff` package's (Myers);
+ * the hunks are formatted here. A missing final newline is not a difference (the texts are YAML
+ * documents, compared as lines).
  */
+import {diffArrays} from 'diff'
 
 type Op = {kind: ' ' | '-' | '+'; line: string}
 
-function diffLines(a: string[], b: string[]): Op[] {
+/**
+ * Myers' cost grows with the number of edits times the length, so beyond MAX_EDITS changed lines the
+ * part between the common first and last lines is shown as removed, then added: a correct diff, if not
+ * the shortest, in linear time.
+ */
+const MAX_EDITS = 1000
+
+function lineOps(a: string[], b: string[]): Op[] {
+  const changes = diffArrays(a, b, {maxEditLength: MAX_EDITS})
+  if (changes) return changes.flatMap((c) => c.value.map((line): Op => ({kind: c.removed ? '-' : c.added ? '+' : ' ', line})))
   let start = 0
   while (start < a.length && start < b.length && a[start] === b[start]) start++
-  let endA = a.length
-  let endB = b.length
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--
-    endB--
-  }
-  const ma = a.slice(start, endA)
-  const mb = b.slice(start, endB)
-  const lcs: number[][] = Array.from({length: ma.length + 1}, () => new Array<number>(mb.length + 1).fill(0))
-  for (let i = ma.length - 1; i >= 0; i--) {
-    for (let j = mb.length - 1; j >= 0; j--) {
-      lcs[i]![j] = ma[i] === mb[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!)
-    }
-  }
-  const ops: Op[] = a.slice(0, start).map((line) => ({kind: ' ', line}))
-  let i = 0
-  let j = 0
-  while (i < ma.length || j < mb.length) {
-    if (i < ma.length && j < mb.length && ma[i] === mb[j]) {
-      ops.push({kind: ' ', line: ma[i]!})
-      i++
-      j++
-    } else if (i < ma.length && (j >= mb.length || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) {
-      // Removals before additions, as diff -u prints them.
-      ops.push({kind: '-', line: ma[i]!})
-      i++
-    } else {
-      ops.push({kind: '+', line: mb[j]!})
-      j++
-    }
-  }
-  for (const line of a.slice(endA)) ops.push({kind: ' ', line})
-  return ops
+  let end = 0
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++
+  const same = (lines: string[]): Op[] => lines.map((line) => ({kind: ' ', line}))
+  return [
+    ...same(a.slice(0, start)),
+    ...a.slice(start, a.length - end).map((line): Op => ({kind: '-', line})),
+    ...b.slice(start, b.length - end).map((line): Op => ({kind: '+', line})),
+    ...same(a.slice(a.length - end)),
+  ]
 }
+
+const lines = (text: string): string[] => (text === '' ? [] : text.replace(/\n$/, '').split('\n'))
 
 /** `diff -u` output with `context` lines around each change; '' when the texts are equal. */
 export function unifiedDiff(before: string, after: string, labels: {from: string; to: string}, context = 3): string {
-  if (before === after) return ''
-  const a = before === '' ? [] : before.replace(/\n$/, '').split('\n')
-  const b = after === '' ? [] : after.replace(/\n$/, '').split('\n')
-  const ops = diffLines(a, b)
-  const out = [`--- ${labels.from}`, `+++ ${labels.to}`]
-  let idx = 0
+  const a = lines(before)
+  const b = lines(after)
+  if (a.length === b.length && a.every((line, i) => line === b[i])) return ''
+  const ops = lineOps(a, b)
+  const changed = ops.flatMap((op, i) => (op.kind === ' ' ? [] : [i]))
+  // Line numbers (1-based) of each op in the old and new text.
+  const at: {a: number; b: number}[] = []
   let lineA = 1
   let lineB = 1
-  const positions = ops.map((op) => {
-    const pos = {a: lineA, b: lineB}
+  for (const op of ops) {
+    at.push({a: lineA, b: lineB})
     if (op.kind !== '+') lineA++
     if (op.kind !== '-') lineB++
-    return pos
-  })
-  while (idx < ops.length) {
-    while (idx < ops.length && ops[idx]!.kind === ' ') idx++
-    if (idx >= ops.length) break
-    let hunkStart = Math.max(0, idx - context)
-    let hunkEnd = idx
-    // Extend the hunk while changes are closer than 2·context lines apart.
-    for (let k = idx; k < ops.length; k++) {
-      if (ops[k]!.kind !== ' ') hunkEnd = k
-      else if (k - hunkEnd > 2 * context) break
-    }
-    const end = Math.min(ops.length, hunkEnd + context + 1)
-    const slice = ops.slice(hunkStart, end)
-    const countA = slice.filter((o) => o.kind !== '+').length
-    const countB = slice.filter((o) => o.kind !== '-').length
-    const startA = countA === 0 ? positions[hunkStart]!.a - 1 : positions[hunkStart]!.a
-    const startB = countB === 0 ? positions[hunkStart]!.b - 1 : positions[hunkStart]!.b
-    out.push(`@@ -${startA},${countA} +${startB},${countB} @@`)
-    for (const op of slice) out.push(`${op.kind}${op.line}`)
-    idx = end
-    hunkStart = end
+  }
+  const out = [`--- ${labels.from}`, `+++ ${labels.to}`]
+  for (let k = 0; k < changed.length; ) {
+    // One hunk: changes at most 2·context unchanged lines apart, with context lines around them.
+    let last = k
+    while (last + 1 < changed.length && changed[last + 1]! - changed[last]! - 1 <= 2 * context) last++
+    const from = Math.max(0, changed[k]! - context)
+    const to = Math.min(ops.length, changed[last]! + context + 1)
+    const hunk = ops.slice(from, to)
+    const countA = hunk.filter((op) => op.kind !== '+').length
+    const countB = hunk.filter((op) => op.kind !== '-').length
+    // An empty side is numbered from the line before it (`@@ -0,0 +1,2 @@`), as diff -u does.
+    out.push(`@@ -${countA === 0 ? at[from]!.a - 1 : at[from]!.a},${countA} +${countB === 0 ? at[from]!.b - 1 : at[from]!.b},${countB} @@`)
+    for (const op of hunk) out.push(`${op.kind}${op.line}`)
+    k = last + 1
   }
   return out.join('\n') + '\n'
 }

@@ -4,6 +4,7 @@
  * indentless sequences, folding of long lines with spaces at column 80), encoding/json's string
  * escaping, and Istio's shellescape.Quote (with its regex quirk). Pure: no I/O.
  */
+import {isRecord} from './records.js'
 
 const isLetter = (c: string) => /\p{L}/u.test(c)
 const isDigit = (c: string) => c >= '0' && c <= '9'
@@ -53,7 +54,15 @@ export function goJsonStringMap(map: Record<string, string>): string {
 }
 
 export function goJsonString(s: string): string {
-  return JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return goHtmlEscape(JSON.stringify(s))
+}
+
+/**
+ * JSON text as Go's json.Marshal writes it: <, >, &, U+2028 and U+2029 inside strings escaped as
+ * \u00XX (its HTML-safe escaping). The one Go-style JSON escape (output/jsonpath.ts uses it too).
+ */
+export function goHtmlEscape(json: string): string {
+  return json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
 
 /**
@@ -289,9 +298,7 @@ class GoYamlEmitter {
   }
 }
 
-function isMap(v: GoYaml): v is {[key: string]: GoYaml} {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
+const isMap = (v: GoYaml): v is {[key: string]: GoYaml} => isRecord(v)
 
 /** Lone surrogates become U+FFFD, as they do when Go's encoding/json sees invalid UTF-8. */
 function wellFormed(s: string): string {

@@ -60,6 +60,40 @@ export function labelValue(value: string): string | undefined {
   return undefined
 }
 
+/** An IPv4 or IPv6 address (what `hosts`, ISTIO_SVC_IP and the gateway entry may hold). */
+export function ipAddress(value: string): string | undefined {
+  // Loaded on first use: every command imports this module, and node:net is not loaded otherwise when stdout is a file.
+  const {isIP} = process.getBuiltinModule('node:net') as typeof import('node:net')
+  return isIP(value) === 0 ? 'must be an IPv4 or IPv6 address' : undefined
+}
+
+/** A host name as Kubernetes stores one (a load balancer's `hostname`): a DNS-1123 subdomain. */
+export function hostName(value: string): string | undefined {
+  const problem = dns1123Subdomain(value)
+  return problem ? `must be a DNS host name (${problem.replace(/^must be /, '')})` : undefined
+}
+
+/** A variable name a POSIX shell assigns (`cluster.env` is sourced by the VM's start script). */
+export function envVarName(value: string): string | undefined {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value) ? undefined : "must be an environment variable name: letters, digits and '_', not starting with a digit"
+}
+
+/** Free text that is written into files read line by line (cluster.env): no control characters. */
+export function singleLineText(value: string): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(value) ? 'must not contain control characters or line breaks' : undefined
+}
+
+/**
+ * An Istio cluster ID (`values.global.multiCluster.clusterName`, `--cluster-id`): it is the value of
+ * the topology.istio.io/cluster label, so a non-empty label value.
+ */
+export function clusterIdValue(value: string): string | undefined {
+  if (value === '') return 'must not be empty'
+  const problem = labelValue(value)
+  return problem ? `must be a label value: ${problem.replace(/^value must be /, '')}` : undefined
+}
+
 /** Annotation values are free text, but all annotations of an object share a 256 KiB budget. */
 export function annotationsSize(annotations: Record<string, string>): string | undefined {
   let total = 0

@@ -10,6 +10,11 @@ describe('kubeFlagsOf', () => {
     expect(kubeFlagsOf(['-napps', '--namespace=x', '--context=c3'])).toEqual({namespace: 'x', context: 'c3'})
     expect(kubeFlagsOf(['onboard', '--', '--context', 'no'])).toEqual({})
   })
+
+  it('an empty value is no value (issue 27: -n "" is the default namespace, and hints do not repeat it)', () => {
+    expect(kubeFlagsOf(['war', 'list', '-n', '', '--context=', '--kubeconfig', ''])).toEqual({})
+    expect(kubeFlagsOf(['-n', 'apps', '-n', ''])).toEqual({namespace: 'apps'})
+  })
 })
 
 describe('keepInvocation', () => {

@@ -130,3 +130,27 @@ describe('formatLabels', () => {
     expect(formatLabels({})).toBe('<none>')
   })
 })
+
+describe('--sort-by is refused as kubectl refuses it (issue 27)', () => {
+  it.each([
+    ['{.metadata.name', `--sort-by "{.metadata.name": unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`],
+    ['.metadata.name}', `--sort-by ".metadata.name}": unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`],
+    ['{.metadata.name}}', `--sort-by "{.metadata.name}}": unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`],
+    ['.a[', '--sort-by ".a[": unterminated array'],
+  ])('malformed %s: a usage error before anything is read', (value, message) => {
+    expect(() => parseSortBy(value)).toThrow(message)
+  })
+
+  it.each(['nope', '.metadata.name', 'metadata.name', '{.metadata.name}', '{metadata.name}'])('%s parses (kubectl relaxed form)', (value) => {
+    expect(() => parseSortBy(value)).not.toThrow()
+  })
+
+  it('a field no object has is an error, whatever the format; an empty list or a field some objects have is not', () => {
+    const message = `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`
+    for (const format of ['table', 'name', 'json']) {
+      expect(() => print(format, {sortBy: parseSortBy('nope')})).toThrow(message)
+      expect(print(format, {sortBy: parseSortBy('nope')}, {}, [])).toBe(format === 'json' ? renderData(asList([]), 'json') : '')
+    }
+    expect(print('name', {sortBy: parseSortBy('.metadata.labels.tier')})).toContain('/b')
+  })
+})

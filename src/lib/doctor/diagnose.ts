@@ -1,0 +1,358 @@
+/**
+ * `meshvm doctor`: from what was read about one VM (Evidence) to the chain of checks, in the order a
+ * VM joins the mesh: its bundle, the way to istiod, istiod, the registration, the Service selecting
+ * it, its sync state, and the VM itself. Pure: every read happens in gather.ts, so each failure mode
+ * is a unit test of this file. Each check that does not pass names its evidence and a fix that is a
+ * command to run.
+ */
+import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} from '../kube/object.js'
+import {shellQuote} from '../cli/prompt.js'
+import {humanDuration} from '../output/age.js'
+import {isRecord} from '../util/records.js'
+import type {VmProbe} from './probe.js'
+
+export type DoctorStatus = 'pass' | 'warn' | 'fail' | 'skip'
+
+export const DOCTOR_STEPS = [
+  {step: 1, id: 'bundle', title: 'bundle and token'},
+  {step: 2, id: 'gateway', title: 'east-west gateway, DNS and network'},
+  {step: 3, id: 'istiod', title: 'istiod'},
+  {step: 4, id: 'registration', title: 'registration'},
+  {step: 5, id: 'service', title: 'Service or ServiceEntry'},
+  {step: 6, id: 'sync', title: 'sync state'},
+  {step: 7, id: 'vm', title: 'on the VM'},
+] as const
+
+export interface DoctorCheck {
+  step: number
+  check: string
+  status: DoctorStatus
+  detail: string
+  fix?: string
+}
+
+/** A bundle-verify check (src/lib/bundle-verify), carried into step 1. */
+export interface BundleCheck {
+  id: string
+  status: DoctorStatus
+  detail: string
+  fix?: string
+}
+
+export type GatewayKind = 'classic' | 'ambient' | 'unknown'
+
+export interface GatewayEvidence {
+  name: string
+  namespace: string
+  service?: KubeObject
+  /** The address the VM's hosts file maps istiod's name to (from the bundle). */
+  bundleAddress?: string
+  /** The istio-system namespace's `topology.istio.io/network` label. */
+  controlPlaneNetwork?: string
+}
+
+export interface IstiodEvidence {
+  /** Running istiod pods of the revision the VM uses. */
+  pods: {name: string; ready: boolean; version?: string}[]
+  revision?: string
+  /** The istiod Deployment's environment (first container), for auto-registration and health checks. */
+  env: Record<string, string>
+}
+
+export interface SyncEvidence {
+  /** Whether an istiod reports the VM's proxy. */
+  connected: boolean
+  istiod?: string
+  proxyVersion?: string
+  istiodVersion?: string
+  versionSkew?: boolean
+  /** Per xDS type: SYNCED, STALE, NOT_SENT, ERROR… and the NACK's error. */
+  types: {type: string; state: string; error?: string}[]
+  /** Why the sync state could not be read (an istiod that did not answer). */
+  unreadable?: string
+}
+
+export interface Evidence {
+  now: Date
+  namespace: string
+  /** What the user asked about, for messages. */
+  query: string
+  /** The context that holds the VM, when several were read. */
+  context?: string
+  bundle?: {checks: BundleCheck[]; dir?: string; network?: string; group?: string}
+  gateway: GatewayEvidence
+  istiod: IstiodEvidence
+  group?: KubeObject
+  groupName?: string
+  /** The VM's WorkloadEntry, when one was found. */
+  entry?: KubeObject
+  /** The WorkloadAutoRegistration that owns it (Tetrate), when there is one. */
+  war?: KubeObject
+  /** Why the stale check says what it says: staleDifference of the WAR, or the entry compared with the group. */
+  staleBecause?: string
+  /** Other WorkloadEntries of the namespace with the same address. */
+  duplicates: KubeObject[]
+  /** Recent Warning events about the entry. */
+  events: {reason?: string; message?: string; count?: number; lastTimestamp?: string}[]
+  services: KubeObject[]
+  serviceEntries: KubeObject[]
+  sync?: SyncEvidence
+  probe?: {probe?: VmProbe; error?: string}
+  /** Serial of the mesh root in istio-ca-root-cert (lower-case hex). */
+  meshRootSerial?: string
+  /** Template of --vm-exec, for fixes that run on the VM. */
+  vmExec?: string
+}
+
+const WE_ANN = {
+  group: 'istio.io/autoRegistrationGroup',
+  controller: 'istio.io/workloadController',
+  connectedAt: 'istio.io/connectedAt',
+  disconnectedAt: 'istio.io/disconnectedAt',
+  healthChecks: 'proxy.istio.io/health-checks-enabled',
+}
+export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
+export const NETWORK_LABEL = 'topology.istio.io/network'
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
+const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
+const nameOf = (o: KubeObject | undefined): string => o?.metadata?.name ?? '?'
+
+function specOf(o: KubeObject | undefined): Record<string, unknown> {
+  return rec(o?.spec)
+}
+
+function servicePorts(svc: KubeObject | undefined): {port: number; name?: string; targetPort?: number | string}[] {
+  const ports = specOf(svc).ports
+  return Array.isArray(ports) ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined})) : []
+}
+
+/** The gateway's current address as a VM would reach it: load-balancer IP or host name, else an external IP. */
+export function gatewayAddress(svc: KubeObject | undefined): string | undefined {
+  const ingress = rec(rec(svc?.status).loadBalancer).ingress
+  const first = Array.isArray(ingress) ? rec(ingress[0]) : {}
+  const external = specOf(svc).externalIPs
+  return str(first.ip) ?? str(first.hostname) ?? (Array.isArray(external) ? str(external[0]) : undefined)
+}
+
+/**
+ * Classic (sidecar) east-west gateways expose mTLS passthrough on 15443 and istiod on 15012/15017;
+ * ambient ones (the `istio-east-west` class) carry HBONE on 15008 and nothing on 15443.
+ */
+export function gatewayKind(svc: KubeObject | undefined): GatewayKind {
+  const ports = new Set(servicePorts(svc).map((p) => p.port))
+  const labels = labelsOf(svc)
+  if (ports.has(15443)) return 'classic'
+  if (ports.has(15008) || labels['gateway.istio.io/managed'] !== undefined || labels['istio.io/gateway-class'] === 'istio-east-west') return 'ambient'
+  return 'unknown'
+}
+
+function selects(selector: Record<string, unknown>, labels: Record<string, string>): boolean {
+  const entries = Object.entries(selector).filter((e): e is [string, string] => typeof e[1] === 'string')
+  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
+}
+
+/** The labels istiod serves a WorkloadEntry with: spec.labels, as a Service selector sees them. */
+export function entryLabels(entry: KubeObject | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(rec(specOf(entry).labels))) if (typeof v === 'string') out[k] = v
+  return out
+}
+
+export interface DoctorReport {
+  query: string
+  namespace: string
+  context?: string
+  workloadEntry?: string
+  result: 'pass' | 'warn' | 'fail'
+  checks: DoctorCheck[]
+  /** The first failing check, in one line (undefined when nothing fails). */
+  summary?: string
+}
+
+export function diagnose(e: Evidence): DoctorReport {
+  const checks: DoctorCheck[] = []
+  const add = (step: number, check: string, status: DoctorStatus, detail: string, fix?: string): void => {
+    checks.push({step, check, status, detail, ...(fix !== undefined ? {fix} : {})})
+  }
+  const ns = e.namespace
+  const q = (s: string) => shellQuote(s)
+  const vmCommand = (command: string): string => (e.vmExec ? `${e.vmExec} ${q(command)}` : `on the VM: ${command}`)
+
+  // 1. The bundle and its token.
+  if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
+  else for (const c of e.bundle.checks) add(1, `bundle.${c.id}`, c.status, c.detail, c.fix)
+
+  // 2. The way to istiod: the east-west gateway, the VM's hosts entry, the network labels.
+  const gw = e.gateway
+  const gwName = `${gw.namespace}/${gw.name}`
+  if (!gw.service) {
+    add(2, 'gateway', 'fail', `east-west gateway Service ${gwName} not found`, `kubectl get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: meshvm doctor … --ingress-service NAME.NAMESPACE`)
+  } else {
+    const kind = gatewayKind(gw.service)
+    const ports = servicePorts(gw.service).map((p) => p.port)
+    if (kind === 'ambient') {
+      add(2, 'gateway.kind', 'fail', `${gwName} is an ambient east-west gateway (HBONE on 15008, no 15443): a sidecar VM cannot reach istiod or other clusters through it`, `expose a classic east-west gateway for sidecar VMs (istioctl's samples/multicluster/gen-eastwest-gateway.sh, or: kubectl get gateways.gateway.networking.k8s.io -A), then: meshvm bundle ${e.groupName ?? 'GROUP'} -n ${q(ns)} --ingress-service NAME.NAMESPACE`)
+    } else {
+      const missing = [15012, 15017, 15443].filter((p) => !ports.includes(p))
+      if (missing.length > 0) add(2, 'gateway.ports', 'fail', `${gwName} does not expose ${missing.join(', ')} (a classic east-west gateway needs 15012 and 15017 for istiod, 15443 for services)`, `kubectl edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # add the ports, or expose istiod: kubectl apply -f expose-istiod.yaml`)
+      else add(2, 'gateway.ports', 'pass', `${gwName} is a classic east-west gateway exposing 15012, 15017 and 15443`)
+    }
+    const address = gatewayAddress(gw.service)
+    if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `kubectl get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
+    else if (gw.bundleAddress === undefined) add(2, 'gateway.address', e.bundle ? 'warn' : 'pass', `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`)
+    else if (gw.bundleAddress !== address) {
+      add(2, 'gateway.address', 'fail', `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`, `meshvm bundle ${e.bundle?.group ?? e.groupName ?? 'GROUP'} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`)
+    } else add(2, 'gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
+
+    const vmNetwork = e.bundle?.network ?? str(rec(rec(specOf(e.group).template)).network) ?? str(specOf(e.entry).network)
+    const gatewayNetwork = labelsOf(gw.service)[NETWORK_LABEL]
+    if (vmNetwork) {
+      if (!gatewayNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`, `kubectl label svc ${q(gw.name)} -n ${q(gw.namespace)} ${NETWORK_LABEL}=${q(e.gateway.controlPlaneNetwork ?? 'NETWORK-OF-THE-CLUSTER')}`)
+      else if (!e.gateway.controlPlaneNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`, `kubectl label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`)
+      else add(2, 'network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
+    }
+  }
+
+  // 3. istiod.
+  const rev = e.istiod.revision ? ` of revision ${e.istiod.revision}` : ''
+  const ready = e.istiod.pods.filter((p) => p.ready)
+  if (ready.length === 0) add(3, 'istiod.running', 'fail', `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`, `kubectl get pods -n istio-system -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`)
+  else add(3, 'istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
+  const env = e.istiod.env
+  if (env.PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION === 'false') {
+    add(3, 'istiod.autoregistration', 'fail', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry', `kubectl set env deployment/istiod${e.istiod.revision && e.istiod.revision !== 'default' ? `-${e.istiod.revision}` : ''} -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`)
+  } else add(3, 'istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
+  if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false') add(3, 'istiod.healthchecks', 'warn', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM\'s readiness probe is ignored', `kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`)
+  const controller = annotationsOf(e.entry)[WE_ANN.controller]
+  if (controller && e.istiod.pods.length > 0 && !e.istiod.pods.some((p) => p.name === controller)) {
+    add(3, 'istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
+  }
+
+  // 4. The registration.
+  const we = e.entry
+  if (!we) {
+    const group = e.groupName ? ` of WorkloadGroup ${ns}/${e.groupName}` : ''
+    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: the VM has not registered (its sidecar is not connected, or istiod refused it)`, e.vmExec ? `${e.vmExec} 'sudo systemctl restart istio'` : `on the VM: sudo systemctl restart istio   # then: meshvm doctor ${e.query} -n ${ns}`)
+  } else {
+    const ann = annotationsOf(we)
+    const address = str(specOf(we).address)
+    add(4, 'registration', 'pass', `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANN.group] ? ` (auto-registered from ${ann[WE_ANN.group]})` : ''}${e.context ? ` in context ${e.context}` : ''}`)
+    if (ann[WE_ANN.disconnectedAt] && !ann[WE_ANN.connectedAt]) {
+      const since = Date.parse(ann[WE_ANN.disconnectedAt]!)
+      add(4, 'registration.connected', 'fail', `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`, e.vmExec ? `${e.vmExec} 'sudo systemctl restart istio'` : 'on the VM: sudo systemctl restart istio')
+    }
+    if (e.duplicates.length > 0) {
+      const others = e.duplicates.map((d) => nameOf(d))
+      add(4, 'registration.duplicates', 'fail', `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`, `kubectl delete workloadentry ${others.map(q).join(' ')} -n ${q(ns)}`)
+    }
+    if (e.staleBecause) {
+      add(4, 'registration.stale', 'fail', `the entry is stale against its WorkloadGroup: ${e.staleBecause}`, `meshvm war rollout ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`${e.vmExec} sudo systemctl restart istio`)}` : ''}`)
+    }
+    const healthy = conditionOf(we, 'Healthy')
+    const probe = isRecord(specOf(e.group).probe)
+    if (healthy && conditionStatus(healthy) === 'False') {
+      add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic)`, vmCommand(`curl -sS http://127.0.0.1:15021/healthz/ready; sudo journalctl -u istio -n 50`))
+    } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
+    else if (probe && ann[WE_ANN.healthChecks] === 'true') add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
+    const waypoint = conditionOf(we, 'WaypointBound')
+    if (waypoint && conditionStatus(waypoint) === 'False') {
+      add(4, 'registration.waypoint', 'fail', `WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`, `kubectl get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`)
+    }
+    if (we && ann[WE_ANN.group] && labelsOf(we)[TUNNEL_LABEL] === undefined && e.sync?.proxyVersion && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')) {
+      add(4, 'registration.tunnel', 'warn', `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`, `meshvm war rollout ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`)
+    }
+    for (const ev of e.events.slice(0, 3)) add(4, 'registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
+  }
+
+  // 5. The Service or ServiceEntry that selects it.
+  if (we) {
+    const labels = entryLabels(we)
+    const selecting = [
+      ...e.services.filter((s) => selects(rec(specOf(s).selector), labels)).map((s) => ({kind: 'Service', obj: s})),
+      ...e.serviceEntries.filter((s) => selects(rec(rec(specOf(s).workloadSelector).labels), labels)).map((s) => ({kind: 'ServiceEntry', obj: s})),
+    ]
+    const labelText = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
+    if (selecting.length === 0) {
+      add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, `meshvm onboard ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --port http=8080 --apply   # or a Service with selector ${labelText || 'app=NAME'}`)
+    } else {
+      add(5, 'service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
+      const wePorts = rec(specOf(we).ports)
+      const groupPorts = rec(rec(specOf(e.group).template).ports)
+      const named = {...groupPorts, ...wePorts}
+      for (const s of selecting.filter((x) => x.kind === 'Service')) {
+        for (const p of servicePorts(s.obj)) {
+          if (typeof p.targetPort === 'string' && !(p.targetPort in named)) {
+            add(5, 'service.ports', 'fail', `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`, `kubectl patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`)
+          }
+        }
+      }
+    }
+  } else add(5, 'service', 'skip', 'no WorkloadEntry to check')
+
+  // 6. Sync state, as istiod reports it.
+  const sync = e.sync
+  if (!sync) add(6, 'sync', 'skip', 'no proxy to look for')
+  else if (sync.unreadable) add(6, 'sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
+  else if (!sync.connected) add(6, 'sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? `${e.vmExec} 'sudo systemctl restart istio'` : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
+  else {
+    const errors = sync.types.filter((t) => t.state === 'ERROR')
+    const stale = sync.types.filter((t) => t.state === 'STALE')
+    if (errors.length > 0) add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}`, `meshvm proxy-status ${q(e.query)} -n ${q(ns)}   # fix the configuration named in the error (istioctl analyze -n ${ns})`)
+    else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
+    else add(6, 'sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
+    if (sync.versionSkew) add(6, 'sync.version', 'warn', `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`, `upgrade the VM's istio-sidecar package to ${sync.istiodVersion ?? "istiod's version"}`)
+  }
+
+  // 7. On the VM (--vm-exec).
+  if (!e.probe) add(7, 'vm', 'skip', `not checked (pass --vm-exec 'ssh "$MESHVM_VM_ADDRESS"' to check the VM itself)`)
+  else if (e.probe.error) add(7, 'vm', 'fail', `--vm-exec failed: ${e.probe.error}`, 'run the command by hand with MESHVM_VM_ADDRESS set to the VM\'s address')
+  else {
+    const p = e.probe.probe!
+    if (p.ready === '200') add(7, 'vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
+    else add(7, 'vm.ready', 'fail', p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`, vmCommand('sudo systemctl restart istio'))
+    if (p.cert) {
+      const left = p.cert.daysLeft
+      if (left !== undefined && left <= 0) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, vmCommand('sudo systemctl restart istio'))
+      else add(7, 'vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
+    } else if (p.ready === '200') add(7, 'vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
+    if (e.meshRootSerial && p.rootSerials.length > 0) {
+      if (p.rootSerials.includes(e.meshRootSerial)) add(7, 'vm.root', 'pass', "the VM's Envoy trusts the current mesh root")
+      else add(7, 'vm.root', 'fail', `the VM's Envoy trusts another root (serial ${p.rootSerials.join(', ')}) than the mesh root in istio-ca-root-cert (serial ${e.meshRootSerial})`, `meshvm bundle ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} -d DIR   # copy DIR/root-cert.pem to /var/run/secrets/istio/root-cert.pem on the VM, then restart istio`)
+    }
+    if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
+    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", vmCommand('grep istiod /etc/hosts || cat hosts >> /etc/hosts   # the hosts file of the bundle'))
+    if (p.xds) {
+      if ((p.xds.active ?? 0) > 0) add(7, 'vm.xds', 'pass', `connected to istiod at ${p.xds.address ?? '?'}`)
+      else add(7, 'vm.xds', 'fail', `Envoy has no connection to istiod${p.xds.address ? ` at ${p.xds.address}` : ''}`, vmCommand('sudo journalctl -u istio -n 50'))
+    }
+  }
+
+  const firstFail = checks.find((c) => c.status === 'fail')
+  const result = firstFail ? 'fail' : checks.some((c) => c.status === 'warn') ? 'warn' : 'pass'
+  const title = (n: number) => DOCTOR_STEPS.find((s) => s.step === n)?.title ?? ''
+  return {
+    query: e.query,
+    namespace: e.namespace,
+    ...(e.context ? {context: e.context} : {}),
+    ...(we ? {workloadEntry: nameOf(we)} : {}),
+    result,
+    checks,
+    ...(firstFail ? {summary: `step ${firstFail.step} (${title(firstFail.step)}): ${firstFail.detail}${firstFail.fix ? `; fix: ${firstFail.fix}` : ''}`} : {}),
+  }
+}
+
+/** Whether an auto-registered entry no longer matches its group's template (labels, service account, network). */
+export function entryStaleAgainstGroup(entry: KubeObject, group: KubeObject): string | undefined {
+  const template = rec(specOf(group).template)
+  const spec = specOf(entry)
+  const diffs: string[] = []
+  const sa = str(template.serviceAccount)
+  if (sa && str(spec.serviceAccount) !== sa) diffs.push(`service account ${str(spec.serviceAccount) ?? '(none)'} → ${sa}`)
+  const network = str(template.network)
+  if (network && str(spec.network) !== network) diffs.push(`network ${str(spec.network) ?? '(none)'} → ${network}`)
+  const want = {...(rec(rec(specOf(group).metadata).labels) as Record<string, unknown>), ...rec(template.labels)}
+  const have = entryLabels(entry)
+  for (const [k, v] of Object.entries(want)) if (typeof v === 'string' && have[k] !== v) diffs.push(`label ${k}=${have[k] ?? '(none)'} → ${v}`)
+  return diffs.length > 0 ? diffs.join(', ') : undefined
+}

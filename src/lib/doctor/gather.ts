@@ -1,0 +1,240 @@
+/**
+ * `meshvm doctor`: everything read about one VM, from the cluster (and, with --vm-exec, from the VM),
+ * into an Evidence for diagnose.ts. Reads only; a read that fails is evidence too (a check that says
+ * why), never a crash half-way through the chain.
+ */
+import {isIP} from 'node:net'
+import {ExitCode, MeshvmError} from '../errors.js'
+import type {KubeClient} from '../kube/client.js'
+import {annotationsOf, labelsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
+import {Resources, resourcePath} from '../kube/resources.js'
+import {resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
+import type {OfflineResult} from '../bundle-verify/offline.js'
+import {staleDifference} from '../war/model.js'
+import {entryStaleAgainstGroup, type Evidence, type SyncEvidence} from './diagnose.js'
+import {parseProbe, pemSerial, probeScript, runVmExec} from './probe.js'
+import type {ProxyStatusRow} from '../proxy-status/model.js'
+
+export interface Target {
+  /** What the user asked about: a registration or WorkloadEntry name, HOSTNAME.NAMESPACE, or an address. */
+  query?: string
+  /** The bundle checked with --bundle (its offline result; live checks are added by the caller). */
+  bundle?: OfflineResult
+}
+
+export interface GatherOptions {
+  namespace: string
+  /** -n was given (a HOSTNAME.NAMESPACE query is then read as a plain name first). */
+  namespaceExplicit: boolean
+  istioNamespace: string
+  revision?: string
+  ingressService: string
+  vmExec?: string
+  timeoutMs: number
+  now: Date
+  context?: string
+  /** The proxy rows of the namespace (proxy-status's snapshot), or why they could not be read. */
+  rows: () => Promise<{rows: ProxyStatusRow[]; registrationOf: (row: ProxyStatusRow) => {name: string} | undefined} | {error: string}>
+}
+
+interface EventObject extends KubeObject {
+  type?: string
+  reason?: string
+  message?: string
+  count?: number
+  lastTimestamp?: string
+  eventTime?: string
+  involvedObject?: {kind?: string; name?: string}
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
+
+async function listIn(client: KubeClient, res: (typeof Resources)[keyof typeof Resources], namespace: string, query?: Record<string, string>): Promise<KubeObject[]> {
+  return client.list<KubeObject>(resourcePath(res, {namespace}), query)
+}
+
+/** Hosts-file lines `ADDRESS NAME…`: the address given for `host`. */
+export function hostsAddress(hosts: string | undefined, host: string | undefined): string | undefined {
+  if (!hosts || !host) return undefined
+  for (const line of hosts.split('\n')) {
+    const words = line.replace(/#.*/, '').trim().split(/\s+/)
+    if (words.length > 1 && words.slice(1).includes(host)) return words[0]
+  }
+  return undefined
+}
+
+/** The WorkloadEntry the query names: by name, by its WAR's name, by address, or the one entry of the bundle's group. */
+function findEntry(entries: KubeObject[], wars: KubeObject[], query: string | undefined, group: string | undefined): {entry?: KubeObject; war?: KubeObject; ambiguous?: string[]} {
+  const byName = (n: string) => entries.find((e) => e.metadata?.name === n)
+  if (query !== undefined) {
+    if (isIP(query) !== 0) {
+      const at = entries.filter((e) => str((e.spec as {address?: unknown} | undefined)?.address) === query)
+      return at.length > 1 ? {entry: at[0], ambiguous: at.map((e) => e.metadata?.name ?? '?')} : {entry: at[0]}
+    }
+    const war = wars.find((w) => w.metadata?.name === query)
+    if (war) return {war, entry: entries.find((e) => ownerOfKind(e, 'WorkloadAutoRegistration')?.name === query)}
+    const entry = byName(query)
+    if (entry) return {entry, war: wars.find((w) => w.metadata?.name === ownerOfKind(entry, 'WorkloadAutoRegistration')?.name)}
+    // A WorkloadGroup's name: its one VM.
+    group = query
+  }
+  if (group !== undefined) {
+    const of = entries.filter((e) => annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
+    if (of.length === 1) return {entry: of[0], war: wars.find((w) => w.metadata?.name === ownerOfKind(of[0], 'WorkloadAutoRegistration')?.name)}
+    if (of.length > 1) return {ambiguous: of.map((e) => e.metadata?.name ?? '?')}
+  }
+  return {}
+}
+
+export async function gatherEvidence(client: KubeClient, target: Target, o: GatherOptions): Promise<Evidence & {ambiguous?: string[]}> {
+  const bundle = target.bundle
+  const namespace = bundle?.env.POD_NAMESPACE ?? o.namespace
+  let query = target.query
+  let rowsPromise: ReturnType<GatherOptions['rows']> | undefined
+  const rows = () => (rowsPromise ??= o.rows())
+
+  const [entries, wars, services, serviceEntries] = await Promise.all([
+    listIn(client, Resources.workloadEntries, namespace),
+    listIn(client, Resources.workloadAutoRegistrations, namespace).catch(() => [] as KubeObject[]), // no WAR CRD: no WARs
+    listIn(client, Resources.services, namespace),
+    listIn(client, Resources.serviceEntries, namespace),
+  ])
+
+  // HOSTNAME.NAMESPACE (the proxy ID istiod knows a VM by): the registration the proxy is paired with.
+  let found = findEntry(entries, wars, query, bundle?.env.ISTIO_META_WORKLOAD_NAME)
+  if (!found.entry && !found.war && query !== undefined && isIP(query) === 0 && query.includes('.')) {
+    const r = await rows()
+    if (!('error' in r)) {
+      const row = r.rows.find((x) => x.name === query)
+      const reg = row ? r.registrationOf(row) : undefined
+      if (reg) found = findEntry(entries, wars, reg.name, undefined)
+      else if (row?.address) found = findEntry(entries, wars, row.address, undefined)
+    }
+  }
+  const entry = found.entry
+  const groupName = str(annotationsOf(entry)['istio.io/autoRegistrationGroup']) ?? ownerOfKind(entry, 'WorkloadGroup')?.name ?? str((found.war?.spec as {workloadGroup?: unknown} | undefined)?.workloadGroup) ?? bundle?.env.ISTIO_META_WORKLOAD_NAME ?? (entry ? undefined : query)
+  query ??= groupName ?? '(bundle)'
+
+  const group = groupName ? await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName})) : undefined
+
+  // The revision: the one the bundle names (istiod-REV), else --revision, else the default tag.
+  const bundleRevision = bundle?.discoveryAddress ? /^istiod-([^.]+)\./.exec(bundle.discoveryAddress)?.[1] : undefined
+  const revision = bundleRevision ?? revisionOrUndefined((await resolveRevision(client, o.revision)).revision)
+  const istiodPods = await client.list<KubeObject & {status?: {phase?: string; conditions?: {type?: string; status?: string}[]}; spec?: {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]}}>(
+    resourcePath(Resources.pods, {namespace: o.istioNamespace}),
+    {labelSelector: revision ? `app=istiod,istio.io/rev=${revision}` : 'app=istiod'},
+  )
+  const ofRevision = revision ? istiodPods : istiodPods.filter((p) => (labelsOf(p)['istio.io/rev'] ?? 'default') === 'default')
+  const pods = ofRevision.map((p) => ({
+    name: p.metadata?.name ?? '?',
+    ready: p.status?.phase === 'Running' && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+    version: /:([^:@]+)(?:@.*)?$/.exec(p.spec?.containers?.[0]?.image ?? '')?.[1],
+  }))
+  // The Deployment's environment: what the next istiod pod runs with (the pods', when there is none).
+  const env: Record<string, string> = {}
+  const deployment = await client.getOptional<{spec?: {template?: {spec?: {containers?: {env?: {name?: string; value?: string}[]}[]}}}}>(resourcePath(Resources.deployments, {namespace: o.istioNamespace, name: revision ? `istiod-${revision}` : 'istiod'}))
+  for (const v of deployment?.spec?.template?.spec?.containers?.[0]?.env ?? ofRevision[0]?.spec?.containers?.[0]?.env ?? []) if (v.name && typeof v.value === 'string') env[v.name] = v.value
+
+  // The way in: the east-west gateway and the networks.
+  const parts = o.ingressService.split('.')
+  const [gwName, gwNamespace] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
+  const [gatewayService, istioNs] = await Promise.all([
+    client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: gwNamespace, name: gwName})),
+    client.getOptional<KubeObject>(resourcePath(Resources.namespaces, {name: o.istioNamespace})),
+  ])
+  const istiodHost = bundle?.discoveryAddress?.replace(/:\d+$/, '') ?? (bundle?.env.CA_ADDR ?? '').replace(/:\d+$/, '') ?? undefined
+
+  // The registration's neighbours: entries at the same address, events about it.
+  const address = str((entry?.spec as {address?: unknown} | undefined)?.address)
+  const duplicates = entry && address ? entries.filter((e) => e !== entry && str((e.spec as {address?: unknown} | undefined)?.address) === address) : []
+  let events: Evidence['events'] = []
+  if (entry?.metadata?.name) {
+    const list = await client.list<EventObject>(resourcePath(Resources.events, {namespace}), {fieldSelector: `involvedObject.name=${entry.metadata.name}`}).catch(() => [] as EventObject[])
+    events = list
+      .filter((ev) => ev.type === 'Warning')
+      .sort((a, b) => {
+        // Newest first (RFC 3339 times sort as text).
+        const ta = String(a.lastTimestamp ?? a.eventTime ?? '')
+        const tb = String(b.lastTimestamp ?? b.eventTime ?? '')
+        return ta < tb ? 1 : ta > tb ? -1 : 0
+      })
+      .map((ev) => ({reason: ev.reason, message: ev.message, count: ev.count, lastTimestamp: ev.lastTimestamp}))
+  }
+  let staleBecause: string | undefined
+  if (found.war && group) staleBecause = staleDifference(found.war, group) || undefined
+  else if (entry && group && annotationsOf(entry)['istio.io/autoRegistrationGroup']) staleBecause = entryStaleAgainstGroup(entry, group)
+
+  // Sync state, from istiod's syncz (through proxy-status's run).
+  let sync: SyncEvidence | undefined
+  if (entry) {
+    const r = await rows()
+    if ('error' in r) sync = {connected: false, types: [], unreadable: r.error}
+    else {
+      const row = r.rows.find((x) => x.type !== 'istiod' && (r.registrationOf(x)?.name === entry.metadata?.name || r.registrationOf(x)?.name === found.war?.metadata?.name))
+      if (!row || !row.connected) sync = {connected: false, types: []}
+      else {
+        sync = {
+          connected: true, istiod: row.istiod, proxyVersion: row.version, istiodVersion: row.istiodRef?.version, versionSkew: row.versionSkew,
+          types: Object.entries(row.xds).filter(([, t]) => t.subscribed).map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
+        }
+      }
+    }
+  }
+
+  // The mesh root, for the VM's Envoy to be compared with.
+  const rootCm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace, name: 'istio-ca-root-cert'}))
+  const rootPem = rootCm?.data?.['root-cert.pem']
+  const meshRootSerial = rootPem ? pemSerial(rootPem) : undefined
+
+  // The VM itself.
+  let probe: Evidence['probe']
+  if (o.vmExec !== undefined && (address || bundle)) {
+    const vmEnv = {MESHVM_VM_NAME: entry?.metadata?.name ?? '', MESHVM_VM_ADDRESS: address ?? '', MESHVM_VM_HOSTNAME: address ?? '', MESHVM_NAMESPACE: namespace}
+    const host = istiodHost || `istiod${revision ? `-${revision}` : ''}.${o.istioNamespace}.svc`
+    if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(host)) probe = {error: `istiod's host ${JSON.stringify(host)} is not a DNS name`}
+    else {
+      const result = await runVmExec(o.vmExec, vmEnv, probeScript({istiodHost: host}), {timeoutMs: o.timeoutMs})
+      const parsed = parseProbe(result.stdout)
+      if (result.timedOut) probe = {error: `no answer within ${Math.round(o.timeoutMs / 1000)}s`}
+      else if (result.truncated) probe = {error: 'the answer was larger than 1 MiB'}
+      else if (!parsed.sections.includes('end')) probe = {error: `exit code ${result.code}${result.stderr.trim() ? `: ${result.stderr.trim().split('\n').pop()}` : ''} (the checks did not run to the end)`}
+      else probe = {probe: parsed}
+    }
+  }
+
+  return {
+    now: o.now,
+    namespace,
+    query,
+    ...(o.context ? {context: o.context} : {}),
+    ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME}} : {}),
+    gateway: {
+      name: gwName, namespace: gwNamespace, service: gatewayService,
+      bundleAddress: bundle ? hostsAddress(bundle.hosts, istiodHost) : undefined,
+      controlPlaneNetwork: labelsOf(istioNs)['topology.istio.io/network'],
+    },
+    istiod: {pods, ...(revision ? {revision} : {}), env},
+    group,
+    groupName,
+    entry,
+    war: found.war,
+    staleBecause,
+    duplicates,
+    events,
+    services,
+    serviceEntries,
+    sync,
+    probe,
+    meshRootSerial,
+    vmExec: o.vmExec,
+    ...(found.ambiguous ? {ambiguous: found.ambiguous} : {}),
+  }
+}
+
+/** A query that matches nothing in any context. */
+export function vmNotFound(query: string, namespace: string): MeshvmError {
+  return new MeshvmError(`no VM ${JSON.stringify(query)} in namespace ${JSON.stringify(namespace)}: no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address`, {
+    exit: ExitCode.NOT_FOUND, code: 'NotFound',
+    hints: [`list the VMs with: meshvm war list -n ${namespace}`],
+  })
+}

@@ -1,0 +1,191 @@
+/**
+ * `doctor --vm-exec`: the read-only checks run on the VM itself. meshvm sends one POSIX sh script on
+ * the standard input of the user's command template (e.g. `ssh "$MESHVM_VM_ADDRESS"`, whose remote
+ * shell reads commands from stdin) and reads back sections marked `@@meshvm-doctor NAME`. The script
+ * only reads: pilot-agent's readiness (15021), Envoy's admin `/certs` and `/clusters` (15000), the
+ * interception rules, and what the VM's resolver answers for istiod's host.
+ *
+ * Values embedded in the script are validated by the caller and shell-quoted here; nothing the VM
+ * answers is executed or shown unescaped.
+ */
+import {spawn} from 'node:child_process'
+import {X509Certificate} from 'node:crypto'
+import {shellQuote} from '../cli/prompt.js'
+import {isRecord} from '../util/records.js'
+
+export const PROBE_MARK = '@@meshvm-doctor'
+
+/** The script the VM runs. `istiodHost` is the host name of the bundle's discovery address. */
+export function probeScript(o: {istiodHost: string}): string {
+  const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
+  return [
+    '#!/bin/sh',
+    '# meshvm doctor: read-only checks of the Istio sidecar on this VM.',
+    `istiod_host=${shellQuote(o.istiodHost)}`,
+    'get() { curl -s --max-time 3 "$1" 2>/dev/null || wget -q -T 3 -O - "$1" 2>/dev/null; }',
+    section('ready'),
+    `curl -s -o /dev/null -w '%{http_code}' --max-time 3 http://127.0.0.1:15021/healthz/ready 2>/dev/null || echo unreachable`,
+    section('certs'),
+    'get http://127.0.0.1:15000/certs',
+    section('clusters'),
+    `get http://127.0.0.1:15000/clusters | grep '^xds-grpc::'`,
+    section('interception'),
+    `{ iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null; } | grep -c -E 'ISTIO_(OUTPUT|REDIRECT|IN_REDIRECT)|istio' || true`,
+    section('dns'),
+    `getent hosts "$istiod_host" 2>/dev/null | head -n 1 || true`,
+    section('end'),
+    '',
+  ].join('\n')
+}
+
+export interface VmProbe {
+  /** HTTP status of pilot-agent's /healthz/ready, or 'unreachable'. */
+  ready?: string
+  /** The workload certificate Envoy serves. */
+  cert?: {expires?: string; daysLeft?: number; serial?: string}
+  /** Serial numbers of the roots Envoy trusts (lower-case hex, no leading zeros). */
+  rootSerials: string[]
+  /** istiod as Envoy's xds-grpc cluster has it: address and active connections. */
+  xds?: {address?: string; active?: number}
+  /** Number of Istio interception rules found (iptables or nftables); undefined when not read. */
+  interceptionRules?: number
+  /** What the VM's resolver returns for istiod's host (an address), or '' when it resolves nothing. */
+  dns?: string
+  /** The sections the answer had: a VM that stopped half-way is reported as such. */
+  sections: string[]
+}
+
+export function normalSerial(serial: string): string {
+  return serial.toLowerCase().replace(/[^0-9a-f]/g, '').replace(/^0+(?=.)/, '')
+}
+
+/** The serial of a PEM certificate, as Envoy prints serials; undefined when it does not parse. */
+export function pemSerial(pem: string): string | undefined {
+  try {
+    return normalSerial(new X509Certificate(pem).serialNumber)
+  } catch {
+    return undefined
+  }
+}
+
+function certEntries(list: unknown): Record<string, unknown>[] {
+  return Array.isArray(list) ? list.filter(isRecord) : []
+}
+
+/** Parses the probe's answer. Never throws: what is missing stays undefined. */
+export function parseProbe(text: string): VmProbe {
+  const sections = new Map<string, string>()
+  let current: string | undefined
+  let body: string[] = []
+  for (const line of text.split('\n')) {
+    if (line.startsWith(PROBE_MARK + ' ')) {
+      if (current !== undefined) sections.set(current, body.join('\n').trim())
+      current = line.slice(PROBE_MARK.length + 1).trim()
+      body = []
+    } else if (current !== undefined) body.push(line)
+  }
+  if (current !== undefined) sections.set(current, body.join('\n').trim())
+
+  const probe: VmProbe = {rootSerials: [], sections: [...sections.keys()]}
+  const ready = sections.get('ready')
+  if (ready !== undefined && ready !== '') probe.ready = /^\d{3}$/.test(ready) ? ready : 'unreachable'
+
+  const certs = sections.get('certs')
+  if (certs) {
+    try {
+      const doc: unknown = JSON.parse(certs)
+      for (const c of certEntries(isRecord(doc) ? doc.certificates : undefined)) {
+        for (const root of certEntries(c.ca_cert)) if (typeof root.serial_number === 'string') probe.rootSerials.push(normalSerial(root.serial_number))
+        const leaf = certEntries(c.cert_chain)[0]
+        if (leaf && !probe.cert) {
+          const days = Number(leaf.days_until_expiration)
+          probe.cert = {
+            expires: typeof leaf.expiration_time === 'string' ? leaf.expiration_time : undefined,
+            daysLeft: Number.isFinite(days) ? days : undefined,
+            serial: typeof leaf.serial_number === 'string' ? normalSerial(leaf.serial_number) : undefined,
+          }
+        }
+      }
+    } catch {
+      // Not JSON: Envoy's admin port answered something else; the cert stays unknown.
+    }
+  }
+
+  const clusters = sections.get('clusters')
+  if (clusters !== undefined) {
+    for (const line of clusters.split('\n')) {
+      // xds-grpc::10.0.0.5:15012::cx_active::1
+      const m = /^xds-grpc::(.+?)::([a-z_]+)::(.*)$/.exec(line.trim())
+      if (!m) continue
+      probe.xds ??= {}
+      probe.xds.address ??= m[1]
+      if (m[2] === 'cx_active') probe.xds.active = (probe.xds.active ?? 0) + (Number(m[3]) || 0)
+    }
+  }
+
+  const rules = sections.get('interception')
+  if (rules !== undefined && /^\d+$/.test(rules)) probe.interceptionRules = Number(rules)
+  const dns = sections.get('dns')
+  if (dns !== undefined) probe.dns = dns.split(/\s+/)[0] ?? ''
+  return probe
+}
+
+export interface ExecResult {
+  code: number
+  stdout: string
+  stderr: string
+  /** The answer was cut at maxBytes, or the command ran past the time-out and was stopped. */
+  truncated?: boolean
+  timedOut?: boolean
+}
+
+/**
+ * Runs the user's command template through sh with `env`, the script on its stdin. Output is bounded
+ * (what passes maxBytes is dropped and the command stopped) and so is time.
+ */
+export function runVmExec(template: string, env: Record<string, string>, script: string, o: {timeoutMs: number; maxBytes?: number}): Promise<ExecResult> {
+  const maxBytes = o.maxBytes ?? 1024 * 1024
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', template], {env: {...process.env, ...env}, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32'})
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    let size = 0
+    let truncated = false
+    let timedOut = false
+    const stop = (): void => {
+      try {
+        // The template may start a process tree (ssh, a wrapper): stop the whole group.
+        if (child.pid !== undefined && process.platform !== 'win32') process.kill(-child.pid, 'SIGKILL')
+        else child.kill('SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+    const timer = setTimeout(() => {
+      timedOut = true
+      stop()
+    }, o.timeoutMs)
+    const keep = (into: Buffer[]) => (d: Buffer) => {
+      if (truncated) return
+      size += d.length
+      if (size > maxBytes) {
+        truncated = true
+        stop()
+        return
+      }
+      into.push(d)
+    }
+    child.stdout.on('data', keep(out))
+    child.stderr.on('data', keep(err))
+    child.stdin.on('error', () => {}) // a template that ignores stdin closes it early
+    child.stdin.end(script)
+    child.on('error', (e) => {
+      clearTimeout(timer)
+      resolve({code: 127, stdout: '', stderr: e.message})
+    })
+    child.on('close', (code, sig) => {
+      clearTimeout(timer)
+      resolve({code: code ?? (sig ? 128 : 1), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), truncated, timedOut})
+    })
+  })
+}

@@ -1,0 +1,130 @@
+/**
+ * One `meshvm doctor` run: for each context, the session, the istiod readers (proxy-status's run, so
+ * istiod is reached the same way), the evidence and the diagnosis; the context that holds the VM wins.
+ */
+import {MeshvmError} from '../errors.js'
+import type {KubeSession} from '../kube/session.js'
+import type {OfflineResult} from '../bundle-verify/offline.js'
+import {Resources, resourcePath} from '../kube/resources.js'
+import {annotationsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
+import {diagnose, type DoctorReport} from './diagnose.js'
+import {gatherEvidence, vmNotFound, type GatherOptions} from './gather.js'
+
+export interface DoctorRunOptions {
+  contexts: (string | undefined)[]
+  openSession: (context: string | undefined) => Promise<KubeSession>
+  ingressService: string
+  vmExec?: string
+  timeoutMs: number
+  warn: (text: string) => void
+}
+
+interface ContextRun {
+  session: KubeSession
+  close: () => void
+  rows: GatherOptions['rows']
+}
+
+async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string): Promise<ContextRun> {
+  const session = await o.openSession(context)
+  const {ProxyStatusRun} = await import('../proxy-status/run.js')
+  let run: Awaited<ReturnType<typeof ProxyStatusRun.start>> | undefined
+  let snap: ReturnType<GatherOptions['rows']> | undefined
+  const rows: GatherOptions['rows'] = () =>
+    (snap ??= (async () => {
+      try {
+        run = await ProxyStatusRun.start([context], {openSession: async () => session, vmsOnly: true}, () => {})
+        const s = await run.snapshot({timeoutMs: o.timeoutMs, selector: [], namespace: namespace ?? session.namespace}, () => {})
+        const problem = s.problems[0]
+        if (s.rows.length === 0 && problem) return {error: problem.error.message}
+        return {rows: s.rows, registrationOf: s.registrationOf}
+      } catch (err) {
+        if (err instanceof MeshvmError) return {error: err.message}
+        throw err
+      }
+    })())
+  return {session, rows, close: () => (run ? run.close() : session.client.close())}
+}
+
+function gatherOptions(c: ContextRun, o: DoctorRunOptions, multi: boolean): GatherOptions {
+  return {
+    namespace: c.session.namespace,
+    namespaceExplicit: c.session.namespaceExplicit,
+    istioNamespace: c.session.istioNamespace,
+    revision: c.session.revision,
+    ingressService: o.ingressService,
+    vmExec: o.vmExec,
+    timeoutMs: o.timeoutMs,
+    now: new Date(),
+    ...(multi ? {context: c.session.contextName} : {}),
+    rows: c.rows,
+  }
+}
+
+/** Doctors one VM (a query, or the bundle's VM); with several contexts, in the one that holds it. */
+export async function doctorVm(target: {query?: string; bundle?: OfflineResult}, o: DoctorRunOptions): Promise<DoctorReport> {
+  const multi = o.contexts.length > 1
+  let fallback: DoctorReport | undefined
+  const holders: string[] = []
+  let chosen: DoctorReport | undefined
+  for (const context of o.contexts) {
+    const c = await openContext(context, o, target.bundle?.env.POD_NAMESPACE)
+    try {
+      const evidence = await gatherEvidence(c.session.client, target, gatherOptions(c, o, multi))
+      if (evidence.ambiguous) {
+        throw new MeshvmError(`${evidence.ambiguous.length} VMs match ${JSON.stringify(evidence.query)}: ${evidence.ambiguous.join(', ')}`, {
+          code: 'Ambiguous', exit: 2,
+          hints: [`name one: meshvm doctor ${evidence.ambiguous[0]} -n ${evidence.namespace}, or all of them: meshvm doctor -A -n ${evidence.namespace}`],
+        })
+      }
+      if (target.bundle) {
+        const {liveChecks} = await import('../bundle-verify/live.js')
+        const live = await liveChecks(c.session.client, target.bundle, {istioNamespace: c.session.istioNamespace, ingressService: o.ingressService})
+        evidence.bundle = {...evidence.bundle, checks: [...target.bundle.checks, ...live]}
+      }
+      const report = diagnose(evidence)
+      if (evidence.entry || evidence.war) {
+        holders.push(c.session.contextName)
+        chosen ??= report
+      } else if (evidence.group || target.bundle) fallback ??= report
+    } finally {
+      c.close()
+    }
+  }
+  if (holders.length > 1) o.warn(`the VM is registered in ${holders.length} contexts (${holders.join(', ')}): showing ${holders[0]}`)
+  const report = chosen ?? fallback
+  if (!report) throw vmNotFound(target.query ?? '(bundle)', (await namespaceOf(o)) ?? 'default')
+  return report
+}
+
+async function namespaceOf(o: DoctorRunOptions): Promise<string | undefined> {
+  try {
+    const s = await o.openSession(o.contexts[0])
+    s.client.close()
+    return s.namespace
+  } catch {
+    return undefined
+  }
+}
+
+/** -A: every VM of the namespace (or of one WorkloadGroup), in every context. */
+export async function doctorAll(group: string | undefined, o: DoctorRunOptions): Promise<DoctorReport[]> {
+  const multi = o.contexts.length > 1
+  const reports: DoctorReport[] = []
+  for (const context of o.contexts) {
+    const c = await openContext(context, o)
+    try {
+      const ns = c.session.namespace
+      const entries = await c.session.client.list<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: ns}))
+      const names = entries
+        .filter((e) => group === undefined || annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
+        .map((e) => e.metadata?.name ?? '')
+        .filter((n) => n !== '')
+        .sort()
+      for (const name of names) reports.push(diagnose(await gatherEvidence(c.session.client, {query: name}, gatherOptions(c, o, multi))))
+    } finally {
+      c.close()
+    }
+  }
+  return reports
+}

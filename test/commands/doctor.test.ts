@@ -1,0 +1,287 @@
+/**
+ * `meshvm doctor` end to end on the test cluster: a VM that passes every step, then each failure mode
+ * made in the cluster (or on the simulated VM through --vm-exec), named as the first failing step
+ * with a fix that, when run, makes doctor pass again.
+ */
+import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
+import {chmodSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {BIN, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
+import {resourceKey} from '../cluster/index.js'
+
+let cluster: TestCluster
+let dir: string
+const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
+const WG = resourceKey('networking.istio.io', 'workloadgroups')
+const WE = resourceKey('networking.istio.io', 'workloadentries')
+const SVC = resourceKey('', 'services')
+const DEPLOY = resourceKey('apps', 'deployments')
+
+interface Report {
+  result: string
+  workloadEntry?: string
+  summary?: string
+  checks: {step: number; check: string; status: string; detail: string; fix?: string}[]
+}
+
+function doctor(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return runCli(['doctor', ...args], {env: {...cluster.env, ...env}, timeoutMs: 60_000})
+}
+
+async function report(args: string[], env: Record<string, string> = {}): Promise<{r: CliResult; report: Report}> {
+  const r = await doctor([...args, '-o', 'json'], env)
+  expect(r.stderr).not.toMatch(STACK_TRACE)
+  expect(r.stdout, r.stderr).not.toBe('')
+  return {r, report: JSON.parse(r.stdout) as Report}
+}
+
+const firstFail = (rep: Report) => rep.checks.find((c) => c.status === 'fail')
+
+function seedGroup(name: string, namespace: string, extra: Record<string, unknown> = {}): void {
+  const existing = cluster.store.get(WG, namespace, name)
+  const spec = {metadata: {labels: {app: name}}, template: {serviceAccount: 'default', network: 'vm-network', ports: {http: 8080}}, probe: {httpGet: {port: 8080, path: '/ready'}}, ...extra}
+  // Updated in place: deleting the group would let the garbage collector take its entries.
+  if (existing) cluster.store.update(WG, {...existing, metadata: {...existing.metadata, resourceVersion: undefined}, spec})
+  else cluster.store.create(WG, 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name, namespace}, spec})
+}
+
+function seedService(name: string, namespace: string, selector: Record<string, string>, targetPort: number | string = 8080): void {
+  if (cluster.store.get(SVC, namespace, name)) cluster.store.delete(SVC, namespace, name)
+  cluster.store.create(SVC, 'Service', {apiVersion: 'v1', kind: 'Service', metadata: {name, namespace}, spec: {selector, ports: [{name: 'http', port: 80, targetPort}]}})
+}
+
+function labelNetworks(): void {
+  const ns = cluster.store.get('/namespaces', undefined, 'istio-system')!
+  cluster.store.update('/namespaces', {...ns, metadata: {...ns.metadata, resourceVersion: undefined, labels: {...ns.metadata.labels, 'topology.istio.io/network': 'net1'}}})
+  const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+  cluster.store.update(SVC, {...gw, metadata: {...gw.metadata, resourceVersion: undefined, labels: {...gw.metadata.labels, 'topology.istio.io/network': 'net1'}}})
+}
+
+beforeAll(async () => {
+  cluster = await startCluster({rootCertDelayMs: 10})
+  dir = mkdtempSync(join(tmpdir(), 'meshvm-doctor-'))
+  labelNetworks()
+})
+
+afterAll(async () => {
+  await cluster?.stop()
+  rmSync(dir, {recursive: true, force: true})
+})
+
+beforeEach(() => {
+  seedGroup('web', 'apps')
+  seedService('web', 'apps', {app: 'web'})
+  cluster.mesh.watchNamespace('apps')
+  for (const we of cluster.store.list(WE, 'apps')) cluster.store.delete(WE, 'apps', we.metadata.name)
+  cluster.mesh.addVm({name: 'vm-1', namespace: 'apps', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+})
+
+describe('meshvm doctor', () => {
+  it('passes a connected, healthy, selected VM, found by WorkloadEntry name, address or group', async () => {
+    for (const q of ['web-10.0.0.5', '10.0.0.5', 'web']) {
+      const {r, report: rep} = await report([q, '-n', 'apps'])
+      expect(r.code, r.stderr + r.stdout).toBe(0)
+      expect(rep.workloadEntry).toBe('web-10.0.0.5')
+      expect(firstFail(rep)).toBeUndefined()
+      expect(rep.checks.find((c) => c.check === 'sync')?.status).toBe('pass')
+      expect(rep.checks.find((c) => c.check === 'service')?.detail).toContain('Service web')
+    }
+    const table = await doctor(['web-10.0.0.5', '-n', 'apps'])
+    expect(table.code).toBe(0)
+    expect(table.stdout.split('\n')[0]).toMatch(/^STEP\s+CHECK\s+STATUS\s+DETAIL/)
+    expect(table.stderr).toContain('every check passed')
+  })
+
+  it('a VM that matches nothing is exit 4 with a one-line error; no VM at all is a usage error', async () => {
+    const r = await doctor(['nope', '-n', 'apps'])
+    expect(r.code).toBe(4)
+    expect(r.stderr.split('\n')[0]).toBe('Error: no VM "nope" in namespace "apps": no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address')
+    const u = await doctor([])
+    expect(u.code).toBe(2)
+    expect(u.stderr).not.toMatch(STACK_TRACE)
+  })
+
+  it('an unhealthy probe is step 4 with the probe message', async () => {
+    cluster.mesh.addVm({name: 'vm-1', namespace: 'apps', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: false})
+    const {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+    expect(r.code).toBe(8)
+    expect(firstFail(rep)).toMatchObject({step: 4, check: 'registration.healthy'})
+    expect(firstFail(rep)!.detail).toContain('connection refused')
+    const table = await doctor(['web-10.0.0.5', '-n', 'apps'])
+    expect(table.stderr.trim().split('\n').at(-1)).toMatch(/^Error: step 4 \(registration\): Healthy=False/)
+  })
+
+  it('a duplicate address is step 4, and its fix (delete the other entry) makes doctor pass', async () => {
+    cluster.mesh.addVm({name: 'vm-old', namespace: 'apps', group: 'web-old', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
+    const {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+    expect(r.code).toBe(8)
+    const f = firstFail(rep)!
+    expect(f).toMatchObject({step: 4, check: 'registration.duplicates'})
+    expect(f.fix).toBe("kubectl delete workloadentry web-old-10.0.0.5 -n apps")
+    const k = await kubectl(cluster, f.fix!.replace(/^kubectl /, '').split(' '))
+    expect(k.code, k.stderr).toBe(0)
+    cluster.mesh.disconnect('vm-old.apps')
+    expect((await doctor(['web-10.0.0.5', '-n', 'apps'])).code).toBe(0)
+  })
+
+  it('a stale entry (the group changed) is step 4 with war rollout as the fix', async () => {
+    seedGroup('web', 'apps', {template: {serviceAccount: 'web-sa', network: 'vm-network', ports: {http: 8080}}})
+    const {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+    expect(r.code).toBe(8)
+    expect(firstFail(rep)).toMatchObject({step: 4, check: 'registration.stale'})
+    expect(firstFail(rep)!.detail).toContain('service account default → web-sa')
+    expect(firstFail(rep)!.fix).toBe('meshvm war rollout web -n apps')
+  })
+
+  it('no Service selecting the group is step 5, and a missing named port is caught', async () => {
+    cluster.store.delete(SVC, 'apps', 'web')
+    let {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+    expect(r.code).toBe(8)
+    expect(firstFail(rep)).toMatchObject({step: 5, check: 'service'})
+    seedService('web', 'apps', {app: 'web'}, 'grpc')
+    ;({r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
+    expect(firstFail(rep)).toMatchObject({step: 5, check: 'service.ports'})
+    expect(firstFail(rep)!.detail).toContain('port named grpc')
+  })
+
+  it('a NACK is step 6 with the error; a disconnected VM is step 4', async () => {
+    cluster.mesh.addVm({name: 'vm-1', namespace: 'apps', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true, types: {RDS: 'nack'}})
+    let {report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+    expect(firstFail(rep)).toMatchObject({step: 6, check: 'sync'})
+    expect(firstFail(rep)!.detail).toContain('RDS: Proto constraint validation failed')
+    cluster.mesh.addVm({name: 'vm-1', namespace: 'apps', group: 'web', address: '10.0.0.5', healthy: true})
+    ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
+    expect(firstFail(rep)).toMatchObject({step: 4, check: 'registration.connected'})
+  })
+
+  it('istiod without auto-registration is step 3, with the kubectl set env fix', async () => {
+    const d = cluster.store.get(DEPLOY, 'istio-system', 'istiod')!
+    const saved = structuredClone(d)
+    const spec = structuredClone(d.spec) as {template: {spec: {containers: {env: {name: string; value: string}[]}[]}}}
+    spec.template.spec.containers[0]!.env = [{name: 'PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', value: 'false'}]
+    cluster.store.update(DEPLOY, {...d, metadata: {...d.metadata, resourceVersion: undefined}, spec})
+    try {
+      const {report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+      expect(firstFail(rep)).toMatchObject({step: 3, check: 'istiod.autoregistration'})
+      expect(firstFail(rep)!.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
+    } finally {
+      cluster.store.update(DEPLOY, {...saved, metadata: {...saved.metadata, resourceVersion: undefined}})
+    }
+  })
+
+  it('an ambient east-west gateway and a missing network label are step 2', async () => {
+    const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+    const saved = structuredClone(gw)
+    try {
+      cluster.store.update(SVC, {...gw, metadata: {...gw.metadata, resourceVersion: undefined}, spec: {...(gw.spec as object), ports: [{name: 'hbone', port: 15008}, {name: 'status-port', port: 15021}]}})
+      let {report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
+      expect(firstFail(rep)).toMatchObject({step: 2, check: 'gateway.kind'})
+      expect(firstFail(rep)!.detail).toContain('ambient east-west gateway')
+      cluster.store.update(SVC, {...saved, metadata: {...saved.metadata, resourceVersion: undefined, labels: {app: 'istio-eastwestgateway', istio: 'eastwestgateway'}}})
+      ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
+      expect(firstFail(rep)).toMatchObject({step: 2, check: 'network'})
+      expect(firstFail(rep)!.fix).toBe('kubectl label svc istio-eastwestgateway -n istio-system topology.istio.io/network=net1')
+      const k = await kubectl(cluster, firstFail(rep)!.fix!.replace(/^kubectl /, '').split(' '))
+      expect(k.code, k.stderr).toBe(0)
+      expect((await doctor(['web-10.0.0.5', '-n', 'apps'])).code).toBe(0)
+    } finally {
+      const now = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+      cluster.store.update(SVC, {...saved, metadata: {...saved.metadata, resourceVersion: now.metadata.resourceVersion}})
+    }
+  })
+
+  it('--vm-exec: reads the VM through the command, and names a wrong root, an expired certificate, no DNS', async () => {
+    const serial = (await import('node:crypto')).X509Certificate
+    const meshSerial = new serial(cluster.ca.rootPem).serialNumber.toLowerCase().replace(/^0+/, '')
+    const answer = (o: {ready?: string; root?: string; days?: number; dns?: string}) =>
+      [
+        '@@meshvm-doctor ready', o.ready ?? '200',
+        '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: o.root ?? meshSerial}], cert_chain: [{serial_number: 'abc', days_until_expiration: String(o.days ?? 0.9), expiration_time: '2026-11-29T00:00:00Z'}]}]}),
+        '@@meshvm-doctor clusters', 'xds-grpc::203.0.113.10:15012::cx_active::1',
+        '@@meshvm-doctor interception', '4',
+        '@@meshvm-doctor dns', o.dns ?? '203.0.113.10 istiod.istio-system.svc',
+        '@@meshvm-doctor end', '',
+      ].join('\n')
+    // The simulated VM: a command that reads the script meshvm sends, checks it is the read-only probe, and answers.
+    const vm = join(dir, 'vm.sh')
+    const state = join(dir, 'answer.txt')
+    writeFileSync(vm, `#!/bin/sh\nscript=$(cat)\ncase "$script" in *'@@meshvm-doctor end'*) ;; *) echo "unexpected script" >&2; exit 3;; esac\n[ "$MESHVM_VM_ADDRESS" = 10.0.0.5 ] || { echo "address $MESHVM_VM_ADDRESS" >&2; exit 4; }\ncat ${JSON.stringify(state)}\n`)
+    chmodSync(vm, 0o755)
+    const vmExec = `${vm} "$MESHVM_VM_ADDRESS"`
+    writeFileSync(state, answer({}))
+    let {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec])
+    expect(r.code, r.stderr).toBe(0)
+    expect(rep.checks.filter((c) => c.step === 7).map((c) => `${c.check}:${c.status}`)).toEqual(['vm.ready:pass', 'vm.cert:pass', 'vm.root:pass', 'vm.xds:pass'])
+    writeFileSync(state, answer({root: 'deadbeef'}))
+    ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
+    expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.root'})
+    writeFileSync(state, answer({days: -1}))
+    ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
+    expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.cert'})
+    writeFileSync(state, answer({dns: ''}))
+    ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
+    expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.dns'})
+    // A command that fails: a check that says so, never a crash.
+    ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', 'echo nope >&2; exit 255']))
+    expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm'})
+    expect(firstFail(rep)!.detail).toBe('--vm-exec failed: exit code 255: nope (the checks did not run to the end)')
+  })
+
+  it('--bundle: an expired token and a moved gateway are named, and running each fix makes doctor pass', async () => {
+    const bundleDir = join(dir, 'web-vm')
+    const made = await runCli(['bundle', 'web', '-n', 'apps', '-d', bundleDir, '--autoregister'], {env: cluster.env, timeoutMs: 60_000})
+    expect(made.code, made.stderr).toBe(0)
+    let {r, report: rep} = await report(['--bundle', bundleDir])
+    expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    expect(rep.checks.find((c) => c.check === 'gateway.address')?.detail).toBe("the bundle's hosts entry points at the gateway's current address 203.0.113.10")
+
+    const runFix = async (fix: string) => {
+      expect(fix).toMatch(/^meshvm /)
+      // The fix as printed (shell words): run through sh with meshvm standing for the built CLI, without
+      // blocking this event loop (the test cluster answers from it).
+      const {execFile} = await import('node:child_process')
+      const {promisify} = await import('node:util')
+      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.replace(/#.*$/, '')}`], {env: {...process.env, ...cluster.env, NO_COLOR: '1'}, timeout: 60_000})
+    }
+
+    // The token expired: bundle verify's refresh is the fix.
+    const expired = ['{"alg":"RS256"}', JSON.stringify({aud: ['istio-ca'], exp: Math.floor(Date.now() / 1000) - 3600, sub: 'system:serviceaccount:apps:default', 'kubernetes.io': {namespace: 'apps', serviceaccount: {name: 'default'}}})].map((x) => Buffer.from(x).toString('base64url')).join('.') + '.c2ln'
+    writeFileSync(join(bundleDir, 'istio-token'), expired, {mode: 0o600})
+    ;({r, report: rep} = await report(['--bundle', bundleDir]))
+    expect(r.code).toBe(8)
+    expect(firstFail(rep)!.step).toBe(1)
+    expect(firstFail(rep)!.detail).toMatch(/expired/)
+    await runFix(firstFail(rep)!.fix!)
+    ;({r, report: rep} = await report(['--bundle', bundleDir]))
+    expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+
+    // The gateway moved: a new bundle is the fix.
+    const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+    cluster.store.update(SVC, {...gw, metadata: {...gw.metadata, resourceVersion: undefined}, status: {loadBalancer: {ingress: [{ip: '203.0.113.99'}]}}})
+    try {
+      ;({r, report: rep} = await report(['--bundle', bundleDir]))
+      expect(r.code).toBe(8)
+      // bundle verify's own gateway check (step 1) sees it first; step 2 says what moved.
+      expect(firstFail(rep)).toMatchObject({step: 1, check: 'bundle.gateway'})
+      expect(rep.checks.find((c) => c.check === 'gateway.address')).toMatchObject({status: 'fail'})
+      expect(rep.checks.find((c) => c.check === 'gateway.address')!.detail).toContain('now at 203.0.113.99 (the gateway moved)')
+      await runFix(firstFail(rep)!.fix!)
+      ;({r, report: rep} = await report(['--bundle', bundleDir]))
+      expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    } finally {
+      const now = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+      cluster.store.update(SVC, {...now, metadata: {...now.metadata, resourceVersion: undefined}, status: gw.status})
+    }
+  })
+
+  it('-A doctors every VM of the namespace, one row each', async () => {
+    cluster.mesh.addVm({name: 'vm-2', namespace: 'apps', group: 'web', address: '10.0.0.6', connectedTo: ISTIOD, healthy: false})
+    const r = await doctor(['-A', '-n', 'apps'])
+    expect(r.code, r.stdout).toBe(8)
+    const lines = r.stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^VM\s+NAMESPACE\s+RESULT\s+FIRST FAILURE/)
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3).join(' '))).toEqual(['web-10.0.0.5 apps pass', 'web-10.0.0.6 apps fail'])
+  })
+})

@@ -1,0 +1,81 @@
+/**
+ * The script `doctor --vm-exec` sends to a VM, run for real by sh with stand-ins for curl, iptables-save
+ * and getent on PATH (what a VM with a running sidecar answers), and the parser of its answer.
+ */
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {execFileSync} from 'node:child_process'
+import {chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {normalSerial, parseProbe, probeScript, runVmExec} from '../../../src/lib/doctor/probe.js'
+
+let bin: string
+const ENVOY_CERTS = JSON.stringify({
+  certificates: [{
+    ca_cert: [{path: '<inline>', serial_number: '00c6a1f2', subject_alt_names: [], days_until_expiration: '3650', valid_from: '2026-01-01T00:00:00Z', expiration_time: '2036-01-01T00:00:00Z'}],
+    cert_chain: [{path: '<inline>', serial_number: '7e5d', subject_alt_names: [{uri: 'spiffe://cluster.local/ns/apps/sa/web'}], days_until_expiration: '0', valid_from: '2026-11-27T00:00:00Z', expiration_time: '2026-11-28T09:00:00Z'}],
+  }],
+})
+
+beforeAll(() => {
+  bin = mkdtempSync(join(tmpdir(), 'meshvm-probe-'))
+  const tool = (name: string, body: string) => {
+    writeFileSync(join(bin, name), `#!/bin/sh\n${body}\n`)
+    chmodSync(join(bin, name), 0o755)
+  }
+  writeFileSync(join(bin, 'certs.json'), ENVOY_CERTS)
+  tool('curl', `echo "$*" >> ${JSON.stringify(join(bin, 'calls'))}
+case "$*" in
+  *15021/healthz/ready*) printf 200 ;;
+  *15000/certs*) cat ${JSON.stringify(join(bin, 'certs.json'))} ;;
+  *15000/clusters*) printf 'xds-grpc::observability_name::xds-grpc\\nxds-grpc::203.0.113.10:15012::cx_active::1\\nxds-grpc::203.0.113.10:15012::health_flags::healthy\\noutbound|80||web.apps.svc.cluster.local::10.0.0.5:8080::cx_active::0\\n' ;;
+  *) exit 7 ;;
+esac`)
+  tool('iptables-save', `printf -- '-A OUTPUT -p tcp -j ISTIO_OUTPUT\\n-A ISTIO_OUTPUT -j ISTIO_REDIRECT\\n-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001\\n'`)
+  tool('nft', 'exit 1')
+  tool('getent', `[ "$2" = "istiod.istio-system.svc" ] && echo "203.0.113.10    istiod.istio-system.svc"`)
+})
+
+afterAll(() => rmSync(bin, {recursive: true, force: true}))
+
+describe('doctor --vm-exec probe', () => {
+  it('the script, run by sh on a VM with a sidecar, gives every section, and parses to what Envoy reports', () => {
+    const out = execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc'}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
+    const p = parseProbe(out)
+    expect(p.sections).toEqual(['ready', 'certs', 'clusters', 'interception', 'dns', 'end'])
+    expect(p).toMatchObject({
+      ready: '200',
+      cert: {expires: '2026-11-28T09:00:00Z', daysLeft: 0, serial: '7e5d'},
+      rootSerials: ['c6a1f2'],
+      xds: {address: '203.0.113.10:15012', active: 1},
+      interceptionRules: 3,
+      dns: '203.0.113.10',
+    })
+    // Only reads: GETs of the local admin and readiness ports.
+    expect(readFileSync(join(bin, 'calls'), 'utf8').trim().split('\n').every((c) => /http:\/\/127\.0\.0\.1:150(00|21)\//.test(c))).toBe(true)
+  })
+
+  it('values in the script are quoted: a host name with shell syntax is data, never code', () => {
+    const pwned = join(bin, 'pwned')
+    const host = `x'; touch ${pwned}; echo '$(touch ${pwned})\`touch ${pwned}\``
+    const script = probeScript({istiodHost: host})
+    const out = execFileSync('/bin/sh', ['-c', `${script.split('\n').find((l) => l.startsWith('istiod_host='))}\nprintf %s "$istiod_host"`], {encoding: 'utf8'})
+    expect(out).toBe(host)
+    expect(existsSync(pwned)).toBe(false)
+  })
+
+  it('a VM without a sidecar, and answers that are not what Envoy prints, parse to "unknown", never throw', () => {
+    expect(parseProbe('@@meshvm-doctor ready\nunreachable\n@@meshvm-doctor certs\n<html>\n@@meshvm-doctor end\n')).toEqual({ready: 'unreachable', rootSerials: [], sections: ['ready', 'certs', 'end']})
+    expect(parseProbe('garbage')).toEqual({rootSerials: [], sections: []})
+    expect(normalSerial('00:C6:A1:F2')).toBe('c6a1f2')
+  })
+
+  it('runs the template through sh with the VM environment, and bounds its output and time', async () => {
+    const r = await runVmExec('echo "$MESHVM_VM_ADDRESS"; cat', {MESHVM_VM_ADDRESS: '10.0.0.5'}, 'script\n', {timeoutMs: 10_000})
+    expect(r).toMatchObject({code: 0, stdout: '10.0.0.5\nscript\n'})
+    const big = await runVmExec('yes', {}, '', {timeoutMs: 10_000, maxBytes: 4096})
+    expect(big.truncated).toBe(true)
+    const slow = await runVmExec('sleep 30', {}, '', {timeoutMs: 200})
+    expect(slow.timedOut).toBe(true)
+  })
+})
