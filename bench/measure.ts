@@ -108,3 +108,54 @@ export function peakRssThroughPipe(argv: string[], env: NodeJS.ProcessEnv): Prom
     })
   })
 }
+
+const RUSAGE = new URL('./rusage.py', import.meta.url).pathname
+
+/** One run's wall time, CPU time (user + sys, from wait4) and peak RSS. */
+export interface CpuSample {
+  wallMs: number
+  cpuMs: number
+  peakRssKiB: number
+}
+
+/**
+ * Runs a command once under bench/rusage.py, stdout to /dev/null: its CPU time is what a run costs
+ * on a shared machine, where wall time measures the load as much as the program.
+ */
+export function runCpu(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<CpuSample & {code: number; stderr: string}> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('python3', [RUSAGE, ...argv], {env, stdio: ['ignore', 'ignore', 'pipe']})
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', () => {
+      const m = /\n__RUSAGE__ ([\d.]+) ([\d.]+) (\d+) (-?\d+)\n$/.exec(stderr)
+      if (!m) return reject(new Error(`${argv.join(' ')}: no rusage line: ${stderr.trim().split('\n').pop()}`))
+      resolve({wallMs: Number(m[1]), cpuMs: Number(m[2]), peakRssKiB: Number(m[3]), code: Number(m[4]), stderr: stderr.slice(0, m.index)})
+    })
+  })
+}
+
+export interface CpuStats {
+  wall: Omit<Stats, 'peakRssKiB'>
+  cpu: Omit<Stats, 'peakRssKiB'>
+  /** The largest peak RSS of the measured runs. */
+  peakRssKiB: number
+}
+
+/**
+ * Like measureInterleaved (A B C A B C …, after warm-up), with CPU time and peak RSS of every run.
+ * `before`, when given, runs ahead of each run outside the measurement (e.g. removing an output directory).
+ */
+export async function measureInterleavedCpu(list: (Run & {before?: () => void})[], options: {runs: number; warmup: number}): Promise<CpuStats[]> {
+  const samples: CpuSample[][] = list.map(() => [])
+  for (let i = 0; i < options.warmup + options.runs; i++) {
+    for (const [j, r] of list.entries()) {
+      r.before?.()
+      const s = await runCpu(r.argv, r.env)
+      if (s.code !== 0) throw new Error(`${r.argv.join(' ')} exited ${s.code}: ${s.stderr.trim().split('\n').pop()}`)
+      if (i >= options.warmup) samples[j]!.push(s)
+    }
+  }
+  return samples.map((s) => ({wall: stats(s.map((x) => x.wallMs)), cpu: stats(s.map((x) => x.cpuMs)), peakRssKiB: Math.max(...s.map((x) => x.peakRssKiB))}))
+}
