@@ -5,11 +5,12 @@
  */
 import {X509Certificate} from 'node:crypto'
 import {execFile} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:http'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
+import {parse as parseYaml, stringify as stringifyYaml} from 'yaml'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
@@ -311,6 +312,35 @@ describe('the VM scenario shared with the simulation (test/vm/client.test.ts), a
       },
       syncz: async () => JSON.parse((await cp.istiodDebug('/debug/syncz')).body) as SynczEntry[],
     })
+  })
+})
+
+describe('the HBONE tunnel label (release note 60788: Istio 1.31, backported to 1.30.4)', () => {
+  it('real istiod labels the entry of an HBONE-capable VM networking.istio.io/tunnel=http, which war list -o wide shows and reconcile accepts', async () => {
+    // The same bundle, with the metadata an HBONE-capable sidecar sends (ISTIO_META_ENABLE_HBONE).
+    const dir = join(work, 'hbone-vm')
+    cpSync(BUNDLE(), dir, {recursive: true, dereference: true})
+    const mesh = parseYaml(readFileSync(join(dir, 'mesh.yaml'), 'utf8')) as {defaultConfig: {proxyMetadata: Record<string, string>}}
+    mesh.defaultConfig.proxyMetadata.ISTIO_META_ENABLE_HBONE = 'true'
+    writeFileSync(join(dir, 'mesh.yaml'), stringifyYaml(mesh))
+    const ip = '10.10.0.7'
+    const hbone = await joinIstiod({bundleDir: dir, istiodAddress: cp.xdsAddress, instanceIp: ip})
+    try {
+      await hbone.synced()
+      const we = await cp.main.kube.waitFor(wePath(`web-${ip}`), (o: any) => o !== undefined, 'HBONE VM registered')
+      expect(we.metadata.labels).toMatchObject({'networking.istio.io/tunnel': 'http'})
+      const wide = await meshvm(['war', 'list', '-n', NS, '-o', 'wide'])
+      expect(wide.code, wide.stderr).toBe(0)
+      const header = wide.stdout.split('\n')[0]!
+      const row = wide.stdout.split('\n').find((l) => l.startsWith(`web-${ip}`))!
+      expect(row.slice(header.indexOf('TUNNEL')).split(/\s+/)[0]).toBe('http')
+      const reconcile = await meshvm(['war', 'reconcile', '-n', NS, '-o', 'json'])
+      expect(reconcile.stderr).not.toMatch(STACK_TRACE)
+      expect(reconcile.stdout).not.toContain('MissingTunnelLabel')
+    } finally {
+      await hbone.close()
+      await cp.main.kube.request('DELETE', wePath(`web-${ip}`))
+    }
   })
 })
 
