@@ -379,7 +379,7 @@ describe('create-remote-secret: --output-file, --verify', () => {
     const res = await meshvm(cluster, ['--name', 'c1', '--service-account', 'bare', '--verify'])
     expect(res.code).toBe(8)
     expect(res.stdout).toBe('')
-    expect(errorLine(res.stderr)).toMatch(/^Error: --verify: ServiceAccount istio-system\/bare lacks 25 permission\(s\) istiod needs: get pods, list pods, watch pods, get services, .*, create tokenreviews\.authentication\.k8s\.io$/)
+    expect(errorLine(res.stderr)).toMatch(/^Error: --verify: ServiceAccount istio-system\/bare lacks 28 permission\(s\) istiod needs: get pods, list pods, watch pods, get services, .*, create tokenreviews\.authentication\.k8s\.io$/)
     expect(res.stderr).toContain('Hint: bind it to the reader ClusterRole: kubectl create clusterrolebinding bare-istio-reader --clusterrole istio-reader-clusterrole-istio-system --serviceaccount istio-system:bare\n')
     expect(res.stderr).toContain('Hint: nothing was printed, written or applied\n')
   })

@@ -316,8 +316,11 @@ describe('the VM scenario shared with the simulation (test/vm/client.test.ts), a
 })
 
 describe('the HBONE tunnel label (release note 60788: Istio 1.31, backported to 1.30.4)', () => {
-  it('real istiod labels the entry of an HBONE-capable VM networking.istio.io/tunnel=http, which war list -o wide shows and reconcile accepts', async () => {
-    // The same bundle, with the metadata an HBONE-capable sidecar sends (ISTIO_META_ENABLE_HBONE).
+  // istiod labels an auto-registered entry networking.istio.io/tunnel=http when the proxy sends
+  // ENABLE_HBONE and istiod may listen for sidecar HBONE (PILOT_ENABLE_SIDECAR_LISTENING_HBONE, which
+  // istiod ignores unless PILOT_ENABLE_AMBIENT=true: pilot/pkg/features/ambient.go). This istiod runs
+  // the default (sidecar) profile: no label, and reconcile must not ask for one.
+  it('an HBONE-capable VM on istiod without ambient mode gets no tunnel label, and war reconcile reports none missing', async () => {
     const dir = join(work, 'hbone-vm')
     cpSync(BUNDLE(), dir, {recursive: true, dereference: true})
     const mesh = parseYaml(readFileSync(join(dir, 'mesh.yaml'), 'utf8')) as {defaultConfig: {proxyMetadata: Record<string, string>}}
@@ -328,12 +331,12 @@ describe('the HBONE tunnel label (release note 60788: Istio 1.31, backported to 
     try {
       await hbone.synced()
       const we = await cp.main.kube.waitFor(wePath(`web-${ip}`), (o: any) => o !== undefined, 'HBONE VM registered')
-      expect(we.metadata.labels).toMatchObject({'networking.istio.io/tunnel': 'http'})
+      expect(we.metadata.labels['networking.istio.io/tunnel']).toBeUndefined()
       const wide = await meshvm(['war', 'list', '-n', NS, '-o', 'wide'])
       expect(wide.code, wide.stderr).toBe(0)
       const header = wide.stdout.split('\n')[0]!
       const row = wide.stdout.split('\n').find((l) => l.startsWith(`web-${ip}`))!
-      expect(row.slice(header.indexOf('TUNNEL')).split(/\s+/)[0]).toBe('http')
+      expect(row.slice(header.indexOf('TUNNEL')).split(/\s+/)[0]).toBe('-')
       const reconcile = await meshvm(['war', 'reconcile', '-n', NS, '-o', 'json'])
       expect(reconcile.stderr).not.toMatch(STACK_TRACE)
       expect(reconcile.stdout).not.toContain('MissingTunnelLabel')

@@ -507,7 +507,9 @@ export function writeDirAtomic(dir: string, files: FileToWrite[], options: Write
       writeVersion(dir, path, files, options)
       break
     } catch (err) {
-      if (!(err instanceof Superseded) || attempt >= 5) throw err instanceof Superseded ? busy(dir) : err
+      if (!(err instanceof Superseded) || attempt >= 40) throw err instanceof Superseded ? busy(dir) : err
+      // Writers that keep superseding each other back off for a random, growing moment.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.random() * Math.min(50, attempt * 3))
     }
   }
   // The version this write replaced, and any a concurrent write committed before it, go now.
@@ -552,6 +554,9 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
     failed = dir
     const written = new Set(files.map((f) => f.name))
     const kept = current === undefined ? [] : carryOver(join(parent, current), version, written, options.keep)
+    // A writer that committed meanwhile removes the version copied from, file by file: a listing read
+    // during that removal misses the user's files. Still current now means the listing was whole.
+    if (current !== undefined && managedVersionOf(path) !== current) throw new Superseded()
     writeNew(filesListOf(version), `${JSON.stringify([...written, ...kept].sort())}\n`, 0o600)
     fsyncPath(version)
     // 3. The commit: one rename(2) puts the new link in place.
