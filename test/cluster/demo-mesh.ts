@@ -126,6 +126,12 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
     }
   })
   addAmbientEastWestGateway(store, {ip: '203.0.113.11'})
+  // The VMs are on their own network (vm-network), as in Istio's VM guide: the cluster's network is
+  // named on the Istio namespace and on its east-west gateway, so istiod can route across.
+  for (const [resource, namespace, name] of [['/namespaces', undefined, 'istio-system'], ['/services', 'istio-system', 'istio-eastwestgateway']] as const) {
+    const obj = store.get(resource, namespace, name)
+    if (obj) store.update(resource, {...obj, metadata: {...obj.metadata, resourceVersion: undefined, labels: {...obj.metadata.labels, 'topology.istio.io/network': 'network1'}}})
+  }
   return {agents}
 }
 

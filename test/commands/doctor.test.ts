@@ -196,10 +196,10 @@ describe('meshvm doctor', () => {
   it('--vm-exec: reads the VM through the command, and names a wrong root, an expired certificate, no DNS', async () => {
     const serial = (await import('node:crypto')).X509Certificate
     const meshSerial = new serial(cluster.ca.rootPem).serialNumber.toLowerCase().replace(/^0+/, '')
-    const answer = (o: {ready?: string; root?: string; days?: number; dns?: string}) =>
+    const answer = (o: {ready?: string; root?: string; expires?: string; dns?: string}) =>
       [
         '@@meshvm-doctor ready', o.ready ?? '200',
-        '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: o.root ?? meshSerial}], cert_chain: [{serial_number: 'abc', days_until_expiration: String(o.days ?? 0.9), expiration_time: '2026-11-29T00:00:00Z'}]}]}),
+        '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: o.root ?? meshSerial}], cert_chain: [{serial_number: 'abc', days_until_expiration: '0', expiration_time: o.expires ?? new Date(Date.now() + 20 * 3600_000).toISOString()}]}]}),
         '@@meshvm-doctor clusters', 'xds-grpc::203.0.113.10:15012::cx_active::1',
         '@@meshvm-doctor interception', '4',
         '@@meshvm-doctor dns', o.dns ?? '203.0.113.10 istiod.istio-system.svc',
@@ -218,7 +218,7 @@ describe('meshvm doctor', () => {
     writeFileSync(state, answer({root: 'deadbeef'}))
     ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
     expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.root'})
-    writeFileSync(state, answer({days: -1}))
+    writeFileSync(state, answer({expires: new Date(Date.now() - 3600_000).toISOString()}))
     ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
     expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.cert'})
     writeFileSync(state, answer({dns: ''}))
@@ -282,7 +282,7 @@ describe('meshvm doctor', () => {
     const vm = join(dir, 'vm-ps.sh')
     // Each VM answers from its own file; 10.0.0.6 trusts another root.
     for (const [address, root] of [['10.0.0.5', meshSerial], ['10.0.0.6', 'deadbeef']]) {
-      writeFileSync(join(dir, `ps-${address}`), ['@@meshvm-doctor ready', '200', '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: root}], cert_chain: [{days_until_expiration: '1', expiration_time: '2026-11-29T06:00:00Z'}]}]}), '@@meshvm-doctor end', ''].join('\n'))
+      writeFileSync(join(dir, `ps-${address}`), ['@@meshvm-doctor ready', '200', '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: root}], cert_chain: [{days_until_expiration: '0', expiration_time: '2099-11-29T06:00:00Z'}]}]}), '@@meshvm-doctor end', ''].join('\n'))
     }
     writeFileSync(vm, `#!/bin/sh\ncat >/dev/null\ncat ${JSON.stringify(dir)}/ps-"$MESHVM_VM_ADDRESS"\n`)
     chmodSync(vm, 0o755)
@@ -291,7 +291,7 @@ describe('meshvm doctor', () => {
     expect(r.code, r.stderr).toBe(0)
     const [header, ...rows] = r.stdout.trim().split('\n')
     expect(header).toMatch(/CERT EXPIRES\s+ROOT MATCH$/)
-    expect(rows.map((l) => l.split(/\s+/).slice(-2).join(' '))).toEqual(['2026-11-29T06:00:00Z yes', '2026-11-29T06:00:00Z NO'])
+    expect(rows.map((l) => l.split(/\s+/).slice(-2).join(' '))).toEqual(['2099-11-29T06:00:00Z yes', '2099-11-29T06:00:00Z NO'])
     const u = await runCli(['proxy-status', '--vm-exec', vm], {env: cluster.env})
     expect(u.code).toBe(2)
     expect(u.stderr.split('\n')[0]).toBe('Error: --vm-exec adds CERT EXPIRES and ROOT MATCH to -o wide: use it with -o wide (for one VM in depth: meshvm doctor NAME --vm-exec …)')

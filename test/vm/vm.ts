@@ -258,6 +258,9 @@ class Vm {
   private app?: Server
   private appPort = 0
   private stopping = false
+  private admin?: Server
+  /** What Envoy's admin port and pilot-agent's readiness port report (doctor --vm-exec reads them). */
+  private state: {leaf?: forge.pki.Certificate; rootPem?: string; discovery?: string; connected: boolean; healthy?: boolean} = {connected: false}
 
   constructor(private readonly args: Args) {}
 
@@ -267,6 +270,34 @@ class Vm {
     })
     await new Promise<void>((resolve) => this.app!.listen(0, '127.0.0.1', resolve))
     this.appPort = (this.app.address() as {port: number}).port
+  }
+
+  /**
+   * Envoy's admin `/certs` and `/clusters` and pilot-agent's `/healthz/ready`, in their shapes, on one
+   * loopback port (printed as `admin PORT`): what `meshvm doctor --vm-exec` reads on a VM, through
+   * test/vm/exec.sh, which maps 127.0.0.1:15000 and :15021 to it.
+   */
+  async serveAdmin(): Promise<number> {
+    const serial = (hex: string) => hex.toLowerCase().replace(/^0+(?=.)/, '')
+    const certInfo = (c: forge.pki.Certificate) => ({
+      path: '<inline>', serial_number: serial(c.serialNumber),
+      subject_alt_names: ((c.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null)?.altNames ?? []).filter((a) => a.type === 6).map((a) => ({uri: a.value})),
+      days_until_expiration: String(Math.floor((c.validity.notAfter.getTime() - Date.now()) / 86_400_000)),
+      valid_from: c.validity.notBefore.toISOString().replace(/\.\d+Z$/, 'Z'), expiration_time: c.validity.notAfter.toISOString().replace(/\.\d+Z$/, 'Z'),
+    })
+    this.admin = createServer((req, res) => {
+      const st = this.state
+      if (req.url === '/healthz/ready') {
+        res.writeHead(st.connected && st.healthy !== false ? 200 : 503).end()
+      } else if (req.url === '/certs') {
+        const root = st.rootPem ? forge.pki.certificateFromPem(st.rootPem) : undefined
+        res.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({certificates: st.leaf ? [{ca_cert: root ? [certInfo(root)] : [], cert_chain: [certInfo(st.leaf)]}] : []}, null, 1))
+      } else if (req.url === '/clusters') {
+        res.writeHead(200).end(st.discovery ? `xds-grpc::observability_name::xds-grpc\nxds-grpc::${st.discovery}::cx_active::${st.connected ? 1 : 0}\n` : '')
+      } else res.writeHead(404).end()
+    })
+    await new Promise<void>((resolve) => this.admin!.listen(0, '127.0.0.1', resolve))
+    return (this.admin.address() as {port: number}).port
   }
 
   /** One life of the sidecar: certificate, ADS, probe; resolves when connected and synced. */
@@ -309,6 +340,7 @@ class Vm {
     if (!root.verify(leaf)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
     const san = (leaf.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null)?.altNames?.find((a) => a.type === 6)?.value
     say(`certificate issued for ${san}, valid until ${leaf.validity.notAfter.toISOString()}`)
+    this.state = {leaf, rootPem: bundle.rootCert, discovery: `${targetOf(bundle, discovery).address}`, connected: false}
 
     // 2. ADS.
     const target = targetOf(bundle, discovery)
@@ -334,6 +366,7 @@ class Vm {
       throw new Refused([`istiod at ${discovery} refused ${proxyId}: ${describe(err)}`, ...hints.map((h) => `  ${h}`)].join('\n'))
     }
     say(`connected to istiod at ${discovery} as ${proxyId}; configuration acknowledged (SYNCED)`)
+    this.state.connected = true
     // Later pushes are ACKed too; a stream that ends is a disconnect (a restarted istiod: reconnect).
     void (async () => {
       try {
@@ -360,6 +393,7 @@ class Vm {
         if (this.ads !== ads) return
         if (r.healthy !== last) {
           last = r.healthy
+          this.state.healthy = r.healthy
           ads.send({typeUrl: HEALTH_INFO_TYPE, ...(r.healthy ? {} : {errorDetail: {code: grpc.status.INTERNAL, message: r.message ?? 'unhealthy'}})})
           say(`readiness probe: ${r.healthy ? 'healthy' : `unhealthy (${r.message})`}`)
         }
@@ -370,6 +404,7 @@ class Vm {
   }
 
   disconnect(): void {
+    this.state.connected = false
     clearInterval(this.probeTimer)
     const ads = this.ads
     this.ads = undefined
@@ -391,6 +426,7 @@ class Vm {
     this.stopping = true
     this.disconnect()
     this.app?.close()
+    this.admin?.close()
     say('stopped')
     // Let the RST_STREAM reach istiod before the process goes.
     setTimeout(() => process.exit(0), 100)
@@ -402,6 +438,7 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2))
   const vm = new Vm(args)
   await vm.serveApp()
+  say(`admin ${await vm.serveAdmin()}`)
   process.on('SIGTERM', () => void vm.stop())
   process.on('SIGINT', () => void vm.stop())
   process.on('SIGHUP', () => {

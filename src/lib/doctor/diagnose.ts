@@ -297,8 +297,11 @@ export function diagnose(e: Evidence): DoctorReport {
     if (p.ready === '200') add(7, 'vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
     else add(7, 'vm.ready', 'fail', p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`, vmCommand('sudo systemctl restart istio'))
     if (p.cert) {
-      const left = p.cert.daysLeft
-      if (left !== undefined && left <= 0) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, vmCommand('sudo systemctl restart istio'))
+      // Envoy's days_until_expiration is whole days (0 for the 24-hour certificates Istio issues by
+      // default): the expiration time decides, the day count only when there is none.
+      const until = p.cert.expires ? Date.parse(p.cert.expires) : Number.NaN
+      const expired = Number.isNaN(until) ? p.cert.daysLeft !== undefined && p.cert.daysLeft < 0 : until <= e.now.getTime()
+      if (expired) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, vmCommand('sudo systemctl restart istio'))
       else add(7, 'vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
     } else if (p.ready === '200') add(7, 'vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
     if (e.meshRootSerial && p.rootSerials.length > 0) {

@@ -48,7 +48,8 @@ export async function checkVms(client: KubeClient, rows: ProxyStatusRow[], o: {v
       }
       const expires = probe.cert?.expires
       out.set(row, {
-        certExpires: expires ? (probe.cert?.daysLeft !== undefined && probe.cert.daysLeft <= 0 ? `EXPIRED ${expires}` : expires) : '-',
+        // The expiration time decides: Envoy's day count is 0 for a certificate valid for 23 more hours.
+        certExpires: expires ? (Date.parse(expires) <= Date.now() ? `EXPIRED ${expires}` : expires) : '-',
         rootMatch: root === undefined || probe.rootSerials.length === 0 ? '-' : probe.rootSerials.includes(root) ? 'yes' : 'NO',
       })
     }

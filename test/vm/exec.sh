@@ -1,0 +1,13 @@
+#!/bin/sh
+# A shell "on" a simulated VM (test/vm/vm.ts), for `meshvm doctor --vm-exec` and
+# `proxy-status -o wide --vm-exec` in tests and on the demo:
+#   --vm-exec 'sh test/vm/exec.sh "$MESHVM_VM_ADDRESS"'
+# It runs the script it gets on stdin with /bin/sh, as `ssh VM` would, with the VM's loopback ports
+# 15000 (Envoy admin) and 15021 (pilot-agent) mapped to the simulated VM's admin port, and its hosts
+# file as the resolver. $MESHVM_SIM_VMS/ADDRESS holds "ADMIN_PORT BUNDLE_DIR" for each running VM.
+set -eu
+entry=$(cat "${MESHVM_SIM_VMS:?set MESHVM_SIM_VMS}/$1" 2>/dev/null) || { echo "no simulated VM at $1" >&2; exit 255; }
+SIM_ADMIN_PORT=${entry%% *}
+SIM_HOSTS=${entry#* }/hosts
+export SIM_ADMIN_PORT SIM_HOSTS
+PATH="$(cd "$(dirname "$0")" && pwd)/bin:$PATH" exec /bin/sh -s
