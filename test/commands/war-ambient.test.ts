@@ -69,6 +69,12 @@ beforeAll(async () => {
   // The ambient profile's mesh config: every proxy advertises HBONE (ISTIO_META_ENABLE_HBONE=true).
   const mesh = cluster.store.get(CMS, 'istio-system', 'istio')!
   cluster.store.update(CMS, {...mesh, data: {mesh: 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata:\n    ISTIO_META_ENABLE_HBONE: "true"\ntrustDomain: cluster.local\n'}})
+  // ... and istiod in ambient mode (PILOT_ENABLE_AMBIENT=true), without which it ignores HBONE on sidecars.
+  const DEPLOY = resourceKey('apps', 'deployments')
+  const istiod = cluster.store.get(DEPLOY, 'istio-system', 'istiod')!
+  const spec = structuredClone(istiod.spec) as {template: {spec: {containers: {env: {name: string; value: string}[]}[]}}}
+  spec.template.spec.containers[0]!.env.push({name: 'PILOT_ENABLE_AMBIENT', value: 'true'})
+  cluster.store.update(DEPLOY, {...istiod, metadata: {...istiod.metadata, resourceVersion: undefined}, spec})
   cluster.store.create(resourceKey('', 'namespaces'), 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: NS}, status: {phase: 'Active'}})
   cluster.store.create(WG, 'WorkloadGroup', {
     apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: NS},

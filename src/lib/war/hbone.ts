@@ -13,7 +13,10 @@
  *   2. another entry of the same WorkloadGroup carries it: the VMs of a group run one bundle (one
  *      cluster.env, one mesh config), so that entry's proxy advertised HBONE and so do the others;
  *   3. the mesh config of the revision of the istiod holding the entry (istio.io/workloadController;
- *      the default revision when no istiod is named) sets proxyMetadata ISTIO_META_ENABLE_HBONE=true.
+ *      the default revision when no istiod is named) sets proxyMetadata ISTIO_META_ENABLE_HBONE=true,
+ *      and that revision's istiod runs in ambient mode (PILOT_ENABLE_AMBIENT=true in its Deployment):
+ *      istiod ignores sidecar HBONE listening otherwise (pilot/pkg/features/ambient.go), so it would
+ *      neither label the entry nor reach the proxy over HBONE (test:real checks this on real istiod).
  * Only Istio's own auto-registered entries are judged: WAR-owned entries are made by the onboarding
  * plane, and hand-written ones by their author.
  *
@@ -30,7 +33,10 @@ export const HBONE_METADATA = 'ISTIO_META_ENABLE_HBONE'
 export const TUNNEL_LABEL_SINCE = '1.31'
 
 export interface HboneEvidence {
-  /** Revisions ('default' for the un-revisioned control plane) whose mesh config sets ISTIO_META_ENABLE_HBONE=true. */
+  /**
+   * Revisions ('default' for the un-revisioned control plane) whose mesh config sets
+   * ISTIO_META_ENABLE_HBONE=true and whose istiod runs in ambient mode.
+   */
   revisions: Set<string>
   /** Running istiods by pod name: revision ('default' when un-revisioned) and version (from the image tag). */
   istiods: Map<string, {revision: string; version?: string}>
@@ -107,6 +113,15 @@ export function missingTunnelLabels(entries: readonly WorkloadEntryObject[], ev:
   return out
 }
 
+/** Whether the istiod Deployment of a revision runs with PILOT_ENABLE_AMBIENT=true (what Istio's ambient profile sets). */
+async function runsAmbient(client: KubeClient, istioNamespace: string, revision: string): Promise<boolean> {
+  const {Resources, resourcePath} = await import('../kube/resources.js')
+  const name = revision === 'default' ? 'istiod' : `istiod-${revision}`
+  const d = await client.getOptional<{spec?: {template?: {spec?: {containers?: {env?: {name?: string; value?: string}[]}[]}}}}>(resourcePath(Resources.deployments, {namespace: istioNamespace, name}))
+  const env = d?.spec?.template?.spec?.containers?.flatMap((c) => c.env ?? []) ?? []
+  return env.some((v) => v.name === 'PILOT_ENABLE_AMBIENT' && String(v.value).toLowerCase() === 'true')
+}
+
 /** The istiods of a namespace and the mesh config of each revision they run. */
 export async function readHboneEvidence(client: KubeClient, istioNamespace: string): Promise<HboneEvidence> {
   const {listIstiods} = await import('../proxy-status/fetch.js')
@@ -118,7 +133,7 @@ export async function readHboneEvidence(client: KubeClient, istioNamespace: stri
   const revisions = new Set<string>()
   for (const rev of new Set(['default', ...[...istiods.values()].map((i) => i.revision)])) {
     try {
-      if (meshEnablesHbone(await fetchMeshConfig(client, istioNamespace, rev === 'default' ? undefined : rev))) revisions.add(rev)
+      if (meshEnablesHbone(await fetchMeshConfig(client, istioNamespace, rev === 'default' ? undefined : rev)) && (await runsAmbient(client, istioNamespace, rev))) revisions.add(rev)
     } catch (err) {
       // No mesh config for that revision (or no permission to read it): no evidence from it.
       if (!(err instanceof MeshvmError)) throw err
