@@ -173,6 +173,20 @@ async function joinVm(ip = VM_IP): Promise<VmConnection> {
 const wePath = (name: string) => `/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries/${name}`
 const WE = `web-${VM_IP}`
 
+/**
+ * proxy-status (per-type states) until the VM's row is SYNCED: a read while istiod pushes (an entry
+ * created or changed makes it push) shows STALE until the VM's ACK, rightly. Bounded: 20 reads.
+ */
+async function untilSynced(args: string[]): Promise<Awaited<ReturnType<typeof meshvm>>> {
+  const row = (out: string) => out.split('\n').find((l) => l.startsWith(vm!.proxyId)) ?? ''
+  let r = await meshvm(args)
+  for (let i = 0; i < 20 && !/SYNCED/.test(row(r.stdout)); i++) {
+    await new Promise((res) => setTimeout(res, 250))
+    r = await meshvm(args)
+  }
+  return r
+}
+
 describe('a VM joins real istiod with the bundle meshvm wrote', () => {
   it('gets a workload certificate for the group\'s identity; istiod creates its WorkloadEntry and marks it Healthy', async () => {
     vm = await joinVm()
@@ -200,7 +214,7 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
     // istioctl 1.28+'s default table counts the subscribed types; -v 1 shows each type's state.
     const row = table.stdout.split('\n').find((l) => l.startsWith(vm!.proxyId))
     expect(row, table.stdout).toMatch(/\s2 \(CDS,LDS\)(\s|$)/)
-    const perType = await meshvm(['proxy-status', '-n', NS, '-v', '1'])
+    const perType = await untilSynced(['proxy-status', '-n', NS, '-v', '1'])
     expect(perType.code, perType.stderr).toBe(0)
     const typeRow = perType.stdout.split('\n').find((l) => l.startsWith(vm!.proxyId))
     expect(typeRow, perType.stdout).toMatch(/SYNCED/)
@@ -220,7 +234,7 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
   })
 
   it('proxy-status --xds-address: the VM SYNCED through xDS with a token', async () => {
-    const r = await meshvm(['proxy-status', '-n', NS, '-v', '1', '--xds-address', cp.xdsAddress])
+    const r = await untilSynced(['proxy-status', '-n', NS, '-v', '1', '--xds-address', cp.xdsAddress])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout.split('\n').find((l) => l.startsWith(vm!.proxyId))).toMatch(/SYNCED/)
   })
@@ -336,7 +350,7 @@ describe('the HBONE tunnel label (release note 60788: Istio 1.31, backported to 
       expect(wide.code, wide.stderr).toBe(0)
       const header = wide.stdout.split('\n')[0]!
       const row = wide.stdout.split('\n').find((l) => l.startsWith(`web-${ip}`))!
-      expect(row.slice(header.indexOf('TUNNEL')).split(/\s+/)[0]).toBe('-')
+      expect(row.slice(header.indexOf('TUNNEL')).split(/\s+/)[0]).toBe('<none>')
       const reconcile = await meshvm(['war', 'reconcile', '-n', NS, '-o', 'json'])
       expect(reconcile.stderr).not.toMatch(STACK_TRACE)
       expect(reconcile.stdout).not.toContain('MissingTunnelLabel')
@@ -434,7 +448,8 @@ describe('a stopped istiod', () => {
     }
     await cp.main.kube.create(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries`, we)
     try {
-      const r = await meshvm(['proxy-status', '-n', NS, '-v', '1', '-o', 'wide', '--timeout', '10s'])
+      // The new entry makes istiod push to the live VM (untilSynced).
+      const r = await untilSynced(['proxy-status', '-n', NS, '-v', '1', '-o', 'wide', '--timeout', '10s'])
       expect(r.stderr).not.toMatch(STACK_TRACE)
       expect(r.stdout.split('\n').find((l) => l.startsWith(vm!.proxyId))).toMatch(/SYNCED/)
       expect(r.stdout.split('\n').find((l) => l.includes('10.10.0.9'))).toMatch(/NO ANSWER/)
