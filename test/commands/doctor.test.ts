@@ -139,7 +139,17 @@ describe('meshvm doctor', () => {
     cluster.store.delete(SVC, 'apps', 'web')
     let {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
     expect(r.code).toBe(8)
-    expect(firstFail(rep)).toMatchObject({step: 5, check: 'service'})
+    expect(firstFail(rep)).toMatchObject({step: 5, check: 'service', fix: 'kubectl create service clusterip web -n apps --tcp=8080:8080'})
+    // The fix, run: a Service selecting app=web, and doctor passes. (kubectl create sends built-in kinds
+    // as protobuf, which the test API server does not decode: the same command renders the Service as
+    // JSON, and kubectl create posts that.)
+    const made = await kubectl(cluster, [...firstFail(rep)!.fix!.replace(/^kubectl /, '').split(' '), '--dry-run=client', '-o', 'json'])
+    expect(made.code, made.stderr).toBe(0)
+    const k = await kubectl(cluster, ['create', '-f', '-'], {input: made.stdout})
+    expect(k.code, k.stderr).toBe(0)
+    ;({r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
+    expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    cluster.store.delete(SVC, 'apps', 'web')
     seedService('web', 'apps', {app: 'web'}, 'grpc')
     ;({r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
     expect(firstFail(rep)).toMatchObject({step: 5, check: 'service.ports'})
@@ -166,6 +176,11 @@ describe('meshvm doctor', () => {
       const {report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
       expect(firstFail(rep)).toMatchObject({step: 3, check: 'istiod.autoregistration'})
       expect(firstFail(rep)!.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
+      // The fix, run (kubectl's strategic merge patch of the Deployment), and doctor passes.
+      const k = await kubectl(cluster, firstFail(rep)!.fix!.replace(/^kubectl /, '').split(' '))
+      expect(k.code, k.stderr).toBe(0)
+      const after = await report(['web-10.0.0.5', '-n', 'apps'])
+      expect(after.r.code, JSON.stringify(firstFail(after.report))).toBe(0)
     } finally {
       cluster.store.update(DEPLOY, {...saved, metadata: {...saved.metadata, resourceVersion: undefined}})
     }

@@ -259,7 +259,13 @@ export function diagnose(e: Evidence): DoctorReport {
     ]
     const labelText = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
     if (selecting.length === 0) {
-      add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, `meshvm onboard ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --port http=8080 --apply   # or a Service with selector ${labelText || 'app=NAME'}`)
+      // `kubectl create service` selects app=NAME: the fix when the entry has an app label; otherwise a Service to write.
+      const app = labels.app
+      const port = Object.values(rec(rec(specOf(e.group).template).ports)).find((v): v is number => typeof v === 'number') ?? 8080
+      const fix = app && /^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(app) && app.length <= 63
+        ? `kubectl create service clusterip ${app} -n ${q(ns)} --tcp=${port}:${port}`
+        : `kubectl apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || 'the entry\'s labels'}`
+      add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
       add(5, 'service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
       const wePorts = rec(specOf(we).ports)
