@@ -6,7 +6,7 @@
 import {mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {testPki} from '../cluster/pki.js'
 import {VmPlane} from '../cluster/vm-services.js'
@@ -37,7 +37,7 @@ async function join_(address: string, bundle: string, o: {unhealthy?: boolean} =
   const vm = startVm(bundle, {address, hostname: `vm-${address.split('.').pop()}`, ...o})
   running.push(vm)
   await vm.waitFor(/^admin \d+$/m)
-  writeFileSync(join(vms, address), `${/^admin (\d+)$/m.exec(vm.stdout())![1]} ${bundle}`)
+  writeFileSync(join(vms, address), `${/^admin (\d+)$/m.exec(vm.stdout())![1]} ${bundle} ${await vm.pid()}`)
   await vm.waitFor(/configuration acknowledged/)
   return vm
 }
@@ -62,6 +62,23 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(vm['vm.xds']).toMatchObject({status: 'pass', detail: `connected to istiod at ${plane.gateway.address}:15012`})
     // The simulated VM intercepts nothing: doctor says so (a warning, with the fix).
     expect(vm['vm.interception']).toMatchObject({status: 'warn'})
+
+    // The group changes: the entry is stale, and the fix doctor prints (war rollout, restarting the VM's
+    // sidecar through the same --vm-exec) brings it back from the current group: doctor passes.
+    const WG = 'networking.istio.io/workloadgroups'
+    const wg = cluster.store.get(WG, 'vmdoc', 'web')!
+    const spec = structuredClone(wg.spec) as {metadata: {labels: Record<string, string>}}
+    spec.metadata.labels.tier = 'backend'
+    cluster.store.update(WG, {...wg, metadata: {...wg.metadata, resourceVersion: undefined}, spec})
+    const stale = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
+    const staleReport = JSON.parse(stale.stdout) as {checks: {check: string; status: string; fix?: string}[]}
+    const fix = staleReport.checks.find((c) => c.status === 'fail')!
+    expect(fix).toMatchObject({check: 'registration.stale', fix: `meshvm war rollout web -n vmdoc --restart-command 'sh test/vm/exec.sh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`})
+    const {execFile} = await import('node:child_process')
+    const {promisify} = await import('node:util')
+    await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.fix}`], {env: {...process.env, ...cluster.env, MESHVM_SIM_VMS: vms, NO_COLOR: '1'}, cwd: REPO_ROOT, timeout: 120_000})
+    const after = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
+    expect(after.code, after.stdout).toBe(0)
 
     // An unhealthy app: pilot-agent is not ready on the VM, and the entry's Healthy condition says why.
     await join_('10.20.0.6', bundle, {unhealthy: true})
