@@ -312,6 +312,33 @@ describe('meshvm doctor', () => {
     expect(u.stderr.split('\n')[0]).toBe('Error: --vm-exec adds CERT EXPIRES and ROOT MATCH to -o wide: use it with -o wide (for one VM in depth: meshvm doctor NAME --vm-exec …)')
   })
 
+  it('--bundle made for an ambient east-west gateway: step 2 names it, and the fix (a bundle for the classic one) makes doctor pass', async () => {
+    cluster.store.create(SVC, 'Service', {
+      apiVersion: 'v1', kind: 'Service',
+      metadata: {name: 'istio-eastwest', namespace: 'istio-system', labels: {'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west', 'topology.istio.io/network': 'net1'}},
+      spec: {type: 'LoadBalancer', ports: [{name: 'status-port', port: 15021}, {name: 'mesh', port: 15008}]},
+      status: {loadBalancer: {ingress: [{ip: '203.0.113.11'}]}},
+    })
+    try {
+      const bundleDir = join(dir, 'web-ambient')
+      const made = await runCli(['bundle', 'web', '-n', 'apps', '-d', bundleDir, '--autoregister', '--ingress-service', 'istio-eastwest'], {env: cluster.env, timeoutMs: 60_000})
+      expect(made.code, made.stderr).toBe(0)
+      let {r, report: rep} = await report(['--bundle', bundleDir])
+      expect(r.code).toBe(8)
+      const kind = rep.checks.find((c) => c.check === 'gateway.kind')!
+      expect(kind.status).toBe('fail')
+      expect(kind.detail).toMatch(/^istio-system\/istio-eastwest is an ambient east-west gateway/)
+      expect(kind.fix).toBe(`meshvm bundle web -n apps -d ${bundleDir} --ingress-service istio-eastwestgateway.istio-system`)
+      const {execFile} = await import('node:child_process')
+      const {promisify} = await import('node:util')
+      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${kind.fix}`], {env: {...process.env, ...cluster.env, NO_COLOR: '1'}, timeout: 60_000})
+      ;({r, report: rep} = await report(['--bundle', bundleDir]))
+      expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    } finally {
+      cluster.store.delete(SVC, 'istio-system', 'istio-eastwest')
+    }
+  })
+
   it('-A doctors every VM of the namespace, one row each', async () => {
     cluster.mesh.addVm({name: 'vm-2', namespace: 'apps', group: 'web', address: '10.0.0.6', connectedTo: ISTIOD, healthy: false})
     const r = await doctor(['-A', '-n', 'apps'])

@@ -48,6 +48,8 @@ export interface GatewayEvidence {
   bundleAddress?: string
   /** The istio-system namespace's `topology.istio.io/network` label. */
   controlPlaneNetwork?: string
+  /** A classic east-west gateway of the Istio namespace (NAME.NAMESPACE), for the fix of an ambient one. */
+  classic?: string
 }
 
 export interface IstiodEvidence {
@@ -181,7 +183,7 @@ export function diagnose(e: Evidence): DoctorReport {
     const verdict = eastWestGatewayVerdict(gwName, reading)
     const ambient = reading.kind === 'ambient'
     if (verdict.status === 'pass') add(2, 'gateway.kind', 'pass', verdict.message)
-    else add(2, ambient ? 'gateway.kind' : 'gateway.ports', 'fail', verdict.message, ambient ? `meshvm bundle ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}` : `kubectl edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`)
+    else add(2, ambient ? 'gateway.kind' : 'gateway.ports', 'fail', verdict.message, ambient ? (gw.classic ? `meshvm bundle ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}` : `meshvm bundle ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`) : `kubectl edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`)
     const address = gatewayAddress(gw.service)
     if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `kubectl get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
     else if (gw.bundleAddress === undefined) add(2, 'gateway.address', e.bundle ? 'warn' : 'pass', `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`)

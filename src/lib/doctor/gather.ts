@@ -11,7 +11,8 @@ import {Resources, resourcePath} from '../kube/resources.js'
 import {resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
 import type {OfflineResult} from '../bundle-verify/offline.js'
 import {staleDifference} from '../war/model.js'
-import {entryStaleAgainstGroup, type Evidence, type SyncEvidence} from './diagnose.js'
+import {entryStaleAgainstGroup, gatewayAddress, type Evidence, type SyncEvidence} from './diagnose.js'
+import {eastWestGatewayKind, type GatewayServiceLike} from '../precheck/gateway.js'
 import {parseProbe, pemSerial, probeScript, runVmExec} from './probe.js'
 import type {ProxyStatusRow} from '../proxy-status/model.js'
 
@@ -137,12 +138,23 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
 
   // The way in: the east-west gateway and the networks.
   const parts = o.ingressService.split('.')
-  const [gwName, gwNamespace] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
-  const [gatewayService, istioNs] = await Promise.all([
+  let [gwName, gwNamespace] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
+  let [gatewayService, istioNs] = await Promise.all([
     client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: gwNamespace, name: gwName})),
     client.getOptional<KubeObject>(resourcePath(Resources.namespaces, {name: o.istioNamespace})),
   ])
   const istiodHost = bundle?.discoveryAddress?.replace(/:\d+$/, '') ?? (bundle?.env.CA_ADDR ?? '').replace(/:\d+$/, '') ?? undefined
+  // With a bundle, the gateway that matters is the one its hosts file points at (it may have been made
+  // with another --ingress-service); and a classic gateway, when there is one, is the fix for an ambient one.
+  const bundleAddress = bundle ? hostsAddress(bundle.hosts, istiodHost) : undefined
+  const gateways = await client.list<KubeObject>(resourcePath(Resources.services, {namespace: o.istioNamespace})).catch(() => [] as KubeObject[])
+  const pointedAt = bundleAddress ? gateways.find((g) => gatewayAddress(g) === bundleAddress) : undefined
+  if (pointedAt && pointedAt.metadata?.name !== gwName) {
+    gatewayService = pointedAt
+    gwName = pointedAt.metadata!.name!
+    gwNamespace = o.istioNamespace
+  }
+  const classic = gateways.find((g) => eastWestGatewayKind(g as GatewayServiceLike).kind === 'classic' && gatewayAddress(g) !== undefined)
 
   // The registration's neighbours: entries at the same address, events about it.
   const address = str((entry?.spec as {address?: unknown} | undefined)?.address)
@@ -210,7 +222,8 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME}} : {}),
     gateway: {
       name: gwName, namespace: gwNamespace, service: gatewayService,
-      bundleAddress: bundle ? hostsAddress(bundle.hosts, istiodHost) : undefined,
+      bundleAddress,
+      ...(classic?.metadata?.name ? {classic: `${classic.metadata.name}.${o.istioNamespace}`} : {}),
       controlPlaneNetwork: labelsOf(istioNs)['topology.istio.io/network'],
     },
     istiod: {pods, ...(revision ? {revision} : {}), env},
