@@ -36,7 +36,10 @@ const HOSTILE = [
 function fakeBin(dir: string, log: string): string {
   const bin = join(dir, 'bin')
   mkdirSync(bin)
-  const record = `#!/bin/sh\n{ printf '%s\\0' "\${0##*/}" "$@"; printf '\\036'; } >> '${log}'\n`
+  // One record at a time: the commands of a pipeline (getent | awk) run at once, and a record is several
+  // writes. The lock's mkdir/rmdir by absolute path: the script runs with only these fakes on PATH.
+  const tool = (name: string) => execFileSync('sh', ['-c', `command -v ${name}`], {encoding: 'utf8'}).trim()
+  const record = `#!/bin/sh\nuntil ${tool('mkdir')} '${log}.lock' 2>/dev/null; do :; done\n{ printf '%s\\0' "\${0##*/}" "$@"; printf '\\036'; } >> '${log}'\n${tool('rmdir')} '${log}.lock'\n`
   for (const cmd of ['install', 'grep', 'chown', 'systemctl', 'getent', 'sed', 'touch', 'rm', 'id', 'cat']) {
     writeFileSync(join(bin, cmd), record)
     chmodSync(join(bin, cmd), 0o755)
