@@ -152,9 +152,19 @@ export async function requestToken(client: KubeClient, namespace: string, servic
   }
 }
 
-interface ServiceLike {
+export interface ServiceLike {
   status?: {loadBalancer?: {ingress?: {ip?: string; hostname?: string}[]}}
   spec?: {externalIPs?: string[]}
+}
+
+/** Where a VM reaches a gateway Service, as bundles write it: load-balancer IP, else external IP, else load-balancer host name. */
+export function serviceGatewayAddress(svc: ServiceLike | undefined): GatewayAddress | undefined {
+  const ingress = svc?.status?.loadBalancer?.ingress?.[0]
+  if (ingress?.ip) return {kind: 'ip', address: ingress.ip}
+  const external = svc?.spec?.externalIPs?.[0]
+  if (external) return {kind: 'ip', address: external}
+  if (ingress?.hostname) return {kind: 'hostname', hostname: ingress.hostname}
+  return undefined
 }
 
 export async function findGateway(client: KubeClient, istioNamespace: string, options: GatewayOptions): Promise<GatewayAddress> {
@@ -166,11 +176,8 @@ export async function findGateway(client: KubeClient, istioNamespace: string, op
   const parts = options.ingressService.split('.')
   const [name, namespace] = parts.length === 2 ? [parts[0]!, parts[1]!] : [options.ingressService, istioNamespace]
   const svc = await client.getOptional<ServiceLike>(resourcePath(Resources.services, {namespace, name}))
-  const ingress = svc?.status?.loadBalancer?.ingress?.[0]
-  if (ingress?.ip) return {kind: 'ip', address: ingress.ip}
-  const external = svc?.spec?.externalIPs?.[0]
-  if (external) return {kind: 'ip', address: external}
-  if (ingress?.hostname) return {kind: 'hostname', hostname: ingress.hostname}
+  const address = serviceGatewayAddress(svc)
+  if (address) return address
   throw new MeshvmError(
     svc ? `the east-west gateway Service ${namespace}/${name} has no load-balancer address or external IP yet` : `the east-west gateway Service ${namespace}/${name} not found`,
     {

@@ -11,6 +11,7 @@ import {humanDuration} from '../output/age.js'
 import {isRecord} from '../util/records.js'
 import type {VmProbe} from './probe.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict, type GatewayServiceLike} from '../precheck/gateway.js'
+import {serviceGatewayAddress, type ServiceLike} from '../bundle/fetch.js'
 
 export type DoctorStatus = 'pass' | 'warn' | 'fail' | 'skip'
 
@@ -128,12 +129,10 @@ function servicePorts(svc: KubeObject | undefined): {port: number; name?: string
   return Array.isArray(ports) ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined})) : []
 }
 
-/** The gateway's current address as a VM would reach it: load-balancer IP or host name, else an external IP. */
+/** The gateway's current address as a VM would reach it, as meshvm bundle chooses it (bundle/fetch.ts). */
 export function gatewayAddress(svc: KubeObject | undefined): string | undefined {
-  const ingress = rec(rec(svc?.status).loadBalancer).ingress
-  const first = Array.isArray(ingress) ? rec(ingress[0]) : {}
-  const external = specOf(svc).externalIPs
-  return str(first.ip) ?? str(first.hostname) ?? (Array.isArray(external) ? str(external[0]) : undefined)
+  const a = serviceGatewayAddress(svc as ServiceLike | undefined)
+  return a?.kind === 'ip' ? a.address : a?.kind === 'hostname' ? a.hostname : undefined
 }
 
 function selects(selector: Record<string, unknown>, labels: Record<string, string>): boolean {

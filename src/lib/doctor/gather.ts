@@ -8,8 +8,9 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {annotationsOf, labelsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {Resources, resourcePath} from '../kube/resources.js'
-import {resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
-import type {OfflineResult} from '../bundle-verify/offline.js'
+import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
+import {parseIstiodAddress, type OfflineResult} from '../bundle-verify/offline.js'
+import {versionFromImage} from '../proxy-status/fetch.js'
 import {staleDifference} from '../war/model.js'
 import {entryStaleAgainstGroup, gatewayAddress, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, type GatewayServiceLike} from '../precheck/gateway.js'
@@ -119,7 +120,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   const group = groupName ? await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName})) : undefined
 
   // The revision: the one the bundle names (istiod-REV), else --revision, else the default tag.
-  const bundleRevision = bundle?.discoveryAddress ? /^istiod-([^.]+)\./.exec(bundle.discoveryAddress)?.[1] : undefined
+  const bundleRevision = bundle?.discoveryAddress ? parseIstiodAddress(bundle.discoveryAddress)?.revision : undefined
   const revision = bundleRevision ?? revisionOrUndefined((await resolveRevision(client, o.revision)).revision)
   const istiodPods = await client.list<KubeObject & {status?: {phase?: string; conditions?: {type?: string; status?: string}[]}; spec?: {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]}}>(
     resourcePath(Resources.pods, {namespace: o.istioNamespace}),
@@ -129,12 +130,13 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   const pods = ofRevision.map((p) => ({
     name: p.metadata?.name ?? '?',
     ready: p.status?.phase === 'Running' && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-    version: /:([^:@]+)(?:@.*)?$/.exec(p.spec?.containers?.[0]?.image ?? '')?.[1],
+    version: versionFromImage(p.spec?.containers?.[0]?.image),
   }))
-  // The Deployment's environment: what the next istiod pod runs with (the pods', when there is none).
+  // The Deployment's environment: what the next istiod pod runs with (the pod's, when there is none).
   const env: Record<string, string> = {}
-  const deployment = await client.getOptional<{spec?: {template?: {spec?: {containers?: {env?: {name?: string; value?: string}[]}[]}}}}>(resourcePath(Resources.deployments, {namespace: o.istioNamespace, name: revision ? `istiod-${revision}` : 'istiod'}))
-  for (const v of deployment?.spec?.template?.spec?.containers?.[0]?.env ?? ofRevision[0]?.spec?.containers?.[0]?.env ?? []) if (v.name && typeof v.value === 'string') env[v.name] = v.value
+  const deploymentEnv = await istiodDeploymentEnv(client, o.istioNamespace, revision)
+  if (deploymentEnv) for (const [k, v] of deploymentEnv) env[k] = v
+  else for (const v of ofRevision[0]?.spec?.containers?.[0]?.env ?? []) if (v.name && typeof v.value === 'string') env[v.name] = v.value
 
   // The way in: the east-west gateway and the networks.
   const parts = o.ingressService.split('.')
@@ -202,7 +204,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   let probe: Evidence['probe']
   if (o.vmExec !== undefined && (address || bundle)) {
     const vmEnv = {MESHVM_VM_NAME: entry?.metadata?.name ?? '', MESHVM_VM_ADDRESS: address ?? '', MESHVM_VM_HOSTNAME: address ?? '', MESHVM_NAMESPACE: namespace}
-    const host = istiodHost || `istiod${revision ? `-${revision}` : ''}.${o.istioNamespace}.svc`
+    const host = istiodHost || `${istiodServiceName(revision)}.${o.istioNamespace}.svc`
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(host)) probe = {error: `istiod's host ${JSON.stringify(host)} is not a DNS name`}
     else {
       const result = await runVmExec(o.vmExec, vmEnv, probeScript({istiodHost: host}), {timeoutMs: o.timeoutMs})

@@ -52,3 +52,19 @@ export function istiodServiceName(revision: string | undefined): string {
   const rev = revisionOrUndefined(revision)
   return rev === undefined ? 'istiod' : `istiod-${rev}`
 }
+
+interface DeploymentLike {
+  spec?: {template?: {spec?: {containers?: {env?: {name?: string; value?: string}[]}[]}}}
+}
+
+/**
+ * The environment of a revision's istiod Deployment (`istiod` or `istiod-REV`): what the next istiod
+ * pod runs with (auto-registration, health checks, ambient mode). Undefined when there is no Deployment.
+ */
+export async function istiodDeploymentEnv(client: KubeClient, istioNamespace: string, revision: string | undefined): Promise<Map<string, string> | undefined> {
+  const d = await client.getOptional<DeploymentLike>(resourcePath(Resources.deployments, {namespace: istioNamespace, name: istiodServiceName(revision)}))
+  if (!d) return undefined
+  const env = new Map<string, string>()
+  for (const v of d.spec?.template?.spec?.containers?.flatMap((c) => c.env ?? []) ?? []) if (v.name && typeof v.value === 'string') env.set(v.name, v.value)
+  return env
+}

@@ -6,6 +6,7 @@
  */
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath} from '../kube/resources.js'
+import {istiodServiceName} from '../istiod/revision.js'
 import {parseProbe, pemSerial, probeScript, runVmExec} from '../doctor/probe.js'
 import type {ProxyStatusRow} from './model.js'
 
@@ -38,7 +39,7 @@ export async function checkVms(client: KubeClient, rows: ProxyStatusRow[], o: {v
       const row = vms[next++]!
       const namespace = row.namespace ?? ''
       const revision = row.istiodRef?.revision
-      const host = `istiod${revision && revision !== 'default' ? `-${revision}` : ''}.${o.istioNamespace}.svc`
+      const host = `${istiodServiceName(revision)}.${o.istioNamespace}.svc`
       const env = {MESHVM_VM_NAME: row.registration?.split('/').pop() ?? row.name, MESHVM_VM_ADDRESS: row.address!, MESHVM_VM_HOSTNAME: row.address!, MESHVM_NAMESPACE: namespace}
       const [result, root] = await Promise.all([runVmExec(o.vmExec, env, probeScript({istiodHost: host}), {timeoutMs: o.timeoutMs}), rootOf(namespace)])
       const probe = parseProbe(result.stdout)

@@ -115,11 +115,8 @@ export function missingTunnelLabels(entries: readonly WorkloadEntryObject[], ev:
 
 /** Whether the istiod Deployment of a revision runs with PILOT_ENABLE_AMBIENT=true (what Istio's ambient profile sets). */
 async function runsAmbient(client: KubeClient, istioNamespace: string, revision: string): Promise<boolean> {
-  const {Resources, resourcePath} = await import('../kube/resources.js')
-  const name = revision === 'default' ? 'istiod' : `istiod-${revision}`
-  const d = await client.getOptional<{spec?: {template?: {spec?: {containers?: {env?: {name?: string; value?: string}[]}[]}}}}>(resourcePath(Resources.deployments, {namespace: istioNamespace, name}))
-  const env = d?.spec?.template?.spec?.containers?.flatMap((c) => c.env ?? []) ?? []
-  return env.some((v) => v.name === 'PILOT_ENABLE_AMBIENT' && String(v.value).toLowerCase() === 'true')
+  const {istiodDeploymentEnv} = await import('../istiod/revision.js')
+  return (await istiodDeploymentEnv(client, istioNamespace, revision))?.get('PILOT_ENABLE_AMBIENT')?.toLowerCase() === 'true'
 }
 
 /** The istiods of a namespace and the mesh config of each revision they run. */
