@@ -67,8 +67,10 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
   let fallback: DoctorReport | undefined
   const holders: string[] = []
   let chosen: DoctorReport | undefined
+  let looked: string | undefined
   for (const context of o.contexts) {
     const c = await openContext(context, o, target.bundle?.env.POD_NAMESPACE)
+    looked ??= target.bundle?.env.POD_NAMESPACE ?? c.session.namespace
     try {
       const evidence = await gatherEvidence(c.session.client, target, gatherOptions(c, o, multi))
       if (evidence.ambiguous) {
@@ -93,18 +95,8 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
   }
   if (holders.length > 1) o.warn(`the VM is registered in ${holders.length} contexts (${holders.join(', ')}): showing ${holders[0]}`)
   const report = chosen ?? fallback
-  if (!report) throw vmNotFound(target.query ?? '(bundle)', (await namespaceOf(o)) ?? 'default')
+  if (!report) throw vmNotFound(target.query ?? '(bundle)', looked ?? 'default')
   return report
-}
-
-async function namespaceOf(o: DoctorRunOptions): Promise<string | undefined> {
-  try {
-    const s = await o.openSession(o.contexts[0])
-    s.client.close()
-    return s.namespace
-  } catch {
-    return undefined
-  }
 }
 
 /** -A: every VM of the namespace (or of one WorkloadGroup), in every context. */
