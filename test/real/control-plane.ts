@@ -523,7 +523,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
 
     const istiodCwd = join(dir, 'istiod-cwd')
     mkdirSync(istiodCwd)
-    const startIstiod = async () => {
+    const startIstiodOnce = async () => {
       step(`istiod ${binaries.versions.istio[istio]}`)
       const p = startProc('istiod', binaries.pilotDiscovery[istio], [
         'discovery',
@@ -541,12 +541,26 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
       // istiod writes the mesh root into every namespace; wait for it in istio-system.
       await kube.waitFor(`/api/v1/namespaces/${ISTIO_NAMESPACE}/configmaps/istio-ca-root-cert`, (o) => o !== undefined, 'istio-ca-root-cert in istio-system')
     }
+    // freePort() closes its port before istiod binds it, and outgoing connections draw from the same
+    // range: a port taken meanwhile is retried with new ones (the kubelet stand-in reads them live).
+    const startIstiod = async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await startIstiodOnce()
+        } catch (err) {
+          if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err
+          Object.assign(istiodPorts, {grpc: await freePort(), secureGrpc: await freePort(), monitoring: await freePort(), http: await freePort(), ctrlz: await freePort()})
+        }
+      }
+    }
     await startIstiod()
     step('ready')
     return {
       dir, istio, binaries, istioVersion: binaries.versions.istio[istio],
       main, remote, kubeconfigPath, istiodPorts,
-      xdsAddress: `127.0.0.1:${istiodPorts.secureGrpc}`,
+      get xdsAddress() {
+        return `127.0.0.1:${istiodPorts.secureGrpc}`
+      },
       istiodRunning: () => istiod?.running ?? false,
       stopIstiod: async () => istiod?.stop(),
       startIstiod,
