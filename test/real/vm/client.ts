@@ -41,6 +41,8 @@ export interface VmJoinOptions {
   healthy?: boolean
   /** The VM's host name, the proxy ID's first part (default vm-IP with dashes). */
   hostname?: string
+  /** The certificate lifetime asked of the CA (IstioCertificateRequest.validity_duration; default 24h, as pilot-agent's SECRET_TTL). */
+  validitySeconds?: number
 }
 
 export interface VmConnection {
@@ -128,7 +130,7 @@ export async function joinIstiod(opts: VmJoinOptions): Promise<VmConnection> {
   const ca = new IstioCertificateService(opts.istiodAddress, credentials, channelOptions)
   let certificateChain: string[]
   try {
-    const request: IstioCertificateRequest = {csr: csrFor(`spiffe://${trustDomain}/ns/${namespace}/sa/${serviceAccount}`), validityDuration: 24 * 3600}
+    const request: IstioCertificateRequest = {csr: csrFor(`spiffe://${trustDomain}/ns/${namespace}/sa/${serviceAccount}`), validityDuration: opts.validitySeconds ?? 24 * 3600}
     const response = await new Promise<IstioCertificateResponse>((resolve, reject) => {
       const unary = ca as unknown as {CreateCertificate: (r: IstioCertificateRequest, m: grpc.Metadata, o: grpc.CallOptions, cb: grpc.requestCallback<IstioCertificateResponse>) => void}
       unary.CreateCertificate(request, metadata(), {deadline: Date.now() + 20_000}, (err, res) => (err ? reject(err) : resolve(res!)))

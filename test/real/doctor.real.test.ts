@@ -1,0 +1,271 @@
+/**
+ * `meshvm doctor --vm-exec` on the real control plane (kube-apiserver, etcd and istiod built from
+ * their Go modules): a VM host (vm/host.ts) joins real istiod from the bundle `meshvm onboard
+ * --bundle --autoregister` wrote, and exposes, from its real state, what doctor reads on a VM (through
+ * vm/exec.sh, standing in for ssh). doctor passes every step; then each failure mode that is real here
+ * is produced by what a user would do, doctor names it as the first failing step, its fix is run as
+ * printed, and doctor passes again.
+ */
+import {execFile} from 'node:child_process'
+import {X509Certificate} from 'node:crypto'
+import {cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
+import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
+import {recordSecret} from '../helpers/secrets.js'
+import {ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {ENVOY_XDS_PIPE, VmHost} from './vm/host.js'
+import {waitFor} from './vm/scenario.js'
+
+const NS = 'vm-doctor'
+const VM_IP = '10.30.0.5'
+const WE = `web-${VM_IP}`
+/** The --vm-exec template, as a user would give `ssh "$MESHVM_VM_ADDRESS"`. */
+const VM_EXEC = 'sh test/real/vm/exec.sh "$MESHVM_VM_ADDRESS"'
+
+let cp: RealControlPlane
+let work: string
+let registry: string
+/** The bundle meshvm wrote, and the VM's copy of it (its files on the VM). */
+let bundle: string
+let vmDir: string
+const hosts: VmHost[] = []
+let vm: VmHost
+
+beforeAll(async () => {
+  // A grace period long enough for doctor to see a stopped VM's entry before istiod deletes it.
+  cp = await startRealControlPlane({istio: istioReleaseFromEnv(), binaries: inject('realBinaries'), gracePeriod: '60s', remote: false, onProgress: (l) => process.stderr.write(`${l}\n`)})
+  recordSecret(cp.main.token)
+  work = mkdtempSync(join(tmpdir(), 'meshvm-real-doctor-'))
+  registry = join(work, 'vms')
+  mkdirSync(registry)
+  bundle = join(work, 'web')
+  const r = await meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account',
+    '--apply', '--bundle', bundle, '--autoregister'], {timeoutMs: 90_000})
+  expect(r.stderr).not.toMatch(STACK_TRACE)
+  expect(r.code, r.stderr).toBe(0)
+  recordSecret(readFileSync(join(bundle, 'istio-token'), 'utf8').trim())
+  vmDir = join(work, 'on-the-vm')
+  // The files as copied to the VM (the bundle directory is a link to its current version).
+  cpSync(bundle, vmDir, {recursive: true, dereference: true})
+})
+
+afterAll(async () => {
+  for (const h of hosts) await h.close()
+  await cp?.stop()
+  if (work) rmSync(work, {recursive: true, force: true})
+})
+
+const env = () => ({KUBECONFIG: cp.kubeconfigPath, HOME: work, MESHVM_REAL_VMS: registry})
+
+function meshvm(args: string[], o: {timeoutMs?: number} = {}) {
+  return runCli(args, {env: env(), timeoutMs: o.timeoutMs ?? 60_000})
+}
+
+interface Check {
+  step: number
+  check: string
+  status: 'pass' | 'warn' | 'fail' | 'skip'
+  detail: string
+  fix?: string
+}
+interface Report {
+  result: string
+  checks: Check[]
+  summary?: string
+}
+
+async function doctor(args: string[]): Promise<{code: number; report: Report; stderr: string}> {
+  const r = await meshvm(['doctor', ...args, '-n', NS, '--vm-exec', VM_EXEC, '-o', 'json'], {timeoutMs: 90_000})
+  expect(r.stderr).not.toMatch(STACK_TRACE)
+  let report: Report
+  try {
+    report = JSON.parse(r.stdout) as Report
+  } catch {
+    throw new Error(`doctor printed no report (exit ${r.code}):\n${r.stdout}\n${r.stderr}`)
+  }
+  return {code: r.code, report, stderr: r.stderr}
+}
+
+const firstFail = (report: Report) => report.checks.find((c) => c.status === 'fail')
+const check = (report: Report, id: string) => report.checks.find((c) => c.check === id)
+const show = (report: Report) => report.checks.map((c) => `${c.step} ${c.check} ${c.status}: ${c.detail}${c.fix ? ` — fix: ${c.fix}` : ''}`).join('\n')
+
+/** doctor passes: exit 0, nothing failing (the warnings are listed by the caller). */
+async function expectPass(args: string[]): Promise<Report> {
+  const {code, report, stderr} = await doctor(args)
+  expect(firstFail(report), show(report)).toBeUndefined()
+  expect(code, `${show(report)}\n${stderr}`).toBe(0)
+  return report
+}
+
+/** doctor fails with `id` as its first failing check: exit 8, the summary names it. */
+async function expectFirstFail(args: string[], id: string): Promise<Check> {
+  const {code, report} = await doctor(args)
+  const first = firstFail(report)
+  expect(first?.check, show(report)).toBe(id)
+  expect(code).toBe(8)
+  expect(report.summary).toContain(first!.detail)
+  return first!
+}
+
+/**
+ * Runs a fix as doctor printed it, as a user would paste it: in sh, in the directory the --vm-exec
+ * template's path is relative to, with meshvm on PATH. The template names "$MESHVM_VM_ADDRESS", which
+ * doctor sets for --vm-exec (and war rollout for --restart-command) but a pasted fix does not: it is
+ * set here, as the user would have to.
+ */
+function runFix(fix: string | undefined, address = VM_IP): Promise<{stdout: string; stderr: string}> {
+  expect(fix, 'the check has a fix').toBeDefined()
+  return new Promise((resolve, reject) => {
+    const script = `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }\n${fix}`
+    execFile('/bin/sh', ['-c', script], {cwd: REPO_ROOT, timeout: 150_000, env: {...process.env, ...env(), MESHVM_VM_ADDRESS: address, NO_COLOR: '1'}}, (err, stdout, stderr) =>
+      err ? reject(new Error(`fix failed: ${fix}\n${stdout}\n${stderr}`)) : resolve({stdout, stderr}))
+  })
+}
+
+const wePath = (name: string) => `/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries/${name}`
+type Entry = {metadata?: {annotations?: Record<string, string>}; status?: {conditions?: {type: string; status: string; message?: string}[]}}
+const healthyIs = (status: string) => (o: Entry | undefined) => (o?.status?.conditions ?? []).some((c) => c.type === 'Healthy' && c.status === status)
+/** The entry connected (connectedAt, no disconnectedAt) and Healthy=True: what istiod writes once the VM is back. */
+const backAndHealthy = (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/connectedAt'] !== undefined && o.metadata.annotations['istio.io/disconnectedAt'] === undefined && healthyIs('True')(o)
+
+async function startHost(ip: string, o: {firstValiditySeconds?: number} = {}): Promise<VmHost> {
+  const h = await VmHost.start({bundleDir: vmDir, istiodAddress: () => cp.xdsAddress, instanceIp: ip, registryDir: registry, hostname: `vm-${ip.split('.').pop()}`, ...o})
+  hosts.push(h)
+  await cp.main.kube.waitFor(wePath(`web-${ip}`), backAndHealthy, `WorkloadEntry web-${ip} connected and Healthy`)
+  return h
+}
+
+describe('doctor --vm-exec on a VM joined to real istiod', () => {
+  it('passes every step: bundle, gateway, istiod, registration, Service, sync, and on the VM its readiness, the certificate real istiod issued, the root it trusts', async () => {
+    vm = await startHost(VM_IP)
+    const report = await expectPass([WE, '--bundle', vmDir])
+    for (const step of [1, 2, 3, 4, 5, 6, 7]) expect(report.checks.some((c) => c.step === step && c.status === 'pass'), `step ${step}\n${show(report)}`).toBe(true)
+    expect(check(report, 'registration')!.detail).toContain(`WorkloadEntry ${NS}/${WE} at ${VM_IP}`)
+    expect(check(report, 'sync')!.detail).toBe(`SYNCED with ${ISTIOD_POD}`)
+    expect(check(report, 'vm.ready')).toMatchObject({status: 'pass', detail: 'pilot-agent is ready (15021/healthz/ready: 200)'})
+    // The certificate the VM shows is the one real istiod's CA issued it.
+    const leaf = new X509Certificate(vm.connection!.certificateChain[0]!)
+    expect(check(report, 'vm.cert')).toMatchObject({status: 'pass', detail: `workload certificate valid until ${new Date(leaf.validTo).toISOString().replace(/\.\d+Z$/, 'Z')}`})
+    expect(check(report, 'vm.root')).toMatchObject({status: 'pass', detail: "the VM's Envoy trusts the current mesh root"})
+    // Envoy's xds-grpc cluster is pilot-agent's xDS proxy on a unix socket (Istio's bootstrap), not istiod:
+    // what doctor calls "connected to istiod" is Envoy's connection to pilot-agent.
+    expect(check(report, 'vm.xds')).toMatchObject({status: 'pass', detail: `connected to istiod at ${ENVOY_XDS_PIPE}`})
+    // This sidecar intercepts nothing (INTERCEPTION_MODE NONE): doctor says so, as a warning.
+    expect(report.checks.filter((c) => c.status === 'warn').map((c) => c.check)).toEqual(['vm.interception'])
+  })
+
+  it('an invalid token (its service account deleted and made again): step 1 token.review; the printed fix writes a new token and doctor passes', async () => {
+    const sa = `/api/v1/namespaces/${NS}/serviceaccounts/web-vm`
+    const old = await cp.main.kube.must('GET', sa)
+    await cp.main.kube.must('DELETE', sa)
+    await cp.main.kube.waitFor(sa, (o) => o === undefined || (o as {metadata: {uid: string}}).metadata.uid !== old.metadata.uid, 'service account deleted')
+    await cp.main.kube.create(`/api/v1/namespaces/${NS}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'web-vm', namespace: NS}})
+    // kube-apiserver keeps a token it accepted in its authentication cache for a while: until it rejects it.
+    const token = readFileSync(join(vmDir, 'istio-token'), 'utf8').trim()
+    await waitFor('the API server to reject the old token', async () => {
+      const review = await cp.main.kube.must('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: {token, audiences: ['istio-ca']}})
+      return review.status?.authenticated !== true
+    }, 60_000)
+    const failing = await expectFirstFail([WE, '--bundle', vmDir], 'bundle.token.review')
+    expect(failing.detail).toMatch(/^the API server rejects it/)
+    await runFix(failing.fix)
+    recordSecret(readFileSync(join(vmDir, 'istio-token'), 'utf8').trim())
+    await expectPass([WE, '--bundle', vmDir])
+  })
+
+  it('a bundle with another root (the Kubernetes CA instead of the mesh root): step 1 root-cert, the sidecar cannot reconnect; the fix and a restart make doctor pass', async () => {
+    writeFileSync(join(vmDir, 'root-cert.pem'), readFileSync(join(cp.dir, 'pki', 'ca.crt'), 'utf8'))
+    // Real istiod's serving certificate does not verify against that root: the restarted sidecar gets nothing.
+    const restart = await runFix(`${VM_EXEC} sudo systemctl restart istio`).then(() => undefined, (e: Error) => e)
+    expect(restart?.message).toMatch(/istio: .*(certificate|self.signed|UNAVAILABLE)/i)
+    await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')
+    const failing = await expectFirstFail([WE, '--bundle', vmDir], 'bundle.root-cert')
+    expect(failing.detail).toContain('istio-ca-root-cert')
+    await runFix(failing.fix)
+    recordSecret(readFileSync(join(vmDir, 'istio-token'), 'utf8').trim())
+    expect(readFileSync(join(vmDir, 'root-cert.pem'), 'utf8').trim()).toBe(readFileSync(join(bundle, 'root-cert.pem'), 'utf8').trim())
+    // The new bundle on the VM, the sidecar restarted (what the fix's "copy to the VM" means here).
+    await runFix(`${VM_EXEC} sudo systemctl restart istio`)
+    await cp.main.kube.waitFor(wePath(WE), backAndHealthy, 'entry back')
+    await expectPass([WE, '--bundle', vmDir])
+  })
+
+  it('an unhealthy application (pilot-agent reports the failing probe): step 4 registration.healthy with the probe\'s message; once it passes again, so does doctor', async () => {
+    const message = 'Get "http://127.0.0.1:8080/ready": dial tcp 127.0.0.1:8080: connect: connection refused'
+    await vm.setAppHealth(false, message)
+    await cp.main.kube.waitFor(wePath(WE), healthyIs('False'), 'Healthy=False')
+    const {report} = await doctor([WE])
+    expect(firstFail(report)).toMatchObject({check: 'registration.healthy', detail: `Healthy=False: ${message} (the VM's readiness probe fails, so istiod sends it no traffic)`})
+    // pilot-agent's /healthz/ready is Envoy's readiness, which the application's probe does not enter.
+    expect(check(report, 'vm.ready')).toMatchObject({status: 'pass'})
+    // The printed fix reads the VM's readiness and journal (a diagnosis: the application is what needs fixing).
+    expect(check(report, 'registration.healthy')!.fix).toBe(`${VM_EXEC} 'curl -sS http://127.0.0.1:15021/healthz/ready; sudo journalctl -u istio -n 50'`)
+    await vm.setAppHealth(true)
+    await cp.main.kube.waitFor(wePath(WE), healthyIs('True'), 'Healthy=True')
+    await expectPass([WE])
+  })
+
+  it('another WorkloadEntry at the VM\'s address: step 4 registration.duplicates; the printed kubectl delete makes doctor pass', async () => {
+    await cp.main.kube.must('POST', `/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries`, {
+      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'web-by-hand', namespace: NS},
+      spec: {address: VM_IP, labels: {app: 'web'}, serviceAccount: 'web-vm'},
+    })
+    const failing = await expectFirstFail([WE], 'registration.duplicates')
+    expect(failing.detail).toBe(`2 WorkloadEntries share address ${VM_IP}: ${WE}, web-by-hand (istiod sends traffic to each)`)
+    expect(failing.fix).toBe(`kubectl delete workloadentry web-by-hand -n ${NS}`)
+    await runFix(failing.fix)
+    await expectPass([WE])
+  })
+
+  it('a changed WorkloadGroup: step 4 registration.stale; the printed war rollout restarts the sidecar through --vm-exec and doctor passes', async () => {
+    const change = await meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '-l', 'tier=backend', '--apply'])
+    expect(change.code, change.stderr).toBe(0)
+    const failing = await expectFirstFail([WE], 'registration.stale')
+    expect(failing.detail).toContain('label tier=(none) → backend')
+    expect(failing.fix).toBe(`meshvm war rollout web -n ${NS} --restart-command '${VM_EXEC} sudo systemctl restart istio'`)
+    await runFix(failing.fix)
+    await cp.main.kube.waitFor(wePath(WE), backAndHealthy, 'entry back')
+    await expectPass([WE])
+  })
+
+  // After the stale case: `meshvm onboard --apply` of the group would conflict with the fields the
+  // fix's kubectl create service owns (server-side apply: .spec.selector, .spec.ports[8080].name).
+  it('no Service selecting the group: step 5 service; the printed kubectl create service makes doctor pass', async () => {
+    await cp.main.kube.must('DELETE', `/api/v1/namespaces/${NS}/services/web`)
+    const failing = await expectFirstFail([WE], 'service')
+    expect(failing.fix).toBe(`kubectl create service clusterip web -n ${NS} --tcp=8080:8080`)
+    await runFix(failing.fix)
+    const report = await expectPass([WE])
+    expect(check(report, 'service')!.detail).toBe('selected by Service web')
+  })
+
+  it('a stopped sidecar: step 4 registration.connected (istio.io/disconnectedAt); the printed restart through --vm-exec makes doctor pass', async () => {
+    await runFix(`${VM_EXEC} sudo systemctl stop istio`)
+    await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')
+    const {report} = await doctor([WE])
+    expect(firstFail(report)).toMatchObject({check: 'registration.connected', fix: `${VM_EXEC} 'sudo systemctl restart istio'`})
+    expect(firstFail(report)!.detail).toMatch(/^the VM disconnected from istiod .* ago; istiod deletes the entry after its grace period$/)
+    // On the VM, pilot-agent's and Envoy's ports are closed.
+    expect(check(report, 'vm.ready')).toMatchObject({status: 'fail', detail: 'pilot-agent does not answer on 15021: the sidecar is not running'})
+    await runFix(firstFail(report)!.fix)
+    await cp.main.kube.waitFor(wePath(WE), backAndHealthy, 'entry back')
+    await expectPass([WE])
+  })
+
+  it('an expired workload certificate (the sidecar could not renew it): step 7 vm.cert; the printed restart gets a new one and doctor passes', async () => {
+    const ip = '10.30.0.6'
+    const other = await startHost(ip, {firstValiditySeconds: 5})
+    const notAfter = Date.parse(new X509Certificate(other.connection!.certificateChain[0]!).validTo)
+    // Until the certificate real istiod issued is past its notAfter (what the check reads).
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, notAfter - Date.now()) + 1000))
+    const failing = await expectFirstFail([`web-${ip}`], 'vm.cert')
+    expect(failing.detail).toBe(`Envoy's workload certificate has expired (${new Date(notAfter).toISOString().replace(/\.\d+Z$/, 'Z')})`)
+    await runFix(failing.fix, ip)
+    await cp.main.kube.waitFor(wePath(`web-${ip}`), backAndHealthy, 'entry back')
+    await expectPass([`web-${ip}`])
+    await other.close()
+  })
+})
