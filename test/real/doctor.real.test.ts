@@ -242,6 +242,28 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     expect(check(report, 'service')!.detail).toBe('selected by Service web')
   })
 
+  it('configuration the VM\'s Envoy rejects (a NACK of LDS, as real istiod records it): step 6 sync with the error; once the configuration is gone, doctor passes', async () => {
+    const error = 'Error adding/updating listener(s) 0.0.0.0_9090: Proto constraint validation failed (HttpConnectionManagerValidationError.StatPrefix: value length must be at least 1 characters)'
+    const lds = 'type.googleapis.com/envoy.config.listener.v3.Listener'
+    const proxy = vm.connection!.proxyId
+    type Syncz = {proxy: string; resources?: Record<string, {lastError?: string}>}
+    const ldsError = async () => (JSON.parse((await cp.istiodDebug('/debug/syncz')).body) as Syncz[]).find((e) => e.proxy === proxy)?.resources?.[lds]?.lastError
+    // A Service the VM's Envoy cannot take: istiod pushes the mesh's listeners with it, the VM answers with a NACK.
+    vm.rejectConfig(lds, error)
+    const svc = {apiVersion: 'v1', kind: 'Service', metadata: {name: 'metrics', namespace: NS}, spec: {ports: [{name: 'http', port: 9090}]}}
+    await cp.main.kube.must('POST', `/api/v1/namespaces/${NS}/services`, svc)
+    await waitFor('the NACK in istiod\'s syncz', async () => (await ldsError()) === error, 30_000)
+    const failing = await expectFirstFail([WE], 'sync')
+    expect(failing.detail).toBe(`the VM's Envoy rejected (NACK) LDS: ${error}`)
+    // The printed fix shows the error per type (a diagnosis: the configuration named in it is what to fix).
+    const shown = await runFix(failing.fix)
+    expect(shown.stdout).toContain('ERROR')
+    vm.rejectConfig(lds, undefined)
+    await cp.main.kube.must('DELETE', `/api/v1/namespaces/${NS}/services/metrics`)
+    await waitFor('istiod to record the ACK', async () => (await ldsError()) === undefined, 30_000)
+    await expectPass([WE])
+  })
+
   it('a stopped sidecar: step 4 registration.connected (istio.io/disconnectedAt); the printed restart through --vm-exec makes doctor pass', async () => {
     await runFix(`${VM_EXEC} sudo systemctl stop istio`)
     await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')

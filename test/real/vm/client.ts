@@ -54,6 +54,12 @@ export interface VmConnection {
   /** Resolves once the first CDS and LDS responses were ACKed; rejects if istiod ended the stream first. */
   synced(): Promise<void>
   reportHealth(healthy: boolean, message?: string): Promise<void>
+  /**
+   * From now on, answer istiod's responses of this type with a NACK, as Envoy does for configuration it
+   * rejects (the last accepted version, the response's nonce, error_detail {13, message}); undefined
+   * goes back to ACKing.
+   */
+  rejectConfig(typeUrl: string, message: string | undefined): void
   close(): Promise<void>
 }
 
@@ -177,10 +183,21 @@ export async function joinIstiod(opts: VmJoinOptions): Promise<VmConnection> {
   const endedPromise = new Promise<void>((resolve) => (resolveEnded = resolve))
   const pendingHealth: DiscoveryRequest[] = []
 
+  const rejecting = new Map<string, string>()
+  const accepted = new Map<string, string>()
   stream.on('data', (res: DiscoveryResponse) => {
+    const rejection = rejecting.get(res.typeUrl ?? '')
+    if (rejection !== undefined) {
+      // NACK: the version last accepted, the rejected response's nonce, the error.
+      stream.write({typeUrl: res.typeUrl, versionInfo: accepted.get(res.typeUrl ?? '') ?? '', responseNonce: res.nonce, errorDetail: {code: grpc.status.INTERNAL, message: rejection}})
+      return
+    }
     // ACK: the type, the version and the nonce echoed, no error.
     stream.write({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce})
-    if (res.typeUrl) acked.add(res.typeUrl)
+    if (res.typeUrl) {
+      acked.add(res.typeUrl)
+      accepted.set(res.typeUrl, res.versionInfo ?? '')
+    }
     if (res.typeUrl === TYPES.CDS && !ldsRequested) {
       // Envoy asks for listeners once clusters are in: the LDS request goes out after the first CDS ACK.
       ldsRequested = true
@@ -218,6 +235,10 @@ export async function joinIstiod(opts: VmJoinOptions): Promise<VmConnection> {
         return
       }
       await write(healthRequest(healthy, message))
+    },
+    rejectConfig(typeUrl, message) {
+      if (message === undefined) rejecting.delete(typeUrl)
+      else rejecting.set(typeUrl, message)
     },
     async close() {
       if (closed) return endedPromise

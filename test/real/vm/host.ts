@@ -181,6 +181,11 @@ export class VmHost {
     if (this.life?.configReceived) await this.life.connection.reportHealth(healthy, message)
   }
 
+  /** Envoy rejecting (NACK) istiod's configuration of one type from now on; undefined: accepting it again. */
+  rejectConfig(typeUrl: string, message: string | undefined): void {
+    this.life?.connection.rejectConfig(typeUrl, message)
+  }
+
   /** Everything stopped, the registry line removed. */
   async close(): Promise<void> {
     await this.stopSidecar().catch(() => undefined)
