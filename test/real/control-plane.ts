@@ -425,7 +425,8 @@ export interface RealControlPlane {
   xdsAddress: string
   istiodRunning(): boolean
   stopIstiod(): Promise<void>
-  startIstiod(): Promise<void>
+  /** Starts istiod again; `env` (e.g. the istiod Deployment's, as its controller would roll it) replaces the environment it started with. */
+  startIstiod(env?: Record<string, string>): Promise<void>
   /** istiod's own HTTP debug endpoint on its loopback monitoring port. */
   istiodDebug(path: string): Promise<HttpAnswer>
   istiodLog(): string
@@ -523,7 +524,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
 
     const istiodCwd = join(dir, 'istiod-cwd')
     mkdirSync(istiodCwd)
-    const startIstiodOnce = async () => {
+    const startIstiodOnce = async (env: Record<string, string>) => {
       step(`istiod ${binaries.versions.istio[istio]}`)
       const p = startProc('istiod', binaries.pilotDiscovery[istio], [
         'discovery',
@@ -534,7 +535,7 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
         '--log_output_level=default:info',
       ], {
         dir, cwd: istiodCwd,
-        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: istiodCwd, ...istiodEnv},
+        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: istiodCwd, ...env},
       })
       istiod = p
       await waitFor('istiod /ready', p, async () => (await httpGet(`http://127.0.0.1:${istiodPorts.http}/ready`)).status === 200, 120_000)
@@ -543,10 +544,10 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     }
     // freePort() closes its port before istiod binds it, and outgoing connections draw from the same
     // range: a port taken meanwhile is retried with new ones (the kubelet stand-in reads them live).
-    const startIstiod = async () => {
+    const startIstiod = async (env: Record<string, string> = istiodEnv) => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await startIstiodOnce()
+          return await startIstiodOnce(env)
         } catch (err) {
           if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err
           Object.assign(istiodPorts, {grpc: await freePort(), secureGrpc: await freePort(), monitoring: await freePort(), http: await freePort(), ctrlz: await freePort()})

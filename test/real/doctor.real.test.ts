@@ -138,6 +138,14 @@ async function startHost(ip: string, o: {firstValiditySeconds?: number} = {}): P
   return h
 }
 
+/** What the istiod Deployment's controller does after `kubectl set env`: istiod runs again with the Deployment's environment. */
+async function rollIstiod(): Promise<void> {
+  const d = await cp.main.kube.must('GET', '/apis/apps/v1/namespaces/istio-system/deployments/istiod')
+  const env = Object.fromEntries((d.spec.template.spec.containers[0].env as {name: string; value?: string}[]).map((e) => [e.name, e.value ?? '']))
+  await cp.stopIstiod()
+  await cp.startIstiod(env)
+}
+
 describe('doctor --vm-exec on a VM joined to real istiod', () => {
   it('passes every step: bundle, gateway, istiod, registration, Service, sync, and on the VM its readiness, the certificate real istiod issued, the root it trusts', async () => {
     vm = await startHost(VM_IP)
@@ -289,5 +297,26 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await cp.main.kube.waitFor(wePath(`web-${ip}`), backAndHealthy, 'entry back')
     await expectPass([`web-${ip}`])
     await other.close()
+  })
+  it('istiod without auto-registration: step 3 istiod.autoregistration, the VM that connects gets no entry; the printed kubectl set env (istiod rolled with it) makes doctor pass', async () => {
+    const ip = '10.30.0.7'
+    await runFix('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false')
+    await rollIstiod()
+    // The bundle on the VM, current with its group (which changed above).
+    const fresh = await meshvm(['bundle', 'web', '-n', NS, '--autoregister', '-d', vmDir])
+    expect(fresh.code, fresh.stderr).toBe(0)
+    recordSecret(readFileSync(join(vmDir, 'istio-token'), 'utf8').trim())
+    const h = await VmHost.start({bundleDir: vmDir, istiodAddress: () => cp.xdsAddress, instanceIp: ip, registryDir: registry, hostname: 'vm-7'})
+    hosts.push(h)
+    // Connected and configured, yet real istiod registered nothing (it would have before the first push).
+    expect((await cp.main.kube.get(wePath(`web-${ip}`))).status).toBe(404)
+    const failing = await expectFirstFail([`vm-7.${NS}`, '--bundle', vmDir], 'istiod.autoregistration')
+    expect(failing.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
+    await runFix(failing.fix)
+    await rollIstiod()
+    // pilot-agent connects to the new istiod by itself, which now registers it.
+    await cp.main.kube.waitFor(wePath(`web-${ip}`), backAndHealthy, `WorkloadEntry web-${ip} connected and Healthy`)
+    await expectPass([`web-${ip}`, '--bundle', vmDir])
+    await h.close()
   })
 })

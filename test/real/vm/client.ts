@@ -60,6 +60,8 @@ export interface VmConnection {
    * goes back to ACKing.
    */
   rejectConfig(typeUrl: string, message: string | undefined): void
+  /** Resolves once the ADS stream ended, by close() or by istiod (a stopped istiod, a refusal). */
+  ended(): Promise<void>
   close(): Promise<void>
 }
 
@@ -236,6 +238,7 @@ export async function joinIstiod(opts: VmJoinOptions): Promise<VmConnection> {
       }
       await write(healthRequest(healthy, message))
     },
+    ended: () => endedPromise,
     rejectConfig(typeUrl, message) {
       if (message === undefined) rejecting.delete(typeUrl)
       else rejecting.set(typeUrl, message)

@@ -18,7 +18,8 @@
  *   `ADMIN_PORT STATUS_PORT CONTROL_PORT HOSTS_FILE`, in a file named after the VM's address.
  *
  * A stopped sidecar closes both of its ports, as a stopped pilot-agent and Envoy would; they open on
- * the same port numbers when it starts again. Everything listens on 127.0.0.1.
+ * the same port numbers when it starts again. When istiod ends the stream (stopped, rolled), the
+ * sidecar connects again by itself, as pilot-agent does. Everything listens on 127.0.0.1.
  */
 import {X509Certificate} from 'node:crypto'
 import {rmSync, writeFileSync} from 'node:fs'
@@ -45,6 +46,8 @@ interface Life {
   connection: VmConnection
   /** Envoy received its first CDS and LDS (pilot-agent's readiness, which then stays ready). */
   configReceived: boolean
+  /** stopSidecar was called: no more reconnecting. */
+  stopped: boolean
 }
 
 /** Envoy's admin CertificateDetails (envoy/admin/v3/certs.proto) for one PEM certificate. */
@@ -143,7 +146,7 @@ export class VmHost {
         bundleDir: this.o.bundleDir, istiodAddress: this.o.istiodAddress(), instanceIp: this.o.instanceIp, hostname: this.o.hostname,
         ...(first && this.o.firstValiditySeconds !== undefined ? {validitySeconds: this.o.firstValiditySeconds} : {}),
       })
-      const life: Life = {connection, configReceived: false}
+      const life: Life = {connection, configReceived: false, stopped: false}
       this.life = life
       await listen(this.admin, this.ports.admin)
       await listen(this.status, this.ports.status)
@@ -155,12 +158,35 @@ export class VmHost {
         await this.stopLife()
         throw err
       }
+      void this.reconnectWhenEnded(life)
     })
+  }
+
+  /**
+   * pilot-agent keeps running when istiod ends the stream (istiod stopped or rolled): it connects again,
+   * with a back-off, while Envoy keeps its configuration, certificate and readiness.
+   */
+  private async reconnectWhenEnded(life: Life): Promise<void> {
+    await life.connection.ended()
+    for (let delay = 200; !life.stopped && this.life === life; delay = Math.min(delay * 2, 2000)) {
+      try {
+        const connection = await joinIstiod({bundleDir: this.o.bundleDir, istiodAddress: this.o.istiodAddress(), instanceIp: this.o.instanceIp, hostname: this.o.hostname})
+        if (life.stopped || this.life !== life) return void (await connection.close())
+        life.connection = connection
+        await connection.synced()
+        await connection.reportHealth(this.app.healthy, this.app.message)
+        return void (await this.reconnectWhenEnded(life))
+      } catch {
+        // istiod not back yet, or it ended the new stream: try again.
+        await new Promise((resolve) => setTimeout(resolve, delay))
+      }
+    }
   }
 
   private async stopLife(): Promise<void> {
     const life = this.life
     this.life = undefined
+    if (life) life.stopped = true
     await Promise.all([close(this.admin), close(this.status)])
     await life?.connection.close()
   }
