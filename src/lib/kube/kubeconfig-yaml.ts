@@ -9,7 +9,8 @@
  * that YAML 1.1 would read as anything but a string, true, false or null: numbers, yes/no, dates)
  * makes it answer `undefined`, and the caller parses the text with the `yaml` library, which then
  * gives the exact value or error. So whatever it returns is what the library returns for the same
- * text (test/lib/kube/kubeconfig-yaml.test.ts compares them).
+ * text (test/lib/kube/kubeconfig-yaml.test.ts compares them). A VM bundle reads Istio's mesh config
+ * through it too (src/lib/bundle/mesh-yaml.ts): the same subset, read with the library's defaults.
  */
 
 type Value = string | boolean | Value[] | {[key: string]: Value} | null

@@ -16,10 +16,13 @@ import {YAML_OPTIONS} from '../../../src/lib/kube/config.js'
 const work = mkdtempSync(join(tmpdir(), 'meshvm-kubeconfig-yaml-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
 
+/** The options a VM bundle reads the mesh config with (src/lib/bundle/mesh-yaml.ts): timestamps, unique keys. */
+const MESH_OPTIONS = {version: '1.1', logLevel: 'error'} as const
+
 /** The reference: what the full parser gives, or the fact that it refuses the text. */
-function reference(text: string): {value?: unknown; error?: true} {
+function reference(text: string, options: typeof YAML_OPTIONS | typeof MESH_OPTIONS): {value?: unknown; error?: true} {
   try {
-    return {value: parse(text, YAML_OPTIONS)}
+    return {value: parse(text, options)}
   } catch {
     return {error: true}
   }
@@ -28,9 +31,11 @@ function reference(text: string): {value?: unknown; error?: true} {
 function agrees(text: string): boolean {
   const fast = parseKubeconfigYaml(text)
   if (fast === undefined) return false
-  const ref = reference(text)
-  expect(ref.error, `the fast reader accepted text the full parser refuses:\n${text}`).toBeUndefined()
-  expect(fast, text).toEqual(ref.value)
+  for (const options of [YAML_OPTIONS, MESH_OPTIONS]) {
+    const ref = reference(text, options)
+    expect(ref.error, `the fast reader accepted text the full parser refuses:\n${text}`).toBeUndefined()
+    expect(fast, text).toEqual(ref.value)
+  }
   return true
 }
 
@@ -100,6 +105,8 @@ describe('parseKubeconfigYaml', () => {
       'users: null\ncontexts: ~\ncurrent-context: ""\n',
       '',
       '# only a comment\n',
+      // The mesh config of ConfigMap istio (a VM bundle reads it through the same reader).
+      'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata:\n    ISTIO_META_DNS_CAPTURE: "true"\ndefaultProviders:\n  metrics:\n  - prometheus\nenablePrometheusMerge: true\nrootNamespace: istio-system\ntrustDomain: cluster.local\n',
     ]) expect(agrees(text), text).toBe(true)
   })
 
