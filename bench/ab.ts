@@ -5,7 +5,7 @@
  * For deciding whether a change pays (docs/decisions/istioctl-peer.md).
  */
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdtempSync, readdirSync, rmSync} from 'node:fs'
 import {loadavg, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -32,7 +32,7 @@ const istioctlArgs: Record<string, string[]> = {
   ps: ['proxy-status', '--xds-address', o.xds ?? ''],
 }
 const variants = o.variants!.split(',').map((v) => v.split('=') as [string, string])
-const list = variants.map(([, dir]) => ({argv: [NODE, join(dir, 'bin/run.js'), ...args[o.case!]!], env, before: () => rmSync(out, {recursive: true, force: true})}))
+const list = variants.map(([, dir]) => ({argv: [NODE, join(dir, 'bin/run.js'), ...args[o.case!]!], env, before: () => { for (const e of readdirSync(home)) if (e === 'bundle' || e.startsWith('.bundle.')) rmSync(join(home, e), {recursive: true, force: true}) }}))
 const names = variants.map(([n]) => n)
 if (o.istioctl && istioctlArgs[o.case!]!.length > 0) {
   list.push({argv: [o.istioctl, ...istioctlArgs[o.case!]!], env, before: () => {}})

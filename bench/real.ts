@@ -16,7 +16,7 @@
  * Ctrl-C instead of measuring: for profiling by hand (`node --cpu-prof bin/run.js …`).
  */
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {loadavg, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -120,6 +120,15 @@ async function seedWorkloadEntries(kube: Kube, from: number, to: number): Promis
 
 const NS = 'bench-apps'
 
+/**
+ * Removes meshvm's bundle directory NAME in `dir`: the link and the versions beside it
+ * (src/lib/fs/atomic.ts), so each run writes a new directory as istioctl's does, rather than also
+ * clearing the version of the run before.
+ */
+function removeBundle(dir: string, name: string): void {
+  for (const entry of readdirSync(dir)) if (entry === name || entry.startsWith(`.${name}.`)) rmSync(join(dir, entry), {recursive: true, force: true})
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'meshvm-bench-real-'))
   let cp: RealControlPlane | undefined
@@ -165,7 +174,7 @@ async function main(): Promise<void> {
     const theirs = join(work, 'bundle-istioctl')
     await pair('bundle web -d DIR --autoregister', 'istioctl x workload entry configure -f wg -o DIR --autoregister', 1.0,
       ['bundle', 'web', '-n', NS, '-d', ours, '--autoregister'], [istioctl, 'x', 'workload', 'entry', 'configure', '-f', wgFile, '-o', theirs, '--autoregister'], env,
-      {before: () => rmSync(ours, {recursive: true, force: true}), baselineBefore: () => rmSync(theirs, {recursive: true, force: true})})
+      {before: () => removeBundle(work, 'bundle-meshvm'), baselineBefore: () => rmSync(theirs, {recursive: true, force: true})})
 
     await pair('create-remote-secret --context remote --name remote', 'istioctl create-remote-secret (same)', 1.0,
       ['create-remote-secret', '--context', 'remote', '--name', 'remote'], [istioctl, 'create-remote-secret', '--context', 'remote', '--name', 'remote'], env)
