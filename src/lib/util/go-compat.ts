@@ -486,7 +486,7 @@ function analyzeAscii(s: string): Analysis {
     s.startsWith('...') ||
     '#,[]{}&*!|>\'"%@`'.includes(first) ||
     ('?:-'.includes(first) && (s.length === 1 || s[1] === ' ')) ||
-    /[^]:(?: |$)/.test(s) ||
+    /:(?: |$)/.test(s.slice(1)) ||
     /[ \n]#/.test(s)
   const lineBreaks = s.includes('\n')
   const trailingSpace = last === ' '
