@@ -185,7 +185,10 @@ class GoYamlEmitter {
   }
 
   private scalar(s: string, indent: number, simpleKey: boolean): void {
-    if (this.runs && ASCII_TEXT.test(s)) return this.asciiScalar(s, indent, simpleKey)
+    if (this.runs && ASCII_TEXT.test(s)) {
+      this.asciiScalar(s, indent, simpleKey)
+      return
+    }
     const cps = Array.from(s, (c) => c.codePointAt(0)!)
     switch (selectStyle(s, analyze(s), simpleKey)) {
       case 'plain':
@@ -206,7 +209,10 @@ class GoYamlEmitter {
   private asciiScalar(s: string, indent: number, simpleKey: boolean): void {
     const allowBreaks = !simpleKey
     const style = selectStyle(s, analyzeAscii(s), simpleKey)
-    if (style === 'literal') return this.asciiLiteral(s, indent)
+    if (style === 'literal') {
+      this.asciiLiteral(s, indent)
+      return
+    }
     // A line feed is never plain or single-quoted here (a string with one starts as a literal, and
     // only a plain one becomes single-quoted); in double quotes it is the escape \n.
     if (style === 'single') this.put("'")
