@@ -16,13 +16,13 @@
  * Ctrl-C instead of measuring: for profiling by hand (`node --cpu-prof bin/run.js …`).
  */
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {loadavg, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {measureInterleavedCpu, runCpu, type CpuStats} from './measure.js'
-import {ISTIO_RELEASES, istioReleaseFromEnv, startRealControlPlane, type Binaries, type IstioRelease, type Kube, type RealControlPlane} from '../test/real/control-plane.js'
+import {buildControlPlane, istioReleaseFromEnv, startRealControlPlane, type IstioRelease, type Kube, type RealControlPlane} from '../test/real/control-plane.js'
 import {joinIstiod, type VmConnection} from '../test/real/vm/client.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -41,29 +41,6 @@ const selected = (name: string) => opts.only === undefined || name.includes(opts
 
 const NODE = join(execFileSync('bash', [join(ROOT, '.ci/node-lts.sh'), '--fetch', '24'], {encoding: 'utf8'}).trim(), 'node')
 const NODE_VERSION = execFileSync(NODE, ['--version'], {encoding: 'utf8'}).trim()
-
-/**
- * The binaries tools/control-plane/build.sh built (it prints their cache directory), their versions
- * and the istio module's directory (for its CRDs) from `go list` in the wrapper modules beside it.
- */
-function binaries(): Binaries {
-  const cache = execFileSync('bash', [join(ROOT, 'tools/control-plane/build.sh')], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim().split('\n').pop()!
-  const mod = (dir: string, path: string, field = 'Version') =>
-    execFileSync('go', ['list', '-m', '-f', `{{if .Replace}}{{.Replace.${field}}}{{else}}{{.${field}}}{{end}}`, path], {cwd: join(ROOT, 'tools/control-plane', dir), encoding: 'utf8'}).trim()
-  const etcd = mod('etcd', 'go.etcd.io/etcd/server/v3')
-  const kube = mod('kube', 'k8s.io/kubernetes')
-  const istio = Object.fromEntries(ISTIO_RELEASES.map((r) => [r, mod(`istio-${r}`, 'istio.io/istio')])) as Record<IstioRelease, string>
-  const per = (f: (r: IstioRelease) => string) => Object.fromEntries(ISTIO_RELEASES.map((r) => [r, f(r)])) as Record<IstioRelease, string>
-  return {
-    etcd: join(cache, `etcd-${etcd}/etcd`),
-    kubeApiserver: join(cache, `kube-apiserver-${kube}/kube-apiserver`),
-    kubeControllerManager: join(cache, `kube-controller-manager-${kube}/kube-controller-manager`),
-    pilotDiscovery: per((r) => join(cache, `istio-${istio[r]}/pilot-discovery`)),
-    istioctl: per((r) => join(cache, `istio-${istio[r]}/istioctl`)),
-    istioModule: per((r) => mod(`istio-${r}`, 'istio.io/istio', 'Dir')),
-    versions: {etcd, kubernetes: kube, istio},
-  }
-}
 
 interface Row {
   name: string
@@ -143,12 +120,22 @@ async function seedWorkloadEntries(kube: Kube, from: number, to: number): Promis
 
 const NS = 'bench-apps'
 
+/**
+ * Removes meshvm's bundle directory NAME in `dir`: the link and the versions beside it
+ * (src/lib/fs/atomic.ts), so each run writes a new directory as istioctl's does, rather than also
+ * clearing the version of the run before.
+ */
+function removeBundle(dir: string, name: string): void {
+  for (const entry of readdirSync(dir)) if (entry === name || entry.startsWith(`.${name}.`)) rmSync(join(dir, entry), {recursive: true, force: true})
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'meshvm-bench-real-'))
   let cp: RealControlPlane | undefined
   const vms: VmConnection[] = []
   try {
-    const bins = binaries()
+    // tools/control-plane/build.sh builds (or finds in its cache) every binary and prints their paths.
+    const bins = await buildControlPlane({onProgress: (l) => process.stderr.write(`${l}\n`)})
     cp = await startRealControlPlane({istio: ISTIO, binaries: bins, onProgress: (l) => process.stderr.write(`${l}\n`)})
     const istioctl = bins.istioctl[ISTIO]
     const env: NodeJS.ProcessEnv = {PATH: process.env.PATH, HOME: work, KUBECONFIG: cp.kubeconfigPath, NO_COLOR: '1'}
@@ -187,7 +174,7 @@ async function main(): Promise<void> {
     const theirs = join(work, 'bundle-istioctl')
     await pair('bundle web -d DIR --autoregister', 'istioctl x workload entry configure -f wg -o DIR --autoregister', 1.0,
       ['bundle', 'web', '-n', NS, '-d', ours, '--autoregister'], [istioctl, 'x', 'workload', 'entry', 'configure', '-f', wgFile, '-o', theirs, '--autoregister'], env,
-      {before: () => rmSync(ours, {recursive: true, force: true}), baselineBefore: () => rmSync(theirs, {recursive: true, force: true})})
+      {before: () => removeBundle(work, 'bundle-meshvm'), baselineBefore: () => rmSync(theirs, {recursive: true, force: true})})
 
     await pair('create-remote-secret --context remote --name remote', 'istioctl create-remote-secret (same)', 1.0,
       ['create-remote-secret', '--context', 'remote', '--name', 'remote'], [istioctl, 'create-remote-secret', '--context', 'remote', '--name', 'remote'], env)

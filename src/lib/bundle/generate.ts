@@ -5,12 +5,12 @@
  * gateways known only by a load-balancer host name, and an install.sh. Pure: no I/O.
  */
 import {isIP} from 'node:net'
-import {parse as parseYaml} from 'yaml'
 import {UsageError} from '../errors.js'
 import {shellQuote} from '../cli/prompt.js'
 import {goJsonString, goJsonStringMap, goYamlMarshal, istioShellQuote, type GoYaml} from '../util/go-compat.js'
 import {isRecord} from '../util/records.js'
 import {checkBundleValues} from './validate.js'
+import {parseMeshYaml} from './mesh-yaml.js'
 
 export interface WorkloadGroupLike {
   metadata: {name: string; namespace: string; annotations?: Record<string, string>}
@@ -87,8 +87,7 @@ function mergeInto(target: Json, source: Json): Json {
 function parseYamlObject(text: string, what: string): Json {
   let value: unknown
   try {
-    // logLevel 'error': the yaml library would print warnings (e.g. unknown tags) as Node process warnings.
-    value = parseYaml(text, {version: '1.1', logLevel: 'error'})
+    value = parseMeshYaml(text)
   } catch (err) {
     throw new UsageError(`${what} is not valid YAML: ${(err as Error).message.split('\n')[0]}`)
   }

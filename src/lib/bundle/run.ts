@@ -8,7 +8,7 @@ import {checkWritableDir, managedVersionOf, writeDirAtomic, type FileToWrite} fr
 import {tarGz} from '../fs/tar.js'
 import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeSession} from '../kube/session.js'
-import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type WorkloadGroupLike} from './generate.js'
+import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type GatewayAddress, type WorkloadGroupLike} from './generate.js'
 import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
 import {resolveRevision} from '../istiod/revision.js'
 import {checkBundleValues} from './validate.js'
@@ -64,16 +64,23 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   // Without --revision, the default tag's revision (istioctl 1.28): CA_ADDR and hosts then name istiod-REV.
   const {revision} = await resolveRevision(client, session.revision)
   const namespace = wg.metadata.namespace
-  const [clusterId, meshConfigYaml, rootCert, gateway] = await Promise.all([
-    options.clusterId ?? fetchClusterId(client, istioNamespace, revision, (w) => warnings.push(w)),
-    fetchMeshConfig(client, istioNamespace, revision),
-    fetchRootCert(client, namespace, {timeoutMs: options.rootCertTimeoutMs, signal: options.signal, progress: options.progress}),
-    findGateway(client, istioNamespace, options),
-  ]).catch((err: unknown) => {
+  // One request after the other: each reuses the client's kept-alive connection, where concurrent
+  // ones would each open and verify a TLS connection of their own, which costs more CPU than the
+  // round trips they would overlap. The root certificate last: it is the one that may be waited for.
+  let clusterId: string
+  let meshConfigYaml: string
+  let gateway: GatewayAddress
+  let rootCert: string
+  try {
+    clusterId = options.clusterId ?? (await fetchClusterId(client, istioNamespace, revision, (w) => warnings.push(w)))
+    meshConfigYaml = await fetchMeshConfig(client, istioNamespace, revision)
+    gateway = await findGateway(client, istioNamespace, options)
+    rootCert = await fetchRootCert(client, namespace, {timeoutMs: options.rootCertTimeoutMs, signal: options.signal, progress: options.progress})
+  } catch (err) {
     // Ctrl-C while waiting for the root certificate: say so, not that it is missing.
     stopIfInterrupted()
     throw err
-  })
+  }
   stopIfInterrupted()
   // What the cluster returned is checked as strictly, and the whole bundle built once without a token:
   // anything unsafe or malformed fails here, before a token exists.

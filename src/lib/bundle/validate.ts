@@ -5,10 +5,10 @@
  * a shell. The generator still quotes every value where it writes it; this is the first of the two
  * walls. Pure: no I/O.
  */
-import {parse as parseYaml} from 'yaml'
 import {ExitCode, MeshvmError, UsageErrors} from '../errors.js'
 import {clusterIdValue, dns1123Label, dns1123Subdomain, envVarName, hostName, ipAddress, labelValue, portNumber, qualifiedName, singleLineText} from '../validation/kube.js'
 import {isRecord} from '../util/records.js'
+import {parseMeshYaml} from './mesh-yaml.js'
 import type {GatewayAddress, WorkloadGroupLike} from './generate.js'
 
 export interface BundleValues {
@@ -55,7 +55,7 @@ function check(problems: string[], what: string, value: unknown, rule: Rule): vo
 
 function parsedOrUndefined(text: string): unknown {
   try {
-    return parseYaml(text, {version: '1.1', logLevel: 'error'})
+    return parseMeshYaml(text)
   } catch {
     // The generator reports YAML that does not parse, with its own message.
     return undefined

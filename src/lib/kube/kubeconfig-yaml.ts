@@ -9,7 +9,8 @@
  * that YAML 1.1 would read as anything but a string, true, false or null: numbers, yes/no, dates)
  * makes it answer `undefined`, and the caller parses the text with the `yaml` library, which then
  * gives the exact value or error. So whatever it returns is what the library returns for the same
- * text (test/lib/kube/kubeconfig-yaml.test.ts compares them).
+ * text (test/lib/kube/kubeconfig-yaml.test.ts compares them). A VM bundle reads Istio's mesh config
+ * through it too (src/lib/bundle/mesh-yaml.ts): the same subset, read with the library's defaults.
  */
 
 type Value = string | boolean | Value[] | {[key: string]: Value} | null
@@ -23,8 +24,21 @@ interface Line {
 class Unsupported extends Error {}
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_.\-/]*$/
-/** Plain scalars YAML 1.1 reads as something else than a string (null, booleans, numbers, dates, merge keys). */
-const NOT_A_STRING = /^(?:~|null|Null|NULL|y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|<<|[-+]?\.?[0-9].*|[-+]?\.(?:inf|Inf|INF|nan|NaN|NAN))$/
+/**
+ * Plain scalars YAML 1.1 reads as something else than a string: null, booleans, merge keys, and the
+ * number and date forms of the 1.1 schema (binary, octal, decimal and hex integers, floats with an
+ * optional exponent, which need no digit before it, ".inf"/".nan", base-60 numbers, dates). Each
+ * pattern is that form or wider, never narrower; anything else starting with a digit (a hex token,
+ * "10.0.0.1:6443") is a string, as the library reads it.
+ */
+const NOT_A_STRING = new RegExp(
+  '^(?:~|null|Null|NULL|y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|<<' +
+    '|[-+]?0b[0-1_]+|[-+]?0x[0-9a-fA-F_]+' +
+    '|[-+]?[0-9_]*(?:\\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?' +
+    '|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\\.[0-9_]*)?' +
+    '|[-+]?\\.(?:inf|Inf|INF|nan|NaN|NAN)' +
+    '|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[tT ].*)?)$',
+)
 const BOOLEANS: Record<string, boolean> = {true: true, True: true, TRUE: true, false: false, False: false, FALSE: false}
 
 function scalar(raw: string): Value {

@@ -84,7 +84,18 @@ export type GoYaml = string | number | boolean | null | GoYaml[] | {[key: string
 
 /** `yaml.Marshal` of sigs.k8s.io/yaml (yaml.v2) for JSON-shaped values. Ends with a newline. */
 export function goYamlMarshal(value: GoYaml): string {
-  const e = new GoYamlEmitter()
+  const e = new GoYamlEmitter(true)
+  e.document(value)
+  return e.out
+}
+
+/**
+ * The same, walking every string code point by code point, as yaml.v2's emitter does: what
+ * goYamlMarshal does for strings outside printable ASCII, and the reference its whole-run path for
+ * printable ASCII (certificates, tokens, kubeconfigs) is tested against.
+ */
+export function goYamlMarshalByCodePoint(value: GoYaml): string {
+  const e = new GoYamlEmitter(false)
   e.document(value)
   return e.out
 }
@@ -94,10 +105,16 @@ const BEST_INDENT = 2
 
 type Style = 'plain' | 'single' | 'double' | 'literal'
 
+/** Printable ASCII and line feeds: one UTF-16 unit per code point, nothing to escape but `"` and `\`. */
+const ASCII_TEXT = /^[\x20-\x7e\n]*$/
+
 class GoYamlEmitter {
   out = ''
   private column = 0
   private openEnded = false
+
+  /** `runs`: write printable ASCII strings a run at a time rather than code point by code point. */
+  constructor(private readonly runs: boolean) {}
 
   document(value: GoYaml): void {
     if (isMap(value) && Object.keys(value).length > 0) this.mapping(value, 0, false)
@@ -168,8 +185,12 @@ class GoYamlEmitter {
   }
 
   private scalar(s: string, indent: number, simpleKey: boolean): void {
+    if (this.runs && ASCII_TEXT.test(s)) {
+      this.asciiScalar(s, indent, simpleKey)
+      return
+    }
     const cps = Array.from(s, (c) => c.codePointAt(0)!)
-    switch (selectStyle(s, simpleKey)) {
+    switch (selectStyle(s, analyze(s), simpleKey)) {
       case 'plain':
         return this.plain(cps, indent, !simpleKey)
       case 'single':
@@ -179,6 +200,67 @@ class GoYamlEmitter {
       case 'literal':
         return this.literal(cps, indent)
     }
+  }
+
+  /**
+   * scalar() for printable ASCII and line feeds, writing the runs between the characters the
+   * emitter decides on (spaces, line feeds, quotes, backslashes) whole, with the same decisions.
+   */
+  private asciiScalar(s: string, indent: number, simpleKey: boolean): void {
+    const allowBreaks = !simpleKey
+    const style = selectStyle(s, analyzeAscii(s), simpleKey)
+    if (style === 'literal') {
+      this.asciiLiteral(s, indent)
+      return
+    }
+    // A line feed is never plain or single-quoted here (a string with one starts as a literal, and
+    // only a plain one becomes single-quoted); in double quotes it is the escape \n.
+    if (style === 'single') this.put("'")
+    else if (style === 'double') this.put('"')
+    let spaces = false
+    let from = 0
+    const special = style === 'plain' ? / /g : style === 'single' ? /[ ']/g : /[ "\\\n]/g
+    for (let m = special.exec(s); m !== null; m = special.exec(s)) {
+      const i = m.index
+      if (i > from) {
+        this.put(s.slice(from, i))
+        spaces = false
+      }
+      from = i + 1
+      const c = s[i]!
+      if (c === ' ') {
+        const next = s[i + 1]
+        const fold = allowBreaks && !spaces && this.column > BEST_WIDTH
+        if (style === 'plain') {
+          if (fold && next !== ' ') this.indentTo(indent)
+          else this.put(' ')
+        } else if (style === 'single') {
+          if (fold && i !== 0 && i !== s.length - 1 && next !== ' ') this.indentTo(indent)
+          else this.put(' ')
+        } else if (fold && i !== 0 && i !== s.length - 1) {
+          this.indentTo(indent)
+          if (next === ' ') this.put('\\')
+        } else this.put(' ')
+        spaces = true
+      } else {
+        this.put(c === "'" ? "''" : c === '\n' ? '\\n' : `\\${c}`)
+        spaces = false
+      }
+    }
+    if (from < s.length) this.put(s.slice(from))
+    if (style === 'single') this.put("'")
+    else if (style === 'double') this.put('"')
+  }
+
+  private asciiLiteral(s: string, indent: number): void {
+    this.literalHeader(s.charCodeAt(0), s.charCodeAt(s.length - 1), s.length === 1 ? undefined : s.charCodeAt(s.length - 2))
+    s.split('\n').forEach((line, i) => {
+      if (i > 0) this.newline()
+      if (line !== '') {
+        this.indentTo(indent)
+        this.put(line)
+      }
+    })
   }
 
   private plain(cps: number[], indent: number, allowBreaks: boolean): void {
@@ -244,16 +326,7 @@ class GoYamlEmitter {
   }
 
   private literal(cps: number[], indent: number): void {
-    this.put('|')
-    if (cps[0] === 0x20 || isBreak(cps[0]!)) this.put(String(BEST_INDENT))
-    this.openEnded = false
-    const last = cps[cps.length - 1]!
-    if (!isBreak(last)) this.put('-')
-    else if (cps.length === 1 || isBreak(cps[cps.length - 2]!)) {
-      this.put('+')
-      this.openEnded = true
-    }
-    this.newline()
+    this.literalHeader(cps[0]!, cps[cps.length - 1]!, cps.length === 1 ? undefined : cps[cps.length - 2])
     let breaks = true
     for (const c of cps) {
       if (isBreak(c)) {
@@ -265,6 +338,19 @@ class GoYamlEmitter {
         breaks = false
       }
     }
+  }
+
+  /** `|`, its indentation and chomping indicators, and the line break (`beforeLast` undefined: one code point). */
+  private literalHeader(first: number, last: number, beforeLast: number | undefined): void {
+    this.put('|')
+    if (first === 0x20 || isBreak(first)) this.put(String(BEST_INDENT))
+    this.openEnded = false
+    if (!isBreak(last)) this.put('-')
+    else if (beforeLast === undefined || isBreak(beforeLast)) {
+      this.put('+')
+      this.openEnded = true
+    }
+    this.newline()
   }
 
   /** yaml_emitter_write_indent: a line break unless at the start of a line, then pad to `indent`. */
@@ -393,10 +479,42 @@ function analyze(s: string): Analysis {
   return a
 }
 
+/**
+ * analyze() for printable ASCII and line feeds, from whole-string tests: nothing is special (all
+ * printable), the only break is the line feed and the only blank the space.
+ */
+function analyzeAscii(s: string): Analysis {
+  if (s.length === 0) return {multiline: false, blockPlain: true, singleQuoted: true, block: false}
+  const first = s[0]!
+  const last = s[s.length - 1]!
+  const blockIndicators =
+    s.startsWith('---') ||
+    s.startsWith('...') ||
+    '#,[]{}&*!|>\'"%@`'.includes(first) ||
+    ('?:-'.includes(first) && (s.length === 1 || s[1] === ' ')) ||
+    /:(?: |$)/.test(s.slice(1)) ||
+    /[ \n]#/.test(s)
+  const lineBreaks = s.includes('\n')
+  const trailingSpace = last === ' '
+  const a: Analysis = {multiline: lineBreaks, blockPlain: true, singleQuoted: true, block: true}
+  if (first === ' ' || first === '\n' || trailingSpace || last === '\n') a.blockPlain = false
+  if (trailingSpace) a.block = false
+  if (s.includes('\n ')) {
+    a.blockPlain = false
+    a.singleQuoted = false
+  }
+  if (s.includes(' \n')) {
+    a.blockPlain = false
+    a.singleQuoted = false
+    a.block = false
+  }
+  if (lineBreaks || blockIndicators) a.blockPlain = false
+  return a
+}
+
 /** yaml.v2 encoder.stringv + yaml_emitter_select_scalar_style (block context). */
-function selectStyle(s: string, simpleKey: boolean): Style {
+function selectStyle(s: string, a: Analysis, simpleKey: boolean): Style {
   let style: Style = s.includes('\n') ? 'literal' : resolvesAsString(s) && !isBase60Float(s) ? 'plain' : 'double'
-  const a = analyze(s)
   if (simpleKey && a.multiline) style = 'double'
   if (style === 'plain' && (!a.blockPlain || (s === '' && simpleKey))) style = 'single'
   if (style === 'single' && !a.singleQuoted) style = 'double'
