@@ -347,4 +347,28 @@ describe('meshvm doctor', () => {
     expect(lines[0]).toMatch(/^VM\s+NAMESPACE\s+RESULT\s+FIRST FAILURE/)
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3).join(' '))).toEqual(['web-10.0.0.5 apps pass', 'web-10.0.0.6 apps fail'])
   })
+
+  it('-A reads each namespace-wide list once per run, however many VMs it doctors', async () => {
+    cluster.mesh.addVm({name: 'vm-2', namespace: 'apps', group: 'web', address: '10.0.0.6', connectedTo: ISTIOD, healthy: true})
+    cluster.mesh.addVm({name: 'vm-3', namespace: 'apps', group: 'web', address: '10.0.0.7', connectedTo: ISTIOD, healthy: true})
+    const from = cluster.requests.length
+    const r = await doctor(['-A', '-n', 'apps'])
+    expect(r.code, r.stdout + r.stderr).toBe(0)
+    expect(r.stdout.trim().split('\n')).toHaveLength(4)
+    const reads = new Map<string, number>()
+    for (const q of cluster.requests.slice(from)) {
+      if (q.method !== 'GET' || q.path.includes('/proxy/') || q.path.includes('/portforward')) continue
+      const k = `${q.path}?${q.query}`
+      reads.set(k, (reads.get(k) ?? 0) + 1)
+    }
+    const lists = (path: string) => [...reads].filter(([k]) => k.startsWith(`${path}?`))
+    // The lists the three VMs share, each asked for once.
+    for (const path of ['/apis/networking.istio.io/v1/namespaces/apps/workloadentries', '/api/v1/namespaces/apps/services', '/apis/networking.istio.io/v1/namespaces/apps/serviceentries', '/api/v1/namespaces/istio-system/pods', '/api/v1/namespaces/istio-system/services']) {
+      expect(lists(path).length, path).toBeGreaterThan(0)
+      for (const [k, n] of lists(path)) expect(n, k).toBe(1)
+    }
+    // And no other read is repeated, but the events of each VM (a field selector per entry).
+    const repeated = [...reads].filter(([k, n]) => n > 1 && !k.includes('/events?'))
+    expect(repeated).toEqual([])
+  })
 })
