@@ -45,19 +45,22 @@ interface Args {
   address: string
   hostname: string
   unhealthy: boolean
+  /** The VM ports the application listens on (--app-port, repeatable); none: whatever port the probe names. */
+  appPorts: number[]
 }
 
 function parseArgs(argv: string[]): Args {
-  const out: Partial<Args> = {unhealthy: false}
+  const out: Partial<Args> = {unhealthy: false, appPorts: []}
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (a === '--address') out.address = argv[++i]
     else if (a === '--hostname') out.hostname = argv[++i]
     else if (a === '--unhealthy') out.unhealthy = true
+    else if (a === '--app-port' && /^\d+$/.test(argv[i + 1] ?? '')) out.appPorts!.push(Number(argv[++i]))
     else if (!a.startsWith('-') && out.dir === undefined) out.dir = a
-    else throw new Refused(`unknown argument ${JSON.stringify(a)}; usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy]`)
+    else throw new Refused(`unknown argument ${JSON.stringify(a)}; usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy] [--app-port PORT]...`)
   }
-  if (!out.dir || !out.address || !out.hostname) throw new Refused('usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy]')
+  if (!out.dir || !out.address || !out.hostname) throw new Refused('usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy] [--app-port PORT]...')
   return out as Args
 }
 
@@ -189,11 +192,20 @@ interface Probe {
   periodSeconds?: number
 }
 
-/** pilot-agent's HTTP and TCP probers, against the VM's own app server. */
-async function probeOnce(probe: Probe, appPort: number): Promise<{healthy: boolean; message?: string}> {
+/**
+ * pilot-agent's HTTP and TCP probers, against the VM's own application: `appPort` maps the port the
+ * probe names to the loopback port the simulated application listens on (undefined: nothing listens
+ * there, and the probe is refused as Go's dialer words it).
+ */
+async function probeOnce(probe: Probe, appPort: (vmPort: number) => number | undefined): Promise<{healthy: boolean; message?: string}> {
+  const vmPort = Number(probe.httpGet?.port ?? probe.tcpSocket?.port)
+  const port = appPort(vmPort)
+  const refused = `dial tcp 127.0.0.1:${vmPort}: connect: connection refused`
   if (probe.httpGet) {
+    const url = `http://127.0.0.1:${vmPort}${probe.httpGet.path ?? '/'}`
+    if (port === undefined) return {healthy: false, message: `Get "${url}": ${refused}`}
     try {
-      const res = await fetch(`http://127.0.0.1:${appPort}${probe.httpGet.path ?? '/'}`, {signal: AbortSignal.timeout(1000)})
+      const res = await fetch(`http://127.0.0.1:${port}${probe.httpGet.path ?? '/'}`, {signal: AbortSignal.timeout(1000)})
       await res.arrayBuffer()
       if (res.status >= 200 && res.status < 400) return {healthy: true}
       return {healthy: false, message: `status code was not from [200,400), bad code ${res.status}`}
@@ -201,8 +213,9 @@ async function probeOnce(probe: Probe, appPort: number): Promise<{healthy: boole
       return {healthy: false, message: (err as Error).message}
     }
   }
+  if (port === undefined) return {healthy: false, message: refused}
   return new Promise((resolve) => {
-    const s = netConnect(appPort, '127.0.0.1', () => {
+    const s = netConnect(port, '127.0.0.1', () => {
       s.destroy()
       resolve({healthy: true})
     })
@@ -255,8 +268,10 @@ class Vm {
   private client?: grpc.Client
   private ads?: AdsStream
   private probeTimer?: NodeJS.Timeout
-  private app?: Server
-  private appPort = 0
+  private readonly apps: Server[] = []
+  /** VM port → loopback port of the application (with no --app-port: one server, for any port). */
+  private readonly appPorts = new Map<number, number>()
+  private anyPort = 0
   private stopping = false
   private admin?: Server
   /** What Envoy's admin port and pilot-agent's readiness port report (doctor --vm-exec reads them). */
@@ -265,11 +280,21 @@ class Vm {
   constructor(private readonly args: Args) {}
 
   async serveApp(): Promise<void> {
-    this.app = createServer((_req, res) => {
-      res.writeHead(this.args.unhealthy ? 503 : 200).end(this.args.unhealthy ? 'unhealthy\n' : 'ok\n')
-    })
-    await new Promise<void>((resolve) => this.app!.listen(0, '127.0.0.1', resolve))
-    this.appPort = (this.app.address() as {port: number}).port
+    for (const vmPort of this.args.appPorts.length > 0 ? this.args.appPorts : [0]) {
+      const app = createServer((_req, res) => {
+        res.writeHead(this.args.unhealthy ? 503 : 200).end(this.args.unhealthy ? 'unhealthy\n' : 'ok\n')
+      })
+      await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve))
+      this.apps.push(app)
+      const port = (app.address() as {port: number}).port
+      if (vmPort === 0) this.anyPort = port
+      else this.appPorts.set(vmPort, port)
+    }
+  }
+
+  /** The loopback port behind a VM port of the application, or undefined when nothing listens there. */
+  appPort(vmPort: number): number | undefined {
+    return this.anyPort !== 0 ? this.anyPort : this.appPorts.get(vmPort)
   }
 
   /**
@@ -290,8 +315,12 @@ class Vm {
       if (req.url === '/healthz/ready') {
         res.writeHead(st.connected && st.healthy !== false ? 200 : 503).end()
       } else if (req.url === '/certs') {
-        const root = st.rootPem ? forge.pki.certificateFromPem(st.rootPem) : undefined
-        res.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({certificates: st.leaf ? [{ca_cert: root ? [certInfo(root)] : [], cert_chain: [certInfo(st.leaf)]}] : []}, null, 1))
+        // Envoy lists every certificate of the trusted CA bundle (root-cert.pem may hold several roots).
+        const roots = st.rootPem ? forge.pem.decode(st.rootPem).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body))) : []
+        res.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({certificates: st.leaf ? [{ca_cert: roots.map(certInfo), cert_chain: [certInfo(st.leaf)]}] : []}, null, 1))
+      } else if (req.url === '/sim/ports') {
+        // Not Envoy's: which VM ports the simulated application listens on (test/vm/bin/curl maps them).
+        res.writeHead(200).end([...this.appPorts].map(([vm, port]) => `${vm} ${port}\n`).join('') + (this.anyPort ? `* ${this.anyPort}\n` : ''))
       } else if (req.url === '/clusters') {
         res.writeHead(200).end(st.discovery ? `xds-grpc::observability_name::xds-grpc\nxds-grpc::${st.discovery}::cx_active::${st.connected ? 1 : 0}\n` : '')
       } else res.writeHead(404).end()
@@ -336,8 +365,16 @@ class Vm {
     }
     if (chain.length === 0) throw new Refused(`the CA at ${caAddress} answered no certificate`)
     const leaf = forge.pki.certificateFromPem(chain[0]!)
-    const root = forge.pki.certificateFromPem(bundle.rootCert)
-    if (!root.verify(leaf)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
+    // root-cert.pem may hold several roots (a rotation in progress): one of them must have signed it.
+    const roots = forge.pem.decode(bundle.rootCert).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body)))
+    const signedBy = (root: forge.pki.Certificate) => {
+      try {
+        return root.verify(leaf)
+      } catch {
+        return false // forge throws when the issuer is not this root
+      }
+    }
+    if (!roots.some(signedBy)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
     const san = (leaf.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null)?.altNames?.find((a) => a.type === 6)?.value
     say(`certificate issued for ${san}, valid until ${leaf.validity.notAfter.toISOString()}`)
     this.state = {leaf, rootPem: bundle.rootCert, discovery: `${targetOf(bundle, discovery).address}`, connected: false}
@@ -389,7 +426,7 @@ class Vm {
     if (probe && (probe.httpGet || probe.tcpSocket)) {
       let last: boolean | undefined
       const run = async () => {
-        const r = await probeOnce(probe, this.appPort)
+        const r = await probeOnce(probe, (p) => this.appPort(p))
         if (this.ads !== ads) return
         if (r.healthy !== last) {
           last = r.healthy
@@ -425,7 +462,7 @@ class Vm {
   async stop(): Promise<void> {
     this.stopping = true
     this.disconnect()
-    this.app?.close()
+    for (const app of this.apps) app.close()
     this.admin?.close()
     say('stopped')
     // Let the RST_STREAM reach istiod before the process goes.
