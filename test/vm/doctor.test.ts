@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
-import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {testPki} from '../cluster/pki.js'
 import {createMeshCa} from '../cluster/mesh-ca.js'
 import {resourceKey} from '../cluster/index.js'
@@ -74,7 +74,6 @@ async function onboard(group: string, namespace: string, bundle: string, extra: 
   expect(r.code, r.stderr).toBe(0)
 }
 
-const occurrences = (text: string, what: string) => text.split(what).length - 1
 
 describe('doctor --vm-exec on a simulated VM', () => {
   it("reads pilot-agent's readiness, Envoy's certificate, the root it trusts and its istiod connection from the VM", async () => {
@@ -172,6 +171,39 @@ describe('doctor --vm-exec on a simulated VM', () => {
     await runFix(fail.fix!)
     await vm.waitFor(/readiness probe: healthy/)
     await waitUntil(healthyIs('True'), 'Healthy=True on the entry', 30_000)
+    const after = await doctor(args)
+    expect(after.code, after.stdout).toBe(0)
+  })
+
+  it("a NACK caused by an EnvoyFilter: step 6 names the EnvoyFilter from the VM's Envoy's error, and the printed fix (delete it) makes doctor pass", async () => {
+    const bundle = join(dir, 'pay')
+    await onboard('pay', 'vmnack', bundle, ['-p', 'http=8080'])
+    const vm = await join_('10.20.3.5', bundle)
+    const args = ['pay-10.20.3.5', '-n', 'vmnack', '--vm-exec', VM_EXEC_ANYWHERE]
+    expect((await doctor(args)).code).toBe(0)
+    // Istio's EnvoyFilter kind (as an Istio install has it), then one that adds a Lua filter by its v2
+    // type, which Envoy no longer has: istiod pushes it, and the VM's Envoy rejects the listeners.
+    const crd = await kubectl(cluster, ['apply', '-f', '-'], {input: JSON.stringify({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: {name: 'envoyfilters.networking.istio.io'},
+      spec: {group: 'networking.istio.io', scope: 'Namespaced', names: {kind: 'EnvoyFilter', plural: 'envoyfilters', singular: 'envoyfilter', listKind: 'EnvoyFilterList'},
+        versions: [{name: 'v1alpha3', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object', properties: {spec: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}}}}]},
+    })})
+    expect(crd.code, crd.stderr).toBe(0)
+    const ef = await kubectl(cluster, ['apply', '-f', '-'], {input: JSON.stringify({
+      apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', metadata: {name: 'lua-headers', namespace: 'vmnack'},
+      spec: {workloadSelector: {labels: {app: 'pay'}}, configPatches: [{applyTo: 'HTTP_FILTER', match: {context: 'SIDECAR_INBOUND', listener: {filterChain: {filter: {name: 'envoy.filters.network.http_connection_manager'}}}},
+        patch: {operation: 'INSERT_BEFORE', value: {name: 'envoy.filters.http.lua', typed_config: {'@type': 'type.googleapis.com/envoy.extensions.filters.http.lua.v2.Lua', inlineCode: 'function envoy_on_request(h) end'}}}}]},
+    })})
+    expect(ef.code, ef.stderr).toBe(0)
+    await vm.waitFor(/rejected \(NACK\)/)
+    const bad = await doctor(args)
+    expect(bad.code).toBe(8)
+    const fail = firstFail(bad.stdout)!
+    expect(fail).toMatchObject({step: 6, check: 'sync'})
+    expect(fail.detail).toBe("the VM's Envoy rejected (NACK) LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'envoy.extensions.filters.http.lua.v2.Lua'; EnvoyFilter vmnack/lua-headers applies to the VM and adds 'envoy.filters.http.lua', 'envoy.extensions.filters.http.lua.v2.Lua', which the error names: deleting it makes istiod push the listeners without that filter (for every workload it selects: keep a copy with kubectl get envoyfilter -o yaml first if it is to be mended)")
+    expect(fail.fix).toBe('kubectl delete envoyfilter lua-headers -n vmnack')
+    await runFix(fail.fix!)
+    await vm.waitFor(/accepted \(ACK\) \S+ again/)
     const after = await doctor(args)
     expect(after.code, after.stdout).toBe(0)
   })

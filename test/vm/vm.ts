@@ -33,10 +33,34 @@ import {connect as tlsConnect} from 'node:tls'
 import * as grpc from '@grpc/grpc-js'
 import forge from 'node-forge'
 import {parse as parseYaml} from 'yaml'
-import {AggregatedDiscoveryService, IstioCertificateService, jsonToStruct, type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
+import {AggregatedDiscoveryService, IstioCertificateService, decodeMessage, jsonToStruct, type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
 import type {JsonValue} from '../cluster/xds-messages.js'
 import {XDS_TYPES} from '../cluster/mesh.js'
-import {HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
+import {EXTENSION_CONFIG_TYPE, HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
+
+/**
+ * The extensions this Envoy has (a few of Envoy 1.24's registered type URLs): a filter of another type
+ * cannot be loaded, and the push that carries it is rejected, as Envoy's Utility::getAndCheckFactory does.
+ */
+const KNOWN_EXTENSIONS = new Set([
+  'envoy.extensions.filters.http.router.v3.Router', 'envoy.extensions.filters.http.lua.v3.Lua', 'envoy.extensions.filters.http.fault.v3.HTTPFault',
+  'envoy.extensions.filters.http.rbac.v3.RBAC', 'envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', 'envoy.extensions.filters.http.cors.v3.Cors',
+  'envoy.extensions.filters.http.wasm.v3.Wasm', 'envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit', 'envoy.extensions.filters.http.header_to_metadata.v3.Config',
+  'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+  'envoy.extensions.filters.network.rbac.v3.RBAC', 'envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit', 'udpa.type.v1.TypedStruct', 'xds.type.v3.TypedStruct',
+])
+
+/** Why this Envoy rejects a push (Envoy's words), or undefined when it loads. */
+function rejection(res: DiscoveryResponse): string | undefined {
+  if (res.typeUrl !== XDS_TYPES.LDS) return undefined
+  for (const any of (res.resources ?? []) as unknown as {type_url?: string; value?: Buffer}[]) {
+    if (any.type_url !== EXTENSION_CONFIG_TYPE) continue
+    const filter = decodeMessage<{name?: string; typedConfig?: {type_url?: string}}>('envoy.config.core.v3.TypedExtensionConfig', any.value ?? Buffer.alloc(0))
+    const type = (filter.typedConfig?.type_url ?? '').replace(/^.*\//, '')
+    if (!KNOWN_EXTENSIONS.has(type)) return `Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for '${filter.name ?? ''}' with type URL: '${type}'`
+  }
+  return undefined
+}
 
 class Refused extends Error {}
 
@@ -388,7 +412,23 @@ class Vm {
     const node = {id: `sidecar~${this.args.address}~${proxyId}~${namespace}.svc.cluster.local`, metadata: jsonToStruct(nodeMetadata(bundle, this.args, namespace))}
     const types = [XDS_TYPES.CDS, XDS_TYPES.EDS, XDS_TYPES.LDS, XDS_TYPES.RDS]
     types.forEach((typeUrl, i) => ads.send({typeUrl, ...(i === 0 ? {node} : {})}))
-    const ack = (res: DiscoveryResponse) => ads.send({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce})
+    // ACK what loads; NACK the rest with the error and the version last accepted, as Envoy does.
+    const accepted = new Map<string, string>()
+    let rejected = false
+    const rejectedTypes = new Set<string>()
+    const ack = (res: DiscoveryResponse) => {
+      const error = rejection(res)
+      if (error === undefined) {
+        if (rejectedTypes.delete(res.typeUrl ?? '')) say(`accepted (ACK) ${res.typeUrl} again`)
+        accepted.set(res.typeUrl ?? '', res.versionInfo ?? '')
+        ads.send({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce})
+      } else {
+        ads.send({typeUrl: res.typeUrl, versionInfo: accepted.get(res.typeUrl ?? '') ?? '', responseNonce: res.nonce, errorDetail: {code: grpc.status.INTERNAL, message: error}})
+        rejected = true
+        rejectedTypes.add(res.typeUrl ?? '')
+        say(`rejected (NACK) ${res.typeUrl}: ${error}`)
+      }
+    }
     const acked = new Set<string>()
     try {
       while (acked.size < types.length) {
@@ -402,7 +442,7 @@ class Vm {
       const hints = err instanceof GrpcFailure && err.code === grpc.status.UNAUTHENTICATED ? tokenDiagnosis(bundle.token, env) : []
       throw new Refused([`istiod at ${discovery} refused ${proxyId}: ${describe(err)}`, ...hints.map((h) => `  ${h}`)].join('\n'))
     }
-    say(`connected to istiod at ${discovery} as ${proxyId}; configuration acknowledged (SYNCED)`)
+    say(`connected to istiod at ${discovery} as ${proxyId}; ${rejected ? 'configuration answered, some of it rejected (NACK)' : 'configuration acknowledged (SYNCED)'}`)
     this.state.connected = true
     // Later pushes are ACKed too; a stream that ends is a disconnect (a restarted istiod: reconnect).
     void (async () => {

@@ -102,6 +102,8 @@ export interface Evidence {
   probe?: {probe?: VmProbe; error?: string}
   /** Serials of the roots in istio-ca-root-cert (lower-case hex; several while a root is rotated). */
   meshRootSerials: string[]
+  /** After a NACK: the EnvoyFilters of the Istio (root) namespace and the VM's, or why they could not be listed. */
+  envoyFilters?: KubeObject[] | string
   /** Template of --vm-exec, for fixes that run on the VM. */
   vmExec?: string
 }
@@ -215,7 +217,7 @@ export function diagnose(e: Evidence): DoctorReport {
     const atProbe = app.find((r) => r.port === port)
     if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
     if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
-    if (!atProbe || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
+    if (atProbe?.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
     const answering = app.filter((r) => r.port !== port && ok(r) && declared.some(([, v]) => v === r.port))
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
     if (answering.length === 0) return {detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`}
@@ -225,6 +227,39 @@ export function diagnose(e: Evidence): DoctorReport {
     return {
       detail: `nothing listens on the probe's port ${port}, and the application answers on the group's port ${named(to)}${http ? ` (HTTP ${answering[0]!.code} at ${path})` : ''}: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)`,
       fix: `kubectl patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`,
+    }
+  }
+
+  /**
+   * Which object a NACK comes from: an EnvoyFilter that applies to the VM (of the Istio namespace, or of
+   * the VM's with a workloadSelector its labels match) and adds a filter the error names (by its name or
+   * its typed_config type). Only that is a proven cause; anything else is said to be unproven.
+   */
+  const nackCause = (error: string): {detail: string; fix?: string} => {
+    if (typeof e.envoyFilters === 'string') return {detail: `cause not proven: ${e.envoyFilters}`}
+    const labels = entryLabels(e.entry)
+    const applying = (e.envoyFilters ?? []).filter((ef) => {
+      const selector = rec(rec(specOf(ef).workloadSelector).labels)
+      return Object.entries(selector).every(([k, v]) => labels[k] === v)
+    })
+    const efName = (ef: KubeObject) => `${ef.metadata?.namespace ?? ''}/${nameOf(ef)}`
+    const named = applying.flatMap((ef) => {
+      const words: string[] = []
+      for (const cp of Array.isArray(specOf(ef).configPatches) ? (specOf(ef).configPatches as unknown[]).filter(isRecord) : []) {
+        const value = rec(rec(cp.patch).value)
+        const typed = rec(value.typed_config ?? value.typedConfig)
+        for (const w of [str(value.name), str(typed['@type'])?.replace(/^.*\//, '')]) if (w && w.length > 3 && error.includes(w)) words.push(w)
+      }
+      return words.length > 0 ? [{ef, words}] : []
+    })
+    if (named.length === 0) {
+      const list = applying.map(efName).join(', ')
+      return {detail: `cause not proven: the error names nothing an EnvoyFilter that applies to the VM adds${applying.length > 0 ? ` (those that apply: ${list}; run istioctl analyze -n ${ns})` : ' (none applies)'}`}
+    }
+    const what = named.map(({ef, words}) => `EnvoyFilter ${efName(ef)} applies to the VM and adds ${[...new Set(words)].map((w) => `'${w}'`).join(', ')}, which the error names`).join('; ')
+    return {
+      detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}: keep a copy with kubectl get envoyfilter -o yaml first if it is to be mended)`,
+      fix: named.map(({ef}) => `kubectl delete envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)}`).join(' && '),
     }
   }
 
@@ -352,7 +387,10 @@ export function diagnose(e: Evidence): DoctorReport {
   else {
     const errors = sync.types.filter((t) => t.state === 'ERROR')
     const stale = sync.types.filter((t) => t.state === 'STALE')
-    if (errors.length > 0) add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}`, `meshvm proxy-status ${q(e.query)} -n ${q(ns)}   # fix the configuration named in the error (istioctl analyze -n ${ns})`)
+    if (errors.length > 0) {
+      const cause = nackCause(errors.map((t) => t.error ?? '').join('\n'))
+      add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
+    }
     else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
     else add(6, 'sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
     if (sync.versionSkew) add(6, 'sync.version', 'warn', `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`, `upgrade the VM's istio-sidecar package to ${sync.istiodVersion ?? "istiod's version"}`)

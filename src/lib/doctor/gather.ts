@@ -195,6 +195,15 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     }
   }
 
+  // The EnvoyFilters that may apply to it (the root namespace's and its own), for a NACK's cause.
+  let envoyFilters: KubeObject[] | string | undefined
+  if (sync?.types.some((t) => t.state === 'ERROR')) {
+    envoyFilters = await Promise.all([o.istioNamespace, ...(namespace === o.istioNamespace ? [] : [namespace])].map((n) => listIn(client, Resources.envoyFilters, n)))
+      .then((lists) => lists.flat())
+      // No EnvoyFilter CRD, or not allowed to list them: the check says so.
+      .catch((err: unknown) => `cannot list EnvoyFilters: ${(err as Error).message.split('\n')[0]}`)
+  }
+
   // The mesh root, for the VM's Envoy to be compared with.
   const rootCm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace, name: 'istio-ca-root-cert'}))
   const rootPem = rootCm?.data?.['root-cert.pem']
@@ -241,6 +250,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     sync,
     probe,
     meshRootSerials,
+    ...(envoyFilters !== undefined ? {envoyFilters} : {}),
     vmExec: o.vmExec,
     ...(found.ambiguous ? {ambiguous: found.ambiguous} : {}),
   }
