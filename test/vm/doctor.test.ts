@@ -3,7 +3,7 @@
  * /bin/sh "on" the VM (test/vm/exec.sh), reading the VM's own admin endpoints (its workload
  * certificate from the mesh CA, the root it trusts, its connection to istiod, its readiness).
  */
-import {mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {cpSync, mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -149,6 +149,24 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const after = await doctor(args)
     expect(after.code, after.stdout).toBe(0)
     expect(JSON.parse(after.stdout).checks.find((c: Check) => c.check === 'vm.root')).toMatchObject({status: 'pass', detail: "the VM's Envoy trusts the current mesh roots"})
+
+    // With --bundle (the operator's copy of the VM's files), step 1 sees the next rotation first, and its
+    // fix remakes that bundle with its own flags and sends its root-cert.pem to the VM.
+    const mine = join(dir, 'db-operator')
+    cpSync(bundle, mine, {recursive: true, dereference: true})
+    const third = createMeshCa('third-root')
+    const cm2 = cluster.store.get(CM, 'vmroot', 'istio-ca-root-cert')!
+    cluster.store.update(CM, {...cm2, metadata: {...cm2.metadata, resourceVersion: undefined}, data: {'root-cert.pem': third.rootPem + current}})
+    const withBundle = ['--bundle', mine, '--vm-exec', VM_EXEC_ANYWHERE]
+    const bad2 = await doctor(withBundle)
+    expect(bad2.code).toBe(8)
+    const fail2 = firstFail(bad2.stdout)!
+    expect(fail2).toMatchObject({step: 1, check: 'bundle.root-cert'})
+    expect(fail2.fix).toBe(`meshvm bundle db -n vmroot --autoregister -d ${mine} && { printf '%s\\n' 'sudo tee /etc/certs/root-cert.pem >/dev/null <<\\MESHVM_EOF'; cat ${mine}/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
+    await runFix(fail2.fix!)
+    await vm.waitFor(/(configuration acknowledged[\s\S]*){3}/)
+    const after2 = await doctor(withBundle)
+    expect(after2.code, after2.stdout).toBe(0)
   })
 
   it('an unhealthy probe on a port nothing listens on: step 4 proves the port from what answers on the VM, and the printed fix makes the entry Healthy', async () => {

@@ -81,7 +81,8 @@ export interface Evidence {
   query: string
   /** The context that holds the VM, when several were read. */
   context?: string
-  bundle?: {checks: BundleCheck[]; dir?: string; network?: string; group?: string}
+  /** With --bundle: its checks, directory, network, group and the meshvm bundle command that remakes it with its flags. */
+  bundle?: {checks: BundleCheck[]; dir?: string; network?: string; group?: string; rerun?: string}
   gateway: GatewayEvidence
   istiod: IstiodEvidence
   group?: KubeObject
@@ -180,9 +181,11 @@ export function diagnose(e: Evidence): DoctorReport {
   const group = e.bundle?.group ?? e.groupName
   const bundleDir = e.bundle?.dir ?? `${group ?? 'GROUP'}-vm`
   const bundleCommand = (): string => {
+    if (e.bundle?.rerun && e.bundle.dir) return e.bundle.rerun
+    const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
     const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
-    return `meshvm bundle ${q(group ?? 'GROUP')} -n ${q(ns)} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}`
+    return `meshvm bundle ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}`
   }
   const installOnVm = (files: [file: string, onTheVm: string][]): string => {
     const sendFiles = files.flatMap(([file, dest]) => [`printf '%s\\n' ${q(`sudo tee ${dest} >/dev/null <<\\MESHVM_EOF`)}`, `cat ${q(`${bundleDir}/${file}`)}`, "printf '%s\\n' MESHVM_EOF"])
@@ -265,7 +268,13 @@ export function diagnose(e: Evidence): DoctorReport {
 
   // 1. The bundle and its token.
   if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
-  else for (const c of e.bundle.checks) add(1, `bundle.${c.id}`, c.status, c.detail, c.fix)
+  else {
+    for (const c of e.bundle.checks) {
+      // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
+      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix
+      add(1, `bundle.${c.id}`, c.status, c.detail, fix)
+    }
+  }
 
   // 2. The way to istiod: the east-west gateway, the VM's hosts entry, the network labels.
   const gw = e.gateway

@@ -230,7 +230,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     namespace,
     query,
     ...(o.context ? {context: o.context} : {}),
-    ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME}} : {}),
+    ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME, ...(bundle.rerun ? {rerun: bundle.rerun} : {})}} : {}),
     gateway: {
       name: gwName, namespace: gwNamespace, service: gatewayService,
       bundleAddress,
