@@ -235,8 +235,9 @@ export function diagnose(e: Evidence): DoctorReport {
 
   /**
    * Which object a NACK comes from: an EnvoyFilter that applies to the VM (of the Istio namespace, or of
-   * the VM's with a workloadSelector its labels match) and adds a filter the error names (by its name or
-   * its typed_config type). Only that is a proven cause; anything else is said to be unproven.
+   * the VM's with a workloadSelector its labels match) and adds a filter the error names (by its
+   * typed_config type, or by its name when it gives no type). Only that is a proven cause; anything
+   * else is said to be unproven.
    */
   const nackCause = (error: string): {detail: string; fix?: string} => {
     if (typeof e.envoyFilters === 'string') return {detail: `cause not proven: ${e.envoyFilters}`}
@@ -251,7 +252,11 @@ export function diagnose(e: Evidence): DoctorReport {
       for (const cp of Array.isArray(specOf(ef).configPatches) ? (specOf(ef).configPatches as unknown[]).filter(isRecord) : []) {
         const value = rec(rec(cp.patch).value)
         const typed = rec(value.typed_config ?? value.typedConfig)
-        for (const w of [str(value.name), str(typed['@type'])?.replace(/^.*\//, '')]) if (w && w.length > 3 && error.includes(w)) words.push(w)
+        // The type is what tells two filters of one name apart: when the patch gives one, the error must name it.
+        const type = str(typed['@type'])?.replace(/^.*\//, '')
+        const name = str(value.name)
+        if (type ? !error.includes(type) : !(name && name.length > 3 && error.includes(name))) continue
+        for (const w of [name, type]) if (w && error.includes(w)) words.push(w)
       }
       return words.length > 0 ? [{ef, words}] : []
     })
