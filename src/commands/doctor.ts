@@ -84,6 +84,9 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     }
     if (f['all-vms']) {
       const reports = await doctorAll(vm, options)
+      const {invocation} = await import('../lib/cli/invocation.js')
+      const {kubectlInCluster} = await import('../lib/doctor/fix.js')
+      for (const r of reports) if (r.summary) r.summary = kubectlInCluster(r.summary, {...invocation.kube, ...(r.context ? {context: r.context} : {})})
       if (format === 'json' || format === 'yaml') this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReportList', items: reports}, format)!)
       else {
         const chalk = this.chalkFor(format)
@@ -103,8 +106,18 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     }
 
     const report = await doctorVm({query: vm, bundle: bundleOffline}, options)
-    for (const c of report.checks) if (c.fix) c.fix = this.keepInvocation(c.fix)
-    if (report.summary) report.summary = this.keepInvocation(report.summary)
+    // Fixes act on the cluster doctor read: the user's --kubeconfig, and the context that holds the VM.
+    const {invocation} = await import('../lib/cli/invocation.js')
+    const {kubectlInCluster} = await import('../lib/doctor/fix.js')
+    const kube = {...invocation.kube, ...(report.context ? {context: report.context} : {})}
+    const userKube = invocation.kube
+    invocation.kube = kube
+    try {
+      for (const c of report.checks) if (c.fix) c.fix = kubectlInCluster(this.keepInvocation(c.fix), kube)
+      if (report.summary) report.summary = kubectlInCluster(this.keepInvocation(report.summary), kube)
+    } finally {
+      invocation.kube = userKube
+    }
     if (format === 'json' || format === 'yaml') {
       this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReport', ...report}, format)!)
     } else {

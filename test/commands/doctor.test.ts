@@ -123,6 +123,9 @@ describe('meshvm doctor', () => {
     const f = firstFail(rep)!
     expect(f).toMatchObject({step: 4, check: 'registration.duplicates'})
     expect(f.fix).toBe("kubectl delete workloadentry web-old-10.0.0.5 -n apps")
+    // With --context, the fix acts on that context (never on whatever kubectl's current one is).
+    const named = await report(['web-10.0.0.5', '-n', 'apps', '--context', cluster.contextName])
+    expect(firstFail(named.report)!.fix).toBe(`kubectl --context ${cluster.contextName} delete workloadentry web-old-10.0.0.5 -n apps`)
     const k = await kubectl(cluster, f.fix!.replace(/^kubectl /, '').split(' '))
     expect(k.code, k.stderr).toBe(0)
     cluster.mesh.disconnect('vm-old.apps')
