@@ -216,11 +216,11 @@ export function diagnose(e: Evidence): DoctorReport {
       return {detail: `cause not proven: ${undeclared}${e.vmExec ? 'the VM did not report what answers there' : "run doctor with --vm-exec to see what answers on the VM"}`}
     }
     // Answers: HTTP 2xx or 3xx (pilot-agent's HTTP prober); for a TCP probe, a connection (curl exit 7: refused).
-    const ok = (r: {code: string; exit: number}) => (http ? /^[23]\d\d$/.test(r.code) : r.exit !== 7 && r.exit !== 28)
+    const ok = (r: {code: string; connected: boolean}) => (http ? /^[23]\d\d$/.test(r.code) : r.connected)
     const atProbe = app.find((r) => r.port === port)
     if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
     if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
-    if (atProbe?.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
+    if (!atProbe || atProbe.connected || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
     const answering = app.filter((r) => r.port !== port && ok(r) && declared.some(([, v]) => v === r.port))
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
     if (answering.length === 0) return {detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`}

@@ -35,13 +35,14 @@ export function safeProbePath(path: string): boolean {
  */
 export function probeScript(o: {istiodHost: string; app?: AppTarget}): string {
   const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
-  // Each port: PORT HTTP-CODE CURL-EXIT (000 and exit 7: refused; a TCP probe only needs the connection).
+  // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused; a TCP probe only needs the
+  // connection, which a server that never answers HTTP still accepts).
   const app = o.app
     ? [
         section('app'),
         ...o.app.ports.filter((p) => Number.isInteger(p) && p > 0 && p < 65536).map((p) => {
           const url = shellQuote(`http://127.0.0.1:${p}${o.app!.kind === 'http' ? (o.app!.path ?? '/') : '/'}`)
-          return `code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 ${url} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000} $rc"`
+          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' --max-time 3 ${url} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
         }),
       ]
     : []
@@ -79,8 +80,8 @@ export interface VmProbe {
   interceptionRules?: number
   /** What the VM's resolver returns for istiod's host (an address), or '' when it resolves nothing. */
   dns?: string
-  /** What answered on the probe's port and the group's ports: HTTP code ('000': none) and curl's exit (7: refused). */
-  app?: {port: number; code: string; exit: number}[]
+  /** What answered on the probe's port and the group's ports: HTTP code ('000': none), whether a connection was made, curl's exit (7: refused). */
+  app?: {port: number; code: string; connected: boolean; exit: number}[]
   /** The sections the answer had: a VM that stopped half-way is reported as such. */
   sections: string[]
 }
@@ -171,8 +172,8 @@ export function parseProbe(text: string): VmProbe {
   if (app !== undefined) {
     probe.app = []
     for (const line of app.split('\n')) {
-      const m = /^(\d+) (\d{3}) (\d+)$/.exec(line.trim())
-      if (m) probe.app.push({port: Number(m[1]), code: m[2]!, exit: Number(m[3])})
+      const m = /^(\d+) (\d{3}) (\d+) (\d+)$/.exec(line.trim())
+      if (m) probe.app.push({port: Number(m[1]), code: m[2]!, connected: Number(m[3]) > 0, exit: Number(m[4])})
     }
   }
   return probe

@@ -38,10 +38,10 @@ const VM_EXEC = `ssh -o 'ProxyJump=bastion' "$MESHVM_VM_ADDRESS"`
 
 describe('doctor diagnosis: an unhealthy probe', () => {
   const probe = {httpGet: {port: 9090, path: '/ready'}}
-  const refused = {port: 9090, code: '000', exit: 7}
+  const refused = {port: 9090, code: '000', connected: false, exit: 7}
 
   it('the port the application answers on, proven on the VM, is the fix: patch the group, send the VM the new mesh.yaml', () => {
-    const c = first(evidence({probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '200', exit: 0}, {port: 9100, code: '000', exit: 7}]}))!
+    const c = first(evidence({probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '200', connected: true, exit: 0}, {port: 9100, code: '000', connected: false, exit: 7}]}))!
     expect(c).toMatchObject({step: 4, check: 'registration.healthy'})
     expect(c.detail).toContain("nothing listens on the probe's port 9090, and the application answers on the group's port http=8080 (HTTP 200 at /ready)")
     expect(c.fix).toBe(`kubectl patch workloadgroup web -n apps --type=json -p '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]' && meshvm bundle web -n apps -d web-vm --autoregister && { printf '%s\\n' 'sudo tee /etc/istio/config/mesh >/dev/null <<\\MESHVM_EOF'; cat web-vm/mesh.yaml; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=web-10.0.0.5 MESHVM_VM_ADDRESS=10.0.0.5 MESHVM_VM_HOSTNAME=10.0.0.5 MESHVM_NAMESPACE=apps sh -c 'ssh -o '"'"'ProxyJump=bastion'"'"' "$MESHVM_VM_ADDRESS"'`)
@@ -52,7 +52,7 @@ describe('doctor diagnosis: an unhealthy probe', () => {
   })
 
   it('a TCP probe: the tcpSocket port is patched', () => {
-    const c = first(evidence({probe: {tcpSocket: {port: 9090}}, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '000', exit: 52}, {port: 9100, code: '000', exit: 7}]}))!
+    const c = first(evidence({probe: {tcpSocket: {port: 9090}}, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '000', connected: true, exit: 52}, {port: 9100, code: '000', connected: false, exit: 7}]}))!
     expect(c.fix).toContain(`'[{"op":"replace","path":"/spec/probe/tcpSocket/port","value":8080}]'`)
   })
 
@@ -60,9 +60,9 @@ describe('doctor diagnosis: an unhealthy probe', () => {
     const cases: [Parameters<typeof evidence>[0], RegExp][] = [
       [{probe, healthy: false}, /; cause not proven: the probe's port 9090 is not one of the group's ports \(http=8080, metrics=9100\); run doctor with --vm-exec to see what answers on the VM$/],
       [{probe: {exec: {command: ['/opt/check']}}, healthy: false}, /; cause not proven: the probe is an exec command, which meshvm does not run on the VM/],
-      [{probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '200', exit: 0}, {port: 9100, code: '200', exit: 0}]}, /the application answers on several of the group's ports \(http=8080, metrics=9100\): which one the probe should use is not proven$/],
-      [{probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '000', exit: 7}, {port: 9100, code: '000', exit: 7}]}, /nothing listens on 127\.0\.0\.1:9090 nor answers on the group's other ports \(http=8080, metrics=9100\): the application is not running on the VM/],
-      [{probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '503', exit: 0}]}, /the application answers HTTP 503 at 127\.0\.0\.1:8080\/ready: it reports itself not ready/],
+      [{probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '200', connected: true, exit: 0}, {port: 9100, code: '200', connected: true, exit: 0}]}, /the application answers on several of the group's ports \(http=8080, metrics=9100\): which one the probe should use is not proven$/],
+      [{probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '000', connected: false, exit: 7}, {port: 9100, code: '000', connected: false, exit: 7}]}, /nothing listens on 127\.0\.0\.1:9090 nor answers on the group's other ports \(http=8080, metrics=9100\): the application is not running on the VM/],
+      [{probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '503', connected: true, exit: 0}]}, /the application answers HTTP 503 at 127\.0\.0\.1:8080\/ready: it reports itself not ready/],
     ]
     for (const [o, detail] of cases) {
       const c = first(evidence(o))!
@@ -73,7 +73,7 @@ describe('doctor diagnosis: an unhealthy probe', () => {
   })
 
   it('a probe that answers now: the condition is an earlier report; the fix restarts the sidecar through --vm-exec', () => {
-    const c = first(evidence({probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '200', exit: 0}]}))!
+    const c = first(evidence({probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '200', connected: true, exit: 0}]}))!
     expect(c.detail).toContain("the probe's target 127.0.0.1:8080/ready answers now (HTTP 200)")
     expect(c.fix).toMatch(/^printf '%s\\n' 'sudo systemctl restart istio' \| MESHVM_VM_NAME=web-10\.0\.0\.5 /)
   })
