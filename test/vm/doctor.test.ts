@@ -218,7 +218,7 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(bad.code).toBe(8)
     const fail = firstFail(bad.stdout)!
     expect(fail).toMatchObject({step: 6, check: 'sync'})
-    expect(fail.detail).toBe("the VM's Envoy rejected (NACK) LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'envoy.extensions.filters.http.lua.v2.Lua'; EnvoyFilter vmnack/lua-headers applies to the VM and adds 'envoy.filters.http.lua', 'envoy.extensions.filters.http.lua.v2.Lua', which the error names: deleting it makes istiod push the listeners without that filter (for every workload it selects: keep a copy with kubectl get envoyfilter -o yaml first if it is to be mended)")
+    expect(fail.detail).toBe("the VM's Envoy rejected (NACK) LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'envoy.extensions.filters.http.lua.v2.Lua'; EnvoyFilter vmnack/lua-headers applies to the VM and adds 'envoy.filters.http.lua', 'envoy.extensions.filters.http.lua.v2.Lua', which the error names: deleting it makes istiod push the listeners without that filter (for every workload it selects; to mend it rather than lose it, save it first: kubectl get envoyfilter lua-headers -n vmnack -o yaml > lua-headers.yaml)")
     expect(fail.fix).toBe('kubectl delete envoyfilter lua-headers -n vmnack')
     await runFix(fail.fix!)
     await vm.waitFor(/accepted \(ACK\) \S+ again/)

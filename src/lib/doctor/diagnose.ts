@@ -197,7 +197,7 @@ export function diagnose(e: Evidence): DoctorReport {
    * Why the readiness probe fails, from the WorkloadGroup's probe and (with --vm-exec) what answers on
    * the VM at its port and at the group's ports. A fix only for a cause shown by that evidence.
    */
-  const unhealthyCause = (): {detail: string; fix?: string} => {
+  const unhealthyCause = (message: string): {detail: string; fix?: string} => {
     const probeSpec = rec(specOf(e.group).probe)
     const http = isRecord(probeSpec.httpGet) ? probeSpec.httpGet : undefined
     const tcp = isRecord(probeSpec.tcpSocket) ? probeSpec.tcpSocket : undefined
@@ -218,6 +218,11 @@ export function diagnose(e: Evidence): DoctorReport {
     // Answers: HTTP 2xx or 3xx (pilot-agent's HTTP prober); for a TCP probe, a connection (curl exit 7: refused).
     const ok = (r: {code: string; connected: boolean}) => (http ? /^[23]\d\d$/.test(r.code) : r.connected)
     const atProbe = app.find((r) => r.port === port)
+    // pilot-agent reports the address it probed: another port than the group's is an older mesh.yaml on the VM.
+    const probed = /127\.0\.0\.1:(\d+)/.exec(message)?.[1]
+    if (probed !== undefined && Number(probed) !== port && atProbe && ok(atProbe)) {
+      return {detail: `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's); the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}
+    }
     if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
     if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
     if (!atProbe || atProbe.connected || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
@@ -266,7 +271,7 @@ export function diagnose(e: Evidence): DoctorReport {
     }
     const what = named.map(({ef, words}) => `EnvoyFilter ${efName(ef)} applies to the VM and adds ${[...new Set(words)].map((w) => `'${w}'`).join(', ')}, which the error names`).join('; ')
     return {
-      detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}: keep a copy with kubectl get envoyfilter -o yaml first if it is to be mended)`,
+      detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}; to mend it rather than lose it, save it first: ${named.map(({ef}) => `kubectl get envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)} -o yaml > ${q(`${nameOf(ef)}.yaml`)}`).join('; ')})`,
       fix: named.map(({ef}) => `kubectl delete envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)}`).join(' && '),
     }
   }
@@ -347,7 +352,7 @@ export function diagnose(e: Evidence): DoctorReport {
     const healthy = conditionOf(we, 'Healthy')
     const probe = isRecord(specOf(e.group).probe)
     if (healthy && conditionStatus(healthy) === 'False') {
-      const why = unhealthyCause()
+      const why = unhealthyCause(healthy.message ?? '')
       add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
     } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
     else if (probe && ann[WE_ANN.healthChecks] === 'true') add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')

@@ -72,9 +72,15 @@ describe('doctor diagnosis: an unhealthy probe', () => {
     }
   })
 
-  it('a probe that answers now: the condition is an earlier report; the fix restarts the sidecar through --vm-exec', () => {
+  it("the VM probes another port than the group's, which answers: the VM's mesh.yaml is older; the fix sends it the group's", () => {
     const c = first(evidence({probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '200', connected: true, exit: 0}]}))!
-    expect(c.detail).toContain("the probe's target 127.0.0.1:8080/ready answers now (HTTP 200)")
+    expect(c.detail).toContain("the VM probes port 9090, but the group's probe is on 8080, where the application answers (HTTP 200): the VM runs an older probe")
+    expect(c.fix).toMatch(/^meshvm bundle web -n apps -d web-vm --autoregister && \{ printf '%s\\n' 'sudo tee \/etc\/istio\/config\/mesh /)
+  })
+
+  it('a probe that answers now: the condition is an earlier report; the fix restarts the sidecar through --vm-exec', () => {
+    const c = first(evidence({probe, healthy: false, vmExec: VM_EXEC, app: [{port: 9090, code: '200', connected: true, exit: 0}]}))!
+    expect(c.detail).toContain("the probe's target 127.0.0.1:9090/ready answers now (HTTP 200)")
     expect(c.fix).toMatch(/^printf '%s\\n' 'sudo systemctl restart istio' \| MESHVM_VM_NAME=web-10\.0\.0\.5 /)
   })
 })
