@@ -193,6 +193,26 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(after.code, after.stdout).toBe(0)
   })
 
+  it("a group whose probe was fixed in the cluster only: the VM still probes the old port; the printed fix sends it the group's mesh.yaml", async () => {
+    const bundle = join(dir, 'api2')
+    await onboard('api2', 'vmprobe2', bundle, ['-p', 'http=8080', '--probe-http', '9090/ready', '--probe-period', '1'])
+    const vm = await join_('10.20.4.5', bundle, {appPorts: [8080]})
+    const healthyIs = (status: string) => () => JSON.stringify(cluster.store.get(WE, 'vmprobe2', 'api2-10.20.4.5')?.status ?? {}).includes(`"Healthy","status":"${status}"`)
+    await waitUntil(healthyIs('False'), 'Healthy=False on the entry', 30_000)
+    const patched = await kubectl(cluster, ['patch', 'workloadgroup', 'api2', '-n', 'vmprobe2', '--type=json', '-p', '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]'])
+    expect(patched.code, patched.stderr).toBe(0)
+    const args = ['api2-10.20.4.5', '-n', 'vmprobe2', '--vm-exec', VM_EXEC_ANYWHERE]
+    const fail = firstFail((await doctor(args)).stdout)!
+    expect(fail).toMatchObject({step: 4, check: 'registration.healthy'})
+    expect(fail.detail).toContain("the VM probes port 9090, but the group's probe is on 8080, where the application answers (HTTP 200): the VM runs an older probe")
+    expect(fail.fix).toMatch(/^meshvm bundle api2 -n vmprobe2 -d api2-vm --autoregister && \{ printf/)
+    await runFix(fail.fix!)
+    await vm.waitFor(/readiness probe: healthy/)
+    await waitUntil(healthyIs('True'), 'Healthy=True on the entry', 30_000)
+    const after = await doctor(args)
+    expect(after.code, after.stdout).toBe(0)
+  })
+
   it("a NACK caused by an EnvoyFilter: step 6 names the EnvoyFilter from the VM's Envoy's error, and the printed fix (delete it) makes doctor pass", async () => {
     const bundle = join(dir, 'pay')
     await onboard('pay', 'vmnack', bundle, ['-p', 'http=8080'])
