@@ -20,7 +20,7 @@ const doctorFlags = {
   bundle: Flags.string({summary: "The VM's bundle directory (as written by meshvm bundle -d DIR): its token, root certificate and hosts entry are checked too."}),
   'vm-exec': Flags.string({
     summary: 'Command template (run with sh -c) that runs a shell on the VM reading commands from stdin, e.g. \'ssh "$MESHVM_VM_ADDRESS"\': read-only checks on the VM itself.',
-    description: 'Gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME and MESHVM_NAMESPACE. meshvm writes a read-only POSIX sh script to its stdin (pilot-agent readiness, Envoy\'s /certs and /clusters, interception rules, DNS) and reads the answer.',
+    description: 'Gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME and MESHVM_NAMESPACE. meshvm writes a read-only POSIX sh script to its stdin (pilot-agent readiness, Envoy\'s /certs and /clusters, interception rules, DNS, what answers at the readiness probe\'s port) and reads the answer. Fixes that run on the VM are printed as commands piped into this template, with those variables set.',
   }),
   'all-vms': Flags.boolean({char: 'A', summary: 'Doctor every VM of the namespace (or of the WorkloadGroup VM names) and print one row each.'}),
   'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway.', default: 'istio-eastwestgateway'}),
@@ -32,15 +32,15 @@ type DoctorFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commo
 export default class Doctor extends BaseCommand<typeof Doctor> {
   static override summary = 'Say why a VM is not in the mesh, step by step, and how to fix it.'
 
-  static override description = `Walks the chain a VM goes through to join the mesh and prints each check as pass, warn, fail or skip, with its evidence and, for what is wrong, a fix that is a command to run:
+  static override description = `Walks the chain a VM goes through to join the mesh and prints each check as pass, warn, fail or skip, with its evidence and, for what is wrong, a fix that is a command to run when the evidence proves the cause (otherwise the check says the cause is not proven, and prints no fix):
   1. the bundle and its token (with --bundle DIR: what meshvm bundle verify checks);
   2. the east-west gateway: its kind (a classic gateway with 15012, 15017 and 15443, not an ambient one), its current address against the bundle's hosts entry, and topology.istio.io/network on both sides;
   3. istiod: running, auto-registration and health checks on, the istiod the VM is connected to;
-  4. the registration: present, one per address, not stale against its WorkloadGroup, Healthy, WaypointBound, recent Warning events;
+  4. the registration: present, one per address, not stale against its WorkloadGroup, Healthy (with --vm-exec, why the probe fails: what answers on the VM at the probe's port and the group's ports), WaypointBound, recent Warning events;
   5. the Service or ServiceEntry selecting it, with ports the group defines;
-  6. the sync state istiod reports (SYNCED, STALE, a NACK with its error) and version skew;
-  7. with --vm-exec, read-only checks on the VM itself: pilot-agent readiness, Envoy's certificate and whether it trusts the current mesh root, interception rules, DNS for istiod, the connection to istiod.
-The last line names the first failure and its fix. VM is a WorkloadEntry or WorkloadAutoRegistration name, HOSTNAME.NAMESPACE (the proxy ID istiod reports), the VM's address, or a WorkloadGroup with a single VM; with --bundle it may be left out. With several contexts, the one that holds the VM is used. Exit codes: 0 all pass (warnings included), 8 a check failed, 4 no such VM, others as usual.`
+  6. the sync state istiod reports (SYNCED, STALE, a NACK with its error and the EnvoyFilter that caused it) and version skew;
+  7. with --vm-exec, read-only checks on the VM itself: pilot-agent readiness, Envoy's certificate and whether it trusts every root of istio-ca-root-cert, interception rules, DNS for istiod, the connection to istiod.
+The last line names the first failure and its fix, when there is one. VM is a WorkloadEntry or WorkloadAutoRegistration name, HOSTNAME.NAMESPACE (the proxy ID istiod reports), the VM's address, or a WorkloadGroup with a single VM; with --bundle it may be left out. With several contexts, the one that holds the VM is used. Exit codes: 0 all pass (warnings included), 8 a check failed, 4 no such VM, others as usual.`
 
   static override examples = [
     {description: 'One VM, by its WorkloadEntry name:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.5 -n apps'},
@@ -84,6 +84,9 @@ The last line names the first failure and its fix. VM is a WorkloadEntry or Work
     }
     if (f['all-vms']) {
       const reports = await doctorAll(vm, options)
+      const {invocation} = await import('../lib/cli/invocation.js')
+      const {kubectlInCluster} = await import('../lib/doctor/fix.js')
+      for (const r of reports) if (r.summary) r.summary = kubectlInCluster(r.summary, {...invocation.kube, ...(r.context ? {context: r.context} : {})})
       if (format === 'json' || format === 'yaml') this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReportList', items: reports}, format)!)
       else {
         const chalk = this.chalkFor(format)
@@ -103,8 +106,18 @@ The last line names the first failure and its fix. VM is a WorkloadEntry or Work
     }
 
     const report = await doctorVm({query: vm, bundle: bundleOffline}, options)
-    for (const c of report.checks) if (c.fix) c.fix = this.keepInvocation(c.fix)
-    if (report.summary) report.summary = this.keepInvocation(report.summary)
+    // Fixes act on the cluster doctor read: the user's --kubeconfig, and the context that holds the VM.
+    const {invocation} = await import('../lib/cli/invocation.js')
+    const {kubectlInCluster} = await import('../lib/doctor/fix.js')
+    const kube = {...invocation.kube, ...(report.context ? {context: report.context} : {})}
+    const userKube = invocation.kube
+    invocation.kube = kube
+    try {
+      for (const c of report.checks) if (c.fix) c.fix = kubectlInCluster(this.keepInvocation(c.fix), kube)
+      if (report.summary) report.summary = kubectlInCluster(this.keepInvocation(report.summary), kube)
+    } finally {
+      invocation.kube = userKube
+    }
     if (format === 'json' || format === 'yaml') {
       this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReport', ...report}, format)!)
     } else {

@@ -9,6 +9,11 @@
  *   stream). Each resource type the proxy asks for (CDS, LDS, EDS, RDS) is answered with an empty
  *   push and a nonce; the proxy's ACK (the nonce echoed without error) makes that type SYNCED in
  *   syncz (the proxy is put in Mesh.proxies, which syncz reads), a NACK makes it ERROR;
+ * - EnvoyFilters: each HTTP_FILTER or NETWORK_FILTER patch that applies to the proxy (an EnvoyFilter
+ *   of the root namespace, or of the proxy's, whose workloadSelector matches its labels) is pushed in
+ *   LDS as the filter it adds, a TypedExtensionConfig (name, typed_config), standing for the listener
+ *   a real istiod would send with that filter in it; a change to EnvoyFilters pushes LDS again, so a
+ *   filter the VM's Envoy cannot load is NACKed (test/vm/vm.ts) and a deleted one stops being sent;
  * - health reports, DiscoveryRequests of type istio.io/health (pilot-agent's health checker:
  *   no error_detail = healthy), go to the Healthy condition (handleWorkloadHealthcheck);
  * - the east-west gateway: a TLS-passthrough listener on a loopback address, port 15012, that
@@ -25,12 +30,42 @@ import {authenticateCaller, serveCa} from './ca.js'
 import {meshCa} from './mesh-ca.js'
 import {XDS_TYPES, type Mesh, type ProxySpec, type XdsType} from './mesh.js'
 import type {Pki} from './pki.js'
-import {resourceKey, type Store} from './store.js'
+import {resourceKey, type KubeObj, type Store} from './store.js'
 import {XdsServer, type ServerCall} from './xds.js'
+import {encodeDiscoveryResponse} from './xds-messages.js'
+import {encodeMessage} from '../fixtures/protos/load.js'
 
 /** pilot-agent's health reports (pkg/istio-agent/health HealthInfoTypeURL; istiod: pilot/pkg/xds/v3 HealthInfoType). */
 export const HEALTH_INFO_TYPE = 'type.googleapis.com/istio.v1.HealthInformation'
 export const XDS_PORT = 15012
+export const ENVOY_FILTERS = resourceKey('networking.istio.io', 'envoyfilters')
+/** The Any type of each filter an EnvoyFilter adds, in the LDS push. */
+export const EXTENSION_CONFIG_TYPE = 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig'
+
+type Json = Record<string, unknown>
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/**
+ * The filters the EnvoyFilters that apply to a proxy add (istiod: the root namespace's apply to every
+ * proxy, a namespace's to its own proxies; workloadSelector.labels must all match), in name order.
+ */
+export function envoyFilterAdditions(store: Store, proxy: {namespace: string; labels: Record<string, string>}, rootNamespace = 'istio-system'): {envoyFilter: string; name: string; typeUrl: string}[] {
+  const out: {envoyFilter: string; name: string; typeUrl: string}[] = []
+  const filters = [...store.list(ENVOY_FILTERS, rootNamespace), ...(proxy.namespace === rootNamespace ? [] : store.list(ENVOY_FILTERS, proxy.namespace))]
+  for (const ef of filters.sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`))) {
+    const spec = isObj(ef.spec) ? ef.spec : {}
+    const selector = isObj(spec.workloadSelector) && isObj(spec.workloadSelector.labels) ? spec.workloadSelector.labels : {}
+    if (!Object.entries(selector).every(([k, v]) => proxy.labels[k] === v)) continue
+    for (const cp of Array.isArray(spec.configPatches) ? spec.configPatches.filter(isObj) : []) {
+      if (cp.applyTo !== 'HTTP_FILTER' && cp.applyTo !== 'NETWORK_FILTER') continue
+      const value = isObj(cp.patch) && isObj(cp.patch.value) ? cp.patch.value : {}
+      const typed = isObj(value.typed_config) ? value.typed_config : isObj(value.typedConfig) ? value.typedConfig : {}
+      if (typeof value.name !== 'string' || typeof typed['@type'] !== 'string') continue
+      out.push({envoyFilter: `${ef.metadata.namespace}/${ef.metadata.name}`, name: value.name, typeUrl: typed['@type']})
+    }
+  }
+  return out
+}
 
 export interface VmServicesOptions {
   store: Store
@@ -60,6 +95,7 @@ export class IstiodVmServices {
   readonly log: string[] = []
   private readonly streams = new Map<string, Stream>()
   private nonce = 0
+  private readonly unsubscribe: () => void
 
   constructor(readonly xds: XdsServer, private readonly o: VmServicesOptions) {
     const clusterId = o.clusterId ?? o.mesh.istiods.get(o.istiod)?.clusterId ?? 'cluster1'
@@ -68,6 +104,14 @@ export class IstiodVmServices {
     serveCa(xds, meshCa(), auth)
     xds.onAdsStream((call, first) => this.open(call, first, auth))
     for (const url of Object.values(XDS_TYPES)) xds.onDiscovery(url, (req, call) => this.discovery(req, call))
+    // istiod pushes again on a config change: an EnvoyFilter made, changed or deleted.
+    this.unsubscribe = o.store.onEvent((e) => {
+      if (e.resource !== ENVOY_FILTERS) return
+      for (const s of this.streams.values()) {
+        if (!s.sent.has(XDS_TYPES.LDS) || s.call.closed) continue
+        s.call.send(encodeDiscoveryResponse(this.push(s, 'LDS')))
+      }
+    })
     xds.onDiscovery(HEALTH_INFO_TYPE, (req, call) => {
       const s = this.byCall(call)
       if (s) this.autoregistration.health(s.proxy.id, {healthy: !req.errorDetail, message: req.errorDetail?.message})
@@ -151,13 +195,27 @@ export class IstiodVmServices {
       return undefined
     }
     if (req.responseNonce && sent !== undefined) return undefined // an expired nonce: ignored
+    return this.push(s, type)
+  }
+
+  /** A push of one type: a new nonce, the resources (LDS: the filters EnvoyFilters add), sent and not yet acknowledged. */
+  private push(s: Stream, type: XdsType) {
+    const typeUrl = XDS_TYPES[type]
     const nonce = `${new Date().toISOString()}/${++this.nonce}`
-    s.sent.set(req.typeUrl!, nonce)
+    s.sent.set(typeUrl, nonce)
     s.spec.types = {...s.spec.types, [type]: 'never-acked'}
-    return {versionInfo: new Date().toISOString(), typeUrl: req.typeUrl, nonce, resources: []}
+    const resources = type === 'LDS' ? envoyFilterAdditions(this.o.store, {namespace: s.proxy.namespace, labels: this.labelsOf(s.proxy)}).map((f) => ({typeUrl: EXTENSION_CONFIG_TYPE, value: encodeMessage('envoy.config.core.v3.TypedExtensionConfig', {name: f.name, typedConfig: {type_url: f.typeUrl, value: Buffer.alloc(0)}})})) : []
+    return {versionInfo: new Date().toISOString(), typeUrl, nonce, resources}
+  }
+
+  /** The proxy's labels as istiod matches workload selectors: its WorkloadEntry's, then its node metadata's. */
+  private labelsOf(proxy: ProxyInfo): Record<string, string> {
+    const entry = this.o.store.list(resourceKey('networking.istio.io', 'workloadentries'), proxy.namespace).find((we: KubeObj) => proxy.ips.includes(String((we.spec as {address?: unknown} | undefined)?.address)))
+    return {...((entry?.spec as {labels?: Record<string, string>} | undefined)?.labels ?? {}), ...(entry?.metadata.labels ?? {}), ...(proxy.labels ?? {})}
   }
 
   stop(): void {
+    this.unsubscribe()
     this.autoregistration.stop()
   }
 }

@@ -109,6 +109,9 @@ describe('meshvm doctor', () => {
     expect(r.code).toBe(8)
     expect(firstFail(rep)).toMatchObject({step: 4, check: 'registration.healthy'})
     expect(firstFail(rep)!.detail).toContain('connection refused')
+    // Without --vm-exec nothing shows why: doctor says so rather than guess.
+    expect(firstFail(rep)!.detail).toMatch(/; cause not proven: run doctor with --vm-exec to see what answers on the VM$/)
+    expect(firstFail(rep)!.fix).toBeUndefined()
     const table = await doctor(['web-10.0.0.5', '-n', 'apps'])
     expect(table.stderr.trim().split('\n').at(-1)).toMatch(/^Error: step 4 \(registration\): Healthy=False/)
   })
@@ -120,6 +123,9 @@ describe('meshvm doctor', () => {
     const f = firstFail(rep)!
     expect(f).toMatchObject({step: 4, check: 'registration.duplicates'})
     expect(f.fix).toBe("kubectl delete workloadentry web-old-10.0.0.5 -n apps")
+    // With --context, the fix acts on that context (never on whatever kubectl's current one is).
+    const named = await report(['web-10.0.0.5', '-n', 'apps', '--context', cluster.contextName])
+    expect(firstFail(named.report)!.fix).toBe(`kubectl --context ${cluster.contextName} delete workloadentry web-old-10.0.0.5 -n apps`)
     const k = await kubectl(cluster, f.fix!.replace(/^kubectl /, '').split(' '))
     expect(k.code, k.stderr).toBe(0)
     cluster.mesh.disconnect('vm-old.apps')
@@ -161,6 +167,10 @@ describe('meshvm doctor', () => {
     let {report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
     expect(firstFail(rep)).toMatchObject({step: 6, check: 'sync'})
     expect(firstFail(rep)!.detail).toContain('RDS: Proto constraint validation failed')
+    // Nothing in the cluster is named by the error (this cluster has no EnvoyFilter kind): doctor says
+    // the cause is not proven and prints no fix rather than a guess.
+    expect(firstFail(rep)!.detail).toMatch(/; cause not proven: cannot list EnvoyFilters: /)
+    expect(firstFail(rep)!.fix).toBeUndefined()
     cluster.mesh.addVm({name: 'vm-1', namespace: 'apps', group: 'web', address: '10.0.0.5', healthy: true})
     ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
     expect(firstFail(rep)).toMatchObject({step: 4, check: 'registration.connected'})
@@ -346,5 +356,29 @@ describe('meshvm doctor', () => {
     const lines = r.stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^VM\s+NAMESPACE\s+RESULT\s+FIRST FAILURE/)
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3).join(' '))).toEqual(['web-10.0.0.5 apps pass', 'web-10.0.0.6 apps fail'])
+  })
+
+  it('-A reads each namespace-wide list once per run, however many VMs it doctors', async () => {
+    cluster.mesh.addVm({name: 'vm-2', namespace: 'apps', group: 'web', address: '10.0.0.6', connectedTo: ISTIOD, healthy: true})
+    cluster.mesh.addVm({name: 'vm-3', namespace: 'apps', group: 'web', address: '10.0.0.7', connectedTo: ISTIOD, healthy: true})
+    const from = cluster.requests.length
+    const r = await doctor(['-A', '-n', 'apps'])
+    expect(r.code, r.stdout + r.stderr).toBe(0)
+    expect(r.stdout.trim().split('\n')).toHaveLength(4)
+    const reads = new Map<string, number>()
+    for (const q of cluster.requests.slice(from)) {
+      if (q.method !== 'GET' || q.path.includes('/proxy/') || q.path.includes('/portforward')) continue
+      const k = `${q.path}?${q.query}`
+      reads.set(k, (reads.get(k) ?? 0) + 1)
+    }
+    const lists = (path: string) => [...reads].filter(([k]) => k.startsWith(`${path}?`))
+    // The lists the three VMs share, each asked for once.
+    for (const path of ['/apis/networking.istio.io/v1/namespaces/apps/workloadentries', '/api/v1/namespaces/apps/services', '/apis/networking.istio.io/v1/namespaces/apps/serviceentries', '/api/v1/namespaces/istio-system/pods', '/api/v1/namespaces/istio-system/services']) {
+      expect(lists(path).length, path).toBeGreaterThan(0)
+      for (const [k, n] of lists(path)) expect(n, k).toBe(1)
+    }
+    // And no other read is repeated, but the events of each VM (a field selector per entry).
+    const repeated = [...reads].filter(([k, n]) => n > 1 && !k.includes('/events?'))
+    expect(repeated).toEqual([])
   })
 })

@@ -19,8 +19,8 @@ export interface RunningVm {
   done: Promise<{code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string}>
 }
 
-export function startVm(bundleDir: string, o: {address: string; hostname: string; unhealthy?: boolean}): RunningVm {
-  const args = [VM, bundleDir, '--address', o.address, '--hostname', o.hostname, ...(o.unhealthy ? ['--unhealthy'] : [])]
+export function startVm(bundleDir: string, o: {address: string; hostname: string; unhealthy?: boolean; appPorts?: number[]}): RunningVm {
+  const args = [VM, bundleDir, '--address', o.address, '--hostname', o.hostname, ...(o.unhealthy ? ['--unhealthy'] : []), ...(o.appPorts ?? []).flatMap((p) => ['--app-port', String(p)])]
   const child = spawn(TSX, args, {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}, stdio: ['ignore', 'pipe', 'pipe']})
   let stdout = ''
   let stderr = ''

@@ -33,10 +33,34 @@ import {connect as tlsConnect} from 'node:tls'
 import * as grpc from '@grpc/grpc-js'
 import forge from 'node-forge'
 import {parse as parseYaml} from 'yaml'
-import {AggregatedDiscoveryService, IstioCertificateService, jsonToStruct, type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
+import {AggregatedDiscoveryService, IstioCertificateService, decodeMessage, jsonToStruct, type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
 import type {JsonValue} from '../cluster/xds-messages.js'
 import {XDS_TYPES} from '../cluster/mesh.js'
-import {HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
+import {EXTENSION_CONFIG_TYPE, HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
+
+/**
+ * The extensions this Envoy has (a few of Envoy 1.24's registered type URLs): a filter of another type
+ * cannot be loaded, and the push that carries it is rejected, as Envoy's Utility::getAndCheckFactory does.
+ */
+const KNOWN_EXTENSIONS = new Set([
+  'envoy.extensions.filters.http.router.v3.Router', 'envoy.extensions.filters.http.lua.v3.Lua', 'envoy.extensions.filters.http.fault.v3.HTTPFault',
+  'envoy.extensions.filters.http.rbac.v3.RBAC', 'envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', 'envoy.extensions.filters.http.cors.v3.Cors',
+  'envoy.extensions.filters.http.wasm.v3.Wasm', 'envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit', 'envoy.extensions.filters.http.header_to_metadata.v3.Config',
+  'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+  'envoy.extensions.filters.network.rbac.v3.RBAC', 'envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit', 'udpa.type.v1.TypedStruct', 'xds.type.v3.TypedStruct',
+])
+
+/** Why this Envoy rejects a push (Envoy's words), or undefined when it loads. */
+function rejection(res: DiscoveryResponse): string | undefined {
+  if (res.typeUrl !== XDS_TYPES.LDS) return undefined
+  for (const any of (res.resources ?? []) as unknown as {type_url?: string; value?: Buffer}[]) {
+    if (any.type_url !== EXTENSION_CONFIG_TYPE) continue
+    const filter = decodeMessage<{name?: string; typedConfig?: {type_url?: string}}>('envoy.config.core.v3.TypedExtensionConfig', any.value ?? Buffer.alloc(0))
+    const type = (filter.typedConfig?.type_url ?? '').replace(/^.*\//, '')
+    if (!KNOWN_EXTENSIONS.has(type)) return `Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for '${filter.name ?? ''}' with type URL: '${type}'`
+  }
+  return undefined
+}
 
 class Refused extends Error {}
 
@@ -45,19 +69,22 @@ interface Args {
   address: string
   hostname: string
   unhealthy: boolean
+  /** The VM ports the application listens on (--app-port, repeatable); none: whatever port the probe names. */
+  appPorts: number[]
 }
 
 function parseArgs(argv: string[]): Args {
-  const out: Partial<Args> = {unhealthy: false}
+  const out: Partial<Args> = {unhealthy: false, appPorts: []}
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (a === '--address') out.address = argv[++i]
     else if (a === '--hostname') out.hostname = argv[++i]
     else if (a === '--unhealthy') out.unhealthy = true
+    else if (a === '--app-port' && /^\d+$/.test(argv[i + 1] ?? '')) out.appPorts!.push(Number(argv[++i]))
     else if (!a.startsWith('-') && out.dir === undefined) out.dir = a
-    else throw new Refused(`unknown argument ${JSON.stringify(a)}; usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy]`)
+    else throw new Refused(`unknown argument ${JSON.stringify(a)}; usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy] [--app-port PORT]...`)
   }
-  if (!out.dir || !out.address || !out.hostname) throw new Refused('usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy]')
+  if (!out.dir || !out.address || !out.hostname) throw new Refused('usage: demo:vm BUNDLE_DIR --address IP --hostname NAME [--unhealthy] [--app-port PORT]...')
   return out as Args
 }
 
@@ -189,11 +216,20 @@ interface Probe {
   periodSeconds?: number
 }
 
-/** pilot-agent's HTTP and TCP probers, against the VM's own app server. */
-async function probeOnce(probe: Probe, appPort: number): Promise<{healthy: boolean; message?: string}> {
+/**
+ * pilot-agent's HTTP and TCP probers, against the VM's own application: `appPort` maps the port the
+ * probe names to the loopback port the simulated application listens on (undefined: nothing listens
+ * there, and the probe is refused as Go's dialer words it).
+ */
+async function probeOnce(probe: Probe, appPort: (vmPort: number) => number | undefined): Promise<{healthy: boolean; message?: string}> {
+  const vmPort = Number(probe.httpGet?.port ?? probe.tcpSocket?.port)
+  const port = appPort(vmPort)
+  const refused = `dial tcp 127.0.0.1:${vmPort}: connect: connection refused`
   if (probe.httpGet) {
+    const url = `http://127.0.0.1:${vmPort}${probe.httpGet.path ?? '/'}`
+    if (port === undefined) return {healthy: false, message: `Get "${url}": ${refused}`}
     try {
-      const res = await fetch(`http://127.0.0.1:${appPort}${probe.httpGet.path ?? '/'}`, {signal: AbortSignal.timeout(1000)})
+      const res = await fetch(`http://127.0.0.1:${port}${probe.httpGet.path ?? '/'}`, {signal: AbortSignal.timeout(1000)})
       await res.arrayBuffer()
       if (res.status >= 200 && res.status < 400) return {healthy: true}
       return {healthy: false, message: `status code was not from [200,400), bad code ${res.status}`}
@@ -201,8 +237,9 @@ async function probeOnce(probe: Probe, appPort: number): Promise<{healthy: boole
       return {healthy: false, message: (err as Error).message}
     }
   }
+  if (port === undefined) return {healthy: false, message: refused}
   return new Promise((resolve) => {
-    const s = netConnect(appPort, '127.0.0.1', () => {
+    const s = netConnect(port, '127.0.0.1', () => {
       s.destroy()
       resolve({healthy: true})
     })
@@ -255,8 +292,10 @@ class Vm {
   private client?: grpc.Client
   private ads?: AdsStream
   private probeTimer?: NodeJS.Timeout
-  private app?: Server
-  private appPort = 0
+  private readonly apps: Server[] = []
+  /** VM port → loopback port of the application (with no --app-port: one server, for any port). */
+  private readonly appPorts = new Map<number, number>()
+  private anyPort = 0
   private stopping = false
   private admin?: Server
   /** What Envoy's admin port and pilot-agent's readiness port report (doctor --vm-exec reads them). */
@@ -265,11 +304,21 @@ class Vm {
   constructor(private readonly args: Args) {}
 
   async serveApp(): Promise<void> {
-    this.app = createServer((_req, res) => {
-      res.writeHead(this.args.unhealthy ? 503 : 200).end(this.args.unhealthy ? 'unhealthy\n' : 'ok\n')
-    })
-    await new Promise<void>((resolve) => this.app!.listen(0, '127.0.0.1', resolve))
-    this.appPort = (this.app.address() as {port: number}).port
+    for (const vmPort of this.args.appPorts.length > 0 ? this.args.appPorts : [0]) {
+      const app = createServer((_req, res) => {
+        res.writeHead(this.args.unhealthy ? 503 : 200).end(this.args.unhealthy ? 'unhealthy\n' : 'ok\n')
+      })
+      await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve))
+      this.apps.push(app)
+      const port = (app.address() as {port: number}).port
+      if (vmPort === 0) this.anyPort = port
+      else this.appPorts.set(vmPort, port)
+    }
+  }
+
+  /** The loopback port behind a VM port of the application, or undefined when nothing listens there. */
+  appPort(vmPort: number): number | undefined {
+    return this.anyPort !== 0 ? this.anyPort : this.appPorts.get(vmPort)
   }
 
   /**
@@ -290,8 +339,12 @@ class Vm {
       if (req.url === '/healthz/ready') {
         res.writeHead(st.connected && st.healthy !== false ? 200 : 503).end()
       } else if (req.url === '/certs') {
-        const root = st.rootPem ? forge.pki.certificateFromPem(st.rootPem) : undefined
-        res.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({certificates: st.leaf ? [{ca_cert: root ? [certInfo(root)] : [], cert_chain: [certInfo(st.leaf)]}] : []}, null, 1))
+        // Envoy lists every certificate of the trusted CA bundle (root-cert.pem may hold several roots).
+        const roots = st.rootPem ? forge.pem.decode(st.rootPem).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body))) : []
+        res.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({certificates: st.leaf ? [{ca_cert: roots.map(certInfo), cert_chain: [certInfo(st.leaf)]}] : []}, null, 1))
+      } else if (req.url === '/sim/ports') {
+        // Not Envoy's: which VM ports the simulated application listens on (test/vm/bin/curl maps them).
+        res.writeHead(200).end([...this.appPorts].map(([vm, port]) => `${vm} ${port}\n`).join('') + (this.anyPort ? `* ${this.anyPort}\n` : ''))
       } else if (req.url === '/clusters') {
         res.writeHead(200).end(st.discovery ? `xds-grpc::observability_name::xds-grpc\nxds-grpc::${st.discovery}::cx_active::${st.connected ? 1 : 0}\n` : '')
       } else res.writeHead(404).end()
@@ -336,8 +389,16 @@ class Vm {
     }
     if (chain.length === 0) throw new Refused(`the CA at ${caAddress} answered no certificate`)
     const leaf = forge.pki.certificateFromPem(chain[0]!)
-    const root = forge.pki.certificateFromPem(bundle.rootCert)
-    if (!root.verify(leaf)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
+    // root-cert.pem may hold several roots (a rotation in progress): one of them must have signed it.
+    const roots = forge.pem.decode(bundle.rootCert).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body)))
+    const signedBy = (root: forge.pki.Certificate) => {
+      try {
+        return root.verify(leaf)
+      } catch {
+        return false // forge throws when the issuer is not this root
+      }
+    }
+    if (!roots.some(signedBy)) throw new Refused("the CA's certificate is not signed by the bundle's root-cert.pem")
     const san = (leaf.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null)?.altNames?.find((a) => a.type === 6)?.value
     say(`certificate issued for ${san}, valid until ${leaf.validity.notAfter.toISOString()}`)
     this.state = {leaf, rootPem: bundle.rootCert, discovery: `${targetOf(bundle, discovery).address}`, connected: false}
@@ -351,7 +412,23 @@ class Vm {
     const node = {id: `sidecar~${this.args.address}~${proxyId}~${namespace}.svc.cluster.local`, metadata: jsonToStruct(nodeMetadata(bundle, this.args, namespace))}
     const types = [XDS_TYPES.CDS, XDS_TYPES.EDS, XDS_TYPES.LDS, XDS_TYPES.RDS]
     types.forEach((typeUrl, i) => ads.send({typeUrl, ...(i === 0 ? {node} : {})}))
-    const ack = (res: DiscoveryResponse) => ads.send({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce})
+    // ACK what loads; NACK the rest with the error and the version last accepted, as Envoy does.
+    const accepted = new Map<string, string>()
+    let rejected = false
+    const rejectedTypes = new Set<string>()
+    const ack = (res: DiscoveryResponse) => {
+      const error = rejection(res)
+      if (error === undefined) {
+        if (rejectedTypes.delete(res.typeUrl ?? '')) say(`accepted (ACK) ${res.typeUrl} again`)
+        accepted.set(res.typeUrl ?? '', res.versionInfo ?? '')
+        ads.send({typeUrl: res.typeUrl, versionInfo: res.versionInfo, responseNonce: res.nonce})
+      } else {
+        ads.send({typeUrl: res.typeUrl, versionInfo: accepted.get(res.typeUrl ?? '') ?? '', responseNonce: res.nonce, errorDetail: {code: grpc.status.INTERNAL, message: error}})
+        rejected = true
+        rejectedTypes.add(res.typeUrl ?? '')
+        say(`rejected (NACK) ${res.typeUrl}: ${error}`)
+      }
+    }
     const acked = new Set<string>()
     try {
       while (acked.size < types.length) {
@@ -365,7 +442,7 @@ class Vm {
       const hints = err instanceof GrpcFailure && err.code === grpc.status.UNAUTHENTICATED ? tokenDiagnosis(bundle.token, env) : []
       throw new Refused([`istiod at ${discovery} refused ${proxyId}: ${describe(err)}`, ...hints.map((h) => `  ${h}`)].join('\n'))
     }
-    say(`connected to istiod at ${discovery} as ${proxyId}; configuration acknowledged (SYNCED)`)
+    say(`connected to istiod at ${discovery} as ${proxyId}; ${rejected ? 'configuration answered, some of it rejected (NACK)' : 'configuration acknowledged (SYNCED)'}`)
     this.state.connected = true
     // Later pushes are ACKed too; a stream that ends is a disconnect (a restarted istiod: reconnect).
     void (async () => {
@@ -389,7 +466,7 @@ class Vm {
     if (probe && (probe.httpGet || probe.tcpSocket)) {
       let last: boolean | undefined
       const run = async () => {
-        const r = await probeOnce(probe, this.appPort)
+        const r = await probeOnce(probe, (p) => this.appPort(p))
         if (this.ads !== ads) return
         if (r.healthy !== last) {
           last = r.healthy
@@ -425,7 +502,7 @@ class Vm {
   async stop(): Promise<void> {
     this.stopping = true
     this.disconnect()
-    this.app?.close()
+    for (const app of this.apps) app.close()
     this.admin?.close()
     say('stopped')
     // Let the RST_STREAM reach istiod before the process goes.

@@ -81,7 +81,8 @@ export interface Evidence {
   query: string
   /** The context that holds the VM, when several were read. */
   context?: string
-  bundle?: {checks: BundleCheck[]; dir?: string; network?: string; group?: string}
+  /** With --bundle: its checks, directory, network, group and the meshvm bundle command that remakes it with its flags. */
+  bundle?: {checks: BundleCheck[]; dir?: string; network?: string; group?: string; rerun?: string}
   gateway: GatewayEvidence
   istiod: IstiodEvidence
   group?: KubeObject
@@ -100,8 +101,10 @@ export interface Evidence {
   serviceEntries: KubeObject[]
   sync?: SyncEvidence
   probe?: {probe?: VmProbe; error?: string}
-  /** Serial of the mesh root in istio-ca-root-cert (lower-case hex). */
-  meshRootSerial?: string
+  /** Serials of the roots in istio-ca-root-cert (lower-case hex; several while a root is rotated). */
+  meshRootSerials: string[]
+  /** After a NACK: the EnvoyFilters of the Istio (root) namespace and the VM's, or why they could not be listed. */
+  envoyFilters?: KubeObject[] | string
   /** Template of --vm-exec, for fixes that run on the VM. */
   vmExec?: string
 }
@@ -165,11 +168,123 @@ export function diagnose(e: Evidence): DoctorReport {
   }
   const ns = e.namespace
   const q = (s: string) => shellQuote(s)
-  const vmCommand = (command: string): string => (e.vmExec ? `${e.vmExec} ${q(command)}` : `on the VM: ${command}`)
+  // A fix that runs on the VM goes through --vm-exec as doctor ran it: the template, with the variables
+  // doctor gave it (the user's shell has none of them), reading the commands on its standard input.
+  const vmAddress = str(specOf(e.entry).address)
+  const onVm = (input: string): string | undefined =>
+    e.vmExec && vmAddress
+      ? `${input} | MESHVM_VM_NAME=${q(nameOf(e.entry))} MESHVM_VM_ADDRESS=${q(vmAddress)} MESHVM_VM_HOSTNAME=${q(vmAddress)} MESHVM_NAMESPACE=${q(ns)} sh -c ${q(e.vmExec)}`
+      : undefined
+  const vmCommand = (command: string): string => onVm(`printf '%s\\n' ${q(command)}`) ?? `on the VM: ${command}`
+  // A new bundle (the files the VM needs from the cluster as it is now), then some of its files put where
+  // the Istio VM install reads them (docs/bundle.md), then the sidecar restarted to read them.
+  const group = e.bundle?.group ?? e.groupName
+  const bundleDir = e.bundle?.dir ?? `${group ?? 'GROUP'}-vm`
+  const bundleCommand = (): string => {
+    if (e.bundle?.rerun && e.bundle.dir) return e.bundle.rerun
+    const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
+    const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
+    const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
+    return `meshvm bundle ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}`
+  }
+  const installOnVm = (files: [file: string, onTheVm: string][]): string => {
+    const sendFiles = files.flatMap(([file, dest]) => [`printf '%s\\n' ${q(`sudo tee ${dest} >/dev/null <<\\MESHVM_EOF`)}`, `cat ${q(`${bundleDir}/${file}`)}`, "printf '%s\\n' MESHVM_EOF"])
+    const remote = onVm(`{ ${[...sendFiles, "printf '%s\\n' 'sudo systemctl restart istio'"].join('; ')}; }`)
+    return remote ? `${bundleCommand()} && ${remote}` : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `copy ${bundleDir}/${file} to ${dest}`).join(', ')}, and run sudo systemctl restart istio`
+  }
+
+  /**
+   * Why the readiness probe fails, from the WorkloadGroup's probe and (with --vm-exec) what answers on
+   * the VM at its port and at the group's ports. A fix only for a cause shown by that evidence.
+   */
+  const unhealthyCause = (message: string): {detail: string; fix?: string} => {
+    const probeSpec = rec(specOf(e.group).probe)
+    const http = isRecord(probeSpec.httpGet) ? probeSpec.httpGet : undefined
+    const tcp = isRecord(probeSpec.tcpSocket) ? probeSpec.tcpSocket : undefined
+    if (!e.group) return {detail: 'cause not proven: the WorkloadGroup could not be read'}
+    if (isRecord(probeSpec.exec)) return {detail: "cause not proven: the probe is an exec command, which meshvm does not run on the VM (run it there by hand)"}
+    if (!http && !tcp) return {detail: 'cause not proven: the WorkloadGroup has no httpGet or tcpSocket probe'}
+    const kind = http ? 'httpGet' : 'tcpSocket'
+    const port = Number((http ?? tcp)!.port)
+    const path = http ? (str(http.path) ?? '/') : ''
+    const target = `127.0.0.1:${port}${path}`
+    const declared = Object.entries(rec(rec(specOf(e.group).template).ports)).filter((x): x is [string, number] => typeof x[1] === 'number')
+    const declaredText = declared.map(([n, v]) => `${n}=${v}`).join(', ') || 'none'
+    const app = e.probe?.probe?.app
+    if (!app || app.length === 0) {
+      const undeclared = declared.some(([, v]) => v === port) ? '' : `the probe's port ${port} is not one of the group's ports (${declaredText}); `
+      return {detail: `cause not proven: ${undeclared}${e.vmExec ? 'the VM did not report what answers there' : "run doctor with --vm-exec to see what answers on the VM"}`}
+    }
+    // Answers: HTTP 2xx or 3xx (pilot-agent's HTTP prober); for a TCP probe, a connection (curl exit 7: refused).
+    const ok = (r: {code: string; connected: boolean}) => (http ? /^[23]\d\d$/.test(r.code) : r.connected)
+    const atProbe = app.find((r) => r.port === port)
+    // pilot-agent reports the address it probed: another port than the group's is an older mesh.yaml on the VM.
+    const probed = /127\.0\.0\.1:(\d+)/.exec(message)?.[1]
+    if (probed !== undefined && Number(probed) !== port && atProbe && ok(atProbe)) {
+      return {detail: `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's); the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}
+    }
+    if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
+    if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
+    if (!atProbe || atProbe.connected || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
+    const answering = app.filter((r) => r.port !== port && ok(r) && declared.some(([, v]) => v === r.port))
+    const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
+    if (answering.length === 0) return {detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`}
+    if (answering.length > 1) return {detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`}
+    const to = answering[0]!.port
+    const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
+    return {
+      detail: `nothing listens on the probe's port ${port}, and the application answers on the group's port ${named(to)}${http ? ` (HTTP ${answering[0]!.code} at ${path})` : ''}: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)`,
+      fix: `kubectl patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`,
+    }
+  }
+
+  /**
+   * Which object a NACK comes from: an EnvoyFilter that applies to the VM (of the Istio namespace, or of
+   * the VM's with a workloadSelector its labels match) and adds a filter the error names (by its
+   * typed_config type, or by its name when it gives no type). Only that is a proven cause; anything
+   * else is said to be unproven.
+   */
+  const nackCause = (error: string): {detail: string; fix?: string} => {
+    if (typeof e.envoyFilters === 'string') return {detail: `cause not proven: ${e.envoyFilters}`}
+    const labels = entryLabels(e.entry)
+    const applying = (e.envoyFilters ?? []).filter((ef) => {
+      const selector = rec(rec(specOf(ef).workloadSelector).labels)
+      return Object.entries(selector).every(([k, v]) => labels[k] === v)
+    })
+    const efName = (ef: KubeObject) => `${ef.metadata?.namespace ?? ''}/${nameOf(ef)}`
+    const named = applying.flatMap((ef) => {
+      const words: string[] = []
+      for (const cp of Array.isArray(specOf(ef).configPatches) ? (specOf(ef).configPatches as unknown[]).filter(isRecord) : []) {
+        const value = rec(rec(cp.patch).value)
+        const typed = rec(value.typed_config ?? value.typedConfig)
+        // The type is what tells two filters of one name apart: when the patch gives one, the error must name it.
+        const type = str(typed['@type'])?.replace(/^.*\//, '')
+        const name = str(value.name)
+        if (type ? !error.includes(type) : !(name && name.length > 3 && error.includes(name))) continue
+        for (const w of [name, type]) if (w && error.includes(w)) words.push(w)
+      }
+      return words.length > 0 ? [{ef, words}] : []
+    })
+    if (named.length === 0) {
+      const list = applying.map(efName).join(', ')
+      return {detail: `cause not proven: the error names nothing an EnvoyFilter that applies to the VM adds${applying.length > 0 ? ` (those that apply: ${list}; run istioctl analyze -n ${ns})` : ' (none applies)'}`}
+    }
+    const what = named.map(({ef, words}) => `EnvoyFilter ${efName(ef)} applies to the VM and adds ${[...new Set(words)].map((w) => `'${w}'`).join(', ')}, which the error names`).join('; ')
+    return {
+      detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}; to mend it rather than lose it, save it first: ${named.map(({ef}) => `kubectl get envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)} -o yaml > ${q(`${nameOf(ef)}.yaml`)}`).join('; ')})`,
+      fix: named.map(({ef}) => `kubectl delete envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)}`).join(' && '),
+    }
+  }
 
   // 1. The bundle and its token.
   if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
-  else for (const c of e.bundle.checks) add(1, `bundle.${c.id}`, c.status, c.detail, c.fix)
+  else {
+    for (const c of e.bundle.checks) {
+      // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
+      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix
+      add(1, `bundle.${c.id}`, c.status, c.detail, fix)
+    }
+  }
 
   // 2. The way to istiod: the east-west gateway, the VM's hosts entry, the network labels.
   const gw = e.gateway
@@ -218,14 +333,14 @@ export function diagnose(e: Evidence): DoctorReport {
   const we = e.entry
   if (!we) {
     const group = e.groupName ? ` of WorkloadGroup ${ns}/${e.groupName}` : ''
-    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: the VM has not registered (its sidecar is not connected, or istiod refused it)`, e.vmExec ? `${e.vmExec} 'sudo systemctl restart istio'` : `on the VM: sudo systemctl restart istio   # then: meshvm doctor ${e.query} -n ${ns}`)
+    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: the VM has not registered (its sidecar is not connected, or istiod refused it)`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: meshvm doctor ${e.query} -n ${ns}`)
   } else {
     const ann = annotationsOf(we)
     const address = str(specOf(we).address)
     add(4, 'registration', 'pass', `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANN.group] ? ` (auto-registered from ${ann[WE_ANN.group]})` : ''}${e.context ? ` in context ${e.context}` : ''}`)
     if (ann[WE_ANN.disconnectedAt] && !ann[WE_ANN.connectedAt]) {
       const since = Date.parse(ann[WE_ANN.disconnectedAt]!)
-      add(4, 'registration.connected', 'fail', `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`, e.vmExec ? `${e.vmExec} 'sudo systemctl restart istio'` : 'on the VM: sudo systemctl restart istio')
+      add(4, 'registration.connected', 'fail', `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`, vmCommand('sudo systemctl restart istio'))
     }
     if (e.duplicates.length > 0) {
       const others = e.duplicates.map((d) => nameOf(d))
@@ -237,7 +352,8 @@ export function diagnose(e: Evidence): DoctorReport {
     const healthy = conditionOf(we, 'Healthy')
     const probe = isRecord(specOf(e.group).probe)
     if (healthy && conditionStatus(healthy) === 'False') {
-      add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic)`, vmCommand(`curl -sS http://127.0.0.1:15021/healthz/ready; sudo journalctl -u istio -n 50`))
+      const why = unhealthyCause(healthy.message ?? '')
+      add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
     } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
     else if (probe && ann[WE_ANN.healthChecks] === 'true') add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
     // Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
@@ -286,11 +402,14 @@ export function diagnose(e: Evidence): DoctorReport {
   const sync = e.sync
   if (!sync) add(6, 'sync', 'skip', 'no proxy to look for')
   else if (sync.unreadable) add(6, 'sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
-  else if (!sync.connected) add(6, 'sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? `${e.vmExec} 'sudo systemctl restart istio'` : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
+  else if (!sync.connected) add(6, 'sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
   else {
     const errors = sync.types.filter((t) => t.state === 'ERROR')
     const stale = sync.types.filter((t) => t.state === 'STALE')
-    if (errors.length > 0) add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}`, `meshvm proxy-status ${q(e.query)} -n ${q(ns)}   # fix the configuration named in the error (istioctl analyze -n ${ns})`)
+    if (errors.length > 0) {
+      const cause = nackCause(errors.map((t) => t.error ?? '').join('\n'))
+      add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
+    }
     else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
     else add(6, 'sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
     if (sync.versionSkew) add(6, 'sync.version', 'warn', `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`, `upgrade the VM's istio-sidecar package to ${sync.istiodVersion ?? "istiod's version"}`)
@@ -311,9 +430,15 @@ export function diagnose(e: Evidence): DoctorReport {
       if (expired) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, vmCommand('sudo systemctl restart istio'))
       else add(7, 'vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
     } else if (p.ready === '200') add(7, 'vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
-    if (e.meshRootSerial && p.rootSerials.length > 0) {
-      if (p.rootSerials.includes(e.meshRootSerial)) add(7, 'vm.root', 'pass', "the VM's Envoy trusts the current mesh root")
-      else add(7, 'vm.root', 'fail', `the VM's Envoy trusts another root (serial ${p.rootSerials.join(', ')}) than the mesh root in istio-ca-root-cert (serial ${e.meshRootSerial})`, `meshvm bundle ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} -d DIR   # copy DIR/root-cert.pem to /var/run/secrets/istio/root-cert.pem on the VM, then restart istio`)
+    if (e.meshRootSerials.length > 0 && p.rootSerials.length > 0) {
+      // Every root istio-ca-root-cert publishes: during a rotation it holds the new root beside the old
+      // one, and a VM that lacks the new one is cut off when istiod switches to it.
+      const missing = e.meshRootSerials.filter((s) => !p.rootSerials.includes(s))
+      if (missing.length === 0) add(7, 'vm.root', 'pass', `the VM's Envoy trusts the current mesh root${e.meshRootSerials.length > 1 ? 's' : ''}`)
+      else {
+        const which = e.meshRootSerials.length > 1 ? `the mesh root${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of istio-ca-root-cert (which holds ${e.meshRootSerials.join(', ')})` : `the mesh root in istio-ca-root-cert (serial ${missing[0]})`
+        add(7, 'vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]))
+      }
     }
     if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
     if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", vmCommand('grep istiod /etc/hosts || cat hosts >> /etc/hosts   # the hosts file of the bundle'))

@@ -14,7 +14,7 @@ import {versionFromImage} from '../proxy-status/fetch.js'
 import {staleDifference} from '../war/model.js'
 import {entryStaleAgainstGroup, gatewayAddress, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, type GatewayServiceLike} from '../precheck/gateway.js'
-import {parseProbe, pemSerial, probeScript, runVmExec} from './probe.js'
+import {parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
 import type {ProxyStatusRow} from '../proxy-status/model.js'
 
 export interface Target {
@@ -195,10 +195,19 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     }
   }
 
+  // The EnvoyFilters that may apply to it (the root namespace's and its own), for a NACK's cause.
+  let envoyFilters: KubeObject[] | string | undefined
+  if (sync?.types.some((t) => t.state === 'ERROR')) {
+    envoyFilters = await Promise.all([o.istioNamespace, ...(namespace === o.istioNamespace ? [] : [namespace])].map((n) => listIn(client, Resources.envoyFilters, n)))
+      .then((lists) => lists.flat())
+      // No EnvoyFilter CRD, or not allowed to list them: the check says so.
+      .catch((err: unknown) => `cannot list EnvoyFilters: ${(err as Error).message.split('\n')[0]}`)
+  }
+
   // The mesh root, for the VM's Envoy to be compared with.
   const rootCm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace, name: 'istio-ca-root-cert'}))
   const rootPem = rootCm?.data?.['root-cert.pem']
-  const meshRootSerial = rootPem ? pemSerial(rootPem) : undefined
+  const meshRootSerials = rootPem ? pemSerials(rootPem) : []
 
   // The VM itself.
   let probe: Evidence['probe']
@@ -207,7 +216,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     const host = istiodHost || `${istiodServiceName(revision)}.${o.istioNamespace}.svc`
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(host)) probe = {error: `istiod's host ${JSON.stringify(host)} is not a DNS name`}
     else {
-      const result = await runVmExec(o.vmExec, vmEnv, probeScript({istiodHost: host}), {timeoutMs: o.timeoutMs})
+      const result = await runVmExec(o.vmExec, vmEnv, probeScript({istiodHost: host, app: appTarget(group)}), {timeoutMs: o.timeoutMs})
       const parsed = parseProbe(result.stdout)
       if (result.timedOut) probe = {error: `no answer within ${Math.round(o.timeoutMs / 1000)}s`}
       else if (result.truncated) probe = {error: 'the answer was larger than 1 MiB'}
@@ -221,7 +230,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     namespace,
     query,
     ...(o.context ? {context: o.context} : {}),
-    ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME}} : {}),
+    ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME, ...(bundle.rerun ? {rerun: bundle.rerun} : {})}} : {}),
     gateway: {
       name: gwName, namespace: gwNamespace, service: gatewayService,
       bundleAddress,
@@ -240,10 +249,31 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     serviceEntries,
     sync,
     probe,
-    meshRootSerial,
+    meshRootSerials,
+    ...(envoyFilters !== undefined ? {envoyFilters} : {}),
     vmExec: o.vmExec,
     ...(found.ambiguous ? {ambiguous: found.ambiguous} : {}),
   }
+}
+
+/**
+ * What the VM is asked about its application: the WorkloadGroup's readiness probe (httpGet or tcpSocket
+ * on the VM's loopback, as pilot-agent probes it) and the group's ports, the probe's port first.
+ * Undefined for an exec or gRPC probe, a probe to another host, HTTPS, or a path that is not plain URL text.
+ */
+export function appTarget(group: KubeObject | undefined): AppTarget | undefined {
+  const spec = (group?.spec ?? {}) as {probe?: {httpGet?: {port?: unknown; path?: unknown; host?: unknown; scheme?: unknown}; tcpSocket?: {port?: unknown; host?: unknown}}; template?: {ports?: Record<string, unknown>}}
+  const probe = spec.probe
+  const http = probe?.httpGet
+  const tcp = probe?.tcpSocket
+  const port = Number(http ? http.port : tcp?.port)
+  if ((!http && !tcp) || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined
+  if ((http?.host ?? tcp?.host) !== undefined && !['127.0.0.1', 'localhost'].includes(String(http?.host ?? tcp?.host))) return undefined
+  if (http && http.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
+  const path = http ? (typeof http.path === 'string' && http.path !== '' ? http.path : '/') : undefined
+  if (path !== undefined && !safeProbePath(path)) return undefined
+  const declared = Object.values(spec.template?.ports ?? {}).filter((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0 && v < 65536)
+  return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
 }
 
 /** A query that matches nothing in any context. */

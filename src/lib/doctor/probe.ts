@@ -3,7 +3,9 @@
  * the standard input of the user's command template (e.g. `ssh "$MESHVM_VM_ADDRESS"`, whose remote
  * shell reads commands from stdin) and reads back sections marked `@@meshvm-doctor NAME`. The script
  * only reads: pilot-agent's readiness (15021), Envoy's admin `/certs` and `/clusters` (15000), the
- * interception rules, and what the VM's resolver answers for istiod's host.
+ * interception rules, what the VM's resolver answers for istiod's host, and (when the WorkloadGroup
+ * has an HTTP or TCP readiness probe) what answers on the probe's port and on the group's ports: one
+ * GET of the probe's path, as pilot-agent's prober sends it.
  *
  * Values embedded in the script are validated by the caller and shell-quoted here; nothing the VM
  * answers is executed or shown unescaped.
@@ -15,9 +17,35 @@ import {isRecord} from '../util/records.js'
 
 export const PROBE_MARK = '@@meshvm-doctor'
 
-/** The script the VM runs. `istiodHost` is the host name of the bundle's discovery address. */
-export function probeScript(o: {istiodHost: string}): string {
+/** What to ask the VM's application: the probe's kind, its path (httpGet) and the ports to try, the probe's first. */
+export interface AppTarget {
+  kind: 'http' | 'tcp'
+  path?: string
+  ports: number[]
+}
+
+/** A probe path that can go into a URL and a shell word as it is (pilot-agent sends it as written). */
+export function safeProbePath(path: string): boolean {
+  return /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$/.test(path) && path.length <= 1024
+}
+
+/**
+ * The script the VM runs. `istiodHost` is the host name of the bundle's discovery address; `app`, the
+ * readiness probe's target (ports are whole numbers and the path passes safeProbePath: the caller checks).
+ */
+export function probeScript(o: {istiodHost: string; app?: AppTarget}): string {
   const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
+  // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused; a TCP probe only needs the
+  // connection, which a server that never answers HTTP still accepts).
+  const app = o.app
+    ? [
+        section('app'),
+        ...o.app.ports.filter((p) => Number.isInteger(p) && p > 0 && p < 65536).map((p) => {
+          const url = shellQuote(`http://127.0.0.1:${p}${o.app!.kind === 'http' ? (o.app!.path ?? '/') : '/'}`)
+          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' --max-time 3 ${url} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
+        }),
+      ]
+    : []
   return [
     '#!/bin/sh',
     '# meshvm doctor: read-only checks of the Istio sidecar on this VM.',
@@ -33,6 +61,7 @@ export function probeScript(o: {istiodHost: string}): string {
     `{ iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null; } | grep -c -E 'ISTIO_(OUTPUT|REDIRECT|IN_REDIRECT)|istio' || true`,
     section('dns'),
     `getent hosts "$istiod_host" 2>/dev/null | head -n 1 || true`,
+    ...app,
     section('end'),
     '',
   ].join('\n')
@@ -51,12 +80,24 @@ export interface VmProbe {
   interceptionRules?: number
   /** What the VM's resolver returns for istiod's host (an address), or '' when it resolves nothing. */
   dns?: string
+  /** What answered on the probe's port and the group's ports: HTTP code ('000': none), whether a connection was made, curl's exit (7: refused). */
+  app?: {port: number; code: string; connected: boolean; exit: number}[]
   /** The sections the answer had: a VM that stopped half-way is reported as such. */
   sections: string[]
 }
 
 export function normalSerial(serial: string): string {
   return serial.toLowerCase().replace(/[^0-9a-f]/g, '').replace(/^0+(?=.)/, '')
+}
+
+/** The serials of every certificate of a PEM bundle (istio-ca-root-cert may hold several roots while one is rotated). */
+export function pemSerials(pem: string): string[] {
+  const out: string[] = []
+  for (const m of pem.matchAll(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g)) {
+    const serial = pemSerial(m[0])
+    if (serial !== undefined) out.push(serial)
+  }
+  return out
 }
 
 /** The serial of a PEM certificate, as Envoy prints serials; undefined when it does not parse. */
@@ -127,6 +168,14 @@ export function parseProbe(text: string): VmProbe {
   if (rules !== undefined && /^\d+$/.test(rules)) probe.interceptionRules = Number(rules)
   const dns = sections.get('dns')
   if (dns !== undefined) probe.dns = dns.split(/\s+/)[0] ?? ''
+  const app = sections.get('app')
+  if (app !== undefined) {
+    probe.app = []
+    for (const line of app.split('\n')) {
+      const m = /^(\d+) (\d{3}) (\d+) (\d+)$/.exec(line.trim())
+      if (m) probe.app.push({port: Number(m[1]), code: m[2]!, connected: Number(m[3]) > 0, exit: Number(m[4])})
+    }
+  }
   return probe
 }
 

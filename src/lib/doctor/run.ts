@@ -9,6 +9,7 @@ import {Resources, resourcePath} from '../kube/resources.js'
 import {annotationsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {diagnose, type DoctorReport} from './diagnose.js'
 import {gatherEvidence, vmNotFound, type GatherOptions} from './gather.js'
+import {cachedReads} from './cache.js'
 
 export interface DoctorRunOptions {
   contexts: (string | undefined)[]
@@ -21,19 +22,29 @@ export interface DoctorRunOptions {
 
 interface ContextRun {
   session: KubeSession
+  /** The session's client, each read made once per run (the VMs of -A and proxy-status's snapshot share them). */
+  client: KubeSession['client']
   close: () => void
   rows: GatherOptions['rows']
 }
 
 async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string): Promise<ContextRun> {
   const session = await o.openSession(context)
+  const client = cachedReads(session.client)
+  const shared = new Proxy(session, {
+    get(target, prop) {
+      if (prop === 'client') return client
+      const v = Reflect.get(target, prop, target) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
   const {ProxyStatusRun} = await import('../proxy-status/run.js')
   let run: Awaited<ReturnType<typeof ProxyStatusRun.start>> | undefined
   let snap: ReturnType<GatherOptions['rows']> | undefined
   const rows: GatherOptions['rows'] = () =>
     (snap ??= (async () => {
       try {
-        run = await ProxyStatusRun.start([context], {openSession: async () => session, vmsOnly: true}, () => {})
+        run = await ProxyStatusRun.start([context], {openSession: async () => shared, vmsOnly: true}, () => {})
         const s = await run.snapshot({timeoutMs: o.timeoutMs, selector: [], namespace: namespace ?? session.namespace}, () => {})
         const problem = s.problems[0]
         if (s.rows.length === 0 && problem) return {error: problem.error.message}
@@ -43,7 +54,7 @@ async function openContext(context: string | undefined, o: DoctorRunOptions, nam
         throw err
       }
     })())
-  return {session, rows, close: () => (run ? run.close() : session.client.close())}
+  return {session, client, rows, close: () => (run ? run.close() : session.client.close())}
 }
 
 function gatherOptions(c: ContextRun, o: DoctorRunOptions, multi: boolean): GatherOptions {
@@ -72,7 +83,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
     const c = await openContext(context, o, target.bundle?.env.POD_NAMESPACE)
     looked ??= target.bundle?.env.POD_NAMESPACE ?? c.session.namespace
     try {
-      const evidence = await gatherEvidence(c.session.client, target, gatherOptions(c, o, multi))
+      const evidence = await gatherEvidence(c.client, target, gatherOptions(c, o, multi))
       if (evidence.ambiguous) {
         throw new MeshvmError(`${evidence.ambiguous.length} VMs match ${JSON.stringify(evidence.query)}: ${evidence.ambiguous.join(', ')}`, {
           code: 'Ambiguous', exit: 2,
@@ -107,13 +118,14 @@ export async function doctorAll(group: string | undefined, o: DoctorRunOptions):
     const c = await openContext(context, o)
     try {
       const ns = c.session.namespace
-      const entries = await c.session.client.list<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: ns}))
+      // The VMs of the namespace share its lists (c.client): one read of each per run.
+      const entries = await c.client.list<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: ns}))
       const names = entries
         .filter((e) => group === undefined || annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
         .map((e) => e.metadata?.name ?? '')
         .filter((n) => n !== '')
         .sort()
-      for (const name of names) reports.push(diagnose(await gatherEvidence(c.session.client, {query: name}, gatherOptions(c, o, multi))))
+      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, gatherOptions(c, o, multi))))
     } finally {
       c.close()
     }

@@ -32,6 +32,7 @@ export const Resources = {
   workloadGroups: r('networking.istio.io', 'v1', 'workloadgroups', 'WorkloadGroup'),
   workloadEntries: r('networking.istio.io', 'v1', 'workloadentries', 'WorkloadEntry'),
   serviceEntries: r('networking.istio.io', 'v1', 'serviceentries', 'ServiceEntry'),
+  envoyFilters: r('networking.istio.io', 'v1alpha3', 'envoyfilters', 'EnvoyFilter'),
   workloadAutoRegistrations: r('runtime.onboarding.tetrate.io', 'v1alpha1', 'workloadautoregistrations', 'WorkloadAutoRegistration'),
 } as const satisfies Record<string, ResourceType>
 

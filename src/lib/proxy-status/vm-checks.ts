@@ -7,7 +7,7 @@
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {istiodServiceName} from '../istiod/revision.js'
-import {parseProbe, pemSerial, probeScript, runVmExec} from '../doctor/probe.js'
+import {parseProbe, pemSerials, probeScript, runVmExec} from '../doctor/probe.js'
 import type {ProxyStatusRow} from './model.js'
 
 export interface VmCheck {
@@ -20,14 +20,14 @@ const CONCURRENCY = 8
 
 export async function checkVms(client: KubeClient, rows: ProxyStatusRow[], o: {vmExec: string; timeoutMs: number; istioNamespace: string}): Promise<Map<ProxyStatusRow, VmCheck>> {
   const vms = rows.filter((r) => r.type === 'vm' && r.address)
-  const roots = new Map<string, Promise<string | undefined>>()
+  const roots = new Map<string, Promise<string[]>>()
   const rootOf = (namespace: string) => {
     let p = roots.get(namespace)
     if (!p) {
       p = client
         .getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace, name: 'istio-ca-root-cert'}))
-        .then((cm) => (cm?.data?.['root-cert.pem'] ? pemSerial(cm.data['root-cert.pem']) : undefined))
-        .catch(() => undefined)
+        .then((cm) => (cm?.data?.['root-cert.pem'] ? pemSerials(cm.data['root-cert.pem']) : []))
+        .catch(() => [])
       roots.set(namespace, p)
     }
     return p
@@ -51,7 +51,8 @@ export async function checkVms(client: KubeClient, rows: ProxyStatusRow[], o: {v
       out.set(row, {
         // The expiration time decides: Envoy's day count is 0 for a certificate valid for 23 more hours.
         certExpires: expires ? (Date.parse(expires) <= Date.now() ? `EXPIRED ${expires}` : expires) : '-',
-        rootMatch: root === undefined || probe.rootSerials.length === 0 ? '-' : probe.rootSerials.includes(root) ? 'yes' : 'NO',
+        // Every root of istio-ca-root-cert (a rotation publishes the new one beside the old).
+        rootMatch: root.length === 0 || probe.rootSerials.length === 0 ? '-' : root.every((s) => probe.rootSerials.includes(s)) ? 'yes' : 'NO',
       })
     }
   }

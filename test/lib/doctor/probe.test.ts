@@ -7,7 +7,7 @@ import {execFileSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {normalSerial, parseProbe, probeScript, runVmExec} from '../../../src/lib/doctor/probe.js'
+import {normalSerial, parseProbe, pemSerials, probeScript, runVmExec, safeProbePath} from '../../../src/lib/doctor/probe.js'
 
 let bin: string
 const ENVOY_CERTS = JSON.stringify({
@@ -29,6 +29,9 @@ case "$*" in
   *15021/healthz/ready*) printf 200 ;;
   *15000/certs*) cat ${JSON.stringify(join(bin, 'certs.json'))} ;;
   *15000/clusters*) printf 'xds-grpc::observability_name::xds-grpc\\nxds-grpc::203.0.113.10:15012::cx_active::1\\nxds-grpc::203.0.113.10:15012::health_flags::healthy\\noutbound|80||web.apps.svc.cluster.local::10.0.0.5:8080::cx_active::0\\n' ;;
+  *127.0.0.1:8080/ready*) printf '200 1' ;;
+  *127.0.0.1:8443/*) printf '000 1'; exit 28 ;;
+  *127.0.0.1:*) printf '000 0'; exit 7 ;;
   *) exit 7 ;;
 esac`)
   tool('iptables-save', `printf -- '-A OUTPUT -p tcp -j ISTIO_OUTPUT\\n-A ISTIO_OUTPUT -j ISTIO_REDIRECT\\n-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001\\n'`)
@@ -77,5 +80,31 @@ describe('doctor --vm-exec probe', () => {
     expect(big.truncated).toBe(true)
     const slow = await runVmExec('sleep 30', {}, '', {timeoutMs: 200})
     expect(slow.timedOut).toBe(true)
+  })
+
+  it("asks what answers on the probe's port and the group's ports: one GET each, read-only, parsed per port", () => {
+    const out = execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc', app: {kind: 'http', path: '/ready', ports: [9090, 8080, 8443]}}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
+    const p = parseProbe(out)
+    expect(p.sections).toEqual(['ready', 'certs', 'clusters', 'interception', 'dns', 'app', 'end'])
+    // 8443 accepts the connection and never answers HTTP: connected (what a TCP probe needs).
+    expect(p.app).toEqual([{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '200', connected: true, exit: 0}, {port: 8443, code: '000', connected: true, exit: 28}])
+    const calls = readFileSync(join(bin, 'calls'), 'utf8')
+    expect(calls).toContain('-s -o /dev/null -w %{http_code} %{num_connects} --max-time 3 http://127.0.0.1:9090/ready')
+    // A probe path is URL text only (no space, control character or non-ASCII letter); URL text a shell
+    // would read (quotes, $( )) is quoted in the script: data, never code.
+    expect(safeProbePath('/ready?x=1')).toBe(true)
+    for (const bad of ['ready', '/a b', '/\n', '/é']) expect(safeProbePath(bad), bad).toBe(false)
+    const pwned = join(bin, 'pwned-path')
+    execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc', app: {kind: 'http', path: `/x'$(touch${'$'}{IFS}${pwned})'`, ports: [9090]}}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
+    expect(existsSync(pwned)).toBe(false)
+  })
+
+  it('reads every root of a PEM bundle (istio-ca-root-cert holds two while a root is rotated)', async () => {
+    const {createMeshCa} = await import('../../cluster/mesh-ca.js')
+    const [a, b] = [createMeshCa('a'), createMeshCa('b')]
+    const serials = pemSerials(a.rootPem + b.rootPem)
+    expect(serials).toHaveLength(2)
+    expect(serials[0]).not.toBe(serials[1])
+    expect(pemSerials('not a certificate')).toEqual([])
   })
 })

@@ -1,0 +1,126 @@
+/**
+ * doctor's diagnosis (pure) of the causes it must prove before it prints a fix: why a readiness probe
+ * fails, which EnvoyFilter a NACK comes from, a mesh root the VM does not trust. What cannot be proven
+ * is said to be unproven, with no fix. Fixes that reach the VM go through --vm-exec, quoted.
+ */
+import {execFileSync} from 'node:child_process'
+import {describe, expect, it} from 'vitest'
+import {diagnose, type Evidence} from '../../../src/lib/doctor/diagnose.js'
+import type {VmProbe} from '../../../src/lib/doctor/probe.js'
+
+const ns = 'apps'
+const gatewayService = {metadata: {name: 'istio-eastwestgateway', namespace: 'istio-system'}, spec: {type: 'LoadBalancer', ports: [15012, 15017, 15021, 15443].map((port) => ({name: `p${port}`, port}))}, status: {loadBalancer: {ingress: [{ip: '203.0.113.10'}]}}}
+
+function evidence(o: {probe?: Record<string, unknown>; app?: VmProbe['app']; vmExec?: string; healthy?: boolean; nack?: string; envoyFilters?: Evidence['envoyFilters']; roots?: {mesh: string[]; vm: string[]}} = {}): Evidence {
+  const group = {metadata: {name: 'web', namespace: ns}, spec: {metadata: {labels: {app: 'web'}}, template: {serviceAccount: 'default', ports: {http: 8080, metrics: 9100}}, ...(o.probe ? {probe: o.probe} : {})}}
+  const entry = {
+    metadata: {name: 'web-10.0.0.5', namespace: ns, annotations: {'istio.io/autoRegistrationGroup': 'web', 'istio.io/connectedAt': '2026-11-28T00:00:00Z'}},
+    spec: {address: '10.0.0.5', labels: {app: 'web'}, serviceAccount: 'default'},
+    status: {conditions: [{type: 'Healthy', status: o.healthy === false ? 'False' : 'True', ...(o.healthy === false ? {message: 'Get "http://127.0.0.1:9090/ready": dial tcp 127.0.0.1:9090: connect: connection refused'} : {})}]},
+  }
+  const vmProbe: VmProbe | undefined = o.vmExec ? {ready: '200', rootSerials: o.roots?.vm ?? [], sections: ['ready', 'end'], ...(o.app ? {app: o.app} : {})} : undefined
+  return {
+    now: new Date('2026-11-28T01:00:00Z'), namespace: ns, query: 'web-10.0.0.5',
+    gateway: {name: 'istio-eastwestgateway', namespace: 'istio-system', service: gatewayService},
+    istiod: {pods: [{name: 'istiod-1', ready: true}], env: {}},
+    group, groupName: 'web', entry, duplicates: [], events: [],
+    services: [{metadata: {name: 'web', namespace: ns}, spec: {selector: {app: 'web'}, ports: [{port: 80, targetPort: 8080}]}}], serviceEntries: [],
+    sync: {connected: true, types: o.nack ? [{type: 'LDS', state: 'ERROR', error: o.nack}] : [{type: 'LDS', state: 'SYNCED'}]},
+    ...(vmProbe ? {probe: {probe: vmProbe}} : {}),
+    meshRootSerials: o.roots?.mesh ?? [],
+    ...(o.envoyFilters !== undefined ? {envoyFilters: o.envoyFilters} : {}),
+    ...(o.vmExec ? {vmExec: o.vmExec} : {}),
+  }
+}
+
+const first = (e: Evidence) => diagnose(e).checks.find((c) => c.status === 'fail')
+const VM_EXEC = `ssh -o 'ProxyJump=bastion' "$MESHVM_VM_ADDRESS"`
+
+describe('doctor diagnosis: an unhealthy probe', () => {
+  const probe = {httpGet: {port: 9090, path: '/ready'}}
+  const refused = {port: 9090, code: '000', connected: false, exit: 7}
+
+  it('the port the application answers on, proven on the VM, is the fix: patch the group, send the VM the new mesh.yaml', () => {
+    const c = first(evidence({probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '200', connected: true, exit: 0}, {port: 9100, code: '000', connected: false, exit: 7}]}))!
+    expect(c).toMatchObject({step: 4, check: 'registration.healthy'})
+    expect(c.detail).toContain("nothing listens on the probe's port 9090, and the application answers on the group's port http=8080 (HTTP 200 at /ready)")
+    expect(c.fix).toBe(`kubectl patch workloadgroup web -n apps --type=json -p '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]' && meshvm bundle web -n apps -d web-vm --autoregister && { printf '%s\\n' 'sudo tee /etc/istio/config/mesh >/dev/null <<\\MESHVM_EOF'; cat web-vm/mesh.yaml; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=web-10.0.0.5 MESHVM_VM_ADDRESS=10.0.0.5 MESHVM_VM_HOSTNAME=10.0.0.5 MESHVM_NAMESPACE=apps sh -c 'ssh -o '"'"'ProxyJump=bastion'"'"' "$MESHVM_VM_ADDRESS"'`)
+    // The fix is one valid shell command line, and the template reaches sh -c as it was given.
+    execFileSync('/bin/sh', ['-n', '-c', c.fix!])
+    const template = execFileSync('/bin/sh', ['-c', `set -- ${c.fix!.split(' sh -c ')[1]}; printf %s "$1"`], {encoding: 'utf8'})
+    expect(template).toBe(VM_EXEC)
+  })
+
+  it('a TCP probe: the tcpSocket port is patched', () => {
+    const c = first(evidence({probe: {tcpSocket: {port: 9090}}, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '000', connected: true, exit: 52}, {port: 9100, code: '000', connected: false, exit: 7}]}))!
+    expect(c.fix).toContain(`'[{"op":"replace","path":"/spec/probe/tcpSocket/port","value":8080}]'`)
+  })
+
+  it('what cannot be proven is said, with no fix', () => {
+    const cases: [Parameters<typeof evidence>[0], RegExp][] = [
+      [{probe, healthy: false}, /; cause not proven: the probe's port 9090 is not one of the group's ports \(http=8080, metrics=9100\); run doctor with --vm-exec to see what answers on the VM$/],
+      [{probe: {exec: {command: ['/opt/check']}}, healthy: false}, /; cause not proven: the probe is an exec command, which meshvm does not run on the VM/],
+      [{probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '200', connected: true, exit: 0}, {port: 9100, code: '200', connected: true, exit: 0}]}, /the application answers on several of the group's ports \(http=8080, metrics=9100\): which one the probe should use is not proven$/],
+      [{probe, healthy: false, vmExec: VM_EXEC, app: [refused, {port: 8080, code: '000', connected: false, exit: 7}, {port: 9100, code: '000', connected: false, exit: 7}]}, /nothing listens on 127\.0\.0\.1:9090 nor answers on the group's other ports \(http=8080, metrics=9100\): the application is not running on the VM/],
+      [{probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '503', connected: true, exit: 0}]}, /the application answers HTTP 503 at 127\.0\.0\.1:8080\/ready: it reports itself not ready/],
+    ]
+    for (const [o, detail] of cases) {
+      const c = first(evidence(o))!
+      expect(c.check).toBe('registration.healthy')
+      expect(c.detail).toMatch(detail)
+      expect(c.fix, c.detail).toBeUndefined()
+    }
+  })
+
+  it("the VM probes another port than the group's, which answers: the VM's mesh.yaml is older; the fix sends it the group's", () => {
+    const c = first(evidence({probe: {httpGet: {port: 8080, path: '/ready'}}, healthy: false, vmExec: VM_EXEC, app: [{port: 8080, code: '200', connected: true, exit: 0}]}))!
+    expect(c.detail).toContain("the VM probes port 9090, but the group's probe is on 8080, where the application answers (HTTP 200): the VM runs an older probe")
+    expect(c.fix).toMatch(/^meshvm bundle web -n apps -d web-vm --autoregister && \{ printf '%s\\n' 'sudo tee \/etc\/istio\/config\/mesh /)
+  })
+
+  it('a probe that answers now: the condition is an earlier report; the fix restarts the sidecar through --vm-exec', () => {
+    const c = first(evidence({probe, healthy: false, vmExec: VM_EXEC, app: [{port: 9090, code: '200', connected: true, exit: 0}]}))!
+    expect(c.detail).toContain("the probe's target 127.0.0.1:9090/ready answers now (HTTP 200)")
+    expect(c.fix).toMatch(/^printf '%s\\n' 'sudo systemctl restart istio' \| MESHVM_VM_NAME=web-10\.0\.0\.5 /)
+  })
+})
+
+describe('doctor diagnosis: a NACK', () => {
+  const error = "Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'envoy.extensions.filters.http.lua.v2.Lua'"
+  const ef = (name: string, namespace: string, selector?: Record<string, string>, type = 'type.googleapis.com/envoy.extensions.filters.http.lua.v2.Lua') => ({
+    metadata: {name, namespace},
+    spec: {...(selector ? {workloadSelector: {labels: selector}} : {}), configPatches: [{applyTo: 'HTTP_FILTER', patch: {operation: 'INSERT_BEFORE', value: {name: 'envoy.filters.http.lua', typed_config: {'@type': type}}}}]},
+  })
+
+  it('the EnvoyFilter that applies to the VM and adds what the error names is the cause; deleting it is the fix', () => {
+    const c = first(evidence({nack: error, envoyFilters: [ef('other-app', ns, {app: 'api'}), ef('lua', ns, {app: 'web'})]}))!
+    expect(c).toMatchObject({step: 6, check: 'sync', fix: 'kubectl delete envoyfilter lua -n apps'})
+    expect(c.detail).toContain("EnvoyFilter apps/lua applies to the VM and adds 'envoy.filters.http.lua', 'envoy.extensions.filters.http.lua.v2.Lua', which the error names")
+    // A mesh-wide one (the Istio namespace, no selector) too.
+    expect(first(evidence({nack: error, envoyFilters: [ef('mesh-lua', 'istio-system')]}))!.fix).toBe('kubectl delete envoyfilter mesh-lua -n istio-system')
+  })
+
+  it('no EnvoyFilter that applies is named by the error, or they cannot be listed: not proven, no fix', () => {
+    for (const [envoyFilters, detail] of [
+      [[ef('other-app', ns, {app: 'api'})], /; cause not proven: the error names nothing an EnvoyFilter that applies to the VM adds \(none applies\)$/],
+      [[ef('fault', ns, undefined, 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault')], /cause not proven: .* \(those that apply: apps\/fault; run istioctl analyze -n apps\)$/],
+      ['cannot list EnvoyFilters: the server could not find the requested resource', /; cause not proven: cannot list EnvoyFilters: /],
+    ] as const) {
+      const c = first(evidence({nack: error, envoyFilters: envoyFilters as Evidence['envoyFilters']}))!
+      expect(c.check).toBe('sync')
+      expect(c.detail).toMatch(detail)
+      expect(c.fix).toBeUndefined()
+    }
+  })
+})
+
+describe('doctor diagnosis: the mesh root', () => {
+  it('every root of istio-ca-root-cert must be trusted; the fix sends a new bundle\'s root-cert.pem to the VM, or says where it goes', () => {
+    const c = first(evidence({vmExec: VM_EXEC, roots: {mesh: ['b2', 'a1'], vm: ['a1']}}))!
+    expect(c).toMatchObject({step: 7, check: 'vm.root'})
+    expect(c.detail).toBe("the VM's Envoy does not trust the mesh root b2 of istio-ca-root-cert (which holds b2, a1); it trusts a1")
+    expect(c.fix).toMatch(/^meshvm bundle web -n apps -d web-vm --autoregister && \{ printf '%s\\n' 'sudo tee \/etc\/certs\/root-cert\.pem >\/dev\/null <<\\MESHVM_EOF'; cat web-vm\/root-cert\.pem; /)
+    execFileSync('/bin/sh', ['-n', '-c', c.fix!])
+    expect(first(evidence({vmExec: VM_EXEC, roots: {mesh: ['b2', 'a1'], vm: ['a1', 'b2']}}))).toBeUndefined()
+  })
+})
