@@ -6,7 +6,7 @@ import {isRevisioned} from '../bundle/generate.js'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
-import {resolveRevision} from '../istiod/revision.js'
+import {istiodDeploymentEnv, istiodServiceName, resolveRevision} from '../istiod/revision.js'
 import {KubeApiError} from '../kube/errors.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict} from './gateway.js'
 
@@ -40,10 +40,6 @@ interface Meta {
 interface Pod {
   metadata?: Meta
   status?: {phase?: string; conditions?: {type?: string; status?: string}[]}
-}
-interface Deployment {
-  metadata?: Meta
-  spec?: {template?: {spec?: {containers?: {name?: string; env?: {name?: string; value?: string}[]}[]}}}
 }
 interface Service {
   metadata?: Meta
@@ -128,7 +124,6 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   // Without --revision, the default tag's revision, as istioctl 1.28 resolves it.
   const o = {...options, revision: (await resolveRevision(client, options.revision)).revision}
   const revLabel = isRevisioned(o.revision) ? `,istio.io/rev=${o.revision}` : ''
-  const istiodName = isRevisioned(o.revision) ? `istiod-${o.revision}` : 'istiod'
   let serviceAccount = o.serviceAccount
   let groupLabels: Record<string, string> | undefined
   let readyIstiod: Pod | undefined
@@ -171,14 +166,13 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   if (readyIstiod) results.push(await guarded('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!)))
   results.push(
     await guarded('auto-registration enabled', async () => {
-      const deployments = await client.list<Deployment>(resourcePath(Resources.deployments, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
-      const mine = isRevisioned(o.revision) ? deployments : deployments.filter(isDefaultRevision)
-      const dep = mine.find((d) => d.metadata?.name === istiodName) ?? mine[0]
-      if (!dep) return warn('auto-registration enabled', `no istiod Deployment found in ${o.istioNamespace}`, 'a managed control plane cannot be inspected; check its settings with your provider')
-      const env = new Map((dep.spec?.template?.spec?.containers ?? []).flatMap((c) => c.env ?? []).map((e) => [e.name, e.value]))
+      // The Deployment Istio's charts name istiod or istiod-REV, read as doctor and war rollout read it.
+      const env = await istiodDeploymentEnv(client, o.istioNamespace, o.revision)
+      const dep = `${o.istioNamespace}/${istiodServiceName(o.revision)}`
+      if (!env) return warn('auto-registration enabled', `no istiod Deployment ${dep} found`, 'a managed control plane cannot be inspected; check its settings with your provider')
       const off = ['PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'].filter((k) => env.get(k) === 'false')
-      if (off.length === 0) return pass('auto-registration enabled', `workload entry auto-registration and health checks are on in ${o.istioNamespace}/${dep.metadata?.name}`)
-      return fail('auto-registration enabled', `${off.join(' and ')} set to "false" in ${o.istioNamespace}/${dep.metadata?.name}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
+      if (off.length === 0) return pass('auto-registration enabled', `workload entry auto-registration and health checks are on in ${dep}`)
+      return fail('auto-registration enabled', `${off.join(' and ')} set to "false" in ${dep}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
     }),
   )
   results.push(
