@@ -2,14 +2,12 @@ import {connect as tlsConnect} from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {GrpcChannel, GrpcError} from '../../../src/lib/grpc/client.js'
 import {encodeMessage, GrpcCode, MessageDecoder} from '../../../src/lib/grpc/framing.js'
-import {
-  ADS_METHOD, CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryRequest, decodeDiscoveryResponse, discoveryResponseJson,
-  encodeClientConfig, encodeDiscoveryRequest, encodeDiscoveryResponse, TYPE_DEBUG_SYNCZ, timestampText,
-} from '../../../src/lib/grpc/xds.js'
+import {ADS_METHOD, CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, TYPE_DEBUG_SYNCZ, timestampText} from '../../../src/lib/grpc/xds.js'
 import {createMeshCa, meshCa} from '../../cluster/mesh-ca.js'
 import {testPki} from '../../cluster/pki.js'
 import {boundToken} from '../../cluster/tokens.js'
 import {XdsServer} from '../../cluster/xds.js'
+import {encodeMessage as encodeProto, jsonToStruct} from '../../fixtures/protos/load.js'
 
 describe('gRPC framing', () => {
   it('splits messages across and within chunks', () => {
@@ -31,24 +29,18 @@ describe('gRPC framing', () => {
 })
 
 describe('xDS protobuf codec', () => {
-  it('round-trips a DiscoveryRequest with Struct metadata', () => {
-    const req = {
-      node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', metadata: {GENERATOR: 'event', NAMESPACE: 'istio-system', n: 1.5, b: true, nil: null, list: ['a', 2], nested: {k: 'v'}}},
-      typeUrl: TYPE_DEBUG_SYNCZ, resourceNames: ['a', 'b'], responseNonce: 'n1', errorDetail: {code: 3, message: 'bad'},
-    }
-    expect(decodeDiscoveryRequest(encodeDiscoveryRequest(req))).toEqual(req)
-  })
+  const RESPONSE = 'envoy.service.discovery.v3.DiscoveryResponse'
 
-  it('round-trips a syncz DiscoveryResponse into the protojson shape', () => {
-    const cc = encodeClientConfig({
-      node: {id: 'vm-1.vm-ns', metadata: {CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'}},
+  it('reads a syncz DiscoveryResponse (made by the upstream .proto definitions) into the protojson shape', () => {
+    const cc = encodeProto('envoy.service.status.v3.ClientConfig', {
+      node: {id: 'vm-1.vm-ns', metadata: jsonToStruct({CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'})},
       genericXdsConfigs: [
-        {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 1, lastUpdated: '2024-11-05T10:15:31.120Z'},
-        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 4, lastUpdated: '2024-11-05T10:15:31Z', errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.200Z', details: 'NACK'}},
-        {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 0},
+        {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 'SYNCED', lastUpdated: {seconds: 1730801731, nanos: 120_000_000}},
+        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 'ERROR', lastUpdated: {seconds: 1730801731}, errorState: {lastUpdateAttempt: {seconds: 1730801731, nanos: 200_000_000}, details: 'NACK'}},
+        {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 'UNKNOWN'},
       ],
     })
-    const bytes = encodeDiscoveryResponse({versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'}, resources: [{typeUrl: CLIENT_CONFIG_TYPE, value: cc}, {typeUrl: 'type.googleapis.com/other', value: new Uint8Array([1])}]})
+    const bytes = encodeProto(RESPONSE, {versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'}, resources: [{type_url: CLIENT_CONFIG_TYPE, value: cc}, {type_url: 'type.googleapis.com/other', value: Buffer.from([1])}]})
     const json = discoveryResponseJson(decodeDiscoveryResponse(bytes))
     expect(json).toEqual({
       versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'},
@@ -77,8 +69,8 @@ describe('xDS protobuf codec', () => {
   })
 
   it('rejects truncated input with a decode error', () => {
-    const bytes = encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ})
-    expect(() => decodeDiscoveryRequest(bytes.subarray(0, bytes.length - 3))).toThrow(/malformed protobuf/)
+    const bytes = encodeProto(RESPONSE, {typeUrl: TYPE_DEBUG_SYNCZ})
+    expect(() => decodeDiscoveryResponse(bytes.subarray(0, bytes.length - 3))).toThrow(/malformed protobuf/)
   })
 })
 
