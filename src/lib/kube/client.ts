@@ -20,7 +20,7 @@ import type {MeshvmError} from '../errors.js'
 import {sleep} from '../util/sleep.js'
 
 export {continueTokenOf} from './paging.js'
-export {jsonTooDeep, MAX_JSON_DEPTH, maxResponseBytes} from './transport.js'
+export {exchange, jsonTooDeep, MAX_JSON_DEPTH, maxResponseBytes} from './transport.js'
 export {MAX_QUICK_WATCH_ENDS} from './watch.js'
 
 const MAX_RETRIES = 5

@@ -193,7 +193,8 @@ export function exchange(
       res.on('error', (err) => fail(err))
       res.on('end', () => {
         if (settled) return
-        const buf = Buffer.concat(chunks)
+        // A body that came in one piece (a large list often does) is used where it is, not copied.
+        const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
         const expected = Number(res.headers['content-length'] ?? Number.NaN)
         if (!res.complete || (!Number.isNaN(expected) && buf.length < expected)) {
           fail(codedError('MESHVM_TRUNCATED', 'response truncated'))
