@@ -116,6 +116,23 @@ export function malformedAnswer(description: RequestDescription, why: string): M
   return translateNetworkError(description, codedError('MESHVM_MALFORMED', why), 0)
 }
 
+/** The first 64 KiB of an error answer's body as text (enough to say why), '' when the body fails. */
+export function errorText(res: IncomingMessage, done: (text: string) => void): void {
+  const chunks: Buffer[] = []
+  let size = 0
+  res.on('data', (c: Buffer) => {
+    size += c.length
+    if (size <= 64 * 1024) chunks.push(c)
+  })
+  let answered = false
+  const answer = (text: string) => {
+    if (!answered) done(text)
+    answered = true
+  }
+  res.on('end', () => answer(Buffer.concat(chunks).toString('utf8')))
+  res.on('error', () => answer(''))
+}
+
 /**
  * One keep-alive agent per client: paging and concurrent reads reuse connections. Every TLS
  * connection, direct or through a proxy (proxy-url, HTTPS_PROXY), is verified by kube/tls.ts's

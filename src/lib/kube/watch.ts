@@ -4,7 +4,7 @@
  */
 import type {IncomingMessage} from 'node:http'
 import {type RequestDescription, translateHttpError, translateNetworkError} from './errors.js'
-import {codedError, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, maxResponseBytes, openRequest} from './transport.js'
+import {codedError, errorText, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, maxResponseBytes, openRequest} from './transport.js'
 import {sleep} from '../util/sleep.js'
 
 /** A watch that ends sooner than this without a change counts as "closed at once". */
@@ -103,14 +103,7 @@ function watchOnce<T extends Versioned>(
     const onResponse = (res: IncomingMessage): void => {
       const status = res.statusCode ?? 0
       if (status < 200 || status >= 300) {
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (c: Buffer) => {
-          size += c.length
-          if (size <= 64 * 1024) chunks.push(c)
-        })
-        res.on('end', () => finish(translateHttpError(describe, status, Buffer.concat(chunks).toString('utf8'), res.headers.location)))
-        res.on('error', () => finish(translateHttpError(describe, status, '', res.headers.location)))
+        errorText(res, (text) => finish(translateHttpError(describe, status, text, res.headers.location)))
         return
       }
       let buffer = ''
