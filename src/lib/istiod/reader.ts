@@ -130,11 +130,6 @@ export class IstiodReader {
     return describeTarget(this.target)
   }
 
-  /** The path that answered last (after a successful read). */
-  get via(): IstiodPath | undefined {
-    return this.path
-  }
-
   /**
    * istiod's sync status: HTTP `/debug/syncz[?namespace=]` through the monitoring port, else the xDS
    * type `istio.io/debug/syncz`. Throws IstiodReadError.

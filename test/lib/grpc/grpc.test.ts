@@ -1,6 +1,6 @@
 import {connect as tlsConnect} from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {GrpcChannel, GrpcError} from '../../../src/lib/grpc/client.js'
+import {type CallOptions, GrpcChannel, GrpcError} from '../../../src/lib/grpc/client.js'
 import {encodeMessage, GrpcCode, MessageDecoder} from '../../../src/lib/grpc/framing.js'
 import {ADS_METHOD, CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, TYPE_DEBUG_SYNCZ, timestampText} from '../../../src/lib/grpc/xds.js'
 import {createMeshCa, meshCa} from '../../cluster/mesh-ca.js'
@@ -74,6 +74,19 @@ describe('xDS protobuf codec', () => {
   })
 })
 
+/** One empty request, the first message answered (the simulated server's handlers answer one). */
+async function unary(ch: GrpcChannel, path: string, options: CallOptions): Promise<Buffer> {
+  const call = ch.call(path, options)
+  call.send(new Uint8Array())
+  try {
+    const response = await call.next()
+    if (response === undefined) throw new Error('the server answered no message')
+    return response
+  } finally {
+    call.cancel()
+  }
+}
+
 describe('gRPC client against the simulated istiod server', () => {
   const pki = testPki()
   const ca = meshCa()
@@ -129,14 +142,14 @@ describe('gRPC client against the simulated istiod server', () => {
   it('handler registry: a unary method, authenticated by a token or by a client certificate the mesh root signed', async () => {
     const ch = channel()
     try {
-      expect((await ch.unary('/meshvm.test.Who/Am', new Uint8Array(), {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})).toString()).toBe('system:serviceaccount:istio-system:default')
+      expect((await unary(ch, '/meshvm.test.Who/Am', {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})).toString()).toBe('system:serviceaccount:istio-system:default')
     } finally {
       ch.close()
     }
     const workload = ca.issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
     const mtls = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: workload.certPem, key: workload.keyPem, ALPNProtocols: ['h2']})})
     try {
-      expect((await mtls.unary('/meshvm.test.Who/Am', new Uint8Array(), {timeoutMs: 5000})).toString()).toBe('spiffe://cluster.local/ns/vms/sa/vm-sa')
+      expect((await unary(mtls, '/meshvm.test.Who/Am', {timeoutMs: 5000})).toString()).toBe('spiffe://cluster.local/ns/vms/sa/vm-sa')
     } finally {
       mtls.close()
     }
@@ -144,9 +157,9 @@ describe('gRPC client against the simulated istiod server', () => {
     const stranger = createMeshCa('stranger').issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
     const other = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: stranger.certPem, key: stranger.keyPem, ALPNProtocols: ['h2']})})
     try {
-      const err = (await other.unary('/meshvm.test.Who/Am', new Uint8Array(), {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      const err = (await unary(other, '/meshvm.test.Who/Am', {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
       expect(err.code).toBe(GrpcCode.UNAUTHENTICATED)
-      const missing = (await other.unary('/meshvm.test.Nope/Nope', new Uint8Array(), {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      const missing = (await unary(other, '/meshvm.test.Nope/Nope', {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
       expect(missing.code).toBe(GrpcCode.UNIMPLEMENTED)
     } finally {
       other.close()
