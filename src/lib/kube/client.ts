@@ -85,7 +85,7 @@ export class KubeClient {
   /** When the current credentials expire (exec plugins' expirationTimestamp). */
   private expiresAt: number | undefined
 
-  /** Fetches the credentials again if they are about to expire (see send); for upgrades and watches. */
+  /** An exec credential about to expire is fetched again before it is sent, as client-go does (requests, upgrades, watches). */
   async freshCredentials(): Promise<void> {
     if (this.expiresAt !== undefined && Date.now() >= this.expiresAt - CREDENTIAL_EXPIRY_MARGIN_MS) await this.refreshCredentials(this.credentialsGeneration)
   }
@@ -208,8 +208,7 @@ export class KubeClient {
       let retryAfter: string | string[] | undefined
       let failure: () => MeshvmError
       try {
-        // An exec credential about to expire is fetched again first, as client-go does.
-        if (this.expiresAt !== undefined && Date.now() >= this.expiresAt - CREDENTIAL_EXPIRY_MARGIN_MS) await this.refreshCredentials(this.credentialsGeneration)
+        await this.freshCredentials()
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
         const generation = this.credentialsGeneration
         const res = await this.once(remaining === undefined ? req : {...req, timeoutMs: Math.min(timeoutMs, remaining)})
