@@ -2,11 +2,10 @@
  * `meshvm precheck`: what must be true in the cluster before a VM can join, checked read-only.
  * Each check returns pass/warn/fail with a message and, when not passing, a hint.
  */
-import {isRevisioned} from '../bundle/generate.js'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
-import {istiodDeploymentEnv, istiodServiceName, resolveRevision} from '../istiod/revision.js'
+import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
 import {KubeApiError} from '../kube/errors.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict} from './gateway.js'
 
@@ -75,7 +74,7 @@ function selectorMatches(selector: Record<string, string> | undefined, labels: R
   return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
 }
 
-export async function canI(client: KubeClient, verb: string, res: ResourceType, namespace: string | undefined, subresource?: string): Promise<boolean> {
+async function canI(client: KubeClient, verb: string, res: ResourceType, namespace: string | undefined, subresource?: string): Promise<boolean> {
   const review = await client.request<{status?: {allowed?: boolean}}>({
     method: 'POST',
     path: resourcePath(Resources.selfSubjectAccessReviews),
@@ -112,8 +111,7 @@ async function istiodAnswers(client: KubeClient, istioNamespace: string, pod: Po
 
 /** An istiod of the default (un-revisioned) control plane: no istio.io/rev label, or istio.io/rev=default. */
 function isDefaultRevision(obj: {metadata?: Meta}): boolean {
-  const rev = obj.metadata?.labels?.['istio.io/rev']
-  return rev === undefined || rev === '' || rev === 'default'
+  return revisionOrUndefined(obj.metadata?.labels?.['istio.io/rev']) === undefined
 }
 
 const isReady = (p: Pod): boolean => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
@@ -122,8 +120,9 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   // One request first: an unreachable or unauthorized cluster is one error, not a table of them.
   await client.get('/version')
   // Without --revision, the default tag's revision, as istioctl 1.28 resolves it.
-  const o = {...options, revision: (await resolveRevision(client, options.revision)).revision}
-  const revLabel = isRevisioned(o.revision) ? `,istio.io/rev=${o.revision}` : ''
+  // Undefined for the default control plane ("default" included).
+  const o = {...options, revision: revisionOrUndefined((await resolveRevision(client, options.revision)).revision)}
+  const revLabel = o.revision !== undefined ? `,istio.io/rev=${o.revision}` : ''
   let serviceAccount = o.serviceAccount
   let groupLabels: Record<string, string> | undefined
   let readyIstiod: Pod | undefined
@@ -142,14 +141,14 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     await guarded('istiod running', async () => {
       const pods = await client.list<Pod>(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
       // Without a revision, the default control plane only: the istiods of other revisions are not the ones VMs will use.
-      const mine = isRevisioned(o.revision) ? pods : pods.filter(isDefaultRevision)
+      const mine = o.revision !== undefined ? pods : pods.filter(isDefaultRevision)
       const ready = mine.filter(isReady)
       if (ready.length > 0) {
         readyIstiod = ready[0]
         const revs = [...new Set(ready.map((p) => p.metadata?.labels?.['istio.io/rev'] ?? 'default'))].sort()
         return pass('istiod running', `${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
       }
-      if (!isRevisioned(o.revision)) {
+      if (o.revision === undefined) {
         const others = [...new Set(pods.filter((p) => !isDefaultRevision(p) && isReady(p)).map((p) => p.metadata!.labels!['istio.io/rev']!))].sort()
         if (others.length > 0) {
           const notReady = mine.length > 0 ? `${mine.length} not ready` : 'none'
@@ -160,7 +159,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
           )
         }
       }
-      return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, isRevisioned(o.revision) ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
+      return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, o.revision !== undefined ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
     }),
   )
   if (readyIstiod) results.push(await guarded('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!)))
