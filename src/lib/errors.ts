@@ -117,10 +117,6 @@ export class Problems {
     }
   }
 
-  get count(): number {
-    return this.found.length
-  }
-
   throwIfAny(): void {
     if (this.found.length === 1) throw this.found[0]
     if (this.found.length > 1) throw new UsageErrors(this.found)

@@ -166,6 +166,21 @@ describe('precheck', () => {
     expect(c['auto-registration enabled']!.message).toContain('PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION')
   })
 
+  it('reads the environment of the revision\'s istiod Deployment (istiod-REV), and warns naming it when there is none', async () => {
+    cluster.mesh.addIstiod({name: 'istiod-canary-6c5d4-abcde', revision: 'canary'})
+    const d = cluster.store.get('apps/deployments', 'istio-system', 'istiod-canary')!
+    const spec = structuredClone(d.spec) as {template: {spec: {containers: {env: {name: string; value: string}[]}[]}}}
+    spec.template.spec.containers[0]!.env = [{name: 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS', value: 'false'}]
+    cluster.store.update('apps/deployments', {...d, spec})
+    const canary = await checks(['web', '-n', 'apps', '--revision', 'canary'])
+    expect(canary.checks['auto-registration enabled']).toMatchObject({status: 'fail', message: 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS set to "false" in istio-system/istiod-canary'})
+    const {checks: byDefault} = await checks()
+    expect(byDefault['auto-registration enabled']).toMatchObject({status: 'pass', message: 'workload entry auto-registration and health checks are on in istio-system/istiod'})
+    cluster.store.delete('apps/deployments', 'istio-system', 'istiod')
+    const {checks: none} = await checks()
+    expect(none['auto-registration enabled']).toMatchObject({status: 'warn', message: 'no istiod Deployment istio-system/istiod found'})
+  })
+
   it('fails without an east-west gateway, and when it lacks a port', async () => {
     const svc = cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!
     const spec = structuredClone(svc.spec) as {ports: {port: number}[]}

@@ -3,7 +3,7 @@
  * -o/--output, --no-headers, --sort-by, --show-labels, -L/--label-columns. Validated before any request.
  */
 import * as Flags from '@oclif/core/flags'
-import {BASIC_FORMATS, parseLabelColumns, parseOutput, parseSortBy, type OutputKind, type PrintOptions} from '../output/printer.js'
+import {parseLabelColumns, parseOutput, parseSortBy, type OutputKind, type PrintOptions} from '../output/printer.js'
 import {OUTPUT_GROUP} from './base-command.js'
 
 const FORMAT_TEXT: Record<OutputKind, string> = {
@@ -16,9 +16,6 @@ const FORMAT_TEXT: Record<OutputKind, string> = {
   'jsonpath-as-json': 'jsonpath-as-json=TEMPLATE',
   'custom-columns': 'custom-columns=HEADER:PATH,…',
 }
-
-/** The fixed -o values shell completion offers. */
-export const COMPLETED_FORMATS = [...BASIC_FORMATS, 'jsonpath=', 'jsonpath-as-json=', 'custom-columns=']
 
 export function outputFlags(kinds: readonly OutputKind[]) {
   return {

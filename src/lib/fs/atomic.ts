@@ -190,12 +190,16 @@ function writeNew(path: string, data: string | Uint8Array, mode: number): void {
   try {
     // Exact mode regardless of the umask (0o644 stays readable, 0o600 stays private).
     fchmodSync(fd, mode)
-    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
-    for (let offset = 0; offset < buf.length; ) offset += writeSync(fd, buf, offset, buf.length - offset)
+    writeAll(fd, data)
     fsyncSync(fd)
   } finally {
     closeSync(fd)
   }
+}
+
+function writeAll(fd: number, data: string | Uint8Array): void {
+  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+  for (let offset = 0; offset < buf.length; ) offset += writeSync(fd, buf, offset, buf.length - offset)
 }
 
 function pidAlive(pid: number): boolean {
@@ -262,8 +266,7 @@ function writeStream(path: string, data: string | Uint8Array): void {
     throw writeFailure(path, err)
   }
   try {
-    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
-    for (let offset = 0; offset < buf.length; ) offset += writeSync(fd, buf, offset, buf.length - offset)
+    writeAll(fd, data)
   } catch (err) {
     throw writeFailure(path, err)
   } finally {

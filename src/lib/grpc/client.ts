@@ -2,7 +2,7 @@
  * A small gRPC client on node:http2 (PROTOCOL-HTTP2.md): one HTTP/2 session per server, calls as
  * HTTP/2 streams with `content-type: application/grpc`, `te: trailers`, length-prefixed messages
  * (framing.ts) and the outcome in the `grpc-status` trailer. Enough for xDS (a bidirectional ADS
- * stream) and unary calls (the Istio CA); no compression, no retries, no name resolution: the caller
+ * stream); no compression, no retries, no name resolution: the caller
  * supplies the connection (a TLS socket over a port-forward, or to --xds-address).
  */
 import {connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders} from 'node:http2'
@@ -20,10 +20,6 @@ export class GrpcError extends Error {
   ) {
     super(`${grpcStatusName(code)}${details ? `: ${details}` : ''}`)
     this.name = 'GrpcError'
-  }
-
-  get status(): string {
-    return grpcStatusName(this.code)
   }
 }
 
@@ -62,17 +58,6 @@ export class GrpcChannel {
     return new GrpcCall(this, path, options)
   }
 
-  /** One request, one response. */
-  async unary(path: string, request: Uint8Array, options: CallOptions = {}): Promise<Buffer> {
-    const call = this.call(path, options)
-    call.send(request)
-    call.end()
-    const response = await call.next()
-    if (response === undefined) throw new GrpcError(GrpcCode.INTERNAL, 'the server answered no message')
-    await call.finished()
-    return response
-  }
-
   get transportError(): NodeJS.ErrnoException | undefined {
     return this.failure
   }
@@ -94,9 +79,6 @@ export class GrpcCall {
   private waiters: {resolve: (m: Buffer | undefined) => void; reject: (e: GrpcError) => void}[] = []
   private outcome?: GrpcError | 'ok'
   private timer?: NodeJS.Timeout
-  private doneWaiters: (() => void)[] = []
-  /** Response headers (available after the first message or the end). */
-  headers?: IncomingHttpHeaders
 
   constructor(channel: GrpcChannel, path: string, options: CallOptions) {
     this.maxBytes = options.maxBytes ?? MAX_MESSAGE_BYTES
@@ -116,7 +98,6 @@ export class GrpcCall {
       this.timer.unref?.()
     }
     this.stream.on('response', (h) => {
-      this.headers = h
       const status = Number(h[constants.HTTP2_HEADER_STATUS])
       if (status !== 200) {
         this.fail(new GrpcError(httpToGrpc(status), `HTTP status ${status}${h['grpc-message'] ? `: ${decodeGrpcMessage(h['grpc-message'])}` : ''}`))
@@ -182,16 +163,10 @@ export class GrpcCall {
       if (outcome === 'ok') w.resolve(undefined)
       else w.reject(outcome)
     }
-    for (const d of this.doneWaiters.splice(0)) d()
   }
 
   send(message: Uint8Array): void {
     this.stream.write(encodeMessage(message))
-  }
-
-  /** Half-closes the call (no more requests). */
-  end(): void {
-    this.stream.end()
   }
 
   /** The next message; undefined once the server ended the call with OK; throws its error otherwise. */
@@ -204,13 +179,6 @@ export class GrpcCall {
     if (this.outcome === 'ok') return Promise.resolve(undefined)
     if (this.outcome) return Promise.reject(this.outcome)
     return new Promise((resolve, reject) => this.waiters.push({resolve, reject}))
-  }
-
-  /** Resolves when the call ended with OK, rejects with its error. */
-  finished(): Promise<void> {
-    if (this.outcome === 'ok') return Promise.resolve()
-    if (this.outcome) return Promise.reject(this.outcome)
-    return new Promise((resolve, reject) => this.doneWaiters.push(() => (this.outcome === 'ok' ? resolve() : reject(this.outcome))))
   }
 
   /** Ends the call from our side (RST_STREAM CANCEL), as a client does once it has its answer. */

@@ -85,11 +85,6 @@ export function decodeGrpcMessage(value: string | string[] | undefined): string 
   }
 }
 
-export function encodeGrpcMessage(text: string): string {
-  // Printable ASCII except '%' is sent as is.
-  return text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) => encodeURIComponent(c))
-}
-
 /** `grpc-timeout` header value for a time-out in ms (at most 8 digits, PROTOCOL-HTTP2.md). */
 export function grpcTimeout(ms: number): string {
   const m = Math.max(1, Math.ceil(ms))

@@ -6,8 +6,8 @@
  * - envoy/service/status/v3/csds.proto: ClientConfig, GenericXdsConfig, PerXdsConfig, ConfigStatus;
  * - envoy/admin/v3/config_dump_shared.proto: UpdateFailureState;
  * - google/protobuf: Any, Struct/Value/ListValue, Timestamp; google/rpc/status.proto: Status.
- * Unknown fields are skipped, as every protobuf decoder does. Both directions are here: the client
- * encodes requests and decodes responses, the test istiod (and a simulated VM) the reverse.
+ * Unknown fields are skipped, as every protobuf decoder does. meshvm is a client: it encodes requests
+ * and decodes responses (the simulated istiod has its own codec, test/cluster/xds-messages.ts).
  */
 import {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
 import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from './xds-types.js'
@@ -18,8 +18,7 @@ export const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryServic
 export {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ}
 
 /** envoy.service.status.v3.ConfigStatus */
-export const CONFIG_STATUS = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR'] as const
-export type ConfigStatusName = (typeof CONFIG_STATUS)[number]
+const CONFIG_STATUS = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR'] as const
 
 export interface Any {
   typeUrl: string
@@ -120,25 +119,6 @@ function writeNode(w: BinaryWriter, n: Node): void {
   str(w, 6, n.userAgentName)
 }
 
-function writeAny(w: BinaryWriter, a: Any): void {
-  str(w, 1, a.typeUrl)
-  if (a.value.length > 0) w.tag(2, LEN).bytes(a.value)
-}
-
-/** RFC 3339 → google.protobuf.Timestamp. */
-function writeTimestamp(w: BinaryWriter, field: number, rfc3339: string | undefined): void {
-  if (rfc3339 === undefined) return
-  const m = /^(.*?)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/.exec(rfc3339)
-  const ms = Date.parse(m ? `${m[1]}${m[3]}` : rfc3339)
-  if (Number.isNaN(ms)) throw new RangeError(`not an RFC 3339 time: ${rfc3339}`)
-  const seconds = Math.floor(ms / 1000)
-  const nanos = m?.[2] ? Number(m[2].padEnd(9, '0')) : 0
-  msg(w, field, (t) => {
-    if (seconds !== 0) t.tag(1, WireType.Varint).int64(seconds)
-    if (nanos !== 0) t.tag(2, WireType.Varint).int32(nanos)
-  })
-}
-
 export function encodeDiscoveryRequest(r: DiscoveryRequest): Uint8Array {
   const w = new BinaryWriter()
   str(w, 1, r.versionInfo)
@@ -150,45 +130,6 @@ export function encodeDiscoveryRequest(r: DiscoveryRequest): Uint8Array {
     if (r.errorDetail!.code) s.tag(1, WireType.Varint).int32(r.errorDetail!.code)
     str(s, 2, r.errorDetail!.message)
   })
-  return w.finish()
-}
-
-export function encodeDiscoveryResponse(r: DiscoveryResponse): Uint8Array {
-  const w = new BinaryWriter()
-  str(w, 1, r.versionInfo)
-  for (const a of r.resources) msg(w, 2, (aw) => writeAny(aw, a))
-  str(w, 4, r.typeUrl)
-  str(w, 5, r.nonce)
-  if (r.controlPlane) msg(w, 6, (c) => str(c, 1, r.controlPlane!.identifier))
-  return w.finish()
-}
-
-const PER_XDS_FIELDS = {listenerConfig: 2, clusterConfig: 3, routeConfig: 4, scopedRouteConfig: 5, endpointConfig: 6} as const
-
-export function encodeClientConfig(c: ClientConfig): Uint8Array {
-  const w = new BinaryWriter()
-  if (c.node) msg(w, 1, (n) => writeNode(n, c.node!))
-  for (const x of c.xdsConfig ?? []) {
-    msg(w, 2, (p) => {
-      if (x.status) p.tag(1, WireType.Varint).int32(x.status)
-      if (x.kind) msg(p, PER_XDS_FIELDS[x.kind], () => undefined)
-    })
-  }
-  for (const g of c.genericXdsConfigs) {
-    msg(w, 3, (gw) => {
-      str(gw, 1, g.typeUrl)
-      str(gw, 2, g.name)
-      str(gw, 3, g.versionInfo)
-      writeTimestamp(gw, 5, g.lastUpdated)
-      if (g.configStatus) gw.tag(6, WireType.Varint).int32(g.configStatus)
-      if (g.clientStatus) gw.tag(7, WireType.Varint).int32(g.clientStatus)
-      if (g.errorState) msg(gw, 8, (e) => {
-        writeTimestamp(e, 2, g.errorState!.lastUpdateAttempt)
-        str(e, 3, g.errorState!.details)
-      })
-    })
-  }
-  str(w, 4, c.clientScope)
   return w.finish()
 }
 
@@ -300,32 +241,6 @@ function readTimestamp(bytes: Uint8Array): string {
   return timestampText(seconds, nanos)
 }
 
-export function decodeDiscoveryRequest(bytes: Uint8Array): DiscoveryRequest {
-  const out: DiscoveryRequest = {}
-  each(bytes, (r, no, type) => {
-    switch (no) {
-      case 1: expect(type, LEN, no); out.versionInfo = r.string(); return true
-      case 2: expect(type, LEN, no); out.node = readNode(r.bytes()); return true
-      case 3: expect(type, LEN, no); (out.resourceNames ??= []).push(r.string()); return true
-      case 4: expect(type, LEN, no); out.typeUrl = r.string(); return true
-      case 5: expect(type, LEN, no); out.responseNonce = r.string(); return true
-      case 6: {
-        expect(type, LEN, no)
-        const s: RpcStatus = {code: 0, message: ''}
-        each(r.bytes(), (sr, sno, stype) => {
-          if (sno === 1) { expect(stype, WireType.Varint, sno); s.code = sr.int32(); return true }
-          if (sno === 2) { expect(stype, LEN, sno); s.message = sr.string(); return true }
-          return false
-        })
-        out.errorDetail = s
-        return true
-      }
-      default: return false
-    }
-  })
-  return out
-}
-
 export function decodeDiscoveryResponse(bytes: Uint8Array): DiscoveryResponse {
   const out: DiscoveryResponse = {resources: []}
   each(bytes, (r, no, type) => {
@@ -378,6 +293,9 @@ function readGeneric(bytes: Uint8Array): GenericXdsConfig {
   })
   return g
 }
+
+/** The oneof of PerXdsConfig: which dump it carries, by field number. */
+const PER_XDS_FIELDS = {listenerConfig: 2, clusterConfig: 3, routeConfig: 4, scopedRouteConfig: 5, endpointConfig: 6} as const
 
 export function decodeClientConfig(bytes: Uint8Array): ClientConfig {
   const c: ClientConfig = {genericXdsConfigs: []}

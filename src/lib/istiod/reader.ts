@@ -17,7 +17,7 @@
  * whole command, and remembers which path answered.
  */
 import {randomBytes} from 'node:crypto'
-import {Agent, request as httpRequest} from 'node:http'
+import {Agent} from 'node:http'
 import type {TLSSocket} from 'node:tls'
 import type {Duplex} from 'node:stream'
 import {fetchRootCert, requestToken} from '../bundle/fetch.js'
@@ -25,7 +25,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import {GrpcChannel, GrpcError} from '../grpc/client.js'
 import {GrpcCode} from '../grpc/framing.js'
 import {ADS_METHOD, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, type DiscoveryResponse} from '../grpc/xds.js'
-import {maxResponseBytes, type KubeClient} from '../kube/client.js'
+import {exchange, maxResponseBytes, type KubeClient} from '../kube/client.js'
 import {KubeApiError, rbacHint, x509Words} from '../kube/errors.js'
 import {secureConnect} from '../kube/tls.js'
 import {openPortForward, portForwardHint, PortForwardRefused} from '../kube/portforward.js'
@@ -130,27 +130,14 @@ export class IstiodReader {
     return describeTarget(this.target)
   }
 
-  /** The path that answered last (after a successful read). */
-  get via(): IstiodPath | undefined {
-    return this.path
-  }
-
   /**
    * istiod's sync status: HTTP `/debug/syncz[?namespace=]` through the monitoring port, else the xDS
    * type `istio.io/debug/syncz`. Throws IstiodReadError.
    */
-  async syncz(options: {namespace?: string; timeoutMs: number}): Promise<DebugAnswer> {
+  syncz(options: {namespace?: string; timeoutMs: number}): Promise<DebugAnswer> {
     const deadline = Date.now() + options.timeoutMs
-    if (this.target.kind === 'address' || this.path === 'xds') return {path: 'xds', body: await this.xds('istio.io/debug/syncz', deadline, options.timeoutMs)}
     const query = options.namespace ? `?namespace=${encodeURIComponent(options.namespace)}` : ''
-    const http = await this.http(`/debug/syncz${query}`, deadline, options.timeoutMs)
-    if (http.ok) return {path: 'http', body: http.body}
-    try {
-      const body = await this.xds('istio.io/debug/syncz', deadline, options.timeoutMs)
-      return {path: 'xds', body}
-    } catch (err) {
-      throw this.bothPathsFailed(err, http)
-    }
+    return this.httpThenXds(`/debug/syncz${query}`, deadline, options.timeoutMs, async () => discoveryResponseJson(await this.xdsResponse('istio.io/debug/syncz', deadline, options.timeoutMs)))
   }
 
   /**
@@ -162,19 +149,23 @@ export class IstiodReader {
    * the handler's body bytes (the JSON text); `istioctl x remote-clusters` unmarshals that value.
    * Returns the body text either way. Throws IstiodReadError.
    */
-  async debugEndpoint(name: string, timeoutMs: number): Promise<{path: IstiodPath; body: string}> {
+  debugEndpoint(name: string, timeoutMs: number): Promise<{path: IstiodPath; body: string}> {
     const deadline = Date.now() + timeoutMs
     const typeUrl = `istio.io/debug/${name}`
-    const viaXds = async (): Promise<string> => {
+    return this.httpThenXds(`/debug/${name}`, deadline, timeoutMs, async () => {
       const response = await this.xdsResponse(typeUrl, deadline, timeoutMs)
       if (response.resources.length === 0) {
         throw new IstiodReadError('error', `${this.xdsWhere()}: istiod answered ${typeUrl} with no resource`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
       }
       const decoder = new TextDecoder()
       return response.resources.map((r) => decoder.decode(r.value)).join('')
-    }
+    })
+  }
+
+  /** HTTP first (for a pod, until xDS has answered once), else xDS; the xDS error says why HTTP could not answer. */
+  private async httpThenXds<T>(httpPath: string, deadline: number, timeoutMs: number, viaXds: () => Promise<T>): Promise<{path: IstiodPath; body: string | T}> {
     if (this.target.kind === 'address' || this.path === 'xds') return {path: 'xds', body: await viaXds()}
-    const http = await this.http(`/debug/${name}`, deadline, timeoutMs)
+    const http = await this.http(httpPath, deadline, timeoutMs)
     if (http.ok) return {path: 'http', body: http.body}
     try {
       return {path: 'xds', body: await viaXds()}
@@ -224,46 +215,19 @@ export class IstiodReader {
       this.agent = agent
     }
     const started = Date.now()
-    const limit = maxResponseBytes()
     let res: {status: number; body: string}
     try {
-      res = await new Promise((resolve, reject) => {
-        // An IP literal: the Host header is not checked by istiod (pilot/pkg/xds/debug.go
-        // allowAuthenticatedOrLocalhost trusts the connection's remote address, which a port-forward
-        // makes loopback), and with a name Node's Agent computes a TLS servername through net.isIP,
-        // whose first use compiles the IPv6 pattern (~4 ms per run).
-        const req = httpRequest({agent: this.agent, host: '127.0.0.1', port, path, method: 'GET', headers: {Accept: 'application/json'}}, (r) => {
-          // The same bound as the API client's answers: a body past it (or announced past it) stops here.
-          const chunks: Buffer[] = []
-          let size = 0
-          const tooLarge = (): void => {
-            req.destroy(Object.assign(new Error(`response larger than ${limit} bytes`), {code: 'MESHVM_TOO_LARGE'}))
-          }
-          if (Number(r.headers['content-length'] ?? 0) > limit) return tooLarge()
-          r.on('data', (c: Buffer) => {
-            size += c.length
-            if (size > limit) tooLarge()
-            else chunks.push(c)
-          })
-          r.on('end', () => {
-            clearTimeout(timer)
-            // A body that came in one piece (a large syncz often does) is decoded where it is, not copied first.
-            resolve({status: r.statusCode ?? 0, body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')})
-          })
-          r.on('error', reject)
-        })
-        const timer = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'})), Math.max(1, deadline - Date.now()))
-        req.on('error', (err) => {
-          clearTimeout(timer)
-          reject(err)
-        })
-        req.end()
-      })
+      // The API client's bounded exchange (time-out, size limit) over the forwarded connection. An IP
+      // literal: istiod does not check the Host header (pilot/pkg/xds/debug.go allowAuthenticatedOrLocalhost
+      // trusts the connection's remote address, which a port-forward makes loopback), and with a name
+      // Node's Agent computes a TLS servername through net.isIP, whose first use compiles the IPv6 pattern.
+      const raw = await exchange(new URL(`http://127.0.0.1:${port}`), this.agent, {method: 'GET', path, headers: {Accept: 'application/json'}, timeoutMs: Math.max(1, deadline - Date.now())})
+      res = {status: raw.status, body: raw.body.toString('utf8')}
     } catch (err) {
       // The next read starts over with a new connection.
       this.agent?.destroy()
       this.agent = undefined
-      if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TOO_LARGE') throw this.tooLarge(where, limit)
+      if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TOO_LARGE') throw this.tooLarge(where, maxResponseBytes())
       if (err instanceof PortForwardRefused) {
         this.options.debug?.(`${where}: refused (${err.short}); trying xDS on :${XDS_PORT}`)
         return {ok: false, why: `port ${port} refused the connection`, refused: true}
@@ -356,10 +320,6 @@ export class IstiodReader {
       throw this.xdsFailure(new GrpcError(GrpcCode.UNAVAILABLE, (err as Error).message, err as NodeJS.ErrnoException), this.xdsWhere(), timeoutMs)
     }
     return new GrpcChannel({authority: `${this.san}:${XDS_PORT}`, secure: true, createConnection: () => tls})
-  }
-
-  private async xds(typeUrl: string, deadline: number, timeoutMs: number): Promise<Record<string, unknown>> {
-    return discoveryResponseJson(await this.xdsResponse(typeUrl, deadline, timeoutMs))
   }
 
   /** One DiscoveryRequest of typeUrl; the first response of that type, decoded. */

@@ -1,6 +1,6 @@
 /**
- * Kubeconfig loading, done here rather than by @kubernetes/client-node (whose KubeConfig costs ~22 ms
- * CPU to load on every cluster command, and which hides failures: no kubeconfig at all silently
+ * Kubeconfig loading, done here rather than by @kubernetes/client-node (whose KubeConfig is costly to
+ * load on every cluster command: docs/decisions/cluster-commands.md; and which hides failures: no kubeconfig at all silently
  * becomes http://localhost:8080, an unknown --context a null cluster, and its parser quotes file
  * contents, which may be tokens, in its errors).
  *
@@ -24,7 +24,7 @@
  * errors never quote the file's content.
  *
  * auth-provider users (oidc, azure, gcp: deprecated in kubectl) are the one case left to client-node,
- * loaded only for them (client.ts).
+ * loaded only for them (credentials.ts).
  */
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
@@ -280,12 +280,7 @@ export const YAML_OPTIONS = {
   customTags: (tags: Tags) => tags.filter((t) => typeof t === 'string' || (!/timestamp$/.test(t.tag) && (t as {format?: string}).format !== 'TIME')),
 } as const satisfies ParseOptions & DocumentOptions & SchemaOptions
 
-interface FileConfig {
-  clusters: Map<string, KubeCluster>
-  users: Map<string, KubeUser>
-  contexts: Map<string, KubeContext>
-  currentContext?: string
-}
+type FileConfig = Omit<MergedKubeconfig, 'files'>
 
 /** One kubeconfig's text (`file` names it in messages and anchors its relative paths). */
 export function parseKubeconfig(text: string, file: string): FileConfig {

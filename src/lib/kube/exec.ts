@@ -5,7 +5,6 @@
  * device codes), never into meshvm's output or errors. Unlike client-go, a plugin that does not exit
  * is killed after a bound (EXEC_TIMEOUT_MS, MESHVM_EXEC_TIMEOUT to change it) and reported cleanly.
  */
-import type {spawn as Spawn} from 'node:child_process'
 import {ExitCode, MeshvmError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
 
@@ -64,14 +63,10 @@ function failure(context: string, command: string, why: string, hints: string[] 
  * run (a login); a plugin that cannot prompt is bounded like any request, by `requestTimeoutMs`
  * (--request-timeout) when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
  */
-export async function runExecPlugin(exec: ExecConfig, context: string, timeoutMs?: number, cluster?: ExecClusterInfo, requestTimeoutMs?: number, stdinIsTerminal = process.stdin.isTTY === true): Promise<ExecCredentials> {
+export async function runExecPlugin(exec: ExecConfig, context: string, timeout?: number, cluster?: ExecClusterInfo, requestTimeoutMs?: number, stdinIsTerminal = process.stdin.isTTY === true): Promise<ExecCredentials> {
   // Loaded here, not with the module: most kubeconfigs have no plugin.
   // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
   const {spawn} = process.getBuiltinModule('node:child_process')
-  return runWith(spawn, exec, context, timeoutMs, cluster, requestTimeoutMs, stdinIsTerminal)
-}
-
-function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeout: number | undefined, cluster: ExecClusterInfo | undefined, requestTimeoutMs: number | undefined, stdinIsTerminal: boolean): Promise<ExecCredentials> {
   const command = exec.command ?? ''
   if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
   // client-go (exec.go isInteractive): Never: not interactive; IfAvailable: when stdin is a terminal;
@@ -96,7 +91,7 @@ function runWith(spawn: typeof Spawn, exec: ExecConfig, context: string, timeout
     spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
   return new Promise((resolve, reject) => {
-    let child: ReturnType<typeof Spawn>
+    let child: ReturnType<typeof spawn>
     try {
       child = spawn(command, exec.args ?? [], {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', 'inherit']})
     } catch {

@@ -16,7 +16,8 @@
 import {Duplex} from 'node:stream'
 import {WebSocket} from 'ws'
 import {ExitCode, MeshvmError} from '../errors.js'
-import {isRetryableStatus, type KubeClient} from './client.js'
+import type {KubeClient} from './client.js'
+import {errorText, isRetryableStatus} from './transport.js'
 import {translateHttpError, translateNetworkError} from './errors.js'
 import {Resources, resourcePath} from './resources.js'
 import {sleep} from '../util/sleep.js'
@@ -180,18 +181,11 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
     })
     let settled = false
     ws.on('unexpected-response', (_req, res) => {
-      // The refusal's Status: its first 64 KiB are enough to say why.
-      const chunks: Buffer[] = []
-      let size = 0
-      res.on('data', (c: Buffer) => {
-        size += c.length
-        if (size <= 64 * 1024) chunks.push(c)
-      })
-      res.on('end', () => {
+      errorText(res, (text) => {
         settled = true
         client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: res.statusCode ?? 0, ms: Date.now() - started, bytes: 0})
         const status = res.statusCode ?? 0
-        const err = translateHttpError(describe, status, Buffer.concat(chunks).toString('utf8'))
+        const err = translateHttpError(describe, status, text)
         if (isRetryableStatus(status)) {
           reject(new TransientUpgradeError(err, `HTTP ${status}`, res.headers['retry-after']))
         } else {

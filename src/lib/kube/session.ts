@@ -6,7 +6,8 @@
  */
 import {debugEnabled, UsageError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
-import {KubeClient, type ResponseEvent, type RetryEvent} from './client.js'
+import {KubeClient, type RetryEvent} from './client.js'
+import type {ResponseEvent} from './transport.js'
 import {loadKubeConfig} from './config.js'
 
 export interface SessionFlags {

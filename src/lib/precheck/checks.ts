@@ -2,11 +2,10 @@
  * `meshvm precheck`: what must be true in the cluster before a VM can join, checked read-only.
  * Each check returns pass/warn/fail with a message and, when not passing, a hint.
  */
-import {isRevisioned} from '../bundle/generate.js'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
-import {resolveRevision} from '../istiod/revision.js'
+import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
 import {KubeApiError} from '../kube/errors.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict} from './gateway.js'
 
@@ -40,10 +39,6 @@ interface Meta {
 interface Pod {
   metadata?: Meta
   status?: {phase?: string; conditions?: {type?: string; status?: string}[]}
-}
-interface Deployment {
-  metadata?: Meta
-  spec?: {template?: {spec?: {containers?: {name?: string; env?: {name?: string; value?: string}[]}[]}}}
 }
 interface Service {
   metadata?: Meta
@@ -79,7 +74,7 @@ function selectorMatches(selector: Record<string, string> | undefined, labels: R
   return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
 }
 
-export async function canI(client: KubeClient, verb: string, res: ResourceType, namespace: string | undefined, subresource?: string): Promise<boolean> {
+async function canI(client: KubeClient, verb: string, res: ResourceType, namespace: string | undefined, subresource?: string): Promise<boolean> {
   const review = await client.request<{status?: {allowed?: boolean}}>({
     method: 'POST',
     path: resourcePath(Resources.selfSubjectAccessReviews),
@@ -116,8 +111,7 @@ async function istiodAnswers(client: KubeClient, istioNamespace: string, pod: Po
 
 /** An istiod of the default (un-revisioned) control plane: no istio.io/rev label, or istio.io/rev=default. */
 function isDefaultRevision(obj: {metadata?: Meta}): boolean {
-  const rev = obj.metadata?.labels?.['istio.io/rev']
-  return rev === undefined || rev === '' || rev === 'default'
+  return revisionOrUndefined(obj.metadata?.labels?.['istio.io/rev']) === undefined
 }
 
 const isReady = (p: Pod): boolean => p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
@@ -126,9 +120,9 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   // One request first: an unreachable or unauthorized cluster is one error, not a table of them.
   await client.get('/version')
   // Without --revision, the default tag's revision, as istioctl 1.28 resolves it.
-  const o = {...options, revision: (await resolveRevision(client, options.revision)).revision}
-  const revLabel = isRevisioned(o.revision) ? `,istio.io/rev=${o.revision}` : ''
-  const istiodName = isRevisioned(o.revision) ? `istiod-${o.revision}` : 'istiod'
+  // Undefined for the default control plane ("default" included).
+  const o = {...options, revision: revisionOrUndefined((await resolveRevision(client, options.revision)).revision)}
+  const revLabel = o.revision !== undefined ? `,istio.io/rev=${o.revision}` : ''
   let serviceAccount = o.serviceAccount
   let groupLabels: Record<string, string> | undefined
   let readyIstiod: Pod | undefined
@@ -147,14 +141,14 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     await guarded('istiod running', async () => {
       const pods = await client.list<Pod>(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
       // Without a revision, the default control plane only: the istiods of other revisions are not the ones VMs will use.
-      const mine = isRevisioned(o.revision) ? pods : pods.filter(isDefaultRevision)
+      const mine = o.revision !== undefined ? pods : pods.filter(isDefaultRevision)
       const ready = mine.filter(isReady)
       if (ready.length > 0) {
         readyIstiod = ready[0]
         const revs = [...new Set(ready.map((p) => p.metadata?.labels?.['istio.io/rev'] ?? 'default'))].sort()
         return pass('istiod running', `${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
       }
-      if (!isRevisioned(o.revision)) {
+      if (o.revision === undefined) {
         const others = [...new Set(pods.filter((p) => !isDefaultRevision(p) && isReady(p)).map((p) => p.metadata!.labels!['istio.io/rev']!))].sort()
         if (others.length > 0) {
           const notReady = mine.length > 0 ? `${mine.length} not ready` : 'none'
@@ -165,20 +159,19 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
           )
         }
       }
-      return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, isRevisioned(o.revision) ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
+      return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, o.revision !== undefined ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
     }),
   )
   if (readyIstiod) results.push(await guarded('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!)))
   results.push(
     await guarded('auto-registration enabled', async () => {
-      const deployments = await client.list<Deployment>(resourcePath(Resources.deployments, {namespace: o.istioNamespace}), {labelSelector: `app=istiod${revLabel}`})
-      const mine = isRevisioned(o.revision) ? deployments : deployments.filter(isDefaultRevision)
-      const dep = mine.find((d) => d.metadata?.name === istiodName) ?? mine[0]
-      if (!dep) return warn('auto-registration enabled', `no istiod Deployment found in ${o.istioNamespace}`, 'a managed control plane cannot be inspected; check its settings with your provider')
-      const env = new Map((dep.spec?.template?.spec?.containers ?? []).flatMap((c) => c.env ?? []).map((e) => [e.name, e.value]))
+      // The Deployment Istio's charts name istiod or istiod-REV, read as doctor and war rollout read it.
+      const env = await istiodDeploymentEnv(client, o.istioNamespace, o.revision)
+      const dep = `${o.istioNamespace}/${istiodServiceName(o.revision)}`
+      if (!env) return warn('auto-registration enabled', `no istiod Deployment ${dep} found`, 'a managed control plane cannot be inspected; check its settings with your provider')
       const off = ['PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'].filter((k) => env.get(k) === 'false')
-      if (off.length === 0) return pass('auto-registration enabled', `workload entry auto-registration and health checks are on in ${o.istioNamespace}/${dep.metadata?.name}`)
-      return fail('auto-registration enabled', `${off.join(' and ')} set to "false" in ${o.istioNamespace}/${dep.metadata?.name}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
+      if (off.length === 0) return pass('auto-registration enabled', `workload entry auto-registration and health checks are on in ${dep}`)
+      return fail('auto-registration enabled', `${off.join(' and ')} set to "false" in ${dep}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
     }),
   )
   results.push(

@@ -42,8 +42,6 @@ export interface HboneEvidence {
   istiods: Map<string, {revision: string; version?: string}>
 }
 
-export const NO_EVIDENCE: HboneEvidence = {revisions: new Set(), istiods: new Map()}
-
 /** Whether a mesh config (the `mesh` key of ConfigMap istio[-REV]) makes its proxies advertise HBONE. */
 export function meshEnablesHbone(meshYaml: string): boolean {
   let doc: unknown

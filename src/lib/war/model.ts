@@ -19,7 +19,7 @@
  * is compared with the group instead.
  */
 import {isDeepStrictEqual} from 'node:util'
-import {annotationsOf, conditionOf, conditionsOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject, type ObjectMeta} from '../kube/object.js'
+import {annotationsOf, conditionOf, conditionsOf, conditionStatus, labelsOf, ownerOfKind, type Condition, type KubeObject} from '../kube/object.js'
 import {isRecord, type JsonRecord} from '../util/records.js'
 import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
@@ -162,7 +162,6 @@ export interface EventLike {
 
 // ---- constants ------------------------------------------------------------------------------
 
-export const WAR_API_VERSION = 'runtime.onboarding.tetrate.io/v1alpha1'
 export const WAR_KIND = 'WorkloadAutoRegistration'
 
 /**
@@ -184,8 +183,6 @@ export const WE_ANNOTATIONS = {
 
 /** TSB removes a registration whose agent stayed disconnected this long (Managing Onboarded Workloads). */
 export const DEFAULT_WAR_GRACE_PERIOD_MS = 5 * 60_000
-/** istiod's PILOT_WORKLOAD_ENTRY_GRACE_PERIOD default for auto-registered WorkloadEntries. */
-export const DEFAULT_WE_GRACE_PERIOD_MS = 10_000
 
 // ---- the common row -------------------------------------------------------------------------
 

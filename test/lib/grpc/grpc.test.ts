@@ -1,15 +1,13 @@
 import {connect as tlsConnect} from 'node:tls'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {GrpcChannel, GrpcError} from '../../../src/lib/grpc/client.js'
+import {type CallOptions, GrpcChannel, GrpcError} from '../../../src/lib/grpc/client.js'
 import {encodeMessage, GrpcCode, MessageDecoder} from '../../../src/lib/grpc/framing.js'
-import {
-  ADS_METHOD, CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryRequest, decodeDiscoveryResponse, discoveryResponseJson,
-  encodeClientConfig, encodeDiscoveryRequest, encodeDiscoveryResponse, TYPE_DEBUG_SYNCZ, timestampText,
-} from '../../../src/lib/grpc/xds.js'
+import {ADS_METHOD, CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryResponse, discoveryResponseJson, encodeDiscoveryRequest, TYPE_DEBUG_SYNCZ, timestampText} from '../../../src/lib/grpc/xds.js'
 import {createMeshCa, meshCa} from '../../cluster/mesh-ca.js'
 import {testPki} from '../../cluster/pki.js'
 import {boundToken} from '../../cluster/tokens.js'
 import {XdsServer} from '../../cluster/xds.js'
+import {encodeMessage as encodeProto, jsonToStruct} from '../../fixtures/protos/load.js'
 
 describe('gRPC framing', () => {
   it('splits messages across and within chunks', () => {
@@ -31,24 +29,18 @@ describe('gRPC framing', () => {
 })
 
 describe('xDS protobuf codec', () => {
-  it('round-trips a DiscoveryRequest with Struct metadata', () => {
-    const req = {
-      node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', metadata: {GENERATOR: 'event', NAMESPACE: 'istio-system', n: 1.5, b: true, nil: null, list: ['a', 2], nested: {k: 'v'}}},
-      typeUrl: TYPE_DEBUG_SYNCZ, resourceNames: ['a', 'b'], responseNonce: 'n1', errorDetail: {code: 3, message: 'bad'},
-    }
-    expect(decodeDiscoveryRequest(encodeDiscoveryRequest(req))).toEqual(req)
-  })
+  const RESPONSE = 'envoy.service.discovery.v3.DiscoveryResponse'
 
-  it('round-trips a syncz DiscoveryResponse into the protojson shape', () => {
-    const cc = encodeClientConfig({
-      node: {id: 'vm-1.vm-ns', metadata: {CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'}},
+  it('reads a syncz DiscoveryResponse (made by the upstream .proto definitions) into the protojson shape', () => {
+    const cc = encodeProto('envoy.service.status.v3.ClientConfig', {
+      node: {id: 'vm-1.vm-ns', metadata: jsonToStruct({CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'})},
       genericXdsConfigs: [
-        {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 1, lastUpdated: '2024-11-05T10:15:31.120Z'},
-        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 4, lastUpdated: '2024-11-05T10:15:31Z', errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.200Z', details: 'NACK'}},
-        {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 0},
+        {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 'SYNCED', lastUpdated: {seconds: 1730801731, nanos: 120_000_000}},
+        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 'ERROR', lastUpdated: {seconds: 1730801731}, errorState: {lastUpdateAttempt: {seconds: 1730801731, nanos: 200_000_000}, details: 'NACK'}},
+        {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 'UNKNOWN'},
       ],
     })
-    const bytes = encodeDiscoveryResponse({versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'}, resources: [{typeUrl: CLIENT_CONFIG_TYPE, value: cc}, {typeUrl: 'type.googleapis.com/other', value: new Uint8Array([1])}]})
+    const bytes = encodeProto(RESPONSE, {versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'}, resources: [{type_url: CLIENT_CONFIG_TYPE, value: cc}, {type_url: 'type.googleapis.com/other', value: Buffer.from([1])}]})
     const json = discoveryResponseJson(decodeDiscoveryResponse(bytes))
     expect(json).toEqual({
       versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'},
@@ -77,10 +69,23 @@ describe('xDS protobuf codec', () => {
   })
 
   it('rejects truncated input with a decode error', () => {
-    const bytes = encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ})
-    expect(() => decodeDiscoveryRequest(bytes.subarray(0, bytes.length - 3))).toThrow(/malformed protobuf/)
+    const bytes = encodeProto(RESPONSE, {typeUrl: TYPE_DEBUG_SYNCZ})
+    expect(() => decodeDiscoveryResponse(bytes.subarray(0, bytes.length - 3))).toThrow(/malformed protobuf/)
   })
 })
+
+/** One empty request, the first message answered (the simulated server's handlers answer one). */
+async function unary(ch: GrpcChannel, path: string, options: CallOptions): Promise<Buffer> {
+  const call = ch.call(path, options)
+  call.send(new Uint8Array())
+  try {
+    const response = await call.next()
+    if (response === undefined) throw new Error('the server answered no message')
+    return response
+  } finally {
+    call.cancel()
+  }
+}
 
 describe('gRPC client against the simulated istiod server', () => {
   const pki = testPki()
@@ -137,14 +142,14 @@ describe('gRPC client against the simulated istiod server', () => {
   it('handler registry: a unary method, authenticated by a token or by a client certificate the mesh root signed', async () => {
     const ch = channel()
     try {
-      expect((await ch.unary('/meshvm.test.Who/Am', new Uint8Array(), {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})).toString()).toBe('system:serviceaccount:istio-system:default')
+      expect((await unary(ch, '/meshvm.test.Who/Am', {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})).toString()).toBe('system:serviceaccount:istio-system:default')
     } finally {
       ch.close()
     }
     const workload = ca.issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
     const mtls = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: workload.certPem, key: workload.keyPem, ALPNProtocols: ['h2']})})
     try {
-      expect((await mtls.unary('/meshvm.test.Who/Am', new Uint8Array(), {timeoutMs: 5000})).toString()).toBe('spiffe://cluster.local/ns/vms/sa/vm-sa')
+      expect((await unary(mtls, '/meshvm.test.Who/Am', {timeoutMs: 5000})).toString()).toBe('spiffe://cluster.local/ns/vms/sa/vm-sa')
     } finally {
       mtls.close()
     }
@@ -152,9 +157,9 @@ describe('gRPC client against the simulated istiod server', () => {
     const stranger = createMeshCa('stranger').issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
     const other = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: stranger.certPem, key: stranger.keyPem, ALPNProtocols: ['h2']})})
     try {
-      const err = (await other.unary('/meshvm.test.Who/Am', new Uint8Array(), {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      const err = (await unary(other, '/meshvm.test.Who/Am', {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
       expect(err.code).toBe(GrpcCode.UNAUTHENTICATED)
-      const missing = (await other.unary('/meshvm.test.Nope/Nope', new Uint8Array(), {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      const missing = (await unary(other, '/meshvm.test.Nope/Nope', {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
       expect(missing.code).toBe(GrpcCode.UNIMPLEMENTED)
     } finally {
       other.close()
