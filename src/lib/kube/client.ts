@@ -21,6 +21,7 @@ import {sleep} from '../util/sleep.js'
 
 export {continueTokenOf} from './paging.js'
 export {exchange, jsonTooDeep, MAX_JSON_DEPTH, maxResponseBytes} from './transport.js'
+export type {KubeRequest} from './transport.js'
 export {MAX_QUICK_WATCH_ENDS} from './watch.js'
 
 const MAX_RETRIES = 5
