@@ -3,6 +3,7 @@
  * Each check returns pass/warn/fail with a message and, when not passing, a hint.
  */
 import type {KubeClient} from '../kube/client.js'
+import {canI} from '../kube/access-review.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
 import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
@@ -72,19 +73,6 @@ async function guarded(check: string, run: () => Promise<CheckResult | CheckResu
 function selectorMatches(selector: Record<string, string> | undefined, labels: Record<string, string>): boolean {
   const entries = Object.entries(selector ?? {})
   return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
-}
-
-async function canI(client: KubeClient, verb: string, res: ResourceType, namespace: string | undefined, subresource?: string): Promise<boolean> {
-  const review = await client.request<{status?: {allowed?: boolean}}>({
-    method: 'POST',
-    path: resourcePath(Resources.selfSubjectAccessReviews),
-    body: {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SelfSubjectAccessReview',
-      spec: {resourceAttributes: {verb, group: res.group, resource: res.plural, subresource, namespace: res.namespaced ? namespace : undefined}},
-    },
-  })
-  return review?.status?.allowed === true
 }
 
 /**
@@ -247,7 +235,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     permissions.map(([what, verb, res, ns, sub]) =>
       guarded(`RBAC: ${what}`, async () => {
         const resource = `${res.plural}${sub ? '/' + sub : ''}${res.group ? '.' + res.group : ''}`
-        const allowed = await canI(client, verb, res, ns, sub)
+        const allowed = await canI(client, {verb, group: res.group, resource: res.plural, subresource: sub, namespace: res.namespaced ? ns : undefined})
         return allowed
           ? pass(`RBAC: ${what}`, `can ${verb} ${resource} in ${ns}`)
           : fail(`RBAC: ${what}`, `cannot ${verb} ${resource} in ${ns}`, `ask for a Role in ${ns} allowing "${verb}" on ${res.group ? `"${res.plural}${sub ? '/' + sub : ''}" in API group "${res.group}"` : `"${res.plural}${sub ? '/' + sub : ''}"`}`)

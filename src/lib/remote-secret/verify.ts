@@ -6,7 +6,7 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeClient} from '../kube/client.js'
 import {parseKubeconfig, selectContext, type LoadedKubeConfig} from '../kube/config.js'
-import {Resources, resourcePath} from '../kube/resources.js'
+import {canI} from '../kube/access-review.js'
 
 export interface VerifyPermission {
   verb: string
@@ -33,10 +33,6 @@ export interface VerifyResult {
   connectError?: MeshvmError
   allowed: VerifyPermission[]
   denied: VerifyPermission[]
-}
-
-interface SsarResponse {
-  status?: {allowed?: boolean; denied?: boolean; reason?: string}
 }
 
 /** A client for the generated kubeconfig: its only context, no retries beyond one. */
@@ -68,13 +64,7 @@ export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeo
     const permissions = options.permissions ?? REQUIRED_PERMISSIONS
     const answers = await Promise.all(
       permissions.map(async (p) => {
-        const review = await client.request<SsarResponse>({
-          method: 'POST',
-          path: resourcePath(Resources.selfSubjectAccessReviews),
-          body: {apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {resourceAttributes: {verb: p.verb, group: p.group, resource: p.resource}}},
-          retry: 'idempotent',
-        })
-        return {p, allowed: review?.status?.allowed === true}
+        return {p, allowed: await canI(client, p)}
       }),
     )
     for (const a of answers) (a.allowed ? result.allowed : result.denied).push(a.p)
