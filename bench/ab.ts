@@ -1,5 +1,5 @@
 /**
- * `tsx bench/ab.ts --variants NAME=DIR,… --case crs|bundle|ps [--runs N] -- ENV…`: CPU medians of
+ * `tsx bench/ab.ts --variants NAME=DIR,… --case crs|bundle|ps|version|onboard [--runs N] [--kubeconfig F --xds A --istioctl F --wg F] [--node]`: CPU medians of
  * meshvm builds installed side by side (each DIR a copy of bin/, dist/, package.json and
  * oclif.manifest.json), interleaved, on Node 24, against the control plane `npm run bench:real -- --hold` holds.
  * For deciding whether a change pays (docs/decisions/istioctl-peer.md).
