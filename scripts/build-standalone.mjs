@@ -15,10 +15,12 @@
 //   Linux binary of the same version (the host's own Node when it is that version);
 // - the blob is injected with postject (devDependency) into a copy of each platform's binary.
 //
-// Start-up snapshot / code cache: a startup snapshot needs the whole app in one script with no
-// require() of files, which oclif (it reads package.json and its manifest, and loads commands) does
-// not allow. The SEA code cache (--code-cache: "useCodeCache") only covers sea-main.cjs, which is a
-// few lines; the real code cache is bin/load.cjs's, which works unchanged from the extracted files.
+// Start-up snapshot / code cache: a startup snapshot of meshvm works when its require() forwards to
+// the real one at run time (bench/prototypes/snapshot/), and pays in the standalone for a snapshot
+// warmed by a run; it is not used yet, because what that warm-up run reads from the build's
+// environment (colour, terminals, argv) cannot yet be proven absent from the blob (docs/decisions/startup.md).
+// The SEA code cache (--code-cache: "useCodeCache") only covers sea-main.cjs, which is a few lines;
+// the real code cache is bin/load.cjs's, which works unchanged from the extracted files.
 // A code-cache blob is also tied to the platform that made it, so it is only used for the host's
 // target (measurements: docs/decisions/startup.md).
 //
