@@ -7,7 +7,7 @@
  * what a command does use runCommand(); tests of the process itself use runCli() from cli.ts (the
  * real bin/run.js: --version, the help cache, the code cache, signals, a terminal, the kubectl-plugin
  * name, exit codes of the bin for a few smokes). runCommand() itself hands runCli() the runs that need
- * a process: stdin input (or -f -), another working directory, DEBUG and colour (read at start-up),
+ * a process: stdin input (or -f -), another working directory, DEBUG, colour and OCLIF_COLUMNS (read at start-up),
  * and `--version`.
  *
  * While a command runs, the process-wide things it reads are its own: process.env (the test's env
@@ -70,13 +70,14 @@ function readsStdin(args: string[]): boolean {
 }
 
 /**
- * What only a real process gives a run: stdin, a working directory, DEBUG and colour (the bundle's
- * libraries read them once, when loaded), and `--version`/`-v`, which bin/run.js answers itself.
+ * What only a real process gives a run: stdin, a working directory, DEBUG, colour and oclif's
+ * OCLIF_COLUMNS (the bundle's libraries read them once, when loaded), and `--version`/`-v`, which
+ * bin/run.js answers itself.
  */
 function needsProcess(args: string[], options: CliOptions): boolean {
   const env = options.env ?? {}
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) return true
-  return Boolean(options.input) || options.cwd !== undefined || readsStdin(args) || env.DEBUG !== undefined || env.MESHVM_DEBUG !== undefined || env.FORCE_COLOR !== undefined || ('NO_COLOR' in env && env.NO_COLOR === undefined)
+  return Boolean(options.input) || options.cwd !== undefined || readsStdin(args) || env.DEBUG !== undefined || env.MESHVM_DEBUG !== undefined || env.FORCE_COLOR !== undefined || env.OCLIF_COLUMNS !== undefined || ('NO_COLOR' in env && env.NO_COLOR === undefined)
 }
 
 /**
