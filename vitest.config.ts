@@ -10,8 +10,15 @@ export default defineConfig({
     restoreMocks: true,
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // 2-core CI machines: keep parallelism modest so integration tests with servers do not starve.
-    maxWorkers: 2,
+    // One worker process runs many files: each file no longer pays for a fresh worker, a fresh module
+    // graph, the test cluster's certificates and the CLI bundle (runCommand loads it once per worker).
+    // Files restore what they change of the process (env, timers, spies: restoreMocks); the whole suite
+    // passes with and without isolation.
+    isolate: false,
+    // 2-core CI machines: one worker more than the cores, because many integration files spend most of
+    // their time waiting (retry back-offs, a VM's connection, child processes) rather than computing.
+    // Not many more: the servers the tests start must not starve.
+    maxWorkers: 3,
     setupFiles: ['test/setup.ts'],
     globalSetup: ['test/global-setup.ts'],
     env: {NO_COLOR: '1', COLUMNS: '120', MESHVM_NO_UPDATE: '1'},

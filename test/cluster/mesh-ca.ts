@@ -2,10 +2,12 @@
  * The simulated mesh's root CA (what istiod's self-signed CA, or a plugged-in one, publishes in
  * ConfigMap istio-ca-root-cert) and certificates issued by it: istiod's serving certificate for
  * `istiod[-REV].NS.svc`, and (for other helpers) workload certificates with SPIFFE URI SANs.
- * Keys from Node's crypto, X.509 from node-forge, as pki.ts does for the API server.
+ * X.509 from node-forge, as pki.ts does for the API server. The mesh's own root and the leaves it
+ * issues without a given key use fixture keys (fixture-keys.ts); another CA gets a fresh key.
  */
 import {generateKeyPairSync} from 'node:crypto'
 import forge from 'node-forge'
+import {fixtureKey} from './fixture-keys.js'
 
 export interface IssuedCert {
   certPem: string
@@ -22,14 +24,20 @@ export interface MeshCa {
 
 let serial = 0x1000
 
-function newKeys(): {privateKeyPem: string; publicKeyPem: string} {
+type KeyPair = {privateKeyPem: string; publicKeyPem: string}
+
+function newKeys(): KeyPair {
   const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
   return {privateKeyPem: privateKey.export({type: 'pkcs1', format: 'pem'}) as string, publicKeyPem: publicKey.export({type: 'spki', format: 'pem'}) as string}
 }
 
-/** A new CA (tests make a second one to play an istiod whose certificate the mesh does not trust). */
-export function createMeshCa(organisation = 'cluster.local'): MeshCa {
-  const keys = newKeys()
+/**
+ * A new CA (tests make a second one to play an istiod whose certificate the mesh does not trust).
+ * `keys`: the root's key pair (default: a fresh one); `leafKeys`: the key of leaves issued without a
+ * public key (default: a fresh one per leaf).
+ */
+export function createMeshCa(organisation = 'cluster.local', options: {keys?: KeyPair; leafKeys?: KeyPair} = {}): MeshCa {
+  const keys = options.keys ?? newKeys()
   const root = forge.pki.createCertificate()
   root.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem)
   root.serialNumber = (serial++).toString(16)
@@ -47,7 +55,7 @@ export function createMeshCa(organisation = 'cluster.local'): MeshCa {
     rootPem: forge.pki.certificateToPem(root),
     rootKeyPem: keys.privateKeyPem,
     issue(o) {
-      const leafKeys = o.publicKeyPem ? {publicKeyPem: o.publicKeyPem, privateKeyPem: ''} : newKeys()
+      const leafKeys = o.publicKeyPem ? {publicKeyPem: o.publicKeyPem, privateKeyPem: ''} : (options.leafKeys ?? newKeys())
       const cert = forge.pki.createCertificate()
       cert.publicKey = forge.pki.publicKeyFromPem(leafKeys.publicKeyPem)
       cert.serialNumber = (serial++).toString(16)
@@ -70,8 +78,8 @@ export function createMeshCa(organisation = 'cluster.local'): MeshCa {
 
 let cached: MeshCa | undefined
 
-/** One mesh root per process: key generation is the slow part. */
+/** One mesh root per process, with fixture keys: key generation is the slow part. */
 export function meshCa(): MeshCa {
-  cached ??= createMeshCa()
+  cached ??= createMeshCa('cluster.local', {keys: fixtureKey('mesh-root'), leafKeys: fixtureKey('mesh-leaf')})
   return cached
 }

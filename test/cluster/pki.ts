@@ -1,10 +1,10 @@
 /**
  * A throwaway certificate authority and server certificate for the test API server, so clients
- * verify TLS for real (certificate-authority-data in the kubeconfig). Keys come from Node's crypto
- * (fast, native); node-forge builds and signs the X.509 certificates.
+ * verify TLS for real (certificate-authority-data in the kubeconfig). The keys are fixtures
+ * (fixture-keys.ts); node-forge builds and signs the X.509 certificates, with current dates.
  */
-import {generateKeyPairSync} from 'node:crypto'
 import forge from 'node-forge'
+import {fixtureKey} from './fixture-keys.js'
 
 export interface Pki {
   caPem: string
@@ -13,11 +13,6 @@ export interface Pki {
   /** Signs service-account JWTs (RS256). */
   signingKeyPem: string
   signingPublicKeyPem: string
-}
-
-function keyPair(): {privateKeyPem: string; publicKeyPem: string} {
-  const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
-  return {privateKeyPem: privateKey.export({type: 'pkcs1', format: 'pem'}) as string, publicKeyPem: publicKey.export({type: 'spki', format: 'pem'}) as string}
 }
 
 function certificate(options: {subject: string; issuer: forge.pki.Certificate | undefined; publicKeyPem: string; signerKeyPem: string; ca: boolean; altNames?: {type: number; value?: string; ip?: string}[]; serial: string}): forge.pki.Certificate {
@@ -38,12 +33,12 @@ function certificate(options: {subject: string; issuer: forge.pki.Certificate | 
 
 let cached: Pki | undefined
 
-/** One PKI per process: key generation is the slow part, and tests only need it to be real. */
+/** One PKI per process: signing is the slow part, and tests only need it to be real. */
 export function testPki(): Pki {
   if (cached) return cached
-  const caKeys = keyPair()
-  const serverKeys = keyPair()
-  const signing = keyPair()
+  const caKeys = fixtureKey('apiserver-ca')
+  const serverKeys = fixtureKey('apiserver')
+  const signing = fixtureKey('sa-signing')
   const ca = certificate({subject: 'meshvm-test-ca', issuer: undefined, publicKeyPem: caKeys.publicKeyPem, signerKeyPem: caKeys.privateKeyPem, ca: true, serial: '01'})
   const server = certificate({
     subject: 'meshvm-test-apiserver', issuer: ca, publicKeyPem: serverKeys.publicKeyPem, signerKeyPem: caKeys.privateKeyPem, ca: false, serial: '02',

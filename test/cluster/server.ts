@@ -237,6 +237,10 @@ export class ApiServer {
     // Long, like kube-apiserver's: a short idle timer can fire right after a test's long synchronous
     // burst (filling the store) and reset a socket the client is just reusing (ECONNRESET).
     server.keepAliveTimeout = 60_000
+    server.on('connection', (socket: import('node:net').Socket) => {
+      this.connections.add(socket)
+      socket.once('close', () => this.connections.delete(socket))
+    })
     server.on('upgrade', (req: IncomingMessage, socket: import('node:net').Socket, head: Buffer) => void this.upgrade(req, socket, head))
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     this.server = server
@@ -246,6 +250,15 @@ export class ApiServer {
     return this.url
   }
 
+  /**
+   * Every TCP connection, as accepted. closeAllConnections() closes only those the HTTP layer holds:
+   * not upgraded ones (port-forwards), nor one whose TLS handshake never finished, and either keeps
+   * server.close() waiting. A stopping API server drops them all; a client that leaves one open (a
+   * command run inside the test process, where no process exit ends it) must not keep the cluster
+   * from stopping.
+   */
+  private readonly connections = new Set<import('node:net').Socket>()
+
   async close(): Promise<void> {
     this.timers.clear()
     for (const w of this.watchers) w.end()
@@ -254,6 +267,7 @@ export class ApiServer {
     await new Promise<void>((resolve) => {
       server.close(() => resolve())
       server.closeAllConnections()
+      for (const socket of this.connections) socket.destroy()
     })
   }
 

@@ -9,7 +9,8 @@
 import {chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {resourceKey} from '../cluster/index.js'
@@ -28,7 +29,7 @@ let bundle: string
 const vms: RunningVm[] = []
 const NS = 'vmapps'
 
-const meshvm = (cluster: TestCluster, args: string[]): Promise<CliResult> => runCli(args, {env: cluster.env, timeoutMs: 60_000})
+const meshvm = (cluster: TestCluster, args: string[]): Promise<CliResult> => runCommand(args, {env: cluster.env, timeoutMs: 60_000})
 
 interface Verification {
   result: string

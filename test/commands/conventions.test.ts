@@ -5,7 +5,8 @@ import {join} from 'node:path'
 import {execFile} from 'node:child_process'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
-import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
+import {BIN, REPO_ROOT, STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {seedDemoMesh} from '../cluster/demo-mesh.js'
 
@@ -28,7 +29,7 @@ const runPlugin = (args: string[]): Promise<{code: number; stdout: string; stder
 
 describe.concurrent('-h and help on every command', () => {
   it.each(ids.map((words) => [words.join(' '), words]))('%s -h is --help', async (_name, words) => {
-    const [short, long, viaHelp] = await Promise.all([runCli([...words, '-h']), runCli([...words, '--help']), runCli(['help', ...words])])
+    const [short, long, viaHelp] = await Promise.all([runCommand([...words, '-h']), runCommand([...words, '--help']), runCommand(['help', ...words])])
     expect(short.code, short.stderr).toBe(0)
     expect(short.stdout).toContain(`$ meshvm ${words.join(' ')}`)
     expect(short.stdout).toBe(long.stdout)
@@ -37,7 +38,7 @@ describe.concurrent('-h and help on every command', () => {
   })
 
   it('help without a command lists the commands', async () => {
-    const r = await runCli(['help'])
+    const r = await runCommand(['help'])
     expect(r.code).toBe(0)
     expect(r.stdout).toContain('onboard')
     expect(r.stdout).toContain('war')
@@ -51,7 +52,7 @@ describe.concurrent('did you mean', () => {
     [['onbaord', 'web'], 'unknown command "onbaord web" for "meshvm"', 'did you mean: meshvm onboard?'],
     [['help', 'war', 'lsit'], 'unknown command "war lsit" for "meshvm"', 'did you mean: meshvm war list?'],
   ])('%j', async (args, message, hint) => {
-    const r = await runCli(args)
+    const r = await runCommand(args)
     expect(r.code).toBe(2)
     expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
     expect(r.stderr).toContain(`Hint: ${hint}`)
@@ -61,7 +62,7 @@ describe.concurrent('did you mean', () => {
 
 describe.concurrent('meshvm version (as istioctl version --remote=false)', () => {
   it('plain, --short, -o json, -o yaml', async () => {
-    const [plain, short, json, yaml] = await Promise.all([runCli(['version']), runCli(['version', '--short']), runCli(['version', '-o', 'json']), runCli(['version', '-o', 'yaml'])])
+    const [plain, short, json, yaml] = await Promise.all([runCommand(['version']), runCommand(['version', '--short']), runCommand(['version', '-o', 'json']), runCommand(['version', '-o', 'yaml'])])
     expect(plain.stdout).toBe(`client version: ${pkg.version}\n`)
     expect(short.stdout).toBe(`${pkg.version}\n`)
     const info = {clientVersion: {version: pkg.version, node_version: process.version, platform: `${process.platform}-${process.arch}`}}
@@ -70,13 +71,13 @@ describe.concurrent('meshvm version (as istioctl version --remote=false)', () =>
   })
 
   it('--version and -v print the one-line user agent', async () => {
-    const [long, short] = await Promise.all([runCli(['--version']), runCli(['-v'])])
+    const [long, short] = await Promise.all([runCommand(['--version']), runCommand(['-v'])])
     expect(long.stdout).toBe(`meshvm/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`)
     expect(short.stdout).toBe(long.stdout)
   })
 
   it('a bad -o is a usage error naming the flag', async () => {
-    const r = await runCli(['version', '-o', 'table'])
+    const r = await runCommand(['version', '-o', 'table'])
     expect(r.code).toBe(2)
     expect(r.stderr.split('\n')[0]).toBe('Error: -o/--output "table": expected one of json, yaml')
   })
@@ -84,7 +85,7 @@ describe.concurrent('meshvm version (as istioctl version --remote=false)', () =>
 
 describe.concurrent('suggested command lines', () => {
   it("keep the user's --context, --kubeconfig and -n", async () => {
-    const r = await runCli(['war', 'describe', 'x', '--bogus', '--context', 'c2', '-n', 'apps', '--kubeconfig', '/nonexistent/kubeconfig'])
+    const r = await runCommand(['war', 'describe', 'x', '--bogus', '--context', 'c2', '-n', 'apps', '--kubeconfig', '/nonexistent/kubeconfig'])
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('Hint: see meshvm war describe --kubeconfig /nonexistent/kubeconfig --context c2 -n apps --help for the flags this command takes')
   })
@@ -119,7 +120,7 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
     [['war', 'list'], 'mainframe-gw-192.168.10.21'],
     [['precheck'], 'payments'],
   ])('%j -n "" is %j without -n', async (args, expected) => {
-    const [plain, empty, equals] = await Promise.all([runCli(args, {env}), runCli([...args, '-n', ''], {env}), runCli([...args, '--namespace='], {env})])
+    const [plain, empty, equals] = await Promise.all([runCommand(args, {env}), runCommand([...args, '-n', ''], {env}), runCommand([...args, '--namespace='], {env})])
     expect(plain.stdout + plain.stderr).toContain(expected)
     expect(ageless(empty.stdout)).toBe(ageless(plain.stdout))
     expect(ageless(empty.stderr)).toBe(ageless(plain.stderr))
@@ -131,7 +132,7 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
     [['war', 'list', '-l', '', '-o', '', '--sort-by', '', '-L', '', '--context', '', '--kubeconfig', '', '-r', '', '--request-timeout', '']],
     [['war', 'list', '-i', '']],
   ])('%j: the defaults of kubectl and istioctl', async (args) => {
-    const [plain, empty] = await Promise.all([runCli(['war', 'list'], {env}), runCli(args, {env})])
+    const [plain, empty] = await Promise.all([runCommand(['war', 'list'], {env}), runCommand(args, {env})])
     expect(empty.code, empty.stderr).toBe(0)
     expect(ageless(empty.stdout)).toBe(ageless(plain.stdout))
   })
@@ -141,7 +142,7 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
     [['proxy-status', '--vms', '-o', 'json', '--sort-by', 'nope'], `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`],
     [['war', 'list', '--sort-by', '{.metadata.name'], `--sort-by "{.metadata.name": unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'`],
   ])('%j: --sort-by is refused as kubectl refuses it', async (args, message) => {
-    const r = await runCli(args, {env})
+    const r = await runCommand(args, {env})
     expect([r.code, r.stdout]).toEqual([2, ''])
     expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
   })
@@ -153,7 +154,7 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
     [['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--network', ''], '--network "": must not be empty; give a value, or leave the flag out'],
     [['create-remote-secret', '--output-file', ''], '--output-file "": must not be empty; give a value, or leave the flag out'],
   ])('%j: a usage error naming the flag', async (args, message) => {
-    const r = await runCli(args, {env})
+    const r = await runCommand(args, {env})
     expect(r.code).toBe(2)
     expect(r.stderr.split('\n')[0]).toBe(`Error: ${message}`)
     expect(r.stderr).not.toMatch(STACK_TRACE)
@@ -169,7 +170,7 @@ describe.concurrent("one style for every usage error, meshvm's (issue 27)", () =
     [['war', 'reconcile', '--fix', '--dry-run=client'], ['Error: --fix and --dry-run=client cannot be combined: give one of them', 'Hint: see meshvm war reconcile --help for the flags this command takes']],
     [['proxy-status', 'a', 'b'], ['Error: Unexpected argument: b', 'Hint: see meshvm proxy-status --help for the arguments this command takes']],
   ])('%j', async (args, lines) => {
-    const r = await runCli(args, {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
+    const r = await runCommand(args, {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
     expect(r.code).toBe(2)
     expect(r.stdout).toBe('')
     expect(r.stderr).toBe(lines.join('\n') + '\n')

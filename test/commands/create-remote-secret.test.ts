@@ -11,7 +11,8 @@ import {join} from 'node:path'
 import {spawn} from '@lydell/node-pty'
 import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
-import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {BIN, REPO_ROOT, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {waitUntil} from '../helpers/spawn.js'
@@ -39,7 +40,7 @@ const runs: {args: string[]; result: CliResult}[] = []
 const tokensSeen = new Set<string>()
 
 async function meshvm(cluster: TestCluster, args: string[], options: {env?: Record<string, string>; timeoutMs?: number} = {}): Promise<CliResult> {
-  const result = await runCli(['create-remote-secret', ...args], {env: {...cluster.env, ...options.env}, stdoutMayHoldSecrets: true, timeoutMs: options.timeoutMs ?? 30_000})
+  const result = await runCommand(['create-remote-secret', ...args], {env: {...cluster.env, ...options.env}, stdoutMayHoldSecrets: true, timeoutMs: options.timeoutMs ?? 30_000})
   runs.push({args, result})
   for (const t of tokensIn(cluster)) tokensSeen.add(t)
   return result

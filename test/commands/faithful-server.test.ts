@@ -11,7 +11,9 @@ import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
+import {BIN, REPO_ROOT, STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
+import {waitUntil} from '../helpers/spawn.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {resourceKey} from '../cluster/index.js'
 
@@ -22,7 +24,7 @@ const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 
 let cluster: TestCluster
 let dir: string
-const meshvm = (args: string[]) => runCli(args, {env: cluster.env})
+const meshvm = (args: string[]) => runCommand(args, {env: cluster.env})
 
 beforeAll(async () => {
   cluster = await startCluster()
@@ -101,7 +103,7 @@ describe('create-remote-secret: the same server-side apply path', () => {
     const file = join(dir, 'helm-role.yaml')
     writeFileSync(file, `apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ${role}\nrules:\n- apiGroups: ['']\n  resources: [pods]\n  verbs: [get]\n`)
     expect((await kubectl(cluster, ['apply', '--server-side', '--field-manager=helm', '-f', file])).code).toBe(0)
-    const res = await runCli(['create-remote-secret', '-n', ns], {env: cluster.env, stdoutMayHoldSecrets: true})
+    const res = await runCommand(['create-remote-secret', '-n', ns], {env: cluster.env, stdoutMayHoldSecrets: true})
     expect(res.code, res.stderr).toBe(0)
     expect(res.stderr).toContain(`clusterrole.rbac.authorization.k8s.io/${role} exists and is managed by another tool with different content; left unchanged`)
     expect(cluster.store.get('rbac.authorization.k8s.io/clusterroles', undefined, role)?.rules).toEqual([{apiGroups: [''], resources: ['pods'], verbs: ['get']}])
@@ -129,7 +131,10 @@ describe('war prune and war list --watch', () => {
     const res = await running
     remove()
     expect(res.code, res.stderr).toBe(0)
-    expect(cluster.requests.find((r) => r.method === 'DELETE' && r.path === path)?.status).toBe(409)
+    // The command (run in this process) can read the answer before the server's 'finish' records it.
+    const deleted = cluster.requests.find((r) => r.method === 'DELETE' && r.path === path)!
+    await waitUntil(() => deleted.status !== 0, 'the DELETE to be answered')
+    expect(deleted.status).toBe(409)
     expect(res.stderr).toContain('Kept workloadautoregistration.runtime.onboarding.tetrate.io "flaky": its agent reconnected.')
     expect(cluster.store.get(WAR_KEY, ns, 'flaky')).toBeDefined()
   })

@@ -8,12 +8,13 @@ import {join} from 'node:path'
 import {rmSync} from 'node:fs'
 import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {parse, parseAllDocuments} from 'yaml'
-import {runCli, REPO_ROOT, STACK_TRACE} from '../helpers/cli.js'
+import {REPO_ROOT, STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 
 let cluster: TestCluster
 const tmp = () => mkdtempSync(join(tmpdir(), 'meshvm-onboard-'))
-const meshvm = (args: string[], env: Record<string, string> = {}) => runCli(args, {env: {...cluster.env, ...env}})
+const meshvm = (args: string[], env: Record<string, string> = {}) => runCommand(args, {env: {...cluster.env, ...env}})
 const WG = 'networking.istio.io/workloadgroups'
 
 beforeEach(async () => {
@@ -242,7 +243,7 @@ describe('onboard conventions against a cluster (issue 18)', () => {
   })
 
   it('--bundle DIR without --apply prints the manifests, warns that the group is not in the cluster, and reports whole file names', async () => {
-    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--bundle', './web-vm'], {env: cluster.env, cwd: work})
+    const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--bundle', './web-vm'], {env: cluster.env, cwd: work})
     expect(res.code, res.stderr).toBe(0)
     expect(parseAllDocuments(res.stdout).map((d) => (d.toJS() as {kind: string}).kind)).toEqual(['WorkloadGroup', 'Service'])
     expect(res.stderr).toContain('Warning: WorkloadGroup apps/web is not in the cluster: the VM cannot join until it is applied')

@@ -10,7 +10,8 @@ import {compileCelRule} from '../cluster/cel.js'
 import {ISTIO_CRDS} from '../cluster/index.js'
 import {dns1035Label, labelValue, qualifiedName} from '../../src/lib/validation/kube.js'
 import {expectDirMatchesGolden, expectMatchesGoldenFile} from '../helpers/golden.js'
-import {REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
+import {REPO_ROOT, STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 
 const GOLDEN = join(REPO_ROOT, 'test/golden/onboard')
 
@@ -72,7 +73,7 @@ describe.concurrent('meshvm onboard: golden matrix', () => {
   for (const [name, args] of Object.entries(CASES)) {
     it(name, async () => {
       const dir = join(work, name)
-      const files = await runCli(['onboard', ...args, '--output-dir', dir])
+      const files = await runCommand(['onboard', ...args, '--output-dir', dir])
       expect(files.stderr).not.toMatch(STACK_TRACE)
       expect(files.code, files.stderr).toBe(0)
       expect(files.stdout).toBe('')
@@ -80,7 +81,7 @@ describe.concurrent('meshvm onboard: golden matrix', () => {
       expectDirMatchesGolden(dir, join(GOLDEN, name))
 
       // Printing and writing produce the same objects, in the same order.
-      const printed = await runCli(['onboard', ...args])
+      const printed = await runCommand(['onboard', ...args])
       expect(printed.code, printed.stderr).toBe(0)
       const fromFiles = readdirSync(dir).filter((f) => f !== 'kustomization.yaml').sort().map((f) => readFileSync(join(dir, f), 'utf8'))
       expect(printed.stdout).toBe(fromFiles.join('---\n'))
@@ -108,7 +109,7 @@ describe.concurrent('meshvm onboard: golden matrix', () => {
 describe.concurrent('meshvm onboard: output formats', () => {
   const args = ['web', '-n', 'apps', '-p', 'http=8080', '--probe-http', '8080/healthz']
   it('-o yaml prints a kubectl List', async () => {
-    const r = await runCli(['onboard', ...args, '-o', 'yaml'])
+    const r = await runCommand(['onboard', ...args, '-o', 'yaml'])
     expect(r.code).toBe(0)
     expectMatchesGoldenFile(r.stdout, join(GOLDEN, 'formats/list.yaml'))
     const list = parse(r.stdout)
@@ -116,31 +117,31 @@ describe.concurrent('meshvm onboard: output formats', () => {
     expect(list.items.map((i: {kind: string}) => i.kind)).toEqual(['WorkloadGroup', 'Service'])
   })
   it('-o json prints the same List as JSON', async () => {
-    const [j, y] = await Promise.all([runCli(['onboard', ...args, '-o', 'json']), runCli(['onboard', ...args, '-o', 'yaml'])])
+    const [j, y] = await Promise.all([runCommand(['onboard', ...args, '-o', 'json']), runCommand(['onboard', ...args, '-o', 'yaml'])])
     expect(j.code).toBe(0)
     expectMatchesGoldenFile(j.stdout, join(GOLDEN, 'formats/list.json'))
     expect(JSON.parse(j.stdout)).toEqual(parse(y.stdout))
   })
   it('-o name prints kind.group/name', async () => {
-    const r = await runCli(['onboard', ...args, '-o', 'name', '--create-namespace'])
+    const r = await runCommand(['onboard', ...args, '-o', 'name', '--create-namespace'])
     expect(r.stdout).toBe('namespace/apps\nworkloadgroup.networking.istio.io/web\nservice/web\n')
   })
   it('the default YAML stream has no leading separator and ends with a newline', async () => {
-    const r = await runCli(['onboard', ...args])
+    const r = await runCommand(['onboard', ...args])
     expect(r.stdout.startsWith('apiVersion: networking.istio.io/v1\n')).toBe(true)
     expect(r.stdout.endsWith('\n')).toBe(true)
     expect(r.stdout.split('\n---\n')).toHaveLength(2)
   })
   it('is deterministic: flag order does not change the output', async () => {
-    const a = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-l', 'b=2', '-l', 'a=1', '-a', 'y=1', '-a', 'x=2'])
-    const b = await runCli(['onboard', '-a', 'x=2', '-l', 'a=1', '-a', 'y=1', 'web', '-p', 'http=8080', '-l', 'b=2', '-n', 'apps'])
+    const a = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-l', 'b=2', '-l', 'a=1', '-a', 'y=1', '-a', 'x=2'])
+    const b = await runCommand(['onboard', '-a', 'x=2', '-l', 'a=1', '-a', 'y=1', 'web', '-p', 'http=8080', '-l', 'b=2', '-n', 'apps'])
     expect(a.code).toBe(0)
     expect(a.stdout).toBe(b.stdout)
   })
   it('overwrites its own files in an existing directory and leaves other files alone', async () => {
     const dir = join(work, 'rerun')
-    await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', dir])
-    const second = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=9090', '-d', dir])
+    await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', dir])
+    const second = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=9090', '-d', dir])
     expect(second.code).toBe(0)
     expect(readFileSync(join(dir, '02-service.yaml'), 'utf8')).toContain('port: 9090')
     expect(readdirSync(dir).filter((f) => f.includes('.tmp'))).toEqual([])
@@ -215,7 +216,7 @@ const wgFile = (name: string, text: string): string => {
 describe.concurrent('meshvm onboard -f', () => {
   it('derives the Service from a WorkloadGroup file and keeps the file as the group', async () => {
     const file = wgFile('ok.yaml', 'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: web, namespace: apps}\nspec:\n  metadata: {labels: {app: web}}\n  template: {ports: {http: 8080}, serviceAccount: web-vm}\n')
-    const r = await runCli(['onboard', '-f', file])
+    const r = await runCommand(['onboard', '-f', file])
     expect(r.code, r.stderr).toBe(0)
     const [wg, svc] = objectsOf(r.stdout) as {kind: string; spec: Record<string, unknown>; metadata: {name: string}}[]
     expect(wg!.spec).toEqual({metadata: {labels: {app: 'web'}}, template: {ports: {http: 8080}, serviceAccount: 'web-vm'}})
@@ -239,7 +240,7 @@ describe.concurrent('meshvm onboard -f', () => {
     }
     const name = args[1]!
     const path = files[name] ? wgFile(name, files[name]) : name
-    const r = await runCli(['onboard', ...args.map((a) => (a === name ? path : a))])
+    const r = await runCommand(['onboard', ...args.map((a) => (a === name ? path : a))])
     expect(r.code).toBe(2)
     expect(r.stderr.split('\n')[0]).toBe(message.replace('FILE', path))
     expect(r.stderr).not.toMatch(STACK_TRACE)
@@ -253,7 +254,7 @@ describe.concurrent('meshvm onboard: bad input', () => {
   for (const [title, args, message] of BAD) {
     it(title, async () => {
       const dir = join(work, 'bad', title.replace(/\W+/g, '-'))
-      const r = await runCli(['onboard', ...args, '-d', dir])
+      const r = await runCommand(['onboard', ...args, '-d', dir])
       expect(r.code).toBe(2)
       expect(r.stdout).toBe('')
       expect(r.stderr.split('\n')[0]).toBe(message)
@@ -266,7 +267,7 @@ describe.concurrent('meshvm onboard: bad input', () => {
 describe.concurrent('meshvm onboard: every problem of the invocation at once, one line each (issue 27)', () => {
   it('flags, ports, probe, output and bundle problems together, then the hints', async () => {
     const dir = join(work, 'bad', 'all-at-once')
-    const r = await runCli([
+    const r = await runCommand([
       'onboard', 'Web', '-p', 'x=99999', '-p', 'http=80/FOO', '--weight', '-1', '--locality', 'us//a', '-l', 'app=a b',
       '--probe-tcp', 'abc', '--probe-period', '0', '-o', 'table', '--token-duration', '1m', '--bundle', join(dir, 'bundle'),
       '--host', 'db.example.com', '-d', dir,

@@ -2,11 +2,11 @@
  * Integration: `meshvm precheck` against the test API server, one test per failing check.
  */
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {runCli} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 
 let cluster: TestCluster
-const meshvm = (args: string[], env: Record<string, string> = {}) => runCli(['precheck', ...args], {env: {...cluster.env, ...env}})
+const meshvm = (args: string[], env: Record<string, string> = {}) => runCommand(['precheck', ...args], {env: {...cluster.env, ...env}})
 
 interface Check {
   check: string
@@ -24,7 +24,7 @@ async function checks(args: string[] = ['web', '-n', 'apps'], env: Record<string
 beforeEach(async () => {
   cluster = await startCluster()
   cluster.mesh.watchNamespace('apps')
-  const onboard = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-s', 'web-vm', '--create-service-account', '--apply'], {env: cluster.env})
+  const onboard = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-s', 'web-vm', '--create-service-account', '--apply'], {env: cluster.env})
   expect(onboard.code).toBe(0)
 })
 afterEach(() => cluster?.stop())

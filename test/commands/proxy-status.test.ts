@@ -14,6 +14,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {stripAnsi} from '../../src/lib/errors.js'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {runCommand} from '../helpers/in-process.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {kubeconfigYaml} from '../cluster/index.js'
 import {DEMO_ISTIODS, seedDemoMesh, startDemoVmPlane} from '../cluster/demo-mesh.js'
@@ -24,7 +25,7 @@ const GOLDEN = fileURLToPath(new URL('../golden/proxy-status/', import.meta.url)
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 
 function ps(c: TestCluster | {env: Record<string, string>}, args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  return runCli(['proxy-status', ...args], {env: {...c.env, ...env}})
+  return runCommand(['proxy-status', ...args], {env: {...c.env, ...env}})
 }
 
 /** Ages in status cells → `(AGE)`; the column widths stay those of the real ages. */

@@ -8,7 +8,8 @@
  */
 import {execFile} from 'node:child_process'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {installClusterz} from '../cluster/clusterz.js'
@@ -22,7 +23,7 @@ const NS = 'istio-system'
 const REMOTE = 'istio-remote-secret-west'
 
 function meshvm(args: string[]): Promise<CliResult> {
-  return runCli(args, {env, timeoutMs: 60_000})
+  return runCommand(args, {env, timeoutMs: 60_000})
 }
 
 function kubeconfigIn(cluster: TestCluster, name: string): string {

@@ -13,7 +13,8 @@ import type {AddressInfo} from 'node:net'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {AutoRegistration, TUNNEL_LABEL, type ProxyInfo} from '../cluster/autoregistration.js'
 import {resourceKey, type KubeObj} from '../cluster/index.js'
-import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 
 const NS = 'amb'
@@ -33,7 +34,7 @@ let away = 0
 let mostAway = 0
 const restarts: string[] = []
 
-const meshvm = (args: string[]) => runCli(args, {env: cluster.env, timeoutMs: 60_000})
+const meshvm = (args: string[]) => runCommand(args, {env: cluster.env, timeoutMs: 60_000})
 const entry = (name: string): KubeObj | undefined => cluster.store.get(WE, NS, name)
 const labelOf = (name: string) => entry(name)?.metadata.labels?.[TUNNEL_LABEL]
 

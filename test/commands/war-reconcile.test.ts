@@ -6,7 +6,8 @@
  * an entry of a deleted group, a WAR whose entry is gone, a stale WAR snapshot.
  */
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {resourceKey} from '../cluster/index.js'
 import {KubeClient} from '../../src/lib/kube/client.js'
@@ -29,7 +30,7 @@ const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
 const WE_KEY = resourceKey('networking.istio.io', 'workloadentries')
 
 function meshvm(args: string[]): Promise<CliResult> {
-  return runCli(['war', 'reconcile', ...args], {env, timeoutMs: 60_000})
+  return runCommand(['war', 'reconcile', ...args], {env, timeoutMs: 60_000})
 }
 
 const group = (name: string, namespace: string) => ({
@@ -197,7 +198,7 @@ describe.sequential('war reconcile with a simulated VM', () => {
     plane = new VmPlane({store: east.store, pki: testPki(), mesh: east.mesh, autoregistration: {gracePeriodMs: 600_000}})
     await plane.start()
     const bundle = join(mkdtempSync(join(east.dir, 'vm-')), 'web')
-    const on = await runCli(['onboard', 'web', '-n', 'vmapps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'], {env: east.env, timeoutMs: 60_000})
+    const on = await runCommand(['onboard', 'web', '-n', 'vmapps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'], {env: east.env, timeoutMs: 60_000})
     expect(on.code, on.stderr).toBe(0)
     const vm = startVm(bundle, {address: '10.9.0.5', hostname: 'vm-9'})
     vms.push(vm)

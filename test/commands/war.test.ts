@@ -15,7 +15,8 @@ import {asList, renderData} from '../../src/lib/output/render.js'
 import {renderTable, type Column} from '../../src/lib/output/table.js'
 import {displayWidth} from '../../src/lib/output/width.js'
 import {ISTIO_CRDS, resourceKey, type KubeObj} from '../cluster/index.js'
-import {BIN, REPO_ROOT, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {BIN, REPO_ROOT, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 import {logRun} from '../helpers/secrets.js'
@@ -153,7 +154,7 @@ const DISCONNECTED = `${RATINGS}0c7d8e9f`
 
 describe.concurrent('meshvm war list / describe', () => {
   let cluster: TestCluster
-  const meshvm = (args: string[], env: Record<string, string> = {}) => runCli(['war', ...args], {env: {...cluster.env, ...env}})
+  const meshvm = (args: string[], env: Record<string, string> = {}) => runCommand(['war', ...args], {env: {...cluster.env, ...env}})
 
   beforeAll(async () => {
     cluster = await startCluster()
@@ -285,7 +286,7 @@ describe.concurrent('meshvm war list / describe', () => {
     [['list', '-o', 'tabel'], 'Error: -o/--output "tabel": expected one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…'],
   ])('bad output or selector flags are usage errors before any request: %j', async (args, first) => {
     // No cluster to reach: the flags are checked before the kubeconfig is even read.
-    const res = await runCli(['war', ...args], {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
+    const res = await runCommand(['war', ...args], {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
     expectCleanFailure(res, 2, first)
   })
 
@@ -390,7 +391,7 @@ describe.concurrent('meshvm war list / describe', () => {
 
 describe('meshvm war list: paging', () => {
   let cluster: TestCluster
-  const meshvm = (args: string[]) => runCli(['war', ...args], {env: cluster.env})
+  const meshvm = (args: string[]) => runCommand(['war', ...args], {env: cluster.env})
   const minimalWar = (namespace: string, name: string, connected: boolean): KubeObj => ({
     apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
     kind: 'WorkloadAutoRegistration',
@@ -470,7 +471,7 @@ describe('meshvm war list: paging', () => {
 
   it('lists 10,000 registrations in pages of --chunk-size (default 500)', async () => {
     const before = listRequests('big').length
-    const res = await runCli(['war', 'list', '-n', 'big', '--source', 'war'], {env: cluster.env, timeoutMs: 60_000})
+    const res = await runCommand(['war', 'list', '-n', 'big', '--source', 'war'], {env: cluster.env, timeoutMs: 60_000})
     expect(res.code, res.stderr).toBe(0)
     const lines = res.stdout.trimEnd().split('\n')
     expect(lines).toHaveLength(10_001)
@@ -505,7 +506,7 @@ describe('meshvm war list: paging', () => {
 
 describe('meshvm war list -A: one table of both kinds, ordered by namespace, then name', () => {
   let cluster: TestCluster
-  const meshvm = (args: string[]) => runCli(['war', 'list', '-A', ...args], {env: cluster.env})
+  const meshvm = (args: string[]) => runCommand(['war', 'list', '-A', ...args], {env: cluster.env})
   const WE_PATH = '/apis/networking.istio.io/v1/workloadentries'
   const owner = {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'g', uid: '00000000-0000-0000-0000-0000000000a1', controller: true}
   const war = (namespace: string, name: string, o: {labels?: Record<string, string>; agent?: string; sidecar?: string} = {}): void => {
@@ -654,7 +655,7 @@ describe('meshvm war list -A: one table of both kinds, ordered by namespace, the
 
 describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () => {
   let cluster: TestCluster
-  const meshvm = (args: string[]) => runCli(['war', ...args], {env: cluster.env})
+  const meshvm = (args: string[]) => runCommand(['war', ...args], {env: cluster.env})
   const NOTE = 'Note: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: only auto-registered WorkloadEntries are shown.'
 
   beforeAll(async () => {
@@ -709,7 +710,7 @@ describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () =>
 
 describe('meshvm war delete / rollout / prune', () => {
   let cluster: TestCluster
-  const meshvm = (args: string[], timeoutMs?: number) => runCli(['war', ...args], {env: cluster.env, timeoutMs})
+  const meshvm = (args: string[], timeoutMs?: number) => runCommand(['war', ...args], {env: cluster.env, timeoutMs})
   /** What the simulated agents do after their WAR is deleted, by `namespace/name` (default: come back). */
   const agents = new Map<string, 'never' | 'unhealthy'>()
   const addresses = new Map<string, string>()
@@ -914,7 +915,7 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(names.map((n) => war('roll-srv', n)!.metadata.uid)).toEqual(uids)
       // Without the delete verb, the server dry run says so (exit 5); the client one cannot know.
       const token = cluster.addUser('rollout-dry-reader', {rules: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']}]})
-      const ro = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      const ro = await runCommand(['war', 'rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expectCleanFailure(ro, 5, /^Error: server dry run of workloadgroup roll-srv\/ratings \(generation 1\): the API server refused to delete WorkloadAutoRegistration .*forbidden: missing permission to delete workloadautoregistrations/m)
       const bad = await meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=maybe'])
       expect(bad.code).toBe(2)
@@ -1008,7 +1009,7 @@ describe('meshvm war delete / rollout / prune', () => {
           {verbs: ['create', 'get', 'update'], apiGroups: ['coordination.k8s.io'], resources: ['leases']},
         ],
       })
-      const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-ro'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      const res = await runCommand(['war', 'rollout', 'ratings', '-n', 'roll-ro'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expectCleanFailure(res, 5, /^Rolling out workloadgroup roll-ro\/ratings/)
       expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-ro/ratings (generation 1) stopped: could not delete ${a}: forbidden: missing permission to delete workloadautoregistrations.runtime.onboarding.tetrate.io in namespace "roll-ro"`)
       expect(res.stdout).toMatch(new RegExp(`^${a} +failed +- +delete failed: forbidden`, 'm'))
@@ -1029,7 +1030,7 @@ describe('meshvm war delete / rollout / prune', () => {
           {verbs: ['patch', 'update'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']},
         ],
       })
-      const res = await runCli(['war', 'rollout', 'ratings', '-n', 'roll-nolease'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      const res = await runCommand(['war', 'rollout', 'ratings', '-n', 'roll-nolease'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expectCleanFailure(res, 5, /^Error: rollout of workloadgroup roll-nolease\/ratings \(generation 1\) stopped before deleting anything: could not take its lease/)
       expect(res.stderr).toContain(
         `Error: rollout of workloadgroup roll-nolease/ratings (generation 1) stopped before deleting anything: could not take its lease (lease roll-nolease/${LEASE_NAME}): forbidden: missing permission to create leases.coordination.k8s.io in namespace "roll-nolease"\n`,
@@ -1216,7 +1217,7 @@ describe('meshvm war delete / rollout / prune', () => {
       )
       // Someone who may read WorkloadGroups and WARs but not leases: the plan, and what it cannot see.
       const token = cluster.addUser('rollout-no-lease-read', {rules: [{verbs: ['get', 'list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io', ''], resources: ['*']}]})
-      const dry = await runCli(['war', 'rollout', 'ratings', '-n', ns, '--dry-run'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
+      const dry = await runCommand(['war', 'rollout', 'ratings', '-n', ns, '--dry-run'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expect(dry.code, dry.stderr).toBe(0)
       expect(dry.stderr).toMatch(/^Warning: forbidden: missing permission to get leases\.coordination\.k8s\.io in namespace "roll-legacy".*: registrations an earlier rollout deleted and that are not back yet are not shown$/m)
       expect(dry.stdout).toContain(stale)

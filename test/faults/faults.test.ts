@@ -13,7 +13,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import forge from 'node-forge'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {kubeconfigYaml, WAR_CRD, ISTIO_CRDS} from '../cluster/index.js'
 import type {FaultRule} from '../cluster/index.js'
@@ -68,7 +69,7 @@ const transient: {name: string; rule: Omit<FaultRule, 'path' | 'method'>; args?:
 ]
 
 async function meshvm(args: string[], options: {env?: Record<string, string>; stdoutMayHoldSecrets?: boolean; timeoutMs?: number} = {}) {
-  return runCli(args, {env: {...cluster.env, ...ENV, ...options.env}, stdoutMayHoldSecrets: options.stdoutMayHoldSecrets, timeoutMs: options.timeoutMs})
+  return runCommand(args, {env: {...cluster.env, ...ENV, ...options.env}, stdoutMayHoldSecrets: options.stdoutMayHoldSecrets, timeoutMs: options.timeoutMs})
 }
 
 function expectCleanError(res: {code: number; stderr: string}, code: number, pattern: RegExp): void {
@@ -84,7 +85,7 @@ function expectCleanError(res: {code: number; stderr: string}, code: number, pat
 beforeAll(async () => {
   cluster = await startCluster()
   cluster.mesh.watchNamespace('apps')
-  const setup = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})
+  const setup = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})
   expect(setup.code).toBe(0)
   for (let i = 1; i <= 3; i++) cluster.mesh.addVm({name: `web-vm-${i}`, namespace: 'apps', group: 'web', address: `10.0.0.${i}`, connectedTo: 'istiod-7d4b9c6f8-x2k9p', healthy: true, source: 'war'})
   cluster.mesh.addPod({name: 'api-7d9f-x1', namespace: 'apps', istiod: 'istiod-7d4b9c6f8-x2k9p'})
@@ -234,12 +235,12 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
     const noWar = await startCluster({crdFiles: [ISTIO_CRDS]})
     try {
       // The group exists, so the only thing missing for a rollout is the CRD.
-      expect((await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--create-namespace', '--apply'], {env: noWar.env})).code).toBe(0)
-      const list = await runCli(['war', 'list', '-A'], {env: {...noWar.env, ...ENV}})
+      expect((await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--create-namespace', '--apply'], {env: noWar.env})).code).toBe(0)
+      const list = await runCommand(['war', 'list', '-A'], {env: {...noWar.env, ...ENV}})
       expect(list.code).toBe(0)
       expect(list.stderr).toMatch(/WorkloadAutoRegistration|CRD/)
       // Without the CRD, the group's registrations are its auto-registered WorkloadEntries (none here).
-      const rollout = await runCli(['war', 'rollout', 'web', '-n', 'apps'], {env: {...noWar.env, ...ENV}})
+      const rollout = await runCommand(['war', 'rollout', 'web', '-n', 'apps'], {env: {...noWar.env, ...ENV}})
       expect(rollout.code, rollout.stderr).toBe(0)
       expect(rollout.stderr).not.toMatch(STACK_TRACE)
       expect(rollout.stderr).toContain('Note: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: only auto-registered WorkloadEntries are rolled out.')

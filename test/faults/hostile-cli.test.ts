@@ -10,6 +10,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {testPki} from '../cluster/pki.js'
 import {logFault} from './hostile.js'
@@ -55,7 +56,7 @@ describe('crashes: hostile -f files are usage errors', () => {
     it(`-f with ${what}`, async () => {
       logFault('crashes', `-f with ${what}`, 'onboard -f')
       const path = file(`${what.replace(/\W+/g, '-')}.yaml`, text)
-      const res = await runCli(['onboard', '-f', path, '-o', 'yaml'])
+      const res = await runCommand(['onboard', '-f', path, '-o', 'yaml'])
       expectOneLine(res, 2, message)
       expect(res.stdout).toBe('')
     })
@@ -66,22 +67,22 @@ describe('crashes: hostile -f files are usage errors', () => {
     const yaml = file('deep.yaml', 'a: ' + '['.repeat(100_000) + ']'.repeat(100_000) + '\n')
     const json = file('deep.json', '{"kind":"WorkloadGroup","metadata":{"name":"web","namespace":"apps"},"spec":' + '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000) + '}')
     for (const [path, format] of [[yaml, 'json'], [json, 'yaml']] as const) {
-      const res = await runCli(['onboard', '-f', path, '-o', format])
+      const res = await runCommand(['onboard', '-f', path, '-o', format])
       expectOneLine(res, 2, /^Error: \S+deep\.(yaml|json)/)
     }
   })
 
   it('-f /dev/zero and a file past the documented 4 MiB limit', async () => {
     logFault('hangs and limits', '-f /dev/zero', 'onboard -f')
-    expectOneLine(await runCli(['onboard', '-f', '/dev/zero']), 2, 'Error: -f "/dev/zero": larger than 4 MiB; a WorkloadGroup manifest is a few KiB')
+    expectOneLine(await runCommand(['onboard', '-f', '/dev/zero']), 2, 'Error: -f "/dev/zero": larger than 4 MiB; a WorkloadGroup manifest is a few KiB')
     const big = file('big.yaml', WG('{name: web, namespace: apps}') + '#' + 'x'.repeat(5 * 1024 * 1024) + '\n')
-    expectOneLine(await runCli(['onboard', '-f', big]), 2, `Error: -f ${JSON.stringify(big)}: larger than 4 MiB; a WorkloadGroup manifest is a few KiB`)
+    expectOneLine(await runCommand(['onboard', '-f', big]), 2, `Error: -f ${JSON.stringify(big)}: larger than 4 MiB; a WorkloadGroup manifest is a few KiB`)
   })
 
   it('--probe-header rejects CR, LF and control characters', async () => {
     logFault('secrets and terminals', '--probe-header with CR/LF', 'onboard')
     for (const [header, shown] of [['Host:a\r\nX-Evil: 1', 'Host:a\\r\\nX-Evil: 1'], ['Host:a\u001b[2J', 'Host:a\\u001b[2J'], ['X:\u0001', 'X:\\u0001']]) {
-      const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--probe-http', '8080/healthz', '--probe-header', header!])
+      const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--probe-http', '8080/healthz', '--probe-header', header!])
       expectOneLine(res, 2, `Error: --probe-header "${shown}": header values must not contain CR, LF or other control characters`)
     }
   })
@@ -91,11 +92,11 @@ describe('hangs and limits: durations and credential plugins', () => {
   it('a --request-timeout beyond Node\'s timer limit is a usage error, not a timer that fires at once', async () => {
     logFault('hangs and limits', '--request-timeout past 24.8 days', 'war list')
     for (const value of ['9999999h', '600h', '0s', 'soon']) {
-      const res = await runCli(['war', 'list', '-A', '--request-timeout', value], {env: cluster.env})
+      const res = await runCommand(['war', 'list', '-A', '--request-timeout', value], {env: cluster.env})
       expect(res.stderr).not.toContain('TimeoutOverflowWarning')
       expectOneLine(res, 2, `Error: --request-timeout "${value}": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)`)
     }
-    const longest = await runCli(['war', 'list', '-A', '--request-timeout', '596h'], {env: cluster.env})
+    const longest = await runCommand(['war', 'list', '-A', '--request-timeout', '596h'], {env: cluster.env})
     expect(longest.stderr).not.toContain('TimeoutOverflowWarning')
     expect(longest.code, longest.stderr).toBe(0)
   })
@@ -116,7 +117,7 @@ describe('hangs and limits: durations and credential plugins', () => {
     // One typed flag for every duration: checked while parsing, before any request.
     const flag = words[words.length - 1]
     for (const value of ['600h', 'soon', '-1s']) {
-      const res = await runCli([...words, value], {env: cluster.env})
+      const res = await runCommand([...words, value], {env: cluster.env})
       expect(res.stderr).not.toContain('TimeoutOverflowWarning')
       expectOneLine(res, 2, `Error: ${flag} "${value}": expected a duration such as 10s, 1m or 500ms${zeroAllowed ? ' (0 allowed)' : ''}, at most 596h (24.8 days)`)
     }
@@ -132,6 +133,7 @@ describe('hangs and limits: durations and credential plugins', () => {
       'contexts: [{name: c, context: {cluster: c, user: u}}]', 'current-context: c',
       'users:', '- name: u', '  user:', '    exec:', '      apiVersion: client.authentication.k8s.io/v1', `      command: ${plugin}`, '      interactiveMode: Never', '',
     ].join('\n'))
+    // A process: the plugin inherits meshvm's own stderr file descriptor.
     const res = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfig, MESHVM_EXEC_TIMEOUT: '1s'}})
     expect(res.stderr.split('\n')[0]).toBe('open https://login.example/device and enter ABCD-EFGH')
     expectOneLine(res, 5, `Error: cannot get credentials for context "c": the credential plugin (exec: ${plugin}) did not finish within 1s and was stopped`)
@@ -143,7 +145,7 @@ describe('kubectl compatibility: kubeconfig files', () => {
     logFault('kubectl compatibility', 'empty file in KUBECONFIG', 'war list')
     const empty = file('empty.config', '')
     const comments = file('comments.config', '# nothing here yet\n\n')
-    const res = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: [empty, comments, cluster.kubeconfigPath].join(':')}})
+    const res = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: [empty, comments, cluster.kubeconfigPath].join(':')}})
     expect(res.code, res.stderr).toBe(0)
   })
 
@@ -158,10 +160,10 @@ describe('kubectl compatibility: kubeconfig files', () => {
       `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
       'contexts: [{name: c, context: {cluster: c, user: u}}]', 'current-context: c', 'users:', '- name: u', '  user:', ...userLines.map((l) => `    ${l}`), '',
     ].join('\n'))
-    const missing = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: config([`client-certificate: ${join(work, 'nope.crt')}`, `client-key: ${key}`])}})
+    const missing = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: config([`client-certificate: ${join(work, 'nope.crt')}`, `client-key: ${key}`])}})
     expectOneLine(missing, 2, `Error: context "c": client-certificate ${join(work, 'nope.crt')}: file not found`)
     expect(missing.stderr).toMatch(/^Hint: fix the client-certificate path in the kubeconfig/m)
-    const mismatched = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: config([`client-certificate: ${cert}`, `client-key: ${key}`])}})
+    const mismatched = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: config([`client-certificate: ${cert}`, `client-key: ${key}`])}})
     expectOneLine(mismatched, 2, `Error: context "c": the client key (${key}) does not belong to the client certificate (${cert})`)
   })
 })
@@ -170,7 +172,7 @@ describe('false success and terminals through the test cluster', () => {
   it('onboard --apply answered with a redirect is never "created"', async () => {
     logFault('false success', '307 on onboard --apply', 'onboard --apply')
     const remove = cluster.faults.add({method: 'PATCH', path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', status: 307})
-    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: {...cluster.env, MESHVM_RETRY_BASE_MS: '5'}})
+    const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: {...cluster.env, MESHVM_RETRY_BASE_MS: '5'}})
     remove()
     expect(res.stdout + res.stderr).not.toMatch(/workloadgroup\.networking\.istio\.io\/web (created|configured)/)
     expect(res.code).not.toBe(0)
@@ -181,7 +183,7 @@ describe('false success and terminals through the test cluster', () => {
   it('escape sequences and tokens in a server message are escaped and removed from the error line', async () => {
     logFault('secrets and terminals', 'ESC and bearer token in Status message', 'war list')
     const remove = cluster.faults.add({method: 'GET', path: '/apis/runtime.onboarding.tetrate.io/v1alpha1/workloadautoregistrations', status: 500, message: '\u001b]0;pwned\u0007\u001b[2Jdenied for Bearer abcdefghijklmnop'})
-    const res = await runCli(['war', 'list', '-A'], {env: {...cluster.env, MESHVM_RETRY_BASE_MS: '5'}})
+    const res = await runCommand(['war', 'list', '-A'], {env: {...cluster.env, MESHVM_RETRY_BASE_MS: '5'}})
     remove()
     expect(res.stderr).not.toContain('\u001b')
     expect(res.stderr).not.toContain('abcdefghijklmnop')
@@ -191,7 +193,7 @@ describe('false success and terminals through the test cluster', () => {
   it('a rejected apply quoting a server message with escapes: the per-object report and the error are escaped', async () => {
     logFault('secrets and terminals', 'ESC in a 422 message on apply', 'onboard --apply')
     const remove = cluster.faults.add({method: 'PATCH', path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', status: 422, message: 'spec.x: \u001b[8mhidden\u001b[0m Invalid value'})
-    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})
+    const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})
     remove()
     expect(res.code).toBe(6)
     expect(res.stdout + res.stderr).not.toContain('\u001b')

@@ -11,7 +11,8 @@ import {afterAll, describe, expect, it} from 'vitest'
 import {managedVersionOf, recoverDir, writeDirAtomic, writeFileAtomic, writeFilesAtomic} from '../../src/lib/fs/atomic.js'
 import {tarGz} from '../../src/lib/fs/tar.js'
 import {MeshvmError} from '../../src/lib/errors.js'
-import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {logFault} from './hostile.js'
 
 /** The harness that kills a child right after its Nth file-system change (no hook in product code). */
@@ -286,7 +287,7 @@ describe('files through the CLI', () => {
     logFault('files', 'symlink in --output-dir', 'onboard')
     const d = fresh()
     symlinkSync('/etc/passwd', join(d, 'kustomization.yaml'))
-    const res = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', d])
+    const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', d])
     expect(res.code).toBe(2)
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.stderr.split('\n')[0]).toBe(`Error: cannot write ${join(d, 'kustomization.yaml')}: it is a symbolic link; meshvm only replaces regular files`)

@@ -9,7 +9,8 @@ import {existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE} from '../helpers/cli.js'
+import {STACK_TRACE} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {logFault} from './hostile.js'
 
@@ -60,7 +61,7 @@ describe('hostile names from a file (bundle -f): a usage error before any reques
         spec: {template: {serviceAccount: value, network: value}},
       }))
       const out = freshDir()
-      const res = await runCli(['bundle', '-f', file, '-d', out, '--archive'], {env: cluster.env, cwd: work})
+      const res = await runCommand(['bundle', '-f', file, '-d', out, '--archive'], {env: cluster.env, cwd: work})
       expectRefused(res, 2, `Error: WorkloadGroup metadata.name ${JSON.stringify(value)}: must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`, out)
       // Every problem of the input at once, one Error: line each (the usage-error style of every command).
       const lines = res.stderr.split('\n')
@@ -76,11 +77,11 @@ describe('hostile names from a file (bundle -f): a usage error before any reques
     const file = join(work, 'wg-dotdot.yaml')
     writeFileSync(file, JSON.stringify({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: '../../escape', namespace: 'apps'}, spec: {}}))
     const out = freshDir()
-    const res = await runCli(['bundle', '-f', file, '-d', out, '--archive'], {env: cluster.env, cwd: work})
+    const res = await runCommand(['bundle', '-f', file, '-d', out, '--archive'], {env: cluster.env, cwd: work})
     expectRefused(res, 2, `Error: WorkloadGroup metadata.name "../../escape": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`, out)
     expect(res.stderr.split('\n')).toHaveLength(2)
     // The same name as the NAME argument is refused before the WorkloadGroup is read.
-    const byName = await runCli(['bundle', '../../escape', '-n', 'apps', '-d', out, '--archive'], {env: cluster.env, cwd: work})
+    const byName = await runCommand(['bundle', '../../escape', '-n', 'apps', '-d', out, '--archive'], {env: cluster.env, cwd: work})
     expectRefused(byName, 2, `Error: WorkloadGroup name "../../escape": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`, out)
     expect(cluster.requests.filter((r) => r.path.includes('workloadgroups'))).toEqual([])
   })
@@ -92,7 +93,7 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
     // Straight into the store, as a compromised or buggy API server would serve it (no validation).
     cluster.store.create(WG, 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec: {metadata: {labels}, template}})
   }
-  const bundle = (out: string) => runCli(['bundle', 'web', '-n', 'apps', '-d', out], {env: cluster.env, cwd: work})
+  const bundle = (out: string) => runCommand(['bundle', 'web', '-n', 'apps', '-d', out], {env: cluster.env, cwd: work})
   const tail = ' (read from the cluster); no token was issued and nothing was written'
 
   for (const [kind, value] of Object.entries(HOSTILE)) {

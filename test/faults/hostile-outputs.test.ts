@@ -8,7 +8,8 @@ import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync}
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
-import {runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {STACK_TRACE, type CliResult} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {logFault} from './hostile.js'
 
@@ -32,16 +33,17 @@ function expectOneLine(res: CliResult, code: number, line: string): void {
 describe('outputs that cannot be created', () => {
   it('onboard -d under /proc or below a regular file: one line, no endless mkdir', async () => {
     logFault('hangs and limits', 'output directory under /proc', 'onboard')
-    // runCli kills a run that does not end; a hang would show as a signal exit, not as these lines.
-    const proc = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', '/proc/nope'], {cwd: work})
+    // A run with another working directory is a process (runCli), killed if it does not end: a hang
+    // would show as a signal exit, not as these lines.
+    const proc = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', '/proc/nope'], {cwd: work})
     expectOneLine(proc, 1, 'Error: cannot write /proc/nope: cannot create directory /proc/nope: /proc does not allow new files or directories')
-    const below = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', 'afile/x'], {cwd: work})
+    const below = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-d', 'afile/x'], {cwd: work})
     expectOneLine(below, 2, 'Error: cannot write afile/x: afile is a file, not a directory')
   })
 
   it('a code cache directory under /proc costs only speed: the command ends normally', async () => {
     logFault('hangs and limits', 'XDG_CACHE_HOME under /proc', 'version')
-    const res = await runCli(['version'], {env: {XDG_CACHE_HOME: '/proc/nope', MESHVM_NO_COMPILE_CACHE: undefined}})
+    const res = await runCommand(['version'], {env: {XDG_CACHE_HOME: '/proc/nope', MESHVM_NO_COMPILE_CACHE: undefined}})
     expect(res).toEqual({code: 0, stdout: 'client version: 0.1.0\n', stderr: ''})
   })
 
@@ -55,13 +57,13 @@ describe('outputs that cannot be created', () => {
 
     it('create-remote-secret --output-file and bundle -d under /proc or below a regular file', async () => {
       logFault('hangs and limits', 'output file under /proc', 'create-remote-secret')
-      const secret = (file: string) => runCli(['create-remote-secret', '--name', 'c1', '--output-file', file], {env: cluster.env, cwd: work, stdoutMayHoldSecrets: true})
+      const secret = (file: string) => runCommand(['create-remote-secret', '--name', 'c1', '--output-file', file], {env: cluster.env, cwd: work, stdoutMayHoldSecrets: true})
       expectOneLine(await secret('afile/x'), 2, 'Error: cannot write afile/x: afile is a file, not a directory')
       // Known before anything is created: no service account, no token.
       expect(cluster.store.get('/serviceaccounts', 'istio-system', 'istio-reader-service-account')).toBeUndefined()
       expectOneLine(await secret('/proc/nope/x'), 1, 'Error: cannot write /proc/nope/x: cannot create directory /proc/nope: /proc does not allow new files or directories')
-      expect((await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})).code).toBe(0)
-      const bundle = (dir: string) => runCli(['bundle', 'web', '-n', 'apps', '-d', dir], {env: cluster.env, cwd: work})
+      expect((await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})).code).toBe(0)
+      const bundle = (dir: string) => runCommand(['bundle', 'web', '-n', 'apps', '-d', dir], {env: cluster.env, cwd: work})
       expectOneLine(await bundle('/proc/nope'), 1, 'Error: cannot write /proc/nope: /proc does not allow new files or directories')
       expectOneLine(await bundle('afile/x'), 2, 'Error: cannot write afile/x: afile is a file, not a directory')
       // Known before the token: only the /proc run (which only writing can tell) asked for one.
@@ -73,9 +75,9 @@ describe('outputs that cannot be created', () => {
       const repo = join(work, 'repo')
       mkdirSync(repo)
       execFileSync('git', ['init', '-q', repo])
-      expect((await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})).code).toBe(0)
-      const bundle = (env: Record<string, string> = {}) => runCli(['bundle', 'web', '-n', 'apps', '-d', 'web-vm'], {env: {...cluster.env, ...env}, cwd: repo})
-      const secret = (env: Record<string, string> = {}) => runCli(['create-remote-secret', '--name', 'c1', '--output-file', 'c1-secret.yaml'], {env: {...cluster.env, ...env}, cwd: repo, stdoutMayHoldSecrets: true})
+      expect((await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})).code).toBe(0)
+      const bundle = (env: Record<string, string> = {}) => runCommand(['bundle', 'web', '-n', 'apps', '-d', 'web-vm'], {env: {...cluster.env, ...env}, cwd: repo})
+      const secret = (env: Record<string, string> = {}) => runCommand(['create-remote-secret', '--name', 'c1', '--output-file', 'c1-secret.yaml'], {env: {...cluster.env, ...env}, cwd: repo, stdoutMayHoldSecrets: true})
 
       const exposed = await bundle()
       expect(exposed.code).toBe(0)

@@ -1,6 +1,8 @@
 /**
  * Runs the built CLI (bin/run.js → dist/) as a real process, the way users run it.
  * `npm test` builds first, so these tests always exercise the shipped bundle and manifest.
+ * Tests of what a command does (not of the process) use runCommand() from in-process.ts: the same
+ * bundle, run inside the test process.
  */
 import {spawn} from 'node:child_process'
 import {existsSync} from 'node:fs'
@@ -9,6 +11,12 @@ import {logRun} from './secrets.js'
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
+/**
+ * The test process's own environment, captured when this module loads: a command run in-process
+ * (in-process.ts) has process.env to itself while it runs, and a child started meanwhile must not
+ * inherit it.
+ */
+export const OUTER_ENV: NodeJS.ProcessEnv = process.env
 
 export interface CliResult {
   code: number
@@ -30,7 +38,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     throw new Error('dist/ is missing: run `npm run build` (npm test does it for you)')
   }
   return new Promise((resolve, reject) => {
-    const env: NodeJS.ProcessEnv = {...process.env, NO_COLOR: '1', ...options.env}
+    const env: NodeJS.ProcessEnv = {...OUTER_ENV, NO_COLOR: '1', ...options.env}
     for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
     const child = spawn(process.execPath, [BIN, ...args], {cwd: options.cwd ?? REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe']})
     let stdout = ''

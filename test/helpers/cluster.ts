@@ -4,6 +4,7 @@
  */
 import {execFile} from 'node:child_process'
 import {startTestCluster, type TestCluster, type TestClusterOptions} from '../cluster/index.js'
+import {OUTER_ENV} from './cli.js'
 import {recordSecret} from './secrets.js'
 
 export type {TestCluster} from '../cluster/index.js'
@@ -20,7 +21,7 @@ export interface KubectlResult {
 
 export function kubectl(cluster: TestCluster, args: string[], options: {input?: string; env?: Record<string, string>} = {}): Promise<KubectlResult> {
   return new Promise((resolve) => {
-    const child = execFile('kubectl', args, {env: {...process.env, ...cluster.env, ...options.env}, encoding: 'utf8', timeout: 30_000}, (err, stdout, stderr) => {
+    const child = execFile('kubectl', args, {env: {...OUTER_ENV, ...cluster.env, ...options.env}, encoding: 'utf8', timeout: 30_000}, (err, stdout, stderr) => {
       resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr})
     })
     child.stdin?.end(options.input ?? '')

@@ -5,7 +5,7 @@
  */
 import {spawn, type ChildProcess} from 'node:child_process'
 import {existsSync} from 'node:fs'
-import {BIN, REPO_ROOT, type CliResult} from './cli.js'
+import {BIN, OUTER_ENV, REPO_ROOT, type CliResult} from './cli.js'
 import {logRun} from './secrets.js'
 
 export interface RunningCli {
@@ -24,7 +24,7 @@ export function startCli(args: string[], options: {env?: Record<string, string |
   if (!existsSync(new URL('../../dist/meshvm.cjs', import.meta.url))) {
     throw new Error('dist/ is missing: run `npm run build` (npm test does it for you)')
   }
-  const env: NodeJS.ProcessEnv = {...process.env, NO_COLOR: '1', ...options.env}
+  const env: NodeJS.ProcessEnv = {...OUTER_ENV, NO_COLOR: '1', ...options.env}
   for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
   const child = spawn(process.execPath, [BIN, ...args], {cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe']})
   let stdout = ''

@@ -8,7 +8,8 @@ import {createRequire} from 'node:module'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
-import {REPO_ROOT, runCli} from '../helpers/cli.js'
+import {OUTER_ENV, REPO_ROOT, runCli} from '../helpers/cli.js'
+import {runCommand} from '../helpers/in-process.js'
 
 type Stdout = {isTTY?: boolean; getWindowSize?: () => [number, number]}
 const {cachedHelp} = createRequire(import.meta.url)(join(REPO_ROOT, 'bin/help-cache.cjs')) as {
@@ -25,11 +26,13 @@ const env = {XDG_CONFIG_HOME: join(work, 'config'), MESHVM_CONFIG_DIR: undefined
 const pipe: Stdout = {isTTY: false}
 /** The cache's answer in this test's environment plus `extra` (undefined: unset, as in process.env). */
 const served = (argv: string[], extra: NodeJS.ProcessEnv = {}, stdout: Stdout = pipe, script = join(REPO_ROOT, 'bin/run.js')) => {
-  const merged: NodeJS.ProcessEnv = {...process.env, ...env, ...extra}
+  // The test's own environment: process.env is a command's while one runs in this process (runCommand).
+  const merged: NodeJS.ProcessEnv = {...OUTER_ENV, ...env, ...extra}
   for (const [k, v] of Object.entries(merged)) if (v === undefined) delete merged[k]
   return cachedHelp(argv, merged, stdout, script)
 }
-const oclif = (argv: string[], extra: Record<string, string | undefined> = {}) => runCli(argv, {env: {...env, MESHVM_NO_HELP_CACHE: '1', ...extra}})
+/** oclif's own help for `argv`: the bundle's main() in this process (bin/run.js's cache is not in the way). */
+const oclif = (argv: string[], extra: Record<string, string | undefined> = {}) => runCommand(argv, {env: {...env, MESHVM_NO_HELP_CACHE: '1', ...extra}})
 
 const forms = (id: string): string[][] => {
   const words = id ? id.split(':') : []
