@@ -114,14 +114,14 @@ const OCLIF_PATCHES = [
   // localeCompare of a process builds an ICU collator, for ~20 ASCII command ids. Byte order sorts
   // them the same way (test/lib/command-index.test.ts checks it for every id).
   {
-    file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/,
+    file: /@oclif[/]core[/]lib[/]config[/]plugin\.js$/,
     from: '.sort((a, b) => a.id.localeCompare(b.id));',
     to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));',
   },
   // Help renders every description, summary and example through EJS (compiled to a function each
   // time). A text without `<%` renders to itself, so only templates go to EJS.
   {
-    file: /@oclif[\/]core[\/]lib[\/]help[\/]util\.js$/,
+    file: /@oclif[/]core[/]lib[/]help[/]util\.js$/,
     from: 'return ejs_1.default.render(t, context);',
     to: "return t.includes('<%') ? ejs_1.default.render(t, context) : t;",
   },
@@ -132,12 +132,12 @@ const OCLIF_PATCHES = [
 function LAZY_REQUIRES() {
   return [
     {
-      file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin\.js$/,
+      file: /@oclif[/]core[/]lib[/]config[/]plugin\.js$/,
       from: 'const tinyglobby_1 = require("tinyglobby");',
       to: 'const tinyglobby_1 = { get glob() { return require("tinyglobby").glob; } };',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]config[\/]plugin-loader\.js$/,
+      file: /@oclif[/]core[/]lib[/]config[/]plugin-loader\.js$/,
       from: 'const minimatch_1 = require("minimatch");',
       to: 'const minimatch_1 = { get minimatch() { return require("minimatch").minimatch; } };',
     },
@@ -145,25 +145,25 @@ function LAZY_REQUIRES() {
     // name) or with DEBUG=perf (performance marks): node:child_process (with node:dgram and the
     // socket list) and node:perf_hooks.
     {
-      file: /@oclif[\/]core[\/]lib[\/]util[\/]os\.js$/,
+      file: /@oclif[/]core[/]lib[/]util[/]os\.js$/,
       from: 'const node_child_process_1 = require("node:child_process");',
       to: 'const node_child_process_1 = { get execSync() { return require("node:child_process").execSync; } };',
     },
     // getPlatform() imports wsl-utils for its isWsl, which is is-wsl's; wsl-utils itself (PowerShell
     // helpers) loads node:child_process at import.
     {
-      file: /@oclif[\/]core[\/]lib[\/]util[\/]os\.js$/,
+      file: /@oclif[/]core[/]lib[/]util[/]os\.js$/,
       from: "    return (await import('wsl-utils')).isWsl ? 'wsl' : (0, node_os_1.platform)();",
       to: "    return (await import('is-wsl')).default ? 'wsl' : (0, node_os_1.platform)();",
     },
     // node:readline: oclif reads stdin with it only for an argument given as `-`.
     {
-      file: /@oclif[\/]core[\/]lib[\/]parser[\/]parse\.js$/,
+      file: /@oclif[/]core[/]lib[/]parser[/]parse\.js$/,
       from: 'const node_readline_1 = require("node:readline");',
       to: 'const node_readline_1 = { get createInterface() { return require("node:readline").createInterface; } };',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]performance\.js$/,
+      file: /@oclif[/]core[/]lib[/]performance\.js$/,
       from: 'const node_perf_hooks_1 = require("node:perf_hooks");',
       to: 'const node_perf_hooks_1 = { get performance() { return require("node:perf_hooks").performance; }, get PerformanceObserver() { return require("node:perf_hooks").PerformanceObserver; } };',
     },
@@ -176,13 +176,13 @@ function LAZY_REQUIRES() {
       to: 'const wrap_ansi_1 = { get default() { return __importDefault(require("wrap-ansi")).default; } };',
     })),
     {
-      file: /@oclif[\/]core[\/]lib[\/]errors[\/]index\.js$/,
+      file: /@oclif[/]core[/]lib[/]errors[/]index\.js$/,
       from: 'var handle_1 = require("./handle");',
       to: 'var handle_1 = { get handle() { return require("./handle").handle; } };',
     },
     // flags.js loads all of the help code for the `help` flag type, which meshvm does not use.
     {
-      file: /@oclif[\/]core[\/]lib[\/]flags\.js$/,
+      file: /@oclif[/]core[/]lib[/]flags\.js$/,
       from: 'const help_1 = require("./help");',
       to: 'const help_1 = { get loadHelpClass() { return require("./help").loadHelpClass; } };',
     },
@@ -191,33 +191,33 @@ function LAZY_REQUIRES() {
     // an alias deprecation warning is only used when the command deprecates its aliases (none in
     // meshvm), so it is resolved only then.
     {
-      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      file: /@oclif[/]core[/]lib[/]command\.js$/,
       from: 'const ux_1 = require("./ux");',
       to: 'const ux_1 = { get ux() { return require("./ux").ux; } };',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      file: /@oclif[/]core[/]lib[/]command\.js$/,
       from: 'const util_1 = require("./help/util");',
       to: 'let helpUtil; const util_1 = new Proxy({}, { get: (_, name) => (helpUtil ??= require("./help/util"))[name] });',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      file: /@oclif[/]core[/]lib[/]command\.js$/,
       from: '        const [id] = (0, util_1.normalizeArgv)(this.config);',
       to: '        const [id] = this.ctor.deprecateAliases ? (0, util_1.normalizeArgv)(this.config) : [];',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]parser[\/]help\.js$/,
+      file: /@oclif[/]core[/]lib[/]parser[/]help\.js$/,
       from: 'const ux_1 = require("../ux");',
       to: 'const ux_1 = { get colorize() { return require("../ux").colorize; } };',
     },
     // Config: Command.run loads it; a direct run (src/lib/cli/direct-run.ts) never calls that.
     {
-      file: /@oclif[\/]core[\/]lib[\/]command\.js$/,
+      file: /@oclif[/]core[/]lib[/]command\.js$/,
       from: 'const config_1 = require("./config");',
       to: 'const config_1 = { get Config() { return require("./config").Config; } };',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]util[\/]fs\.js$/,
+      file: /@oclif[/]core[/]lib[/]util[/]fs\.js$/,
       from: 'const promises_1 = require("node:fs/promises");',
       to: 'const promises_1 = { get stat() { return require("node:fs/promises").stat; }, get readFile() { return require("node:fs/promises").readFile; } };',
     },
@@ -226,12 +226,12 @@ function LAZY_REQUIRES() {
     // process.stderr.isTTY say the same (Node makes a tty.WriteStream exactly when fd 1/2 is a
     // terminal), and meshvm creates both streams anyway; they are the only fds these modules ask about.
     {
-      file: /node_modules[\/]chalk[\/]source[\/]vendor[\/]supports-color[\/]index\.js$/,
+      file: /node_modules[/]chalk[/]source[/]vendor[/]supports-color[/]index\.js$/,
       from: "import tty from 'node:tty';",
       to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
     },
     {
-      file: /node_modules[\/]supports-color[\/]index\.js$/,
+      file: /node_modules[/]supports-color[/]index\.js$/,
       from: "const tty = require('tty');",
       to: 'const tty = {isatty: (fd) => Boolean((fd === 1 ? process.stdout : process.stderr).isTTY)};',
     },
@@ -239,12 +239,12 @@ function LAZY_REQUIRES() {
     // is a terminal. While DEBUG is unset and nothing loaded `debug`, every debug call is disabled, so
     // the logger makes its `debug` instance only when DEBUG is set (or `debug` was loaded by then).
     {
-      file: /@oclif[\/]core[\/]lib[\/]logger\.js$/,
+      file: /@oclif[/]core[/]lib[/]logger\.js$/,
       from: 'const debug_1 = __importDefault(require("debug"));',
       to: 'let debugModule; const debug_1 = { get default() { return (debugModule ??= __importDefault(require("debug"))).default; } };',
     },
     {
-      file: /@oclif[\/]core[\/]lib[\/]logger\.js$/,
+      file: /@oclif[/]core[/]lib[/]logger\.js$/,
       from: '    const debug = (0, debug_1.default)(namespace);',
       to: '    let real; const debug = (...args) => { if (real === undefined) { if (!process.env.DEBUG && debugModule === undefined) return; real = (0, debug_1.default)(namespace); } return real(...args); };',
     },
@@ -276,7 +276,7 @@ const oclifPatches = {
 const lazyCommandIndex = {
   name: 'meshvm-lazy-command-index',
   setup(b) {
-    b.onLoad({filter: /[\/]src[\/]command-index\.ts$/}, () => {
+    b.onLoad({filter: /[/]src[/]command-index\.ts$/}, () => {
       const files = commandFiles(join(root, 'src/commands')).map((f) => relative(join(root, 'src/commands'), f).replace(/\.ts$/, ''))
       const getters = files.map((f) => `  get ${JSON.stringify(f.split('/').join(':'))}() { return require('./commands/${f}.ts').default },`)
       return {loader: 'js', resolveDir: join(root, 'src'), contents: `export const COMMANDS = {\n${getters.join('\n')}\n}\n`}

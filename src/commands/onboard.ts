@@ -155,7 +155,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (f.filename !== undefined && fileGroup === undefined) problems.throwIfAny()
     let input: OnboardInput = fileGroup ? inputFromWorkloadGroup(fileGroup, f) : this.inputFromFlags()
     const prompting = !fileGroup && missingRequired(input).length > 0 && !f['no-prompt'] ? await import('../lib/cli/prompt.js') : undefined
-    const wizard = prompting !== undefined && prompting.canPrompt()
+    const wizard = prompting?.canPrompt()
     // No questions when the answers could not make the command line valid.
     if (wizard) problems.throwIfAny()
     let wizardApply = false

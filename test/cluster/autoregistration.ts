@@ -245,7 +245,7 @@ export class AutoRegistration {
   /** shouldCleanupEntry + deleteEntry (resourceVersion precondition). */
   private cleanup(namespace: string, name: string): void {
     const entry = this.store.get(WE, namespace, name)
-    if (!entry || !entry.metadata.annotations?.[ANNOTATIONS.group]) return
+    if (!entry?.metadata.annotations?.[ANNOTATIONS.group]) return
     const a = entry.metadata.annotations
     if (a[ANNOTATIONS.connectedAt]) return
     const since = parseTime(a[ANNOTATIONS.disconnectedAt])

@@ -74,7 +74,7 @@ describe('kubectl against the test API server', () => {
     expect((await kubectl(cluster, ['apply', '-f', path])).stdout.trim()).toBe('workloadgroup.networking.istio.io/ratings created')
     expect((await kubectl(cluster, ['apply', '-f', path])).stdout.trim()).toBe('workloadgroup.networking.istio.io/ratings unchanged')
     const yaml = await kubectl(cluster, ['get', 'wg', 'ratings', '-o', 'yaml'])
-    expect(yaml.stdout).toMatch(/^  uid: [0-9a-f-]{36}$/m)
+    expect(yaml.stdout).toMatch(/^ {2}uid: [0-9a-f-]{36}$/m)
     expect(yaml.stdout).toContain('      http: 8080')
     const table = await kubectl(cluster, ['get', 'workloadgroups'])
     expect(table.stdout).toMatch(/^NAME\s+AGE\nratings\s+\d+s\n$/)

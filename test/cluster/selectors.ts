@@ -46,7 +46,7 @@ export function parseLabelSelector(text: string | null | undefined): LabelRequir
 export function matchesLabels(labels: Record<string, string> | undefined, reqs: LabelRequirement[]): boolean {
   const l = labels ?? {}
   return reqs.every((r) => {
-    const has = Object.prototype.hasOwnProperty.call(l, r.key)
+    const has = Object.hasOwn(l, r.key)
     switch (r.op) {
       case 'eq':
         return has && l[r.key] === r.value

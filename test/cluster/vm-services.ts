@@ -31,7 +31,7 @@ import {meshCa} from './mesh-ca.js'
 import {XDS_TYPES, type Mesh, type ProxySpec, type XdsType} from './mesh.js'
 import type {Pki} from './pki.js'
 import {resourceKey, type KubeObj, type Store} from './store.js'
-import {XdsServer, type ServerCall} from './xds.js'
+import type {XdsServer, ServerCall} from './xds.js'
 import {encodeDiscoveryResponse} from './xds-messages.js'
 import {encodeMessage} from '../fixtures/protos/load.js'
 

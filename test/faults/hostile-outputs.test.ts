@@ -84,7 +84,7 @@ describe('outputs that cannot be created', () => {
       const warnings = exposed.stderr.split('\n').filter((l) => l.startsWith('Warning: '))
       expect(warnings).toHaveLength(1)
       // Through the bundle link, the file git would add is the one in the version directory.
-      expect(warnings[0]).toMatch(new RegExp(`^Warning: web-vm/istio-token holds a credential inside the git work tree \\S+/repo, which does not ignore \\.web-vm\\.meshvm-\\d+-[A-Za-z0-9]{6}/istio-token: \`git add -A\` would commit it \\(add it to \\.gitignore, or write it outside the work tree\\)$`))
+      expect(warnings[0]).toMatch(/^Warning: web-vm\/istio-token holds a credential inside the git work tree \S+\/repo, which does not ignore \.web-vm\.meshvm-\d+-[A-Za-z0-9]{6}\/istio-token: `git add -A` would commit it \(add it to \.gitignore, or write it outside the work tree\)$/)
       const remote = await secret()
       expect(remote.code).toBe(0)
       expect(remote.stderr).toMatch(/^Warning: c1-secret\.yaml holds a credential inside the git work tree \S+\/repo, which does not ignore c1-secret\.yaml: /m)

@@ -87,7 +87,7 @@ describe('npm package', () => {
   it('prints the pre-rendered help (dist/help.json), as oclif does', async () => {
     const help = JSON.parse(readFileSync(join(REPO_ROOT, 'dist/help.json'), 'utf8')) as {texts: Record<string, string>}
     const res = await installed('meshvm', ['onboard', '--help'], {XDG_CONFIG_HOME: join(work, 'config')})
-    expect(res).toEqual({code: 0, stdout: help.texts['onboard'], stderr: ''})
+    expect(res).toEqual({code: 0, stdout: help.texts.onboard, stderr: ''})
   })
 
   it('runs an offline onboard', async () => {

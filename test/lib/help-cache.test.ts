@@ -96,7 +96,7 @@ describe('pre-rendered help (bin/help-cache.cjs)', () => {
     expect(served(['onboard', '--help'], {}, {isTTY: true, getWindowSize: () => [30, 40]})).toBeUndefined()
     const wide = await runCli(['onboard', '--help'], {env: {...env, OCLIF_COLUMNS: '120'}})
     expect(wide.code).toBe(0)
-    expect(wide.stdout).not.toBe(cache.texts['onboard'])
+    expect(wide.stdout).not.toBe(cache.texts.onboard)
     expect(wide.stdout).toBe((await oclif(['onboard', '--help'], {OCLIF_COLUMNS: '120'})).stdout)
   })
 

@@ -1,5 +1,5 @@
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, kubeFlags} from '../../lib/cli/base-command.js'
+import {BaseCommand, type commonOutputFlags, type kubeFlags} from '../../lib/cli/base-command.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'

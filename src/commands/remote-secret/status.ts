@@ -1,6 +1,6 @@
 import * as Args from '@oclif/core/args'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, durationFlag, kubeFlags} from '../../lib/cli/base-command.js'
+import {BaseCommand, type commonOutputFlags, durationFlag, type kubeFlags} from '../../lib/cli/base-command.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'

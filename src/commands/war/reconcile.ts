@@ -1,6 +1,6 @@
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, commonOutputFlags, durationFlag, durationOrZeroFlag, kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand, type commonOutputFlags, durationFlag, durationOrZeroFlag, type kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
 import {dryRunFlag} from '../../lib/cli/dry-run.js'
 import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'

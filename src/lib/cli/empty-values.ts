@@ -76,7 +76,7 @@ export function applyEmptyValueRule(argv: readonly string[], flags: Readonly<Rec
       else value = arg.slice(2)
     }
     const flag = name === undefined ? undefined : flags[name]
-    if (!flag || flag.type !== 'option' || (valueInNext && VALUE_AFTER_EQUALS_ONLY.has(name!))) {
+    if (flag?.type !== 'option' || (valueInNext && VALUE_AFTER_EQUALS_ONLY.has(name!))) {
       out.push(arg)
       continue
     }

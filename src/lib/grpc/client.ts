@@ -7,7 +7,7 @@
  */
 import {connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders} from 'node:http2'
 import type {Duplex} from 'node:stream'
-import {decodeGrpcMessage, encodeMessage, grpcStatusName, grpcTimeout, GrpcCode, GrpcFramingError, MAX_MESSAGE_BYTES, MessageDecoder} from './framing.js'
+import {decodeGrpcMessage, encodeMessage, grpcStatusName, grpcTimeout, GrpcCode, type GrpcFramingError, MAX_MESSAGE_BYTES, MessageDecoder} from './framing.js'
 
 export class GrpcError extends Error {
   constructor(

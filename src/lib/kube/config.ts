@@ -242,7 +242,7 @@ class FileReader {
   exec(e: Record<string, unknown>, path: string): ExecConfig {
     let command = this.string(e, 'command', path)
     // Only a command with a path separator is relative to the kubeconfig; a bare name is looked up on PATH.
-    if (command !== undefined && command.includes('/') && !isAbsolute(command)) command = resolve(dirname(resolve(this.file)), command)
+    if (command?.includes('/') && !isAbsolute(command)) command = resolve(dirname(resolve(this.file)), command)
     return stripUndefined({
       command,
       args: this.strings(e, 'args', path),
@@ -421,7 +421,7 @@ export function selectContext(config: Omit<MergedKubeconfig, 'files'>, name: str
     })
   }
   const cluster = config.clusters.get(context.cluster)
-  if (!cluster || !cluster.server) {
+  if (!cluster?.server) {
     throw new MeshvmError(`context ${JSON.stringify(contextName)} refers to cluster ${JSON.stringify(context.cluster)}, which has no server in ${source}`, {
       exit: ExitCode.USAGE,
       code: 'BadKubeconfig',

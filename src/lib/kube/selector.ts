@@ -77,7 +77,7 @@ export function parseSelector(texts: string[] | undefined, flag = '-l'): Selecto
 export function selectorMatches(selector: Selector, labels: Record<string, string> | undefined): boolean {
   const l = labels ?? {}
   return selector.every((r) => {
-    const has = Object.prototype.hasOwnProperty.call(l, r.key)
+    const has = Object.hasOwn(l, r.key)
     switch (r.op) {
       case 'eq':
         return has && l[r.key] === r.value

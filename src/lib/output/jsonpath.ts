@@ -363,7 +363,7 @@ class Evaluator {
   private field(input: Value[], name: string): Value[] {
     if (input.length === 0) return []
     const results: Value[] = []
-    for (const v of input) if (isMap(v) && Object.prototype.hasOwnProperty.call(v, name)) results.push(v[name])
+    for (const v of input) if (isMap(v) && Object.hasOwn(v, name)) results.push(v[name])
     if (results.length === 0 && !this.allowMissingKeys) throw new JsonPathError(`${name} is not found`)
     return results
   }

@@ -624,7 +624,7 @@ function defaultHolder(): string {
 const entries = (n: number) => `WorkloadEntr${n === 1 ? 'y' : 'ies'}`
 
 export async function rollout(client: KubeClient, o: RolloutOptions): Promise<RolloutReport> {
-  let group = await getGroup(client, o.namespace, o.group)
+  const group = await getGroup(client, o.namespace, o.group)
   const warServed = await warApiServed(client)
   if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
   const holder = o.holder ?? defaultHolder()
