@@ -94,6 +94,14 @@ describe('proxy-status keeps only what it reads of each listed registration (sli
     expect(JSON.stringify([slimWe, slim])).not.toMatch(/managedFields|workloadGroupSnapshot|resourceVersion|observedGeneration/)
   })
 
+  it('entries: false (every view but the detail of NAME): the records do not hold their WorkloadEntries, and are otherwise the same', () => {
+    const held = vmRecords(entries, wars)
+    const free = vmRecords(entries, wars, {entries: false})
+    expect(held.filter((r) => r.entry !== undefined).length).toBe(3)
+    expect(free.filter((r) => 'entry' in r)).toEqual([])
+    expect(free).toEqual(withoutEntries(held))
+  })
+
   it('objects that are not objects, or have no metadata or status, pass as they are', () => {
     expect(slimWorkloadEntry({} as WorkloadEntryObject)).toEqual({})
     expect(slimWar({spec: {}} as WarObject)).toEqual({spec: {}})

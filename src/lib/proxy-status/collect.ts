@@ -24,6 +24,8 @@ export interface CollectOptions {
   namespace?: string
   timeoutMs: number
   selector?: Selector
+  /** Keep each VM's WorkloadEntry on its record (VmRecord.entry), for the detail view of NAME. */
+  entries?: boolean
   now?: Date
 }
 
@@ -95,7 +97,7 @@ export async function collectContext(client: KubeClient, context: string, option
   const recording = listRegistrations(client, {namespace: options.namespace, slim: true}).then((registrations) => ({
     warnings: registrations.warnings,
     // Labels only for -l: nothing else reads them.
-    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}),
+    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined, entries: options.entries === true}),
   }))
   recording.catch(() => undefined)
   // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
