@@ -168,6 +168,21 @@ async function main(): Promise<void> {
     await pair(`proxy-status --xds-address (${VMS} VMs)`, 'istioctl proxy-status --xds-address', 1.0, ['proxy-status', '--xds-address', xds], [istioctl, 'proxy-status', '--xds-address', xds], env)
     await pair(`proxy-status, port-forward (${VMS} VMs)`, 'istioctl proxy-status (port-forward)', 1.0, ['proxy-status'], [istioctl, 'proxy-status'], env)
 
+    // Peer port-forward case (#31): meshvm proxy-status and istioctl proxy-status, each through its own
+    // port-forward to istiod (meshvm: WebSocket v4; istioctl: client-go's SPDY tunnelled in a
+    // WebSocket), checked to list the same proxies first, so both measure the same work.
+    if (selected('peer port-forward')) {
+      // Asynchronously: the kubelet stand-in that serves both port-forwards runs in this process.
+      const {execFile} = await import('node:child_process')
+      const run = (argv: string[]) =>
+        new Promise<string>((resolve, reject) => execFile(argv[0]!, argv.slice(1), {env}, (err, stdout, stderr) => (err ? reject(new Error(`${argv.slice(0, 3).join(' ')}: ${stderr.trim()}`)) : resolve(stdout))))
+      const table = (out: string) => out.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l !== '').join('\n')
+      const ours = table(await run([NODE, BIN, 'proxy-status']))
+      const theirs = table(await run([istioctl, 'proxy-status']))
+      if (ours !== theirs) throw new Error(`peer port-forward: meshvm and istioctl list different proxies:\n${ours}\n---\n${theirs}`)
+      await pair(`peer port-forward: proxy-status (${VMS} VMs)`, 'istioctl proxy-status (port-forward)', 1.0, ['proxy-status'], [istioctl, 'proxy-status'], env)
+    }
+
     const wgFile = join(work, 'wg.json')
     writeFileSync(wgFile, JSON.stringify((await kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json))
     const ours = join(work, 'bundle-meshvm')

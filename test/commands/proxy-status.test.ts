@@ -381,6 +381,16 @@ describe('the seeded demo: three VMs of payments/mainframe-gw connected to one i
     expect(cluster.mesh.debugRequests).toContain(`${DEMO_ISTIODS.stable} /debug/adsz`)
   })
 
+  it('NAME reads the VM\'s WorkloadEntry itself (its tunnel label), which a table does not keep', async () => {
+    const path = 'networking.istio.io/workloadentries'
+    const we = cluster.store.get(path, 'payments', 'mainframe-gw-192.168.10.22')!
+    cluster.store.update(path, {...we, metadata: {...we.metadata, labels: {...we.metadata.labels, 'networking.istio.io/tunnel': 'http'}}})
+    const [detail, table] = await Promise.all([ps(cluster, ['mainframe-gw-2.payments']), ps(cluster, ['-n', 'payments', '--vms'])])
+    expect(detail.code, detail.stderr).toBe(0)
+    expect(detail.stdout).toContain('  Tunnel:         http (label networking.istio.io/tunnel)\n')
+    expect(table.code, table.stderr).toBe(0)
+  })
+
   it('over xDS alone (ENABLE_DEBUG_ON_HTTP=false) the pairing is the same', async () => {
     const http = await ps(cluster, ['-n', 'payments', '--vms', '-o', 'wide'])
     for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp: false})

@@ -24,6 +24,8 @@ export interface CollectOptions {
   namespace?: string
   timeoutMs: number
   selector?: Selector
+  /** Keep each VM's WorkloadEntry on its record (VmRecord.entry), for the detail view of NAME. */
+  entries?: boolean
   now?: Date
 }
 
@@ -90,8 +92,14 @@ export async function collectContext(client: KubeClient, context: string, option
   const xdsAddress = options.xdsAddress
   const discovering = xdsAddress === undefined ? listIstiods(client, options.istioNamespace) : undefined
   discovering?.catch(() => undefined)
-  const listing = listRegistrations(client, {namespace: options.namespace})
-  listing.catch(() => undefined)
+  // Only the records and warnings are kept (not the listed objects: no promise holding the lists
+  // stays referenced here), so the objects a record does not hold are freed once the records are made.
+  const recording = listRegistrations(client, {namespace: options.namespace, slim: true}).then((registrations) => ({
+    warnings: registrations.warnings,
+    // Labels only for -l: nothing else reads them.
+    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined, entries: options.entries === true}),
+  }))
+  recording.catch(() => undefined)
   // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
   const {revision} = await resolving
   const {selected, others} = xdsAddress !== undefined
@@ -102,13 +110,7 @@ export async function collectContext(client: KubeClient, context: string, option
   // VMs connected to another revision's istiod belong to that revision's view. The records are built
   // as soon as the registrations arrive, while the istiods' answers are still on their way.
   const otherIstiods = new Set(others.map((o) => o.name))
-  const recording = listing.then((registrations) => ({
-    registrations,
-    // Labels only for -l: nothing else reads them.
-    records: vmRecords(registrations.workloadEntries, registrations.wars, {labels: options.selector !== undefined}),
-  }))
-  recording.catch(() => undefined)
-  const [answers, {registrations, records: allRecords}] = await Promise.all([
+  const [answers, {warnings: listWarnings, records: allRecords}] = await Promise.all([
     Promise.all(selected.map((istiod) => readSyncz(options.pool, istiod, {timeoutMs: options.timeoutMs, namespace: options.namespace}))),
     recording,
   ])
@@ -122,7 +124,7 @@ export async function collectContext(client: KubeClient, context: string, option
     } else failures.push(a.failure)
   })
   if (failures.length === selected.length) throw allFailed(failures)
-  const warnings = [...registrations.warnings]
+  const warnings = [...listWarnings]
   const records: VmRecord[] = []
   const elsewhere: VmRecord[] = []
   for (const v of allRecords) (v.connected && v.istiod !== undefined && otherIstiods.has(v.istiod) ? elsewhere : records).push(v)

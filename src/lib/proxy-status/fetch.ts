@@ -180,20 +180,28 @@ export interface Registrations {
 /**
  * The registrations are all needed before any row can be drawn, so they are read in large pages:
  * one request for most meshes, as `kubectl get --chunk-size=0` does, instead of pages of 500 one
- * after another (ten round trips, and ten bodies to parse, for 5,000 WorkloadEntries).
+ * after another (ten round trips, and ten bodies to parse, for 5,000 WorkloadEntries). Not larger:
+ * the two lists are read at once, each with its next page requested ahead, so up to four pages'
+ * bodies and parsed objects are held together; at tens of thousands of registrations pages of
+ * 10,000 set the command's peak memory (and their garbage made it slower, not faster).
  */
-export const REGISTRATION_PAGE_SIZE = 10_000
+export const REGISTRATION_PAGE_SIZE = 5_000
 
 async function optionalList<T extends {metadata?: {name?: string; namespace?: string}}>(
   client: KubeClient,
   path: string,
   what: string,
   warnings: string[],
+  keep?: (item: T) => T,
 ): Promise<T[]> {
   try {
     let items: T[] | undefined
     for await (const page of client.listPages<T>(path, {}, REGISTRATION_PAGE_SIZE)) {
-      if (items === undefined) items = page.items
+      if (keep !== undefined) {
+        // Each page's objects are dropped as soon as the page is read: only what is kept stays.
+        items ??= []
+        for (const item of page.items) items.push(keep(item))
+      } else if (items === undefined) items = page.items
       else for (const item of page.items) items.push(item)
     }
     return items ?? []
@@ -207,16 +215,71 @@ async function optionalList<T extends {metadata?: {name?: string; namespace?: st
   }
 }
 
-/** WorkloadEntries and WorkloadAutoRegistrations (all namespaces, or one). */
-export async function listRegistrations(client: KubeClient, options: {namespace?: string}): Promise<Registrations> {
+/**
+ * WorkloadEntries and WorkloadAutoRegistrations (all namespaces, or one). `slim`: each object is cut
+ * down, as its page arrives, to what proxy-status reads of it (slimWorkloadEntry, slimWar); the
+ * rest (managedFields, the WAR's group snapshot, ...) is never held for the whole list.
+ */
+export async function listRegistrations(client: KubeClient, options: {namespace?: string; slim?: boolean}): Promise<Registrations> {
   // One warning list per request, joined in a fixed order: the two lists finish in any order.
   const weWarnings: string[] = []
   const warWarnings: string[] = []
   const [workloadEntries, wars] = await Promise.all([
-    optionalList<WorkloadEntryObject>(client, resourcePath(Resources.workloadEntries, {namespace: options.namespace}), 'WorkloadEntries', weWarnings),
-    optionalList<WarObject>(client, resourcePath(Resources.workloadAutoRegistrations, {namespace: options.namespace}), 'WorkloadAutoRegistrations', warWarnings),
+    optionalList<WorkloadEntryObject>(client, resourcePath(Resources.workloadEntries, {namespace: options.namespace}), 'WorkloadEntries', weWarnings, options.slim ? slimWorkloadEntry : undefined),
+    optionalList<WarObject>(client, resourcePath(Resources.workloadAutoRegistrations, {namespace: options.namespace}), 'WorkloadAutoRegistrations', warWarnings, options.slim ? slimWar : undefined),
   ])
   return {workloadEntries, wars, warnings: [...weWarnings, ...warWarnings]}
+}
+
+type Meta = NonNullable<WorkloadEntryObject['metadata']>
+
+/** The metadata proxy-status reads of a registration: names, labels, annotations, owners, creation time. */
+function slimMeta(m: Meta | undefined): Meta | undefined {
+  if (m === undefined || m === null || typeof m !== 'object') return m
+  const out: Meta = {}
+  if (m.name !== undefined) out.name = m.name
+  if (m.namespace !== undefined) out.namespace = m.namespace
+  if (m.creationTimestamp !== undefined) out.creationTimestamp = m.creationTimestamp
+  if (m.labels !== undefined) out.labels = m.labels
+  if (m.annotations !== undefined) out.annotations = m.annotations
+  if (m.ownerReferences !== undefined) out.ownerReferences = m.ownerReferences
+  return out
+}
+
+/**
+ * A WorkloadEntry as proxy-status reads it (vms.ts: pairing, labels, health, registration; detail.ts:
+ * tunnel label, health-check annotation, WaypointBound): metadata as slimMeta keeps it, the spec, and
+ * the conditions. The parts kept are the listed object's own (not copies).
+ */
+export function slimWorkloadEntry(we: WorkloadEntryObject): WorkloadEntryObject {
+  if (we === null || typeof we !== 'object') return we
+  const out: WorkloadEntryObject = {}
+  const metadata = slimMeta(we.metadata)
+  if (metadata !== undefined) out.metadata = metadata
+  if (we.spec !== undefined) out.spec = we.spec
+  const conditions = we.status?.conditions
+  if (we.status !== undefined) out.status = conditions === undefined ? {} : {conditions}
+  return out
+}
+
+/**
+ * A WorkloadAutoRegistration as proxy-status reads it (vms.ts, through registrationFromWar: identity,
+ * addresses, versions, workload labels; AgentConnected and the active connection): metadata as slimMeta
+ * keeps it, the spec, the conditions and the active connection. The group snapshot is left out.
+ */
+export function slimWar(war: WarObject): WarObject {
+  if (war === null || typeof war !== 'object') return war
+  const out: WarObject = {}
+  const metadata = slimMeta(war.metadata)
+  if (metadata !== undefined) out.metadata = metadata
+  if (war.spec !== undefined) out.spec = war.spec
+  const status = war.status
+  if (status !== undefined) {
+    out.status = {}
+    if (status.conditions !== undefined) out.status.conditions = status.conditions
+    if (status.activeAgentConnection !== undefined) out.status.activeAgentConnection = status.activeAgentConnection
+  }
+  return out
 }
 
 export interface PodIndex {

@@ -2,7 +2,6 @@
  * The table's rows: every proxy an istiod reports, merged with the VMs the cluster registers
  * (connected or not), sorted as istioctl sorts. Pure.
  */
-import {withoutUndefined} from '../util/records.js'
 import {XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
 
 // ---------------------------------------------------------------------------------------------------
@@ -69,6 +68,11 @@ function statusText(now: Date): (t: TypeSync) => string {
  */
 const subscribedLists: XdsType[][] = Array.from({length: 1 << XDS_TYPES.length}, (_, mask) => Object.freeze(XDS_TYPES.filter((_t, i) => (mask & (1 << i)) !== 0)) as XdsType[])
 
+/** The states and cells of every registered VM no istiod reports (frozen: rows share them). */
+const NOT_CONNECTED_TYPE: TypeSync = Object.freeze({state: 'NOT_CONNECTED', subscribed: false, neverAcknowledged: false})
+const NOT_CONNECTED_XDS = Object.freeze({CDS: NOT_CONNECTED_TYPE, LDS: NOT_CONNECTED_TYPE, EDS: NOT_CONNECTED_TYPE, RDS: NOT_CONNECTED_TYPE, ECDS: NOT_CONNECTED_TYPE}) as Record<XdsType, TypeSync>
+const NOT_CONNECTED_STATUS = Object.freeze({CDS: 'NOT CONNECTED', LDS: 'NOT CONNECTED', EDS: 'NOT CONNECTED', RDS: 'NOT CONNECTED', ECDS: 'NOT CONNECTED'}) as Record<XdsType, string>
+
 export interface RowOptions {
   vms?: VmInfo[]
   /** The clock for ages; pass a fixed one in tests. */
@@ -108,7 +112,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     let mask = 0
     for (let i = 0; i < XDS_TYPES.length; i++) if (x[XDS_TYPES[i]!].subscribed) mask |= 1 << i
     const subscribed = subscribedLists[mask]!
-    // Built field by field rather than copied through withoutUndefined: this runs once per proxy.
+    // Built field by field rather than copied: this runs once per proxy.
     const row: ProxyStatusRow = {
       name: s.proxyId, type: vm ? 'vm' : 'pod', connected: true, xds: s.types, status, subscribed,
       cluster: s.clusterId, istiod: s.istiod.name, istiodRef: s.istiod, version: s.proxyVersion,
@@ -125,27 +129,13 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
   }
   for (const [key, vm] of vms) {
     if (seen.has(key)) continue
-    const xds = {} as Record<XdsType, TypeSync>
-    const status = {} as Record<XdsType, string>
-    for (const t of XDS_TYPES) {
-      xds[t] = {state: 'NOT_CONNECTED', subscribed: false, neverAcknowledged: false}
-      status[t] = 'NOT CONNECTED'
-    }
-    rows.push(
-      withoutUndefined<ProxyStatusRow>({
-        name: key,
-        namespace: vm.namespace,
-        type: 'vm',
-        connected: false,
-        xds,
-        status,
-        subscribed: [],
-        address: vm.address,
-        health: vm.health,
-        registration: vm.registration,
-        versionSkew: false,
-      }),
-    )
+    // Built field by field, sharing the frozen NOT CONNECTED states: a mesh may register tens of
+    // thousands of VMs that are not connected, one row each.
+    const row: ProxyStatusRow = {name: key, namespace: vm.namespace, type: 'vm', connected: false, xds: NOT_CONNECTED_XDS, status: NOT_CONNECTED_STATUS, subscribed: subscribedLists[0]!, versionSkew: false}
+    if (vm.address !== undefined) row.address = vm.address
+    if (vm.health !== undefined) row.health = vm.health
+    if (vm.registration !== undefined) row.registration = vm.registration
+    rows.push(row)
   }
   return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? ''))
 }

@@ -100,7 +100,7 @@ export class ProxyStatusRun {
   }
 
   /** Every context read at once; throws only when none could be read. */
-  async snapshot(options: {timeoutMs: number; selector: Selector; namespace?: string}, warn: (p: Problem) => void): Promise<Snapshot> {
+  async snapshot(options: {timeoutMs: number; selector: Selector; namespace?: string; entries?: boolean}, warn: (p: Problem) => void): Promise<Snapshot> {
     const settled = await Promise.allSettled(
       this.open.map((s) =>
         collectContext(s.client, s.contextName, {
@@ -111,6 +111,7 @@ export class ProxyStatusRun {
           namespace: options.namespace ?? (s.namespaceExplicit ? s.namespace : undefined),
           timeoutMs: options.timeoutMs,
           selector: options.selector.length > 0 ? options.selector : undefined,
+          entries: options.entries,
         }),
       ),
     )
@@ -146,7 +147,8 @@ export class ProxyStatusRun {
     const first = this.open[0]!
     const targets = detailTargets(name, {namespace: first.namespace, namespaceExplicit: first.namespaceExplicit})
     const namespaces = [...new Set(targets.map((t) => t.namespace))]
-    const snap = await this.snapshot({timeoutMs, selector: [], namespace: namespaces.length === 1 ? namespaces[0] : undefined}, warn)
+    // The detail view reads each VM's WorkloadEntry (tunnel label, health checks, WaypointBound).
+    const snap = await this.snapshot({timeoutMs, selector: [], namespace: namespaces.length === 1 ? namespaces[0] : undefined, entries: true}, warn)
     for (const t of targets) {
       const matches = rowsForTarget(snap.rows, t, snap.registrationOf)
       if (matches.length > 0) return {snap, matches}

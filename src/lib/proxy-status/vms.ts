@@ -79,9 +79,12 @@ const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, st
  * One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name.
  * `labels: false`: the records' labels are left empty (a caller that matches no -l selector need not
  * build a record of labels per registration, 5,000 short-lived objects for a mesh of 5,000 VMs).
+ * `entries: false`: the records do not hold their WorkloadEntries (`entry`, read only by the detail
+ * view), which are then freed with the list.
  */
-export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[], options: {labels?: boolean} = {}): VmRecord[] {
+export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObject[], options: {labels?: boolean; entries?: boolean} = {}): VmRecord[] {
   const withLabels = options.labels !== false
+  const withEntries = options.entries !== false
   const out: VmRecord[] = []
   const entryOf = new Map<string, WorkloadEntryObject>()
   // The WAR owning each WorkloadEntry, looked up once (and not at all in a mesh without WARs).
@@ -115,7 +118,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
         identity: reg.identity || undefined,
         sidecarVersion: reg.sidecarVersion,
         agentVersion: reg.agentVersion,
-        entry: we,
+        entry: withEntries ? we : undefined,
         ...healthOf(we),
       } as VmRecord),
     )
@@ -137,8 +140,8 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
       connected: reg.agentConnected === 'True',
       workloadEntry: name,
       labels: withLabels ? mergedLabels(we) : NO_LABELS,
-      entry: we,
     }
+    if (withEntries) record.entry = we
     if (reg.connectedTo !== undefined) record.istiod = reg.connectedTo
     const connectedAt = annotations?.['istio.io/connectedAt']
     if (connectedAt !== undefined) record.connectedAt = connectedAt
