@@ -15,7 +15,7 @@ import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
-import {ENVOY_XDS_PIPE, VmHost} from './vm/host.js'
+import {VmHost} from './vm/host.js'
 import {waitFor} from './vm/scenario.js'
 
 const NS = 'vm-doctor'
@@ -158,9 +158,11 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     const leaf = new X509Certificate(vm.connection!.certificateChain[0]!)
     expect(check(report, 'vm.cert')).toMatchObject({status: 'pass', detail: `workload certificate valid until ${new Date(leaf.validTo).toISOString().replace(/\.\d+Z$/, 'Z')}`})
     expect(check(report, 'vm.root')).toMatchObject({status: 'pass', detail: "the VM's Envoy trusts the current mesh root"})
-    // Envoy's xds-grpc cluster is pilot-agent's xDS proxy on a unix socket (Istio's bootstrap), not istiod:
-    // what doctor calls "connected to istiod" is Envoy's connection to pilot-agent.
-    expect(check(report, 'vm.xds')).toMatchObject({status: 'pass', detail: `connected to istiod at ${ENVOY_XDS_PIPE}`})
+    // Envoy's xds-grpc cluster is pilot-agent's xDS proxy on a unix socket (Istio's bootstrap), which
+    // says nothing of istiod: doctor reads pilot-agent's own connection to istiod's port, at the address
+    // the VM's hosts file gives istiod's name.
+    const gateway = /^(\S+)\s+.*\bistiod\.istio-system\.svc\b/m.exec(readFileSync(join(vmDir, 'hosts'), 'utf8'))![1]
+    expect(check(report, 'vm.xds')).toMatchObject({status: 'pass', detail: `pilot-agent is connected to istiod at ${gateway}:15012`})
     // This sidecar intercepts nothing (INTERCEPTION_MODE NONE): doctor says so, as a warning.
     expect(report.checks.filter((c) => c.status === 'warn').map((c) => c.check)).toEqual(['vm.interception'])
   })
@@ -206,11 +208,15 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await vm.setAppHealth(false, message)
     await cp.main.kube.waitFor(wePath(WE), healthyIs('False'), 'Healthy=False')
     const {report} = await doctor([WE])
-    expect(firstFail(report)).toMatchObject({check: 'registration.healthy', detail: `Healthy=False: ${message} (the VM's readiness probe fails, so istiod sends it no traffic)`})
+    // Nothing listens on the VM's 8080 (this host runs no application): doctor proves that much and
+    // prints no fix (meshvm does not know how to start it).
+    expect(firstFail(report)).toMatchObject({
+      check: 'registration.healthy',
+      detail: `Healthy=False: ${message} (the VM's readiness probe fails, so istiod sends it no traffic); nothing listens on 127.0.0.1:8080 nor answers on the group's other ports (http=8080): the application is not running on the VM (start it; meshvm does not know how)`,
+    })
+    expect(firstFail(report)!.fix).toBeUndefined()
     // pilot-agent's /healthz/ready is Envoy's readiness, which the application's probe does not enter.
     expect(check(report, 'vm.ready')).toMatchObject({status: 'pass'})
-    // The printed fix reads the VM's readiness and journal (a diagnosis: the application is what needs fixing).
-    expect(check(report, 'registration.healthy')!.fix).toBe(`${VM_EXEC} 'curl -sS http://127.0.0.1:15021/healthz/ready; sudo journalctl -u istio -n 50'`)
     await vm.setAppHealth(true)
     await cp.main.kube.waitFor(wePath(WE), healthyIs('True'), 'Healthy=True')
     await expectPass([WE])
@@ -228,6 +234,21 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await expectPass([WE])
   })
 
+  // Before the stale case, whose `meshvm onboard --apply` must take over the Service the fix made.
+  it('no Service selecting the group: step 5 service; the printed fix (the Service onboard makes, applied with meshvm\'s field manager) makes doctor pass, and onboard --apply takes it over', async () => {
+    await cp.main.kube.must('DELETE', `/api/v1/namespaces/${NS}/services/web`)
+    const failing = await expectFirstFail([WE], 'service')
+    expect(failing.fix).toMatch(/^printf '%s\\n' '\{"apiVersion":"v1","kind":"Service",.*\}' \| kubectl apply --server-side --field-manager=meshvm -f -$/)
+    await runFix(failing.fix)
+    const report = await expectPass([WE])
+    expect(check(report, 'service')!.detail).toBe('selected by Service web')
+    // The group's own onboard --apply: no conflict with the fix's fields (kubectl create service's
+    // selector and port names made real kube-apiserver refuse it), the Service unchanged.
+    const again = await meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--apply'])
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stdout).toContain('service/web unchanged')
+  })
+
   it('a changed WorkloadGroup: step 4 registration.stale; the printed war rollout restarts the sidecar through --vm-exec and doctor passes', async () => {
     const change = await meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '-l', 'tier=backend', '--apply'])
     expect(change.code, change.stderr).toBe(0)
@@ -237,17 +258,6 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await runFix(failing.fix)
     await cp.main.kube.waitFor(wePath(WE), backAndHealthy, 'entry back')
     await expectPass([WE])
-  })
-
-  // After the stale case: `meshvm onboard --apply` of the group would conflict with the fields the
-  // fix's kubectl create service owns (server-side apply: .spec.selector, .spec.ports[8080].name).
-  it('no Service selecting the group: step 5 service; the printed kubectl create service makes doctor pass', async () => {
-    await cp.main.kube.must('DELETE', `/api/v1/namespaces/${NS}/services/web`)
-    const failing = await expectFirstFail([WE], 'service')
-    expect(failing.fix).toBe(`kubectl create service clusterip web -n ${NS} --tcp=8080:8080`)
-    await runFix(failing.fix)
-    const report = await expectPass([WE])
-    expect(check(report, 'service')!.detail).toBe('selected by Service web')
   })
 
   it('configuration the VM\'s Envoy rejects (a NACK of LDS, as real istiod records it): step 6 sync with the error; once the configuration is gone, doctor passes', async () => {
@@ -310,6 +320,10 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     hosts.push(h)
     // Connected and configured, yet real istiod registered nothing (it would have before the first push).
     expect((await cp.main.kube.get(wePath(`web-${ip}`))).status).toBe(404)
+    // Without --bundle too: the proxy istiod reports connected is the VM asked about, with no entry.
+    const byProxy = await expectFirstFail([`vm-7.${NS}`], 'istiod.autoregistration')
+    expect(check((await doctor([`vm-7.${NS}`])).report, 'registration')!.detail).toMatch(new RegExp(`^no WorkloadEntry matches vm-7\\.${NS}: istiod \\S+ reports the proxy vm-7\\.${NS} connected, but registered no entry for it`))
+    expect(byProxy.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
     const failing = await expectFirstFail([`vm-7.${NS}`, '--bundle', vmDir], 'istiod.autoregistration')
     expect(failing.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
     await runFix(failing.fix)
