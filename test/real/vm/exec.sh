@@ -8,7 +8,9 @@
 # the sidecar's connection to istiod as its host reports it. Each running
 # host has a line "ADMIN_PORT STATUS_PORT CONTROL_PORT HOSTS_FILE" in $MESHVM_REAL_VMS/ADDRESS.
 # With a command after the address, it runs that instead; `… systemctl restart istio` (or `stop`)
-# restarts (stops) the VM's sidecar through its host, as systemd would.
+# restarts (stops) the VM's sidecar through its host, as systemd would. Commands on its standard
+# input (doctor's fixes) get the same through bin/sudo, which also writes the Istio install's files
+# (`sudo tee /etc/certs/root-cert.pem` …) into the bundle directory the host reads.
 set -eu
 entry=$(cat "${MESHVM_REAL_VMS:?set MESHVM_REAL_VMS}/${1:-}" 2>/dev/null) || { echo "no VM at ${1:-(no address)}" >&2; exit 255; }
 shift
@@ -19,7 +21,8 @@ rest=${rest#* }
 control=${rest%% *}
 VM_HOSTS=${rest#* }
 VM_CONTROL_PORT=$control
-export VM_ADMIN_PORT VM_STATUS_PORT VM_HOSTS VM_CONTROL_PORT
+VM_BUNDLE=$(dirname "$VM_HOSTS")
+export VM_ADMIN_PORT VM_STATUS_PORT VM_HOSTS VM_CONTROL_PORT VM_BUNDLE
 bin="$(cd "$(dirname "$0")" && pwd)/bin"
 if [ $# -gt 0 ]; then
   case "$*" in
