@@ -324,6 +324,10 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     const byProxy = await expectFirstFail([`vm-7.${NS}`], 'istiod.autoregistration')
     expect(check((await doctor([`vm-7.${NS}`])).report, 'registration')!.detail).toMatch(new RegExp(`^no WorkloadEntry matches vm-7\\.${NS}: istiod \\S+ reports the proxy vm-7\\.${NS} connected, but registered no entry for it`))
     expect(byProxy.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
+    // And by its address, which real istiod's /debug/adsz has from the proxy's INSTANCE_IPS; --vm-exec
+    // reaches the VM there and sees pilot-agent connected.
+    await expectFirstFail([ip], 'istiod.autoregistration')
+    expect(check((await doctor([ip])).report, 'vm.xds')).toMatchObject({status: 'pass'})
     const failing = await expectFirstFail([`vm-7.${NS}`, '--bundle', vmDir], 'istiod.autoregistration')
     expect(failing.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
     await runFix(failing.fix)

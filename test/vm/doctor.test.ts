@@ -271,6 +271,14 @@ describe('doctor --vm-exec on a simulated VM', () => {
       expect(firstFail(r.stdout)).toMatchObject({step: 3, check: 'istiod.autoregistration', fix: 'kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true'})
       expect(report.checks.find((c) => c.check === 'registration')!.detail).toMatch(/^no WorkloadEntry matches vm-5\.vmreg: istiod \S+ reports the proxy vm-5\.vmreg connected, but registered no entry for it/)
       expect(report.checks.find((c) => c.check === 'sync')).toMatchObject({status: 'pass'})
+      // By its address too: the proxy that reports it (istiod's /debug/adsz, INSTANCE_IPS); --vm-exec reaches it there.
+      const byAddress = await doctor(['10.20.5.5', '-n', 'vmreg', '--vm-exec', VM_EXEC])
+      expect(byAddress.code, byAddress.stderr).toBe(8)
+      const addressReport = JSON.parse(byAddress.stdout) as {checks: Check[]}
+      expect(firstFail(byAddress.stdout)).toMatchObject({step: 3, check: 'istiod.autoregistration'})
+      expect(addressReport.checks.find((c) => c.check === 'vm.xds')).toMatchObject({status: 'pass', detail: `pilot-agent is connected to istiod at ${plane.gateway.address}:15012`})
+      // An address no proxy reports is still not found.
+      expect((await doctor(['10.20.5.99', '-n', 'vmreg'])).code).toBe(4)
     } finally {
       const now = cluster.store.get(DEPLOY, 'istio-system', 'istiod')!
       cluster.store.update(DEPLOY, {...saved, metadata: {...saved.metadata, resourceVersion: now.metadata.resourceVersion}})

@@ -110,10 +110,15 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   if (!found.entry && !found.war && query !== undefined && (isIP(query) !== 0 || query.includes('.'))) {
     const r = await rows()
     if (!('error' in r)) {
-      // By address: a VM whose host name is its address (the proxy ID istiod shows is HOSTNAME.NAMESPACE).
+      // By address: the proxy whose node metadata (istiod's /debug/adsz) reports it in INSTANCE_IPS, which
+      // is the only place an unregistered VM's address shows (its proxy ID is HOSTNAME.NAMESPACE).
       const asked = query
       const byAddress = isIP(asked) !== 0
-      const row = r.rows.find((x) => x.type !== 'istiod' && (x.name === asked || (byAddress && (x.address === asked || x.name === `${asked}.${namespace}`))))
+      let row = r.rows.find((x) => x.type !== 'istiod' && (x.name === asked || (byAddress && x.address === asked)))
+      if (!row && byAddress) {
+        const id = await proxyAtAddress(client, o, asked, namespace)
+        row = id === undefined ? undefined : r.rows.find((x) => x.type !== 'istiod' && x.name === id)
+      }
       const reg = row ? r.registrationOf(row) : undefined
       if (reg) found = findEntry(entries, wars, reg.name, undefined)
       else if (row?.address && !byAddress) found = findEntry(entries, wars, row.address, undefined)
@@ -166,7 +171,8 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   const classic = gateways.find((g) => eastWestGatewayKind(g as GatewayServiceLike).kind === 'classic' && gatewayAddress(g) !== undefined)
 
   // The registration's neighbours: entries at the same address, events about it.
-  const address = str((entry?.spec as {address?: unknown} | undefined)?.address)
+  // A proxy with no entry, asked about by its address: that is where --vm-exec reaches it.
+  const address = str((entry?.spec as {address?: unknown} | undefined)?.address) ?? (proxyRow && query !== undefined && isIP(query) !== 0 ? query : undefined)
   const duplicates = entry && address ? entries.filter((e) => e !== entry && str((e.spec as {address?: unknown} | undefined)?.address) === address) : []
   let events: Evidence['events'] = []
   if (entry?.metadata?.name) {
@@ -282,6 +288,39 @@ export function appTarget(group: KubeObject | undefined): AppTarget | undefined 
   if (path !== undefined && !safeProbePath(path)) return undefined
   const declared = Object.values(spec.template?.ports ?? {}).filter((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0 && v < 65536)
   return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
+}
+
+/**
+ * The proxy ID of the proxy that reports `address` among its INSTANCE_IPS, in `namespace`, as the
+ * istiods of the revision see it (/debug/adsz); undefined when none does or no istiod answers.
+ */
+async function proxyAtAddress(client: KubeClient, o: GatherOptions, address: string, namespace: string): Promise<string | undefined> {
+  const [{IstiodPool}, {findIstiods, istiodTarget}, {parseAdsz}] = await Promise.all([import('../istiod/reader.js'), import('../proxy-status/fetch.js'), import('../proxy-status/adsz.js')])
+  const istiods = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision}).catch((err: unknown) => {
+    if (err instanceof MeshvmError) return undefined
+    throw err
+  })
+  if (!istiods) return undefined
+  const {selected} = istiods
+  const pool = new IstiodPool(client, o.istioNamespace)
+  try {
+    for (const istiod of selected) {
+      let nodes: ReturnType<typeof parseAdsz>
+      try {
+        nodes = parseAdsz((await pool.reader(istiodTarget(istiod)).debugEndpoint('adsz', o.timeoutMs)).body)
+      } catch (err) {
+        // An istiod that cannot be read names no proxy (the query is then not found, as before).
+        if (err instanceof MeshvmError) continue
+        throw err
+      }
+      for (const node of nodes.values()) {
+        if (node.ips.includes(address) && (node.namespace ?? node.proxyId.slice(node.proxyId.lastIndexOf('.') + 1)) === namespace) return node.proxyId
+      }
+    }
+  } finally {
+    pool.close()
+  }
+  return undefined
 }
 
 /** The port of the bundle's discovery address (HOST:PORT); undefined: istiod's default, 15012. */
