@@ -20,7 +20,7 @@ const doctorFlags = {
   bundle: Flags.string({summary: "The VM's bundle directory (as written by meshvm bundle -d DIR): its token, root certificate and hosts entry are checked too."}),
   'vm-exec': Flags.string({
     summary: 'Command template (run with sh -c) that runs a shell on the VM reading commands from stdin, e.g. \'ssh "$MESHVM_VM_ADDRESS"\': read-only checks on the VM itself.',
-    description: 'Gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME and MESHVM_NAMESPACE. meshvm writes a read-only POSIX sh script to its stdin (pilot-agent readiness, Envoy\'s /certs and /clusters, interception rules, DNS, what answers at the readiness probe\'s port) and reads the answer. Fixes that run on the VM are printed as commands piped into this template, with those variables set.',
+    description: 'Gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME and MESHVM_NAMESPACE. meshvm writes a read-only POSIX sh script to its stdin (pilot-agent readiness, Envoy\'s /certs, pilot-agent\'s TCP connection to istiod (ss), interception rules, DNS, what answers at the readiness probe\'s port) and reads the answer. Fixes that run on the VM are printed as commands piped into this template, with those variables set.',
   }),
   'all-vms': Flags.boolean({char: 'A', summary: 'Doctor every VM of the namespace (or of the WorkloadGroup VM names) and print one row each.'}),
   'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway.', default: 'istio-eastwestgateway'}),

@@ -8,7 +8,7 @@ import {bundleFlags, bundleOptions} from '../lib/bundle/flags.js'
 import {Problems, UsageError} from '../lib/errors.js'
 import type {Manifest} from '../lib/kube/object.js'
 import {fileNameFor, generateOnboardObjects} from '../lib/onboard/generate.js'
-import {missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
+import {inputFromWorkloadGroup, missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
 import type {OutputSpec} from '../lib/output/printer.js'
 import {toYaml, toYamlStream} from '../lib/yaml.js'
 
@@ -314,21 +314,5 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     files.push({name: 'kustomization.yaml', data: toYaml(kustomization), mode: 0o644})
     const written = writeFilesAtomic(dir, files)
     this.note(`Wrote ${written.length} files to ${dir} (apply them with: kubectl apply -k ${dir})`)
-  }
-}
-
-/** The flags-shaped input equivalent to a WorkloadGroup file, used to derive its Service. */
-function inputFromWorkloadGroup(wg: WorkloadGroupLike, f: {'service-entry'?: boolean; host?: string[]; 'create-namespace'?: boolean; 'create-service-account'?: boolean}): OnboardInput {
-  const template = wg.spec.template ?? {}
-  return {
-    name: wg.metadata.name,
-    namespace: wg.metadata.namespace,
-    ports: Object.entries(template.ports ?? {}).map(([name, port]) => `${name}=${port}`),
-    labels: Object.entries(wg.spec.metadata?.labels ?? {}).map(([k, v]) => `${k}=${v}`),
-    serviceAccount: template.serviceAccount || 'default',
-    serviceEntry: f['service-entry'] ? true : undefined,
-    hosts: f.host,
-    createNamespace: f['create-namespace'],
-    createServiceAccount: f['create-service-account'],
   }
 }

@@ -145,16 +145,21 @@ describe('meshvm doctor', () => {
     cluster.store.delete(SVC, 'apps', 'web')
     let {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
     expect(r.code).toBe(8)
-    expect(firstFail(rep)).toMatchObject({step: 5, check: 'service', fix: 'kubectl create service clusterip web -n apps --tcp=8080:8080'})
-    // The fix, run: a Service selecting app=web, and doctor passes. (kubectl create sends built-in kinds
-    // as protobuf, which the test API server does not decode: the same command renders the Service as
-    // JSON, and kubectl create posts that.)
-    const made = await kubectl(cluster, [...firstFail(rep)!.fix!.replace(/^kubectl /, '').split(' '), '--dry-run=client', '-o', 'json'])
-    expect(made.code, made.stderr).toBe(0)
-    const k = await kubectl(cluster, ['create', '-f', '-'], {input: made.stdout})
-    expect(k.code, k.stderr).toBe(0)
+    // The fix: the Service `meshvm onboard` makes for the group, applied with meshvm's field manager.
+    const service = {apiVersion: 'v1', kind: 'Service', metadata: {name: 'web', namespace: 'apps', labels: {app: 'web', 'app.kubernetes.io/managed-by': 'meshvm'}},
+      spec: {type: 'ClusterIP', selector: {app: 'web'}, ports: [{name: 'http', port: 8080, targetPort: 8080, protocol: 'TCP', appProtocol: 'http'}]}}
+    expect(firstFail(rep)).toMatchObject({step: 5, check: 'service', fix: `printf '%s\\n' '${JSON.stringify(service)}' | kubectl apply --server-side --field-manager=meshvm -f -`})
+    // Run as printed, doctor passes.
+    const {execFile} = await import('node:child_process')
+    const {promisify} = await import('node:util')
+    await promisify(execFile)('/bin/sh', ['-c', `set -e; ${firstFail(rep)!.fix}`], {env: {...process.env, ...cluster.env}, timeout: 60_000})
     ;({r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
     expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
+    // And the group's next `meshvm onboard --apply` takes the Service over: no conflict on its selector
+    // or port names (which a `kubectl create service` would own).
+    const again = await runCli(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--network', 'vm-network', '--probe-http', '8080/ready', '--apply'], {env: cluster.env, timeoutMs: 60_000})
+    expect(again.code, again.stderr).toBe(0)
+    expect(again.stdout).toContain('service/web unchanged')
     cluster.store.delete(SVC, 'apps', 'web')
     seedService('web', 'apps', {app: 'web'}, 'grpc')
     ;({r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
@@ -221,11 +226,11 @@ describe('meshvm doctor', () => {
   it('--vm-exec: reads the VM through the command, and names a wrong root, an expired certificate, no DNS', async () => {
     const serial = (await import('node:crypto')).X509Certificate
     const meshSerial = new serial(cluster.ca.rootPem).serialNumber.toLowerCase().replace(/^0+/, '')
-    const answer = (o: {ready?: string; root?: string; expires?: string; dns?: string}) =>
+    const answer = (o: {ready?: string; root?: string; expires?: string; dns?: string; connections?: string[]}) =>
       [
         '@@meshvm-doctor ready', o.ready ?? '200',
         '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: o.root ?? meshSerial}], cert_chain: [{serial_number: 'abc', days_until_expiration: '0', expiration_time: o.expires ?? new Date(Date.now() + 20 * 3600_000).toISOString()}]}]}),
-        '@@meshvm-doctor clusters', 'xds-grpc::203.0.113.10:15012::cx_active::1',
+        '@@meshvm-doctor istiod', 'via ss 15012', 'Recv-Q Send-Q Local Address:Port Peer Address:Port Process', ...(o.connections ?? ['0 0 10.0.0.5:41234 203.0.113.10:15012']),
         '@@meshvm-doctor interception', '4',
         '@@meshvm-doctor dns', o.dns ?? '203.0.113.10 istiod.istio-system.svc',
         '@@meshvm-doctor end', '',
@@ -249,6 +254,11 @@ describe('meshvm doctor', () => {
     writeFileSync(state, answer({dns: ''}))
     ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
     expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.dns'})
+    // pilot-agent with no established connection to istiod's port: vm.xds fails (Envoy's xds-grpc
+    // cluster, pilot-agent's unix socket, is not read: it cannot tell).
+    writeFileSync(state, answer({connections: []}))
+    ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', vmExec]))
+    expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm.xds', detail: 'pilot-agent has no connection to istiod: no established TCP connection to port 15012 on the VM'})
     // A command that fails: a check that says so, never a crash.
     ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps', '--vm-exec', 'echo nope >&2; exit 255']))
     expect(firstFail(rep)).toMatchObject({step: 7, check: 'vm'})

@@ -90,7 +90,9 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(vm['vm.cert']!.status).toBe('pass')
     expect(vm['vm.cert']!.detail).toMatch(/^workload certificate valid until \d{4}-\d\d-\d\dT/)
     expect(vm['vm.root']).toMatchObject({status: 'pass', detail: "the VM's Envoy trusts the current mesh root"})
-    expect(vm['vm.xds']).toMatchObject({status: 'pass', detail: `connected to istiod at ${plane.gateway.address}:15012`})
+    // pilot-agent's TCP connection to istiod's port, at the address the VM's hosts file gives (Envoy's
+    // xds-grpc cluster is pilot-agent's unix socket, as on a real VM: not what doctor reads).
+    expect(vm['vm.xds']).toMatchObject({status: 'pass', detail: `pilot-agent is connected to istiod at ${plane.gateway.address}:15012`})
     // The simulated VM intercepts nothing: doctor says so (a warning, with the fix).
     expect(vm['vm.interception']).toMatchObject({status: 'warn'})
 
@@ -111,16 +113,17 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const after = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
     expect(after.code, after.stdout).toBe(0)
 
-    // An unhealthy app: pilot-agent is not ready on the VM, and the entry's Healthy condition says why.
+    // An unhealthy app: as on a real VM, pilot-agent's /healthz/ready is Envoy's readiness only (ready
+    // once it got its configuration), so vm.ready passes; the entry's Healthy=False (step 4) names it.
     await join_('10.20.0.6', bundle, {unhealthy: true})
+    await waitUntil(() => JSON.stringify(cluster.store.get(WE, 'vmdoc', 'web-10.20.0.6')?.status ?? {}).includes('"Healthy","status":"False"'), 'Healthy=False', 30_000)
     const bad = await doctor(['web-10.20.0.6', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
     expect(bad.code).toBe(8)
-    const badReport = JSON.parse(bad.stdout) as {checks: {check: string; status: string; detail: string}[]}
-    expect(badReport.checks.find((c) => c.check === 'vm.ready')).toMatchObject({status: 'fail', detail: 'pilot-agent is not ready (15021/healthz/ready: 503)'})
-    // The entry's Healthy=False comes first, and its cause is the application's own answer (which
-    // meshvm cannot fix: no fix is printed, rather than a guess).
-    await waitUntil(() => JSON.stringify(cluster.store.get(WE, 'vmdoc', 'web-10.20.0.6')?.status ?? {}).includes('"Healthy","status":"False"'), 'Healthy=False', 30_000)
-    const unhealthy = firstFail((await doctor(['web-10.20.0.6', '-n', 'vmdoc', '--vm-exec', VM_EXEC])).stdout)!
+    const badReport = JSON.parse(bad.stdout) as {checks: Check[]}
+    expect(badReport.checks.find((c) => c.check === 'vm.ready')).toMatchObject({status: 'pass', detail: 'pilot-agent is ready (15021/healthz/ready: 200)'})
+    // Its cause is the application's own answer (which meshvm cannot fix: no fix is printed, rather
+    // than a guess).
+    const unhealthy = firstFail(bad.stdout)!
     expect(unhealthy).toMatchObject({step: 4, check: 'registration.healthy'})
     expect(unhealthy.detail).toMatch(/; the application answers HTTP 503 at 127\.0\.0\.1:8080\/ready: it reports itself not ready \(a cause in the application, which meshvm cannot fix\)$/)
     expect(unhealthy.fix).toBeUndefined()
@@ -244,5 +247,41 @@ describe('doctor --vm-exec on a simulated VM', () => {
     await vm.waitFor(/accepted \(ACK\) \S+ again/)
     const after = await doctor(args)
     expect(after.code, after.stdout).toBe(0)
+  })
+
+  it("a VM istiod serves but did not register (auto-registration off): doctor HOSTNAME.NAMESPACE finds its proxy and names step 3", async () => {
+    await onboard('reg', 'vmreg', join(dir, 'reg-unused'), ['-p', 'http=8080'])
+    // A bundle without --autoregister: the proxy connects and is served, and istiod registers nothing.
+    const bundle = join(dir, 'reg')
+    const made = await runCli(['bundle', 'reg', '-n', 'vmreg', '-d', bundle], {env: cluster.env, timeoutMs: 60_000})
+    expect(made.code, made.stderr).toBe(0)
+    await join_('10.20.5.5', bundle)
+    expect(cluster.store.list(WE, 'vmreg')).toEqual([])
+    const DEPLOY = resourceKey('apps', 'deployments')
+    const d = cluster.store.get(DEPLOY, 'istio-system', 'istiod')!
+    const saved = structuredClone(d)
+    const spec = structuredClone(d.spec) as {template: {spec: {containers: {env?: {name: string; value: string}[]}[]}}}
+    spec.template.spec.containers[0]!.env = [...(spec.template.spec.containers[0]!.env ?? []), {name: 'PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', value: 'false'}]
+    cluster.store.update(DEPLOY, {...d, metadata: {...d.metadata, resourceVersion: undefined}, spec})
+    try {
+      const r = await doctor(['vm-5.vmreg', '-n', 'vmreg'])
+      expect(r.stderr).not.toMatch(STACK_TRACE)
+      expect(r.code, r.stderr).toBe(8)
+      const report = JSON.parse(r.stdout) as {checks: Check[]}
+      expect(firstFail(r.stdout)).toMatchObject({step: 3, check: 'istiod.autoregistration', fix: 'kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true'})
+      expect(report.checks.find((c) => c.check === 'registration')!.detail).toMatch(/^no WorkloadEntry matches vm-5\.vmreg: istiod \S+ reports the proxy vm-5\.vmreg connected, but registered no entry for it/)
+      expect(report.checks.find((c) => c.check === 'sync')).toMatchObject({status: 'pass'})
+      // By its address too: the proxy that reports it (istiod's /debug/adsz, INSTANCE_IPS); --vm-exec reaches it there.
+      const byAddress = await doctor(['10.20.5.5', '-n', 'vmreg', '--vm-exec', VM_EXEC])
+      expect(byAddress.code, byAddress.stderr).toBe(8)
+      const addressReport = JSON.parse(byAddress.stdout) as {checks: Check[]}
+      expect(firstFail(byAddress.stdout)).toMatchObject({step: 3, check: 'istiod.autoregistration'})
+      expect(addressReport.checks.find((c) => c.check === 'vm.xds')).toMatchObject({status: 'pass', detail: `pilot-agent is connected to istiod at ${plane.gateway.address}:15012`})
+      // An address no proxy reports is still not found.
+      expect((await doctor(['10.20.5.99', '-n', 'vmreg'])).code).toBe(4)
+    } finally {
+      const now = cluster.store.get(DEPLOY, 'istio-system', 'istiod')!
+      cluster.store.update(DEPLOY, {...saved, metadata: {...saved.metadata, resourceVersion: now.metadata.resourceVersion}})
+    }
   })
 })

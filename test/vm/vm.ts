@@ -15,7 +15,8 @@
  *   pushed type (CDS, LDS, EDS, RDS) is ACKed, so istiod's syncz shows the proxy SYNCED;
  * - the readiness probe from mesh.yaml (httpGet or tcpSocket) runs against the application this VM
  *   serves on 127.0.0.1 (on a port of its own: the probe's port is mapped to it); results are sent
- *   to istiod on each change, as pilot-agent's health checker does (`--unhealthy`: the app answers 503);
+ *   to istiod on each change, as pilot-agent's health checker does (`--unhealthy`: the app answers 503),
+ *   and only there: pilot-agent's /healthz/ready is Envoy's readiness (200 once it got CDS and LDS);
  * - SIGTERM disconnects and exits 0; SIGHUP disconnects and starts again, as a restarted sidecar.
  *
  * It prints `pid N` first. A refusal (TLS, CA, ADS) prints the reason on stderr and exits 1.
@@ -300,6 +301,12 @@ class Vm {
   private admin?: Server
   /** What Envoy's admin port and pilot-agent's readiness port report (doctor --vm-exec reads them). */
   private state: {leaf?: forge.pki.Certificate; rootPem?: string; discovery?: string; connected: boolean; healthy?: boolean} = {connected: false}
+  /**
+   * Envoy got its first CDS and LDS in this life of the sidecar: pilot-agent's /healthz/ready is 200
+   * from then on, whatever istiod or the application do (pilot/cmd/pilot-agent/status/ready/probe.go);
+   * a restarted sidecar (SIGHUP) starts unready again.
+   */
+  private envoyReady = false
 
   constructor(private readonly args: Args) {}
 
@@ -337,7 +344,9 @@ class Vm {
     this.admin = createServer((req, res) => {
       const st = this.state
       if (req.url === '/healthz/ready') {
-        res.writeHead(st.connected && st.healthy !== false ? 200 : 503).end()
+        // The application's probe never enters it: its result goes to istiod only (the entry's Healthy).
+        if (this.envoyReady) res.writeHead(200).end()
+        else res.writeHead(503).end('config not received from XDS server (is Istiod running?): cds updates: 0 successful, 0 rejected; lds updates: 0 successful, 0 rejected\n')
       } else if (req.url === '/certs') {
         // Envoy lists every certificate of the trusted CA bundle (root-cert.pem may hold several roots).
         const roots = st.rootPem ? forge.pem.decode(st.rootPem).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body))) : []
@@ -346,7 +355,13 @@ class Vm {
         // Not Envoy's: which VM ports the simulated application listens on (test/vm/bin/curl maps them).
         res.writeHead(200).end([...this.appPorts].map(([vm, port]) => `${vm} ${port}\n`).join('') + (this.anyPort ? `* ${this.anyPort}\n` : ''))
       } else if (req.url === '/clusters') {
-        res.writeHead(200).end(st.discovery ? `xds-grpc::observability_name::xds-grpc\nxds-grpc::${st.discovery}::cx_active::${st.connected ? 1 : 0}\n` : '')
+        // Istio's bootstrap sends Envoy's xDS to pilot-agent's proxy on a unix socket, open while the
+        // sidecar runs, whether or not pilot-agent reaches istiod (tools/packaging/common/envoy_bootstrap.json).
+        res.writeHead(200).end(st.discovery ? 'xds-grpc::observability_name::xds-grpc\nxds-grpc::./etc/istio/proxy/XDS::cx_active::1\n' : '')
+      } else if (req.url === '/sim/connections') {
+        // Not Envoy's: pilot-agent's TCP connection to istiod (the address the hosts file gives), as
+        // `ss -tn state established` shows it on the VM (test/vm/bin/ss prints it).
+        res.writeHead(200).end(st.connected && st.discovery ? `${this.args.address}:${40000 + (process.pid % 20000)} ${st.discovery}\n` : '')
       } else res.writeHead(404).end()
     })
     await new Promise<void>((resolve) => this.admin!.listen(0, '127.0.0.1', resolve))
@@ -442,6 +457,7 @@ class Vm {
       const hints = err instanceof GrpcFailure && err.code === grpc.status.UNAUTHENTICATED ? tokenDiagnosis(bundle.token, env) : []
       throw new Refused([`istiod at ${discovery} refused ${proxyId}: ${describe(err)}`, ...hints.map((h) => `  ${h}`)].join('\n'))
     }
+    this.envoyReady = true
     say(`connected to istiod at ${discovery} as ${proxyId}; ${rejected ? 'configuration answered, some of it rejected (NACK)' : 'configuration acknowledged (SYNCED)'}`)
     this.state.connected = true
     // Later pushes are ACKed too; a stream that ends is a disconnect (a restarted istiod: reconnect).
@@ -489,7 +505,9 @@ class Vm {
     this.client?.close()
   }
 
-  async restart(): Promise<void> {
+  /** Connects again; `sidecar`: pilot-agent and Envoy themselves restarted (Envoy unready until its first config). */
+  async restart(o: {sidecar?: boolean} = {}): Promise<void> {
+    if (o.sidecar) this.envoyReady = false
     this.disconnect()
     try {
       await this.start()
@@ -520,7 +538,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void vm.stop())
   process.on('SIGHUP', () => {
     say('SIGHUP: restarting the sidecar')
-    void vm.restart()
+    void vm.restart({sidecar: true})
   })
   await vm.start()
 }

@@ -12,6 +12,10 @@ import {isRecord} from '../util/records.js'
 import type {VmProbe} from './probe.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict, type GatewayServiceLike} from '../precheck/gateway.js'
 import {serviceGatewayAddress, type ServiceLike} from '../bundle/fetch.js'
+import type {WorkloadGroupLike} from '../bundle/generate.js'
+import {FIELD_MANAGER} from '../apply/apply.js'
+import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
+import {serviceObject} from '../onboard/generate.js'
 
 export type DoctorStatus = 'pass' | 'warn' | 'fail' | 'skip'
 
@@ -107,6 +111,8 @@ export interface Evidence {
   envoyFilters?: KubeObject[] | string
   /** Template of --vm-exec, for fixes that run on the VM. */
   vmExec?: string
+  /** A proxy istiod reports connected under the name asked about, which no registration pairs with. */
+  proxy?: {name: string; istiod?: string}
 }
 
 const WE_ANN = {
@@ -333,7 +339,10 @@ export function diagnose(e: Evidence): DoctorReport {
   const we = e.entry
   if (!we) {
     const group = e.groupName ? ` of WorkloadGroup ${ns}/${e.groupName}` : ''
-    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: the VM has not registered (its sidecar is not connected, or istiod refused it)`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: meshvm doctor ${e.query} -n ${ns}`)
+    const why = e.proxy
+      ? `istiod${e.proxy.istiod ? ` ${e.proxy.istiod}` : ''} reports the proxy ${e.proxy.name} connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)`
+      : 'the VM has not registered (its sidecar is not connected, or istiod refused it)'
+    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: ${why}`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: meshvm doctor ${e.query} -n ${ns}`)
   } else {
     const ann = annotationsOf(we)
     const address = str(specOf(we).address)
@@ -376,11 +385,12 @@ export function diagnose(e: Evidence): DoctorReport {
     ]
     const labelText = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
     if (selecting.length === 0) {
-      // `kubectl create service` selects app=NAME: the fix when the entry has an app label; otherwise a Service to write.
-      const app = labels.app
-      const port = Object.values(rec(rec(specOf(e.group).template).ports)).find((v): v is number => typeof v === 'number') ?? 8080
-      const fix = app && /^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(app) && app.length <= 63
-        ? `kubectl create service clusterip ${app} -n ${q(ns)} --tcp=${port}:${port}`
+      // The Service `meshvm onboard` makes for the group, applied with meshvm's field manager: a later
+      // `meshvm onboard --apply` takes it over (a `kubectl create service` would own its selector and
+      // port names, and onboard's server-side apply would then conflict on them).
+      const service = onboardService(e.group, e.groupName, ns)
+      const fix = service && selects(rec(specOf(service).selector), labels)
+        ? `printf '%s\\n' ${q(JSON.stringify(service))} | kubectl apply --server-side --field-manager=${FIELD_MANAGER} -f -`
         : `kubectl apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || 'the entry\'s labels'}`
       add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
@@ -442,9 +452,11 @@ export function diagnose(e: Evidence): DoctorReport {
     }
     if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
     if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", vmCommand('grep istiod /etc/hosts || cat hosts >> /etc/hosts   # the hosts file of the bundle'))
-    if (p.xds) {
-      if ((p.xds.active ?? 0) > 0) add(7, 'vm.xds', 'pass', `connected to istiod at ${p.xds.address ?? '?'}`)
-      else add(7, 'vm.xds', 'fail', `Envoy has no connection to istiod${p.xds.address ? ` at ${p.xds.address}` : ''}`, vmCommand('sudo journalctl -u istio -n 50'))
+    // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
+    // which stays up whether or not pilot-agent reaches istiod).
+    if (p.istiod) {
+      if (p.istiod.peers.length > 0) add(7, 'vm.xds', 'pass', `pilot-agent is connected to istiod at ${p.istiod.peers.join(', ')}`)
+      else add(7, 'vm.xds', 'fail', `pilot-agent has no connection to istiod: no established TCP connection to port ${p.istiod.port} on the VM`, vmCommand('sudo journalctl -u istio -n 50'))
     }
   }
 
@@ -459,6 +471,18 @@ export function diagnose(e: Evidence): DoctorReport {
     result,
     checks,
     ...(firstFail ? {summary: `step ${firstFail.step} (${title(firstFail.step)}): ${firstFail.detail}${firstFail.fix ? `; fix: ${firstFail.fix}` : ''}`} : {}),
+  }
+}
+
+/** The Service `meshvm onboard` generates for a WorkloadGroup (as `onboard -f` derives it); undefined when the group does not make one. */
+export function onboardService(group: KubeObject | undefined, name: string | undefined, namespace: string): KubeObject | undefined {
+  if (!group || !name) return undefined
+  try {
+    const wg = {metadata: {name, namespace}, spec: specOf(group)} as unknown as WorkloadGroupLike
+    return serviceObject(parseOnboardInput(inputFromWorkloadGroup(wg, {}))) as unknown as KubeObject
+  } catch {
+    // A group onboard could not have made (no ports, a port name it refuses): no Service to propose.
+    return undefined
   }
 }
 

@@ -103,18 +103,30 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   ])
 
   // HOSTNAME.NAMESPACE (the proxy ID istiod knows a VM by): the registration the proxy is paired with.
+  // A proxy istiod reports with no registration (auto-registration off, or a bundle made without
+  // --autoregister) is still the VM asked about: doctor then says why it has no entry.
   let found = findEntry(entries, wars, query, bundle?.env.ISTIO_META_WORKLOAD_NAME)
-  if (!found.entry && !found.war && query !== undefined && isIP(query) === 0 && query.includes('.')) {
+  let proxyRow: ProxyStatusRow | undefined
+  if (!found.entry && !found.war && query !== undefined && (isIP(query) !== 0 || query.includes('.'))) {
     const r = await rows()
     if (!('error' in r)) {
-      const row = r.rows.find((x) => x.name === query)
+      // By address: the proxy whose node metadata (istiod's /debug/adsz) reports it in INSTANCE_IPS, which
+      // is the only place an unregistered VM's address shows (its proxy ID is HOSTNAME.NAMESPACE).
+      const asked = query
+      const byAddress = isIP(asked) !== 0
+      let row = r.rows.find((x) => x.type !== 'istiod' && (x.name === asked || (byAddress && x.address === asked)))
+      if (!row && byAddress) {
+        const id = await proxyAtAddress(client, o, asked, namespace)
+        row = id === undefined ? undefined : r.rows.find((x) => x.type !== 'istiod' && x.name === id)
+      }
       const reg = row ? r.registrationOf(row) : undefined
       if (reg) found = findEntry(entries, wars, reg.name, undefined)
-      else if (row?.address) found = findEntry(entries, wars, row.address, undefined)
+      else if (row?.address && !byAddress) found = findEntry(entries, wars, row.address, undefined)
+      if (!found.entry && !found.war && row?.connected) proxyRow = row
     }
   }
   const entry = found.entry
-  const groupName = str(annotationsOf(entry)['istio.io/autoRegistrationGroup']) ?? ownerOfKind(entry, 'WorkloadGroup')?.name ?? str((found.war?.spec as {workloadGroup?: unknown} | undefined)?.workloadGroup) ?? bundle?.env.ISTIO_META_WORKLOAD_NAME ?? (entry ? undefined : query)
+  const groupName = str(annotationsOf(entry)['istio.io/autoRegistrationGroup']) ?? ownerOfKind(entry, 'WorkloadGroup')?.name ?? str((found.war?.spec as {workloadGroup?: unknown} | undefined)?.workloadGroup) ?? bundle?.env.ISTIO_META_WORKLOAD_NAME ?? (entry || proxyRow ? undefined : query)
   query ??= groupName ?? '(bundle)'
 
   const group = groupName ? await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName})) : undefined
@@ -159,7 +171,8 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   const classic = gateways.find((g) => eastWestGatewayKind(g as GatewayServiceLike).kind === 'classic' && gatewayAddress(g) !== undefined)
 
   // The registration's neighbours: entries at the same address, events about it.
-  const address = str((entry?.spec as {address?: unknown} | undefined)?.address)
+  // A proxy with no entry, asked about by its address: that is where --vm-exec reaches it.
+  const address = str((entry?.spec as {address?: unknown} | undefined)?.address) ?? (proxyRow && query !== undefined && isIP(query) !== 0 ? query : undefined)
   const duplicates = entry && address ? entries.filter((e) => e !== entry && str((e.spec as {address?: unknown} | undefined)?.address) === address) : []
   let events: Evidence['events'] = []
   if (entry?.metadata?.name) {
@@ -180,11 +193,11 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
 
   // Sync state, from istiod's syncz (through proxy-status's run).
   let sync: SyncEvidence | undefined
-  if (entry) {
+  if (entry || proxyRow) {
     const r = await rows()
     if ('error' in r) sync = {connected: false, types: [], unreadable: r.error}
     else {
-      const row = r.rows.find((x) => x.type !== 'istiod' && (r.registrationOf(x)?.name === entry.metadata?.name || r.registrationOf(x)?.name === found.war?.metadata?.name))
+      const row = proxyRow ?? r.rows.find((x) => x.type !== 'istiod' && (r.registrationOf(x)?.name === entry?.metadata?.name || r.registrationOf(x)?.name === found.war?.metadata?.name))
       if (!row || !row.connected) sync = {connected: false, types: []}
       else {
         sync = {
@@ -216,7 +229,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     const host = istiodHost || `${istiodServiceName(revision)}.${o.istioNamespace}.svc`
     if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/i.test(host)) probe = {error: `istiod's host ${JSON.stringify(host)} is not a DNS name`}
     else {
-      const result = await runVmExec(o.vmExec, vmEnv, probeScript({istiodHost: host, app: appTarget(group)}), {timeoutMs: o.timeoutMs})
+      const result = await runVmExec(o.vmExec, vmEnv, probeScript({istiodHost: host, istiodPort: discoveryPort(bundle?.discoveryAddress), app: appTarget(group)}), {timeoutMs: o.timeoutMs})
       const parsed = parseProbe(result.stdout)
       if (result.timedOut) probe = {error: `no answer within ${Math.round(o.timeoutMs / 1000)}s`}
       else if (result.truncated) probe = {error: 'the answer was larger than 1 MiB'}
@@ -252,6 +265,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     meshRootSerials,
     ...(envoyFilters !== undefined ? {envoyFilters} : {}),
     vmExec: o.vmExec,
+    ...(proxyRow ? {proxy: {name: proxyRow.name, ...(proxyRow.istiod ? {istiod: proxyRow.istiod} : {})}} : {}),
     ...(found.ambiguous ? {ambiguous: found.ambiguous} : {}),
   }
 }
@@ -274,6 +288,45 @@ export function appTarget(group: KubeObject | undefined): AppTarget | undefined 
   if (path !== undefined && !safeProbePath(path)) return undefined
   const declared = Object.values(spec.template?.ports ?? {}).filter((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0 && v < 65536)
   return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
+}
+
+/**
+ * The proxy ID of the proxy that reports `address` among its INSTANCE_IPS, in `namespace`, as the
+ * istiods of the revision see it (/debug/adsz); undefined when none does or no istiod answers.
+ */
+async function proxyAtAddress(client: KubeClient, o: GatherOptions, address: string, namespace: string): Promise<string | undefined> {
+  const [{IstiodPool}, {findIstiods, istiodTarget}, {parseAdsz}] = await Promise.all([import('../istiod/reader.js'), import('../proxy-status/fetch.js'), import('../proxy-status/adsz.js')])
+  const istiods = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision}).catch((err: unknown) => {
+    if (err instanceof MeshvmError) return undefined
+    throw err
+  })
+  if (!istiods) return undefined
+  const {selected} = istiods
+  const pool = new IstiodPool(client, o.istioNamespace)
+  try {
+    for (const istiod of selected) {
+      let nodes: ReturnType<typeof parseAdsz>
+      try {
+        nodes = parseAdsz((await pool.reader(istiodTarget(istiod)).debugEndpoint('adsz', o.timeoutMs)).body)
+      } catch (err) {
+        // An istiod that cannot be read names no proxy (the query is then not found, as before).
+        if (err instanceof MeshvmError) continue
+        throw err
+      }
+      for (const node of nodes.values()) {
+        if (node.ips.includes(address) && (node.namespace ?? node.proxyId.slice(node.proxyId.lastIndexOf('.') + 1)) === namespace) return node.proxyId
+      }
+    }
+  } finally {
+    pool.close()
+  }
+  return undefined
+}
+
+/** The port of the bundle's discovery address (HOST:PORT); undefined: istiod's default, 15012. */
+function discoveryPort(address: string | undefined): number | undefined {
+  const m = /:(\d+)$/.exec(address ?? '')
+  return m ? Number(m[1]) : undefined
 }
 
 /** A query that matches nothing in any context. */

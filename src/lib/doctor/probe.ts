@@ -2,8 +2,8 @@
  * `doctor --vm-exec`: the read-only checks run on the VM itself. meshvm sends one POSIX sh script on
  * the standard input of the user's command template (e.g. `ssh "$MESHVM_VM_ADDRESS"`, whose remote
  * shell reads commands from stdin) and reads back sections marked `@@meshvm-doctor NAME`. The script
- * only reads: pilot-agent's readiness (15021), Envoy's admin `/certs` and `/clusters` (15000), the
- * interception rules, what the VM's resolver answers for istiod's host, and (when the WorkloadGroup
+ * only reads: pilot-agent's readiness (15021), Envoy's admin `/certs` (15000), pilot-agent's
+ * established TCP connections to istiod's port (`ss`, else /proc/net/tcp), the interception rules, what the VM's resolver answers for istiod's host, and (when the WorkloadGroup
  * has an HTTP or TCP readiness probe) what answers on the probe's port and on the group's ports: one
  * GET of the probe's path, as pilot-agent's prober sends it.
  *
@@ -30,10 +30,13 @@ export function safeProbePath(path: string): boolean {
 }
 
 /**
- * The script the VM runs. `istiodHost` is the host name of the bundle's discovery address; `app`, the
- * readiness probe's target (ports are whole numbers and the path passes safeProbePath: the caller checks).
+ * The script the VM runs. `istiodHost` is the host name of the bundle's discovery address, `istiodPort`
+ * its port (15012 when not given); `app`, the readiness probe's target (ports are whole numbers and the
+ * path passes safeProbePath: the caller checks).
  */
-export function probeScript(o: {istiodHost: string; app?: AppTarget}): string {
+export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: AppTarget}): string {
+  const port = o.istiodPort !== undefined && Number.isInteger(o.istiodPort) && o.istiodPort > 0 && o.istiodPort < 65536 ? o.istiodPort : 15012
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0')
   const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
   // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused; a TCP probe only needs the
   // connection, which a server that never answers HTTP still accepts).
@@ -55,8 +58,11 @@ export function probeScript(o: {istiodHost: string; app?: AppTarget}): string {
     `curl -s -o /dev/null -w '%{http_code}' --max-time 3 http://127.0.0.1:15021/healthz/ready 2>/dev/null || echo unreachable`,
     section('certs'),
     'get http://127.0.0.1:15000/certs',
-    section('clusters'),
-    `get http://127.0.0.1:15000/clusters | grep '^xds-grpc::'`,
+    // Envoy's xds-grpc cluster is pilot-agent's unix socket (Istio's bootstrap), which says nothing of
+    // istiod: pilot-agent's own connection to istiod's port is what the VM sees of it. Only established
+    // connections to that port are listed (state 01 in /proc/net/tcp), so the answer stays small.
+    section('istiod'),
+    `if command -v ss >/dev/null 2>&1; then echo 'via ss ${port}'; ss -tn state established '( dport = :${port} )' 2>/dev/null; elif [ -r /proc/net/tcp ]; then echo 'via proc ${port}'; awk '$4 == "01" && substr($3, length($3) - 4) == ":${hexPort}" {print $3}' /proc/net/tcp /proc/net/tcp6 2>/dev/null; fi`,
     section('interception'),
     `{ iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null; } | grep -c -E 'ISTIO_(OUTPUT|REDIRECT|IN_REDIRECT)|istio' || true`,
     section('dns'),
@@ -74,8 +80,12 @@ export interface VmProbe {
   cert?: {expires?: string; daysLeft?: number; serial?: string}
   /** Serial numbers of the roots Envoy trusts (lower-case hex, no leading zeros). */
   rootSerials: string[]
-  /** istiod as Envoy's xds-grpc cluster has it: address and active connections. */
-  xds?: {address?: string; active?: number}
+  /**
+   * pilot-agent's established TCP connections to istiod's port, by peer address (HOST:PORT as the VM
+   * sees it: the east-west gateway's address, when the hosts file points there); undefined when the VM
+   * has neither ss nor /proc/net/tcp.
+   */
+  istiod?: {peers: string[]; port: number}
   /** Number of Istio interception rules found (iptables or nftables); undefined when not read. */
   interceptionRules?: number
   /** What the VM's resolver returns for istiod's host (an address), or '' when it resolves nothing. */
@@ -84,6 +94,33 @@ export interface VmProbe {
   app?: {port: number; code: string; connected: boolean; exit: number}[]
   /** The sections the answer had: a VM that stopped half-way is reported as such. */
   sections: string[]
+}
+
+/**
+ * The peer of one line of `ss -tn state established …`: the second ADDRESS:PORT word (the first is the
+ * local one). Header lines and anything else give undefined.
+ */
+export function ssPeer(line: string): string | undefined {
+  const addrs = line.split(/\s+/).filter((w) => /^\S+:\d+$/.test(w))
+  const peer = addrs[1]
+  if (peer === undefined) return undefined
+  // ss writes an IPv4-mapped IPv6 peer as [::ffff:10.0.0.1]:15012
+  return peer.replace(/^\[::ffff:([0-9.]+)\]/i, '$1')
+}
+
+/** One /proc/net/tcp(6) address (hex, host byte order per 32-bit word) as ADDRESS:PORT; undefined when it does not parse. */
+export function procAddress(hex: string): string | undefined {
+  const m = /^([0-9A-Fa-f]{8}|[0-9A-Fa-f]{32}):([0-9A-Fa-f]{4})$/.exec(hex.trim())
+  if (!m) return undefined
+  const port = Number.parseInt(m[2]!, 16)
+  const words = m[1]!.match(/.{8}/g)!.map((w) => w.match(/../g)!.reverse().map((b) => Number.parseInt(b, 16)))
+  const bytes = words.flat()
+  if (bytes.length === 4) return `${bytes.join('.')}:${port}`
+  // IPv4-mapped (::ffff:a.b.c.d) as the IPv4 address, as ss prints it.
+  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return `${bytes.slice(12).join('.')}:${port}`
+  const groups: string[] = []
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16))
+  return `[${groups.join(':').replace(/(^|:)0(:0)+(:|$)/, '::')}]:${port}`
 }
 
 export function normalSerial(serial: string): string {
@@ -152,15 +189,17 @@ export function parseProbe(text: string): VmProbe {
     }
   }
 
-  const clusters = sections.get('clusters')
-  if (clusters !== undefined) {
-    for (const line of clusters.split('\n')) {
-      // xds-grpc::10.0.0.5:15012::cx_active::1
-      const m = /^xds-grpc::(.+?)::([a-z_]+)::(.*)$/.exec(line.trim())
-      if (!m) continue
-      probe.xds ??= {}
-      probe.xds.address ??= m[1]
-      if (m[2] === 'cx_active') probe.xds.active = (probe.xds.active ?? 0) + (Number(m[3]) || 0)
+  const istiod = sections.get('istiod')
+  if (istiod !== undefined) {
+    const lines = istiod.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+    const via = /^via (ss|proc) (\d+)$/.exec(lines.shift() ?? '')
+    if (via) {
+      const peers: string[] = []
+      for (const line of lines) {
+        const peer = via[1] === 'ss' ? ssPeer(line) : procAddress(line)
+        if (peer !== undefined && !peers.includes(peer)) peers.push(peer)
+      }
+      probe.istiod = {peers, port: Number(via[2])}
     }
   }
 

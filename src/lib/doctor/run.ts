@@ -44,7 +44,8 @@ async function openContext(context: string | undefined, o: DoctorRunOptions, nam
   const rows: GatherOptions['rows'] = () =>
     (snap ??= (async () => {
       try {
-        run = await ProxyStatusRun.start([context], {openSession: async () => shared, vmsOnly: true}, () => {})
+        // Not only VMs: a VM istiod did not register is a proxy row of its own (doctor names why it has no entry).
+        run = await ProxyStatusRun.start([context], {openSession: async () => shared, vmsOnly: false}, () => {})
         const s = await run.snapshot({timeoutMs: o.timeoutMs, selector: [], namespace: namespace ?? session.namespace}, () => {})
         const problem = s.problems[0]
         if (s.rows.length === 0 && problem) return {error: problem.error.message}
@@ -99,7 +100,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
       if (evidence.entry || evidence.war) {
         holders.push(c.session.contextName)
         chosen ??= report
-      } else if (evidence.group || target.bundle) fallback ??= report
+      } else if (evidence.group || target.bundle || evidence.proxy) fallback ??= report
     } finally {
       c.close()
     }

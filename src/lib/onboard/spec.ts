@@ -4,6 +4,7 @@
  */
 import {flagError, Problems, UsageError} from '../errors.js'
 import {sortedRecord} from '../util/records.js'
+import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {annotationsSize, dns1035Label, httpHeaderValue, dns1123Label, dns1123Subdomain, labelValue, parseDuration, portNumber, qualifiedName, serviceEntryHost} from '../validation/kube.js'
 
 export const ISTIO_PROTOCOLS = ['HTTP', 'HTTPS', 'GRPC', 'HTTP2', 'MONGO', 'TCP', 'TLS'] as const
@@ -433,4 +434,23 @@ export function splitCommand(text: string): string[] {
   if (quote) throw flagError('--probe-exec', text, `unterminated ${quote} quote`)
   if (inWord) words.push(current)
   return words
+}
+
+/**
+ * The flags-shaped input equivalent to a WorkloadGroup (onboard -f), used to derive its Service: also
+ * what doctor's fix for a missing Service applies, so that onboard --apply takes the Service over.
+ */
+export function inputFromWorkloadGroup(wg: WorkloadGroupLike, f: {'service-entry'?: boolean; host?: string[]; 'create-namespace'?: boolean; 'create-service-account'?: boolean}): OnboardInput {
+  const template = wg.spec.template ?? {}
+  return {
+    name: wg.metadata.name,
+    namespace: wg.metadata.namespace,
+    ports: Object.entries(template.ports ?? {}).map(([name, port]) => `${name}=${port}`),
+    labels: Object.entries(wg.spec.metadata?.labels ?? {}).map(([k, v]) => `${k}=${v}`),
+    serviceAccount: template.serviceAccount || 'default',
+    serviceEntry: f['service-entry'] ? true : undefined,
+    hosts: f.host,
+    createNamespace: f['create-namespace'],
+    createServiceAccount: f['create-service-account'],
+  }
 }

@@ -124,3 +124,50 @@ describe('doctor diagnosis: the mesh root', () => {
     expect(first(evidence({vmExec: VM_EXEC, roots: {mesh: ['b2', 'a1'], vm: ['a1', 'b2']}}))).toBeUndefined()
   })
 })
+
+describe("doctor diagnosis: pilot-agent's connection to istiod", () => {
+  const withIstiod = (istiod: VmProbe['istiod']): Evidence => {
+    const e = evidence({vmExec: VM_EXEC})
+    e.probe = {probe: {...e.probe!.probe!, ...(istiod ? {istiod} : {})}}
+    return e
+  }
+
+  it('established connections to the discovery port pass; none fails; not read (no ss, no /proc): no check', () => {
+    expect(diagnose(withIstiod({peers: ['203.0.113.10:15012'], port: 15012})).checks.find((c) => c.check === 'vm.xds')).toMatchObject({status: 'pass', detail: 'pilot-agent is connected to istiod at 203.0.113.10:15012'})
+    expect(first(withIstiod({peers: [], port: 15012}))).toMatchObject({step: 7, check: 'vm.xds', detail: 'pilot-agent has no connection to istiod: no established TCP connection to port 15012 on the VM'})
+    expect(diagnose(withIstiod(undefined)).checks.some((c) => c.check === 'vm.xds')).toBe(false)
+  })
+})
+
+describe('doctor diagnosis: a proxy istiod reports with no registration', () => {
+  it('istiod without auto-registration is named first (step 3); step 4 says istiod reports the proxy but registered nothing', () => {
+    const e = evidence()
+    delete e.entry
+    e.sync = {connected: true, istiod: 'istiod-1', types: [{type: 'LDS', state: 'SYNCED'}]}
+    e.proxy = {name: 'vm-7.apps', istiod: 'istiod-1'}
+    e.query = 'vm-7.apps'
+    e.istiod.env = {PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION: 'false'}
+    const report = diagnose(e)
+    expect(report.checks.find((c) => c.status === 'fail')).toMatchObject({step: 3, check: 'istiod.autoregistration'})
+    expect(report.checks.find((c) => c.check === 'registration')!.detail).toBe('no WorkloadEntry of WorkloadGroup apps/web matches vm-7.apps: istiod istiod-1 reports the proxy vm-7.apps connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)')
+    expect(report.checks.find((c) => c.check === 'sync')).toMatchObject({status: 'pass'})
+  })
+})
+
+describe('doctor diagnosis: no Service', () => {
+  it("the fix applies the Service meshvm onboard makes for the group, with meshvm's field manager; a group onboard could not make gets no such Service", () => {
+    const e = evidence()
+    e.services = []
+    const c = first(e)!
+    expect(c).toMatchObject({step: 5, check: 'service'})
+    const json = /^printf '%s\\n' '(.*)' \| kubectl apply --server-side --field-manager=meshvm -f -$/.exec(c.fix!)![1]!
+    expect(JSON.parse(json)).toEqual({apiVersion: 'v1', kind: 'Service', metadata: {name: 'web', namespace: 'apps', labels: {app: 'web', 'app.kubernetes.io/managed-by': 'meshvm'}},
+      spec: {type: 'ClusterIP', selector: {app: 'web'}, ports: [{name: 'http', port: 8080, targetPort: 8080, protocol: 'TCP', appProtocol: 'http'}, {name: 'metrics', port: 9100, targetPort: 9100, protocol: 'TCP', appProtocol: 'tcp'}]}})
+    execFileSync('/bin/sh', ['-n', '-c', c.fix!])
+    // Its selector must select the entry: otherwise the fix only says what Service is needed.
+    const other = evidence()
+    other.services = []
+    other.entry = {...other.entry!, spec: {...(other.entry!.spec as object), labels: {app: 'api'}}}
+    expect(first(other)!.fix).toBe("kubectl apply -n apps -f SERVICE.yaml   # a Service whose selector is app=api")
+  })
+})

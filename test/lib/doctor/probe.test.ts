@@ -36,6 +36,9 @@ case "$*" in
 esac`)
   tool('iptables-save', `printf -- '-A OUTPUT -p tcp -j ISTIO_OUTPUT\\n-A ISTIO_OUTPUT -j ISTIO_REDIRECT\\n-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001\\n'`)
   tool('nft', 'exit 1')
+  // ss as iproute2 prints `ss -tn state established '( dport = :15012 )'` (no State column for one state).
+  tool('ss', `echo "$*" >> ${JSON.stringify(join(bin, 'ss-calls'))}
+printf 'Recv-Q Send-Q Local Address:Port Peer Address:Port Process\\n0      0          10.0.0.5:41234   203.0.113.10:15012\\n0      0          10.0.0.5:41240   [::ffff:203.0.113.10]:15012\\n'`)
   tool('getent', `[ "$2" = "istiod.istio-system.svc" ] && echo "203.0.113.10    istiod.istio-system.svc"`)
 })
 
@@ -45,17 +48,40 @@ describe('doctor --vm-exec probe', () => {
   it('the script, run by sh on a VM with a sidecar, gives every section, and parses to what Envoy reports', () => {
     const out = execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc'}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
     const p = parseProbe(out)
-    expect(p.sections).toEqual(['ready', 'certs', 'clusters', 'interception', 'dns', 'end'])
+    expect(p.sections).toEqual(['ready', 'certs', 'istiod', 'interception', 'dns', 'end'])
     expect(p).toMatchObject({
       ready: '200',
       cert: {expires: '2026-11-28T09:00:00Z', daysLeft: 0, serial: '7e5d'},
       rootSerials: ['c6a1f2'],
-      xds: {address: '203.0.113.10:15012', active: 1},
+      // pilot-agent's connections to istiod's port, by peer (the mapped IPv6 form is the same peer).
+      istiod: {peers: ['203.0.113.10:15012'], port: 15012},
       interceptionRules: 3,
       dns: '203.0.113.10',
     })
     // Only reads: GETs of the local admin and readiness ports.
     expect(readFileSync(join(bin, 'calls'), 'utf8').trim().split('\n').every((c) => /http:\/\/127\.0\.0\.1:150(00|21)\//.test(c))).toBe(true)
+    expect(readFileSync(join(bin, 'ss-calls'), 'utf8')).toBe('-tn state established ( dport = :15012 )\n')
+  })
+
+  it("istiod's connection: the discovery address's port; without ss, /proc/net/tcp's established connections to it", () => {
+    // A host without ss (PATH has only the stand-ins and awk): the script reads /proc/net/tcp itself;
+    // its parser, fed what a VM's /proc/net/tcp and tcp6 hold.
+    const script = probeScript({istiodHost: 'istiod.istio-system.svc', istiodPort: 15443})
+    expect(script).toContain("ss -tn state established '( dport = :15443 )'")
+    expect(script).toContain('":3C53"')
+    // The /proc branch, run on files shaped as /proc/net/tcp and tcp6 (state 01: established).
+    const tcp = join(bin, 'tcp')
+    const tcp6 = join(bin, 'tcp6')
+    writeFileSync(tcp, '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0500000A:A0B2 0A0A000A:3C53 01 00000000:00000000 00:00000000 00000000     0        0 1\n   1: 0500000A:A0B4 0A0A000A:3C53 06 00000000:00000000 00:00000000 00000000     0        0 2\n   2: 0500000A:A0B6 0A0A000A:3AA4 01 00000000:00000000 00:00000000 00000000     0        0 3\n')
+    writeFileSync(tcp6, '  sl  local_address                         remote_address                        st\n   0: 0000000000000000FFFF00000500000A:A0B8 0000000000000000FFFF00000B0A000A:3C53 01\n')
+    const local = script.replace('command -v ss', 'false').replaceAll('/proc/net/tcp6', tcp6).replaceAll('/proc/net/tcp', tcp)
+    const out = execFileSync('/bin/sh', ['-s'], {input: local, env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
+    expect(parseProbe(out).istiod).toEqual({peers: ['10.0.10.10:15443', '10.0.10.11:15443'], port: 15443})
+    const answer = (body: string) => `@@meshvm-doctor istiod\n${body}\n@@meshvm-doctor end\n`
+    expect(parseProbe(answer('via proc 15012\n0A0A000A:3AA4\n0000000000000000FFFF00000A0A000A:3AA4\n0000000000000000FFFF00000100A8C0:3AA4\nB80D0120000000000000000001000000:3AA4')).istiod).toEqual({peers: ['10.0.10.10:15012', '192.168.0.1:15012', '[2001:db8::1]:15012'], port: 15012})
+    expect(parseProbe(answer('via ss 15012\nRecv-Q Send-Q Local Address:Port Peer Address:Port Process')).istiod).toEqual({peers: [], port: 15012})
+    // Neither ss nor /proc/net/tcp: unknown (no check), not "no connection".
+    expect(parseProbe(answer('')).istiod).toBeUndefined()
   })
 
   it('values in the script are quoted: a host name with shell syntax is data, never code', () => {
@@ -85,7 +111,7 @@ describe('doctor --vm-exec probe', () => {
   it("asks what answers on the probe's port and the group's ports: one GET each, read-only, parsed per port", () => {
     const out = execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc', app: {kind: 'http', path: '/ready', ports: [9090, 8080, 8443]}}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
     const p = parseProbe(out)
-    expect(p.sections).toEqual(['ready', 'certs', 'clusters', 'interception', 'dns', 'app', 'end'])
+    expect(p.sections).toEqual(['ready', 'certs', 'istiod', 'interception', 'dns', 'app', 'end'])
     // 8443 accepts the connection and never answers HTTP: connected (what a TCP probe needs).
     expect(p.app).toEqual([{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '200', connected: true, exit: 0}, {port: 8443, code: '000', connected: true, exit: 28}])
     const calls = readFileSync(join(bin, 'calls'), 'utf8')

@@ -13,8 +13,13 @@
  *   `/clusters`: the `xds-grpc` cluster, which Istio's bootstrap points at pilot-agent's xDS proxy on a
  *   unix socket, `./etc/istio/proxy/XDS` (tools/packaging/common/envoy_bootstrap.json, ConfigPath
  *   ./etc/istio/proxy), not at istiod; `/ready`: LIVE.
+ * - pilot-agent's TCP connection to istiod, as `ss -tn state established '( dport = :15012 )'` shows it
+ *   on a VM (test/real/vm/bin/ss): while the sidecar's ADS stream to real istiod is open, one
+ *   connection to the address the VM's hosts file gives istiod's name, on the discovery address's
+ *   port (the VM's view of it; the test host reaches istiod on loopback). That, not Envoy's xds-grpc
+ *   cluster, is what tells whether the VM reaches istiod.
  * - the host itself, always up: a control port standing in for systemd (`systemctl restart istio` and
- *   `stop istio` through test/real/vm/exec.sh), and a line in the registry directory exec.sh reads:
+ *   `stop istio` through test/real/vm/exec.sh) that also answers `GET /connections` for ss, and a line in the registry directory exec.sh reads:
  *   `ADMIN_PORT STATUS_PORT CONTROL_PORT HOSTS_FILE`, in a file named after the VM's address.
  *
  * A stopped sidecar closes both of its ports, as a stopped pilot-agent and Envoy would; they open on
@@ -22,9 +27,10 @@
  * sidecar connects again by itself, as pilot-agent does. Everything listens on 127.0.0.1.
  */
 import {X509Certificate} from 'node:crypto'
-import {rmSync, writeFileSync} from 'node:fs'
+import {readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer, type IncomingMessage, type Server, type ServerResponse} from 'node:http'
 import {join} from 'node:path'
+import {parse as parseYaml} from 'yaml'
 import {joinIstiod, type VmConnection} from './client.js'
 
 /** Where Istio's Envoy bootstrap sends xDS: pilot-agent's xDS proxy (ConfigPath/XDS). */
@@ -48,6 +54,24 @@ interface Life {
   configReceived: boolean
   /** stopSidecar was called: no more reconnecting. */
   stopped: boolean
+  /** The ADS stream to istiod is open (pilot-agent's connection to istiod). */
+  istiodConnected: boolean
+}
+
+/** Where the VM connects for istiod: the discovery address's host as its hosts file maps it, and its port. */
+function istiodAsTheVmSeesIt(bundleDir: string): string | undefined {
+  try {
+    const mesh = (parseYaml(readFileSync(join(bundleDir, 'mesh.yaml'), 'utf8')) ?? {}) as {defaultConfig?: {discoveryAddress?: string}}
+    const m = /^(.*):(\d+)$/.exec(mesh.defaultConfig?.discoveryAddress ?? 'istiod.istio-system.svc:15012')
+    if (!m) return undefined
+    for (const line of readFileSync(join(bundleDir, 'hosts'), 'utf8').split('\n')) {
+      const [ip, ...names] = line.replace(/#.*/, '').trim().split(/\s+/)
+      if (ip && names.includes(m[1]!)) return `${ip.includes(':') ? `[${ip}]` : ip}:${m[2]}`
+    }
+  } catch {
+    // No bundle on the VM: no address to connect to.
+  }
+  return undefined
 }
 
 /** Envoy's admin CertificateDetails (envoy/admin/v3/certs.proto) for one PEM certificate. */
@@ -146,7 +170,7 @@ export class VmHost {
         bundleDir: this.o.bundleDir, istiodAddress: this.o.istiodAddress(), instanceIp: this.o.instanceIp, hostname: this.o.hostname,
         ...(first && this.o.firstValiditySeconds !== undefined ? {validitySeconds: this.o.firstValiditySeconds} : {}),
       })
-      const life: Life = {connection, configReceived: false, stopped: false}
+      const life: Life = {connection, configReceived: false, stopped: false, istiodConnected: true}
       this.life = life
       await listen(this.admin, this.ports.admin)
       await listen(this.status, this.ports.status)
@@ -168,11 +192,13 @@ export class VmHost {
    */
   private async reconnectWhenEnded(life: Life): Promise<void> {
     await life.connection.ended()
+    life.istiodConnected = false
     for (let delay = 200; !life.stopped && this.life === life; delay = Math.min(delay * 2, 2000)) {
       try {
         const connection = await joinIstiod({bundleDir: this.o.bundleDir, istiodAddress: this.o.istiodAddress(), instanceIp: this.o.instanceIp, hostname: this.o.hostname})
         if (life.stopped || this.life !== life) return void (await connection.close())
         life.connection = connection
+        life.istiodConnected = true
         await connection.synced()
         await connection.reportHealth(this.app.healthy, this.app.message)
         return void (await this.reconnectWhenEnded(life))
@@ -250,6 +276,11 @@ export class VmHost {
   }
 
   private answerControl(req: IncomingMessage, res: ServerResponse): void {
+    if (req.method === 'GET' && req.url === '/connections') {
+      // LOCAL PEER of pilot-agent's connection to istiod (the local port is not the test host's: the VM's view).
+      const peer = this.life?.istiodConnected ? istiodAsTheVmSeesIt(this.o.bundleDir) : undefined
+      return void res.writeHead(200).end(peer ? `${this.o.instanceIp}:40312 ${peer}\n` : '')
+    }
     const action = req.method === 'POST' ? req.url : undefined
     const run = action === '/restart' ? () => this.restartSidecar() : action === '/stop' ? () => this.stopSidecar() : undefined
     if (!run) return void res.writeHead(404).end('unknown\n')
