@@ -166,7 +166,6 @@ async function main(): Promise<void> {
       return
     }
     await pair(`proxy-status --xds-address (${VMS} VMs)`, 'istioctl proxy-status --xds-address', 1.0, ['proxy-status', '--xds-address', xds], [istioctl, 'proxy-status', '--xds-address', xds], env)
-    await pair(`proxy-status, port-forward (${VMS} VMs)`, 'istioctl proxy-status (port-forward)', 1.0, ['proxy-status'], [istioctl, 'proxy-status'], env)
 
     // Peer port-forward case (#31): meshvm proxy-status and istioctl proxy-status, each through its own
     // port-forward to istiod (meshvm: WebSocket v4; istioctl: client-go's SPDY tunnelled in a
