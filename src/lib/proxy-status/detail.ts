@@ -16,10 +16,6 @@ function fields(d: Describer, level: number, list: Field[]): void {
   for (const [k, v] of list) if (v !== undefined && v !== '') d.field(level, k, v)
 }
 
-function ago(ts: string | undefined, now: Date): string | undefined {
-  return ts ? `${ts} (${age(ts, now)} ago)` : undefined
-}
-
 function istiodText(row: ProxyStatusRow): string | undefined {
   const ref = row.istiodRef
   if (!ref) return row.istiod

@@ -50,13 +50,3 @@ export function removedRows(previous: Frame | undefined, current: Frame): string
   if (!previous) return []
   return [...previous.entries()].filter(([k]) => !current.has(k)).map(([, c]) => c.NAME!)
 }
-
-/** True when the two frames differ anywhere (rows added, removed or changed). */
-export function framesDiffer(previous: Frame | undefined, current: Frame): boolean {
-  if (!previous || previous.size !== current.size) return true
-  for (const [k, c] of current) {
-    const p = previous.get(k)
-    if (!p || Object.keys(c).some((h) => p[h] !== c[h])) return true
-  }
-  return false
-}
