@@ -82,6 +82,7 @@ describe('bundleCommand: the fix lines are commands that run as printed', () => 
 })
 
 describe('bundleCommand and offlineChecks: cluster.env names never reach a shell unquoted', () => {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${HOME}, as a hostile cluster.env would hold it
   const hostile = 'web;touch${HOME}/pwned;'
   /** The words `sh` makes of the printed line (printf in place of meshvm: nothing runs but printf). */
   const shellWords = (line: string) => execFileSync('sh', ['-c', line.replace(/^meshvm /, "printf '%s\\n' ")], {encoding: 'utf8'}).split('\n').slice(0, -1)
