@@ -5,7 +5,7 @@
  * any TokenRequest, and writes nothing. (test/lib/bundle/quoting.test.ts proves the second wall: the
  * generator's quoting, run by a shell.)
  */
-import {existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
@@ -136,5 +136,50 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
     expect(ok.stderr).not.toMatch(/Error/)
     expect(ok.code).toBe(0)
     expect(tokenRequests()).toHaveLength(1)
+  })
+})
+
+describe('a hostile root certificate from the API server: exit 1, no TokenRequest, nothing written', () => {
+  const seed = () => {
+    cluster.store.create('/serviceaccounts', 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'web-vm', namespace: 'apps'}})
+    cluster.store.create(WG, 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec: {metadata: {labels: {app: 'web'}}, template: {serviceAccount: 'web-vm'}}})
+  }
+  const setRootCert = (pem: string) => {
+    const cm = cluster.store.get('/configmaps', 'apps', 'istio-ca-root-cert')!
+    cluster.store.update('/configmaps', {...cm, data: {'root-cert.pem': pem}})
+  }
+  const bundle = (out: string) => runCommand(['bundle', 'web', '-n', 'apps', '-d', out], {env: cluster.env, cwd: work})
+  const tail = ' (read from the cluster); no token was issued and nothing was written'
+  const root = () => cluster.ca.rootPem
+  const last = () => root().trimEnd().split('\n').length
+
+  const cases: Array<[string, () => string, () => string]> = [
+    ['an extra line after the certificate', () => `${root()}touch pwned\n`, () => `line ${last() + 1} is not part of a PEM CERTIFICATE block (only certificates may be there)`],
+    ['a here-document end marker', () => `${root()}MESHVM_EOF\n`, () => `line ${last() + 1} is not part of a PEM CERTIFICATE block (only certificates may be there)`],
+    ['shell text inside the block', () => root().replace('\n-----END', '\n$(touch pwned)\n-----END'), () => `line ${last()} is not base64 inside a PEM CERTIFICATE block`],
+    ['shell text alone', () => '$(touch pwned)', () => 'line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)'],
+    ['a block that is no certificate', () => '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n', () => 'the PEM CERTIFICATE block ending on line 3 is not an X.509 certificate'],
+    ['a private key', () => '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n', () => 'line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)'],
+    ['a carriage return inside a line', () => root().replace(/\r?\n/, '\r'), () => 'line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)'],
+  ]
+  for (const [kind, pem, problem] of cases) {
+    it(kind, async () => {
+      logFault('shell injection', `hostile root certificate from the server (${kind})`, 'bundle')
+      seed()
+      setRootCert(pem())
+      const out = freshDir()
+      expectRefused(await bundle(out), 1, `Error: ConfigMap apps/istio-ca-root-cert root-cert.pem: ${problem()}${tail}`, out)
+    })
+  }
+
+  it('two certificates without a final newline: written as they are, with one', async () => {
+    seed()
+    const two = `${root()}\n${root().trimEnd()}`
+    setRootCert(two)
+    const out = freshDir()
+    const res = await bundle(out)
+    expect(res.stderr).not.toMatch(/Error/)
+    expect(res.code).toBe(0)
+    expect(readFileSync(join(out, 'root-cert.pem'), 'utf8')).toBe(`${two}\n`)
   })
 })

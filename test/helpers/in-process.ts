@@ -8,7 +8,10 @@
  * real bin/run.js: --version, the help cache, the code cache, signals, a terminal, the kubectl-plugin
  * name, exit codes of the bin for a few smokes). runCommand() itself hands runCli() the runs that need
  * a process: stdin input (or -f -), another working directory, DEBUG, colour and OCLIF_COLUMNS (read at start-up),
- * and `--version`.
+ * `--version`, and a kubeconfig with an exec credential plugin (the plugin inherits the process's stderr
+ * file descriptor, which in this process would bypass the capture and the secret scan). After a run
+ * times out, later runs of the worker go to runCli() until the timed-out main() has settled: while
+ * it runs, it would write into the next command's streams.
  *
  * While a command runs, the process-wide things it reads are its own: process.env (the test's env
  * plus NO_COLOR=1 and options.env, as runCli builds it for the child), process.argv (bin/run.js and
@@ -18,8 +21,9 @@
  * concurrently. runCli() and kubectl() keep spawning with the test's own environment meanwhile.
  */
 import {Console} from 'node:console'
+import {readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
-import {join} from 'node:path'
+import {delimiter, join} from 'node:path'
 import {Readable, Writable} from 'node:stream'
 import {pathToFileURL} from 'node:url'
 import {BIN, OUTER_ENV, REPO_ROOT, runCli, type CliOptions, type CliResult} from './cli.js'
@@ -37,6 +41,16 @@ let bundle: Bundle | undefined
 let active: Streams | undefined
 let queue: Promise<unknown> = Promise.resolve()
 let installed = false
+/**
+ * Set while a timed-out command's main() still runs: until it settles, no command runs in this
+ * process (it would write into the next command's streams), runCommand() hands runs to runCli().
+ */
+let refused: {reason: string; settled: Promise<void>} | undefined
+
+/** The refusal in force in this worker, if any (for the tests of this file). */
+export function inProcessRefused(): {reason: string; settled: Promise<void>} | undefined {
+  return refused
+}
 
 /** process.stdout/stderr/stdin are the running command's while one runs, else the process's own. */
 function install(): void {
@@ -74,10 +88,36 @@ function readsStdin(args: string[]): boolean {
  * OCLIF_COLUMNS (the bundle's libraries read them once, when loaded), and `--version`/`-v`, which
  * bin/run.js answers itself.
  */
-function needsProcess(args: string[], options: CliOptions): boolean {
+function needsProcess(args: string[], options: CliOptions, runEnv: NodeJS.ProcessEnv): boolean {
   const env = options.env ?? {}
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) return true
-  return Boolean(options.input) || options.cwd !== undefined || readsStdin(args) || env.DEBUG !== undefined || env.MESHVM_DEBUG !== undefined || env.FORCE_COLOR !== undefined || env.OCLIF_COLUMNS !== undefined || ('NO_COLOR' in env && env.NO_COLOR === undefined)
+  return Boolean(options.input) || options.cwd !== undefined || readsStdin(args) || env.DEBUG !== undefined || env.MESHVM_DEBUG !== undefined || env.FORCE_COLOR !== undefined || env.OCLIF_COLUMNS !== undefined || ('NO_COLOR' in env && env.NO_COLOR === undefined) || hasExecUser(args, runEnv)
+}
+
+/** The kubeconfig files the run reads: --kubeconfig, else $KUBECONFIG's list, else ~/.kube/config. */
+function kubeconfigPaths(args: string[], env: NodeJS.ProcessEnv): string[] {
+  for (let i = 0; i < args.length && args[i] !== '--'; i++) {
+    if (args[i] === '--kubeconfig' && args[i + 1] !== undefined) return [args[i + 1]!]
+    if (args[i]!.startsWith('--kubeconfig=')) return [args[i]!.slice('--kubeconfig='.length)]
+  }
+  if (env.KUBECONFIG) return env.KUBECONFIG.split(delimiter).filter(Boolean)
+  return env.HOME ? [join(env.HOME, '.kube', 'config')] : []
+}
+
+/**
+ * A kubeconfig naming an exec credential plugin (block or flow style). Read as text, not parsed: a
+ * false positive only costs a process.
+ */
+function hasExecUser(args: string[], env: NodeJS.ProcessEnv): boolean {
+  return kubeconfigPaths(args, env).some((path) => {
+    let text: string
+    try {
+      text = readFileSync(path, 'utf8')
+    } catch {
+      return false
+    }
+    return /(?:^|[\s{,])["']?exec["']?\s*:/m.test(text)
+  })
 }
 
 /**
@@ -85,10 +125,11 @@ function needsProcess(args: string[], options: CliOptions): boolean {
  * a working directory, DEBUG, colour), through the real bin with runCli().
  */
 export function runCommand(args: string[], options: CliOptions = {}): Promise<CliResult> {
-  if (needsProcess(args, options)) return runCli(args, options)
   const env: NodeJS.ProcessEnv = {...OUTER_ENV, NO_COLOR: '1', ...options.env}
   for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
-  const run = queue.then(() => execute(args, env, options))
+  if (refused !== undefined || needsProcess(args, options, env)) return runCli(args, options)
+  // A run queued before an earlier one timed out goes to a process too.
+  const run = queue.then(() => (refused === undefined ? execute(args, env, options) : runCli(args, options)))
   queue = run.catch(() => undefined)
   return run
 }
@@ -109,10 +150,23 @@ async function execute(args: string[], env: NodeJS.ProcessEnv, options: CliOptio
   try {
     bundle ??= createRequire(import.meta.url)(join(REPO_ROOT, 'dist/meshvm.cjs')) as Bundle
     const timeoutMs = options.timeoutMs ?? 20_000
+    const main = bundle.main(args, pathToFileURL(REPO_ROOT).href)
     const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`meshvm ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout.text()}\nstderr: ${stderr.text()}`)), timeoutMs)
+      timer = setTimeout(() => {
+        // Its main() goes on running (nothing can stop it): until it settles, later runs get a process.
+        const settled = main.then(
+          () => undefined,
+          () => undefined,
+        ).then(() => {
+          // What it set when it ended is not the test process's exit code.
+          process.exitCode = saved.exitCode
+          refused = undefined
+        })
+        refused = {reason: `meshvm ${args.join(' ')} timed out and still runs in this worker`, settled}
+        reject(new Error(`meshvm ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout.text()}\nstderr: ${stderr.text()}`))
+      }, timeoutMs)
     })
-    code = await Promise.race([bundle.main(args, pathToFileURL(REPO_ROOT).href), timedOut])
+    code = await Promise.race([main, timedOut])
   } finally {
     clearTimeout(timer)
     active = undefined

@@ -1,4 +1,5 @@
 /** bundle verify's offline part: cluster.env read as sh reads it (never run), the archive reader, the token checks. */
+import {execFileSync} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 import {bundleCommand, offlineChecks, parseClusterEnv, readTarGz, type BundleFiles} from '../../src/lib/bundle-verify/offline.js'
 import {tarGz} from '../../src/lib/fs/tar.js'
@@ -77,5 +78,49 @@ describe('bundleCommand: the fix lines are commands that run as printed', () => 
   it('placeholders only for what the bundle does not say', () => {
     expect(bundleCommand({}, {dir: 'b'})).toBe('meshvm bundle NAME -n NS -d b')
     expect(offlineChecks(new Map(), {now: new Date(), warnWithinMs: 0, source: {dir: 'b'}}).checks[0]!.fix).toBe('meshvm bundle NAME -n NS -d b')
+  })
+})
+
+describe('bundleCommand and offlineChecks: cluster.env names never reach a shell unquoted', () => {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${HOME}, as a hostile cluster.env would hold it
+  const hostile = 'web;touch${HOME}/pwned;'
+  /** The words `sh` makes of the printed line (printf in place of meshvm: nothing runs but printf). */
+  const shellWords = (line: string) => execFileSync('sh', ['-c', line.replace(/^meshvm /, "printf '%s\\n' ")], {encoding: 'utf8'}).split('\n').slice(0, -1)
+
+  it('every word is quoted: sh reads back exactly the words bundleCommand was given', () => {
+    const env = {ISTIO_META_WORKLOAD_NAME: hostile, POD_NAMESPACE: "a b'$(id)", CA_ADDR: 'istiod-1-24.istio-system.svc:15012'}
+    const line = bundleCommand(env, {dir: 'out dir'}, ['--refresh-token'])
+    expect(line).toBe(`meshvm bundle 'web;touch\${HOME}/pwned;' -n 'a b'"'"'$(id)' -r 1-24 --refresh-token -d 'out dir'`)
+    expect(shellWords(line)).toEqual(['bundle', hostile, '-n', "a b'$(id)", '-r', '1-24', '--refresh-token', '-d', 'out dir'])
+  })
+
+  it('a group or namespace that is not a DNS-1123 name fails cluster-env (naming the field and file) and is not used', () => {
+    // parseClusterEnv accepts it: single quotes keep the VM's shell from running it.
+    const envText = `POD_NAMESPACE='Apps;id'\nSERVICE_ACCOUNT=web\nISTIO_META_CLUSTER_ID=c1\nISTIO_META_WORKLOAD_NAME='${hostile}'\n`
+    expect(parseClusterEnv(envText).problems).toEqual([])
+    const r = offlineChecks(new Map([['cluster.env', {data: Buffer.from(envText), mode: 0o644, symlink: false}]]), {now: new Date(), warnWithinMs: 0, source: {dir: 'b'}})
+    const env = r.checks.find((c) => c.id === 'cluster-env')!
+    expect(env.status).toBe('fail')
+    expect(env.detail).toMatch(/^cluster\.env: POD_NAMESPACE "Apps;id" must be a DNS-1123 label.*; cluster\.env: ISTIO_META_WORKLOAD_NAME "web;touch\$\{HOME\}\/pwned;" must be a DNS-1123 subdomain/)
+    expect(env.detail).not.toContain('\n')
+    expect(r.env.ISTIO_META_WORKLOAD_NAME).toBeUndefined()
+    expect(r.env.POD_NAMESPACE).toBeUndefined()
+    expect(r.rerun).toBe('meshvm bundle NAME -n NS --no-capture-dns -d b')
+    expect(env.fix).toBe(r.rerun)
+  })
+})
+
+describe('liveChecks: the onboard line for a missing group', () => {
+  it('quotes the group and namespace it names', async () => {
+    const {liveChecks} = await import('../../src/lib/bundle-verify/live.js')
+    const {ExitCode, MeshvmError} = await import('../../src/lib/errors.js')
+    // Every read is a 404 (getOptional: nothing).
+    const client = new Proxy({}, {get: (_, method) => (method === 'getOptional' ? async () => undefined : async () => {
+      throw new MeshvmError('not found', {exit: ExitCode.NOT_FOUND, code: 'NotFound'})
+    })}) as never
+    // The group name is checked before the read (fetchWorkloadGroup); the namespace is not.
+    const env = {ISTIO_META_WORKLOAD_NAME: 'web', POD_NAMESPACE: 'a b;id', CA_ADDR: 'istiod.istio-system.svc:15012'}
+    const checks = await liveChecks(client, {checks: [], env, rerun: 'R', refresh: 'F'}, {istioNamespace: 'istio-system', ingressService: 'istio-eastwestgateway'})
+    expect(checks.find((c) => c.id === 'workloadgroup')?.fix).toBe(`recreate it (meshvm onboard web -n 'a b;id' --apply with its ports and labels), then: R`)
   })
 })

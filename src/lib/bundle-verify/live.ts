@@ -3,6 +3,7 @@
  * reads them (src/lib/bundle/fetch.ts), so a bundle passes exactly when a new one would carry the
  * same values. Each check reports, never throws, for API errors: one failing read leaves the rest.
  */
+import {shellQuote} from '../cli/prompt.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {groupVersion, Resources, resourcePath} from '../kube/resources.js'
@@ -142,7 +143,7 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
       try {
         wg = await fetchWorkloadGroup(client, groupName, namespace)
       } catch (err) {
-        if (err instanceof MeshvmError && err.exit === ExitCode.NOT_FOUND) return {id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${namespace}/${groupName} not found`, fix: `recreate it (meshvm onboard ${groupName} -n ${namespace} --apply with its ports and labels), then: ${off.rerun}`}
+        if (err instanceof MeshvmError && err.exit === ExitCode.NOT_FOUND) return {id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${namespace}/${groupName} not found`, fix: `recreate it (meshvm onboard ${shellQuote(groupName)} -n ${shellQuote(namespace)} --apply with its ports and labels), then: ${off.rerun}`}
         throw err
       }
       const t = wg.spec?.template ?? {}

@@ -10,6 +10,7 @@ import {gunzipSync} from 'node:zlib'
 import {parse as parseYaml} from 'yaml'
 import {shellQuote} from '../cli/prompt.js'
 import {jwtClaims} from '../remote-secret/list.js'
+import {dns1123Label, dns1123Subdomain} from '../validation/kube.js'
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip'
 
@@ -47,6 +48,7 @@ export function parseIstiodAddress(address: string): {service: string; namespace
  * made, and the directory checked (for an archive, the directory holding NAME-bundle.tar.gz, with
  * --archive). --kubeconfig/--context are added where the line is shown (src/lib/cli/invocation.ts).
  * `extra` (e.g. --refresh-token) goes before -d. Placeholders only for what the bundle does not say.
+ * Every word is shell-quoted: the names come from a file someone else may have written.
  */
 export function bundleCommand(env: Record<string, string>, source: BundleSource | undefined, extra: string[] = []): string {
   const words = ['meshvm', 'bundle', env.ISTIO_META_WORKLOAD_NAME || 'NAME', '-n', env.POD_NAMESPACE || 'NS']
@@ -59,9 +61,24 @@ export function bundleCommand(env: Record<string, string>, source: BundleSource 
   if (!refresh && env.ISTIO_META_CLUSTER_ID !== undefined && env.ISTIO_META_DNS_CAPTURE !== 'true') words.push('--no-capture-dns')
   words.push(...extra)
   if (source === undefined) words.push('-d', 'DIR')
-  else if ('dir' in source) words.push('-d', shellQuote(source.dir))
-  else words.push('-d', shellQuote(dirname(source.archive)), ...(refresh ? [] : ['--archive']))
-  return words.join(' ')
+  else if ('dir' in source) words.push('-d', source.dir)
+  else words.push('-d', dirname(source.archive), ...(refresh ? [] : ['--archive']))
+  return words.map(shellQuote).join(' ')
+}
+
+/**
+ * The names cluster.env gives the group and namespace, as Kubernetes could hold them (a WorkloadGroup
+ * name is a DNS-1123 subdomain, a namespace a DNS-1123 label): one line per bad value, naming the
+ * field and the file. A value that fails is not a group or namespace any command line should name.
+ */
+export function clusterEnvNameProblems(env: Record<string, string>, file = 'cluster.env'): string[] {
+  const problems: string[] = []
+  for (const [key, check] of [['POD_NAMESPACE', dns1123Label], ['ISTIO_META_WORKLOAD_NAME', dns1123Subdomain]] as const) {
+    const value = env[key]
+    const problem = value === undefined ? undefined : check(value)
+    if (problem) problems.push(`${file}: ${key} ${JSON.stringify(value)} ${problem}`)
+  }
+  return problems
 }
 
 /** The files of a bundle directory; symbolic links are recorded, never followed. */
@@ -218,9 +235,12 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
   const envText = text(files.get('cluster.env'))
   if (envText !== undefined) {
     const parsed = parseClusterEnv(envText)
-    result.env = parsed.values
+    const badNames = clusterEnvNameProblems(parsed.values)
+    // A bad group or namespace is left out: no fix line, live check or doctor step names it.
+    result.env = Object.fromEntries(Object.entries(parsed.values).filter(([k]) => !badNames.some((p) => p.startsWith(`cluster.env: ${k} `))))
     const needed = ['ISTIO_META_CLUSTER_ID', 'SERVICE_ACCOUNT', 'POD_NAMESPACE', 'ISTIO_META_WORKLOAD_NAME'].filter((k) => !(k in parsed.values))
-    if (parsed.problems.length > 0) checks.push(rerun({id: 'cluster-env', status: 'fail', detail: parsed.problems.join('; ')}))
+    const problems = [...parsed.problems, ...badNames]
+    if (problems.length > 0) checks.push(rerun({id: 'cluster-env', status: 'fail', detail: problems.join('; ')}))
     else if (needed.length > 0) checks.push(rerun({id: 'cluster-env', status: 'fail', detail: `sets no ${needed.join(', ')}`}))
     else checks.push({id: 'cluster-env', status: 'pass', detail: `${Object.keys(parsed.values).length} variables, parsed as sh reads them`})
   }

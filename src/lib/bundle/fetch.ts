@@ -3,6 +3,7 @@
  * (istioctl-behaviour.md §3.4), and turns each missing piece into an error that says what to do.
  */
 import {isIP} from 'node:net'
+import {shellQuote} from '../cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
@@ -32,7 +33,7 @@ export async function fetchWorkloadGroup(client: KubeClient, name: string, names
     throw new MeshvmError(`workloadgroup ${JSON.stringify(name)} not found in namespace ${JSON.stringify(namespace)}`, {
       exit: ExitCode.NOT_FOUND,
       code: 'NotFound',
-      hints: [`create it first: meshvm onboard ${name} -n ${namespace} --port … --apply`],
+      hints: [`create it first: meshvm onboard ${shellQuote(name)} -n ${shellQuote(namespace)} --port … --apply`],
     })
   }
   return wg

@@ -11,7 +11,7 @@ import type {KubeSession} from '../kube/session.js'
 import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type GatewayAddress, type WorkloadGroupLike} from './generate.js'
 import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
 import {resolveRevision} from '../istiod/revision.js'
-import {checkBundleValues} from './validate.js'
+import {checkBundleValues, normalizedRootCert} from './validate.js'
 
 export interface BundleOptions extends GatewayOptions {
   outputDir: string
@@ -84,9 +84,9 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   stopIfInterrupted()
   // What the cluster returned is checked as strictly, and the whole bundle built once without a token:
   // anything unsafe or malformed fails here, before a token exists.
-  checkBundleValues({revision, clusterId, gateway, meshConfigYaml}, 'cluster')
+  checkBundleValues({revision, clusterId, gateway, meshConfigYaml, rootCert: {pem: rootCert, namespace}}, 'cluster')
   const inputs = {
-    workloadGroup: wg, meshConfigYaml, clusterId, rootCert, token: '', istioNamespace, revision, gateway,
+    workloadGroup: wg, meshConfigYaml, clusterId, rootCert: normalizedRootCert(rootCert), token: '', istioNamespace, revision, gateway,
     internalIp: options.internalIp, externalIp: options.externalIp, autoregister: options.autoregister, captureDns: options.captureDns,
   }
   buildBundle(inputs)

@@ -5,6 +5,7 @@
  * a shell. The generator still quotes every value where it writes it; this is the first of the two
  * walls. Pure: no I/O.
  */
+import {X509Certificate} from 'node:crypto'
 import {ExitCode, MeshvmError, UsageErrors} from '../errors.js'
 import {clusterIdValue, dns1123Label, dns1123Subdomain, envVarName, hostName, ipAddress, labelValue, portNumber, qualifiedName, singleLineText} from '../validation/kube.js'
 import {isRecord} from '../util/records.js'
@@ -21,6 +22,51 @@ export interface BundleValues {
   externalIp?: string
   /** `data.mesh` of ConfigMap istio[-REV]: its trust domain, mesh ID and proxyMetadata reach cluster.env. */
   meshConfigYaml?: string
+  /** `root-cert.pem` of ConfigMap istio-ca-root-cert in `namespace`: written to the VM as root-cert.pem. */
+  rootCert?: {pem: string; namespace: string}
+}
+
+const BEGIN = '-----BEGIN CERTIFICATE-----'
+const END = '-----END CERTIFICATE-----'
+
+/**
+ * root-cert.pem as istiod publishes it: PEM CERTIFICATE blocks (blank lines between them, LF or
+ * CRLF line ends) and nothing else, each block an X.509 certificate. Only the line number is reported, not the line:
+ * it came from the cluster and may be anything.
+ */
+export function rootCertProblem(pem: string): string | undefined {
+  const lines = pem.split('\n')
+  if (lines[lines.length - 1] === '') lines.pop()
+  let block: string[] | undefined
+  let blocks = 0
+  for (const [i, raw] of lines.entries()) {
+    const n = i + 1
+    // RFC 7468 allows CRLF line ends (node-forge and Windows tools write them); a CR elsewhere is refused.
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
+    if (block === undefined) {
+      if (line === '') continue
+      if (line !== BEGIN) return `line ${n} is not part of a PEM CERTIFICATE block (only certificates may be there)`
+      block = [line]
+    } else if (line === END) {
+      block.push(line)
+      try {
+        new X509Certificate(`${block.join('\n')}\n`)
+      } catch {
+        return `the PEM CERTIFICATE block ending on line ${n} is not an X.509 certificate`
+      }
+      blocks++
+      block = undefined
+    } else if (/^[A-Za-z0-9+/=]+$/.test(line)) block.push(line)
+    else return `line ${n} is not base64 inside a PEM CERTIFICATE block`
+  }
+  if (block !== undefined) return `the PEM CERTIFICATE block on line ${lines.length - block.length + 1} has no END line`
+  if (blocks === 0) return 'holds no PEM CERTIFICATE block'
+  return undefined
+}
+
+/** The root certificate as written to the VM: checked by rootCertProblem, with a final newline. */
+export function normalizedRootCert(pem: string): string {
+  return pem.endsWith('\n') ? pem : `${pem}\n`
 }
 
 type Rule = (value: string) => string | undefined
@@ -112,6 +158,10 @@ export function bundleValueProblems(v: BundleValues): string[] {
   if (v.gateway?.kind === 'hostname') check(problems, 'east-west gateway host name', v.gateway.hostname, hostName)
   check(problems, '--internal-ip', v.internalIp, ipAddress)
   check(problems, '--external-ip', v.externalIp, ipAddress)
+  if (v.rootCert !== undefined) {
+    const problem = rootCertProblem(v.rootCert.pem)
+    if (problem) problems.push(`ConfigMap ${v.rootCert.namespace}/istio-ca-root-cert root-cert.pem: ${problem}`)
+  }
   if (v.meshConfigYaml !== undefined) {
     const mesh = parsedOrUndefined(v.meshConfigYaml)
     if (isRecord(mesh)) {

@@ -5,8 +5,9 @@
  * this costs a fraction of it (measured on Node 24: docs/performance.md).
  *
  * It is a strict subset: anything it does not fully understand (flow collections, anchors, tags,
- * block or multi-line scalars, escapes, documents markers, duplicate keys, and every plain scalar
- * that YAML 1.1 would read as anything but a string, true, false or null: numbers, yes/no, dates)
+ * block or multi-line scalars, escapes, documents markers, duplicate keys, every plain scalar
+ * that YAML 1.1 would read as anything but a string, true, false or null: numbers, yes/no, dates,
+ * and every map key it would read as anything but a string: true/false, yes/no, on/off, null, ~)
  * makes it answer `undefined`, and the caller parses the text with the `yaml` library, which then
  * gives the exact value or error. So whatever it returns is what the library returns for the same
  * text (test/lib/kube/kubeconfig-yaml.test.ts compares them). A VM bundle reads Istio's mesh config
@@ -81,7 +82,8 @@ function keyOf(text: string): {key: string; rest: string} | undefined {
   const after = text[colon + 1]
   if (after !== undefined && after !== ' ') return undefined
   const key = text.slice(0, colon)
-  if (!KEY.test(key) || key === '__proto__') throw new Unsupported()
+  // A key is a plain scalar too: YAML 1.1 reads "NO: x" as {false: x}, "Null: x" as {"": x}.
+  if (!KEY.test(key) || key === '__proto__' || Object.hasOwn(BOOLEANS, key) || NOT_A_STRING.test(key)) throw new Unsupported()
   return {key, rest: text.slice(colon + 1)}
 }
 

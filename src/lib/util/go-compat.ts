@@ -111,7 +111,6 @@ const ASCII_TEXT = /^[\x20-\x7e\n]*$/
 class GoYamlEmitter {
   out = ''
   private column = 0
-  private openEnded = false
 
   /** `runs`: write printable ASCII strings a run at a time rather than code point by code point. */
   constructor(private readonly runs: boolean) {}
@@ -121,8 +120,8 @@ class GoYamlEmitter {
     else if (Array.isArray(value) && value.length > 0) this.sequence(value, 0)
     else this.inline(value, 0, false)
     if (this.column > 0) this.newline()
-    // A `|+` block scalar leaves the stream open-ended; yaml.v2 closes it with `...`.
-    if (this.openEnded) this.out += '...\n'
+    // No `...` after a `|+` block scalar: yaml.v2's encoder.finish clears the emitter's open_ended flag
+    // before the stream end, and Marshal's documents end implicitly.
   }
 
   private mapping(map: {[key: string]: GoYaml}, indent: number, firstInline: boolean): void {
@@ -344,12 +343,8 @@ class GoYamlEmitter {
   private literalHeader(first: number, last: number, beforeLast: number | undefined): void {
     this.put('|')
     if (first === 0x20 || isBreak(first)) this.put(String(BEST_INDENT))
-    this.openEnded = false
     if (!isBreak(last)) this.put('-')
-    else if (beforeLast === undefined || isBreak(beforeLast)) {
-      this.put('+')
-      this.openEnded = true
-    }
+    else if (beforeLast === undefined || isBreak(beforeLast)) this.put('+')
     this.newline()
   }
 

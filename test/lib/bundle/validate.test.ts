@@ -1,6 +1,7 @@
 /** The checks of every value a bundle writes into install.sh, cluster.env, hosts and mesh.yaml. */
 import {describe, expect, it} from 'vitest'
-import {bundleValueProblems, checkBundleValues} from '../../../src/lib/bundle/validate.js'
+import {bundleValueProblems, checkBundleValues, normalizedRootCert, rootCertProblem} from '../../../src/lib/bundle/validate.js'
+import {testPki} from '../../cluster/pki.js'
 import {MeshvmError, UsageError} from '../../../src/lib/errors.js'
 import type {WorkloadGroupLike} from '../../../src/lib/bundle/generate.js'
 
@@ -51,5 +52,29 @@ describe('checkBundleValues', () => {
       return
     }
     throw new Error('expected an error')
+  })
+})
+
+describe('rootCertProblem: root-cert.pem holds PEM CERTIFICATE blocks and nothing else', () => {
+  const {caPem, certPem, keyPem} = testPki()
+  const lf = (pem: string) => pem.replace(/\r\n/g, '\n')
+  it('accepts certificates with LF or CRLF line ends, blank lines between them, with or without a final newline', () => {
+    for (const pem of [caPem, lf(caPem), `${lf(caPem)}\n${lf(certPem)}`, lf(caPem).trimEnd(), `${caPem}${certPem}`.trimEnd()]) expect(rootCertProblem(pem), pem).toBeUndefined()
+    expect(normalizedRootCert(lf(caPem).trimEnd())).toBe(lf(caPem))
+    expect(normalizedRootCert(lf(caPem))).toBe(lf(caPem))
+  })
+  it('refuses anything else by line number, never quoting the line', () => {
+    const lines = lf(caPem).trimEnd().split('\n').length
+    expect(rootCertProblem(`${lf(caPem)}MESHVM_EOF\n`)).toBe(`line ${lines + 1} is not part of a PEM CERTIFICATE block (only certificates may be there)`)
+    expect(rootCertProblem(`# a comment\n${lf(caPem)}`)).toBe('line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)')
+    expect(rootCertProblem(lf(caPem).replace('\n-----END', '\n`id`\n-----END'))).toBe(`line ${lines} is not base64 inside a PEM CERTIFICATE block`)
+    expect(rootCertProblem(keyPem)).toBe('line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)')
+    expect(rootCertProblem('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')).toBe('the PEM CERTIFICATE block ending on line 3 is not an X.509 certificate')
+    expect(rootCertProblem(lf(caPem).split('\n').slice(0, 3).join('\n'))).toBe('the PEM CERTIFICATE block on line 1 has no END line')
+    expect(rootCertProblem('')).toBe('holds no PEM CERTIFICATE block')
+    expect(rootCertProblem('fake-CA-cert')).toBe('line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)')
+  })
+  it('is reported through checkBundleValues naming the ConfigMap', () => {
+    expect(bundleValueProblems({rootCert: {pem: 'x\ny', namespace: 'apps'}})).toEqual(['ConfigMap apps/istio-ca-root-cert root-cert.pem: line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)'])
   })
 })

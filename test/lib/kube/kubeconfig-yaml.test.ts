@@ -13,6 +13,13 @@ import {parse} from 'yaml'
 import {parseKubeconfigYaml} from '../../../src/lib/kube/kubeconfig-yaml.js'
 import {YAML_OPTIONS} from '../../../src/lib/kube/config.js'
 
+/** Every plain map key YAML 1.1 reads as a boolean or null (the `yaml` library's 1.1 schema), and number-like ones. */
+const YAML11_KEYS = [
+  ...['y', 'Y', 'yes', 'Yes', 'YES', 'n', 'N', 'no', 'No', 'NO', 'on', 'On', 'ON', 'off', 'Off', 'OFF'],
+  ...['true', 'True', 'TRUE', 'false', 'False', 'FALSE', 'null', 'Null', 'NULL', '~'],
+  ...['_', '_1', 'e5', 'E1'],
+]
+
 const work = mkdtempSync(join(tmpdir(), 'meshvm-kubeconfig-yaml-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
 
@@ -161,6 +168,23 @@ describe('parseKubeconfigYaml', () => {
     )
     // Most of them are strings the fast reader reads; every one it read agreed.
     expect(accepted).toBeGreaterThan(5000)
+  })
+
+  it.each(['NO', 'no', 'N', 'y', 'Y', 'yes', 'ON', 'off', 'True', 'FALSE', 'Null', 'NULL', 'null', 'true'])('leaves the map key %s (not a string in YAML 1.1) to the full parser', (key) => {
+    expect(parseKubeconfigYaml(`proxyMetadata:\n  ${key}: "1"\n`)).toBeUndefined()
+  })
+
+  it('agrees with the full parser on map keys drawn from the YAML 1.1 booleans, nulls and numbers', () => {
+    const keys = [...YAML11_KEYS, 'NAME', 'a', 'ISTIO_META_X', 'yes_no', 'On1', 'nULL', 'Nope', 'truee', 'e', 'x_1']
+    let accepted = 0
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom(...keys), fc.constantFrom('"1"', 'x', 'true', 'null')), {minLength: 1, maxLength: 4}), fc.boolean(), (entries, nested) => {
+        const body = entries.map(([k, v]) => `${nested ? '  ' : ''}${k}: ${v}\n`).join('')
+        if (agrees(nested ? `proxyMetadata:\n${body}` : body)) accepted++
+      }),
+      {numRuns: 3000, seed: 7},
+    )
+    expect(accepted).toBeGreaterThan(100)
   })
 
   it('never disagrees with the full parser on mutated kubeconfigs', () => {

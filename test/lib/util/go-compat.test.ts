@@ -98,3 +98,21 @@ describe('goYamlMarshal writes ASCII runs exactly as yaml.v2 writes them code po
     )
   })
 })
+
+describe('goYamlMarshal: a `|+` block scalar last in the document', () => {
+  // Expected bytes from gopkg.in/yaml.v2 v2.4.0 and sigs.k8s.io/yaml v1.4.0 `Marshal` (the same for both):
+  // Marshal clears the emitter's open-ended flag before the stream ends, so no `...` line follows.
+  const cases: Array<[GoYaml, string]> = [
+    [{a: 'a\n\n'}, 'a: |+\n  a\n\n'],
+    [{a: '\n'}, 'a: |2+\n\n'],
+    [{a: '\n\n'}, 'a: |2+\n\n\n'],
+    [{a: 'x\n'}, 'a: |\n  x\n'],
+    [{a: 'a\n\n', b: 'c'}, 'a: |+\n  a\n\nb: c\n'],
+    [{b: {a: '\n'}}, 'b:\n  a: |2+\n\n'],
+    ['\n', '|2+\n\n'],
+  ]
+  it.each(cases)('%j ends without a document end marker, in both emitters', (value, expected) => {
+    expect(goYamlMarshal(value)).toBe(expected)
+    expect(goYamlMarshalByCodePoint(value)).toBe(expected)
+  })
+})
