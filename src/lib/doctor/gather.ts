@@ -250,7 +250,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
       ...(classic?.metadata?.name ? {classic: `${classic.metadata.name}.${o.istioNamespace}`} : {}),
       controlPlaneNetwork: labelsOf(istioNs)['topology.istio.io/network'],
     },
-    istiod: {pods, ...(revision ? {revision} : {}), env},
+    istiod: {pods, ...(revision ? {revision} : {}), namespace: o.istioNamespace, env},
     group,
     groupName,
     entry,
