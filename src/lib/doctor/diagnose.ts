@@ -207,12 +207,20 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // the Istio VM install reads them (docs/bundle.md), then the sidecar restarted to read them.
   const group = e.bundle?.group ?? e.groupName
   const bundleDir = e.bundle?.dir ?? `${group ?? 'GROUP'}-vm`
+  // A bundle remade with default flags would change what the VM's mesh.yaml says of DNS capture and the
+  // cluster ID: without --bundle, the flags come from the VM's own mesh.yaml (read by the probe).
+  const vmMesh = e.probe?.probe?.mesh
+  const vmMeshFlags = vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
+    ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
+    : undefined
+  const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir) || vmMeshFlags !== undefined
+  const MESH_UNKNOWN = "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
   const bundleCommand = (): string => {
     if (e.bundle?.rerun && e.bundle.dir) return external(e.bundle.rerun)
     const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
     const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
-    return `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}`
+    return `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}${vmMeshFlags ?? ''}`
   }
   // Each file travels as base64 inside a here-document: base64 text is lines of [A-Za-z0-9+/=] ending in
   // a newline, so it can never hold the MESHVM_EOF line (whatever the file holds: a ConfigMap a namespace
@@ -255,20 +263,24 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     // pilot-agent reports the address it probed: another port than the group's is an older mesh.yaml on the VM.
     const probed = /127\.0\.0\.1:(\d+)/.exec(message)?.[1]
     if (probed !== undefined && Number(probed) !== port && atProbe && ok(atProbe)) {
-      return {detail: `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's); the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}
+      const detail = `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's)`
+      return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])} : {detail: detail + MESH_UNKNOWN}
     }
     if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
     if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
     if (!atProbe || atProbe.connected || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
-    const answering = app.filter((r) => r.port !== port && ok(r) && declared.some(([, v]) => v === r.port))
+    // The group's other ports get only a TCP connection (probe.ts): one that is made is the application listening there.
+    const others = app.filter((r) => r.port !== port && declared.some(([, v]) => v === r.port))
+    const answering = others.filter((r) => r.connected)
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
+    if (answering.length === 0 && others.some((r) => r.exit !== 7)) return {detail: `cause not proven: nothing listens on ${target.replace(/\/.*$/, '')}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`}
     if (answering.length === 0) return {detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`}
     if (answering.length > 1) return {detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`}
     const to = answering[0]!.port
     const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
     return {
-      detail: `nothing listens on the probe's port ${port}, and the application answers on the group's port ${named(to)}${http ? ` (HTTP ${answering[0]!.code} at ${path})` : ''}: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)`,
-      fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`,
+      detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} points it there)${MESH_UNKNOWN}`}`,
+      ...(meshKnown ? {fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`} : {}),
     }
   }
 

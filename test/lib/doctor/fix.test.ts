@@ -9,7 +9,6 @@ import {existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync}
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
-import {promisify} from 'node:util'
 import {afterAll, afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {diagnose, type Evidence} from '../../../src/lib/doctor/diagnose.js'
 
@@ -54,7 +53,7 @@ function evidence(o: {roots?: boolean; dns?: boolean; stale?: boolean; vmExec?: 
     duplicates: [], events: [],
     services: [{metadata: {name: 'web', namespace: 'apps'}, spec: {selector: {app: 'web'}, ports: [{port: 80, targetPort: 8080}]}}], serviceEntries: [],
     sync: {connected: true, types: [{type: 'LDS', state: 'SYNCED'}]},
-    probe: {probe: {ready: '200', rootSerials: ['a1'], sections: ['end'], ...(o.dns ? {dns: ''} : {}), app: [{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '200', connected: true, exit: 0}]}},
+    probe: {probe: {ready: '200', rootSerials: ['a1'], sections: ['end'], mesh: {dnsCapture: true}, ...(o.dns ? {dns: ''} : {}), app: [{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '200', connected: true, exit: 0}]}},
     meshRootSerials: o.roots ? ['b2'] : [],
     vmExec: o.vmExec ?? VM_EXEC,
   }
