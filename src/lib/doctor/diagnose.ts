@@ -207,16 +207,20 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // the Istio VM install reads them (docs/bundle.md), then the sidecar restarted to read them.
   const group = e.bundle?.group ?? e.groupName
   const bundleDir = e.bundle?.dir ?? `${group ?? 'GROUP'}-vm`
+  // A bundle's cluster.env is a file anyone may have edited: a group or namespace that is not a Kubernetes
+  // name is refused, and no command line comes from it (bundle verify's remake line included).
+  const kubeName = (v: string) => v.length <= 253 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(v)
+  const badBundleName = e.bundle ? [e.bundle.group, ns].find((v): v is string => v !== undefined && !kubeName(v)) : undefined
   // A bundle remade with default flags would change what the VM's mesh.yaml says of DNS capture and the
   // cluster ID: without --bundle, the flags come from the VM's own mesh.yaml (read by the probe).
   const vmMesh = e.probe?.probe?.mesh
   const vmMeshFlags = vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
     ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
     : undefined
-  const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir) || vmMeshFlags !== undefined
+  const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) || vmMeshFlags !== undefined
   const MESH_UNKNOWN = "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
   const bundleCommand = (): string => {
-    if (e.bundle?.rerun && e.bundle.dir) return external(e.bundle.rerun)
+    if (e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) return external(e.bundle.rerun)
     const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
     const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
@@ -349,7 +353,9 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
 
   // 1. The bundle and its token.
   if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
-  else {
+  else if (badBundleName !== undefined) {
+    add(1, 'bundle.names', 'fail', `the bundle's cluster.env names ${JSON.stringify(badBundleName)}, which is not a Kubernetes name (ISTIO_META_WORKLOAD_NAME, POD_NAMESPACE): meshvm bundle did not write it so, or it was edited; no fix is built from it`)
+  } else {
     for (const c of e.bundle.checks) {
       // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
       const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix !== undefined ? external(c.fix) : undefined
@@ -407,7 +413,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const why = e.proxy
       ? `istiod${e.proxy.istiod ? ` ${e.proxy.istiod}` : ''} reports the proxy ${e.proxy.name} connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)`
       : 'the VM has not registered (its sidecar is not connected, or istiod refused it)'
-    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: ${why}`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${e.query} -n ${ns}`)
+    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: ${why}`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`)
   } else {
     const ann = annotationsOf(we)
     const address = str(specOf(we).address)
