@@ -185,7 +185,11 @@ export interface FixCli {
 export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const checks: DoctorCheck[] = []
   const add = (step: number, check: string, status: DoctorStatus, detail: string, fix?: string): void => {
-    checks.push({step, check, status, detail, ...(fix !== undefined ? {fix} : {})})
+    // A fix's trailing comment (`   # …`) may name values read from the cluster or the bundle: a line
+    // break there would end the comment and make the rest a command, so its control characters go.
+    const at = fix?.indexOf('   # ') ?? -1
+    const safe = fix !== undefined && at >= 0 ? fix.slice(0, at) + fix.slice(at).replace(/[\u0000-\u001f\u007f]/g, ' ') : fix
+    checks.push({step, check, status, detail, ...(safe !== undefined ? {fix: safe} : {})})
   }
   const ns = e.namespace
   const q = (s: string) => shellQuote(s)

@@ -128,6 +128,17 @@ describe('the cluster flags of a fix', () => {
     expect(diagnose(e, {...cli, external: (line) => `${line} # external`}).checks.find((c) => c.check === 'bundle.token')!.fix).toBe('meshvm bundle web -n apps --refresh-token -d dir # external')
   })
 
+  it('a value from the cluster in a fix\'s trailing comment cannot break out of it (a line break there would start a command)', async () => {
+    const e = evidence()
+    e.services = []
+    e.group = undefined
+    e.entry = {...e.entry!, spec: {address: '10.0.0.5', labels: {app: 'web\ntouch "$HOME/pwned"'}}}
+    const fix = fixOf(e, 'service')
+    expect(fix).not.toMatch(/\n/)
+    expect((await run(fix)).code).toBe(0)
+    expect(existsSync(join(tmp, 'home', 'pwned'))).toBe(false)
+  })
+
   it("istiod's fixes name the Istio namespace doctor read (-i) and the revision's Deployment", () => {
     const e = evidence()
     e.istiod = {pods: [], namespace: 'mesh-system', revision: '1-24', env: {PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION: 'false', PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS: 'false'}}
