@@ -385,6 +385,7 @@ describe('meshvm doctor', () => {
     const made = await runCli(['bundle', 'web', '-n', 'apps', '-d', bundleDir, '--autoregister'], {env: cluster.env, timeoutMs: 60_000})
     expect(made.code, made.stderr).toBe(0)
     const env = join(bundleDir, 'cluster.env')
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the payload is shell text for sh to expand, not a template
     writeFileSync(env, readFileSync(env, 'utf8').replace(/^ISTIO_META_WORKLOAD_NAME=.*$/m, "ISTIO_META_WORKLOAD_NAME='web;touch${HOME}/pwned;'"))
     // The gateway moved too, so that step 1 and step 2 both have a bundle to remake.
     const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
