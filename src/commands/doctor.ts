@@ -74,6 +74,7 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
 
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {doctorVm, doctorAll} = await import('../lib/doctor/run.js')
+    const {invocation} = await import('../lib/cli/invocation.js')
     const options = {
       contexts,
       openSession: (c: string | undefined): Promise<KubeSession> => this.session(c),
@@ -81,12 +82,25 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
       vmExec: f['vm-exec'],
       timeoutMs: f.timeout,
       warn: (text: string) => this.warning(text),
+      // Fixes act on the cluster doctor read: the user's --kubeconfig, and the context that holds the VM,
+      // put on each command as doctor builds it (keepInvocation only for bundle verify's whole remake line).
+      cli: {
+        bin: invocation.bin,
+        ...(invocation.kube.kubeconfig !== undefined ? {kubeconfig: invocation.kube.kubeconfig} : {}),
+        ...(invocation.kube.context !== undefined ? {context: invocation.kube.context} : {}),
+        external: (line: string, kube: {kubeconfig?: string; context?: string}) => {
+          const userKube = invocation.kube
+          invocation.kube = {...userKube, ...kube}
+          try {
+            return this.keepInvocation(line)
+          } finally {
+            invocation.kube = userKube
+          }
+        },
+      },
     }
     if (f['all-vms']) {
       const reports = await doctorAll(vm, options)
-      const {invocation} = await import('../lib/cli/invocation.js')
-      const {kubectlInCluster} = await import('../lib/doctor/fix.js')
-      for (const r of reports) if (r.summary) r.summary = kubectlInCluster(r.summary, {...invocation.kube, ...(r.context ? {context: r.context} : {})})
       if (format === 'json' || format === 'yaml') this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReportList', items: reports}, format)!)
       else {
         const chalk = this.chalkFor(format)
@@ -106,18 +120,6 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     }
 
     const report = await doctorVm({query: vm, bundle: bundleOffline}, options)
-    // Fixes act on the cluster doctor read: the user's --kubeconfig, and the context that holds the VM.
-    const {invocation} = await import('../lib/cli/invocation.js')
-    const {kubectlInCluster} = await import('../lib/doctor/fix.js')
-    const kube = {...invocation.kube, ...(report.context ? {context: report.context} : {})}
-    const userKube = invocation.kube
-    invocation.kube = kube
-    try {
-      for (const c of report.checks) if (c.fix) c.fix = kubectlInCluster(this.keepInvocation(c.fix), kube)
-      if (report.summary) report.summary = kubectlInCluster(this.keepInvocation(report.summary), kube)
-    } finally {
-      invocation.kube = userKube
-    }
     if (format === 'json' || format === 'yaml') {
       this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReport', ...report}, format)!)
     } else {

@@ -4,12 +4,13 @@
  * with a fix that, when run, makes doctor pass again.
  */
 import {afterAll, beforeAll, beforeEach, describe, expect, it} from 'vitest'
-import {chmodSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {BIN, runCli, STACK_TRACE, type CliResult} from '../helpers/cli.js'
 import {kubectl, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {resourceKey} from '../cluster/index.js'
+import {shellQuote} from '../../src/lib/cli/prompt.js'
 
 let cluster: TestCluster
 let dir: string
@@ -366,6 +367,53 @@ describe('meshvm doctor', () => {
     const lines = r.stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^VM\s+NAMESPACE\s+RESULT\s+FIRST FAILURE/)
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3).join(' '))).toEqual(['web-10.0.0.5 apps pass', 'web-10.0.0.6 apps fail'])
+  })
+
+  it('-A keeps --kubeconfig on every fix (meshvm and kubectl, checks and summary), as for one VM', async () => {
+    seedGroup('web', 'apps', {template: {serviceAccount: 'web-sa', network: 'vm-network', ports: {http: 8080}}})
+    const kc = cluster.env.KUBECONFIG!
+    const r = await doctor(['-A', '-n', 'apps', '--kubeconfig', kc, '-o', 'json'])
+    expect(r.code, r.stderr).toBe(8)
+    const [item] = (JSON.parse(r.stdout) as {items: Report[]}).items
+    const fix = `meshvm war rollout --kubeconfig ${shellQuote(kc)} web -n apps`
+    expect(firstFail(item!)).toMatchObject({check: 'registration.stale', fix})
+    expect(item!.summary).toMatch(new RegExp(`; fix: ${fix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`))
+  })
+
+  it('--bundle whose cluster.env names a hostile group: the bundle is refused, or no printed fix runs it', async () => {
+    const bundleDir = join(dir, 'hostile-vm')
+    const made = await runCli(['bundle', 'web', '-n', 'apps', '-d', bundleDir, '--autoregister'], {env: cluster.env, timeoutMs: 60_000})
+    expect(made.code, made.stderr).toBe(0)
+    const env = join(bundleDir, 'cluster.env')
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the payload is shell text for sh to expand, not a template
+    writeFileSync(env, readFileSync(env, 'utf8').replace(/^ISTIO_META_WORKLOAD_NAME=.*$/m, "ISTIO_META_WORKLOAD_NAME='web;touch${HOME}/pwned;'"))
+    // The gateway moved too, so that step 1 and step 2 both have a bundle to remake.
+    const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+    cluster.store.update(SVC, {...gw, metadata: {...gw.metadata, resourceVersion: undefined}, status: {loadBalancer: {ingress: [{ip: '203.0.113.99'}]}}})
+    try {
+      const r = await doctor(['--bundle', bundleDir, '-o', 'json'])
+      expect(r.stderr).not.toMatch(STACK_TRACE)
+      if (r.stdout === '') {
+        expect(r.code).not.toBe(0)
+        expect(r.stderr).toMatch(/ISTIO_META_WORKLOAD_NAME/)
+        return
+      }
+      const rep = JSON.parse(r.stdout) as Report
+      // `touch${HOME}/pwned` with HOME=/h is the command ./touch/h/pwned: it leaves a mark if any fix runs it.
+      const work = mkdtempSync(join(dir, 'hostile-'))
+      mkdirSync(join(work, 'touch', 'h'), {recursive: true})
+      writeFileSync(join(work, 'touch', 'h', 'pwned'), `#!/bin/sh\ntouch ${JSON.stringify(join(work, 'PWNED'))}\n`, {mode: 0o755})
+      const {execFile} = await import('node:child_process')
+      const fixes = [...rep.checks.flatMap((c) => (c.fix ? [c.fix] : [])), ...(rep.summary ? [rep.summary.replace(/^.*?; fix: /, '')] : [])]
+      expect(fixes.length).toBeGreaterThan(0)
+      for (const fix of fixes) {
+        await new Promise<void>((resolve) => execFile('/bin/sh', ['-c', `meshvm() { :; }; kubectl() { :; }; ${fix}`], {cwd: work, env: {PATH: process.env.PATH, HOME: '/h'}}, () => resolve()))
+        expect(existsSync(join(work, 'PWNED')), fix).toBe(false)
+      }
+    } finally {
+      const now = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
+      cluster.store.update(SVC, {...now, metadata: {...now.metadata, resourceVersion: undefined}, status: gw.status})
+    }
   })
 
   it('-A reads each namespace-wide list once per run, however many VMs it doctors', async () => {

@@ -17,6 +17,7 @@ import {recordSecret} from '../helpers/secrets.js'
 import {ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 import {VmHost} from './vm/host.js'
 import {waitFor} from './vm/scenario.js'
+import {shellQuote} from '../../src/lib/cli/prompt.js'
 
 const NS = 'vm-doctor'
 const VM_IP = '10.30.0.5'
@@ -253,7 +254,8 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     expect(change.code, change.stderr).toBe(0)
     const failing = await expectFirstFail([WE], 'registration.stale')
     expect(failing.detail).toContain('label tier=(none) → backend')
-    expect(failing.fix).toBe(`meshvm war rollout web -n ${NS} --restart-command '${VM_EXEC} sudo systemctl restart istio'`)
+    // The restart goes on the template's standard input, as every command doctor sends the VM.
+    expect(failing.fix).toBe(`meshvm war rollout web -n ${NS} --restart-command ${shellQuote(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${shellQuote(VM_EXEC)}`)}`)
     await runFix(failing.fix)
     await cp.main.kube.waitFor(wePath(WE), backAndHealthy, 'entry back')
     await expectPass([WE])

@@ -15,6 +15,7 @@ import {resourceKey} from '../cluster/index.js'
 import {waitUntil} from '../helpers/spawn.js'
 import {VmPlane} from '../cluster/vm-services.js'
 import {startVm, type RunningVm} from './run.js'
+import {shellQuote} from '../../src/lib/cli/prompt.js'
 
 let cluster: TestCluster
 let plane: VmPlane
@@ -25,6 +26,8 @@ const VM_EXEC = 'sh test/vm/exec.sh "$MESHVM_VM_ADDRESS"'
 // The same, from any directory: a fix that writes a bundle is run in a directory of its own.
 const VM_EXEC_ANYWHERE = `sh ${JSON.stringify(fileURLToPath(new URL('./exec.sh', import.meta.url)))} "$MESHVM_VM_ADDRESS"`
 const CM = resourceKey('', 'configmaps')
+// The cluster ID the simulated VMs' bundles carry in mesh.yaml (what meshvm bundle reads from istiod).
+const CLUSTER_ID = 'cluster1'
 const WE = resourceKey('networking.istio.io', 'workloadentries')
 
 beforeAll(async () => {
@@ -106,7 +109,8 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const stale = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
     const staleReport = JSON.parse(stale.stdout) as {checks: {check: string; status: string; fix?: string}[]}
     const fix = staleReport.checks.find((c) => c.status === 'fail')!
-    expect(fix).toMatchObject({check: 'registration.stale', fix: `meshvm war rollout web -n vmdoc --restart-command 'sh test/vm/exec.sh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`})
+    // The restart goes on the template's standard input, as every command doctor sends the VM.
+    expect(fix).toMatchObject({check: 'registration.stale', fix: `meshvm war rollout web -n vmdoc --restart-command ${shellQuote(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${shellQuote(VM_EXEC)}`)}`})
     const {execFile} = await import('node:child_process')
     const {promisify} = await import('node:util')
     await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.fix}`], {env: {...process.env, ...cluster.env, MESHVM_SIM_VMS: vms, NO_COLOR: '1'}, cwd: REPO_ROOT, timeout: 120_000})
@@ -145,7 +149,7 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const fail = firstFail(bad.stdout)!
     expect(fail).toMatchObject({step: 7, check: 'vm.root'})
     expect(fail.detail).toMatch(/^the VM's Envoy does not trust the mesh root [0-9a-f]+ of istio-ca-root-cert \(which holds [0-9a-f]+, [0-9a-f]+\); it trusts [0-9a-f]+$/)
-    expect(fail.fix).toBe(`meshvm bundle db -n vmroot -d db-vm --autoregister && { printf '%s\\n' 'sudo tee /etc/certs/root-cert.pem >/dev/null <<\\MESHVM_EOF'; cat db-vm/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
+    expect(fail.fix).toBe(`meshvm bundle db -n vmroot -d db-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s db-vm/root-cert.pem && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/certs/root-cert.pem >/dev/null || exit 1'; base64 < db-vm/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
     await runFix(fail.fix!)
     // The sidecar restarted with both roots and connected again (istiod still serves with the current one).
     await vm.waitFor(/configuration acknowledged[\s\S]*configuration acknowledged/)
@@ -165,7 +169,7 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(bad2.code).toBe(8)
     const fail2 = firstFail(bad2.stdout)!
     expect(fail2).toMatchObject({step: 1, check: 'bundle.root-cert'})
-    expect(fail2.fix).toBe(`meshvm bundle db -n vmroot --autoregister -d ${mine} && { printf '%s\\n' 'sudo tee /etc/certs/root-cert.pem >/dev/null <<\\MESHVM_EOF'; cat ${mine}/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
+    expect(fail2.fix).toBe(`meshvm bundle db -n vmroot --autoregister -d ${mine} && test -s ${mine}/root-cert.pem && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/certs/root-cert.pem >/dev/null || exit 1'; base64 < ${mine}/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
     await runFix(fail2.fix!)
     await vm.waitFor(/(configuration acknowledged[\s\S]*){3}/)
     const after2 = await doctor(withBundle)
@@ -187,8 +191,8 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(bad.code).toBe(8)
     const fail = firstFail(bad.stdout)!
     expect(fail).toMatchObject({step: 4, check: 'registration.healthy'})
-    expect(fail.detail).toBe('Healthy=False: Get "http://127.0.0.1:9090/ready": dial tcp 127.0.0.1:9090: connect: connection refused (the VM\'s readiness probe fails, so istiod sends it no traffic); nothing listens on the probe\'s port 9090, and the application answers on the group\'s port http=8080 (HTTP 200 at /ready): the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)')
-    expect(fail.fix).toBe(`kubectl patch workloadgroup api -n vmprobe --type=json -p '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]' && meshvm bundle api -n vmprobe -d api-vm --autoregister && { printf '%s\\n' 'sudo tee /etc/istio/config/mesh >/dev/null <<\\MESHVM_EOF'; cat api-vm/mesh.yaml; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=api-10.20.2.5 MESHVM_VM_ADDRESS=10.20.2.5 MESHVM_VM_HOSTNAME=10.20.2.5 MESHVM_NAMESPACE=vmprobe sh -c '${VM_EXEC_ANYWHERE}'`)
+    expect(fail.detail).toBe('Healthy=False: Get "http://127.0.0.1:9090/ready": dial tcp 127.0.0.1:9090: connect: connection refused (the VM\'s readiness probe fails, so istiod sends it no traffic); nothing listens on the probe\'s port 9090, and the application accepts connections on the group\'s port http=8080, the only one of its ports that does: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)')
+    expect(fail.fix).toBe(`kubectl patch workloadgroup api -n vmprobe --type=json -p '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]' && meshvm bundle api -n vmprobe -d api-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s api-vm/mesh.yaml && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/istio/config/mesh >/dev/null || exit 1'; base64 < api-vm/mesh.yaml; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=api-10.20.2.5 MESHVM_VM_ADDRESS=10.20.2.5 MESHVM_VM_HOSTNAME=10.20.2.5 MESHVM_NAMESPACE=vmprobe sh -c '${VM_EXEC_ANYWHERE}'`)
     await runFix(fail.fix!)
     await vm.waitFor(/readiness probe: healthy/)
     await waitUntil(healthyIs('True'), 'Healthy=True on the entry', 30_000)
@@ -208,7 +212,8 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const fail = firstFail((await doctor(args)).stdout)!
     expect(fail).toMatchObject({step: 4, check: 'registration.healthy'})
     expect(fail.detail).toContain("the VM probes port 9090, but the group's probe is on 8080, where the application answers (HTTP 200): the VM runs an older probe")
-    expect(fail.fix).toMatch(/^meshvm bundle api2 -n vmprobe2 -d api2-vm --autoregister && \{ printf/)
+    // Remade with the VM's own settings (its mesh.yaml's cluster ID and DNS capture), as the probe read them.
+    expect(fail.fix).toMatch(new RegExp(`^meshvm bundle api2 -n vmprobe2 -d api2-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s api2-vm/mesh\\.yaml && \\{ printf`))
     await runFix(fail.fix!)
     await vm.waitFor(/readiness probe: healthy/)
     await waitUntil(healthyIs('True'), 'Healthy=True on the entry', 30_000)

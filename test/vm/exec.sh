@@ -20,7 +20,8 @@ SIM_PID=${rest##* }
 export SIM_ADMIN_PORT SIM_HOSTS SIM_BUNDLE SIM_PID
 if [ $# -gt 0 ]; then
   case "$*" in
-    *"systemctl restart istio"*) exec kill -HUP "$SIM_PID" ;;
+    # Only the command itself, as ssh would run it (not a shell given more words, `sh sudo systemctl …`).
+    "systemctl restart istio" | "sudo systemctl restart istio") exec kill -HUP "$SIM_PID" ;;
     *) PATH="$(cd "$(dirname "$0")" && pwd)/bin:$PATH" exec /bin/sh -c "$*" ;;
   esac
 fi

@@ -61,6 +61,8 @@ export interface IstiodEvidence {
   /** Running istiod pods of the revision the VM uses. */
   pods: {name: string; ready: boolean; version?: string}[]
   revision?: string
+  /** The Istio (root) namespace istiod runs in (-i). */
+  namespace?: string
   /** The istiod Deployment's environment (first container), for auto-registration and health checks. */
   env: Record<string, string>
 }
@@ -167,13 +169,36 @@ export interface DoctorReport {
   summary?: string
 }
 
-export function diagnose(e: Evidence): DoctorReport {
+/**
+ * How the fixes name the cluster and meshvm: the user's --kubeconfig and the context that holds the VM go
+ * on each kubectl and meshvm command as doctor builds it (never by rewriting the finished line, which
+ * holds the user's --vm-exec template), and `bin` is `kubectl meshvm` in plugin mode. `external` gives
+ * the same to a command line that comes whole from bundle verify (its `meshvm bundle …` remake).
+ */
+export interface FixCli {
+  bin?: string
+  kubeconfig?: string
+  context?: string
+  external?: (commandLine: string) => string
+}
+
+export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const checks: DoctorCheck[] = []
   const add = (step: number, check: string, status: DoctorStatus, detail: string, fix?: string): void => {
-    checks.push({step, check, status, detail, ...(fix !== undefined ? {fix} : {})})
+    // A fix's trailing comment (`   # …`) may name values read from the cluster or the bundle: a line
+    // break there would end the comment and make the rest a command, so its control characters go.
+    const at = fix?.indexOf('   # ') ?? -1
+    const safe = fix !== undefined && at >= 0 ? fix.slice(0, at) + fix.slice(at).replace(/[\u0000-\u001f\u007f]/g, ' ') : fix
+    checks.push({step, check, status, detail, ...(safe !== undefined ? {fix: safe} : {})})
   }
   const ns = e.namespace
   const q = (s: string) => shellQuote(s)
+  const kubeFlags = [...(cli.kubeconfig !== undefined ? [` --kubeconfig ${q(cli.kubeconfig)}`] : []), ...(cli.context !== undefined ? [` --context ${q(cli.context)}`] : [])].join('')
+  const K = `kubectl${kubeFlags}`
+  const M = (id: string) => `${cli.bin ?? 'meshvm'} ${id}${kubeFlags}`
+  const external = (line: string): string => (cli.external ? cli.external(line) : line)
+  const istioNs = e.istiod.namespace ?? 'istio-system'
+  const istiodDeployment = `istiod${e.istiod.revision && e.istiod.revision !== 'default' ? `-${e.istiod.revision}` : ''}`
   // A fix that runs on the VM goes through --vm-exec as doctor ran it: the template, with the variables
   // doctor gave it (the user's shell has none of them), reading the commands on its standard input.
   const vmAddress = str(specOf(e.entry).address)
@@ -186,17 +211,36 @@ export function diagnose(e: Evidence): DoctorReport {
   // the Istio VM install reads them (docs/bundle.md), then the sidecar restarted to read them.
   const group = e.bundle?.group ?? e.groupName
   const bundleDir = e.bundle?.dir ?? `${group ?? 'GROUP'}-vm`
+  // A bundle's cluster.env is a file anyone may have edited: a group or namespace that is not a Kubernetes
+  // name is refused, and no command line comes from it (bundle verify's remake line included).
+  const kubeName = (v: string) => v.length <= 253 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(v)
+  const badBundleName = e.bundle ? [e.bundle.group, ns].find((v): v is string => v !== undefined && !kubeName(v)) : undefined
+  // A bundle remade with default flags would change what the VM's mesh.yaml says of DNS capture and the
+  // cluster ID: without --bundle, the flags come from the VM's own mesh.yaml (read by the probe).
+  const vmMesh = e.probe?.probe?.mesh
+  const vmMeshFlags = vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
+    ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
+    : undefined
+  const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) || vmMeshFlags !== undefined
+  const MESH_UNKNOWN = "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
   const bundleCommand = (): string => {
-    if (e.bundle?.rerun && e.bundle.dir) return e.bundle.rerun
+    if (e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) return external(e.bundle.rerun)
     const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
     const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
-    return `meshvm bundle ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}`
+    return `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}${vmMeshFlags ?? ''}`
   }
-  const installOnVm = (files: [file: string, onTheVm: string][]): string => {
-    const sendFiles = files.flatMap(([file, dest]) => [`printf '%s\\n' ${q(`sudo tee ${dest} >/dev/null <<\\MESHVM_EOF`)}`, `cat ${q(`${bundleDir}/${file}`)}`, "printf '%s\\n' MESHVM_EOF"])
-    const remote = onVm(`{ ${[...sendFiles, "printf '%s\\n' 'sudo systemctl restart istio'"].join('; ')}; }`)
-    return remote ? `${bundleCommand()} && ${remote}` : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `copy ${bundleDir}/${file} to ${dest}`).join(', ')}, and run sudo systemctl restart istio`
+  // Each file travels as base64 inside a here-document: base64 text is lines of [A-Za-z0-9+/=] ending in
+  // a newline, so it can never hold the MESHVM_EOF line (whatever the file holds: a ConfigMap a namespace
+  // editor wrote, a missing final newline), and `base64 -d` gives the VM the file byte for byte. A file
+  // that is missing or empty here stops the fix before anything reaches the VM; a write that fails on
+  // the VM stops its shell before the restart.
+  const installOnVm = (files: [file: string, onTheVm: string][], o: {append?: boolean; restart?: boolean} = {}): string => {
+    const restart = o.restart ?? true
+    const sendFiles = files.flatMap(([file, dest]) => [`printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${o.append ? ' -a' : ''} ${dest} >/dev/null || exit 1`)}`, `base64 < ${q(`${bundleDir}/${file}`)}`, "printf '%s\\n' MESHVM_EOF"])
+    const present = files.map(([file]) => `test -s ${q(`${bundleDir}/${file}`)}`).join(' && ')
+    const remote = onVm(`{ ${[...sendFiles, ...(restart ? ["printf '%s\\n' 'sudo systemctl restart istio'"] : [])].join('; ')}; }`)
+    return remote ? `${bundleCommand()} && ${present} && ${remote}` : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `${o.append ? 'append' : 'copy'} ${bundleDir}/${file} to ${dest}`).join(', ')}${restart ? ', and run sudo systemctl restart istio' : ''}`
   }
 
   /**
@@ -227,20 +271,24 @@ export function diagnose(e: Evidence): DoctorReport {
     // pilot-agent reports the address it probed: another port than the group's is an older mesh.yaml on the VM.
     const probed = /127\.0\.0\.1:(\d+)/.exec(message)?.[1]
     if (probed !== undefined && Number(probed) !== port && atProbe && ok(atProbe)) {
-      return {detail: `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's); the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}
+      const detail = `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's)`
+      return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])} : {detail: detail + MESH_UNKNOWN}
     }
     if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
     if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
     if (!atProbe || atProbe.connected || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
-    const answering = app.filter((r) => r.port !== port && ok(r) && declared.some(([, v]) => v === r.port))
+    // The group's other ports get only a TCP connection (probe.ts): one that is made is the application listening there.
+    const others = app.filter((r) => r.port !== port && declared.some(([, v]) => v === r.port))
+    const answering = others.filter((r) => r.connected)
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
+    if (answering.length === 0 && others.some((r) => r.exit !== 7)) return {detail: `cause not proven: nothing listens on ${target.replace(/\/.*$/, '')}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`}
     if (answering.length === 0) return {detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`}
     if (answering.length > 1) return {detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`}
     const to = answering[0]!.port
     const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
     return {
-      detail: `nothing listens on the probe's port ${port}, and the application answers on the group's port ${named(to)}${http ? ` (HTTP ${answering[0]!.code} at ${path})` : ''}: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)`,
-      fix: `kubectl patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`,
+      detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} points it there)${MESH_UNKNOWN}`}`,
+      ...(meshKnown ? {fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`} : {}),
     }
   }
 
@@ -253,14 +301,30 @@ export function diagnose(e: Evidence): DoctorReport {
   const nackCause = (error: string): {detail: string; fix?: string} => {
     if (typeof e.envoyFilters === 'string') return {detail: `cause not proven: ${e.envoyFilters}`}
     const labels = entryLabels(e.entry)
+    // What applies to the VM's sidecar: not a filter attached by targetRefs (those select gateways), one of
+    // the root namespace (every workload of the mesh) or of the VM's namespace whose workloadSelector (none:
+    // every workload of the namespace) matches the entry's labels; and, of it, the patches whose
+    // match.proxy.proxyVersion (a regex) matches the VM's proxy version, when istiod reports it.
     const applying = (e.envoyFilters ?? []).filter((ef) => {
+      if (Array.isArray(specOf(ef).targetRefs) && (specOf(ef).targetRefs as unknown[]).length > 0) return false
       const selector = rec(rec(specOf(ef).workloadSelector).labels)
       return Object.entries(selector).every(([k, v]) => labels[k] === v)
     })
+    const versionMatches = (cp: Record<string, unknown>): boolean => {
+      const want = str(rec(rec(cp.match).proxy).proxyVersion)
+      const have = e.sync?.proxyVersion
+      if (!want || !have) return true
+      try {
+        return new RegExp(`^(?:${want})$`).test(have)
+      } catch {
+        return true
+      }
+    }
     const efName = (ef: KubeObject) => `${ef.metadata?.namespace ?? ''}/${nameOf(ef)}`
     const named = applying.flatMap((ef) => {
       const words: string[] = []
       for (const cp of Array.isArray(specOf(ef).configPatches) ? (specOf(ef).configPatches as unknown[]).filter(isRecord) : []) {
+        if (!versionMatches(cp)) continue
         const value = rec(rec(cp.patch).value)
         const typed = rec(value.typed_config ?? value.typedConfig)
         // The type is what tells two filters of one name apart: when the patch gives one, the error must name it.
@@ -276,18 +340,29 @@ export function diagnose(e: Evidence): DoctorReport {
       return {detail: `cause not proven: the error names nothing an EnvoyFilter that applies to the VM adds${applying.length > 0 ? ` (those that apply: ${list}; run istioctl analyze -n ${ns})` : ' (none applies)'}`}
     }
     const what = named.map(({ef, words}) => `EnvoyFilter ${efName(ef)} applies to the VM and adds ${[...new Set(words)].map((w) => `'${w}'`).join(', ')}, which the error names`).join('; ')
+    const save = named.map(({ef}) => `${K} get envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)} -o yaml > ${q(`${nameOf(ef)}.yaml`)}`).join('; ')
+    // Deleting is the fix only for a filter that selects this workload alone (a workloadSelector the
+    // entry matches, in the VM's namespace): one of the root namespace, or with no selector, serves
+    // every workload of the mesh or of the namespace, and deleting it would change them all.
+    const wide = named.filter(({ef}) => ef.metadata?.namespace === istioNs || Object.keys(rec(rec(specOf(ef).workloadSelector).labels)).length === 0)
+    if (wide.length > 0) {
+      const scope = wide.map(({ef}) => `${efName(ef)} applies to every workload of ${ef.metadata?.namespace === istioNs ? `the mesh (${istioNs} is the root namespace)` : `namespace ${ef.metadata?.namespace ?? ns}`}`).join('; ')
+      return {detail: `${what}; not deleted, as ${scope}: scope it away from this VM instead (e.g. a match.proxy.proxyVersion on its patches that excludes the VM's proxy${e.sync?.proxyVersion ? ` ${e.sync.proxyVersion}` : ''}, or a workloadSelector), or upgrade the VM's Envoy to one that has the filter (to edit it: ${save})`}
+    }
     return {
-      detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}; to mend it rather than lose it, save it first: ${named.map(({ef}) => `kubectl get envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)} -o yaml > ${q(`${nameOf(ef)}.yaml`)}`).join('; ')})`,
-      fix: named.map(({ef}) => `kubectl delete envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)}`).join(' && '),
+      detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}; to mend it rather than lose it, save it first: ${save})`,
+      fix: named.map(({ef}) => `${K} delete envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)}`).join(' && '),
     }
   }
 
   // 1. The bundle and its token.
   if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
-  else {
+  else if (badBundleName !== undefined) {
+    add(1, 'bundle.names', 'fail', `the bundle's cluster.env names ${JSON.stringify(badBundleName)}, which is not a Kubernetes name (ISTIO_META_WORKLOAD_NAME, POD_NAMESPACE): meshvm bundle did not write it so, or it was edited; no fix is built from it`)
+  } else {
     for (const c of e.bundle.checks) {
       // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
-      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix
+      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix !== undefined ? external(c.fix) : undefined
       add(1, `bundle.${c.id}`, c.status, c.detail, fix)
     }
   }
@@ -296,26 +371,26 @@ export function diagnose(e: Evidence): DoctorReport {
   const gw = e.gateway
   const gwName = `${gw.namespace}/${gw.name}`
   if (!gw.service) {
-    add(2, 'gateway', 'fail', `east-west gateway Service ${gwName} not found`, `kubectl get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: meshvm doctor … --ingress-service NAME.NAMESPACE`)
+    add(2, 'gateway', 'fail', `east-west gateway Service ${gwName} not found`, `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`)
   } else {
     // The one classifier precheck and bundle verify use (precheck/gateway.ts).
     const reading = eastWestGatewayKind(gw.service as GatewayServiceLike)
     const verdict = eastWestGatewayVerdict(gwName, reading)
     const ambient = reading.kind === 'ambient'
     if (verdict.status === 'pass') add(2, 'gateway.kind', 'pass', verdict.message)
-    else add(2, ambient ? 'gateway.kind' : 'gateway.ports', 'fail', verdict.message, ambient ? (gw.classic ? `meshvm bundle ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}` : `meshvm bundle ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`) : `kubectl edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`)
+    else add(2, ambient ? 'gateway.kind' : 'gateway.ports', 'fail', verdict.message, ambient ? (gw.classic ? `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}` : `${M('bundle')} ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`) : `${K} edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`)
     const address = gatewayAddress(gw.service)
-    if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `kubectl get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
+    if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `${K} get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
     else if (gw.bundleAddress === undefined) add(2, 'gateway.address', e.bundle ? 'warn' : 'pass', `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`)
     else if (gw.bundleAddress !== address) {
-      add(2, 'gateway.address', 'fail', `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`, `meshvm bundle ${e.bundle?.group ?? e.groupName ?? 'GROUP'} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`)
+      add(2, 'gateway.address', 'fail', `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`, `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`)
     } else add(2, 'gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
 
     const vmNetwork = e.bundle?.network ?? str(rec(rec(specOf(e.group).template)).network) ?? str(specOf(e.entry).network)
     const gatewayNetwork = labelsOf(gw.service)[NETWORK_LABEL]
     if (vmNetwork) {
-      if (!gatewayNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`, `kubectl label svc ${q(gw.name)} -n ${q(gw.namespace)} ${NETWORK_LABEL}=${q(e.gateway.controlPlaneNetwork ?? 'NETWORK-OF-THE-CLUSTER')}`)
-      else if (!e.gateway.controlPlaneNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`, `kubectl label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`)
+      if (!gatewayNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`, `${K} label svc ${q(gw.name)} -n ${q(gw.namespace)} ${NETWORK_LABEL}=${q(e.gateway.controlPlaneNetwork ?? 'NETWORK-OF-THE-CLUSTER')}`)
+      else if (!e.gateway.controlPlaneNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`, `${K} label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`)
       else add(2, 'network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
     }
   }
@@ -323,13 +398,13 @@ export function diagnose(e: Evidence): DoctorReport {
   // 3. istiod.
   const rev = e.istiod.revision ? ` of revision ${e.istiod.revision}` : ''
   const ready = e.istiod.pods.filter((p) => p.ready)
-  if (ready.length === 0) add(3, 'istiod.running', 'fail', `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`, `kubectl get pods -n istio-system -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`)
+  if (ready.length === 0) add(3, 'istiod.running', 'fail', `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`, `${K} get pods -n ${q(istioNs)} -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`)
   else add(3, 'istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
   const env = e.istiod.env
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION === 'false') {
-    add(3, 'istiod.autoregistration', 'fail', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry', `kubectl set env deployment/istiod${e.istiod.revision && e.istiod.revision !== 'default' ? `-${e.istiod.revision}` : ''} -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`)
+    add(3, 'istiod.autoregistration', 'fail', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry', `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`)
   } else add(3, 'istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
-  if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false') add(3, 'istiod.healthchecks', 'warn', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM\'s readiness probe is ignored', `kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`)
+  if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false') add(3, 'istiod.healthchecks', 'warn', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM\'s readiness probe is ignored', `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`)
   const controller = annotationsOf(e.entry)[WE_ANN.controller]
   if (controller && e.istiod.pods.length > 0 && !e.istiod.pods.some((p) => p.name === controller)) {
     add(3, 'istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
@@ -342,7 +417,7 @@ export function diagnose(e: Evidence): DoctorReport {
     const why = e.proxy
       ? `istiod${e.proxy.istiod ? ` ${e.proxy.istiod}` : ''} reports the proxy ${e.proxy.name} connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)`
       : 'the VM has not registered (its sidecar is not connected, or istiod refused it)'
-    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: ${why}`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: meshvm doctor ${e.query} -n ${ns}`)
+    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: ${why}`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`)
   } else {
     const ann = annotationsOf(we)
     const address = str(specOf(we).address)
@@ -353,10 +428,10 @@ export function diagnose(e: Evidence): DoctorReport {
     }
     if (e.duplicates.length > 0) {
       const others = e.duplicates.map((d) => nameOf(d))
-      add(4, 'registration.duplicates', 'fail', `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`, `kubectl delete workloadentry ${others.map(q).join(' ')} -n ${q(ns)}`)
+      add(4, 'registration.duplicates', 'fail', `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`, `${K} delete workloadentry ${others.map(q).join(' ')} -n ${q(ns)}`)
     }
     if (e.staleBecause) {
-      add(4, 'registration.stale', 'fail', `the entry is stale against its WorkloadGroup: ${e.staleBecause}`, `meshvm war rollout ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`${e.vmExec} sudo systemctl restart istio`)}` : ''}`)
+      add(4, 'registration.stale', 'fail', `the entry is stale against its WorkloadGroup: ${e.staleBecause}`, `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`)
     }
     const healthy = conditionOf(we, 'Healthy')
     const probe = isRecord(specOf(e.group).probe)
@@ -368,10 +443,10 @@ export function diagnose(e: Evidence): DoctorReport {
     // Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
     const waypoint = conditionOf(we, 'istio.io/WaypointBound') ?? conditionOf(we, 'WaypointBound')
     if (waypoint && conditionStatus(waypoint) === 'False') {
-      add(4, 'registration.waypoint', 'fail', `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`, `kubectl get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`)
+      add(4, 'registration.waypoint', 'fail', `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`, `${K} get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`)
     }
     if (we && ann[WE_ANN.group] && labelsOf(we)[TUNNEL_LABEL] === undefined && e.sync?.proxyVersion && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')) {
-      add(4, 'registration.tunnel', 'warn', `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`, `meshvm war rollout ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`)
+      add(4, 'registration.tunnel', 'warn', `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`, `${M('war rollout')} ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`)
     }
     for (const ev of e.events.slice(0, 3)) add(4, 'registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
   }
@@ -390,8 +465,8 @@ export function diagnose(e: Evidence): DoctorReport {
       // port names, and onboard's server-side apply would then conflict on them).
       const service = onboardService(e.group, e.groupName, ns)
       const fix = service && selects(rec(specOf(service).selector), labels)
-        ? `printf '%s\\n' ${q(JSON.stringify(service))} | kubectl apply --server-side --field-manager=${FIELD_MANAGER} -f -`
-        : `kubectl apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || 'the entry\'s labels'}`
+        ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
+        : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || 'the entry\'s labels'}`
       add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
       add(5, 'service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
@@ -401,7 +476,7 @@ export function diagnose(e: Evidence): DoctorReport {
       for (const s of selecting.filter((x) => x.kind === 'Service')) {
         for (const p of servicePorts(s.obj)) {
           if (typeof p.targetPort === 'string' && !(p.targetPort in named)) {
-            add(5, 'service.ports', 'fail', `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`, `kubectl patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`)
+            add(5, 'service.ports', 'fail', `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`, `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`)
           }
         }
       }
@@ -451,7 +526,7 @@ export function diagnose(e: Evidence): DoctorReport {
       }
     }
     if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
-    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", vmCommand('grep istiod /etc/hosts || cat hosts >> /etc/hosts   # the hosts file of the bundle'))
+    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm([['hosts', '/etc/hosts']], {append: true, restart: false}))
     // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
     // which stays up whether or not pilot-agent reaches istiod).
     if (p.istiod) {

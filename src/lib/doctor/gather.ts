@@ -198,7 +198,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     if ('error' in r) sync = {connected: false, types: [], unreadable: r.error}
     else {
       const row = proxyRow ?? r.rows.find((x) => x.type !== 'istiod' && (r.registrationOf(x)?.name === entry?.metadata?.name || r.registrationOf(x)?.name === found.war?.metadata?.name))
-      if (!row || !row.connected) sync = {connected: false, types: []}
+      if (!row?.connected) sync = {connected: false, types: []}
       else {
         sync = {
           connected: true, istiod: row.istiod, proxyVersion: row.version, istiodVersion: row.istiodRef?.version, versionSkew: row.versionSkew,
@@ -250,7 +250,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
       ...(classic?.metadata?.name ? {classic: `${classic.metadata.name}.${o.istioNamespace}`} : {}),
       controlPlaneNetwork: labelsOf(istioNs)['topology.istio.io/network'],
     },
-    istiod: {pods, ...(revision ? {revision} : {}), env},
+    istiod: {pods, ...(revision ? {revision} : {}), namespace: o.istioNamespace, env},
     group,
     groupName,
     entry,

@@ -38,14 +38,17 @@ export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: A
   const port = o.istiodPort !== undefined && Number.isInteger(o.istiodPort) && o.istiodPort > 0 && o.istiodPort < 65536 ? o.istiodPort : 15012
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0')
   const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
-  // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused; a TCP probe only needs the
-  // connection, which a server that never answers HTTP still accepts).
+  // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused). Only the probe's port of
+  // an httpGet probe gets the GET pilot-agent sends; every other port (a database, say) only a TCP
+  // connection that sends nothing (curl's telnet with no input; exit 28 once it gives up waiting, with
+  // the connection made), as a tcpSocket probe does.
   const app = o.app
     ? [
         section('app'),
-        ...o.app.ports.filter((p) => Number.isInteger(p) && p > 0 && p < 65536).map((p) => {
-          const url = shellQuote(`http://127.0.0.1:${p}${o.app!.kind === 'http' ? (o.app!.path ?? '/') : '/'}`)
-          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' --max-time 3 ${url} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
+        ...o.app.ports.filter((p) => Number.isInteger(p) && p > 0 && p < 65536).map((p, i) => {
+          const get = i === 0 && o.app!.kind === 'http'
+          const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
+          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
         }),
       ]
     : []
@@ -67,6 +70,10 @@ export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: A
     `{ iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null; } | grep -c -E 'ISTIO_(OUTPUT|REDIRECT|IN_REDIRECT)|istio' || true`,
     section('dns'),
     `getent hosts "$istiod_host" 2>/dev/null | head -n 1 || true`,
+    // The settings of the VM's mesh.yaml a new bundle would change if remade with default flags (DNS
+    // capture, cluster ID): a fix that sends the VM a new mesh.yaml keeps them.
+    section('mesh'),
+    `if m=$(cat /etc/istio/config/mesh 2>/dev/null); then echo read; printf '%s\\n' "$m" | grep -E '^ *ISTIO_META_(DNS_CAPTURE|CLUSTER_ID):' || true; fi`,
     ...app,
     section('end'),
     '',
@@ -90,6 +97,8 @@ export interface VmProbe {
   interceptionRules?: number
   /** What the VM's resolver returns for istiod's host (an address), or '' when it resolves nothing. */
   dns?: string
+  /** The VM's /etc/istio/config/mesh, when it could be read: whether it captures DNS, and its cluster ID. */
+  mesh?: {dnsCapture: boolean; clusterId?: string}
   /** What answered on the probe's port and the group's ports: HTTP code ('000': none), whether a connection was made, curl's exit (7: refused). */
   app?: {port: number; code: string; connected: boolean; exit: number}[]
   /** The sections the answer had: a VM that stopped half-way is reported as such. */
@@ -207,6 +216,18 @@ export function parseProbe(text: string): VmProbe {
   if (rules !== undefined && /^\d+$/.test(rules)) probe.interceptionRules = Number(rules)
   const dns = sections.get('dns')
   if (dns !== undefined) probe.dns = dns.split(/\s+/)[0] ?? ''
+  const mesh = sections.get('mesh')
+  if (mesh !== undefined) {
+    const lines = mesh.split('\n').map((l) => l.trim())
+    if (lines[0] === 'read') {
+      const value = (key: string) => {
+        const line = lines.find((l) => l.startsWith(`${key}:`))
+        return line === undefined ? undefined : line.slice(key.length + 1).trim().replace(/^(["'])(.*)\1$/, '$2')
+      }
+      const clusterId = value('ISTIO_META_CLUSTER_ID')
+      probe.mesh = {dnsCapture: value('ISTIO_META_DNS_CAPTURE') === 'true', ...(clusterId ? {clusterId} : {})}
+    }
+  }
   const app = sections.get('app')
   if (app !== undefined) {
     probe.app = []

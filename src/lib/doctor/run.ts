@@ -7,7 +7,7 @@ import type {KubeSession} from '../kube/session.js'
 import type {OfflineResult} from '../bundle-verify/offline.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {annotationsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
-import {diagnose, type DoctorReport} from './diagnose.js'
+import {diagnose, type DoctorReport, type FixCli} from './diagnose.js'
 import {gatherEvidence, vmNotFound, type GatherOptions} from './gather.js'
 import {cachedReads} from './cache.js'
 
@@ -18,6 +18,19 @@ export interface DoctorRunOptions {
   vmExec?: string
   timeoutMs: number
   warn: (text: string) => void
+  /**
+   * How fixes name meshvm and the cluster (the user's --kubeconfig and --context); the context that holds
+   * the VM replaces --context when several were read. `external` adds them to a whole command line that
+   * comes from bundle verify.
+   */
+  cli?: {bin?: string; kubeconfig?: string; context?: string; external?: (commandLine: string, kube: {kubeconfig?: string; context?: string}) => string}
+}
+
+/** The fixes of one context's report act on that context. */
+function fixCli(o: DoctorRunOptions, c: ContextRun, multi: boolean): FixCli {
+  const kube = {...(o.cli?.kubeconfig !== undefined ? {kubeconfig: o.cli.kubeconfig} : {}), ...(multi ? {context: c.session.contextName} : o.cli?.context !== undefined ? {context: o.cli.context} : {})}
+  const external = o.cli?.external
+  return {...(o.cli?.bin ? {bin: o.cli.bin} : {}), ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
 }
 
 interface ContextRun {
@@ -96,7 +109,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
         const live = await liveChecks(c.session.client, target.bundle, {istioNamespace: c.session.istioNamespace, ingressService: o.ingressService})
         evidence.bundle = {...evidence.bundle, checks: [...target.bundle.checks, ...live]}
       }
-      const report = diagnose(evidence)
+      const report = diagnose(evidence, fixCli(o, c, multi))
       if (evidence.entry || evidence.war) {
         holders.push(c.session.contextName)
         chosen ??= report
@@ -126,7 +139,7 @@ export async function doctorAll(group: string | undefined, o: DoctorRunOptions):
         .map((e) => e.metadata?.name ?? '')
         .filter((n) => n !== '')
         .sort()
-      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, gatherOptions(c, o, multi))))
+      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, gatherOptions(c, o, multi)), fixCli(o, c, multi)))
     } finally {
       c.close()
     }

@@ -30,12 +30,14 @@ case "$*" in
   *15000/certs*) cat ${JSON.stringify(join(bin, 'certs.json'))} ;;
   *15000/clusters*) printf 'xds-grpc::observability_name::xds-grpc\\nxds-grpc::203.0.113.10:15012::cx_active::1\\nxds-grpc::203.0.113.10:15012::health_flags::healthy\\noutbound|80||web.apps.svc.cluster.local::10.0.0.5:8080::cx_active::0\\n' ;;
   *127.0.0.1:8080/ready*) printf '200 1' ;;
-  *127.0.0.1:8443/*) printf '000 1'; exit 28 ;;
+  *telnet://127.0.0.1:8443*) printf '000 1'; exit 28 ;;
   *127.0.0.1:*) printf '000 0'; exit 7 ;;
   *) exit 7 ;;
 esac`)
   tool('iptables-save', `printf -- '-A OUTPUT -p tcp -j ISTIO_OUTPUT\\n-A ISTIO_OUTPUT -j ISTIO_REDIRECT\\n-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001\\n'`)
   tool('nft', 'exit 1')
+  // The VM's mesh.yaml (as bundle writes it), read with cat.
+  tool('cat', `if [ "$1" = /etc/istio/config/mesh ]; then printf 'defaultConfig:\\n  proxyMetadata:\\n    ISTIO_META_CLUSTER_ID: east-1\\n    ISTIO_META_DNS_CAPTURE: "true"\\n'; else exec /bin/cat "$@"; fi`)
   // ss as iproute2 prints `ss -tn state established '( dport = :15012 )'` (no State column for one state).
   tool('ss', `echo "$*" >> ${JSON.stringify(join(bin, 'ss-calls'))}
 printf 'Recv-Q Send-Q Local Address:Port Peer Address:Port Process\\n0      0          10.0.0.5:41234   203.0.113.10:15012\\n0      0          10.0.0.5:41240   [::ffff:203.0.113.10]:15012\\n'`)
@@ -48,7 +50,7 @@ describe('doctor --vm-exec probe', () => {
   it('the script, run by sh on a VM with a sidecar, gives every section, and parses to what Envoy reports', () => {
     const out = execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc'}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
     const p = parseProbe(out)
-    expect(p.sections).toEqual(['ready', 'certs', 'istiod', 'interception', 'dns', 'end'])
+    expect(p.sections).toEqual(['ready', 'certs', 'istiod', 'interception', 'dns', 'mesh', 'end'])
     expect(p).toMatchObject({
       ready: '200',
       cert: {expires: '2026-11-28T09:00:00Z', daysLeft: 0, serial: '7e5d'},
@@ -57,7 +59,12 @@ describe('doctor --vm-exec probe', () => {
       istiod: {peers: ['203.0.113.10:15012'], port: 15012},
       interceptionRules: 3,
       dns: '203.0.113.10',
+      // What a new mesh.yaml must keep: DNS capture and the cluster ID.
+      mesh: {dnsCapture: true, clusterId: 'east-1'},
     })
+    expect(parseProbe('@@meshvm-doctor mesh\nread\n    ISTIO_META_CLUSTER_ID: "c 1"\n@@meshvm-doctor end\n').mesh).toEqual({dnsCapture: false, clusterId: 'c 1'})
+    // Not readable: unknown, not "no DNS capture".
+    expect(parseProbe('@@meshvm-doctor mesh\n@@meshvm-doctor end\n').mesh).toBeUndefined()
     // Only reads: GETs of the local admin and readiness ports.
     expect(readFileSync(join(bin, 'calls'), 'utf8').trim().split('\n').every((c) => /http:\/\/127\.0\.0\.1:150(00|21)\//.test(c))).toBe(true)
     expect(readFileSync(join(bin, 'ss-calls'), 'utf8')).toBe('-tn state established ( dport = :15012 )\n')
@@ -108,14 +115,18 @@ describe('doctor --vm-exec probe', () => {
     expect(slow.timedOut).toBe(true)
   })
 
-  it("asks what answers on the probe's port and the group's ports: one GET each, read-only, parsed per port", () => {
+  it("asks what answers on the probe's port (one GET) and the group's other ports (a TCP connection that sends nothing), parsed per port", () => {
     const out = execFileSync('/bin/sh', ['-s'], {input: probeScript({istiodHost: 'istiod.istio-system.svc', app: {kind: 'http', path: '/ready', ports: [9090, 8080, 8443]}}), env: {PATH: `${bin}:/usr/bin:/bin`}, encoding: 'utf8'})
     const p = parseProbe(out)
-    expect(p.sections).toEqual(['ready', 'certs', 'istiod', 'interception', 'dns', 'app', 'end'])
-    // 8443 accepts the connection and never answers HTTP: connected (what a TCP probe needs).
-    expect(p.app).toEqual([{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '200', connected: true, exit: 0}, {port: 8443, code: '000', connected: true, exit: 28}])
-    const calls = readFileSync(join(bin, 'calls'), 'utf8')
-    expect(calls).toContain('-s -o /dev/null -w %{http_code} %{num_connects} --max-time 3 http://127.0.0.1:9090/ready')
+    expect(p.sections).toEqual(['ready', 'certs', 'istiod', 'interception', 'dns', 'mesh', 'app', 'end'])
+    // 8443 accepts the connection (curl gives up waiting: exit 28): connected; 8080 is not asked over HTTP.
+    expect(p.app).toEqual([{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '000', connected: false, exit: 7}, {port: 8443, code: '000', connected: true, exit: 28}])
+    const calls = readFileSync(join(bin, 'calls'), 'utf8').split('\n').filter((l) => l.includes('127.0.0.1:') && !/:1500[0-9]|:15021/.test(l))
+    expect(calls).toEqual([
+      '-s -o /dev/null -w %{http_code} %{num_connects} --max-time 3 http://127.0.0.1:9090/ready',
+      '-s -o /dev/null -w %{http_code} %{num_connects} --max-time 1 telnet://127.0.0.1:8080',
+      '-s -o /dev/null -w %{http_code} %{num_connects} --max-time 1 telnet://127.0.0.1:8443',
+    ])
     // A probe path is URL text only (no space, control character or non-ASCII letter); URL text a shell
     // would read (quotes, $( )) is quoted in the script: data, never code.
     expect(safeProbePath('/ready?x=1')).toBe(true)
