@@ -440,3 +440,37 @@ describe('meshvm doctor', () => {
     expect(repeated).toEqual([])
   })
 })
+
+describe('several contexts', () => {
+  let west: TestCluster
+  beforeAll(async () => {
+    west = await startCluster({istio: false, contextName: 'west'})
+    west.mesh.installIstio({clusterId: 'cluster2', gatewayIp: '203.0.113.20'})
+    west.mesh.addIstiod({name: 'istiod-66f9c-west1', clusterId: 'cluster2'})
+  })
+  afterAll(async () => {
+    await west?.stop()
+  })
+
+  it('names the context that holds the VM, and its fixes act on that context', async () => {
+    const env = {KUBECONFIG: [cluster.kubeconfigPath, west.kubeconfigPath].join(':')}
+    const both = ['--context', 'west', '--context', cluster.contextName]
+    const json = await doctor(['10.0.0.5', '-n', 'apps', ...both, '-o', 'json'], env)
+    expect(json.code, json.stderr).toBe(0)
+    const rep = JSON.parse(json.stdout) as Report & {context?: string}
+    expect(rep.context).toBe(cluster.contextName)
+    expect(rep.result).toBe('pass')
+    // A second WorkloadEntry at the address: the fix deletes it in the context that holds the VM,
+    // never in whatever kubectl's current context is.
+    cluster.store.create(WE, 'WorkloadEntry', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'web-old-10.0.0.5', namespace: 'apps'}, spec: {address: '10.0.0.5', labels: {app: 'web'}, serviceAccount: 'default', network: 'vm-network'}})
+    const dup = await doctor(['web-10.0.0.5', '-n', 'apps', ...both, '-o', 'json'], env)
+    expect(dup.code).toBe(8)
+    const fix = firstFail(JSON.parse(dup.stdout) as Report)!.fix!
+    expect(fix).toContain(`--context ${cluster.contextName}`)
+    expect(fix).toMatch(/delete workloadentry web-old-10\.0\.0\.5 -n apps$/)
+    // A VM no context holds is exit 4, naming every context read.
+    const none = await doctor(['10.9.9.9', '-n', 'apps', ...both], env)
+    expect(none.code).toBe(4)
+    expect(none.stderr).not.toMatch(STACK_TRACE)
+  })
+})
