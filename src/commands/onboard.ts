@@ -17,7 +17,7 @@ const APPLY_GROUP = 'CLUSTER'
 const WORKLOAD_GROUP = 'WORKLOAD'
 const OUTPUT_KINDS = ['yaml', 'json', 'name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'] as const
 // What only some runs need (-o, --apply/--bundle/--diff, -d, -f, the wizard) is imported when needed:
-// the default run (a YAML stream on stdout) initialises none of it (offline onboard: ~1 ms CPU less).
+// the default run (a YAML stream on stdout) initialises none of it (the start-up measurements: docs/decisions/startup.md).
 const loadPrinter = () => import('../lib/output/printer.js')
 
 export default class Onboard extends BaseCommand<typeof Onboard> {
