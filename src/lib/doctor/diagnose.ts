@@ -6,6 +6,7 @@
  * command to run.
  */
 import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} from '../kube/object.js'
+import {mapSelectorSelects} from '../kube/selector.js'
 import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
 import {isRecord} from '../util/records.js'
@@ -144,11 +145,6 @@ function servicePorts(svc: KubeObject | undefined): {port: number; name?: string
 export function gatewayAddress(svc: KubeObject | undefined): string | undefined {
   const a = serviceGatewayAddress(svc as ServiceLike | undefined)
   return a?.kind === 'ip' ? a.address : a?.kind === 'hostname' ? a.hostname : undefined
-}
-
-function selects(selector: Record<string, unknown>, labels: Record<string, string>): boolean {
-  const entries = Object.entries(selector).filter((e): e is [string, string] => typeof e[1] === 'string')
-  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
 }
 
 /** The labels istiod serves a WorkloadEntry with: spec.labels, as a Service selector sees them. */
@@ -455,8 +451,8 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   if (we) {
     const labels = entryLabels(we)
     const selecting = [
-      ...e.services.filter((s) => selects(rec(specOf(s).selector), labels)).map((s) => ({kind: 'Service', obj: s})),
-      ...e.serviceEntries.filter((s) => selects(rec(rec(specOf(s).workloadSelector).labels), labels)).map((s) => ({kind: 'ServiceEntry', obj: s})),
+      ...e.services.filter((s) => mapSelectorSelects(rec(specOf(s).selector), labels)).map((s) => ({kind: 'Service', obj: s})),
+      ...e.serviceEntries.filter((s) => mapSelectorSelects(rec(rec(specOf(s).workloadSelector).labels), labels)).map((s) => ({kind: 'ServiceEntry', obj: s})),
     ]
     const labelText = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
     if (selecting.length === 0) {
@@ -464,7 +460,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       // `meshvm onboard --apply` takes it over (a `kubectl create service` would own its selector and
       // port names, and onboard's server-side apply would then conflict on them).
       const service = onboardService(e.group, e.groupName, ns)
-      const fix = service && selects(rec(specOf(service).selector), labels)
+      const fix = service && mapSelectorSelects(rec(specOf(service).selector), labels)
         ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
         : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || 'the entry\'s labels'}`
       add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)

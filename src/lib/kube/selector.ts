@@ -95,6 +95,16 @@ export function selectorMatches(selector: Selector, labels: Record<string, strin
   })
 }
 
+/**
+ * A map selector (a Service's spec.selector, a ServiceEntry's workloadSelector.labels) against a
+ * workload's labels: every pair must match, and an empty one selects no workload (as istiod treats it
+ * for WorkloadEntries). Values that are not strings are ignored.
+ */
+export function mapSelectorSelects(selector: Record<string, unknown> | undefined, labels: Record<string, string>): boolean {
+  const entries = Object.entries(selector ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')
+  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
+}
+
 /** The selector back in kubectl's syntax, for messages. */
 export function selectorString(selector: Selector): string {
   return selector

@@ -4,6 +4,7 @@
  */
 import type {KubeClient} from '../kube/client.js'
 import {canI} from '../kube/access-review.js'
+import {mapSelectorSelects} from '../kube/selector.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {MeshvmError} from '../errors.js'
 import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
@@ -68,11 +69,6 @@ async function guarded(check: string, run: () => Promise<CheckResult | CheckResu
     if (err instanceof MeshvmError) return [fail(check, err.message, err.hints[0] ?? 'see the message')]
     throw err
   }
-}
-
-function selectorMatches(selector: Record<string, string> | undefined, labels: Record<string, string>): boolean {
-  const entries = Object.entries(selector ?? {})
-  return entries.length > 0 && entries.every(([k, v]) => labels[k] === v)
 }
 
 /**
@@ -190,8 +186,8 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
           client.list<ServiceEntry>(resourcePath(Resources.serviceEntries, {namespace: o.namespace})),
         ])
         const selecting = [
-          ...services.filter((s) => selectorMatches(s.spec?.selector, groupLabels!)).map((s) => `Service ${s.metadata?.name}`),
-          ...entries.filter((e) => selectorMatches(e.spec?.workloadSelector?.labels, groupLabels!)).map((e) => `ServiceEntry ${e.metadata?.name}`),
+          ...services.filter((s) => mapSelectorSelects(s.spec?.selector, groupLabels!)).map((s) => `Service ${s.metadata?.name}`),
+          ...entries.filter((e) => mapSelectorSelects(e.spec?.workloadSelector?.labels, groupLabels!)).map((e) => `ServiceEntry ${e.metadata?.name}`),
         ]
         if (selecting.length === 0) {
           return warn('workload group', `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${Object.entries(groupLabels).map(([k, v]) => `${k}=${v}`).join(',') || 'none'})`, 'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service')
