@@ -14,7 +14,7 @@
  * and the registrations they may be (`candidates`), never one of them as if it were known.
  */
 import {conditionOf, ownerOfKind} from '../kube/object.js'
-import {registrationFromWar, registrationFromWorkloadEntry, type WarObject, type WorkloadEntryObject} from '../war/model.js'
+import {registrationFromWar, workloadEntryConnection, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxyNode} from './adsz.js'
 import type {ProxySync, VmInfo} from './status.js'
 import {withoutUndefined, isRecord} from '../util/records.js'
@@ -99,7 +99,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const name = war.metadata?.name ?? ''
     const we = entryOf.get(`${namespace}/${name}`)
     const reg = registrationFromWar(war)
-    const weReg = we ? registrationFromWorkloadEntry(we) : undefined
+    const weReg = we ? workloadEntryConnection(we) : undefined
     const connected = reg.agentConnected === 'True' || (reg.agentConnected === 'Unknown' && weReg?.agentConnected === 'True')
     const labels = !withLabels ? NO_LABELS : we ? mergedLabels(we) : stringMap(war.spec?.registration?.workload?.labels)
     out.push(
@@ -129,7 +129,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const war = owners?.[i]
     if (war && warKeys.has(`${namespace}/${war}`)) continue
     const name = we.metadata?.name ?? ''
-    const reg = registrationFromWorkloadEntry(we)
+    const reg = workloadEntryConnection(we)
     const annotations = we.metadata?.annotations
     const group = annotations?.['istio.io/autoRegistrationGroup']
     // Built field by field rather than copied through withoutUndefined: this runs once per entry.

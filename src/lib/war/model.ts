@@ -569,28 +569,43 @@ export function summaryFromWorkloadEntry(obj: WorkloadEntryObject | unknown): Re
   return {source: 'workloadentry', namespace: m.namespace, name: m.name, agentConnected: workloadEntryConnected(m.annotations), creationTimestamp: m.creationTimestamp}
 }
 
+/** What registrationFromWorkloadEntry says of an entry's group, identity and connection, without the comparison with its group and the ambient fields (proxy-status reads only these). */
+export type WorkloadEntryConnection = Pick<Registration, 'group' | 'agentConnected' | 'identity' | 'connectedTo' | 'disconnectedAt'>
+
+export function workloadEntryConnection(obj: WorkloadEntryObject | unknown, group?: WorkloadGroup): WorkloadEntryConnection {
+  const m = meta(obj)
+  const agentConnected = workloadEntryConnected(m.annotations)
+  const sa = text(field(field(obj, 'spec'), 'serviceAccount'))
+  const out: WorkloadEntryConnection = {
+    group: m.annotations[WE_ANNOTATIONS.autoRegistrationGroup] || ownerGroupName(obj) || (group ? meta(group).name : ''),
+    agentConnected,
+    identity: sa ? `serviceaccount ${m.namespace}/${sa}` : '',
+  }
+  const controller = m.annotations[WE_ANNOTATIONS.workloadController]
+  if (controller && agentConnected !== 'False') out.connectedTo = controller
+  const disconnectedAt = m.annotations[WE_ANNOTATIONS.disconnectedAt]
+  if (agentConnected === 'False' && disconnectedAt) out.disconnectedAt = disconnectedAt
+  return out
+}
+
 /** An auto-registered WorkloadEntry as a row; `group` is its current WorkloadGroup (for `stale`). */
 export function registrationFromWorkloadEntry(obj: WorkloadEntryObject | unknown, group?: WorkloadGroup): Registration {
   const m = meta(obj)
-  const spec = field(obj, 'spec')
-  const disconnectedAt = m.annotations[WE_ANNOTATIONS.disconnectedAt]
-  const agentConnected = workloadEntryConnected(m.annotations)
-  const sa = text(field(spec, 'serviceAccount'))
-  const address = text(field(spec, 'address'))
+  const {connectedTo, disconnectedAt, ...who} = workloadEntryConnection(obj, group)
+  const address = text(field(field(obj, 'spec'), 'address'))
   const out: Registration = {
     source: 'workloadentry',
     namespace: m.namespace,
     name: m.name,
-    group: m.annotations[WE_ANNOTATIONS.autoRegistrationGroup] || ownerGroupName(obj) || (group ? meta(group).name : ''),
-    agentConnected,
-    identity: sa ? `serviceaccount ${m.namespace}/${sa}` : '',
+    group: who.group,
+    agentConnected: who.agentConnected,
+    identity: who.identity,
     addresses: address ? [address] : [],
     stale: group !== undefined && workloadEntryDifference(obj, group) !== '',
     creationTimestamp: m.creationTimestamp,
   }
-  const controller = m.annotations[WE_ANNOTATIONS.workloadController]
-  if (controller && agentConnected !== 'False') out.connectedTo = controller
-  if (agentConnected === 'False' && disconnectedAt) out.disconnectedAt = disconnectedAt
+  if (connectedTo !== undefined) out.connectedTo = connectedTo
+  if (disconnectedAt !== undefined) out.disconnectedAt = disconnectedAt
   const ambient = ambientFields(obj, m.labels)
   out.tunnel = ambient.tunnel
   out.waypointBound = ambient.waypointBound
