@@ -41,6 +41,7 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
     const {CRD_MISSING_NOTE, fetchGroups, listRegistrations, watchRegistrations} = await import('../../lib/war/fetch.js')
     const {warColumns} = await import('../../lib/war/model.js')
     const {drained} = await import('../../lib/output/drain.js')
+    const {capYoungGeneration} = await import('../../lib/output/young-generation.js')
     const q: ListQuery = {namespace, labelSelector, group: f.group, source: f.source, chunkSize: f['chunk-size']}
     const state: ListState = {resourceVersions: {}}
     try {
@@ -76,6 +77,8 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
           this.note(`Note: ${CRD_MISSING_NOTE}.`)
         }
         printer.add(page)
+        // Node 24 would let a long list's young generation grow to four times Node 20's size.
+        capYoungGeneration()
         const wait = drained() // stdout back-pressure: the next page is read when this one was taken
         if (wait) await wait
       }
