@@ -17,7 +17,16 @@ import {measureInterleavedCpu} from './measure.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const {values: o} = parseArgs({
-  options: {variants: {type: 'string'}, case: {type: 'string'}, runs: {type: 'string'}, kubeconfig: {type: 'string'}, xds: {type: 'string'}, istioctl: {type: 'string'}, node: {type: 'boolean'}, wg: {type: 'string'}},
+  options: {
+    variants: {type: 'string'},
+    case: {type: 'string'},
+    runs: {type: 'string'},
+    kubeconfig: {type: 'string'},
+    xds: {type: 'string'},
+    istioctl: {type: 'string'},
+    node: {type: 'boolean'},
+    wg: {type: 'string'},
+  },
   strict: true,
 })
 const NODE = join(execFileSync('bash', [join(ROOT, '.ci/node-lts.sh'), '--fetch', '24'], {encoding: 'utf8'}).trim(), 'node')
@@ -42,7 +51,13 @@ const istioctlArgs: Record<string, string[]> = {
 const variants = o.variants!.split(',').map((v) => v.split('=') as [string, string])
 // A directory: an installed copy; `.blob`: a snapshot for Node 24; any other file: a standalone executable.
 const entry = (dir: string) => (dir.endsWith('.blob') ? [NODE, '--snapshot-blob', dir, '--'] : statSync(dir).isFile() ? [dir] : [NODE, join(dir, 'bin/run.js')])
-const list = variants.map(([, dir]) => ({argv: [...entry(dir), ...args[o.case!]!], env, before: () => { for (const e of readdirSync(home)) if (e === 'bundle' || e.startsWith('.bundle.')) rmSync(join(home, e), {recursive: true, force: true}) }}))
+const list = variants.map(([, dir]) => ({
+  argv: [...entry(dir), ...args[o.case!]!],
+  env,
+  before: () => {
+    for (const e of readdirSync(home)) if (e === 'bundle' || e.startsWith('.bundle.')) rmSync(join(home, e), {recursive: true, force: true})
+  },
+}))
 const names = variants.map(([n]) => n)
 if (o.istioctl && istioctlArgs[o.case!]!.length > 0) {
   list.push({argv: [o.istioctl, ...istioctlArgs[o.case!]!], env, before: () => rmSync(join(home, 'bundle-istioctl'), {recursive: true, force: true})})
@@ -56,7 +71,8 @@ if (o.node) {
 const l0 = loadavg()[0]!.toFixed(1)
 try {
   const stats = await measureInterleavedCpu(list, {runs: Number(o.runs ?? 15), warmup: 2})
-  for (const [i, s] of stats.entries()) console.log(`${o.case} ${names[i]!.padEnd(10)} cpu ${s.cpu.median.toFixed(1)} ms (${s.cpu.min.toFixed(0)}–${s.cpu.max.toFixed(0)})  wall ${s.wall.median.toFixed(1)} ms`)
+  for (const [i, s] of stats.entries())
+    console.log(`${o.case} ${names[i]!.padEnd(10)} cpu ${s.cpu.median.toFixed(1)} ms (${s.cpu.min.toFixed(0)}–${s.cpu.max.toFixed(0)})  wall ${s.wall.median.toFixed(1)} ms`)
   console.log(`load ${l0} → ${loadavg()[0]!.toFixed(1)}`)
 } finally {
   rmSync(home, {recursive: true, force: true})

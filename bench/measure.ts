@@ -44,7 +44,6 @@ export function runOnce(argv: string[], env: NodeJS.ProcessEnv = process.env, wi
   })
 }
 
-
 function stats(walls: number[]): Omit<Stats, 'peakRssKiB'> {
   const sorted = [...walls].sort((a, b) => a - b)
   const mid = Math.floor(sorted.length / 2)
@@ -85,7 +84,13 @@ export async function measurePair(
   options: {runs: number; warmup: number; env?: NodeJS.ProcessEnv; baselineEnv?: NodeJS.ProcessEnv},
 ): Promise<{command: Stats; baseline: Stats}> {
   const env = options.env ?? process.env
-  const [b, a] = await measureInterleaved([{argv: baseline, env: options.baselineEnv ?? env}, {argv: command, env}], options)
+  const [b, a] = await measureInterleaved(
+    [
+      {argv: baseline, env: options.baselineEnv ?? env},
+      {argv: command, env},
+    ],
+    options,
+  )
   return {command: a!, baseline: b!}
 }
 

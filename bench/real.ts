@@ -59,12 +59,26 @@ const growth: {objects: number; command: string; cpuMs: number; wallMs: number; 
 const failures: string[] = []
 const load1 = () => Math.round(loadavg()[0]! * 10) / 10
 
-async function pair(name: string, baselineName: string, target: number | undefined, meshvm: string[], baseline: string[], env: NodeJS.ProcessEnv, o: {runs?: number; before?: () => void; baselineBefore?: () => void} = {}): Promise<void> {
+async function pair(
+  name: string,
+  baselineName: string,
+  target: number | undefined,
+  meshvm: string[],
+  baseline: string[],
+  env: NodeJS.ProcessEnv,
+  o: {runs?: number; before?: () => void; baselineBefore?: () => void} = {},
+): Promise<void> {
   if (!selected(name)) return
   const before = load1()
   let measured: CpuStats[]
   try {
-    measured = await measureInterleavedCpu([{argv: baseline, env, before: o.baselineBefore}, {argv: [NODE, BIN, ...meshvm], env, before: o.before}], {runs: o.runs ?? RUNS, warmup: 2})
+    measured = await measureInterleavedCpu(
+      [
+        {argv: baseline, env, before: o.baselineBefore},
+        {argv: [NODE, BIN, ...meshvm], env, before: o.before},
+      ],
+      {runs: o.runs ?? RUNS, warmup: 2},
+    )
   } catch (err) {
     process.stderr.write(`bench:real: ${name}: not measured: ${(err as Error).message}\n`)
     failures.push(`${name}: ${(err as Error).message}`)
@@ -74,7 +88,9 @@ async function pair(name: string, baselineName: string, target: number | undefin
   const row: Row = {name, baselineName, target, meshvm: m!, baseline: b!, cpuRatio: m!.cpu.median / b!.cpu.median, wallRatio: m!.wall.median / b!.wall.median, load: [before, load1()]}
   if (target !== undefined) row.pass = row.cpuRatio <= target
   rows.push(row)
-  process.stderr.write(`bench:real: ${name}: cpu ${m!.cpu.median.toFixed(0)} / ${b!.cpu.median.toFixed(0)} ms = ${row.cpuRatio.toFixed(2)}×, wall ${row.wallRatio.toFixed(2)}× (load ${row.load.join('→')})\n`)
+  process.stderr.write(
+    `bench:real: ${name}: cpu ${m!.cpu.median.toFixed(0)} / ${b!.cpu.median.toFixed(0)} ms = ${row.cpuRatio.toFixed(2)}×, wall ${row.wallRatio.toFixed(2)}× (load ${row.load.join('→')})\n`,
+  )
 }
 
 const WAR_NAMESPACES = ['shop', 'payments', 'legacy', 'edge', 'data']
@@ -99,11 +115,21 @@ async function seedWars(kube: Kube, from: number, to: number, groupUid: Map<stri
     return {
       path: `/apis/runtime.onboarding.tetrate.io/v1alpha1/namespaces/${ns}/workloadautoregistrations`,
       body: {
-        apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration',
-        metadata: {name: `app-aws-aws-123456789012-us-east-2b-ec2-${id}`, namespace: ns, ownerReferences: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'app', uid: groupUid.get(ns)!, controller: true}]},
+        apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
+        kind: 'WorkloadAutoRegistration',
+        metadata: {
+          name: `app-aws-aws-123456789012-us-east-2b-ec2-${id}`,
+          namespace: ns,
+          ownerReferences: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'app', uid: groupUid.get(ns)!, controller: true}],
+        },
         spec: {
           identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: id}}},
-          registration: {agent: {version: '1.4.0'}, sidecar: {istio: {version: '1.24.2'}}, host: {addresses: [{ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, type: 'VPC'}]}, workload: {labels: {app: 'app'}}},
+          registration: {
+            agent: {version: '1.4.0'},
+            sidecar: {istio: {version: '1.24.2'}},
+            host: {addresses: [{ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, type: 'VPC'}]},
+            workload: {labels: {app: 'app'}},
+          },
         },
       },
     }
@@ -114,7 +140,12 @@ async function seedWars(kube: Kube, from: number, to: number, groupUid: Map<stri
 async function seedWorkloadEntries(kube: Kube, from: number, to: number): Promise<void> {
   await createMany(kube, from, to, (i) => ({
     path: '/apis/networking.istio.io/v1/namespaces/fleet/workloadentries',
-    body: {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: `vm-${String(i).padStart(5, '0')}`, namespace: 'fleet', labels: {app: 'fleet'}}, spec: {address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, labels: {app: 'fleet'}, serviceAccount: 'default'}},
+    body: {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {name: `vm-${String(i).padStart(5, '0')}`, namespace: 'fleet', labels: {app: 'fleet'}},
+      spec: {address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, labels: {app: 'fleet'}, serviceAccount: 'default'},
+    },
   }))
 }
 
@@ -146,7 +177,24 @@ async function main(): Promise<void> {
     // The story's VMs: a WorkloadGroup and its bundle, then VMS VMs joining istiod with it
     // (certificate, ADS with auto-registration, ACKs, a healthy probe), each kept connected.
     const bundle = join(work, 'web-vm')
-    meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'])
+    meshvm([
+      'onboard',
+      'web',
+      '-n',
+      NS,
+      '-p',
+      'http=8080',
+      '--probe-http',
+      '8080/ready',
+      '-s',
+      'web-vm',
+      '--create-namespace',
+      '--create-service-account',
+      '--apply',
+      '--bundle',
+      bundle,
+      '--autoregister',
+    ])
     for (let i = 0; i < VMS; i++) {
       const c = await joinIstiod({bundleDir: bundle, istiodAddress: cp.xdsAddress, instanceIp: `10.10.${i >> 8}.${(i & 255) + 1}`})
       vms.push(c)
@@ -174,8 +222,15 @@ async function main(): Promise<void> {
       // Asynchronously: the kubelet stand-in that serves both port-forwards runs in this process.
       const {execFile} = await import('node:child_process')
       const run = (argv: string[]) =>
-        new Promise<string>((resolve, reject) => execFile(argv[0]!, argv.slice(1), {env}, (err, stdout, stderr) => (err ? reject(new Error(`${argv.slice(0, 3).join(' ')}: ${stderr.trim()}`)) : resolve(stdout))))
-      const table = (out: string) => out.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l !== '').join('\n')
+        new Promise<string>((resolve, reject) =>
+          execFile(argv[0]!, argv.slice(1), {env}, (err, stdout, stderr) => (err ? reject(new Error(`${argv.slice(0, 3).join(' ')}: ${stderr.trim()}`)) : resolve(stdout))),
+        )
+      const table = (out: string) =>
+        out
+          .split('\n')
+          .map((l) => l.replace(/\s+$/, ''))
+          .filter((l) => l !== '')
+          .join('\n')
       const ours = table(await run([NODE, BIN, 'proxy-status']))
       const theirs = table(await run([istioctl, 'proxy-status']))
       if (ours !== theirs) throw new Error(`peer port-forward: meshvm and istioctl list different proxies:\n${ours}\n---\n${theirs}`)
@@ -186,24 +241,48 @@ async function main(): Promise<void> {
     writeFileSync(wgFile, JSON.stringify((await kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json))
     const ours = join(work, 'bundle-meshvm')
     const theirs = join(work, 'bundle-istioctl')
-    await pair('bundle web -d DIR --autoregister', 'istioctl x workload entry configure -f wg -o DIR --autoregister', 1.0,
-      ['bundle', 'web', '-n', NS, '-d', ours, '--autoregister'], [istioctl, 'x', 'workload', 'entry', 'configure', '-f', wgFile, '-o', theirs, '--autoregister'], env,
-      {before: () => removeBundle(work, 'bundle-meshvm'), baselineBefore: () => rmSync(theirs, {recursive: true, force: true})})
+    await pair(
+      'bundle web -d DIR --autoregister',
+      'istioctl x workload entry configure -f wg -o DIR --autoregister',
+      1.0,
+      ['bundle', 'web', '-n', NS, '-d', ours, '--autoregister'],
+      [istioctl, 'x', 'workload', 'entry', 'configure', '-f', wgFile, '-o', theirs, '--autoregister'],
+      env,
+      {before: () => removeBundle(work, 'bundle-meshvm'), baselineBefore: () => rmSync(theirs, {recursive: true, force: true})},
+    )
 
-    await pair('create-remote-secret --context remote --name remote', 'istioctl create-remote-secret (same)', 1.0,
-      ['create-remote-secret', '--context', 'remote', '--name', 'remote'], [istioctl, 'create-remote-secret', '--context', 'remote', '--name', 'remote'], env)
+    await pair(
+      'create-remote-secret --context remote --name remote',
+      'istioctl create-remote-secret (same)',
+      1.0,
+      ['create-remote-secret', '--context', 'remote', '--name', 'remote'],
+      [istioctl, 'create-remote-secret', '--context', 'remote', '--name', 'remote'],
+      env,
+    )
 
     const onboard = ['onboard', 'api', '-n', 'apps', '-p', 'http=8080', '-s', 'api-vm', '--create-namespace', '--create-service-account']
     const objects = join(work, 'objects.yaml')
     writeFileSync(objects, meshvm(onboard))
-    await pair('onboard … --apply (4 objects)', 'kubectl apply --server-side -f (same 4)', 1.3,
-      [...onboard, '--apply'], ['kubectl', 'apply', '--server-side', '--field-manager=bench', '--force-conflicts', '-f', objects], env, {runs: RUNS * 2})
+    await pair(
+      'onboard … --apply (4 objects)',
+      'kubectl apply --server-side -f (same 4)',
+      1.3,
+      [...onboard, '--apply'],
+      ['kubectl', 'apply', '--server-side', '--field-manager=bench', '--force-conflicts', '-f', objects],
+      env,
+      {runs: RUNS * 2},
+    )
 
     // Growth, and the war list case at CASE_WARS.
     const groupUid = new Map<string, string>()
     for (const ns of WAR_NAMESPACES) {
       await kube.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
-      await kube.create(`/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups`, {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'app', namespace: ns}, spec: {metadata: {labels: {app: 'app'}}, template: {serviceAccount: 'default', ports: {http: 8080}}}})
+      await kube.create(`/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups`, {
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: {name: 'app', namespace: ns},
+        spec: {metadata: {labels: {app: 'app'}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
+      })
       groupUid.set(ns, (await kube.must('GET', `/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups/app`)).metadata.uid)
     }
     await kube.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'fleet'}})
@@ -250,19 +329,31 @@ async function main(): Promise<void> {
   if (opts.hold) return
 
   const f = (ms: number) => `${ms.toFixed(0)} ms`
-  console.log(`Node ${NODE_VERSION}, istioctl/istiod ${ISTIO} (${cp!.istioVersion}), kube-apiserver ${cp!.binaries.versions.kubernetes}. Medians of ${RUNS} interleaved runs; the verdict on CPU time (user+sys).`)
+  console.log(
+    `Node ${NODE_VERSION}, istioctl/istiod ${ISTIO} (${cp!.istioVersion}), kube-apiserver ${cp!.binaries.versions.kubernetes}. Medians of ${RUNS} interleaved runs; the verdict on CPU time (user+sys).`,
+  )
   for (const r of rows) {
-    console.log(`${r.name}\n    cpu ${f(r.meshvm.cpu.median)} vs ${r.baselineName} ${f(r.baseline.cpu.median)} = ${r.cpuRatio.toFixed(2)}×` +
-      `   wall ${f(r.meshvm.wall.median)} vs ${f(r.baseline.wall.median)} = ${r.wallRatio.toFixed(2)}×   peak RSS ${(r.meshvm.peakRssKiB / 1024).toFixed(0)} / ${(r.baseline.peakRssKiB / 1024).toFixed(0)} MiB` +
-      `   load ${r.load.join('→')}${r.target === undefined ? '' : `   target ≤ ${r.target}×  ${r.pass ? 'pass' : 'MISS'}`}`)
+    console.log(
+      `${r.name}\n    cpu ${f(r.meshvm.cpu.median)} vs ${r.baselineName} ${f(r.baseline.cpu.median)} = ${r.cpuRatio.toFixed(2)}×` +
+        `   wall ${f(r.meshvm.wall.median)} vs ${f(r.baseline.wall.median)} = ${r.wallRatio.toFixed(2)}×   peak RSS ${(r.meshvm.peakRssKiB / 1024).toFixed(0)} / ${(r.baseline.peakRssKiB / 1024).toFixed(0)} MiB` +
+        `   load ${r.load.join('→')}${r.target === undefined ? '' : `   target ≤ ${r.target}×  ${r.pass ? 'pass' : 'MISS'}`}`,
+    )
   }
   if (growth.length > 0) {
     console.log('\nGROWTH (medians of 3 interleaved rounds after a warm-up; peak RSS the largest)')
-    for (const g of growth) console.log(`${String(g.objects).padStart(6)}   ${g.command.padEnd(48)} cpu ${f(g.cpuMs).padStart(9)}   wall ${f(g.wallMs).padStart(9)}   peak RSS ${(g.peakRssKiB / 1024).toFixed(0)} MiB`)
+    for (const g of growth)
+      console.log(`${String(g.objects).padStart(6)}   ${g.command.padEnd(48)} cpu ${f(g.cpuMs).padStart(9)}   wall ${f(g.wallMs).padStart(9)}   peak RSS ${(g.peakRssKiB / 1024).toFixed(0)} MiB`)
   }
   for (const f of failures) console.log(`not measured: ${f}`)
   if (opts.only === undefined) {
-    writeFileSync(join(ROOT, 'bench/results-real.json'), JSON.stringify({date: new Date().toISOString(), node: NODE_VERSION, istio: ISTIO, istioVersion: cp!.istioVersion, kubernetes: cp!.binaries.versions.kubernetes, vms: VMS, runs: RUNS, rows, growth, failures}, null, 2) + '\n')
+    writeFileSync(
+      join(ROOT, 'bench/results-real.json'),
+      JSON.stringify(
+        {date: new Date().toISOString(), node: NODE_VERSION, istio: ISTIO, istioVersion: cp!.istioVersion, kubernetes: cp!.binaries.versions.kubernetes, vms: VMS, runs: RUNS, rows, growth, failures},
+        null,
+        2,
+      ) + '\n',
+    )
   }
 }
 

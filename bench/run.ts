@@ -86,7 +86,9 @@ const MEMORY_WARS = quick ? 5_000 : 50_000
 /** Peak RSS target of `war list -A -o json` through a pipe, MiB. */
 const MEMORY_TARGET_MIB = 200
 
-const offline = (argv: string[]): (() => Promise<Prepared>) => async () => ({command: [node, BIN, ...argv], baseline: [node, '-e', '0']})
+const offline =
+  (argv: string[]): (() => Promise<Prepared>) =>
+  async () => ({command: [node, BIN, ...argv], baseline: [node, '-e', '0']})
 
 /** A cluster case: meshvm and its baseline against one seeded test cluster. */
 function onCluster(start: () => Promise<TestCluster>, command: string[], baseline: string[]): () => Promise<Prepared> {
@@ -134,26 +136,37 @@ const CASES: Case[] = [
   {name: 'meshvm --version', baselineName: 'node -e 0', target: 1.3, offline: true, prepare: offline(['--version'])},
   {name: 'meshvm --help', baselineName: 'node -e 0', target: 1.8, offline: true, prepare: offline(['--help'])},
   {
-    name: 'meshvm onboard web -n apps -p http=8080 --probe-http 8080/healthz', baselineName: 'node -e 0', target: 1.8, offline: true,
+    name: 'meshvm onboard web -n apps -p http=8080 --probe-http 8080/healthz',
+    baselineName: 'node -e 0',
+    target: 1.8,
+    offline: true,
     prepare: offline(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--probe-http', '8080/healthz']),
   },
   {name: 'meshvm onboard … --apply (4 objects)', baselineName: 'kubectl apply --server-side -f (same 4)', target: 1.3, runs: clusterRuns * 2, prepare: prepareApply},
   {
-    name: `meshvm proxy-status (${PROXIES} proxies, 3 istiods)`, baselineName: `kubectl get workloadentries -A --chunk-size=0 (${PROXIES})`, target: 1.3,
+    name: `meshvm proxy-status (${PROXIES} proxies, 3 istiods)`,
+    baselineName: `kubectl get workloadentries -A --chunk-size=0 (${PROXIES})`,
+    target: 1.3,
     prepare: onCluster(() => clusterWithProxies(PROXIES), ['proxy-status'], ['kubectl', 'get', 'workloadentries', '-A', '--chunk-size=0']),
   },
   {
-    name: `meshvm proxy-status, ${CONTEXTS} contexts of ${CONTEXT_PROXIES} proxies`, baselineName: `meshvm proxy-status, 1 context of ${CONTEXT_PROXIES}`, target: 2.0,
+    name: `meshvm proxy-status, ${CONTEXTS} contexts of ${CONTEXT_PROXIES} proxies`,
+    baselineName: `meshvm proxy-status, 1 context of ${CONTEXT_PROXIES}`,
+    target: 2.0,
     prepare: prepareContexts,
   },
   // --chunk-size=0: kubectl in one request, as meshvm's baseline should be. kubectl's default pages of
   // 500 are throttled by client-go (5 requests/s after a burst of 10), which would flatter meshvm.
   {
-    name: `meshvm war list -A (${WARS} WARs)`, baselineName: 'kubectl get war -A --chunk-size=0', target: 0.8,
+    name: `meshvm war list -A (${WARS} WARs)`,
+    baselineName: 'kubectl get war -A --chunk-size=0',
+    target: 0.8,
     prepare: onCluster(() => clusterWithWars(WARS), ['war', 'list', '-A'], ['kubectl', 'get', 'war', '-A', '--chunk-size=0']),
   },
   {
-    name: `meshvm war list -A -o json (${WARS} WARs)`, baselineName: 'kubectl get war -A -o json --chunk-size=0', target: 0.8,
+    name: `meshvm war list -A -o json (${WARS} WARs)`,
+    baselineName: 'kubectl get war -A -o json --chunk-size=0',
+    target: 0.8,
     prepare: onCluster(() => clusterWithWars(WARS), ['war', 'list', '-A', '-o', 'json'], ['kubectl', 'get', 'war', '-A', '-o', 'json', '--chunk-size=0']),
   },
 ]
@@ -172,7 +185,10 @@ async function measure(c: Case): Promise<Result> {
   const prepared = await c.prepare()
   try {
     const envs = environments(prepared.env)
-    const list: Run[] = [{argv: prepared.baseline, env: envs.unset}, {argv: prepared.command, env: envs.unset}]
+    const list: Run[] = [
+      {argv: prepared.baseline, env: envs.unset},
+      {argv: prepared.command, env: envs.unset},
+    ]
     if (envs.machine) list.push({argv: prepared.baseline, env: envs.machine}, {argv: prepared.command, env: envs.machine})
     const stats = await measureInterleaved(list, {runs: c.runs ?? (c.offline ? runs : clusterRuns), warmup: c.offline ? warmup : 1})
     const side = (b: Stats, m: Stats): Side => ({meshvm: m, baseline: b, ratio: m.median / b.median})
@@ -225,7 +241,12 @@ async function growth(): Promise<{objects: number; command: string; wallMs: numb
     const cluster = await clusterWithWars(n)
     try {
       const env = {...unset, ...cluster.env}
-      for (const argv of [[node, BIN, 'war', 'list', '-A'], [node, BIN, 'war', 'list', '-A', '-o', 'json'], ['kubectl', 'get', 'war', '-A', '--chunk-size=0'], ['kubectl', 'get', 'war', '-A', '-o', 'json', '--chunk-size=0']]) {
+      for (const argv of [
+        [node, BIN, 'war', 'list', '-A'],
+        [node, BIN, 'war', 'list', '-A', '-o', 'json'],
+        ['kubectl', 'get', 'war', '-A', '--chunk-size=0'],
+        ['kubectl', 'get', 'war', '-A', '-o', 'json', '--chunk-size=0'],
+      ]) {
         await runOnce(argv, env)
         const sample = await runOnce(argv, env, true)
         if (sample.code !== 0) throw new Error(`${argv.join(' ')} exited ${sample.code}: ${sample.stderr.trim().split('\n').pop()}`)
@@ -243,16 +264,26 @@ const fmt = (ms: number): string => `${ms.toFixed(0)} ms`
 
 function printTable(head: string[], rows: string[][]): void {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  for (const r of [head, ...rows]) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('   ').trimEnd())
+  for (const r of [head, ...rows])
+    console.log(
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('   ')
+        .trimEnd(),
+    )
 }
 
 function printResults(results: Result[], extraCa: boolean): void {
   printTable(
     ['CASE', 'MESHVM MEDIAN (MIN–MAX)', 'BASELINE MEDIAN', 'RATIO', ...(extraCa ? [`WITH ${EXTRA_CA}`] : []), 'TARGET', 'RESULT'],
     results.map((r) => [
-      r.name, `${fmt(r.unset.meshvm.median)} (${fmt(r.unset.meshvm.min)}–${fmt(r.unset.meshvm.max)})`, `${r.baselineName}: ${fmt(r.unset.baseline.median)}`,
-      `${r.unset.ratio.toFixed(2)}×`, ...(extraCa ? [r.machine ? `${r.machine.ratio.toFixed(2)}× (${fmt(r.machine.meshvm.median)} / ${fmt(r.machine.baseline.median)})` : ''] : []),
-      `≤ ${r.target}×`, r.pass ? 'pass' : 'FAIL',
+      r.name,
+      `${fmt(r.unset.meshvm.median)} (${fmt(r.unset.meshvm.min)}–${fmt(r.unset.meshvm.max)})`,
+      `${r.baselineName}: ${fmt(r.unset.baseline.median)}`,
+      `${r.unset.ratio.toFixed(2)}×`,
+      ...(extraCa ? [r.machine ? `${r.machine.ratio.toFixed(2)}× (${fmt(r.machine.meshvm.median)} / ${fmt(r.machine.baseline.median)})` : ''] : []),
+      `≤ ${r.target}×`,
+      r.pass ? 'pass' : 'FAIL',
     ]),
   )
 }
@@ -279,7 +310,9 @@ async function main(): Promise<void> {
   process.stderr.write('\n')
 
   const extraCa = Boolean(process.env[EXTRA_CA])
-  console.log(`Node ${node24}. Medians of ${runs} runs (start-up cases) or ${clusterRuns} (cluster cases), meshvm and baseline interleaved${extraCa ? `; targets checked with ${EXTRA_CA} unset on both sides` : ''}.`)
+  console.log(
+    `Node ${node24}. Medians of ${runs} runs (start-up cases) or ${clusterRuns} (cluster cases), meshvm and baseline interleaved${extraCa ? `; targets checked with ${EXTRA_CA} unset on both sides` : ''}.`,
+  )
   printResults(results, extraCa)
   if (machineResults.length > 0) {
     console.log(`\nThe machine's Node ${process.version}, start-up cases (the targets are checked on Node 24):`)
@@ -287,14 +320,35 @@ async function main(): Promise<void> {
   }
   if (memory) {
     const m = (v: number[]) => `${Math.max(...v)} MiB (runs: ${v.join(', ')})`
-    console.log(`\n${memory.name}: ${m(memory.unsetMiB)}${memory.machineMiB ? `; with ${EXTRA_CA}: ${m(memory.machineMiB)}` : ''}   target ≤ ${memory.targetMiB} MiB   ${memory.pass ? 'pass' : 'FAIL'}`)
+    console.log(
+      `\n${memory.name}: ${m(memory.unsetMiB)}${memory.machineMiB ? `; with ${EXTRA_CA}: ${m(memory.machineMiB)}` : ''}   target ≤ ${memory.targetMiB} MiB   ${memory.pass ? 'pass' : 'FAIL'}`,
+    )
   }
   if (scaling.length > 0) {
     console.log(`\nGROWTH (one run each after a warm-up${extraCa ? `, ${EXTRA_CA} unset` : ''}, stdout not a pipe)`)
-    for (const r of scaling) console.log(`${String(r.objects).padStart(6)} objects   ${r.command.padEnd(48)} ${fmt(r.wallMs).padStart(9)}   peak RSS ${r.peakRssKiB ? (r.peakRssKiB / 1024).toFixed(0) + ' MiB' : 'n/a'}`)
+    for (const r of scaling)
+      console.log(`${String(r.objects).padStart(6)} objects   ${r.command.padEnd(48)} ${fmt(r.wallMs).padStart(9)}   peak RSS ${r.peakRssKiB ? (r.peakRssKiB / 1024).toFixed(0) + ' MiB' : 'n/a'}`)
   }
   if (only === undefined) {
-    writeFileSync(join(ROOT, 'bench/results.json'), JSON.stringify({date: new Date().toISOString(), node: node24, extraCaCertsSet: extraCa, quick, runs, clusterRuns, results, memory: memory ?? null, scaling, machineNode: {node: process.version, results: machineResults}}, null, 2) + '\n')
+    writeFileSync(
+      join(ROOT, 'bench/results.json'),
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          node: node24,
+          extraCaCertsSet: extraCa,
+          quick,
+          runs,
+          clusterRuns,
+          results,
+          memory: memory ?? null,
+          scaling,
+          machineNode: {node: process.version, results: machineResults},
+        },
+        null,
+        2,
+      ) + '\n',
+    )
   }
   const failed = results.filter((r) => !r.pass).length + (memory && !memory.pass ? 1 : 0)
   if (failed > 0 && !quick) {

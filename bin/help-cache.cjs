@@ -31,7 +31,7 @@ function helpColumns(env, stdout) {
   if (columns) return columns
   if (!stdout.isTTY) return 80
   const width = stdout.getWindowSize()[0]
-  return width < 1 ? 80 : Math.max(width , 40)
+  return width < 1 ? 80 : Math.max(width, 40)
 }
 
 /**

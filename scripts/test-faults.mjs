@@ -20,7 +20,13 @@ const report = join(dir, 'report.json')
 const args = ['vitest', 'run', 'test/faults', 'test/fuzz', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)]
 const run = spawnSync('npx', args, {stdio: 'inherit', env: {...process.env, MESHVM_FAULT_LOG: faultLog, MESHVM_FUZZ_LOG: fuzzLog}})
 
-const jsonLines = (file) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [])
+const jsonLines = (file) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : []
 const faults = jsonLines(faultLog)
 const fuzz = jsonLines(fuzzLog)
 const results = existsSync(report) ? JSON.parse(readFileSync(report, 'utf8')) : undefined
@@ -36,7 +42,10 @@ function tally(items, key) {
 const kinds = tally(faults, (f) => f.fault.replace(/ \(.*\)$/, ''))
 // The hardening classes (issues #17, #26) the fault tests attacked: certificates, false success, files, hangs and
 // limits, secrets and terminals, crashes, kubectl compatibility.
-const classes = tally(faults.filter((f) => f.class), (f) => f.class)
+const classes = tally(
+  faults.filter((f) => f.class),
+  (f) => f.class,
+)
 const commands = tally(faults, (f) => f.command)
 const areas = tally(fuzz, (f) => f.area)
 const sum = (counts) => [...counts.values()].reduce((a, b) => a + b, 0)

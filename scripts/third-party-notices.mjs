@@ -57,7 +57,11 @@ export function noticesText() {
   const sections = bundledPackages().map((path) => {
     const dir = join(root, path)
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
-    const files = existsSync(dir) ? readdirSync(dir).filter((f) => /^(licen[cs]e|copying|notice)/i.test(f)).sort() : []
+    const files = existsSync(dir)
+      ? readdirSync(dir)
+          .filter((f) => /^(licen[cs]e|copying|notice)/i.test(f))
+          .sort()
+      : []
     const texts = files.map((f) => readFileSync(join(dir, f), 'utf8').trim())
     return [`${pkg.name}@${pkg.version} (${pkg.license ?? 'licence not stated'})`, ...(texts.length > 0 ? texts : ['(the package ships no licence file)'])].join('\n\n')
   })

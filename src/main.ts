@@ -16,7 +16,6 @@ import {directRun} from './lib/cli/direct-run.js'
 export function ranCommandId(): string | undefined {
   return ranCommand.id
 }
-
 // oclif finds the commands through bin/commands.cjs, which reads them from here.
 ;(globalThis as {__MESHVM_COMMANDS__?: unknown}).__MESHVM_COMMANDS__ = COMMANDS
 

@@ -17,11 +17,14 @@ const next = () => {
   if (left-- === 0) return agent.destroy()
   https.get(new URL(path, server), {agent, headers: {Authorization: `Bearer ${token}`, Accept: 'application/json'}}, (res) => {
     let body = ''
-    res.setEncoding('utf8').on('data', (d) => (body += d)).on('end', () => {
-      if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`)
-      JSON.parse(body)
-      next()
-    })
+    res
+      .setEncoding('utf8')
+      .on('data', (d) => (body += d))
+      .on('end', () => {
+        if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`)
+        JSON.parse(body)
+        next()
+      })
   })
 }
 next()

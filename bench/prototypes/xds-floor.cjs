@@ -18,7 +18,10 @@ function call(method, path, body) {
   return new Promise((resolve, reject) => {
     const req = https.request(new URL(path, server), {method, agent, headers: {Authorization: `Bearer ${token}`, Accept: 'application/json', 'Content-Type': 'application/json'}}, (res) => {
       let s = ''
-      res.setEncoding('utf8').on('data', (d) => (s += d)).on('end', () => (res.statusCode < 300 ? resolve(JSON.parse(s)) : reject(new Error(`${path}: HTTP ${res.statusCode}`))))
+      res
+        .setEncoding('utf8')
+        .on('data', (d) => (s += d))
+        .on('end', () => (res.statusCode < 300 ? resolve(JSON.parse(s)) : reject(new Error(`${path}: HTTP ${res.statusCode}`))))
     })
     req.on('error', reject)
     req.end(body === undefined ? undefined : JSON.stringify(body))
@@ -27,12 +30,24 @@ function call(method, path, body) {
 
 async function main() {
   const [tr, root] = await Promise.all([
-    call('POST', '/api/v1/namespaces/istio-system/serviceaccounts/default/token', {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {audiences: ['istio-ca'], expirationSeconds: 600}}),
+    call('POST', '/api/v1/namespaces/istio-system/serviceaccounts/default/token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {audiences: ['istio-ca'], expirationSeconds: 600},
+    }),
     call('GET', '/api/v1/namespaces/istio-system/configmaps/istio-ca-root-cert'),
   ])
   agent.destroy()
   // DiscoveryRequest{node: {id, metadata: {GENERATOR: event, …}}, type_url}, encoded by hand
-  const varint = (n) => { const b = []; while (n > 127) { b.push((n & 127) | 128); n >>>= 7 } b.push(n); return Buffer.from(b) }
+  const varint = (n) => {
+    const b = []
+    while (n > 127) {
+      b.push((n & 127) | 128)
+      n >>>= 7
+    }
+    b.push(n)
+    return Buffer.from(b)
+  }
   const field = (no, bytes) => Buffer.concat([varint((no << 3) | 2), varint(bytes.length), bytes])
   const str = (no, v) => field(no, Buffer.from(v))
   const entry = (k, v) => field(1, Buffer.concat([str(1, k), field(2, str(3, v))]))
@@ -43,7 +58,13 @@ async function main() {
   frame.writeUInt32BE(msg.length, 1)
   msg.copy(frame, 5)
   const session = http2.connect(`https://${process.argv[2]}`, {ca: root.data['root-cert.pem'], servername: 'istiod.istio-system.svc'})
-  const stream = session.request({':method': 'POST', ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources', 'content-type': 'application/grpc', te: 'trailers', authorization: `Bearer ${tr.status.token}`})
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    authorization: `Bearer ${tr.status.token}`,
+  })
   let got = Buffer.alloc(0)
   stream.on('data', (d) => {
     got = Buffer.concat([got, d])
@@ -53,7 +74,9 @@ async function main() {
       session.close()
     }
   })
-  stream.on('error', (e) => { throw e })
+  stream.on('error', (e) => {
+    throw e
+  })
   stream.write(frame)
 }
 main()

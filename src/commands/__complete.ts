@@ -12,7 +12,8 @@ export default class Complete extends Command {
   static override strict = false
   static override summary = 'Shell completion candidates for the words typed (used by the completion scripts).'
 
-  static override description = "Prints one candidate per line, then cobra's :DIRECTIVE line (4: no file names, 0: file names, 16: directory names). Names from the cluster are looked up within 2 seconds."
+  static override description =
+    "Prints one candidate per line, then cobra's :DIRECTIVE line (4: no file names, 0: file names, 16: directory names). Names from the cluster are looked up within 2 seconds."
 
   static override examples = ['<%= config.bin %> <%= command.id %> war describe -n apps ""']
 
@@ -26,7 +27,10 @@ export default class Complete extends Command {
       .filter((c) => !c.hidden)
       .map((c) => ({
         words: c.id.split(':').join(' '),
-        aliasOf: all.find((o) => o.id !== c.id && o.aliases.includes(c.id))?.id.split(':').join(' '),
+        aliasOf: all
+          .find((o) => o.id !== c.id && o.aliases.includes(c.id))
+          ?.id.split(':')
+          .join(' '),
         flags: Object.values(c.flags)
           .filter((f) => !f.hidden)
           .map((f) => ({name: f.name, char: f.char, options: f.type === 'option' ? f.options : undefined, takesValue: f.type === 'option'})),

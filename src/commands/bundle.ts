@@ -27,9 +27,15 @@ printed and checked by install.sh. Files are written whole or not at all.`
 
   static override examples = [
     {description: 'For a WorkloadGroup in the cluster:', command: '<%= config.bin %> <%= command.id %> web -n apps -d ./web-vm'},
-    {description: 'From a file, with a revisioned control plane and auto-registration, as a tarball too:', command: '<%= config.bin %> <%= command.id %> -f wg.yaml -r 1-24-6 --autoregister --archive -d ./out'},
+    {
+      description: 'From a file, with a revisioned control plane and auto-registration, as a tarball too:',
+      command: '<%= config.bin %> <%= command.id %> -f wg.yaml -r 1-24-6 --autoregister --archive -d ./out',
+    },
     {description: 'A new token for a bundle whose token is about to expire (nothing else is rewritten):', command: '<%= config.bin %> <%= command.id %> web -n apps -d ./web-vm --refresh-token'},
-    {description: 'A VM reachable at a public address, through a gateway you name:', command: '<%= config.bin %> <%= command.id %> web -n apps -d out --external-ip 203.0.113.7 --ingress-ip 198.51.100.10'},
+    {
+      description: 'A VM reachable at a public address, through a gateway you name:',
+      command: '<%= config.bin %> <%= command.id %> web -n apps -d out --external-ip 203.0.113.7 --ingress-ip 198.51.100.10',
+    },
   ]
 
   static override args = {
@@ -40,7 +46,7 @@ printed and checked by install.sh. Files are written whole or not at all.`
     filename: Flags.string({char: 'f', summary: 'Read the WorkloadGroup from this YAML file (- for stdin) instead of the cluster.'}),
     'output-dir': Flags.string({char: 'd', summary: 'Directory to write the files into (created if missing).', required: true, aliases: ['output']}),
     ...bundleFlags,
-    'refresh-token': Flags.boolean({summary: 'Only issue a new token into DIR/istio-token (atomically, mode 0600) for a bundle already there; install.sh\'s expiry guard follows it.'}),
+    'refresh-token': Flags.boolean({summary: "Only issue a new token into DIR/istio-token (atomically, mode 0600) for a bundle already there; install.sh's expiry guard follows it."}),
   }
 
   async run(): Promise<void> {

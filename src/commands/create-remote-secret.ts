@@ -49,12 +49,22 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
 --auth-plugin-config is honoured. The token never appears in messages.`
 
   static override examples = [
-    {description: 'Let istiod in cluster2 read cluster1 (the usual multi-cluster step), in one step:', command: '<%= config.bin %> <%= command.id %> --context cluster1 --name cluster1 --apply-to cluster2'},
+    {
+      description: 'Let istiod in cluster2 read cluster1 (the usual multi-cluster step), in one step:',
+      command: '<%= config.bin %> <%= command.id %> --context cluster1 --name cluster1 --apply-to cluster2',
+    },
     {description: 'The istioctl way, piped into kubectl:', command: '<%= config.bin %> <%= command.id %> --context cluster1 --name cluster1 | kubectl apply -f - --context cluster2'},
     {description: 'Check the credentials first and keep the Secret in a private file:', command: '<%= config.bin %> <%= command.id %> --name cluster1 --verify --output-file cluster1-secret.yaml'},
     {description: 'A kind or k3d cluster, whose kubeconfig points at 127.0.0.1:', command: '<%= config.bin %> <%= command.id %> --name kind1 --server https://172.18.0.2:6443 --apply-to kind-kind2'},
-    {description: 'An external control plane (istio-kubeconfig, istiod\'s ServiceAccount):', command: '<%= config.bin %> <%= command.id %> --type config --name external -n external-istiod --output-file config.yaml'},
-    {description: 'OIDC instead of a bearer token:', command: '<%= config.bin %> <%= command.id %> --name west --auth-type plugin --auth-plugin-name oidc --auth-plugin-config idp-issuer-url=https://issuer.example.com --auth-plugin-config client-id=mesh'},
+    {
+      description: "An external control plane (istio-kubeconfig, istiod's ServiceAccount):",
+      command: '<%= config.bin %> <%= command.id %> --type config --name external -n external-istiod --output-file config.yaml',
+    },
+    {
+      description: 'OIDC instead of a bearer token:',
+      command:
+        '<%= config.bin %> <%= command.id %> --name west --auth-type plugin --auth-plugin-name oidc --auth-plugin-config idp-issuer-url=https://issuer.example.com --auth-plugin-config client-id=mesh',
+    },
   ]
 
   static override flags = {
@@ -65,11 +75,21 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       helpGroup: KUBE_GROUP,
     }),
     name: Flags.string({summary: 'Cluster name (a DNS-1123 label); istiod takes it as the cluster ID (default: the kube-system Namespace UID).', helpGroup: SECRET_GROUP}),
-    type: Flags.string({summary: `Secret type: ${REMOTE_SECRET_TYPES.join(' or ')} (config: istio-kubeconfig for an external control plane).`, default: 'remote', helpValue: REMOTE_SECRET_TYPES.join('|'), helpGroup: SECRET_GROUP}),
+    type: Flags.string({
+      summary: `Secret type: ${REMOTE_SECRET_TYPES.join(' or ')} (config: istio-kubeconfig for an external control plane).`,
+      default: 'remote',
+      helpValue: REMOTE_SECRET_TYPES.join('|'),
+      helpGroup: SECRET_GROUP,
+    }),
     'service-account': Flags.string({summary: 'ServiceAccount whose token is exported (default: istio-reader-service-account; istiod with --type config).', helpGroup: SECRET_GROUP}),
     'create-service-account': Flags.boolean({summary: 'Create the reader ServiceAccount and its ClusterRole/Binding when missing.', default: true, allowNo: true, helpGroup: SECRET_GROUP}),
     'secret-name': Flags.string({summary: 'Use this ServiceAccount token Secret (when the ServiceAccount has several).', helpGroup: SECRET_GROUP}),
-    'auth-type': Flags.string({summary: `How istiod authenticates: ${REMOTE_SECRET_AUTH_TYPES.join(' or ')}.`, default: 'bearer-token', helpValue: REMOTE_SECRET_AUTH_TYPES.join('|'), helpGroup: SECRET_GROUP}),
+    'auth-type': Flags.string({
+      summary: `How istiod authenticates: ${REMOTE_SECRET_AUTH_TYPES.join(' or ')}.`,
+      default: 'bearer-token',
+      helpValue: REMOTE_SECRET_AUTH_TYPES.join('|'),
+      helpGroup: SECRET_GROUP,
+    }),
     'auth-plugin-name': Flags.string({summary: 'Auth provider name with --auth-type plugin (istiod accepts oidc by default).', helpGroup: SECRET_GROUP}),
     'auth-plugin-config': Flags.string({
       summary: 'Auth provider setting k=v (repeatable, or k1=v1,k2=v2) with --auth-type plugin.',
@@ -77,12 +97,21 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       multipleNonGreedy: true,
       helpGroup: SECRET_GROUP,
     }),
-    server: Flags.string({summary: 'API server address written into the kubeconfig (default: the kubeconfig context\'s).', helpGroup: SECRET_GROUP}),
+    server: Flags.string({summary: "API server address written into the kubeconfig (default: the kubeconfig context's).", helpGroup: SECRET_GROUP}),
     'tls-server-name': Flags.string({summary: 'Server name to verify the API server certificate against (istioctl 1.26+).', helpGroup: SECRET_GROUP}),
-    'token-timeout': durationOrZeroFlag({summary: 'How long to wait for the token controller to fill a new token Secret (e.g. 30s, 2m; 0: do not wait).', default: 30_000, defaultHelp: async () => '30s', helpGroup: SECRET_GROUP}),
+    'token-timeout': durationOrZeroFlag({
+      summary: 'How long to wait for the token controller to fill a new token Secret (e.g. 30s, 2m; 0: do not wait).',
+      default: 30_000,
+      defaultHelp: async () => '30s',
+      helpGroup: SECRET_GROUP,
+    }),
     'output-file': Flags.string({summary: 'Write the Secret to this file (mode 0600, atomically) instead of stdout.', helpGroup: OUTPUT_GROUP}),
     'apply-to': Flags.string({summary: 'Apply the Secret to this kubeconfig context, in its Istio namespace (-i), instead of printing it.', helpGroup: KUBE_GROUP}),
-    verify: Flags.boolean({summary: 'Before printing or applying, check with the generated kubeconfig that it reaches the API server and may read what istiod needs.', default: false, helpGroup: SECRET_GROUP}),
+    verify: Flags.boolean({
+      summary: 'Before printing or applying, check with the generated kubeconfig that it reaches the API server and may read what istiod needs.',
+      default: false,
+      helpGroup: SECRET_GROUP,
+    }),
     yes: Flags.boolean({char: 'y', summary: 'Print the Secret to a terminal without asking.', default: false, helpGroup: OUTPUT_GROUP}),
   }
 
@@ -108,7 +137,9 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
     })
     const tokenTimeoutMs = f['token-timeout']
     if (f.verify && settings.authType === 'plugin') {
-      throw flagError('--verify', undefined, 'only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use', ['leave --verify out, and check the Secret in the other cluster (istiod logs each remote cluster it adds)'])
+      throw flagError('--verify', undefined, 'only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use', [
+        'leave --verify out, and check the Secret in the other cluster (istiod logs each remote cluster it adds)',
+      ])
     }
     const outputFile = f['output-file']
     if (outputFile !== undefined) {
@@ -199,11 +230,7 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       throw new MeshvmError(`--verify: the generated kubeconfig does not work: ${v.connectError.message}`, {
         exit: ExitCode.CHECK_FAILED,
         code: 'VerifyFailed',
-        hints: [
-          ...v.connectError.hints,
-          `the check connects from this machine to ${o.server}; if only istiod's cluster can reach that address, leave --verify out`,
-          nothing,
-        ],
+        hints: [...v.connectError.hints, `the check connects from this machine to ${o.server}; if only istiod's cluster can reach that address, leave --verify out`, nothing],
       })
     }
     if (v.denied.length > 0) {

@@ -20,7 +20,8 @@ const doctorFlags = {
   bundle: Flags.string({summary: "The VM's bundle directory (as written by meshvm bundle -d DIR): its token, root certificate and hosts entry are checked too."}),
   'vm-exec': Flags.string({
     summary: 'Command template (run with sh -c) that runs a shell on the VM reading commands from stdin, e.g. \'ssh "$MESHVM_VM_ADDRESS"\': read-only checks on the VM itself.',
-    description: 'Gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME and MESHVM_NAMESPACE. meshvm writes a read-only POSIX sh script to its stdin (pilot-agent readiness, Envoy\'s /certs, pilot-agent\'s TCP connection to istiod (ss), interception rules, DNS, what answers at the readiness probe\'s port) and reads the answer. Fixes that run on the VM are printed as commands piped into this template, with those variables set.',
+    description:
+      "Gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME and MESHVM_NAMESPACE. meshvm writes a read-only POSIX sh script to its stdin (pilot-agent readiness, Envoy's /certs, pilot-agent's TCP connection to istiod (ss), interception rules, DNS, what answers at the readiness probe's port) and reads the answer. Fixes that run on the VM are printed as commands piped into this template, with those variables set.",
   }),
   'all-vms': Flags.boolean({char: 'A', summary: 'Doctor every VM of the namespace (or of the WorkloadGroup VM names) and print one row each.'}),
   'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway.', default: 'istio-eastwestgateway'}),
@@ -32,7 +33,8 @@ type DoctorFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commo
 export default class Doctor extends BaseCommand<typeof Doctor> {
   static override summary = 'Say why a VM is not in the mesh, step by step, and how to fix it.'
 
-  static override description = `Walks the chain a VM goes through to join the mesh and prints each check as pass, warn, fail or skip, with its evidence and, for what is wrong, a fix that is a command to run when the evidence proves the cause (otherwise the check says the cause is not proven, and prints no fix):
+  static override description =
+    `Walks the chain a VM goes through to join the mesh and prints each check as pass, warn, fail or skip, with its evidence and, for what is wrong, a fix that is a command to run when the evidence proves the cause (otherwise the check says the cause is not proven, and prints no fix):
   1. the bundle and its token (with --bundle DIR: what meshvm bundle verify checks);
   2. the east-west gateway: its kind (a classic gateway with 15012, 15017 and 15443, not an ambient one), its current address against the bundle's hosts entry, and topology.istio.io/network on both sides;
   3. istiod: running, auto-registration and health checks on, the istiod the VM is connected to;
@@ -50,7 +52,11 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
   ]
 
   static override args = {
-    vm: Args.string({description: 'The VM: a WorkloadEntry or WorkloadAutoRegistration name, HOSTNAME.NAMESPACE, an address, or a WorkloadGroup (with -A: its VMs).', required: false, ignoreStdin: true}),
+    vm: Args.string({
+      description: 'The VM: a WorkloadEntry or WorkloadAutoRegistration name, HOSTNAME.NAMESPACE, an address, or a WorkloadGroup (with -A: its VMs).',
+      required: false,
+      ignoreStdin: true,
+    }),
   }
 
   static override flags = doctorFlags
@@ -62,7 +68,10 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     const format = printOptions(f, REPORT_KINDS).output.kind as (typeof REPORT_KINDS)[number]
     const vm = this.args.vm
     if (vm !== undefined && vm.trim() === '') throw new UsageError('VM must not be empty: give a WorkloadEntry name, HOSTNAME.NAMESPACE or an address')
-    if (vm === undefined && f.bundle === undefined && !f['all-vms']) throw new UsageError('missing VM: which VM to doctor? give its WorkloadEntry name, HOSTNAME.NAMESPACE or address, --bundle DIR, or -A for every VM of the namespace', ['meshvm doctor web-10.0.0.5 -n apps'])
+    if (vm === undefined && f.bundle === undefined && !f['all-vms'])
+      throw new UsageError('missing VM: which VM to doctor? give its WorkloadEntry name, HOSTNAME.NAMESPACE or address, --bundle DIR, or -A for every VM of the namespace', [
+        'meshvm doctor web-10.0.0.5 -n apps',
+      ])
     if (f['all-vms'] && f.bundle !== undefined) throw new UsageError('-A and --bundle are exclusive: a bundle is one VM')
     if (f['vm-exec'] !== undefined && f['vm-exec'].trim() === '') throw new UsageError('--vm-exec must not be empty: give a command that runs a shell on the VM, e.g. \'ssh "$MESHVM_VM_ADDRESS"\'')
     let bundleOffline: import('../lib/bundle-verify/offline.js').OfflineResult | undefined
@@ -105,17 +114,24 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
       else {
         const chalk = this.chalkFor(format)
         const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
-        this.out(renderTable(reports, [
-          {header: 'VM', value: (r) => terminalSafe(r.workloadEntry ?? r.query)},
-          {header: 'NAMESPACE', value: (r) => terminalSafe(r.namespace)},
-          ...(contexts.length > 1 ? [{header: 'CONTEXT', value: (r: DoctorReport) => terminalSafe(r.context ?? '')}] : []),
-          {header: 'RESULT', value: (r) => r.result, color: (t) => colour(t)},
-          {header: 'FIRST FAILURE', value: (r) => terminalSafe(r.summary ?? '-')},
-        ]))
+        this.out(
+          renderTable(reports, [
+            {header: 'VM', value: (r) => terminalSafe(r.workloadEntry ?? r.query)},
+            {header: 'NAMESPACE', value: (r) => terminalSafe(r.namespace)},
+            ...(contexts.length > 1 ? [{header: 'CONTEXT', value: (r: DoctorReport) => terminalSafe(r.context ?? '')}] : []),
+            {header: 'RESULT', value: (r) => r.result, color: (t) => colour(t)},
+            {header: 'FIRST FAILURE', value: (r) => terminalSafe(r.summary ?? '-')},
+          ]),
+        )
       }
       const failed = reports.filter((r) => r.result === 'fail')
       if (reports.length === 0) this.note('no VMs found')
-      if (failed.length > 0) throw new MeshvmError(`${failed.length} of ${reports.length} VMs have a failing check`, {exit: ExitCode.CHECK_FAILED, code: 'CheckFailed', hints: [`details of one: meshvm doctor ${failed[0]!.workloadEntry ?? failed[0]!.query} -n ${failed[0]!.namespace}`]})
+      if (failed.length > 0)
+        throw new MeshvmError(`${failed.length} of ${reports.length} VMs have a failing check`, {
+          exit: ExitCode.CHECK_FAILED,
+          code: 'CheckFailed',
+          hints: [`details of one: meshvm doctor ${failed[0]!.workloadEntry ?? failed[0]!.query} -n ${failed[0]!.namespace}`],
+        })
       return
     }
 
@@ -125,12 +141,14 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     } else {
       const chalk = this.chalkFor(format)
       const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
-      this.out(renderTable(report.checks, [
-        {header: 'STEP', value: (c) => String(c.step)},
-        {header: 'CHECK', value: (c) => c.check},
-        {header: 'STATUS', value: (c) => c.status, color: (t) => colour(t)},
-        {header: 'DETAIL', value: (c) => terminalSafe(c.detail) + (c.fix ? ` — fix: ${terminalSafe(c.fix)}` : '')},
-      ]))
+      this.out(
+        renderTable(report.checks, [
+          {header: 'STEP', value: (c) => String(c.step)},
+          {header: 'CHECK', value: (c) => c.check},
+          {header: 'STATUS', value: (c) => c.status, color: (t) => colour(t)},
+          {header: 'DETAIL', value: (c) => terminalSafe(c.detail) + (c.fix ? ` — fix: ${terminalSafe(c.fix)}` : '')},
+        ]),
+      )
     }
     if (report.result === 'fail') throw new MeshvmError(terminalSafe(report.summary ?? 'a check failed'), {exit: ExitCode.CHECK_FAILED, code: 'CheckFailed'})
     this.note(report.result === 'warn' ? `${report.checks.filter((c) => c.status === 'warn').length} warning(s), no failure` : 'every check passed')

@@ -47,10 +47,19 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
 
   static override examples = [
     {description: 'A group of web VMs serving HTTP on 8080 with a health check:', command: '<%= config.bin %> <%= command.id %> web -n apps --port http=8080 --probe-http 8080/healthz'},
-    {description: 'gRPC on 9090 forwarded to 19090 on the VMs, with its own service account:', command: '<%= config.bin %> <%= command.id %> billing -n pay -p grpc=9090:19090/GRPC -s billing-vm --create-service-account'},
-    {description: 'A ServiceEntry for a legacy host name, written as files for kubectl apply -k:', command: '<%= config.bin %> <%= command.id %> db -n data -p tcp=5432 --service-entry --host db.legacy.example.com -d ./db-manifests'},
+    {
+      description: 'gRPC on 9090 forwarded to 19090 on the VMs, with its own service account:',
+      command: '<%= config.bin %> <%= command.id %> billing -n pay -p grpc=9090:19090/GRPC -s billing-vm --create-service-account',
+    },
+    {
+      description: 'A ServiceEntry for a legacy host name, written as files for kubectl apply -k:',
+      command: '<%= config.bin %> <%= command.id %> db -n data -p tcp=5432 --service-entry --host db.legacy.example.com -d ./db-manifests',
+    },
     {description: 'Pipe straight into kubectl:', command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 | kubectl apply -f -'},
-    {description: 'Apply to the cluster and write the VM bundle in one step:', command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 --create-service-account -s web-vm --apply --bundle ./web-vm'},
+    {
+      description: 'Apply to the cluster and write the VM bundle in one step:',
+      command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 --create-service-account -s web-vm --apply --bundle ./web-vm',
+    },
     {description: 'Show what would change in the cluster:', command: '<%= config.bin %> <%= command.id %> web -n apps -p http=8080 --diff'},
     {description: 'Start from an existing WorkloadGroup manifest:', command: '<%= config.bin %> <%= command.id %> -f workloadgroup.yaml --apply'},
   ]
@@ -98,8 +107,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     locality: Flags.string({summary: 'Locality of the VMs: region[/zone[/subzone]].', helpGroup: WORKLOAD_GROUP}),
     weight: Flags.string({char: 'w', summary: 'Load-balancing weight of each VM endpoint.', helpGroup: WORKLOAD_GROUP}),
     'service-entry': Flags.boolean({summary: 'Generate a ServiceEntry instead of a Kubernetes Service.', helpGroup: WORKLOAD_GROUP}),
-    host: Flags.string({summary: 'Host name of the ServiceEntry (default NAME.NAMESPACE.svc.cluster.local). Repeatable.', multiple: true,
-      multipleNonGreedy: true, helpGroup: WORKLOAD_GROUP}),
+    host: Flags.string({summary: 'Host name of the ServiceEntry (default NAME.NAMESPACE.svc.cluster.local). Repeatable.', multiple: true, multipleNonGreedy: true, helpGroup: WORKLOAD_GROUP}),
     'create-namespace': Flags.boolean({summary: 'Also generate the Namespace.', helpGroup: WORKLOAD_GROUP}),
     'create-service-account': Flags.boolean({summary: 'Also generate the ServiceAccount.', helpGroup: WORKLOAD_GROUP}),
     'probe-http': Flags.string({summary: 'Readiness probe: HTTP GET on PORT[/PATH].', helpGroup: PROBE_GROUP}),
@@ -107,8 +115,7 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     'probe-tcp': Flags.string({summary: 'Readiness probe: TCP connect to PORT.', helpGroup: PROBE_GROUP}),
     'probe-exec': Flags.string({summary: "Readiness probe: run a command on the VM, e.g. '/opt/check --quick'.", helpGroup: PROBE_GROUP}),
     'probe-host': Flags.string({summary: 'Host the HTTP/TCP probe connects to.', defaultHelp: async () => '127.0.0.1', helpGroup: PROBE_GROUP}),
-    'probe-header': Flags.string({summary: 'HTTP header Name:Value sent by the probe. Repeatable.', multiple: true,
-      multipleNonGreedy: true, helpGroup: PROBE_GROUP}),
+    'probe-header': Flags.string({summary: 'HTTP header Name:Value sent by the probe. Repeatable.', multiple: true, multipleNonGreedy: true, helpGroup: PROBE_GROUP}),
     'probe-period': Flags.string({summary: 'Seconds between probes (e.g. 10 or 10s).', helpGroup: PROBE_GROUP}),
     'probe-timeout': Flags.string({summary: 'Seconds before a probe times out.', helpGroup: PROBE_GROUP}),
     'probe-initial-delay': Flags.string({summary: 'Seconds before the first probe.', helpGroup: PROBE_GROUP}),
@@ -129,7 +136,10 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     filename: Flags.string({char: 'f', summary: 'Read the WorkloadGroup from this YAML file (- for stdin) instead of the workload flags.', helpGroup: WORKLOAD_GROUP}),
     apply: Flags.boolean({summary: 'Apply the objects to the cluster (server-side apply, field manager "meshvm").', helpGroup: APPLY_GROUP}),
     'dry-run': dryRunFlag('client: only print, even with --apply (the default without --apply); server: ask the API server what would change, change nothing.', APPLY_GROUP),
-    diff: Flags.boolean({summary: 'Print a unified diff of the live objects against what applying would produce; change nothing unless --apply is given too. Exit 1 when there are differences (as kubectl diff).', helpGroup: APPLY_GROUP}),
+    diff: Flags.boolean({
+      summary: 'Print a unified diff of the live objects against what applying would produce; change nothing unless --apply is given too. Exit 1 when there are differences (as kubectl diff).',
+      helpGroup: APPLY_GROUP,
+    }),
     'force-conflicts': Flags.boolean({
       summary: 'Take over fields another field manager (Helm, Argo CD, kubectl...) owns with other values; without it such a field is a conflict error naming the field and its manager.',
       helpGroup: APPLY_GROUP,
@@ -186,7 +196,8 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
     if (!applying && !f['output-dir']) this.out(await this.render(objects, output))
     if (applying || bundle) await this.toCluster(objects, bundle, applying, output)
 
-    if (wizard && onboardCommandLine) this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, [...(f['output-dir'] ? ['-d', f['output-dir']] : []), ...(wizardApply ? ['--apply'] : [])])}`)
+    if (wizard && onboardCommandLine)
+      this.note(`\nTo do this again without questions:\n  ${onboardCommandLine(input, [...(f['output-dir'] ? ['-d', f['output-dir']] : []), ...(wizardApply ? ['--apply'] : [])])}`)
   }
 
   private inputFromFlags(): OnboardInput {
@@ -223,8 +234,30 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
 
   private async readFileGroup(path: string): Promise<WorkloadGroupLike> {
     const f = this.flags
-    const flagsSet: string[] = (['port', 'label', 'annotation', 'network', 'locality', 'weight', 'probe-http', 'probe-https', 'probe-tcp', 'probe-exec', 'probe-host', 'probe-header',
-      'probe-period', 'probe-timeout', 'probe-initial-delay', 'probe-success-threshold', 'probe-failure-threshold', 'name'] as const).filter((k) => f[k] !== undefined).map((k) => `--${k}`)
+    const flagsSet: string[] = (
+      [
+        'port',
+        'label',
+        'annotation',
+        'network',
+        'locality',
+        'weight',
+        'probe-http',
+        'probe-https',
+        'probe-tcp',
+        'probe-exec',
+        'probe-host',
+        'probe-header',
+        'probe-period',
+        'probe-timeout',
+        'probe-initial-delay',
+        'probe-success-threshold',
+        'probe-failure-threshold',
+        'name',
+      ] as const
+    )
+      .filter((k) => f[k] !== undefined)
+      .map((k) => `--${k}`)
     if (f['service-account'] !== 'default') flagsSet.push('--service-account')
     if (this.args.name) flagsSet.unshift('NAME')
     if (flagsSet.length > 0) {
@@ -248,10 +281,14 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
         const applied: Manifest[] = []
         const {results, interrupted} = await this.interruptible('Interrupted: finishing the object in progress, then stopping.', async (signal) => ({
           results: await applyObjects(session.client, objects, {
-            dryRun: Boolean(dryRun), diff: f.diff, force: f['force-conflicts'], signal,
-            missingNamespaceHints: (ns) => f['create-namespace']
-              ? [`namespace "${ns}" does not exist yet: a dry run (--dry-run=server, --diff) does not create it, so the objects in it cannot be checked; apply with --apply`]
-              : [`namespace "${ns}" does not exist: add --create-namespace to create it too (or kubectl create namespace ${ns})`],
+            dryRun: Boolean(dryRun),
+            diff: f.diff,
+            force: f['force-conflicts'],
+            signal,
+            missingNamespaceHints: (ns) =>
+              f['create-namespace']
+                ? [`namespace "${ns}" does not exist yet: a dry run (--dry-run=server, --diff) does not create it, so the objects in it cannot be checked; apply with --apply`]
+                : [`namespace "${ns}" does not exist: add --create-namespace to create it too (or kubectl create namespace ${ns})`],
             onResult: (r) => {
               if (r.diff) this.out(r.diff)
               // Like kubectl: what happened on stdout, what did not on stderr. --diff --apply prints both.

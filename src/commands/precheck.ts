@@ -48,8 +48,13 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
     try {
       const {runPrechecks} = await import('../lib/precheck/checks.js')
       results = await runPrechecks(session.client, {
-        namespace: session.namespace, istioNamespace: session.istioNamespace, revision: session.revision, group: this.args.name,
-        serviceAccount: f['service-account'], ingressService: f['ingress-service'], ingressIp: f['ingress-ip'],
+        namespace: session.namespace,
+        istioNamespace: session.istioNamespace,
+        revision: session.revision,
+        group: this.args.name,
+        serviceAccount: f['service-account'],
+        ingressService: f['ingress-service'],
+        ingressIp: f['ingress-ip'],
       })
     } finally {
       session.client.close()

@@ -10,8 +10,18 @@ import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
 import {
-  ISTIOCTL_GAP, istioctlSyncz, PROXY_STATUS_LAYOUTS, proxyStatusColumns, renderProxyStatusTable, type ProxyStatusLayout, proxyStatusJsonItem, proxyStatusList, proxyStatusName,
-  type ProxyStatusError, type ProxyStatusJsonItem, type ProxyStatusRow,
+  ISTIOCTL_GAP,
+  istioctlSyncz,
+  PROXY_STATUS_LAYOUTS,
+  proxyStatusColumns,
+  renderProxyStatusTable,
+  type ProxyStatusLayout,
+  proxyStatusJsonItem,
+  proxyStatusList,
+  proxyStatusName,
+  type ProxyStatusError,
+  type ProxyStatusJsonItem,
+  type ProxyStatusRow,
 } from '../lib/proxy-status/status.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
 
@@ -46,7 +56,8 @@ const proxyStatusFlags = {
     helpGroup: OUTPUT_GROUP,
   })(),
   schema: Flags.option({
-    summary: "What -o json|yaml print: meshvm (the ProxyStatusList schema, the default) or istioctl (istioctl 1.30+'s -o json|yaml: one syncz DiscoveryResponse per istiod, -n keeping that namespace's proxies).",
+    summary:
+      "What -o json|yaml print: meshvm (the ProxyStatusList schema, the default) or istioctl (istioctl 1.30+'s -o json|yaml: one syncz DiscoveryResponse per istiod, -n keeping that namespace's proxies).",
     options: ['meshvm', 'istioctl'] as const,
     default: 'meshvm',
     helpGroup: OUTPUT_GROUP,
@@ -54,7 +65,8 @@ const proxyStatusFlags = {
   'all-namespaces': Flags.boolean({char: 'A', summary: 'Proxies of every namespace (the default without -n; accepted as in kubectl).', exclusive: ['namespace']}),
   vms: Flags.boolean({summary: 'Show VMs only.'}),
   'vm-exec': Flags.string({
-    summary: 'With -o wide: command template (run with sh -c) that runs a shell on a VM, e.g. \'ssh "$MESHVM_VM_ADDRESS"\'; adds CERT EXPIRES and ROOT MATCH for each VM (read-only, as meshvm doctor --vm-exec).',
+    summary:
+      'With -o wide: command template (run with sh -c) that runs a shell on a VM, e.g. \'ssh "$MESHVM_VM_ADDRESS"\'; adds CERT EXPIRES and ROOT MATCH for each VM (read-only, as meshvm doctor --vm-exec).',
     exclusive: ['watch'],
   }),
   selector: Flags.string({
@@ -66,8 +78,9 @@ const proxyStatusFlags = {
   }),
   timeout: durationFlag({summary: 'How long to wait for each istiod to answer (e.g. 10s, 500ms).', default: 30_000, defaultHelp: async () => '30s'}),
   'xds-address': Flags.string({
-    summary: "Read one istiod outside the cluster (a managed control plane) over xDS at HOST:PORT instead of port-forwarding to istiod pods.",
-    description: "The connection is TLS, verified against the mesh root in ConfigMap istio-ca-root-cert and the name istiod[-REV].NS.svc, with a token of service account default in the Istio namespace (audience istio-ca).",
+    summary: 'Read one istiod outside the cluster (a managed control plane) over xDS at HOST:PORT instead of port-forwarding to istiod pods.',
+    description:
+      'The connection is TLS, verified against the mesh root in ConfigMap istio-ca-root-cert and the name istiod[-REV].NS.svc, with a token of service account default in the Istio namespace (audience istio-ca).',
     env: 'MESHVM_XDS_ADDRESS',
     helpGroup: KUBE_GROUP,
   }),
@@ -83,7 +96,8 @@ export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
 
   static override aliases = ['ps']
 
-  static override description = `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints what istioctl 1.28+ prints for the same answers: NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES (e.g. 5 (CDS,LDS,EDS,RDS,ECDS)), sorted by name; with no proxy, the header alone (exit 0). -v 1 prints one column per type instead, in istioctl's alphabetical order (CDS ECDS EDS LDS RDS): SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). --layout types prints istioctl 1.22–1.26's table (NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION). The syncz of Istio 1.21 (nonces only) is understood too.
+  static override description =
+    `Reads every running istiod (pods labelled app=istiod, and istio.io/rev=REVISION, in the -i namespace) all at once, each within --timeout, and prints what istioctl 1.28+ prints for the same answers: NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES (e.g. 5 (CDS,LDS,EDS,RDS,ECDS)), sorted by name; with no proxy, the header alone (exit 0). -v 1 prints one column per type instead, in istioctl's alphabetical order (CDS ECDS EDS LDS RDS): SYNCED, NOT SENT, STALE, STALE (Never Acknowledged), ERROR (a NACK) or IGNORED (not watched), with the time since the last push in parentheses (Istio 1.23+). --layout types prints istioctl 1.22–1.26's table (NAME CLUSTER CDS LDS EDS RDS ECDS ISTIOD VERSION). The syncz of Istio 1.21 (nonces only) is understood too.
 
 Each istiod is reached the way a real cluster allows, through a port-forward (pods/portforward), never through the API server's pod proxy (istiod answers that with 401): first GET /debug/syncz on the monitoring port (annotation prometheus.io/port, else 15014); when istiod serves no HTTP debug (ENABLE_DEBUG_ON_HTTP=false) or the port is closed, xDS on 15012, as istioctl 1.22+ does: TLS verified against the mesh root (ConfigMap istio-ca-root-cert), as istioctl 1.29.9+ verifies it, and the name istiod[-REV].NS.svc (there is no --insecure), a token of service account default in the Istio namespace (audience istio-ca). One port-forward per istiod serves the whole command (every --watch frame). --debug says which path each istiod was read through. --xds-address reads one istiod outside the cluster (a managed control plane) over xDS.
 
@@ -100,17 +114,27 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     {description: 'VMs only, with address, health and registration:', command: '<%= config.bin %> <%= command.id %> --vms -o wide'},
     {description: 'One VM in detail:', command: '<%= config.bin %> <%= command.id %> vm-1.vms'},
     {description: 'An auto-registered VM in detail, by its WorkloadEntry name:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.5 -n vms'},
-    {description: 'A managed control plane outside the cluster, with --debug naming the path each istiod was read through:', command: '<%= config.bin %> <%= command.id %> --xds-address istiod.example.com:15012 --debug'},
+    {
+      description: 'A managed control plane outside the cluster, with --debug naming the path each istiod was read through:',
+      command: '<%= config.bin %> <%= command.id %> --xds-address istiod.example.com:15012 --debug',
+    },
     {description: 'Proxies of one namespace and label, for a revisioned control plane:', command: '<%= config.bin %> <%= command.id %> -n apps -l app=web -r canary'},
     {description: 'Two clusters in one table:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
     {description: 'Redraw every 5 seconds, changes highlighted:', command: '<%= config.bin %> <%= command.id %> --watch --interval 5s'},
     {description: 'Per-type sync states, as istioctl -v 1 (or the 1.22–1.26 table with --layout types):', command: '<%= config.bin %> <%= command.id %> -v 1'},
     {description: 'For scripts:', command: '<%= config.bin %> <%= command.id %> -o json | jq \'.items[] | select(.xds.CDS.status != "SYNCED") | .name\''},
-    {description: 'What istioctl 1.30+ prints with -o json (one syncz answer per istiod), for scripts written against it:', command: '<%= config.bin %> <%= command.id %> -n apps -o json --schema istioctl'},
+    {
+      description: 'What istioctl 1.30+ prints with -o json (one syncz answer per istiod), for scripts written against it:',
+      command: '<%= config.bin %> <%= command.id %> -n apps -o json --schema istioctl',
+    },
   ]
 
   static override args = {
-    name: Args.string({description: 'Show this proxy in detail: POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry/WorkloadAutoRegistration name (with -n NAMESPACE).', required: false, ignoreStdin: true}),
+    name: Args.string({
+      description: 'Show this proxy in detail: POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry/WorkloadAutoRegistration name (with -n NAMESPACE).',
+      required: false,
+      ignoreStdin: true,
+    }),
   }
 
   static override flags = proxyStatusFlags
@@ -324,12 +348,12 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     }
     if (last && last.problems.length > 0) {
       throw new MeshvmError(`proxy status is incomplete in the last frame: ${last.problems.map((p) => p.istiod ?? `context ${p.context}`).join(', ')} could not be read`, {
-        exit: ExitCode.PARTIAL, code: 'Incomplete',
+        exit: ExitCode.PARTIAL,
+        code: 'Incomplete',
       })
     }
   }
 }
-
 
 /** sigs.k8s.io/yaml's key order (it goes through a Go map): sorted, at every level. */
 function sortedKeys(v: unknown): unknown {

@@ -8,7 +8,8 @@ const KINDS = ['json', 'yaml'] as const
 export default class Version extends BaseCommand<typeof Version> {
   static override summary = 'Print the meshvm version.'
 
-  static override description = `Like istioctl version --remote=false: "client version: X" by default, only the version with --short, and {"clientVersion": {...}} with -o json|yaml. meshvm --version (or -v) prints oclif's one-line form: meshvm/X PLATFORM node-VERSION.`
+  static override description =
+    `Like istioctl version --remote=false: "client version: X" by default, only the version with --short, and {"clientVersion": {...}} with -o json|yaml. meshvm --version (or -v) prints oclif's one-line form: meshvm/X PLATFORM node-VERSION.`
 
   static override examples = [
     '<%= config.bin %> <%= command.id %>',

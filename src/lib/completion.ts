@@ -77,8 +77,7 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
       used = n
     }
   }
-  const flagNamed = (word: string): CompletionFlag | undefined =>
-    command?.flags.find((f) => (word.startsWith('--') ? f.name === word.slice(2) : f.char !== undefined && word === `-${f.char}`))
+  const flagNamed = (word: string): CompletionFlag | undefined => command?.flags.find((f) => (word.startsWith('--') ? f.name === word.slice(2) : f.char !== undefined && word === `-${f.char}`))
   // Which words are arguments (not flags, not flag values)?
   const args: string[] = []
   let pendingFlag: CompletionFlag | undefined

@@ -296,14 +296,16 @@ function oclifLines(text: string): string[] {
  * Applied where server text enters an error (kube/errors.ts) and again when any error is printed.
  */
 export function redactCredentials(text: string): string {
-  return text
-    .replace(/\b(authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|negotiate|digest)\s+)?[^\s"',;]+/gi, '$1$2[redacted]')
-    .replace(/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]')
-    .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted JWT]')
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]*:[^\s/@]*@/gi, '$1[redacted]@')
-    // token=…, password=… (query strings, env) and "token": "…" (JSON); not "token: …" prose.
-    .replace(/\b((?:access_|id_|refresh_)?token|password|passwd|client_secret)=[^\s"'&,;]{4,}/gi, '$1=[redacted]')
-    .replace(/"((?:access_|id_|refresh_)?token|password|client_secret)"(\s*:\s*)"[^"]{4,}"/gi, '"$1"$2"[redacted]"')
+  return (
+    text
+      .replace(/\b(authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|negotiate|digest)\s+)?[^\s"',;]+/gi, '$1$2[redacted]')
+      .replace(/\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [redacted]')
+      .replace(/\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, '[redacted JWT]')
+      .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]*:[^\s/@]*@/gi, '$1[redacted]@')
+      // token=…, password=… (query strings, env) and "token": "…" (JSON); not "token: …" prose.
+      .replace(/\b((?:access_|id_|refresh_)?token|password|passwd|client_secret)=[^\s"'&,;]{4,}/gi, '$1=[redacted]')
+      .replace(/"((?:access_|id_|refresh_)?token|password|client_secret)"(\s*:\s*)"[^"]{4,}"/gi, '"$1"$2"[redacted]"')
+  )
 }
 
 export function stripAnsi(text: string): string {

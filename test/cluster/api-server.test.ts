@@ -28,15 +28,18 @@ function call(method: string, path: string, options: {body?: unknown; token?: st
     // reused keep-alive socket races its idle timer and can be reset.
     const req = request(url, {method, headers, ca: target.caPem, agent: false}, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => {
-        let body: unknown
-        try {
-          body = JSON.parse(text)
-        } catch {
-          body = undefined
-        }
-        resolve({status: res.statusCode ?? 0, headers: res.headers, body, text})
-      })
+      res
+        .setEncoding('utf8')
+        .on('data', (d: string) => (text += d))
+        .on('end', () => {
+          let body: unknown
+          try {
+            body = JSON.parse(text)
+          } catch {
+            body = undefined
+          }
+          resolve({status: res.statusCode ?? 0, headers: res.headers, body, text})
+        })
     })
     req.on('error', reject)
     req.end(payload)
@@ -45,7 +48,9 @@ function call(method: string, path: string, options: {body?: unknown; token?: st
 
 const WG = '/apis/networking.istio.io/v1/namespaces/default/workloadgroups'
 const wg = (name: string, extra: Record<string, unknown> = {}) => ({
-  apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name, ...extra},
+  apiVersion: 'networking.istio.io/v1',
+  kind: 'WorkloadGroup',
+  metadata: {name, ...extra},
   spec: {metadata: {labels: {app: name}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
 })
 
@@ -164,7 +169,9 @@ describe('object semantics', () => {
     await call('POST', '/api/v1/namespaces', {body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'gc'}}})
     const owner = (await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadgroups', {body: wg('owner')})).body
     const ref = {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'owner', uid: owner.metadata.uid, controller: true}
-    await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadentries', {body: {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'owned', ownerReferences: [ref]}, spec: {address: '10.0.0.1'}}})
+    await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadentries', {
+      body: {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'owned', ownerReferences: [ref]}, spec: {address: '10.0.0.1'}},
+    })
     await call('POST', '/api/v1/namespaces/gc/configmaps', {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'cm'}, data: {a: 'b'}}})
     expect((await call('DELETE', '/apis/networking.istio.io/v1/namespaces/gc/workloadgroups/owner')).status).toBe(200)
     expect((await call('GET', '/apis/networking.istio.io/v1/namespaces/gc/workloadentries/owned')).status).toBe(404)
@@ -178,7 +185,13 @@ describe('lists, selectors, paging and watch', () => {
   beforeAll(async () => {
     await call('POST', '/api/v1/namespaces', {body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'paging'}}})
     for (let i = 0; i < 25; i++) {
-      await call('POST', '/api/v1/namespaces/paging/configmaps', {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: `cm-${String(i).padStart(2, '0')}`, labels: {tier: i % 3 === 0 ? 'a' : i % 3 === 1 ? 'b' : 'c', ...(i < 5 ? {first: 'yes'} : {})}}}})
+      await call('POST', '/api/v1/namespaces/paging/configmaps', {
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: {name: `cm-${String(i).padStart(2, '0')}`, labels: {tier: i % 3 === 0 ? 'a' : i % 3 === 1 ? 'b' : 'c', ...(i < 5 ? {first: 'yes'} : {})}},
+        },
+      })
     }
   })
 
@@ -253,7 +266,9 @@ describe('lists, selectors, paging and watch', () => {
 describe('service accounts, RBAC and subresources', () => {
   it('issues TokenRequest JWTs that authenticate as the service account, authorized by RBAC bindings', async () => {
     await call('POST', '/api/v1/namespaces/default/serviceaccounts', {body: {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'reader'}}})
-    const tr = await call('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {audiences: ['istio-ca'], expirationSeconds: 3600}}})
+    const tr = await call('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {
+      body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {audiences: ['istio-ca'], expirationSeconds: 3600}},
+    })
     expect(tr.status).toBe(201)
     const token = tr.body.status.token as string
     const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
@@ -261,17 +276,32 @@ describe('service accounts, RBAC and subresources', () => {
     const denied = await call('GET', '/api/v1/pods', {token})
     expect(denied.status).toBe(403)
     expect(denied.body.message).toBe('pods is forbidden: User "system:serviceaccount:default:reader" cannot list resource "pods" in API group "" at the cluster scope')
-    await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {body: {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name: 'pod-reader'}, rules: [{apiGroups: [''], resources: ['pods'], verbs: ['get', 'list']}]}})
-    await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {body: {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: {name: 'reader'}, roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'pod-reader'}, subjects: [{kind: 'ServiceAccount', name: 'reader', namespace: 'default'}]}})
+    await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      body: {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name: 'pod-reader'}, rules: [{apiGroups: [''], resources: ['pods'], verbs: ['get', 'list']}]},
+    })
+    await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: {name: 'reader'},
+        roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'pod-reader'},
+        subjects: [{kind: 'ServiceAccount', name: 'reader', namespace: 'default'}],
+      },
+    })
     expect((await call('GET', '/api/v1/pods', {token})).status).toBe(200)
-    const review = await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {token, body: {apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {resourceAttributes: {verb: 'delete', resource: 'pods'}}}})
+    const review = await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+      token,
+      body: {apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {resourceAttributes: {verb: 'delete', resource: 'pods'}}},
+    })
     expect(review.body.status.allowed).toBe(false)
     const short = await call('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {body: {spec: {expirationSeconds: 60}}})
     expect(short.status).toBe(422)
   })
 
   it('fills service-account-token Secrets after the token controller delay', async () => {
-    await call('POST', '/api/v1/namespaces/default/secrets', {body: {apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: {name: 'reader-token', annotations: {'kubernetes.io/service-account.name': 'reader'}}}})
+    await call('POST', '/api/v1/namespaces/default/secrets', {
+      body: {apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: {name: 'reader-token', annotations: {'kubernetes.io/service-account.name': 'reader'}}},
+    })
     expect((await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data).toEqual({})
     await waitUntil(() => Boolean((cluster.store.get('/secrets', 'default', 'reader-token')?.data as Record<string, string> | undefined)?.token), 'the token controller to fill reader-token')
     const data = (await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data

@@ -53,7 +53,9 @@ export function rulesReview(store: Store, user: UserInfo, namespace: string): {r
   }
   // Discovery paths every authenticated user may read (system:discovery, system:public-info-viewer).
   rules.push({verbs: ['get'], nonResourceURLs: ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/']})
-  const resourceRules = rules.filter((r) => !r.nonResourceURLs).map((r) => ({verbs: r.verbs, apiGroups: r.apiGroups ?? [], resources: r.resources ?? [], ...(r.resourceNames?.length ? {resourceNames: r.resourceNames} : {})}))
+  const resourceRules = rules
+    .filter((r) => !r.nonResourceURLs)
+    .map((r) => ({verbs: r.verbs, apiGroups: r.apiGroups ?? [], resources: r.resources ?? [], ...(r.resourceNames?.length ? {resourceNames: r.resourceNames} : {})}))
   const nonResourceRules = rules.filter((r) => r.nonResourceURLs).map((r) => ({verbs: r.verbs, nonResourceURLs: r.nonResourceURLs}))
   return {resourceRules, nonResourceRules}
 }
@@ -86,9 +88,10 @@ function subjectMatches(s: Subject, user: UserInfo): boolean {
 }
 
 function rulesOf(store: Store, roleRef: {kind: string; name: string}, namespace: string | undefined): PolicyRule[] {
-  const role = roleRef.kind === 'ClusterRole'
-    ? store.get(resourceKey('rbac.authorization.k8s.io', 'clusterroles'), undefined, roleRef.name)
-    : store.get(resourceKey('rbac.authorization.k8s.io', 'roles'), namespace, roleRef.name)
+  const role =
+    roleRef.kind === 'ClusterRole'
+      ? store.get(resourceKey('rbac.authorization.k8s.io', 'clusterroles'), undefined, roleRef.name)
+      : store.get(resourceKey('rbac.authorization.k8s.io', 'roles'), namespace, roleRef.name)
   return ((role as KubeObj | undefined)?.rules as PolicyRule[] | undefined) ?? []
 }
 

@@ -3,7 +3,9 @@ import {ANNOTATIONS, AutoRegistration, autoRegisteredName, rfc3339Nano, Registra
 import {Store, type KubeObj} from './store.js'
 
 const group = (spec: Record<string, unknown> = {}): KubeObj => ({
-  apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'},
+  apiVersion: 'networking.istio.io/v1',
+  kind: 'WorkloadGroup',
+  metadata: {name: 'web', namespace: 'apps'},
   spec: {
     metadata: {labels: {app: 'web', tier: 'group'}, annotations: {'example.com/team': 'a'}},
     template: {serviceAccount: 'web-vm', ports: {http: 8080}, labels: {tier: 'template', v: 't'}, network: 'vm-net', weight: 3},
@@ -13,8 +15,14 @@ const group = (spec: Record<string, unknown> = {}): KubeObj => ({
 })
 
 const proxy = (extra: Partial<ProxyInfo> = {}): ProxyInfo => ({
-  id: 'vm-1.apps', namespace: 'apps', ips: ['10.0.0.5'], autoRegisterGroup: 'web', labels: {tier: 'node'},
-  readinessProbe: true, identity: {namespace: 'apps', serviceAccount: 'web-vm'}, ...extra,
+  id: 'vm-1.apps',
+  namespace: 'apps',
+  ips: ['10.0.0.5'],
+  autoRegisterGroup: 'web',
+  labels: {tier: 'node'},
+  readinessProbe: true,
+  identity: {namespace: 'apps', serviceAccount: 'web-vm'},
+  ...extra,
 })
 
 let ctl: AutoRegistration | undefined
@@ -50,13 +58,21 @@ describe('auto-registration (pilot/pkg/autoregistration)', () => {
     expect(ctl!.connect(proxy({network: 'node-net', locality: {region: 'r1', zone: 'z1'}}), conTime)).toBe('web-10.0.0.5-node-net')
     const we = store.get(WE, 'apps', 'web-10.0.0.5-node-net')!
     expect(we.spec).toEqual({
-      address: '10.0.0.5', serviceAccount: 'web-vm', ports: {http: 8080}, weight: 3, network: 'node-net', locality: 'r1/z1',
+      address: '10.0.0.5',
+      serviceAccount: 'web-vm',
+      ports: {http: 8080},
+      weight: 3,
+      network: 'node-net',
+      locality: 'r1/z1',
       labels: {app: 'web', tier: 'node', v: 't'},
     })
     expect(we.metadata.labels).toEqual({app: 'web', tier: 'node', v: 't'})
     expect(we.metadata.annotations).toEqual({
-      [ANNOTATIONS.group]: 'web', 'example.com/team': 'a', [ANNOTATIONS.healthChecks]: 'true',
-      [ANNOTATIONS.controller]: 'istiod-a', [ANNOTATIONS.connectedAt]: '2026-01-02T03:04:05.5Z',
+      [ANNOTATIONS.group]: 'web',
+      'example.com/team': 'a',
+      [ANNOTATIONS.healthChecks]: 'true',
+      [ANNOTATIONS.controller]: 'istiod-a',
+      [ANNOTATIONS.connectedAt]: '2026-01-02T03:04:05.5Z',
     })
     expect(we.metadata.ownerReferences).toEqual([{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'web', uid: wg.metadata.uid, controller: true}])
   })

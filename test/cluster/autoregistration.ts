@@ -78,7 +78,10 @@ export type IstioBehaviour = '1.30' | '1.31'
 
 /** A refusal istiod returns on the ADS stream (gRPC status code name and message). */
 export class RegistrationError extends Error {
-  constructor(readonly code: 'FailedPrecondition' | 'Unknown', message: string) {
+  constructor(
+    readonly code: 'FailedPrecondition' | 'Unknown',
+    message: string,
+  ) {
     super(message)
     this.name = 'RegistrationError'
   }
@@ -133,7 +136,10 @@ export class AutoRegistration {
   private readonly timers = new Timers()
   private readonly unsubscribe: () => void
 
-  constructor(private readonly store: Store, private readonly options: AutoRegistrationOptions) {
+  constructor(
+    private readonly store: Store,
+    private readonly options: AutoRegistrationOptions,
+  ) {
     this.mode = options.mode ?? 'istio'
     this.istioVersion = options.istioVersion ?? '1.30'
     this.waypoints = new Set(options.waypoints ?? [])
@@ -191,8 +197,11 @@ export class AutoRegistration {
     const ref = waypoint.includes('/') ? waypoint : `${entry.metadata.namespace}/${waypoint}`
     const bound = this.waypoints.has(ref)
     const condition: Json = {
-      type: WAYPOINT_BOUND, status: bound ? 'True' : 'False', lastTransitionTime: at.toISOString(),
-      reason: bound ? 'WaypointAccepted' : 'WaypointNotFound', message: bound ? `bound to ${ref}` : `waypoint ${ref} not found`,
+      type: WAYPOINT_BOUND,
+      status: bound ? 'True' : 'False',
+      lastTransitionTime: at.toISOString(),
+      reason: bound ? 'WaypointAccepted' : 'WaypointNotFound',
+      message: bound ? `bound to ${ref}` : `waypoint ${ref} not found`,
     }
     const conditions = (((entry.status as Json | undefined)?.conditions as Json[] | undefined) ?? []).filter((c) => c.type !== WAYPOINT_BOUND)
     this.store.update(WE, {...entry, status: {...((entry.status as Json) ?? {}), conditions: [...conditions, condition]}})
@@ -301,18 +310,24 @@ export class AutoRegistration {
     const entry = workloadEntryFromGroup(name, proxy, group!)
     ensureProxyCanControlEntry(proxy, entry)
     const war = this.store.create(WAR, 'WorkloadAutoRegistration', {
-      apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration',
+      apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
+      kind: 'WorkloadAutoRegistration',
       metadata: {name, namespace: proxy.namespace, ownerReferences: [ownerRef(group!)]},
       spec: {
         identity: {jwt: {issuer: 'https://kubernetes.default.svc.cluster.local', subject: `system:serviceaccount:${proxy.identity?.namespace}:${proxy.identity?.serviceAccount}`}},
         registration: {
-          agent: {version: proxy.version ?? '1.24.2'}, sidecar: {istio: {version: proxy.version ?? '1.24.2'}},
-          host: {addresses: proxy.ips.map((ip) => ({ip, type: 'VPC'}))}, workload: {labels: entry.metadata.labels ?? {}}, settings: {connectedOver: 'VPC'},
+          agent: {version: proxy.version ?? '1.24.2'},
+          sidecar: {istio: {version: proxy.version ?? '1.24.2'}},
+          host: {addresses: proxy.ips.map((ip) => ({ip, type: 'VPC'}))},
+          workload: {labels: entry.metadata.labels ?? {}},
+          settings: {connectedOver: 'VPC'},
         },
       },
       status: {workloadGroupSnapshot: structuredClone(group!.spec), activeAgentConnection: {connectedTo: this.options.instanceId}, conditions: [connected]},
     })
-    entry.metadata.ownerReferences = [{apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name, uid: war.metadata.uid!, controller: true, blockOwnerDeletion: true}]
+    entry.metadata.ownerReferences = [
+      {apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name, uid: war.metadata.uid!, controller: true, blockOwnerDeletion: true},
+    ]
     entry.metadata.annotations![ANNOTATIONS.controller] = this.options.instanceId
     entry.metadata.annotations![ANNOTATIONS.connectedAt] = rfc3339Nano(conTime)
     this.store.create(WE, 'WorkloadEntry', entry)
@@ -348,7 +363,6 @@ export class AutoRegistration {
     }
   }
 
-
   stop(): void {
     this.unsubscribe()
     this.timers.clear()
@@ -359,7 +373,10 @@ const isoSeconds = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z')
 
 /** TSB names a registration `<group>-<identity>`; for a Kubernetes-token identity, the host name. */
 export function warName(proxy: ProxyInfo): string {
-  const host = proxy.id.slice(0, proxy.id.lastIndexOf('.')).toLowerCase().replace(/[^a-z0-9-]/g, '-')
+  const host = proxy.id
+    .slice(0, proxy.id.lastIndexOf('.'))
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
   return `${proxy.autoRegisterGroup}-jwt-k8s-${host}`.slice(0, 253)
 }
 
@@ -383,7 +400,8 @@ export function workloadEntryFromGroup(name: string, proxy: ProxyInfo, group: Ku
   if (l && (l.region || l.zone || l.subZone)) entry.locality = [l.region ?? '', l.zone ?? '', l.subZone ?? ''].join('/').replace(/\/+$/, '')
   if (proxy.readinessProbe) annotations[ANNOTATIONS.healthChecks] = 'true'
   return {
-    apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadEntry',
     metadata: {name, namespace: proxy.namespace, ...(entry.labels ? {labels: entry.labels as Record<string, string>} : {}), annotations, ownerReferences: [ownerRef(group)]},
     spec: entry,
   }
@@ -393,7 +411,8 @@ export function workloadEntryFromGroup(name: string, proxy: ProxyInfo, group: Ku
 export function ensureProxyCanControlEntry(proxy: ProxyInfo, entry: KubeObj): void {
   const id = proxy.identity
   if (!id) throw new RegistrationError('Unknown', 'registration of WorkloadEntry requires a verified identity')
-  if (id.namespace !== entry.metadata.namespace) throw new RegistrationError('Unknown', `registration of WorkloadEntry namespace mismatch: ${JSON.stringify(id.namespace)} vs ${JSON.stringify(entry.metadata.namespace)}`)
+  if (id.namespace !== entry.metadata.namespace)
+    throw new RegistrationError('Unknown', `registration of WorkloadEntry namespace mismatch: ${JSON.stringify(id.namespace)} vs ${JSON.stringify(entry.metadata.namespace)}`)
   const sa = (entry.spec as {serviceAccount?: string} | undefined)?.serviceAccount
   if (sa && id.serviceAccount !== sa) throw new RegistrationError('Unknown', `registration of WorkloadEntry service account mismatch: ${JSON.stringify(id.serviceAccount)} vs ${JSON.stringify(sa)}`)
 }

@@ -90,7 +90,9 @@ export function authenticateCaller(call: ServerCall, o: CallerAuthOptions): {ide
   const claimed = String(call.metadata.clusterid ?? '')
   if (claimed !== '' && claimed !== o.clusterId) {
     // istiod 1.31's text (security/pkg/server/ca/authenticate/kubeauth), seen from the real one.
-    o.log(`Failed to authenticate client: Authenticator KubeJWTAuthenticator: client claims to be in cluster "${claimed}", but we only know about local cluster "${o.clusterId}" and remote clusters []`)
+    o.log(
+      `Failed to authenticate client: Authenticator KubeJWTAuthenticator: client claims to be in cluster "${claimed}", but we only know about local cluster "${o.clusterId}" and remote clusters []`,
+    )
     return undefined
   }
   const m = /^Bearer\s+(\S+)$/i.exec(String(call.metadata.authorization ?? ''))
@@ -101,7 +103,9 @@ export function authenticateCaller(call: ServerCall, o: CallerAuthOptions): {ide
   const status = reviewToken(o.pki, o.store, m[1]!, ['istio-ca'])
   const sa = reviewedServiceAccount(status)
   if (!sa) {
-    o.log(`Failed to authenticate client: failed to validate the JWT from cluster "${claimed || o.clusterId}": the service account authentication returns an error: ${status.error ?? 'the token is not authenticated'}`)
+    o.log(
+      `Failed to authenticate client: failed to validate the JWT from cluster "${claimed || o.clusterId}": the service account authentication returns an error: ${status.error ?? 'the token is not authenticated'}`,
+    )
     return undefined
   }
   return {identity: `spiffe://${o.trustDomain}/ns/${sa.namespace}/sa/${sa.name}`, namespace: sa.namespace, serviceAccount: sa.name}
@@ -109,22 +113,26 @@ export function authenticateCaller(call: ServerCall, o: CallerAuthOptions): {ide
 
 /** Registers CreateCertificate on an istiod's gRPC server. */
 export function serveCa(xds: XdsServer, ca: MeshCa, o: CallerAuthOptions): void {
-  xds.handle(CREATE_CERTIFICATE, async (call) => {
-    const raw = await call.next()
-    const caller = authenticateCaller(call, o)
-    if (!caller) {
-      call.end(GrpcCode.UNAUTHENTICATED, 'request authenticate failure')
-      return
-    }
-    let chain: string[]
-    try {
-      const request = decodeCertificateRequest(raw ?? new Uint8Array())
-      chain = signCsr(ca, request.csr, caller.identity, request.validitySeconds)
-    } catch (err) {
-      call.end(GrpcCode.INVALID_ARGUMENT, err instanceof CaError ? err.message : 'CSR signing error (invalid request)')
-      return
-    }
-    call.send(encodeCertificateResponse(chain))
-    call.end()
-  }, {auth: 'none'})
+  xds.handle(
+    CREATE_CERTIFICATE,
+    async (call) => {
+      const raw = await call.next()
+      const caller = authenticateCaller(call, o)
+      if (!caller) {
+        call.end(GrpcCode.UNAUTHENTICATED, 'request authenticate failure')
+        return
+      }
+      let chain: string[]
+      try {
+        const request = decodeCertificateRequest(raw ?? new Uint8Array())
+        chain = signCsr(ca, request.csr, caller.identity, request.validitySeconds)
+      } catch (err) {
+        call.end(GrpcCode.INVALID_ARGUMENT, err instanceof CaError ? err.message : 'CSR signing error (invalid request)')
+        return
+      }
+      call.send(encodeCertificateResponse(chain))
+      call.end()
+    },
+    {auth: 'none'},
+  )
 }

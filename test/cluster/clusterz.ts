@@ -49,7 +49,16 @@ function syncs(kubeconfig: string): Promise<boolean> {
       return
     }
     const req = request(
-      {hostname: url.hostname, port: url.port, path: url.pathname + url.search, method: 'GET', ca: t.ca, servername: t.servername, headers: t.token ? {Authorization: `Bearer ${t.token}`} : {}, timeout: 5000},
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method: 'GET',
+        ca: t.ca,
+        servername: t.servername,
+        headers: t.token ? {Authorization: `Bearer ${t.token}`} : {},
+        timeout: 5000,
+      },
       (res) => {
         res.resume()
         res.on('end', () => resolve(res.statusCode === 200))

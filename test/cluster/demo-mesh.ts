@@ -31,10 +31,18 @@ export function addAmbientEastWestGateway(store: Store, options: {name?: string;
   const namespace = options.namespace ?? 'istio-system'
   const labels = {'gateway.networking.k8s.io/gateway-name': name, 'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west', 'topology.istio.io/network': 'network1'}
   store.create('/services', 'Service', {
-    apiVersion: 'v1', kind: 'Service', metadata: {name, namespace, labels},
-    spec: {type: 'LoadBalancer', clusterIP: '10.96.0.31', selector: {'gateway.networking.k8s.io/gateway-name': name}, ports: [
-      {name: 'status-port', port: 15021, protocol: 'TCP'}, {name: 'mesh', port: 15008, protocol: 'TCP'},
-    ]},
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name, namespace, labels},
+    spec: {
+      type: 'LoadBalancer',
+      clusterIP: '10.96.0.31',
+      selector: {'gateway.networking.k8s.io/gateway-name': name},
+      ports: [
+        {name: 'status-port', port: 15021, protocol: 'TCP'},
+        {name: 'mesh', port: 15008, protocol: 'TCP'},
+      ],
+    },
     status: {loadBalancer: {ingress: [{ip: options.ip}]}},
   })
 }
@@ -45,7 +53,12 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
   // Both revisions' injector configs carry the cluster ID (bundles read ISTIO_META_CLUSTER_ID from there).
   mesh.installIstio({clusterId, gatewayIp: '203.0.113.10'})
   // A revisioned install's mesh config names its own istiod (as the istio-discovery chart renders it).
-  mesh.installIstio({revision: DEMO_CANARY_REVISION, clusterId, gatewayIp: '203.0.113.10', meshConfig: `defaultConfig:\n  discoveryAddress: istiod-${DEMO_CANARY_REVISION}.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n`})
+  mesh.installIstio({
+    revision: DEMO_CANARY_REVISION,
+    clusterId,
+    gatewayIp: '203.0.113.10',
+    meshConfig: `defaultConfig:\n  discoveryAddress: istiod-${DEMO_CANARY_REVISION}.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n`,
+  })
   // startTestCluster() already runs one default-revision istiod; the demo uses its own names.
   for (const pod of store.list('/pods', 'istio-system')) store.delete('/pods', 'istio-system', pod.metadata.name)
   mesh.istiods.clear()
@@ -67,10 +80,12 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
     for (const app of apps[ns]) {
       for (let replica = 0; replica < 4; replica++) {
         const canary = ns === 'legacy'
-        const problem = n % 9 === 4 ? problems[(n / 9) % problems.length | 0] : undefined
+        const problem = n % 9 === 4 ? problems[((n / 9) % problems.length) | 0] : undefined
         mesh.addPod({
           name: `${app}-${(0x5d4c3b + n * 7919).toString(16).slice(-6)}-${String.fromCharCode(97 + replica)}${n % 10}x${replica}`,
-          namespace: ns, istiod: canary ? DEMO_ISTIODS.canary : DEMO_ISTIODS.stable, labels: {app, version: 'v1'},
+          namespace: ns,
+          istiod: canary ? DEMO_ISTIODS.canary : DEMO_ISTIODS.stable,
+          labels: {app, version: 'v1'},
           version: canary ? DEMO_VERSIONS.canary : n % 13 === 0 ? DEMO_VERSIONS.old : DEMO_VERSIONS.stable,
           sentAgoMs: 30_000 + n * 17_000,
           ...(problem ? {types: {[['CDS', 'LDS', 'EDS', 'RDS'][n % 4]!]: problem}} : {}),
@@ -87,11 +102,15 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
   ]
   for (const g of groups) {
     store.create('networking.istio.io/workloadgroups', 'WorkloadGroup', {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: g.group, namespace: g.ns},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: {name: g.group, namespace: g.ns},
       spec: {metadata: {labels: {app: g.group}}, template: {serviceAccount: 'default', ports: {tcp: g.port}}, probe: {tcpSocket: {port: g.port}, periodSeconds: 5}},
     })
     store.create('/services', 'Service', {
-      apiVersion: 'v1', kind: 'Service', metadata: {name: g.group, namespace: g.ns, labels: {app: g.group}},
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {name: g.group, namespace: g.ns, labels: {app: g.group}},
       spec: {type: 'ClusterIP', clusterIP: `10.96.${groups.indexOf(g) + 5}.10`, selector: {app: g.group}, ports: [{name: 'tcp', port: g.port, protocol: 'TCP'}]},
     })
   }
@@ -128,7 +147,10 @@ export function seedDemoMesh(cluster: TestCluster, options: {clusterId?: string}
   addAmbientEastWestGateway(store, {ip: '203.0.113.11'})
   // The VMs are on their own network (vm-network), as in Istio's VM guide: the cluster's network is
   // named on the Istio namespace and on its east-west gateway, so istiod can route across.
-  for (const [resource, namespace, name] of [['/namespaces', undefined, 'istio-system'], ['/services', 'istio-system', 'istio-eastwestgateway']] as const) {
+  for (const [resource, namespace, name] of [
+    ['/namespaces', undefined, 'istio-system'],
+    ['/services', 'istio-system', 'istio-eastwestgateway'],
+  ] as const) {
     const obj = store.get(resource, namespace, name)
     if (obj) store.update(resource, {...obj, metadata: {...obj.metadata, resourceVersion: undefined, labels: {...obj.metadata.labels, 'topology.istio.io/network': 'network1'}}})
   }

@@ -42,7 +42,19 @@ describe('demo mesh', () => {
 
   it('proxy-status reads the demo over HTTP debug, and over xDS alone as with demo:cluster --no-debug-http: the same proxies and states', async () => {
     // Status words only: xDS reports no nonces (no "Never Acknowledged") and gives 1.21-shape istiods ages.
-    const states = (table: string) => table.trim().split('\n').slice(1).map((l) => l.replace(/ \([^)]*\)/g, '').split(/\s{2,}/).slice(0, 7).join('|')).sort()
+    const states = (table: string) =>
+      table
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) =>
+          l
+            .replace(/ \([^)]*\)/g, '')
+            .split(/\s{2,}/)
+            .slice(0, 7)
+            .join('|'),
+        )
+        .sort()
     const http = await runCli(['proxy-status', '-v', '1'], {env: cluster.env})
     expect(http.code, http.stderr).toBe(0)
     for (const name of cluster.mesh.istiods.keys()) cluster.mesh.setIstiod(name, {debugHttp: false})
@@ -86,7 +98,10 @@ describe('npm run demo:cluster -- --name NAME --cluster-id ID', () => {
     const run = (args: string[]): Promise<string> =>
       new Promise((resolve, reject) => execFile('kubectl', args, {env, encoding: 'utf8'}, (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout))))
     expect((await run(['config', 'get-contexts', '-o', 'name'])).split('\n').filter(Boolean).sort()).toEqual(['east', 'west'])
-    for (const [context, id] of [['east', 'east-1'], ['west', 'west-1']] as const) {
+    for (const [context, id] of [
+      ['east', 'east-1'],
+      ['west', 'west-1'],
+    ] as const) {
       const values = await run(['--context', context, 'get', 'configmap', 'istio-sidecar-injector', '-n', 'istio-system', '-o', 'jsonpath={.data.values}'])
       expect(JSON.parse(values)).toMatchObject({global: {multiCluster: {clusterName: id}}})
     }

@@ -28,7 +28,10 @@ try {
 }
 const name = flags.name ?? flags.context
 const DNS = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
-for (const [flag, value] of [['--name', name], ['--cluster-id', flags['cluster-id']]] as const) {
+for (const [flag, value] of [
+  ['--name', name],
+  ['--cluster-id', flags['cluster-id']],
+] as const) {
   if (value !== undefined && !DNS.test(value)) {
     process.stderr.write(`Error: ${flag} ${JSON.stringify(value)}: expected lower case letters, digits, '-' and '.'\n${USAGE}\n`)
     process.exit(2)

@@ -48,11 +48,13 @@ export class Faults {
 
   /** The rule for this request, counting it as used. */
   take(method: string, path: string, query: URLSearchParams): ActiveFault | undefined {
-    const rule = this.rules.find((r) =>
-      (!r.method || r.method === method) &&
-      (!r.path || (typeof r.path === 'string' ? path.startsWith(r.path) : r.path.test(path))) &&
-      (!r.query || query.has(r.query)) &&
-      (r.times === undefined || r.hits < r.times))
+    const rule = this.rules.find(
+      (r) =>
+        (!r.method || r.method === method) &&
+        (!r.path || (typeof r.path === 'string' ? path.startsWith(r.path) : r.path.test(path))) &&
+        (!r.query || query.has(r.query)) &&
+        (r.times === undefined || r.hits < r.times),
+    )
     if (rule) rule.hits++
     return rule
   }

@@ -115,7 +115,8 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   const store = new Store()
   const mesh = new Mesh(store, {pki})
   const server = new ApiServer({
-    pki, store,
+    pki,
+    store,
     gitVersion: options.gitVersion ?? 'v1.32.0',
     tokenControllerDelayMs: options.tokenControllerDelayMs ?? 150,
     continueTtlMs: options.continueTtlMs ?? 5 * 60_000,
@@ -135,7 +136,13 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
     }
   }
   for (const ns of ['default', 'kube-system', 'kube-public']) {
-    store.create('/namespaces', 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}}, spec: {finalizers: ['kubernetes']}, status: {phase: 'Active'}})
+    store.create('/namespaces', 'Namespace', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}},
+      spec: {finalizers: ['kubernetes']},
+      status: {phase: 'Active'},
+    })
   }
   const ca = meshCa()
   let namespaces: NamespaceController | undefined
@@ -154,9 +161,20 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
   }
   const kubeconfigPath = kubeconfigFor(token, {path: join(dir, 'kubeconfig')})
   return {
-    url, token, caPem: pki.caPem, dir, kubeconfigPath, contextName,
+    url,
+    token,
+    caPem: pki.caPem,
+    dir,
+    kubeconfigPath,
+    contextName,
     env: {KUBECONFIG: kubeconfigPath, KUBECACHEDIR: join(dir, 'kube-cache')},
-    server, store, mesh, ca, namespaces, faults: server.faults, requests: server.requests,
+    server,
+    store,
+    mesh,
+    ca,
+    namespaces,
+    faults: server.faults,
+    requests: server.requests,
     addUser(name, o = {}) {
       const userToken = `user-${name}-${randomBytes(12).toString('hex')}`
       options.onSecret?.(userToken)

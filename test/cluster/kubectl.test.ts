@@ -159,7 +159,7 @@ describe('kubectl against the test API server', () => {
     expect(whoami.stdout).toMatch(/^Groups\s+\[auditors system:authenticated\]$/m)
   })
 
-  it('warns about unknown fields with fieldValidation=Warn (kube-apiserver\'s default) and prunes them', async () => {
+  it("warns about unknown fields with fieldValidation=Warn (kube-apiserver's default) and prunes them", async () => {
     const path = file('warn.yaml', WORKLOAD_GROUP.replace('name: ratings', 'name: warned').replace('  template:', '  bogus: 1\n  template:'))
     const res = await kubectl(cluster, ['create', '--validate=warn', '-f', path])
     expect(res.stdout.trim()).toBe('workloadgroup.networking.istio.io/warned created')
@@ -169,7 +169,10 @@ describe('kubectl against the test API server', () => {
 
   it('refuses kubectl replace of a custom resource without resourceVersion, as kube-apiserver does', async () => {
     // `kubectl replace -f` fills in the live resourceVersion itself; `--raw` sends the PUT as it is.
-    const path = file('replace.json', JSON.stringify({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'replaced', namespace: 'default'}, spec: {template: {serviceAccount: 'default'}}}))
+    const path = file(
+      'replace.json',
+      JSON.stringify({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'replaced', namespace: 'default'}, spec: {template: {serviceAccount: 'default'}}}),
+    )
     expect((await kubectl(cluster, ['create', '-f', path])).code).toBe(0)
     const res = await kubectl(cluster, ['replace', '--raw', '/apis/networking.istio.io/v1/namespaces/default/workloadgroups/replaced', '-f', path])
     expect(res.stderr.trim()).toBe('The workloadgroups "replaced" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update')
@@ -184,11 +187,12 @@ describe('kubectl against the test API server', () => {
     const refused = await kubectl(cluster, ['create', 'configmap', 'late', '-n', 'short-lived'])
     expect(refused.stderr.trim()).toBe('error: failed to create configmap: configmaps "late" is forbidden: unable to create new content in namespace short-lived because it is being terminated')
     expect((await kubectl(cluster, ['patch', 'wg', 'held', '-n', 'short-lived', '--type=merge', '-p', '{"metadata":{"finalizers":null}}'])).code).toBe(0)
-    await expect.poll(async () => (await kubectl(cluster, ['get', 'namespace', 'short-lived'])).stderr.trim(), {timeout: 10_000})
+    await expect
+      .poll(async () => (await kubectl(cluster, ['get', 'namespace', 'short-lived'])).stderr.trim(), {timeout: 10_000})
       .toBe('Error from server (NotFound): namespaces "short-lived" not found')
   })
 
-  it('keeps a foreground deletion\'s object with its foregroundDeletion finalizer while dependents remain', async () => {
+  it("keeps a foreground deletion's object with its foregroundDeletion finalizer while dependents remain", async () => {
     const path = file('fg.yaml', WORKLOAD_GROUP.replace('name: ratings', 'name: fg\n  finalizers: [example.com/keep]'))
     expect((await kubectl(cluster, ['create', '-f', path])).code).toBe(0)
     expect((await kubectl(cluster, ['delete', 'wg', 'fg', '--cascade=foreground', '--wait=false'])).stdout.trim()).toBe('workloadgroup.networking.istio.io "fg" deleted')
@@ -211,7 +215,11 @@ ${ports.map((p) => `  - name: p${p}\n    port: ${p}`).join('\n')}
 
   it('server-side apply merges Service ports by port and protocol: a port no longer applied disappears', async () => {
     expect((await kubectl(cluster, ['apply', '--server-side', '-f', file('ssa-svc.yaml', service('ssa-svc', [80, 443]))])).stdout.trim()).toBe('service/ssa-svc serverside-applied')
-    const managed = JSON.parse((await kubectl(cluster, ['get', 'svc', 'ssa-svc', '-o', 'jsonpath={.metadata.managedFields}', '--show-managed-fields'])).stdout) as {manager: string; operation: string; fieldsV1: Record<string, any>}[]
+    const managed = JSON.parse((await kubectl(cluster, ['get', 'svc', 'ssa-svc', '-o', 'jsonpath={.metadata.managedFields}', '--show-managed-fields'])).stdout) as {
+      manager: string
+      operation: string
+      fieldsV1: Record<string, any>
+    }[]
     expect(managed.map((m) => `${m.manager}/${m.operation}`)).toEqual(['kubectl/Apply'])
     expect(managed[0]!.fieldsV1['f:spec']['f:ports']['k:{"port":443,"protocol":"TCP"}']).toEqual({'.': {}, 'f:name': {}, 'f:port': {}})
     expect((await kubectl(cluster, ['apply', '--server-side', '-f', file('ssa-svc.yaml', service('ssa-svc', [80]))])).code).toBe(0)

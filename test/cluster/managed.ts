@@ -49,7 +49,7 @@ export function schemaListTypes(schema: Json | undefined): ListTypes {
     for (const name of path) {
       if (!node) break
       if (node.type === 'array') node = node.items as Json | undefined
-      node = (node?.properties as Json | undefined)?.[name] as Json | undefined ?? (isObject(node?.additionalProperties) ? (node!.additionalProperties as Json) : undefined)
+      node = ((node?.properties as Json | undefined)?.[name] as Json | undefined) ?? (isObject(node?.additionalProperties) ? (node!.additionalProperties as Json) : undefined)
     }
     if (node?.['x-kubernetes-list-type'] === 'map') return {type: 'map', keys: (node['x-kubernetes-list-map-keys'] as string[] | undefined) ?? []}
     if (node?.['x-kubernetes-list-type'] === 'set') return {type: 'set'}
@@ -68,14 +68,28 @@ function keyElement(item: Json, keys: string[]): string {
 }
 
 /** Ignored as kube-apiserver ignores them: server-set and identity fields are nobody's. */
-const META_IGNORED = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields', 'selfLink', 'generateName'])
+const META_IGNORED = new Set([
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'managedFields',
+  'selfLink',
+  'generateName',
+])
 
 /** The fields an object sets, as FieldsV1 paths (leaves, and list-map items themselves). */
 export function fieldSet(obj: Json, lists: ListTypes, withDefaults?: (path: string[], item: Json) => Json): FieldSet {
   const out: FieldSet = new Set()
   const walk = (value: unknown, path: string[], names: string[]) => {
     if (isObject(value)) {
-      const entries = Object.entries(value).filter(([k]) => !(names.length === 0 && (k === 'apiVersion' || k === 'kind' || k === 'status')) && !(names.length === 1 && names[0] === 'metadata' && META_IGNORED.has(k)))
+      const entries = Object.entries(value).filter(
+        ([k]) => !(names.length === 0 && (k === 'apiVersion' || k === 'kind' || k === 'status')) && !(names.length === 1 && names[0] === 'metadata' && META_IGNORED.has(k)),
+      )
       if (Object.keys(value).length === 0 && path.length > 0) out.add(path.join(SEP))
       for (const [k, v] of entries) walk(v, [...path, `f:${k}`], [...names, k])
       return
@@ -132,7 +146,10 @@ export function describePath(p: string): string {
   for (const el of p.split(SEP)) {
     if (el === '.') continue
     if (el.startsWith('f:')) out += `.${el.slice(2)}`
-    else if (el.startsWith('k:')) out += `[${Object.entries(JSON.parse(el.slice(2)) as Json).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`
+    else if (el.startsWith('k:'))
+      out += `[${Object.entries(JSON.parse(el.slice(2)) as Json)
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+        .join(',')}]`
     else if (el.startsWith('v:')) out += `[=${el.slice(2)}]`
   }
   return out
@@ -225,7 +242,15 @@ function withKeyDefaults(value: unknown, names: string[], lists: ListTypes, with
  * `force` (then it changes owner); fields this manager applied before and no longer applies are
  * removed unless another manager owns them too.
  */
-export function applyFields(live: Json | undefined, applied: Json, manager: string, force: boolean, apiVersion: string, lists: ListTypes, withDefaults?: (path: string[], item: Json) => Json): {object: Json; conflicts: Conflict[]} {
+export function applyFields(
+  live: Json | undefined,
+  applied: Json,
+  manager: string,
+  force: boolean,
+  apiVersion: string,
+  lists: ListTypes,
+  withDefaults?: (path: string[], item: Json) => Json,
+): {object: Json; conflicts: Conflict[]} {
   const managed = entriesOf(live)
   // Key defaults only locate items; the defaulted fields themselves are not the applier's.
   const located = withDefaults ? (withKeyDefaults(applied, [], lists, withDefaults) as Json) : applied

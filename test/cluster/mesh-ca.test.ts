@@ -108,7 +108,11 @@ describe('TokenReview (authentication.k8s.io/v1)', () => {
   it('authenticates a bound service-account token for its audience (kubectl create -f)', async () => {
     const {token} = boundToken(testPki(), {namespace: 'default', name: 'default', uid: sa().metadata.uid!}, ['istio-ca'], 600)
     const status = await review(token, ['istio-ca'])
-    expect(status).toMatchObject({authenticated: true, audiences: ['istio-ca'], user: {username: 'system:serviceaccount:default:default', groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated']}})
+    expect(status).toMatchObject({
+      authenticated: true,
+      audiences: ['istio-ca'],
+      user: {username: 'system:serviceaccount:default:default', groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated']},
+    })
   })
 
   it('refuses another audience, an expired token, a deleted service account and a forged token', async () => {

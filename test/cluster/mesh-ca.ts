@@ -47,7 +47,11 @@ export function createMeshCa(organisation = 'cluster.local', options: {keys?: Ke
   const subject = [{name: 'organizationName', value: organisation}]
   root.setSubject(subject)
   root.setIssuer(subject)
-  root.setExtensions([{name: 'basicConstraints', cA: true, critical: true}, {name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true}, {name: 'subjectKeyIdentifier'}])
+  root.setExtensions([
+    {name: 'basicConstraints', cA: true, critical: true},
+    {name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true},
+    {name: 'subjectKeyIdentifier'},
+  ])
   const rootKey = forge.pki.privateKeyFromPem(keys.privateKeyPem)
   root.sign(rootKey, forge.md.sha256.create())
   return {

@@ -126,7 +126,13 @@ export class Mesh {
   private ensureNamespace(name: string): void {
     const key = resourceKey('', 'namespaces')
     if (!this.store.get(key, undefined, name)) {
-      this.store.create(key, 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name, labels: {'kubernetes.io/metadata.name': name}}, spec: {finalizers: ['kubernetes']}, status: {phase: 'Active'}})
+      this.store.create(key, 'Namespace', {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {name, labels: {'kubernetes.io/metadata.name': name}},
+        spec: {finalizers: ['kubernetes']},
+        status: {phase: 'Active'},
+      })
     }
   }
 
@@ -149,27 +155,55 @@ export class Mesh {
     this.ensureNamespace(ns)
     this.ensureNamespace('kube-system')
     this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
-      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: rev ? `istio-${rev}` : 'istio', namespace: ns, labels: {'istio.io/rev': rev ?? 'default'}},
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {name: rev ? `istio-${rev}` : 'istio', namespace: ns, labels: {'istio.io/rev': rev ?? 'default'}},
       data: {mesh: options.meshConfig ?? 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata: {}\ntrustDomain: cluster.local\n'},
     })
     this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
-      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: rev ? `istio-sidecar-injector-${rev}` : 'istio-sidecar-injector', namespace: ns},
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {name: rev ? `istio-sidecar-injector-${rev}` : 'istio-sidecar-injector', namespace: ns},
       data: {values: JSON.stringify({global: {multiCluster: {clusterName: options.clusterId ?? 'cluster1'}, network: 'network1'}, revision: rev ?? ''}), config: '{}'},
     })
     this.put(resourceKey('', 'configmaps'), 'ConfigMap', {
-      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-ca-root-cert', namespace: ns},
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {name: 'istio-ca-root-cert', namespace: ns},
       data: {'root-cert.pem': options.rootCert ?? meshCa().rootPem},
     })
     this.put(resourceKey('', 'services'), 'Service', {
-      apiVersion: 'v1', kind: 'Service', metadata: {name: rev ? `istiod-${rev}` : 'istiod', namespace: ns, labels: {app: 'istiod', 'istio.io/rev': rev ?? 'default'}},
-      spec: {type: 'ClusterIP', clusterIP: '10.96.0.20', selector: {app: 'istiod', 'istio.io/rev': rev ?? 'default'}, ports: [{name: 'grpc-xds', port: 15010, protocol: 'TCP'}, {name: 'https-dns', port: 15012, protocol: 'TCP'}, {name: 'https-webhook', port: 443, targetPort: 15017, protocol: 'TCP'}, {name: 'http-monitoring', port: 15014, protocol: 'TCP'}]},
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {name: rev ? `istiod-${rev}` : 'istiod', namespace: ns, labels: {app: 'istiod', 'istio.io/rev': rev ?? 'default'}},
+      spec: {
+        type: 'ClusterIP',
+        clusterIP: '10.96.0.20',
+        selector: {app: 'istiod', 'istio.io/rev': rev ?? 'default'},
+        ports: [
+          {name: 'grpc-xds', port: 15010, protocol: 'TCP'},
+          {name: 'https-dns', port: 15012, protocol: 'TCP'},
+          {name: 'https-webhook', port: 443, targetPort: 15017, protocol: 'TCP'},
+          {name: 'http-monitoring', port: 15014, protocol: 'TCP'},
+        ],
+      },
     })
     if (options.gatewayIp !== undefined) {
       this.put(resourceKey('', 'services'), 'Service', {
-        apiVersion: 'v1', kind: 'Service', metadata: {name: 'istio-eastwestgateway', namespace: ns, labels: {app: 'istio-eastwestgateway', istio: 'eastwestgateway'}},
-        spec: {type: 'LoadBalancer', clusterIP: '10.96.0.30', selector: {istio: 'eastwestgateway'}, ports: [
-          {name: 'status-port', port: 15021, protocol: 'TCP'}, {name: 'tls', port: 15443, protocol: 'TCP'}, {name: 'tls-istiod', port: 15012, protocol: 'TCP'}, {name: 'tls-webhook', port: 15017, protocol: 'TCP'},
-        ]},
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: {name: 'istio-eastwestgateway', namespace: ns, labels: {app: 'istio-eastwestgateway', istio: 'eastwestgateway'}},
+        spec: {
+          type: 'LoadBalancer',
+          clusterIP: '10.96.0.30',
+          selector: {istio: 'eastwestgateway'},
+          ports: [
+            {name: 'status-port', port: 15021, protocol: 'TCP'},
+            {name: 'tls', port: 15443, protocol: 'TCP'},
+            {name: 'tls-istiod', port: 15012, protocol: 'TCP'},
+            {name: 'tls-webhook', port: 15017, protocol: 'TCP'},
+          ],
+        },
         status: {loadBalancer: {ingress: [{ip: options.gatewayIp}]}},
       })
     }
@@ -187,13 +221,19 @@ export class Mesh {
     }
     const service = revision === 'default' ? 'istiod' : `istiod-${revision}`
     this.put(key, 'MutatingWebhookConfiguration', {
-      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration',
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
       metadata: {name: 'istio-revision-tag-default', labels: {'istio.io/tag': 'default', 'istio.io/rev': revision, app: 'sidecar-injector'}},
-      webhooks: [{
-        name: 'rev.namespace.sidecar-injector.istio.io', admissionReviewVersions: ['v1'], sideEffects: 'None', failurePolicy: 'Fail',
-        clientConfig: {service: {name: service, namespace, path: '/inject', port: 443}},
-        namespaceSelector: {matchExpressions: [{key: 'istio.io/rev', operator: 'In', values: ['default']}]},
-      }],
+      webhooks: [
+        {
+          name: 'rev.namespace.sidecar-injector.istio.io',
+          admissionReviewVersions: ['v1'],
+          sideEffects: 'None',
+          failurePolicy: 'Fail',
+          clientConfig: {service: {name: service, namespace, path: '/inject', port: 443}},
+          namespaceSelector: {matchExpressions: [{key: 'istio.io/rev', operator: 'In', values: ['default']}]},
+        },
+      ],
     })
   }
 
@@ -204,21 +244,54 @@ export class Mesh {
 
   addIstiod(spec: IstiodSpec): void {
     const state: IstiodState = {
-      namespace: 'istio-system', revision: 'default', version: DEFAULT_ISTIO_VERSION, shape: 'resources', port: 15014, clusterId: 'cluster1', debugHttp: this.debugHttpDefault, untrustedCertificate: false,
-      ...spec, ip: spec.ip ?? this.nextIp(), down: false, latencyMs: 0, malformed: false, adsz: true,
+      namespace: 'istio-system',
+      revision: 'default',
+      version: DEFAULT_ISTIO_VERSION,
+      shape: 'resources',
+      port: 15014,
+      clusterId: 'cluster1',
+      debugHttp: this.debugHttpDefault,
+      untrustedCertificate: false,
+      ...spec,
+      ip: spec.ip ?? this.nextIp(),
+      down: false,
+      latencyMs: 0,
+      malformed: false,
+      adsz: true,
     }
     this.istiods.set(spec.name, state)
     const labels = {app: 'istiod', istio: 'pilot', 'istio.io/rev': state.revision}
     this.put(resourceKey('', 'pods'), 'Pod', {
-      apiVersion: 'v1', kind: 'Pod',
+      apiVersion: 'v1',
+      kind: 'Pod',
       metadata: {name: state.name, namespace: state.namespace, labels, annotations: {'prometheus.io/port': String(state.port), 'prometheus.io/scrape': 'true', 'sidecar.istio.io/inject': 'false'}},
       spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${state.version}`, ports: [{containerPort: 15012}, {containerPort: 15014}]}], serviceAccountName: 'istiod'},
       status: {phase: 'Running', podIP: state.ip, conditions: [{type: 'Ready', status: 'True'}], containerStatuses: [{name: 'discovery', ready: true, restartCount: 0}]},
     })
     const deployment = state.revision === 'default' ? 'istiod' : `istiod-${state.revision}`
     this.put(resourceKey('apps', 'deployments'), 'Deployment', {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: deployment, namespace: state.namespace, labels},
-      spec: {replicas: 1, selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${state.version}`, env: [{name: 'PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', value: 'true'}, {name: 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS', value: 'true'}]}]}}},
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {name: deployment, namespace: state.namespace, labels},
+      spec: {
+        replicas: 1,
+        selector: {matchLabels: labels},
+        template: {
+          metadata: {labels},
+          spec: {
+            containers: [
+              {
+                name: 'discovery',
+                image: `docker.io/istio/pilot:${state.version}`,
+                env: [
+                  {name: 'PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', value: 'true'},
+                  {name: 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS', value: 'true'},
+                ],
+              },
+            ],
+          },
+        },
+      },
       status: {replicas: 1, readyReplicas: 1, availableReplicas: 1},
     })
   }
@@ -235,8 +308,15 @@ export class Mesh {
     const podIP = this.nextIp()
     const version = options.version ?? this.istiods.get(options.istiod)?.version ?? DEFAULT_ISTIO_VERSION
     this.put(resourceKey('', 'pods'), 'Pod', {
-      apiVersion: 'v1', kind: 'Pod', metadata: {name: options.name, namespace: options.namespace, labels: options.labels ?? {app: options.name.split('-')[0]!}},
-      spec: {containers: [{name: 'app', image: 'app:1'}, {name: 'istio-proxy', image: `istio/proxyv2:${version}`}]},
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {name: options.name, namespace: options.namespace, labels: options.labels ?? {app: options.name.split('-')[0]!}},
+      spec: {
+        containers: [
+          {name: 'app', image: 'app:1'},
+          {name: 'istio-proxy', image: `istio/proxyv2:${version}`},
+        ],
+      },
       status: {phase: 'Running', podIP},
     })
     this.connect({...options, id: `${options.name}.${options.namespace}`, metadata: options.metadata ?? {INSTANCE_IPS: podIP, NAMESPACE: options.namespace, ISTIO_VERSION: version}})
@@ -263,7 +343,7 @@ export class Mesh {
     this.ensureNamespace(vm.namespace)
     const group = this.store.get(resourceKey('networking.istio.io', 'workloadgroups'), vm.namespace, vm.group)
     const groupRef = group ? [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: vm.group, uid: group.metadata.uid!, controller: true, blockOwnerDeletion: true}] : undefined
-    const labels = {...(((group?.spec as {metadata?: {labels?: Record<string, string>}} | undefined)?.metadata?.labels) ?? {app: vm.group})}
+    const labels = {...((group?.spec as {metadata?: {labels?: Record<string, string>}} | undefined)?.metadata?.labels ?? {app: vm.group})}
     const now = Date.now()
     let war: KubeObj | undefined
     let proxyId = `${vm.name}.${vm.namespace}`
@@ -271,19 +351,30 @@ export class Mesh {
     if (source === 'war') {
       const connected = vm.agentConnected ?? vm.connectedTo !== undefined
       war = this.put(resourceKey('runtime.onboarding.tetrate.io', 'workloadautoregistrations'), 'WorkloadAutoRegistration', {
-        apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration',
+        apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
+        kind: 'WorkloadAutoRegistration',
         metadata: {name: vm.name, namespace: vm.namespace, ownerReferences: groupRef},
         spec: {
           identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: `i-${vm.name.replace(/[^a-z0-9]/g, '').slice(-12)}`}}},
           registration: {
-            agent: {version: '1.4.0'}, sidecar: {istio: {version: vm.version ?? this.istiods.get(vm.connectedTo ?? '')?.version ?? DEFAULT_ISTIO_VERSION}},
-            host: {addresses: [{ip: vm.address, type: 'VPC'}]}, workload: {labels}, settings: {connectedOver: 'VPC'},
+            agent: {version: '1.4.0'},
+            sidecar: {istio: {version: vm.version ?? this.istiods.get(vm.connectedTo ?? '')?.version ?? DEFAULT_ISTIO_VERSION}},
+            host: {addresses: [{ip: vm.address, type: 'VPC'}]},
+            workload: {labels},
+            settings: {connectedOver: 'VPC'},
           },
         },
         status: {
           ...(group ? {workloadGroupSnapshot: vm.stale ? staleSnapshot(group.spec) : structuredClone(group.spec)} : {}),
           ...(connected && vm.connectedTo ? {activeAgentConnection: {connectedTo: `onboarding-plane-${vm.connectedTo}`}} : {}),
-          conditions: [{type: 'AgentConnected', status: connected ? 'True' : 'False', reason: connected ? 'AgentEstablishedConnection' : 'AgentDisconnected', lastTransitionTime: iso(now - (vm.disconnectedAgoMs ?? 60_000))}],
+          conditions: [
+            {
+              type: 'AgentConnected',
+              status: connected ? 'True' : 'False',
+              reason: connected ? 'AgentEstablishedConnection' : 'AgentDisconnected',
+              lastTransitionTime: iso(now - (vm.disconnectedAgoMs ?? 60_000)),
+            },
+          ],
         },
       })
       proxyId = `${vm.name}.${vm.namespace}`
@@ -299,10 +390,25 @@ export class Mesh {
       annotations['istio.io/workloadController'] = 'istiod-gone'
     }
     const workloadEntry = this.put(resourceKey('networking.istio.io', 'workloadentries'), 'WorkloadEntry', {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
       metadata: {name: weName, namespace: vm.namespace, labels, annotations, ownerReferences: owner},
       spec: {address: vm.address, labels, serviceAccount: 'default', network: 'vm-network'},
-      ...(vm.healthy === undefined ? {} : {status: {conditions: [{type: 'Healthy', status: vm.healthy ? 'True' : 'False', lastProbeTime: iso(now - 5000), lastTransitionTime: iso(now - 60_000), ...(vm.healthy ? {} : {reason: 'HTTPGetFailed', message: 'Get "http://127.0.0.1:8080/ready": connection refused'})}]}}),
+      ...(vm.healthy === undefined
+        ? {}
+        : {
+            status: {
+              conditions: [
+                {
+                  type: 'Healthy',
+                  status: vm.healthy ? 'True' : 'False',
+                  lastProbeTime: iso(now - 5000),
+                  lastTransitionTime: iso(now - 60_000),
+                  ...(vm.healthy ? {} : {reason: 'HTTPGetFailed', message: 'Get "http://127.0.0.1:8080/ready": connection refused'}),
+                },
+              ],
+            },
+          }),
     })
     // The node metadata pilot-agent sends (mesh.yaml's proxyMetadata): the VM's address, its group when it
     // auto-registers (a WAR-registered VM names its WorkloadEntry instead).
@@ -372,8 +478,11 @@ export class Mesh {
       const watches: Record<string, string[]> = {}
       for (const type of Object.keys(XDS_TYPES) as XdsType[]) if ((p.types?.[type] ?? 'synced') !== 'unwatched') watches[XDS_TYPES[type]] = []
       clients.push({
-        connectionId: this.connectionIds.get(p.id) ?? `${p.id}-0`, connectedAt: (p.connectedAt ?? new Date(Date.now() - 600_000)).toISOString(), address: `${peer}:${port++}`,
-        ...(p.metadata ? {metadata: p.metadata} : {}), watches,
+        connectionId: this.connectionIds.get(p.id) ?? `${p.id}-0`,
+        connectedAt: (p.connectedAt ?? new Date(Date.now() - 600_000)).toISOString(),
+        address: `${peer}:${port++}`,
+        ...(p.metadata ? {metadata: p.metadata} : {}),
+        watches,
       })
     }
     clients.sort((a, b) => (a.connectionId < b.connectionId ? -1 : a.connectionId > b.connectionId ? 1 : 0))
@@ -504,7 +613,12 @@ export class Mesh {
       if (call.identity?.['kubernetes.io']?.namespace !== istiod.namespace) throw new Error(`the debug info is not available for current identity`)
       if (istiod.latencyMs > 0) await new Promise((r) => setTimeout(r, istiod.latencyMs))
       const extra = this.debugHandlers.get(`/debug/${name}`)
-      const body = name === 'adsz' && istiod.adsz ? JSON.stringify(this.adsz(istiod.name)) : extra ? JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId})) : '404 page not found\n'
+      const body =
+        name === 'adsz' && istiod.adsz
+          ? JSON.stringify(this.adsz(istiod.name))
+          : extra
+            ? JSON.stringify(await extra({name: istiod.name, namespace: istiod.namespace, clusterId: istiod.clusterId}))
+            : '404 page not found\n'
       return {typeUrl: request.typeUrl, versionInfo: iso(Date.now()), nonce: randomUUID(), resources: [{typeUrl: TYPE_DEBUG, value: Buffer.from(body, 'utf8')}]}
     })
     istiod.xds = xds
@@ -543,9 +657,12 @@ export class Mesh {
           // debugSyncStatus: ERROR on a NACK, NOT_SENT without a sent nonce, SYNCED when acked, else STALE.
           const status = state === 'nack' ? 4 : state === 'not-sent' ? 2 : state === 'synced' ? 1 : 3
           generic.push({
-            typeUrl: XDS_TYPES[type], configStatus: status,
+            typeUrl: XDS_TYPES[type],
+            configStatus: status,
             lastUpdated: state === 'not-sent' ? '0001-01-01T00:00:00Z' : sentTime,
-            ...(state === 'nack' ? {errorState: {lastUpdateAttempt: sentTime, details: p.lastError ?? 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain)'}} : {}),
+            ...(state === 'nack'
+              ? {errorState: {lastUpdateAttempt: sentTime, details: p.lastError ?? 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain)'}}
+              : {}),
           })
         }
         generic.sort((a, b) => (a.typeUrl < b.typeUrl ? -1 : 1))

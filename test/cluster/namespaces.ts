@@ -50,7 +50,10 @@ export class NamespaceController {
   private readonly timers = new Set<NodeJS.Timeout>()
   private readonly unsubscribe: () => void
 
-  constructor(private readonly store: Store, private readonly options: NamespaceControllerOptions) {
+  constructor(
+    private readonly store: Store,
+    private readonly options: NamespaceControllerOptions,
+  ) {
     this.unsubscribe = store.onEvent((e) => this.onEvent(e))
     for (const ns of store.list(NAMESPACES)) this.schedule(ns.metadata.name)
   }
@@ -79,7 +82,12 @@ export class NamespaceController {
     // A new namespace, or one relabelled into the discovery selectors.
     if (e.resource === NAMESPACES && e.type !== 'DELETED') this.schedule(e.object.metadata.name)
     // discoverySelectors changed: namespaces newly selected get their ConfigMap.
-    if (e.resource === CONFIGMAPS && e.type !== 'DELETED' && e.object.metadata.namespace === (this.options.istioNamespace ?? 'istio-system') && e.object.metadata.name === (this.options.meshConfigMap ?? 'istio')) {
+    if (
+      e.resource === CONFIGMAPS &&
+      e.type !== 'DELETED' &&
+      e.object.metadata.namespace === (this.options.istioNamespace ?? 'istio-system') &&
+      e.object.metadata.name === (this.options.meshConfigMap ?? 'istio')
+    ) {
       for (const ns of this.store.list(NAMESPACES)) this.schedule(ns.metadata.name)
     }
   }
@@ -97,7 +105,8 @@ export class NamespaceController {
     const ns = this.store.get(NAMESPACES, undefined, namespace)
     if (!ns || !this.watches(ns) || this.store.get(CONFIGMAPS, namespace, ROOT_CERT_CONFIGMAP)) return
     this.store.create(CONFIGMAPS, 'ConfigMap', {
-      apiVersion: 'v1', kind: 'ConfigMap',
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
       metadata: {name: ROOT_CERT_CONFIGMAP, namespace, labels: {'istio.io/config': 'true'}},
       data: {'root-cert.pem': this.options.rootCert},
     })

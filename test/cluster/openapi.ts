@@ -48,7 +48,11 @@ export function openApiV3Root(defs: ResourceDef[]): Record<string, unknown> {
   for (const def of defs) byPath.set(gvPath(def), [...(byPath.get(gvPath(def)) ?? []), def])
   const paths: Record<string, unknown> = {}
   for (const [path, group] of byPath) {
-    const hash = createHash('sha512').update(JSON.stringify(groupVersionDocument(group))).digest('hex').slice(0, 32).toUpperCase()
+    const hash = createHash('sha512')
+      .update(JSON.stringify(groupVersionDocument(group)))
+      .digest('hex')
+      .slice(0, 32)
+      .toUpperCase()
     paths[path] = {serverRelativeURL: `/openapi/v3/${path}?hash=${hash}`}
   }
   return {paths}

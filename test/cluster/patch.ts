@@ -8,7 +8,10 @@ type Json = Record<string, unknown>
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 export class PatchError extends Error {
-  constructor(message: string, readonly status = 422) {
+  constructor(
+    message: string,
+    readonly status = 422,
+  ) {
     super(message)
   }
 }
@@ -80,7 +83,10 @@ export function strategicMergePatch(target: unknown, patch: unknown, path: strin
 function pointer(path: string): string[] {
   if (path === '') return []
   if (!path.startsWith('/')) throw new PatchError(`invalid JSON pointer ${JSON.stringify(path)}`, 400)
-  return path.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+  return path
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
 }
 
 function parentOf(doc: unknown, tokens: string[]): {parent: Json | unknown[]; key: string} {

@@ -15,7 +15,15 @@ export interface Pki {
   signingPublicKeyPem: string
 }
 
-function certificate(options: {subject: string; issuer: forge.pki.Certificate | undefined; publicKeyPem: string; signerKeyPem: string; ca: boolean; altNames?: {type: number; value?: string; ip?: string}[]; serial: string}): forge.pki.Certificate {
+function certificate(options: {
+  subject: string
+  issuer: forge.pki.Certificate | undefined
+  publicKeyPem: string
+  signerKeyPem: string
+  ca: boolean
+  altNames?: {type: number; value?: string; ip?: string}[]
+  serial: string
+}): forge.pki.Certificate {
   const cert = forge.pki.createCertificate()
   cert.publicKey = forge.pki.publicKeyFromPem(options.publicKeyPem)
   cert.serialNumber = options.serial
@@ -24,7 +32,10 @@ function certificate(options: {subject: string; issuer: forge.pki.Certificate | 
   const subject = [{name: 'commonName', value: options.subject}]
   cert.setSubject(subject)
   cert.setIssuer(options.issuer ? options.issuer.subject.attributes : subject)
-  const extensions: object[] = [{name: 'basicConstraints', cA: options.ca}, {name: 'keyUsage', keyCertSign: options.ca, digitalSignature: true, keyEncipherment: !options.ca}]
+  const extensions: object[] = [
+    {name: 'basicConstraints', cA: options.ca},
+    {name: 'keyUsage', keyCertSign: options.ca, digitalSignature: true, keyEncipherment: !options.ca},
+  ]
   if (options.altNames) extensions.push({name: 'subjectAltName', altNames: options.altNames}, {name: 'extKeyUsage', serverAuth: true})
   cert.setExtensions(extensions)
   cert.sign(forge.pki.privateKeyFromPem(options.signerKeyPem), forge.md.sha256.create())
@@ -41,8 +52,17 @@ export function testPki(): Pki {
   const signing = fixtureKey('sa-signing')
   const ca = certificate({subject: 'meshvm-test-ca', issuer: undefined, publicKeyPem: caKeys.publicKeyPem, signerKeyPem: caKeys.privateKeyPem, ca: true, serial: '01'})
   const server = certificate({
-    subject: 'meshvm-test-apiserver', issuer: ca, publicKeyPem: serverKeys.publicKeyPem, signerKeyPem: caKeys.privateKeyPem, ca: false, serial: '02',
-    altNames: [{type: 2, value: 'localhost'}, {type: 7, ip: '127.0.0.1'}, {type: 2, value: 'kubernetes.default.svc'}],
+    subject: 'meshvm-test-apiserver',
+    issuer: ca,
+    publicKeyPem: serverKeys.publicKeyPem,
+    signerKeyPem: caKeys.privateKeyPem,
+    ca: false,
+    serial: '02',
+    altNames: [
+      {type: 2, value: 'localhost'},
+      {type: 7, ip: '127.0.0.1'},
+      {type: 2, value: 'kubernetes.default.svc'},
+    ],
   })
   cached = {
     caPem: forge.pki.certificateToPem(ca),

@@ -14,7 +14,12 @@ const run = promisify(execFile)
 const PYTHON = '/usr/bin/python3'
 const SCRIPT = fileURLToPath(new URL('../fixtures/python/portforward_get.py', import.meta.url))
 const ISTIOD = 'istiod-7d4b9c6f8-x2k9p'
-const hasPythonClient = existsSync(PYTHON) && (await run(PYTHON, ['-c', 'import kubernetes.stream'], {timeout: 20_000}).then(() => true, () => false))
+const hasPythonClient =
+  existsSync(PYTHON) &&
+  (await run(PYTHON, ['-c', 'import kubernetes.stream'], {timeout: 20_000}).then(
+    () => true,
+    () => false,
+  ))
 
 async function pyGet(kubeconfig: string, namespace: string, pod: string, port: number, path: string): Promise<string> {
   const {stdout} = await run(PYTHON, [SCRIPT, kubeconfig, namespace, pod, String(port), path], {timeout: 30_000})
@@ -39,10 +44,12 @@ describe.skipIf(!hasPythonClient)('pods/portforward with the Python client', () 
 
   it('while the pod proxy gets 401 from the same istiod', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      https.get(`${cluster.url}/api/v1/namespaces/istio-system/pods/${ISTIOD}:15014/proxy/debug/syncz`, {ca: cluster.caPem, headers: {Authorization: `Bearer ${cluster.token}`}}, (r) => {
-        r.resume()
-        resolve(r.statusCode ?? 0)
-      }).on('error', reject)
+      https
+        .get(`${cluster.url}/api/v1/namespaces/istio-system/pods/${ISTIOD}:15014/proxy/debug/syncz`, {ca: cluster.caPem, headers: {Authorization: `Bearer ${cluster.token}`}}, (r) => {
+          r.resume()
+          resolve(r.statusCode ?? 0)
+        })
+        .on('error', reject)
     })
     expect(status).toBe(401)
   })
@@ -98,7 +105,9 @@ describe.skipIf(!hasPythonClient)('pods/portforward with the Python client', () 
     }
     // The plain SPDY upgrade kubectl falls back to, as a server without the tunnel makes it do.
     const remove = cluster.faults.add({method: 'GET', path: `/api/v1/namespaces/istio-system/pods/${ISTIOD}/portforward`, status: 400, message: 'no tunnel', times: 1})
-    const plain = spawn('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', 'istio-system', 'port-forward', `pod/${ISTIOD}`, ':15014'], {env: {...process.env, KUBECACHEDIR: `${cluster.dir}/kc`}})
+    const plain = spawn('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', 'istio-system', 'port-forward', `pod/${ISTIOD}`, ':15014'], {
+      env: {...process.env, KUBECACHEDIR: `${cluster.dir}/kc`},
+    })
     let plainOut = ''
     plain.stdout.on('data', (d: Buffer) => (plainOut += d.toString()))
     try {
@@ -116,7 +125,10 @@ describe.skipIf(!hasPythonClient)('pods/portforward with the Python client', () 
       const res = await fetch(`http://127.0.0.1:${port}/debug/syncz`)
       expect(res.status).toBe(200)
       const tries = cluster.requests.filter((r) => r.path.endsWith(`/pods/${ISTIOD}/portforward`) && r.userAgent?.startsWith('kubectl/'))
-      expect(tries.slice(1).map((r) => [r.method, r.status])).toEqual([['GET', 400], ['POST', 101]])
+      expect(tries.slice(1).map((r) => [r.method, r.status])).toEqual([
+        ['GET', 400],
+        ['POST', 101],
+      ])
     } finally {
       plain.kill()
       remove()

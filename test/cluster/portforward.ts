@@ -128,16 +128,24 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   // then as a plain SPDY upgrade (POST, X-Stream-Protocol-Version); with SPDY the ports travel in each
   // stream's headers, not in the query. Neither is served here: say so rather than ask for ports.
   const upgrade = String(req.headers.upgrade ?? '').toLowerCase()
-  const streamProtocols = String(req.headers['x-stream-protocol-version'] ?? '').split(',').map((p) => p.trim())
+  const streamProtocols = String(req.headers['x-stream-protocol-version'] ?? '')
+    .split(',')
+    .map((p) => p.trim())
   if (req.method === 'POST' && upgrade === 'spdy/3.1') {
     // Plain SPDY (kubectl's fallback): the ports come in each stream's headers.
-    if (!streamProtocols.includes('portforward.k8s.io')) return fail(badRequest(`unable to upgrade connection: unable to negotiate protocol: client supports ${JSON.stringify(streamProtocols)}, server supports ["portforward.k8s.io"]`))
+    if (!streamProtocols.includes('portforward.k8s.io'))
+      return fail(badRequest(`unable to upgrade connection: unable to negotiate protocol: client supports ${JSON.stringify(streamProtocols)}, server supports ["portforward.k8s.io"]`))
     socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n')
     if (head.length > 0) socket.unshift(head)
     serveSpdyPortForward(socket, {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port))
     return 101
   }
-  if (String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).includes(SPDY_TUNNEL)) {
+  if (
+    String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .includes(SPDY_TUNNEL)
+  ) {
     // SPDY tunnelled in a WebSocket (kubectl 1.30+'s first try; apiserver PortForwardWebsockets): the
     // WebSocket's binary messages carry the SPDY byte stream.
     // The ws package refuses '/' and '+' in a subprotocol (not RFC 7230 token characters); Go's
@@ -157,7 +165,10 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   }
   if (ports.length === 0) return fail(badRequest('at least 1 port must be specified'))
   if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return fail(badRequest('unable to upgrade connection: expected a WebSocket upgrade'))
-  const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  const offered = String(req.headers['sec-websocket-protocol'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   if (offered.length > 0 && !offered.some((p) => PROTOCOLS.includes(p))) {
     return fail(badRequest(`unable to upgrade connection: requested protocols ${JSON.stringify(offered)} are not supported`))
   }
@@ -187,7 +198,12 @@ function serve(ws: WebSocket, target: {namespace: string; name: string; uid: str
       // The refusal arrives after kubelet's dial attempt, not in the same write as the port frames
       // (the Python client's select loop does not see frames buffered together with earlier ones).
       setTimeout(() => {
-        send(2 * i + 1, Buffer.from(`error forwarding port ${port} to pod ${target.name}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-${target.uid}": failed to connect to localhost:${port} inside namespace "${target.uid}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `))
+        send(
+          2 * i + 1,
+          Buffer.from(
+            `error forwarding port ${port} to pod ${target.name}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-${target.uid}": failed to connect to localhost:${port} inside namespace "${target.uid}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `,
+          ),
+        )
         setTimeout(doneOne, 20)
       }, 20)
       return

@@ -22,27 +22,48 @@ interface Message {
 
 const OwnerReference: Message = {1: ['kind', 'string'], 3: ['name', 'string'], 4: ['uid', 'string'], 5: ['apiVersion', 'string'], 6: ['controller', 'bool'], 7: ['blockOwnerDeletion', 'bool']}
 const ObjectMeta: Message = {
-  1: ['name', 'string'], 2: ['generateName', 'string'], 3: ['namespace', 'string'], 5: ['uid', 'string'], 6: ['resourceVersion', 'string'],
-  11: ['labels', 'map'], 12: ['annotations', 'map'], 13: ['ownerReferences', {repeated: OwnerReference}], 14: ['finalizers', 'strings'],
+  1: ['name', 'string'],
+  2: ['generateName', 'string'],
+  3: ['namespace', 'string'],
+  5: ['uid', 'string'],
+  6: ['resourceVersion', 'string'],
+  11: ['labels', 'map'],
+  12: ['annotations', 'map'],
+  13: ['ownerReferences', {repeated: OwnerReference}],
+  14: ['finalizers', 'strings'],
 }
 const ObjectReference: Message = {1: ['kind', 'string'], 2: ['namespace', 'string'], 3: ['name', 'string'], 4: ['uid', 'string'], 5: ['apiVersion', 'string']}
 
 const TYPES: Record<string, Message> = {
   'v1/ConfigMap': {1: ['metadata', ObjectMeta], 2: ['data', 'map'], 3: ['binaryData', 'bytesMap'], 4: ['immutable', 'bool']},
   'v1/Secret': {1: ['metadata', ObjectMeta], 2: ['data', 'bytesMap'], 3: ['type', 'string'], 4: ['stringData', 'map'], 5: ['immutable', 'bool']},
-  'v1/ServiceAccount': {1: ['metadata', ObjectMeta], 2: ['secrets', {repeated: ObjectReference}], 3: ['imagePullSecrets', {repeated: {1: ['name', 'string']}}], 4: ['automountServiceAccountToken', 'bool']},
+  'v1/ServiceAccount': {
+    1: ['metadata', ObjectMeta],
+    2: ['secrets', {repeated: ObjectReference}],
+    3: ['imagePullSecrets', {repeated: {1: ['name', 'string']}}],
+    4: ['automountServiceAccountToken', 'bool'],
+  },
   'v1/Namespace': {1: ['metadata', ObjectMeta], 2: ['spec', {1: ['finalizers', 'strings']}]},
   'authentication.k8s.io/v1/TokenRequest': {
     1: ['metadata', ObjectMeta],
-    2: ['spec', {1: ['audiences', 'strings'], 4: ['expirationSeconds', 'int'], 3: ['boundObjectRef', {1: ['kind', 'string'], 2: ['apiVersion', 'string'], 3: ['name', 'string'], 4: ['uid', 'string']}]}],
+    2: [
+      'spec',
+      {1: ['audiences', 'strings'], 4: ['expirationSeconds', 'int'], 3: ['boundObjectRef', {1: ['kind', 'string'], 2: ['apiVersion', 'string'], 3: ['name', 'string'], 4: ['uid', 'string']}]},
+    ],
   },
   'authentication.k8s.io/v1/SelfSubjectReview': {1: ['metadata', ObjectMeta]},
   'authorization.k8s.io/v1/SelfSubjectAccessReview': {
     1: ['metadata', ObjectMeta],
-    2: ['spec', {
-      1: ['resourceAttributes', {1: ['namespace', 'string'], 2: ['verb', 'string'], 3: ['group', 'string'], 4: ['version', 'string'], 5: ['resource', 'string'], 6: ['subresource', 'string'], 7: ['name', 'string']}],
-      2: ['nonResourceAttributes', {1: ['path', 'string'], 2: ['verb', 'string']}],
-    }],
+    2: [
+      'spec',
+      {
+        1: [
+          'resourceAttributes',
+          {1: ['namespace', 'string'], 2: ['verb', 'string'], 3: ['group', 'string'], 4: ['version', 'string'], 5: ['resource', 'string'], 6: ['subresource', 'string'], 7: ['name', 'string']},
+        ],
+        2: ['nonResourceAttributes', {1: ['path', 'string'], 2: ['verb', 'string']}],
+      },
+    ],
   },
   'authorization.k8s.io/v1/SelfSubjectRulesReview': {1: ['metadata', ObjectMeta], 2: ['spec', {1: ['namespace', 'string']}]},
 }

@@ -33,11 +33,13 @@ describe('the Python client against the test API server', () => {
     expect(out.dryRunCreate).toEqual({rv: null, uid: true})
   })
 
-  it('DELETE honours preconditions.resourceVersion with kube-apiserver\'s 409, and answers a Status naming the object', async () => {
+  it("DELETE honours preconditions.resourceVersion with kube-apiserver's 409, and answers a Status naming the object", async () => {
     const out = await python('delete_precondition')
     expect(out.stale.status).toBe(409)
     expect(out.stale.reason).toBe('Conflict')
-    expect(out.stale.message).toMatch(/^Operation cannot be fulfilled on configmaps "pre": StorageError: invalid object, Code: 4, Key: \/registry\/configmaps\/default\/pre, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: \d+, ResourceVersion in object meta: \d+$/)
+    expect(out.stale.message).toMatch(
+      /^Operation cannot be fulfilled on configmaps "pre": StorageError: invalid object, Code: 4, Key: \/registry\/configmaps\/default\/pre, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: \d+, ResourceVersion in object meta: \d+$/,
+    )
     expect(out.fresh).toEqual({kind: 'Status', status: 'Success', details: {name: 'pre', kind: 'configmaps', uid: true}})
   })
 
@@ -50,7 +52,10 @@ describe('the Python client against the test API server', () => {
 
   it('a watch with a label selector sees an object leave (DELETED) and come back (ADDED)', async () => {
     const out = await python('watch_selector_exit')
-    expect(out.events).toEqual([['DELETED', 'member', 'b'], ['ADDED', 'member', 'a']])
+    expect(out.events).toEqual([
+      ['DELETED', 'member', 'b'],
+      ['ADDED', 'member', 'a'],
+    ])
   })
 
   it('sends BOOKMARK events when the client allows them', async () => {
@@ -64,7 +69,7 @@ describe('the Python client against the test API server', () => {
     }
   })
 
-  it('flushes a watch\'s headers before any event', async () => {
+  it("flushes a watch's headers before any event", async () => {
     await cluster.server.create(cluster.server.resourceDefs().find((d) => d.plural === 'namespaces')!, undefined, {metadata: {name: 'quiet'}})
     const out = await python('watch_headers', {NAMESPACE: 'quiet'})
     expect(out).toEqual({status: 200, contentType: 'application/json'})
@@ -94,7 +99,10 @@ describe('the Python client against the test API server', () => {
   it('serves every page of a list from the snapshot of its first page', async () => {
     const out = await python('list_snapshot')
     expect(out.first).toEqual(['snap-a'])
-    expect(out.rest).toEqual([['snap-b', 'v'], ['snap-c', 'v']])
+    expect(out.rest).toEqual([
+      ['snap-b', 'v'],
+      ['snap-c', 'v'],
+    ])
     expect(out.sameVersion).toBe(true)
   })
 
@@ -106,7 +114,11 @@ describe('the Python client against the test API server', () => {
 
   it('refuses an update without resourceVersion on a custom resource (422), not on a ConfigMap', async () => {
     const out = await python('custom_update_without_rv')
-    expect(out.custom).toEqual({status: 422, reason: 'Invalid', message: 'workloadgroups.networking.istio.io "norv" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update'})
+    expect(out.custom).toEqual({
+      status: 422,
+      reason: 'Invalid',
+      message: 'workloadgroups.networking.istio.io "norv" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
+    })
     expect(out.builtin).toEqual({k: 'new'})
   })
 
@@ -123,8 +135,12 @@ describe('the Python client against the test API server', () => {
     expect(out).toEqual({kind: 'ConfigMapList', names: ['bulk-a', 'bulk-b'], left: []})
   })
 
-  it('refuses an unknown fieldValidation value with apimachinery\'s 422', async () => {
+  it("refuses an unknown fieldValidation value with apimachinery's 422", async () => {
     const out = await python('bad_field_validation')
-    expect(out.create).toEqual({status: 422, reason: 'Invalid', message: 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", "Warn"'})
+    expect(out.create).toEqual({
+      status: 422,
+      reason: 'Invalid',
+      message: 'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Bogus": supported values: "", "Ignore", "Strict", "Warn"',
+    })
   })
 })

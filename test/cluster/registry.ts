@@ -38,8 +38,19 @@ const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch
 
 function builtin(group: string, version: string, plural: string, kind: string, namespaced: boolean, extra: Partial<ResourceDef> = {}): ResourceDef {
   return {
-    group, version, plural, kind, namespaced,
-    singular: kind.toLowerCase(), shortNames: [], categories: [], verbs: ALL_VERBS, statusSubresource: false, subresources: [], printerColumns: [], crd: false,
+    group,
+    version,
+    plural,
+    kind,
+    namespaced,
+    singular: kind.toLowerCase(),
+    shortNames: [],
+    categories: [],
+    verbs: ALL_VERBS,
+    statusSubresource: false,
+    subresources: [],
+    printerColumns: [],
+    crd: false,
     ...extra,
   }
 }
@@ -50,17 +61,36 @@ export function builtinResources(): ResourceDef[] {
     builtin('', 'v1', 'serviceaccounts', 'ServiceAccount', true, {shortNames: ['sa'], subresources: ['token']}),
     builtin('', 'v1', 'secrets', 'Secret', true, {printerColumns: [{name: 'Type', type: 'string', jsonPath: '.type'}]}),
     builtin('', 'v1', 'configmaps', 'ConfigMap', true, {shortNames: ['cm']}),
-    builtin('', 'v1', 'services', 'Service', true, {shortNames: ['svc'], categories: ['all'], statusSubresource: true,
-      printerColumns: [{name: 'Type', type: 'string', jsonPath: '.spec.type'}, {name: 'Cluster-IP', type: 'string', jsonPath: '.spec.clusterIP'}]}),
-    builtin('', 'v1', 'pods', 'Pod', true, {shortNames: ['po'], categories: ['all'], statusSubresource: true, subresources: ['proxy'],
-      printerColumns: [{name: 'Status', type: 'string', jsonPath: '.status.phase'}]}),
-    builtin('', 'v1', 'events', 'Event', true, {shortNames: ['ev'],
-      printerColumns: [{name: 'Type', type: 'string', jsonPath: '.type'}, {name: 'Reason', type: 'string', jsonPath: '.reason'}, {name: 'Message', type: 'string', jsonPath: '.message'}]}),
+    builtin('', 'v1', 'services', 'Service', true, {
+      shortNames: ['svc'],
+      categories: ['all'],
+      statusSubresource: true,
+      printerColumns: [
+        {name: 'Type', type: 'string', jsonPath: '.spec.type'},
+        {name: 'Cluster-IP', type: 'string', jsonPath: '.spec.clusterIP'},
+      ],
+    }),
+    builtin('', 'v1', 'pods', 'Pod', true, {
+      shortNames: ['po'],
+      categories: ['all'],
+      statusSubresource: true,
+      subresources: ['proxy'],
+      printerColumns: [{name: 'Status', type: 'string', jsonPath: '.status.phase'}],
+    }),
+    builtin('', 'v1', 'events', 'Event', true, {
+      shortNames: ['ev'],
+      printerColumns: [
+        {name: 'Type', type: 'string', jsonPath: '.type'},
+        {name: 'Reason', type: 'string', jsonPath: '.reason'},
+        {name: 'Message', type: 'string', jsonPath: '.message'},
+      ],
+    }),
     builtin('', 'v1', 'nodes', 'Node', false, {shortNames: ['no'], statusSubresource: true}),
     builtin('apps', 'v1', 'deployments', 'Deployment', true, {shortNames: ['deploy'], categories: ['all'], statusSubresource: true}),
     // kube-apiserver serves Leases (leader election, node heartbeats; meshvm's rollout lock).
     builtin('coordination.k8s.io', 'v1', 'leases', 'Lease', true, {
-      printerColumns: [{name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity'}]}),
+      printerColumns: [{name: 'Holder', type: 'string', jsonPath: '.spec.holderIdentity'}],
+    }),
     builtin('rbac.authorization.k8s.io', 'v1', 'clusterroles', 'ClusterRole', false),
     builtin('rbac.authorization.k8s.io', 'v1', 'clusterrolebindings', 'ClusterRoleBinding', false),
     builtin('rbac.authorization.k8s.io', 'v1', 'roles', 'Role', true),

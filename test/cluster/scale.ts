@@ -34,7 +34,9 @@ export function seedWars(cluster: TestCluster, count: number): void {
     if (!store.get('/namespaces', undefined, ns)) store.create('/namespaces', 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
     if (!store.get('networking.istio.io/workloadgroups', ns, 'app')) {
       store.create('networking.istio.io/workloadgroups', 'WorkloadGroup', {
-        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'app', namespace: ns},
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: {name: 'app', namespace: ns},
         spec: {metadata: {labels: {app: 'app'}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
       })
     }
@@ -44,14 +46,21 @@ export function seedWars(cluster: TestCluster, count: number): void {
     const id = `i-${(0x10000000000 + i * 7919).toString(16)}`
     const group = store.get('networking.istio.io/workloadgroups', ns, 'app')!
     store.create('runtime.onboarding.tetrate.io/workloadautoregistrations', 'WorkloadAutoRegistration', {
-      apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration',
+      apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
+      kind: 'WorkloadAutoRegistration',
       metadata: {
-        name: `app-aws-aws-123456789012-us-east-2b-ec2-${id}`, namespace: ns,
+        name: `app-aws-aws-123456789012-us-east-2b-ec2-${id}`,
+        namespace: ns,
         ownerReferences: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'app', uid: group.metadata.uid!, controller: true}],
       },
       spec: {
         identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: id}}},
-        registration: {agent: {version: '1.4.0'}, sidecar: {istio: {version: '1.24.2'}}, host: {addresses: [{ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, type: 'VPC'}]}, workload: {labels: {app: 'app'}}},
+        registration: {
+          agent: {version: '1.4.0'},
+          sidecar: {istio: {version: '1.24.2'}},
+          host: {addresses: [{ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, type: 'VPC'}]},
+          workload: {labels: {app: 'app'}},
+        },
       },
       status: {
         workloadGroupSnapshot: group.spec,
@@ -76,8 +85,14 @@ export function seedProxies(cluster: TestCluster, count: number, istiods: number
     const istiod = names[i % names.length]!
     mesh.connect({id: `${name}.fleet`, istiod, types: i % 50 === 0 ? {EDS: 'stale'} : undefined})
     store.create('networking.istio.io/workloadentries', 'WorkloadEntry', {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
-      metadata: {name, namespace: 'fleet', labels: {app: 'fleet'}, annotations: {'istio.io/autoRegistrationGroup': 'fleet', 'istio.io/connectedAt': '2026-11-20T10:00:00Z', 'istio.io/workloadController': istiod}},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {
+        name,
+        namespace: 'fleet',
+        labels: {app: 'fleet'},
+        annotations: {'istio.io/autoRegistrationGroup': 'fleet', 'istio.io/connectedAt': '2026-11-20T10:00:00Z', 'istio.io/workloadController': istiod},
+      },
       spec: {address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, labels: {app: 'fleet'}, serviceAccount: 'default'},
     })
   }

@@ -57,7 +57,11 @@ export interface CrValidator {
   validate(value: unknown): Cause[]
 }
 
-const SKIPPED_RULES: Cause = {reason: 'FieldValueInvalid', field: '<nil>', message: 'Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation'}
+const SKIPPED_RULES: Cause = {
+  reason: 'FieldValueInvalid',
+  field: '<nil>',
+  message: 'Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
+}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
@@ -88,12 +92,14 @@ function hasType(v: unknown, s: OpenApiSchema): boolean {
 
 /** oneOf/anyOf/not branches: only required fields and types (how CRDs use them). */
 function branchHolds(v: unknown, s: OpenApiSchema): boolean {
-  return (!s.required || (isObject(v) && s.required.every((k) => k in v)))
-    && (!s.type || hasType(v, s))
-    && (!s.anyOf || s.anyOf.some((b) => branchHolds(v, b)))
-    && (!s.allOf || s.allOf.every((b) => branchHolds(v, b)))
-    && (!s.oneOf || s.oneOf.filter((b) => branchHolds(v, b)).length === 1)
-    && (!s.not || !branchHolds(v, s.not))
+  return (
+    (!s.required || (isObject(v) && s.required.every((k) => k in v))) &&
+    (!s.type || hasType(v, s)) &&
+    (!s.anyOf || s.anyOf.some((b) => branchHolds(v, b))) &&
+    (!s.allOf || s.allOf.every((b) => branchHolds(v, b))) &&
+    (!s.oneOf || s.oneOf.filter((b) => branchHolds(v, b)).length === 1) &&
+    (!s.not || !branchHolds(v, s.not))
+  )
 }
 
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key)
@@ -125,7 +131,8 @@ class Checker {
         this.add('FieldValueInvalid', path, `Invalid value: ${v}: ${path} in body should be greater than ${s.exclusiveMinimum ? '' : 'or equal to '}${s.minimum}`)
       }
       const bits = s.format === 'int32' ? 2 ** 31 : s.format === 'uint32' ? 2 ** 32 : undefined
-      if (bits !== undefined && (s.format === 'uint32' ? v < 0 || v >= bits : v < -bits || v >= bits)) this.add('FieldValueInvalid', path, `Invalid value: ${v}: ${path} in body must be of type ${s.format}`)
+      if (bits !== undefined && (s.format === 'uint32' ? v < 0 || v >= bits : v < -bits || v >= bits))
+        this.add('FieldValueInvalid', path, `Invalid value: ${v}: ${path} in body must be of type ${s.format}`)
     }
     if (typeof v === 'string') {
       const chars = Array.from(v).length
@@ -142,7 +149,12 @@ class Checker {
         for (let i = 0; i < v.length; i++) {
           const item = v[i]
           const key = listType === 'map' && isObject(item) ? JSON.stringify((s['x-kubernetes-list-map-keys'] ?? []).map((k) => [k, item[k]])) : JSON.stringify(item)
-          if (seen.has(key)) this.add('FieldValueDuplicate', `${path}[${i}]`, `Duplicate value: ${listType === 'map' && isObject(item) ? JSON.stringify(Object.fromEntries((s['x-kubernetes-list-map-keys'] ?? []).map((k) => [k, item[k]]))) : JSON.stringify(item)}`)
+          if (seen.has(key))
+            this.add(
+              'FieldValueDuplicate',
+              `${path}[${i}]`,
+              `Duplicate value: ${listType === 'map' && isObject(item) ? JSON.stringify(Object.fromEntries((s['x-kubernetes-list-map-keys'] ?? []).map((k) => [k, item[k]]))) : JSON.stringify(item)}`,
+            )
           seen.add(key)
         }
       }
@@ -207,7 +219,12 @@ function runRules(v: unknown, s: OpenApiSchema, path: string, causes: Cause[]): 
   for (const rule of s['x-kubernetes-validations'] ?? []) {
     const verdict = program(rule.rule)(celValue(v, s))
     if (verdict === true) continue
-    const why = verdict instanceof Error ? (verdict.message.startsWith('compilation failed') ? verdict.message : `evaluation failed: ${verdict.message.split('\n')[0]}`) : (rule.message ?? `failed rule: ${rule.rule}`)
+    const why =
+      verdict instanceof Error
+        ? verdict.message.startsWith('compilation failed')
+          ? verdict.message
+          : `evaluation failed: ${verdict.message.split('\n')[0]}`
+        : (rule.message ?? `failed rule: ${rule.rule}`)
     const scalar = typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
     causes.push({reason: 'FieldValueInvalid', field: rule.fieldPath ? path + rule.fieldPath : path, message: scalar ? `Invalid value: ${goValue(v)}: ${why}` : `Invalid value: ${why}`})
   }

@@ -5,10 +5,7 @@
  * test server stands in for kube-apiserver, so a bug in meshvm must not be mirrored by it.
  */
 
-export type LabelRequirement =
-  | {op: 'eq' | 'neq'; key: string; value: string}
-  | {op: 'in' | 'notin'; key: string; values: string[]}
-  | {op: 'exists' | 'notexists'; key: string}
+export type LabelRequirement = {op: 'eq' | 'neq'; key: string; value: string} | {op: 'in' | 'notin'; key: string; values: string[]} | {op: 'exists' | 'notexists'; key: string}
 
 export class SelectorError extends Error {}
 
@@ -32,7 +29,15 @@ export function parseLabelSelector(text: string | null | undefined): LabelRequir
   if (!text) return []
   return splitTopLevel(text).map((part) => {
     let m = /^([^\s!=(),]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(part)
-    if (m) return {op: m[2] as 'in' | 'notin', key: m[1]!, values: m[3]!.split(',').map((v) => v.trim()).filter((v) => v !== '')}
+    if (m)
+      return {
+        op: m[2] as 'in' | 'notin',
+        key: m[1]!,
+        values: m[3]!
+          .split(',')
+          .map((v) => v.trim())
+          .filter((v) => v !== ''),
+      }
     m = /^([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)$/.exec(part)
     if (m) return {op: m[2] === '!=' ? 'neq' : 'eq', key: m[1]!, value: m[3]!}
     m = /^!([^\s!=(),]+)$/.exec(part)

@@ -15,7 +15,10 @@ function get(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, cluster.url), {headers: {Accept: 'application/json', Authorization: `Bearer ${cluster.token}`}, ca: cluster.caPem, agent: false}, (res) => {
       let text = ''
-      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve(text))
+      res
+        .setEncoding('utf8')
+        .on('data', (d: string) => (text += d))
+        .on('end', () => resolve(text))
     })
     req.on('error', reject)
     req.end()
@@ -34,8 +37,9 @@ beforeAll(async () => {
   cluster = await startCluster()
   for (let i = 0; i < 5; i++) {
     cluster.store.create(WE, 'WorkloadEntry', {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
-      metadata: {name: `vm-${i}`, namespace: i % 2 ? 'default' : 'kube-public', labels: {app: 'vm', n: String(i)}, annotations: {'note': 'quote " and \u00e9 and \u2028'}},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {name: `vm-${i}`, namespace: i % 2 ? 'default' : 'kube-public', labels: {app: 'vm', n: String(i)}, annotations: {note: 'quote " and \u00e9 and \u2028'}},
       spec: {address: `10.0.0.${i}`, labels: {app: 'vm'}},
     })
   }
@@ -70,7 +74,14 @@ describe('list bodies joined from kept object texts', () => {
     const page = JSON.parse(first) as {metadata: {continue: string; remainingItemCount: number}; items: KubeObj[]}
     const all = cluster.store.list(WE)
     const items = all.slice(0, 2).map((o) => ({...o, apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry'}))
-    expect(first).toBe(JSON.stringify({kind: 'WorkloadEntryList', apiVersion: 'networking.istio.io/v1', metadata: {resourceVersion: String(cluster.store.resourceVersion), continue: page.metadata.continue, remainingItemCount: all.length - 2}, items}))
+    expect(first).toBe(
+      JSON.stringify({
+        kind: 'WorkloadEntryList',
+        apiVersion: 'networking.istio.io/v1',
+        metadata: {resourceVersion: String(cluster.store.resourceVersion), continue: page.metadata.continue, remainingItemCount: all.length - 2},
+        items,
+      }),
+    )
   })
 })
 

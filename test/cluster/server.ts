@@ -97,7 +97,11 @@ function fieldValidation(q: URLSearchParams, verb: string): Validation {
   if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v
   const kind = verb === 'create' ? 'CreateOptions' : verb === 'update' ? 'UpdateOptions' : 'PatchOptions'
   const message = `Unsupported value: ${JSON.stringify(v)}: supported values: "", "Ignore", "Strict", "Warn"`
-  throw new ApiError(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: fieldValidation: ${message}`, {group: 'meta.k8s.io', kind, causes: [{reason: 'FieldValueNotSupported', message, field: 'fieldValidation'}]})
+  throw new ApiError(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: fieldValidation: ${message}`, {
+    group: 'meta.k8s.io',
+    kind,
+    causes: [{reason: 'FieldValueNotSupported', message, field: 'fieldValidation'}],
+  })
 }
 
 interface DeleteOptions {
@@ -279,12 +283,19 @@ export class ApiServer {
     for (const w of [...this.watchers]) w.end()
   }
 
-
   // ---- request handling ----
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'https://test')
-    const record: RequestRecord = {method: req.method ?? 'GET', path: url.pathname, query: url.search, status: 0, userAgent: req.headers['user-agent'], contentType: req.headers['content-type'], accept: req.headers.accept}
+    const record: RequestRecord = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.search,
+      status: 0,
+      userAgent: req.headers['user-agent'],
+      contentType: req.headers['content-type'],
+      accept: req.headers.accept,
+    }
     this.requests.push(record)
     if (this.requests.length > 20000) this.requests.splice(0, 10000)
     res.on('finish', () => (record.status = res.statusCode))
@@ -321,7 +332,11 @@ export class ApiServer {
       const raw = typeof result.body === 'string' && result.contentType !== undefined && !result.contentType.startsWith('application/json')
       const text = fault?.malformed ? '{"kind": "Status", "apiVersion": ' : raw ? (result.body as string) : result.body instanceof JsonText ? result.body.text : JSON.stringify(result.body)
       // kube-apiserver's warnings (RFC 7234 style, code 299), e.g. unknown fields with fieldValidation=Warn.
-      if (result.warnings?.length) res.setHeader('Warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`))
+      if (result.warnings?.length)
+        res.setHeader(
+          'Warning',
+          result.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+        )
       res.writeHead(result.status, {'Content-Type': result.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(text)})
       if (fault?.truncate) {
         res.write(text.slice(0, Math.floor(text.length / 2)))
@@ -349,7 +364,9 @@ export class ApiServer {
     if (fault?.status) {
       record.status = fault.status
       const body = JSON.stringify(statusBody(new ApiError(fault.status, 'Unavailable', fault.message ?? `injected fault: ${fault.status}`)))
-      return void socket.end(`HTTP/1.1 ${fault.status} Fault\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${fault.retryAfterSeconds !== undefined ? `Retry-After: ${fault.retryAfterSeconds}\r\n` : ''}Connection: close\r\n\r\n${body}`)
+      return void socket.end(
+        `HTTP/1.1 ${fault.status} Fault\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${fault.retryAfterSeconds !== undefined ? `Retry-After: ${fault.retryAfterSeconds}\r\n` : ''}Connection: close\r\n\r\n${body}`,
+      )
     }
     record.status = handlePortForward(req, socket, head, {
       user,
@@ -398,7 +415,12 @@ export class ApiServer {
   private authorizeOrThrow(user: UserInfo, attrs: Attributes, def?: ResourceDef): void {
     if (authorize(this.store, user, attrs)) return
     const q = def ? qualified(def.group, def.plural) : ''
-    throw new ApiError(403, 'Forbidden', forbiddenMessage(user, attrs, attrs.subresource && def ? `${q}` : q), attrs.path ? undefined : {name: attrs.name, group: attrs.group || undefined, kind: attrs.resource})
+    throw new ApiError(
+      403,
+      'Forbidden',
+      forbiddenMessage(user, attrs, attrs.subresource && def ? `${q}` : q),
+      attrs.path ? undefined : {name: attrs.name, group: attrs.group || undefined, kind: attrs.resource},
+    )
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer, user: UserInfo): Promise<Answer | undefined> {
@@ -407,7 +429,14 @@ export class ApiServer {
     const method = req.method ?? 'GET'
     const ok = (b: unknown, status = 200) => ({status, body: b})
 
-    if (segs[0] === 'version' || segs[0] === 'openapi' || path === '/api' || path === '/apis' || (segs[0] === 'apis' && segs.length <= 3 && method === 'GET') || (path === '/api/v1' && method === 'GET')) {
+    if (
+      segs[0] === 'version' ||
+      segs[0] === 'openapi' ||
+      path === '/api' ||
+      path === '/apis' ||
+      (segs[0] === 'apis' && segs.length <= 3 && method === 'GET') ||
+      (path === '/api/v1' && method === 'GET')
+    ) {
       this.authorizeOrThrow(user, {verb: 'get', group: '', resource: '', path})
     }
     if (path === '/version') return ok(this.versionInfo())
@@ -435,8 +464,15 @@ export class ApiServer {
   private versionInfo(): Json {
     const m = /^v(\d+)\.(\d+)/.exec(this.options.gitVersion)
     return {
-      major: m?.[1] ?? '1', minor: m?.[2] ?? '32', gitVersion: this.options.gitVersion, gitCommit: '0000000000000000000000000000000000000000',
-      gitTreeState: 'clean', buildDate: '2024-12-11T00:00:00Z', goVersion: 'go1.23.3', compiler: 'gc', platform: 'linux/amd64',
+      major: m?.[1] ?? '1',
+      minor: m?.[2] ?? '32',
+      gitVersion: this.options.gitVersion,
+      gitCommit: '0000000000000000000000000000000000000000',
+      gitTreeState: 'clean',
+      buildDate: '2024-12-11T00:00:00Z',
+      goVersion: 'go1.23.3',
+      compiler: 'gc',
+      platform: 'linux/amd64',
     }
   }
 
@@ -458,12 +494,19 @@ export class ApiServer {
     const resources: Json[] = []
     for (const d of defs) {
       resources.push({
-        name: d.plural, singularName: d.singular, namespaced: d.namespaced, kind: d.kind, verbs: d.verbs,
-        ...(d.shortNames.length ? {shortNames: d.shortNames} : {}), ...(d.categories.length ? {categories: d.categories} : {}),
+        name: d.plural,
+        singularName: d.singular,
+        namespaced: d.namespaced,
+        kind: d.kind,
+        verbs: d.verbs,
+        ...(d.shortNames.length ? {shortNames: d.shortNames} : {}),
+        ...(d.categories.length ? {categories: d.categories} : {}),
       })
       if (d.statusSubresource) resources.push({name: `${d.plural}/status`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update']})
-      if (d.subresources.includes('token')) resources.push({name: `${d.plural}/token`, singularName: '', namespaced: true, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create']})
-      if (d.subresources.includes('proxy')) resources.push({name: `${d.plural}/proxy`, singularName: '', namespaced: true, kind: 'PodProxyOptions', verbs: ['create', 'delete', 'get', 'patch', 'update']})
+      if (d.subresources.includes('token'))
+        resources.push({name: `${d.plural}/token`, singularName: '', namespaced: true, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create']})
+      if (d.subresources.includes('proxy'))
+        resources.push({name: `${d.plural}/proxy`, singularName: '', namespaced: true, kind: 'PodProxyOptions', verbs: ['create', 'delete', 'get', 'patch', 'update']})
     }
     return {kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources}
   }
@@ -511,9 +554,24 @@ export class ApiServer {
       name = parts[0]
       proxyPort = parts[1] ?? ''
     }
-    const verb = method === 'GET' ? (name ? 'get' : watch ? 'watch' : 'list')
-      : method === 'POST' ? 'create' : method === 'PUT' ? 'update' : method === 'PATCH' ? 'patch'
-        : method === 'DELETE' ? (name ? 'delete' : 'deletecollection') : ''
+    const verb =
+      method === 'GET'
+        ? name
+          ? 'get'
+          : watch
+            ? 'watch'
+            : 'list'
+        : method === 'POST'
+          ? 'create'
+          : method === 'PUT'
+            ? 'update'
+            : method === 'PATCH'
+              ? 'patch'
+              : method === 'DELETE'
+                ? name
+                  ? 'delete'
+                  : 'deletecollection'
+                : ''
     if (!verb) throw methodNotAllowed()
     this.authorizeOrThrow(user, {verb, group: def.group, resource: def.plural, subresource, namespace, name}, def)
 
@@ -536,8 +594,12 @@ export class ApiServer {
       // The NamespaceLifecycle admission plugin: nothing new in a namespace being deleted.
       if (verb === 'create' && ns.metadata.deletionTimestamp) {
         const objName = (tryParse(body, req) as KubeObj | undefined)?.metadata?.name ?? ''
-        throw new ApiError(403, 'Forbidden', `${qualified(def.group, def.plural)}${objName ? ` "${objName}"` : ''} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
-          {name: objName || undefined, group: def.group || undefined, kind: def.plural})
+        throw new ApiError(
+          403,
+          'Forbidden',
+          `${qualified(def.group, def.plural)}${objName ? ` "${objName}"` : ''} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+          {name: objName || undefined, group: def.group || undefined, kind: def.plural},
+        )
       }
     }
     const validation = ['create', 'update', 'patch'].includes(verb) ? fieldValidation(q, verb) : 'Ignore'
@@ -567,10 +629,18 @@ export class ApiServer {
         // Custom resources allow no unconditional update (the CRD strategy's AllowUnconditionalUpdate
         // is false): registry/generic/registry/store.go answers 422 for a PUT without resourceVersion.
         if (def.crd && !obj?.metadata?.resourceVersion && this.store.get(key, namespace, name!)) {
-          throw new ApiError(422, 'Invalid', `${qualified(def.group, def.plural)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`,
-            {name, group: def.group || undefined, kind: def.plural, causes: [{reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion'}]})
+          throw new ApiError(422, 'Invalid', `${qualified(def.group, def.plural)} "${name}" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`, {
+            name,
+            group: def.group || undefined,
+            kind: def.plural,
+            causes: [{reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion'}],
+          })
         }
-        return {status: 200, body: this.present(def, this.update(def, namespace, name!, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})), warnings}
+        return {
+          status: 200,
+          body: this.present(def, this.update(def, namespace, name!, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})),
+          warnings,
+        }
       }
       case 'patch':
         return this.patch(def, namespace, name!, body, req, q, subresource, dryRun)
@@ -750,7 +820,8 @@ export class ApiServer {
     if (!obj || typeof obj !== 'object' || Array.isArray(obj) || typeof obj.metadata !== 'object' || obj.metadata === null) {
       throw badRequest(`Object 'metadata' is missing in '${JSON.stringify(obj)?.slice(0, 200)}'`)
     }
-    if (obj.kind !== undefined && obj.kind !== def.kind) throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${groupVersionOf(def)}) or kind ${obj.kind} is not ${def.kind}`)
+    if (obj.kind !== undefined && obj.kind !== def.kind)
+      throw badRequest(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${groupVersionOf(def)}) or kind ${obj.kind} is not ${def.kind}`)
     if (def.namespaced) {
       if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== '' && obj.metadata.namespace !== namespace) {
         throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
@@ -780,14 +851,20 @@ export class ApiServer {
           this.strictValidators.set(def, strictValidator)
         }
         const unknown = strictValidator.validate(structuredClone(obj)).filter((c) => c.message.startsWith('unknown field'))
-        if (unknown.length > 0 && validation === 'Strict') throw badRequest(`${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${unknown.map((c) => c.message).join(', ')}`)
+        if (unknown.length > 0 && validation === 'Strict')
+          throw badRequest(`${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${unknown.map((c) => c.message).join(', ')}`)
         // fieldValidation=Warn, kube-apiserver's default since 1.27: the fields are pruned, with a warning each.
         warnings?.push(...unknown.map((c) => c.message))
       }
       causes.push(...def.validator.validate(obj))
     }
     if (causes.length > 0) {
-      throw new ApiError(422, 'Invalid', invalidText(def.kind, def.group, name ?? '', causes), {name, group: def.group || undefined, kind: def.kind, causes: causes.map((c) => ({reason: c.reason, message: c.message, field: c.field}))})
+      throw new ApiError(422, 'Invalid', invalidText(def.kind, def.group, name ?? '', causes), {
+        name,
+        group: def.group || undefined,
+        kind: def.kind,
+        causes: causes.map((c) => ({reason: c.reason, message: c.message, field: c.field})),
+      })
     }
   }
 
@@ -855,7 +932,8 @@ export class ApiServer {
     const obj = this.prepare(def, namespace, structuredClone(input), opts.validation ?? 'Ignore', opts.warnings)
     obj.metadata.name = name
     if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== current.metadata.resourceVersion) throw conflict(def.group, def.plural, name)
-    if (obj.metadata.uid && obj.metadata.uid !== current.metadata.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${obj.metadata.uid}, UID in object meta: ${current.metadata.uid}`)
+    if (obj.metadata.uid && obj.metadata.uid !== current.metadata.uid)
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${obj.metadata.uid}, UID in object meta: ${current.metadata.uid}`)
     // Through /status only the status changes; through the main resource everything but the status.
     const status = opts.subresource === 'status' ? (obj as Json).status : def.statusSubresource ? (current as Json).status : (obj as Json).status
     const next: KubeObj = opts.subresource === 'status' ? {...current} : {...obj}
@@ -885,7 +963,15 @@ export class ApiServer {
       const appliedMeta = (applied?.metadata ?? {}) as Json
       if (appliedMeta.name !== undefined && appliedMeta.name !== name) throw badRequest(`the name of the object (${appliedMeta.name}) does not match the name on the URL (${name})`)
       const force = queryBool(q, 'force')
-      const {object, conflicts} = applyFields(current as Json | undefined, {...applied, metadata: {...appliedMeta, name, ...(def.namespaced ? {namespace} : {})}}, manager, force, groupVersionOf(def), listTypes(def), keyDefaults(def))
+      const {object, conflicts} = applyFields(
+        current as Json | undefined,
+        {...applied, metadata: {...appliedMeta, name, ...(def.namespaced ? {namespace} : {})}},
+        manager,
+        force,
+        groupVersionOf(def),
+        listTypes(def),
+        keyDefaults(def),
+      )
       if (conflicts.length > 0) throw applyConflict(conflicts)
       if (!current) return {status: 201, body: this.present(def, this.create(def, namespace, object as KubeObj, {dryRun, manager, validation, warnings, fromApply: true})), warnings}
       const withRv = {...object, metadata: {...(object.metadata as Json), resourceVersion: undefined}} as KubeObj
@@ -896,15 +982,29 @@ export class ApiServer {
     let patched: unknown
     if (type === 'application/merge-patch+json') patched = mergePatch(current, patch)
     else if (type === 'application/strategic-merge-patch+json') {
-      if (def.crd) throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`)
+      if (def.crd)
+        throw new ApiError(
+          415,
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+        )
       patched = strategicMergePatch(current, patch)
     } else if (type === 'application/json-patch+json') patched = jsonPatch(current, patch)
-    else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`)
+    else
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+      )
     const obj = patched as KubeObj
     // A patch carrying a resourceVersion is an optimistic-lock precondition; without one it always applies.
     const rvInPatch = (patch as {metadata?: {resourceVersion?: string}} | undefined)?.metadata?.resourceVersion
     obj.metadata = {...obj.metadata, resourceVersion: rvInPatch ?? current.metadata.resourceVersion}
-    return {status: 200, body: this.present(def, this.update(def, namespace, name, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})), warnings}
+    return {
+      status: 200,
+      body: this.present(def, this.update(def, namespace, name, obj, {dryRun, subresource, manager: q.get('fieldManager') ?? managerFromAgent(req), validation, warnings})),
+      warnings,
+    }
   }
 
   /**
@@ -978,7 +1078,8 @@ export class ApiServer {
     for (const d of this.resources) {
       const key = resourceKey(d.group, d.plural)
       for (const obj of this.store.list(key)) {
-        if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid) && this.store.get(key, obj.metadata.namespace, obj.metadata.name)) this.delete(d, obj.metadata.namespace, obj.metadata.name, {})
+        if ((obj.metadata.ownerReferences ?? []).some((r) => r.uid === uid) && this.store.get(key, obj.metadata.namespace, obj.metadata.name))
+          this.delete(d, obj.metadata.namespace, obj.metadata.name, {})
       }
     }
     const key = resourceKey(def.group, def.plural)
@@ -1035,7 +1136,9 @@ export class ApiServer {
         const current = this.store.get(e.resource, sa.metadata.namespace, sa.metadata.name)
         if (!current) return
         this.store.create(resourceKey('', 'secrets'), 'Secret', {
-          apiVersion: 'v1', kind: 'Secret', type: SA_TOKEN_TYPE,
+          apiVersion: 'v1',
+          kind: 'Secret',
+          type: SA_TOKEN_TYPE,
           metadata: {name: secretName, namespace: sa.metadata.namespace, annotations: {'kubernetes.io/service-account.name': sa.metadata.name}},
         })
         this.store.update(e.resource, {...current, secrets: [...((current.secrets as {name: string}[]) ?? []), {name: secretName}]})
@@ -1071,8 +1174,17 @@ export class ApiServer {
     const spec = ((body as Json | undefined)?.spec ?? {}) as {audiences?: string[]; expirationSeconds?: number}
     const expirationSeconds = spec.expirationSeconds ?? 3600
     if (expirationSeconds < 600) {
-      throw new ApiError(422, 'Invalid', `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`,
-        {name, group: 'authentication.k8s.io', kind: 'TokenRequest', causes: [{reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`}]})
+      throw new ApiError(
+        422,
+        'Invalid',
+        `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`,
+        {
+          name,
+          group: 'authentication.k8s.io',
+          kind: 'TokenRequest',
+          causes: [{reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`}],
+        },
+      )
     }
     const audiences = spec.audiences?.length ? spec.audiences : ['https://kubernetes.default.svc.cluster.local']
     const {token, expires} = boundToken(this.options.pki, {namespace, name, uid: sa.metadata.uid!}, audiences, expirationSeconds)
@@ -1080,7 +1192,8 @@ export class ApiServer {
     return {
       status: 201,
       body: {
-        kind: 'TokenRequest', apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        apiVersion: 'authentication.k8s.io/v1',
         metadata: {name, namespace, creationTimestamp: null},
         spec: {audiences, expirationSeconds, boundObjectRef: null},
         status: {token, expirationTimestamp: expires.toISOString().replace(/\.\d+Z$/, 'Z')},
@@ -1095,7 +1208,14 @@ export class ApiServer {
       allowed = authorize(this.store, user, {verb: spec.nonResourceAttributes.verb, group: '', resource: '', path: spec.nonResourceAttributes.path})
     } else {
       const ra = (spec.resourceAttributes ?? {}) as {verb?: string; group?: string; resource?: string; subresource?: string; namespace?: string; name?: string}
-      allowed = authorize(this.store, user, {verb: ra.verb ?? '', group: ra.group ?? '', resource: ra.resource ?? '', subresource: ra.subresource || undefined, namespace: ra.namespace || undefined, name: ra.name || undefined})
+      allowed = authorize(this.store, user, {
+        verb: ra.verb ?? '',
+        group: ra.group ?? '',
+        resource: ra.resource ?? '',
+        subresource: ra.subresource || undefined,
+        namespace: ra.namespace || undefined,
+        name: ra.name || undefined,
+      })
     }
     return {
       status: 201,
@@ -1108,7 +1228,13 @@ export class ApiServer {
     const namespace = (((body as Json | undefined)?.spec ?? {}) as {namespace?: string}).namespace ?? ''
     return {
       status: 201,
-      body: {kind: 'SelfSubjectRulesReview', apiVersion: 'authorization.k8s.io/v1', metadata: {creationTimestamp: null}, spec: {namespace}, status: {...rulesReview(this.store, user, namespace), incomplete: false}},
+      body: {
+        kind: 'SelfSubjectRulesReview',
+        apiVersion: 'authorization.k8s.io/v1',
+        metadata: {creationTimestamp: null},
+        spec: {namespace},
+        status: {...rulesReview(this.store, user, namespace), incomplete: false},
+      },
     }
   }
 
@@ -1171,7 +1297,8 @@ function parseBody(body: Buffer, req: IncomingMessage, yaml = false): unknown {
     try {
       return decodeProtobufBody(body)
     } catch (err) {
-      if (err instanceof ProtobufError) throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${err.message})`)
+      if (err instanceof ProtobufError)
+        throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${err.message})`)
       throw err
     }
   }
@@ -1222,5 +1349,9 @@ function decodeContinue(token: string): Continue {
 }
 
 function expiredContinue(): ApiError {
-  return new ApiError(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.')
+  return new ApiError(
+    410,
+    'Expired',
+    'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+  )
 }

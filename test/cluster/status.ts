@@ -45,7 +45,11 @@ export const alreadyExists = (group: string, plural: string, name: string) =>
   new ApiError(409, 'AlreadyExists', `${qualified(group, plural)} "${name}" already exists`, {name, group: group || undefined, kind: plural})
 
 export const conflict = (group: string, plural: string, name: string) =>
-  new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(group, plural)} "${name}": the object has been modified; please apply your changes to the latest version and try again`, {name, group: group || undefined, kind: plural})
+  new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(group, plural)} "${name}": the object has been modified; please apply your changes to the latest version and try again`, {
+    name,
+    group: group || undefined,
+    kind: plural,
+  })
 
 export const badRequest = (message: string) => new ApiError(400, 'BadRequest', message)
 

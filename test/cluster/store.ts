@@ -197,8 +197,11 @@ export class Store {
     const specChanged = JSON.stringify({...current, metadata: undefined, status: undefined}) !== JSON.stringify({...next, metadata: undefined, status: undefined})
     next.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0)
     // A change of field ownership is a write; a new timestamp alone is not (a repeated apply is a no-op).
-    const timeless = (o: KubeObj) => JSON.stringify({...o, metadata: {...o.metadata, resourceVersion: undefined,
-      managedFields: (o.metadata.managedFields as Record<string, unknown>[] | undefined)?.map((m) => ({...m, time: undefined}))}})
+    const timeless = (o: KubeObj) =>
+      JSON.stringify({
+        ...o,
+        metadata: {...o.metadata, resourceVersion: undefined, managedFields: (o.metadata.managedFields as Record<string, unknown>[] | undefined)?.map((m) => ({...m, time: undefined}))},
+      })
     const changed = timeless(current) !== timeless(next)
     if (!changed) return structuredClone(current)
     // A dry-run update keeps the stored resourceVersion: nothing was written, as kube-apiserver does.

@@ -45,7 +45,12 @@ function cell(obj: KubeObj, column: PrinterColumn, now: Date): unknown {
   return value
 }
 
-const AGE: PrinterColumn = {name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.'}
+const AGE: PrinterColumn = {
+  name: 'Age',
+  type: 'date',
+  jsonPath: '.metadata.creationTimestamp',
+  description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+}
 
 /** Columns after NAME: the CRD's own (which include Age when it wants one), or the built-in printer's plus Age. */
 export function printerColumns(def: ResourceDef): PrinterColumn[] {
@@ -66,11 +71,7 @@ export function toTable(def: ResourceDef, objects: KubeObj[], meta: {resourceVer
     ],
     rows: objects.map((obj) => ({
       cells: [obj.metadata.name, ...columns.map((c) => cell(obj, c, now))],
-      object: includeObject === 'None'
-        ? undefined
-        : includeObject === 'Object'
-          ? obj
-          : {kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata},
+      object: includeObject === 'None' ? undefined : includeObject === 'Object' ? obj : {kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata},
     })),
   }
 }

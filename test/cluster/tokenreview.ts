@@ -99,13 +99,29 @@ export function tokenReviewResponse(pki: Pki, store: Store, body: unknown): {sta
   const token = typeof spec.token === 'string' ? spec.token : ''
   const audiences = Array.isArray(spec.audiences) ? spec.audiences.filter((a): a is string => typeof a === 'string') : []
   if (token === '') {
-    return {status: 422, body: {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Invalid', code: 422,
-      message: 'TokenReview.authentication.k8s.io "" is invalid: spec.token: Required value: token must not be empty',
-      details: {group: 'authentication.k8s.io', kind: 'TokenReview', causes: [{reason: 'FieldValueRequired', field: 'spec.token', message: 'Required value: token must not be empty'}]}}}
+    return {
+      status: 422,
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        reason: 'Invalid',
+        code: 422,
+        message: 'TokenReview.authentication.k8s.io "" is invalid: spec.token: Required value: token must not be empty',
+        details: {group: 'authentication.k8s.io', kind: 'TokenReview', causes: [{reason: 'FieldValueRequired', field: 'spec.token', message: 'Required value: token must not be empty'}]},
+      },
+    }
   }
   const status = reviewToken(pki, store, token, audiences)
   return {
     status: 201,
-    body: {kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: {creationTimestamp: null}, spec: {token, ...(audiences.length > 0 ? {audiences} : {})}, status: {...status, user: status.user ?? {}}},
+    body: {
+      kind: 'TokenReview',
+      apiVersion: 'authentication.k8s.io/v1',
+      metadata: {creationTimestamp: null},
+      spec: {token, ...(audiences.length > 0 ? {audiences} : {})},
+      status: {...status, user: status.user ?? {}},
+    },
   }
 }

@@ -52,7 +52,9 @@ export function boundToken(pki: Pki, sa: {namespace: string; name: string; uid: 
     iss: 'https://kubernetes.default.svc.cluster.local',
     sub: `system:serviceaccount:${sa.namespace}:${sa.name}`,
     aud: audiences,
-    iat, nbf: iat, exp,
+    iat,
+    nbf: iat,
+    exp,
     'kubernetes.io': {namespace: sa.namespace, serviceaccount: {name: sa.name, uid: sa.uid}},
   })
   return {token, expires: new Date(exp * 1000)}

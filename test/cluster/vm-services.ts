@@ -97,10 +97,17 @@ export class IstiodVmServices {
   private nonce = 0
   private readonly unsubscribe: () => void
 
-  constructor(readonly xds: XdsServer, private readonly o: VmServicesOptions) {
+  constructor(
+    readonly xds: XdsServer,
+    private readonly o: VmServicesOptions,
+  ) {
     const clusterId = o.clusterId ?? o.mesh.istiods.get(o.istiod)?.clusterId ?? 'cluster1'
     const auth = {pki: o.pki, store: o.store, clusterId, trustDomain: o.trustDomain ?? 'cluster.local', log: (l: string) => this.log.push(l)}
-    this.autoregistration = new AutoRegistration(o.store, {...o.autoregistration, instanceId: o.istiod, onReonboard: (id) => this.streams.get(id)?.call.end(GrpcCode.UNAVAILABLE, 'the workload is onboarding again')})
+    this.autoregistration = new AutoRegistration(o.store, {
+      ...o.autoregistration,
+      instanceId: o.istiod,
+      onReonboard: (id) => this.streams.get(id)?.call.end(GrpcCode.UNAVAILABLE, 'the workload is onboarding again'),
+    })
     serveCa(xds, meshCa(), auth)
     xds.onAdsStream((call, first) => this.open(call, first, auth))
     for (const url of Object.values(XDS_TYPES)) xds.onDiscovery(url, (req, call) => this.discovery(req, call))
@@ -145,7 +152,8 @@ export class IstiodVmServices {
     const proxyConfig = meta.PROXY_CONFIG as Record<string, JsonValue> | undefined
     const locality = meta.LOCALITY as {region?: string; zone?: string; subZone?: string} | undefined
     const proxy: ProxyInfo = {
-      id: proxyId, namespace,
+      id: proxyId,
+      namespace,
       ips: (str('INSTANCE_IPS') ?? (parts.length === 4 ? parts[1]! : '')).split(',').filter(Boolean),
       autoRegisterGroup: str('AUTO_REGISTER_GROUP'),
       network: str('NETWORK') || undefined,
@@ -166,7 +174,16 @@ export class IstiodVmServices {
     }
     // The metadata as sent (its string values), for /debug/adsz: INSTANCE_IPS is how a proxy is told apart from its group's others.
     const metadata = Object.fromEntries(Object.entries(meta).filter((e): e is [string, string] => typeof e[1] === 'string'))
-    const spec: ProxySpec = {id: proxyId, istiod: this.o.istiod, version: proxy.version, clusterId: str('CLUSTER_ID'), sentAgoMs: 0, types: {CDS: 'not-sent', LDS: 'not-sent', EDS: 'not-sent', RDS: 'not-sent', ECDS: 'unwatched'}, metadata, connectedAt}
+    const spec: ProxySpec = {
+      id: proxyId,
+      istiod: this.o.istiod,
+      version: proxy.version,
+      clusterId: str('CLUSTER_ID'),
+      sentAgoMs: 0,
+      types: {CDS: 'not-sent', LDS: 'not-sent', EDS: 'not-sent', RDS: 'not-sent', ECDS: 'unwatched'},
+      metadata,
+      connectedAt,
+    }
     const stream: Stream = {call, connectedAt, proxy, spec, sent: new Map()}
     // A restarted sidecar may reconnect before istiod noticed the old stream ended.
     const previous = this.streams.get(proxyId)
@@ -204,13 +221,21 @@ export class IstiodVmServices {
     const nonce = `${new Date().toISOString()}/${++this.nonce}`
     s.sent.set(typeUrl, nonce)
     s.spec.types = {...s.spec.types, [type]: 'never-acked'}
-    const resources = type === 'LDS' ? envoyFilterAdditions(this.o.store, {namespace: s.proxy.namespace, labels: this.labelsOf(s.proxy)}).map((f) => ({typeUrl: EXTENSION_CONFIG_TYPE, value: encodeMessage('envoy.config.core.v3.TypedExtensionConfig', {name: f.name, typedConfig: {type_url: f.typeUrl, value: Buffer.alloc(0)}})})) : []
+    const resources =
+      type === 'LDS'
+        ? envoyFilterAdditions(this.o.store, {namespace: s.proxy.namespace, labels: this.labelsOf(s.proxy)}).map((f) => ({
+            typeUrl: EXTENSION_CONFIG_TYPE,
+            value: encodeMessage('envoy.config.core.v3.TypedExtensionConfig', {name: f.name, typedConfig: {type_url: f.typeUrl, value: Buffer.alloc(0)}}),
+          }))
+        : []
     return {versionInfo: new Date().toISOString(), typeUrl, nonce, resources}
   }
 
   /** The proxy's labels as istiod matches workload selectors: its WorkloadEntry's, then its node metadata's. */
   private labelsOf(proxy: ProxyInfo): Record<string, string> {
-    const entry = this.o.store.list(resourceKey('networking.istio.io', 'workloadentries'), proxy.namespace).find((we: KubeObj) => proxy.ips.includes(String((we.spec as {address?: unknown} | undefined)?.address)))
+    const entry = this.o.store
+      .list(resourceKey('networking.istio.io', 'workloadentries'), proxy.namespace)
+      .find((we: KubeObj) => proxy.ips.includes(String((we.spec as {address?: unknown} | undefined)?.address)))
     return {...((entry?.spec as {labels?: Record<string, string>} | undefined)?.labels ?? {}), ...(entry?.metadata.labels ?? {}), ...(proxy.labels ?? {})}
   }
 

@@ -120,7 +120,12 @@ export function encodeClientConfig(c: ClientConfig): Buffer {
       ...g,
       ...(g.lastUpdated ? {lastUpdated: rfc3339ToTimestamp(g.lastUpdated)} : {}),
       ...(g.errorState
-        ? {errorState: {...(g.errorState.lastUpdateAttempt ? {lastUpdateAttempt: rfc3339ToTimestamp(g.errorState.lastUpdateAttempt)} : {}), ...(g.errorState.details ? {details: g.errorState.details} : {})}}
+        ? {
+            errorState: {
+              ...(g.errorState.lastUpdateAttempt ? {lastUpdateAttempt: rfc3339ToTimestamp(g.errorState.lastUpdateAttempt)} : {}),
+              ...(g.errorState.details ? {details: g.errorState.details} : {}),
+            },
+          }
         : {}),
     })),
   })

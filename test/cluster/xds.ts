@@ -95,8 +95,7 @@ export class XdsServer {
     this.server = new grpc.Server()
     // A client certificate is asked for but optional; only one the mesh root signed counts (peerIdentity).
     const identity = staticProvider({certificate: Buffer.from(options.certificate.certPem), privateKey: Buffer.from(options.certificate.keyPem)})
-    this.credentials = grpc.experimental.createCertificateProviderServerCredentials(
-      identity, options.clientCaPem ? staticProvider({caCertificate: Buffer.from(options.clientCaPem)}) : null, false)
+    this.credentials = grpc.experimental.createCertificateProviderServerCredentials(identity, options.clientCaPem ? staticProvider({caCertificate: Buffer.from(options.clientCaPem)}) : null, false)
     if (options.clientCaPem) this.rootKey = new X509Certificate(options.clientCaPem)
     // grpc-js drops connections that arrive before the TLS settings, which come on the next tick.
     this.injector = this.server.createConnectionInjector(this.credentials)
@@ -241,7 +240,9 @@ function serverCall(stream: grpc.ServerDuplexStream<Buffer, Buffer>, path: strin
     else fn()
   }
   const call: ServerCall = {
-    path, metadata, identity,
+    path,
+    metadata,
+    identity,
     get closed() {
       return closed || stream.cancelled
     },

@@ -58,7 +58,24 @@ beforeAll(async () => {
   await plane.start()
   dir = mkdtempSync(join(east.dir, 'bundles-'))
   bundle = join(dir, 'web')
-  const r = await meshvm(east, ['onboard', 'web', '-n', NS, '-p', 'http=8080', '-s', 'web-vm', '-l', 'tier=front', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'])
+  const r = await meshvm(east, [
+    'onboard',
+    'web',
+    '-n',
+    NS,
+    '-p',
+    'http=8080',
+    '-s',
+    'web-vm',
+    '-l',
+    'tier=front',
+    '--create-namespace',
+    '--create-service-account',
+    '--apply',
+    '--bundle',
+    bundle,
+    '--autoregister',
+  ])
   expect(r.code, r.stderr).toBe(0)
 }, 60_000)
 
@@ -75,8 +92,20 @@ describe.sequential('bundle verify', () => {
     expect(r.code, r.stderr).toBe(0)
     expect(v.result).toBe('pass')
     expect(status).toEqual({
-      files: 'pass', 'files.token-mode': 'pass', 'cluster-env': 'pass', 'mesh-yaml': 'pass', 'token.expiry': 'pass', 'token.audience': 'pass', 'token.service-account': 'pass',
-      'token.review': 'pass', 'root-cert': 'pass', istiod: 'pass', gateway: 'pass', 'gateway.ports': 'pass', 'cluster-id': 'pass', workloadgroup: 'pass',
+      files: 'pass',
+      'files.token-mode': 'pass',
+      'cluster-env': 'pass',
+      'mesh-yaml': 'pass',
+      'token.expiry': 'pass',
+      'token.audience': 'pass',
+      'token.service-account': 'pass',
+      'token.review': 'pass',
+      'root-cert': 'pass',
+      istiod: 'pass',
+      gateway: 'pass',
+      'gateway.ports': 'pass',
+      'cluster-id': 'pass',
+      workloadgroup: 'pass',
     })
     const table = await meshvm(east, ['bundle', 'verify', bundle])
     expect(table.code).toBe(0)
@@ -163,7 +192,9 @@ describe.sequential('bundle verify', () => {
       const {r, v, status} = await verify(east, [bundle])
       expect(r.code).toBe(8)
       expect(status.gateway).toBe('fail')
-      expect(v.checks.find((x) => x.id === 'gateway')!.detail).toBe(`hosts points at ${plane.gateway.address}, but istio-system/istio-eastwestgateway is now at 198.51.100.77: the VM cannot reach istiod`)
+      expect(v.checks.find((x) => x.id === 'gateway')!.detail).toBe(
+        `hosts points at ${plane.gateway.address}, but istio-system/istio-eastwestgateway is now at 198.51.100.77: the VM cannot reach istiod`,
+      )
     } finally {
       east.store.update(key, {...east.store.get(key, 'istio-system', 'istio-eastwestgateway')!, status: before})
     }
@@ -184,13 +215,20 @@ describe.sequential('bundle verify', () => {
       const warned = await verify(east, [bundle])
       expect(warned.r.code, warned.r.stderr).toBe(0)
       const w = warned.v.checks.find((x) => x.id === 'gateway.ports')!
-      expect(w).toMatchObject({status: 'warn', detail: "istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail"})
+      expect(w).toMatchObject({
+        status: 'warn',
+        detail:
+          "istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail",
+      })
       expect(w.fix).toMatch(/^VMs join as sidecars \(there is no ztunnel on VMs\): deploy a classic east-west gateway beside the ambient one/)
       // HBONE only: the VM cannot even reach istiod.
       east.store.update(key, ambient([]))
       const failed = await verify(east, [bundle])
       expect(failed.r.code).toBe(8)
-      expect(failed.v.checks.find((x) => x.id === 'gateway.ports')).toMatchObject({status: 'fail', detail: 'istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008) without 15012 and 15017: this sidecar VM cannot reach istiod through it'})
+      expect(failed.v.checks.find((x) => x.id === 'gateway.ports')).toMatchObject({
+        status: 'fail',
+        detail: 'istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008) without 15012 and 15017: this sidecar VM cannot reach istiod through it',
+      })
     } finally {
       east.store.update(key, {...east.store.get(key, 'istio-system', 'istio-eastwestgateway')!, metadata: svc.metadata, spec: svc.spec})
     }
@@ -202,7 +240,12 @@ describe.sequential('bundle verify', () => {
     const changed = await verify(east, [bundle])
     expect(changed.r.code).toBe(8)
     const c = changed.v.checks.find((x) => x.id === 'workloadgroup')!
-    expect(c).toEqual({id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${NS}/web changed since the bundle: network (none) → net2; label tier: front → back`, fix: `meshvm bundle web -n ${NS} --autoregister -d ${bundle}`})
+    expect(c).toEqual({
+      id: 'workloadgroup',
+      status: 'fail',
+      detail: `WorkloadGroup ${NS}/web changed since the bundle: network (none) → net2; label tier: front → back`,
+      fix: `meshvm bundle web -n ${NS} --autoregister -d ${bundle}`,
+    })
     // The hint is a command that runs as printed: the group, the directory, and the user's --context.
     const table = await meshvm(east, ['bundle', 'verify', bundle, '--context', 'east'])
     expect(table.code).toBe(8)
@@ -218,7 +261,7 @@ describe.sequential('bundle verify', () => {
     expect(gone.v.checks.find((x) => x.id === 'workloadgroup')!.detail).toBe(`WorkloadGroup ${NS}/web not found`)
   })
 
-  it('the same bundle against another cluster: its token and root certificate are not that cluster\'s', async () => {
+  it("the same bundle against another cluster: its token and root certificate are not that cluster's", async () => {
     const {r, status} = await verify(west, [bundle])
     expect(r.code).toBe(8)
     expect(status['token.review']).toBe('fail')
@@ -242,7 +285,7 @@ describe.sequential('bundle verify', () => {
 })
 
 describe.sequential('bundle --refresh-token', () => {
-  it('rewrites only istio-token (0600) and install.sh\'s expiry guard; refuses another group\'s bundle', async () => {
+  it("rewrites only istio-token (0600) and install.sh's expiry guard; refuses another group's bundle", async () => {
     const r0 = await meshvm(east, ['onboard', 'api', '-n', NS, '-p', 'http=8080', '-s', 'web-vm', '--apply', '--bundle', join(dir, 'api'), '--token-duration', '10m'])
     expect(r0.code, r0.stderr).toBe(0)
     const d = join(dir, 'api')
@@ -267,6 +310,8 @@ describe.sequential('bundle --refresh-token', () => {
     // Another group's bundle directory: refused, nothing written.
     const wrong = await meshvm(east, ['bundle', 'api', '-n', NS, '-d', join(dir, 'archived'), '--refresh-token'])
     expect(wrong.code).toBe(2)
-    expect(wrong.stderr.split('\n')[0]).toBe(`Error: --refresh-token: the bundle in ${join(dir, 'archived')} is for ${NS}/web (service account web-vm), not for WorkloadGroup ${NS}/api (service account web-vm)`)
+    expect(wrong.stderr.split('\n')[0]).toBe(
+      `Error: --refresh-token: the bundle in ${join(dir, 'archived')} is for ${NS}/web (service account web-vm), not for WorkloadGroup ${NS}/api (service account web-vm)`,
+    )
   })
 })

@@ -15,7 +15,10 @@ const work = mkdtempSync(join(tmpdir(), 'meshvm-completion-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
 // No `meshvm` on the PATH: the script calls the meshvm that generated it by its absolute path, so
 // it works where meshvm is only an alias (the README's `alias meshvm="node $PWD/bin/run.js"`).
-const PATH = (process.env.PATH ?? '').split(':').filter((d) => !existsSync(join(d, 'meshvm'))).join(':')
+const PATH = (process.env.PATH ?? '')
+  .split(':')
+  .filter((d) => !existsSync(join(d, 'meshvm')))
+  .join(':')
 
 let script = ''
 /** Runs the completion function as bash runs it at a TAB: COMP_WORDS/COMP_CWORD set, COMPREPLY read. */
@@ -54,7 +57,6 @@ describe.concurrent('meshvm completion (offline)', () => {
     expect(await bash(env, 'war', 'describe', '')).toBe('')
   })
 
-
   it('zsh and fish scripts call the same engine, through the meshvm that generated them (goldens: test/lib/completion.test.ts)', async () => {
     const [zsh, fish] = await Promise.all([runCli(['completion', 'zsh']), runCli(['completion', 'fish'])])
     expect(zsh.stdout).toMatch(/^#compdef meshvm\n/)
@@ -88,7 +90,12 @@ describe.concurrent('meshvm completion (offline)', () => {
     const rc = join(work, 'bashrc')
     const completion = await runCli(['completion', 'bash'])
     writeFileSync(rc, `PS1='$ '\nalias meshvm=${JSON.stringify(`${process.execPath} ${BIN}`)}\nsource <(cat <<'EOF'\n${completion.stdout}EOF\n)\n`)
-    const pty = spawn('bash', ['--noprofile', '--rcfile', rc, '-i'], {cols: 200, rows: 20, cwd: REPO_ROOT, env: {...process.env, PATH, NO_COLOR: '1', KUBECONFIG: '/nonexistent/kubeconfig'} as Record<string, string>})
+    const pty = spawn('bash', ['--noprofile', '--rcfile', rc, '-i'], {
+      cols: 200,
+      rows: 20,
+      cwd: REPO_ROOT,
+      env: {...process.env, PATH, NO_COLOR: '1', KUBECONFIG: '/nonexistent/kubeconfig'} as Record<string, string>,
+    })
     let screen = ''
     const waitFor = (pattern: RegExp) =>
       new Promise<void>((resolve, reject) => {
@@ -127,17 +134,33 @@ describe('completion from the cluster', () => {
     cluster = await startCluster()
     for (const ns of ['apps', 'apps-2']) cluster.store.create('/namespaces', 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ns}})
     for (const name of ['web', 'worker', 'db']) {
-      cluster.store.create('networking.istio.io/workloadgroups', 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name, namespace: 'apps'}, spec: {template: {serviceAccount: 'default'}}})
+      cluster.store.create('networking.istio.io/workloadgroups', 'WorkloadGroup', {
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: {name, namespace: 'apps'},
+        spec: {template: {serviceAccount: 'default'}},
+      })
     }
     cluster.mesh.addVm({name: 'web-1', namespace: 'apps', group: 'web', address: '10.0.0.7'})
     const pod = (name: string, sidecar: boolean) => ({
-      apiVersion: 'v1', kind: 'Pod', metadata: {name, namespace: 'apps', ...(sidecar ? {annotations: {'sidecar.istio.io/status': '{}'}} : {})},
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {name, namespace: 'apps', ...(sidecar ? {annotations: {'sidecar.istio.io/status': '{}'}} : {})},
       spec: {containers: [{name: 'app', image: 'app'}, ...(sidecar ? [{name: 'istio-proxy', image: 'proxyv2'}] : [])]},
     })
     cluster.store.create('/pods', 'Pod', pod('api-5d9f-x1', true))
     cluster.store.create('/pods', 'Pod', pod('batch-7c1a-y2', false))
-    for (const [name, labelled] of [['istio-remote-secret-east', true], ['istio-remote-secret-west', true], ['unrelated', false]] as const) {
-      cluster.store.create('/secrets', 'Secret', {apiVersion: 'v1', kind: 'Secret', metadata: {name, namespace: 'istio-system', ...(labelled ? {labels: {'istio/multiCluster': 'true'}} : {})}, data: {}})
+    for (const [name, labelled] of [
+      ['istio-remote-secret-east', true],
+      ['istio-remote-secret-west', true],
+      ['unrelated', false],
+    ] as const) {
+      cluster.store.create('/secrets', 'Secret', {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {name, namespace: 'istio-system', ...(labelled ? {labels: {'istio/multiCluster': 'true'}} : {})},
+        data: {},
+      })
     }
   })
   afterAll(() => cluster?.stop())
@@ -191,7 +214,8 @@ describe('completion from the cluster', () => {
     const run = (...words: string[]): Promise<string> =>
       new Promise((resolve, reject) =>
         execFile('kubectl', ['__complete', 'meshvm', ...words], {encoding: 'utf8', env: {...process.env, ...cluster.env, PATH: `${dir}:${process.env.PATH}`}}, (err, stdout) =>
-          err ? reject(err) : resolve(stdout)),
+          err ? reject(err) : resolve(stdout),
+        ),
       )
     expect(await run('war', 'l')).toBe('list\n:4\n')
     expect(await run('onboard', '-n', 'apps', 'w')).toBe('web\nworker\n:4\n')

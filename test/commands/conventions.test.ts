@@ -23,8 +23,7 @@ const PLUGIN = join(work, 'kubectl-meshvm')
 symlinkSync(BIN, PLUGIN)
 const runPlugin = (args: string[]): Promise<{code: number; stdout: string; stderr: string}> =>
   new Promise((resolve) => {
-    execFile(process.execPath, [PLUGIN, ...args], {env: {...process.env, NO_COLOR: '1'}}, (err, stdout, stderr) =>
-      resolve({code: err ? ((err as {code?: number}).code ?? 1) : 0, stdout, stderr}))
+    execFile(process.execPath, [PLUGIN, ...args], {env: {...process.env, NO_COLOR: '1'}}, (err, stdout, stderr) => resolve({code: err ? ((err as {code?: number}).code ?? 1) : 0, stdout, stderr}))
   })
 
 describe.concurrent('-h and help on every command', () => {
@@ -128,14 +127,14 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
     expect(ageless(equals.stdout)).toBe(ageless(plain.stdout))
   })
 
-  it.each([
-    [['war', 'list', '-l', '', '-o', '', '--sort-by', '', '-L', '', '--context', '', '--kubeconfig', '', '-r', '', '--request-timeout', '']],
-    [['war', 'list', '-i', '']],
-  ])('%j: the defaults of kubectl and istioctl', async (args) => {
-    const [plain, empty] = await Promise.all([runCommand(['war', 'list'], {env}), runCommand(args, {env})])
-    expect(empty.code, empty.stderr).toBe(0)
-    expect(ageless(empty.stdout)).toBe(ageless(plain.stdout))
-  })
+  it.each([[['war', 'list', '-l', '', '-o', '', '--sort-by', '', '-L', '', '--context', '', '--kubeconfig', '', '-r', '', '--request-timeout', '']], [['war', 'list', '-i', '']]])(
+    '%j: the defaults of kubectl and istioctl',
+    async (args) => {
+      const [plain, empty] = await Promise.all([runCommand(['war', 'list'], {env}), runCommand(args, {env})])
+      expect(empty.code, empty.stderr).toBe(0)
+      expect(ageless(empty.stdout)).toBe(ageless(plain.stdout))
+    },
+  )
 
   it.each([
     [['war', 'list', '--sort-by=nope'], `--sort-by: couldn't find any field with path "{.nope}" in the list of objects`],
@@ -163,12 +162,27 @@ describe('an empty value means what kubectl makes of it (issue 27)', () => {
 
 describe.concurrent("one style for every usage error, meshvm's (issue 27)", () => {
   it.each([
-    [['war', 'describe'], ['Error: missing NAME: NAME or TYPE/NAME (as -o name prints it) of the registration; several may be given', 'Hint: see meshvm war describe --help for the arguments this command takes']],
+    [
+      ['war', 'describe'],
+      ['Error: missing NAME: NAME or TYPE/NAME (as -o name prints it) of the registration; several may be given', 'Hint: see meshvm war describe --help for the arguments this command takes'],
+    ],
     [['completion'], ['Error: missing SHELL: the shell; expected one of bash, zsh, fish', 'Hint: see meshvm completion --help for the arguments this command takes']],
-    [['war', 'list', '--chunk-sise', '3'], ['Error: unknown flag --chunk-sise', 'Hint: did you mean --chunk-size?', 'Hint: see meshvm war list --help for the flags this command takes']],
-    [['war', 'list', '--chunk-size', 'x'], ['Error: --chunk-size "x": expected a whole number', 'Hint: see meshvm war list --help for the flags this command takes']],
-    [['war', 'reconcile', '--fix', '--dry-run=client'], ['Error: --fix and --dry-run=client cannot be combined: give one of them', 'Hint: see meshvm war reconcile --help for the flags this command takes']],
-    [['proxy-status', 'a', 'b'], ['Error: Unexpected argument: b', 'Hint: see meshvm proxy-status --help for the arguments this command takes']],
+    [
+      ['war', 'list', '--chunk-sise', '3'],
+      ['Error: unknown flag --chunk-sise', 'Hint: did you mean --chunk-size?', 'Hint: see meshvm war list --help for the flags this command takes'],
+    ],
+    [
+      ['war', 'list', '--chunk-size', 'x'],
+      ['Error: --chunk-size "x": expected a whole number', 'Hint: see meshvm war list --help for the flags this command takes'],
+    ],
+    [
+      ['war', 'reconcile', '--fix', '--dry-run=client'],
+      ['Error: --fix and --dry-run=client cannot be combined: give one of them', 'Hint: see meshvm war reconcile --help for the flags this command takes'],
+    ],
+    [
+      ['proxy-status', 'a', 'b'],
+      ['Error: Unexpected argument: b', 'Hint: see meshvm proxy-status --help for the arguments this command takes'],
+    ],
   ])('%j', async (args, lines) => {
     const r = await runCommand(args, {env: {KUBECONFIG: '/nonexistent/kubeconfig'}})
     expect(r.code).toBe(2)

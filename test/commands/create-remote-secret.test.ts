@@ -88,7 +88,9 @@ function addServiceAccount(cluster: TestCluster, namespace: string, name: string
 
 function addSecret(cluster: TestCluster, namespace: string, name: string, type: string, serviceAccount?: string): void {
   cluster.store.create(SECRETS, 'Secret', {
-    apiVersion: 'v1', kind: 'Secret', type,
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type,
     metadata: {name, namespace, ...(serviceAccount ? {annotations: {'kubernetes.io/service-account.name': serviceAccount}} : {})},
   })
 }
@@ -136,11 +138,20 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
     expect(managers(sa)).toEqual(['meshvm/Apply'])
     const role = cluster.store.get(CLUSTER_ROLES, undefined, clusterRole)!
     expect(managers(role)).toEqual(['meshvm/Apply'])
-    expect(role.rules).toContainEqual({apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'], verbs: ['get', 'list', 'watch']})
+    expect(role.rules).toContainEqual({
+      apiGroups: [''],
+      resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'],
+      verbs: ['get', 'list', 'watch'],
+    })
     const binding = cluster.store.get(CLUSTER_ROLE_BINDINGS, undefined, clusterRole)!
     expect(binding.roleRef).toEqual({apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole})
     expect(binding.subjects).toEqual([{kind: 'ServiceAccount', name: READER, namespace: 'istio-system-test'}])
-    expect(cluster.store.list(CLUSTER_ROLES).map((r) => r.metadata.name).filter((n) => n.startsWith('istio'))).toEqual([clusterRole])
+    expect(
+      cluster.store
+        .list(CLUSTER_ROLES)
+        .map((r) => r.metadata.name)
+        .filter((n) => n.startsWith('istio')),
+    ).toEqual([clusterRole])
     const tokenSecret = cluster.store.get(SECRETS, 'istio-system-test', TOKEN_SECRET)!
     expect(tokenSecret.type).toBe(SA_TOKEN_TYPE)
     expect(tokenSecret.metadata.annotations).toMatchObject({'kubernetes.io/service-account.name': READER})
@@ -153,7 +164,7 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
     expect(again.stderr.split('\n').filter(Boolean)).toHaveLength(1)
   })
 
-  it('--type config: istio-kubeconfig with key config, for istiod\'s ServiceAccount', async () => {
+  it("--type config: istio-kubeconfig with key config, for istiod's ServiceAccount", async () => {
     addServiceAccount(cluster, 'istio-system-test', 'istiod')
     const res = await meshvm(cluster, ['--type', 'config', '--name', 'primary', '-n', 'istio-system-test'])
     expect(res.code, res.stderr).toBe(0)
@@ -179,9 +190,20 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
 
   it('--auth-type plugin (oidc): --auth-plugin-config is honoured; no token in the output', async () => {
     const res = await meshvm(cluster, [
-      '--name', 'cluster-west', '--server', 'https://api.west.example.com:6443',
-      '--auth-type', 'plugin', '--auth-plugin-name', 'oidc',
-      '--auth-plugin-config', 'idp-issuer-url=https://issuer.example.com', '--auth-plugin-config', 'client-id=mesh-reader', '--auth-plugin-config', 'scopes=openid,groups',
+      '--name',
+      'cluster-west',
+      '--server',
+      'https://api.west.example.com:6443',
+      '--auth-type',
+      'plugin',
+      '--auth-plugin-name',
+      'oidc',
+      '--auth-plugin-config',
+      'idp-issuer-url=https://issuer.example.com',
+      '--auth-plugin-config',
+      'client-id=mesh-reader',
+      '--auth-plugin-config',
+      'scopes=openid,groups',
     ])
     expect(res.code, res.stderr).toBe(0)
     expect(toReference(res.stdout, cluster, undefined)).toBe(golden('plugin-oidc.yaml'))
@@ -213,10 +235,8 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
     for (const flag of ['--create-service-account=false', '--no-create-service-account']) {
       const res = await meshvm(cluster, ['--name', 'c1', flag])
       expect(res.code).toBe(4)
-      expect(errorLine(res.stderr)).toBe(
-        `Error: ServiceAccount istio-system/${READER} not found, and --create-service-account=false`,
-      )
-      expect(res.stderr).toContain("Hint: install a minimal Istio profile on the cluster first (it creates the ServiceAccount), or run without --create-service-account=false")
+      expect(errorLine(res.stderr)).toBe(`Error: ServiceAccount istio-system/${READER} not found, and --create-service-account=false`)
+      expect(res.stderr).toContain('Hint: install a minimal Istio profile on the cluster first (it creates the ServiceAccount), or run without --create-service-account=false')
       expect(res.stderr).not.toMatch(STACK_TRACE)
       expect(res.stdout).toBe('')
     }
@@ -233,7 +253,12 @@ describe('create-remote-secret: istioctl output (Kubernetes 1.32)', () => {
     const noNs = await meshvm(cluster, ['--name', 'c1', '-n', 'nowhere'])
     expect(noNs.code).toBe(4)
     expect(noNs.stderr).toContain(`Error: namespace "nowhere" does not exist, so ServiceAccount nowhere/${READER} cannot be used or created\n`)
-    expect(cluster.store.list(SAS).map((s) => s.metadata.name).filter((n) => n !== 'default')).toEqual([])
+    expect(
+      cluster.store
+        .list(SAS)
+        .map((s) => s.metadata.name)
+        .filter((n) => n !== 'default'),
+    ).toEqual([])
   })
 
   describe('--secret-name', () => {
@@ -303,7 +328,9 @@ describe('create-remote-secret: the token controller', () => {
     cluster = await startCluster({tokenControllerDelayMs: false})
     addServiceAccount(cluster, 'istio-system', READER)
     cluster.store.create(SECRETS, 'Secret', {
-      apiVersion: 'v1', kind: 'Secret', type: SA_TOKEN_TYPE,
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: SA_TOKEN_TYPE,
       metadata: {name: 'ca-only', namespace: 'istio-system', annotations: {'kubernetes.io/service-account.name': READER}},
       data: {'ca.crt': Buffer.from(cluster.caPem).toString('base64')},
     })
@@ -368,7 +395,9 @@ describe('create-remote-secret: --output-file, --verify', () => {
     const res = await meshvm(cluster, ['--name', 'c1', '--verify'])
     expect(res.code, res.stderr).toBe(0)
     expect(res.stderr).toContain(`Verifying the generated kubeconfig against ${cluster.url}...\n`)
-    expect(res.stderr).toMatch(new RegExp(`Verified: reached ${cluster.url.replace(/\./g, '\\.')} \\(Kubernetes v1\\.32\\.0\\) with the generated kubeconfig; \\d+ permissions istiod needs checked, all allowed\n`))
+    expect(res.stderr).toMatch(
+      new RegExp(`Verified: reached ${cluster.url.replace(/\./g, '\\.')} \\(Kubernetes v1\\.32\\.0\\) with the generated kubeconfig; \\d+ permissions istiod needs checked, all allowed\n`),
+    )
     expect(res.stdout).toContain('kind: Secret\n')
     // The checks ran as the ServiceAccount, with its token.
     const ssars = cluster.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/selfsubjectaccessreviews'))
@@ -380,8 +409,12 @@ describe('create-remote-secret: --output-file, --verify', () => {
     const res = await meshvm(cluster, ['--name', 'c1', '--service-account', 'bare', '--verify'])
     expect(res.code).toBe(8)
     expect(res.stdout).toBe('')
-    expect(errorLine(res.stderr)).toMatch(/^Error: --verify: ServiceAccount istio-system\/bare lacks 28 permission\(s\) istiod needs: get pods, list pods, watch pods, get services, .*, create tokenreviews\.authentication\.k8s\.io$/)
-    expect(res.stderr).toContain('Hint: bind it to the reader ClusterRole: kubectl create clusterrolebinding bare-istio-reader --clusterrole istio-reader-clusterrole-istio-system --serviceaccount istio-system:bare\n')
+    expect(errorLine(res.stderr)).toMatch(
+      /^Error: --verify: ServiceAccount istio-system\/bare lacks 28 permission\(s\) istiod needs: get pods, list pods, watch pods, get services, .*, create tokenreviews\.authentication\.k8s\.io$/,
+    )
+    expect(res.stderr).toContain(
+      'Hint: bind it to the reader ClusterRole: kubectl create clusterrolebinding bare-istio-reader --clusterrole istio-reader-clusterrole-istio-system --serviceaccount istio-system:bare\n',
+    )
     expect(res.stderr).toContain('Hint: nothing was printed, written or applied\n')
   })
 
@@ -420,7 +453,7 @@ describe('create-remote-secret --apply-to: between two API servers', () => {
     await c2?.stop()
   })
 
-  it('applies cluster 1\'s Secret into cluster 2\'s istio-system, by server-side apply; a re-run is unchanged', async () => {
+  it("applies cluster 1's Secret into cluster 2's istio-system, by server-side apply; a re-run is unchanged", async () => {
     const args = ['--kubeconfig', kubeconfig, '--context', 'c1', '--name', 'cluster1', '--apply-to', 'c2']
     const res = await meshvm(c1, args)
     expect(res.code, res.stderr).toBe(0)
@@ -488,7 +521,12 @@ describe('create-remote-secret: bad input (exit 2, one line, nothing sent)', () 
 
   it('normalizes istioctl-style booleans', () => {
     expect(normalizeBooleanArgs(['--create-service-account=false', '--verify=true', '--yes=False', '--name=x', '--', '--verify=false'])).toEqual([
-      '--no-create-service-account', '--verify', '--no-yes', '--name=x', '--', '--verify=false',
+      '--no-create-service-account',
+      '--verify',
+      '--no-yes',
+      '--name=x',
+      '--',
+      '--verify=false',
     ])
   })
 })
@@ -503,7 +541,10 @@ describe('create-remote-secret in a terminal', () => {
   function inTerminal(args: string[]): {screen: () => string; write: (s: string) => void; waitFor: (t: string) => Promise<void>; exit: Promise<number>} {
     let buffer = ''
     const pty = spawn(process.execPath, [BIN, 'create-remote-secret', ...args], {
-      cols: 200, rows: 50, cwd: REPO_ROOT, env: {...process.env, ...cluster.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>,
+      cols: 200,
+      rows: 50,
+      cwd: REPO_ROOT,
+      env: {...process.env, ...cluster.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>,
     })
     pty.onData((d) => (buffer += d))
     const exit = new Promise<number>((resolve) => pty.onExit(({exitCode}) => resolve(exitCode)))
@@ -551,7 +592,7 @@ afterAll(() => {
 })
 
 describe('the token never reaches stderr', () => {
-  it('no stderr of this file\'s runs holds a token any cluster issued', () => {
+  it("no stderr of this file's runs holds a token any cluster issued", () => {
     expect(runs.length).toBeGreaterThan(20)
     expect(tokensSeen.size).toBeGreaterThan(5)
     const leaks = runs.filter((r) => [...tokensSeen].some((t) => r.result.stderr.includes(t)))

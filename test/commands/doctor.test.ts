@@ -123,7 +123,7 @@ describe('meshvm doctor', () => {
     expect(r.code).toBe(8)
     const f = firstFail(rep)!
     expect(f).toMatchObject({step: 4, check: 'registration.duplicates'})
-    expect(f.fix).toBe("kubectl delete workloadentry web-old-10.0.0.5 -n apps")
+    expect(f.fix).toBe('kubectl delete workloadentry web-old-10.0.0.5 -n apps')
     // With --context, the fix acts on that context (never on whatever kubectl's current one is).
     const named = await report(['web-10.0.0.5', '-n', 'apps', '--context', cluster.contextName])
     expect(firstFail(named.report)!.fix).toBe(`kubectl --context ${cluster.contextName} delete workloadentry web-old-10.0.0.5 -n apps`)
@@ -147,8 +147,12 @@ describe('meshvm doctor', () => {
     let {r, report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
     expect(r.code).toBe(8)
     // The fix: the Service `meshvm onboard` makes for the group, applied with meshvm's field manager.
-    const service = {apiVersion: 'v1', kind: 'Service', metadata: {name: 'web', namespace: 'apps', labels: {app: 'web', 'app.kubernetes.io/managed-by': 'meshvm'}},
-      spec: {type: 'ClusterIP', selector: {app: 'web'}, ports: [{name: 'http', port: 8080, targetPort: 8080, protocol: 'TCP', appProtocol: 'http'}]}}
+    const service = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: {name: 'web', namespace: 'apps', labels: {app: 'web', 'app.kubernetes.io/managed-by': 'meshvm'}},
+      spec: {type: 'ClusterIP', selector: {app: 'web'}, ports: [{name: 'http', port: 8080, targetPort: 8080, protocol: 'TCP', appProtocol: 'http'}]},
+    }
     expect(firstFail(rep)).toMatchObject({step: 5, check: 'service', fix: `printf '%s\\n' '${JSON.stringify(service)}' | kubectl apply --server-side --field-manager=meshvm -f -`})
     // Run as printed, doctor passes.
     const {execFile} = await import('node:child_process')
@@ -193,7 +197,12 @@ describe('meshvm doctor', () => {
       expect(firstFail(rep)).toMatchObject({step: 3, check: 'istiod.autoregistration'})
       expect(firstFail(rep)!.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
       // The fix, run (kubectl's strategic merge patch of the Deployment), and doctor passes.
-      const k = await kubectl(cluster, firstFail(rep)!.fix!.replace(/^kubectl /, '').split(' '))
+      const k = await kubectl(
+        cluster,
+        firstFail(rep)!
+          .fix!.replace(/^kubectl /, '')
+          .split(' '),
+      )
       expect(k.code, k.stderr).toBe(0)
       const after = await report(['web-10.0.0.5', '-n', 'apps'])
       expect(after.r.code, JSON.stringify(firstFail(after.report))).toBe(0)
@@ -206,7 +215,17 @@ describe('meshvm doctor', () => {
     const gw = cluster.store.get(SVC, 'istio-system', 'istio-eastwestgateway')!
     const saved = structuredClone(gw)
     try {
-      cluster.store.update(SVC, {...gw, metadata: {...gw.metadata, resourceVersion: undefined}, spec: {...(gw.spec as object), ports: [{name: 'hbone', port: 15008}, {name: 'status-port', port: 15021}]}})
+      cluster.store.update(SVC, {
+        ...gw,
+        metadata: {...gw.metadata, resourceVersion: undefined},
+        spec: {
+          ...(gw.spec as object),
+          ports: [
+            {name: 'hbone', port: 15008},
+            {name: 'status-port', port: 15021},
+          ],
+        },
+      })
       let {report: rep} = await report(['web-10.0.0.5', '-n', 'apps'])
       expect(firstFail(rep)).toMatchObject({step: 2, check: 'gateway.kind'})
       expect(firstFail(rep)!.detail).toContain('is an ambient east-west gateway')
@@ -215,7 +234,12 @@ describe('meshvm doctor', () => {
       ;({report: rep} = await report(['web-10.0.0.5', '-n', 'apps']))
       expect(firstFail(rep)).toMatchObject({step: 2, check: 'network'})
       expect(firstFail(rep)!.fix).toBe('kubectl label svc istio-eastwestgateway -n istio-system topology.istio.io/network=net1')
-      const k = await kubectl(cluster, firstFail(rep)!.fix!.replace(/^kubectl /, '').split(' '))
+      const k = await kubectl(
+        cluster,
+        firstFail(rep)!
+          .fix!.replace(/^kubectl /, '')
+          .split(' '),
+      )
       expect(k.code, k.stderr).toBe(0)
       expect((await doctor(['web-10.0.0.5', '-n', 'apps'])).code).toBe(0)
     } finally {
@@ -229,17 +253,35 @@ describe('meshvm doctor', () => {
     const meshSerial = new serial(cluster.ca.rootPem).serialNumber.toLowerCase().replace(/^0+/, '')
     const answer = (o: {ready?: string; root?: string; expires?: string; dns?: string; connections?: string[]}) =>
       [
-        '@@meshvm-doctor ready', o.ready ?? '200',
-        '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: o.root ?? meshSerial}], cert_chain: [{serial_number: 'abc', days_until_expiration: '0', expiration_time: o.expires ?? new Date(Date.now() + 20 * 3600_000).toISOString()}]}]}),
-        '@@meshvm-doctor istiod', 'via ss 15012', 'Recv-Q Send-Q Local Address:Port Peer Address:Port Process', ...(o.connections ?? ['0 0 10.0.0.5:41234 203.0.113.10:15012']),
-        '@@meshvm-doctor interception', '4',
-        '@@meshvm-doctor dns', o.dns ?? '203.0.113.10 istiod.istio-system.svc',
-        '@@meshvm-doctor end', '',
+        '@@meshvm-doctor ready',
+        o.ready ?? '200',
+        '@@meshvm-doctor certs',
+        JSON.stringify({
+          certificates: [
+            {
+              ca_cert: [{serial_number: o.root ?? meshSerial}],
+              cert_chain: [{serial_number: 'abc', days_until_expiration: '0', expiration_time: o.expires ?? new Date(Date.now() + 20 * 3600_000).toISOString()}],
+            },
+          ],
+        }),
+        '@@meshvm-doctor istiod',
+        'via ss 15012',
+        'Recv-Q Send-Q Local Address:Port Peer Address:Port Process',
+        ...(o.connections ?? ['0 0 10.0.0.5:41234 203.0.113.10:15012']),
+        '@@meshvm-doctor interception',
+        '4',
+        '@@meshvm-doctor dns',
+        o.dns ?? '203.0.113.10 istiod.istio-system.svc',
+        '@@meshvm-doctor end',
+        '',
       ].join('\n')
     // The simulated VM: a command that reads the script meshvm sends, checks it is the read-only probe, and answers.
     const vm = join(dir, 'vm.sh')
     const state = join(dir, 'answer.txt')
-    writeFileSync(vm, `#!/bin/sh\nscript=$(cat)\ncase "$script" in *'@@meshvm-doctor end'*) ;; *) echo "unexpected script" >&2; exit 3;; esac\n[ "$MESHVM_VM_ADDRESS" = 10.0.0.5 ] || { echo "address $MESHVM_VM_ADDRESS" >&2; exit 4; }\ncat ${JSON.stringify(state)}\n`)
+    writeFileSync(
+      vm,
+      `#!/bin/sh\nscript=$(cat)\ncase "$script" in *'@@meshvm-doctor end'*) ;; *) echo "unexpected script" >&2; exit 3;; esac\n[ "$MESHVM_VM_ADDRESS" = 10.0.0.5 ] || { echo "address $MESHVM_VM_ADDRESS" >&2; exit 4; }\ncat ${JSON.stringify(state)}\n`,
+    )
     chmodSync(vm, 0o755)
     const vmExec = `${vm} "$MESHVM_VM_ADDRESS"`
     writeFileSync(state, answer({}))
@@ -280,11 +322,25 @@ describe('meshvm doctor', () => {
       // blocking this event loop (the test cluster answers from it).
       const {execFile} = await import('node:child_process')
       const {promisify} = await import('node:util')
-      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.replace(/#.*$/, '')}`], {env: {...process.env, ...cluster.env, NO_COLOR: '1'}, timeout: 60_000})
+      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.replace(/#.*$/, '')}`], {
+        env: {...process.env, ...cluster.env, NO_COLOR: '1'},
+        timeout: 60_000,
+      })
     }
 
     // The token expired: bundle verify's refresh is the fix.
-    const expired = ['{"alg":"RS256"}', JSON.stringify({aud: ['istio-ca'], exp: Math.floor(Date.now() / 1000) - 3600, sub: 'system:serviceaccount:apps:default', 'kubernetes.io': {namespace: 'apps', serviceaccount: {name: 'default'}}})].map((x) => Buffer.from(x).toString('base64url')).join('.') + '.c2ln'
+    const expired =
+      [
+        '{"alg":"RS256"}',
+        JSON.stringify({
+          aud: ['istio-ca'],
+          exp: Math.floor(Date.now() / 1000) - 3600,
+          sub: 'system:serviceaccount:apps:default',
+          'kubernetes.io': {namespace: 'apps', serviceaccount: {name: 'default'}},
+        }),
+      ]
+        .map((x) => Buffer.from(x).toString('base64url'))
+        .join('.') + '.c2ln'
     writeFileSync(join(bundleDir, 'istio-token'), expired, {mode: 0o600})
     ;({r, report: rep} = await report(['--bundle', bundleDir]))
     expect(r.code).toBe(8)
@@ -317,8 +373,21 @@ describe('meshvm doctor', () => {
     const meshSerial = new (await import('node:crypto')).X509Certificate(cluster.ca.rootPem).serialNumber.toLowerCase().replace(/^0+/, '')
     const vm = join(dir, 'vm-ps.sh')
     // Each VM answers from its own file; 10.0.0.6 trusts another root.
-    for (const [address, root] of [['10.0.0.5', meshSerial], ['10.0.0.6', 'deadbeef']]) {
-      writeFileSync(join(dir, `ps-${address}`), ['@@meshvm-doctor ready', '200', '@@meshvm-doctor certs', JSON.stringify({certificates: [{ca_cert: [{serial_number: root}], cert_chain: [{days_until_expiration: '0', expiration_time: '2099-11-29T06:00:00Z'}]}]}), '@@meshvm-doctor end', ''].join('\n'))
+    for (const [address, root] of [
+      ['10.0.0.5', meshSerial],
+      ['10.0.0.6', 'deadbeef'],
+    ]) {
+      writeFileSync(
+        join(dir, `ps-${address}`),
+        [
+          '@@meshvm-doctor ready',
+          '200',
+          '@@meshvm-doctor certs',
+          JSON.stringify({certificates: [{ca_cert: [{serial_number: root}], cert_chain: [{days_until_expiration: '0', expiration_time: '2099-11-29T06:00:00Z'}]}]}),
+          '@@meshvm-doctor end',
+          '',
+        ].join('\n'),
+      )
     }
     writeFileSync(vm, `#!/bin/sh\ncat >/dev/null\ncat ${JSON.stringify(dir)}/ps-"$MESHVM_VM_ADDRESS"\n`)
     chmodSync(vm, 0o755)
@@ -335,9 +404,16 @@ describe('meshvm doctor', () => {
 
   it('--bundle made for an ambient east-west gateway: step 2 names it, and the fix (a bundle for the classic one) makes doctor pass', async () => {
     cluster.store.create(SVC, 'Service', {
-      apiVersion: 'v1', kind: 'Service',
+      apiVersion: 'v1',
+      kind: 'Service',
       metadata: {name: 'istio-eastwest', namespace: 'istio-system', labels: {'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west', 'topology.istio.io/network': 'net1'}},
-      spec: {type: 'LoadBalancer', ports: [{name: 'status-port', port: 15021}, {name: 'mesh', port: 15008}]},
+      spec: {
+        type: 'LoadBalancer',
+        ports: [
+          {name: 'status-port', port: 15021},
+          {name: 'mesh', port: 15008},
+        ],
+      },
       status: {loadBalancer: {ingress: [{ip: '203.0.113.11'}]}},
     })
     try {
@@ -352,7 +428,10 @@ describe('meshvm doctor', () => {
       expect(kind.fix).toBe(`meshvm bundle web -n apps -d ${bundleDir} --ingress-service istio-eastwestgateway.istio-system`)
       const {execFile} = await import('node:child_process')
       const {promisify} = await import('node:util')
-      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${kind.fix}`], {env: {...process.env, ...cluster.env, NO_COLOR: '1'}, timeout: 60_000})
+      await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${kind.fix}`], {
+        env: {...process.env, ...cluster.env, NO_COLOR: '1'},
+        timeout: 60_000,
+      })
       ;({r, report: rep} = await report(['--bundle', bundleDir]))
       expect(r.code, JSON.stringify(firstFail(rep))).toBe(0)
     } finally {
@@ -431,7 +510,13 @@ describe('meshvm doctor', () => {
     }
     const lists = (path: string) => [...reads].filter(([k]) => k.startsWith(`${path}?`))
     // The lists the three VMs share, each asked for once.
-    for (const path of ['/apis/networking.istio.io/v1/namespaces/apps/workloadentries', '/api/v1/namespaces/apps/services', '/apis/networking.istio.io/v1/namespaces/apps/serviceentries', '/api/v1/namespaces/istio-system/pods', '/api/v1/namespaces/istio-system/services']) {
+    for (const path of [
+      '/apis/networking.istio.io/v1/namespaces/apps/workloadentries',
+      '/api/v1/namespaces/apps/services',
+      '/apis/networking.istio.io/v1/namespaces/apps/serviceentries',
+      '/api/v1/namespaces/istio-system/pods',
+      '/api/v1/namespaces/istio-system/services',
+    ]) {
       expect(lists(path).length, path).toBeGreaterThan(0)
       for (const [k, n] of lists(path)) expect(n, k).toBe(1)
     }
@@ -462,7 +547,12 @@ describe('several contexts', () => {
     expect(rep.result).toBe('pass')
     // A second WorkloadEntry at the address: the fix deletes it in the context that holds the VM,
     // never in whatever kubectl's current context is.
-    cluster.store.create(WE, 'WorkloadEntry', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'web-old-10.0.0.5', namespace: 'apps'}, spec: {address: '10.0.0.5', labels: {app: 'web'}, serviceAccount: 'default', network: 'vm-network'}})
+    cluster.store.create(WE, 'WorkloadEntry', {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {name: 'web-old-10.0.0.5', namespace: 'apps'},
+      spec: {address: '10.0.0.5', labels: {app: 'web'}, serviceAccount: 'default', network: 'vm-network'},
+    })
     const dup = await doctor(['web-10.0.0.5', '-n', 'apps', ...both, '-o', 'json'], env)
     expect(dup.code).toBe(8)
     const fix = firstFail(JSON.parse(dup.stdout) as Report)!.fix!

@@ -78,7 +78,10 @@ describe('onboard: outcomes and conflicts', () => {
 
   it('refuses to take a field another manager owns, naming field and manager; --force-conflicts takes it', async () => {
     const file = join(dir, 'helm-wg.yaml')
-    writeFileSync(file, 'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata:\n  name: db\n  namespace: apps\nspec:\n  metadata:\n    labels:\n      app: db\n  template:\n    serviceAccount: db-vm\n    ports:\n      tcp: 5433\n')
+    writeFileSync(
+      file,
+      'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata:\n  name: db\n  namespace: apps\nspec:\n  metadata:\n    labels:\n      app: db\n  template:\n    serviceAccount: db-vm\n    ports:\n      tcp: 5433\n',
+    )
     const helm = await kubectl(cluster, ['apply', '--server-side', '--field-manager=helm', '-f', file])
     expect(helm.stdout.trim()).toBe('workloadgroup.networking.istio.io/db serverside-applied')
     const onboard = ['onboard', 'db', '-n', 'apps', '-p', 'tcp=5432', '-s', 'db-vm', '--apply']
@@ -167,7 +170,11 @@ describe('war prune and war list --watch', () => {
     try {
       await run.waitFor(/^labelled +True/m)
       const current = cluster.store.get(WAR_KEY, ns, 'labelled')!
-      cluster.store.update(WAR_KEY, {...current, metadata: {...current.metadata, labels: {tier: 'back'}}, status: {conditions: [{type: 'AgentConnected', status: 'False', reason: 'AgentDisconnected', lastTransitionTime: iso(0)}]}})
+      cluster.store.update(WAR_KEY, {
+        ...current,
+        metadata: {...current.metadata, labels: {tier: 'back'}},
+        status: {conditions: [{type: 'AgentConnected', status: 'False', reason: 'AgentDisconnected', lastTransitionTime: iso(0)}]},
+      })
       // The change takes it out of the selector: the watch reports it (DELETED), so its last row is shown.
       await run.waitFor(/^labelled +False/m)
     } finally {

@@ -62,10 +62,10 @@ describe('kubeconfig credentials', () => {
     const runs = join(work, 'runs')
     writeFileSync(runs, '')
     const credential = (token: string) => `'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${token}"}}'`
-    const plugin = script('expiring.sh', [
-      `echo run >> ${runs}`,
-      `if [ "$(wc -l < ${runs})" -eq 1 ]; then printf '%s' ${credential('expired-token-0123456789')}; else printf '%s' ${credential(cluster.token)}; fi`,
-    ].join('\n'))
+    const plugin = script(
+      'expiring.sh',
+      [`echo run >> ${runs}`, `if [ "$(wc -l < ${runs})" -eq 1 ]; then printf '%s' ${credential('expired-token-0123456789')}; else printf '%s' ${credential(cluster.token)}; fi`].join('\n'),
+    )
     const kubeconfig = kubeconfigWithUser('expiring', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'])
     // proxy-status sends its first requests (istiods, WorkloadEntries, WARs) at once: all get a 401.
     const res = await runCommand(['proxy-status', '--debug'], {env: {KUBECONFIG: kubeconfig}})
@@ -90,7 +90,9 @@ describe('kubeconfig credentials', () => {
     writeFileSync(staleFile, 'not-the-token-0123456789', {mode: 0o600})
     const fileWins = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-both-stale', [`token: ${cluster.token}`, `tokenFile: ${staleFile}`])}})
     expect(fileWins.code).toBe(5)
-    const unreadable = await runCommand(['war', 'list', '-A', '-o', 'name'], {env: {KUBECONFIG: kubeconfigWithUser('token-both-missing', [`token: ${cluster.token}`, `tokenFile: ${join(work, 'nope')}`])}})
+    const unreadable = await runCommand(['war', 'list', '-A', '-o', 'name'], {
+      env: {KUBECONFIG: kubeconfigWithUser('token-both-missing', [`token: ${cluster.token}`, `tokenFile: ${join(work, 'nope')}`])},
+    })
     expect(unreadable.code, unreadable.stderr).toBe(0)
     const missing = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfigWithUser('token-missing', [`tokenFile: ${join(work, 'nope')}`])}})
     expect(missing.code).toBe(5)
@@ -115,7 +117,7 @@ describe('kubeconfig credentials', () => {
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.stderr).toBe(
       'login expired, run: cloud login\n' +
-      `Error: cannot get credentials for context "c": the credential plugin (exec: ${plugin}) failed (exit 3)\n` +
+        `Error: cannot get credentials for context "c": the credential plugin (exec: ${plugin}) failed (exit 3)\n` +
         'Hint: run the command of the kubeconfig user by hand to see why (e.g. an expired login), or use another --context\n',
     )
   })

@@ -27,7 +27,11 @@ describe('kubectl plugin', () => {
   it('runs as `kubectl meshvm` through the kubectl-meshvm bin', () => {
     const bin = pluginPath()
     const env = {...process.env, PATH: bin, NO_COLOR: '1'}
-    expect(execFileSync(join(bin, 'kubectl'), ['plugin', 'list'], {env, encoding: 'utf8'}).split('\n').filter((l) => l.startsWith('/'))).toEqual([join(bin, 'kubectl-meshvm')])
+    expect(
+      execFileSync(join(bin, 'kubectl'), ['plugin', 'list'], {env, encoding: 'utf8'})
+        .split('\n')
+        .filter((l) => l.startsWith('/')),
+    ).toEqual([join(bin, 'kubectl-meshvm')])
     const out = execFileSync(join(bin, 'kubectl'), ['meshvm', 'onboard', 'web', '-n', 'apps', '-p', 'http=8080', '-o', 'name'], {env, encoding: 'utf8'})
     expect(out).toBe('workloadgroup.networking.istio.io/web\nservice/web\n')
   })

@@ -47,13 +47,15 @@ describe('onboard --apply', () => {
     const res = await meshvm(['onboard', 'web', '-n', 'nosuch', '-p', 'http=8080', '--apply'])
     expect(res.code).toBe(4)
     expect(res.stdout).toBe('')
-    expect(res.stderr).toBe([
-      'workloadgroup.networking.istio.io/web failed: namespaces "nosuch" not found',
-      'service/web not applied',
-      'Error: 0 of 2 objects applied; failed: workloadgroup.networking.istio.io/web; not applied: service/web',
-      'Hint: namespace "nosuch" does not exist: add --create-namespace to create it too (or kubectl create namespace nosuch)',
-      '',
-    ].join('\n'))
+    expect(res.stderr).toBe(
+      [
+        'workloadgroup.networking.istio.io/web failed: namespaces "nosuch" not found',
+        'service/web not applied',
+        'Error: 0 of 2 objects applied; failed: workloadgroup.networking.istio.io/web; not applied: service/web',
+        'Hint: namespace "nosuch" does not exist: add --create-namespace to create it too (or kubectl create namespace nosuch)',
+        '',
+      ].join('\n'),
+    )
     // With --create-namespace, a server dry run cannot check objects in the namespace it does not create.
     const dry = await meshvm(['onboard', 'web', '-n', 'nosuch', '-p', 'http=8080', '--create-namespace', '--dry-run=server'])
     expect(dry.stderr).toContain('Hint: namespace "nosuch" does not exist yet: a dry run (--dry-run=server, --diff) does not create it, so the objects in it cannot be checked; apply with --apply\n')
@@ -79,11 +81,13 @@ describe('onboard --apply', () => {
   })
 
   it('reports what was applied, what failed (with the API server reason) and what was not applied; exit 7', async () => {
-    const token = cluster.addUser('half', {rules: [
-      {verbs: ['get', 'list', 'patch', 'create'], apiGroups: [''], resources: ['serviceaccounts', 'namespaces']},
-      {verbs: ['get', 'list', 'patch', 'create'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']},
-      {verbs: ['get', 'list'], apiGroups: [''], resources: ['services']},
-    ]})
+    const token = cluster.addUser('half', {
+      rules: [
+        {verbs: ['get', 'list', 'patch', 'create'], apiGroups: [''], resources: ['serviceaccounts', 'namespaces']},
+        {verbs: ['get', 'list', 'patch', 'create'], apiGroups: ['networking.istio.io'], resources: ['workloadgroups']},
+        {verbs: ['get', 'list'], apiGroups: [''], resources: ['services']},
+      ],
+    })
     const res = await meshvm(args, {KUBECONFIG: cluster.kubeconfigFor(token)})
     expect(res.code).toBe(7)
     expect(res.stdout).toBe('serviceaccount/web-vm created\nworkloadgroup.networking.istio.io/web created\n')
@@ -94,7 +98,12 @@ describe('onboard --apply', () => {
   })
 
   it('reports the API server causes of an invalid object and applies nothing after it', async () => {
-    cluster.faults.add({method: 'PATCH', path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', status: 422, message: 'WorkloadGroup.networking.istio.io "web" is invalid: spec.template.ports.http: Invalid value: 0: port must be between 1-65535'})
+    cluster.faults.add({
+      method: 'PATCH',
+      path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web',
+      status: 422,
+      message: 'WorkloadGroup.networking.istio.io "web" is invalid: spec.template.ports.http: Invalid value: 0: port must be between 1-65535',
+    })
     const res = await meshvm(args)
     expect(res.code).toBe(7)
     expect(res.stdout).toBe('serviceaccount/web-vm created\n')
@@ -105,7 +114,10 @@ describe('onboard --apply', () => {
   it('applies a WorkloadGroup read with -f', async () => {
     const dir = tmp()
     const file = join(dir, 'wg.yaml')
-    writeFileSync(file, 'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata:\n  name: db\n  namespace: apps\nspec:\n  metadata:\n    labels:\n      app: db\n  template:\n    serviceAccount: default\n    ports:\n      tcp: 5432\n')
+    writeFileSync(
+      file,
+      'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata:\n  name: db\n  namespace: apps\nspec:\n  metadata:\n    labels:\n      app: db\n  template:\n    serviceAccount: default\n    ports:\n      tcp: 5432\n',
+    )
     const res = await meshvm(['onboard', '-f', file, '--apply'])
     expect(res.stderr).toBe('')
     expect(res.stdout).toContain('workloadgroup.networking.istio.io/db created\n')
@@ -136,7 +148,10 @@ describe('bundle against a cluster', () => {
     cluster.store.create('/serviceaccounts', 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'vm-serviceaccount', namespace: 'bar'}})
   }
 
-  for (const [name, gateway, internal] of [['ipv4', '10.10.10.11', '10.10.10.10'], ['ipv6', 'fd00:10:96::2', 'fd00:10:96::1']] as const) {
+  for (const [name, gateway, internal] of [
+    ['ipv4', '10.10.10.11', '10.10.10.10'],
+    ['ipv6', 'fd00:10:96::2', 'fd00:10:96::1'],
+  ] as const) {
     it(`reproduces istioctl's vmconfig/${name} golden files from live cluster state (revision rev-1)`, async () => {
       const dir = `vmconfig/${name}`
       istioctlSetup(dir, gateway)

@@ -39,9 +39,7 @@ class Terminal {
 }
 
 function startPty(args: string[]): Terminal {
-  return new Terminal(
-    spawn(process.execPath, [BIN, ...args], {cols: 200, rows: 50, cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>}),
-  )
+  return new Terminal(spawn(process.execPath, [BIN, ...args], {cols: 200, rows: 50, cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>}))
 }
 
 const DOWN = '\u001B[B'
@@ -79,7 +77,10 @@ describe('meshvm onboard wizard', () => {
       const out = join(work, 'web.yaml')
       const t = new Terminal(
         spawn('/bin/sh', ['-c', 'exec "$0" "$1" onboard -p http=8080 -l app=web --probe-tcp 8080 > "$2"', process.execPath, BIN, out], {
-          cols: 200, rows: 50, cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>,
+          cols: 200,
+          rows: 50,
+          cwd: REPO_ROOT,
+          env: {...process.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>,
         }),
       )
       await t.answer('Workload group name', 'web\r')

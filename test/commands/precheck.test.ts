@@ -43,10 +43,16 @@ describe('precheck', () => {
   it('reads istiod over xDS when its HTTP debug is off, and warns when it cannot be reached', async () => {
     cluster.mesh.setIstiod('istiod-7d4b9c6f8-x2k9p', {debugHttp: false})
     const {checks: xds} = await checks()
-    expect(xds['istiod answers']).toMatchObject({status: 'pass', message: 'istiod istio-system/istiod-7d4b9c6f8-x2k9p answers: xDS over port-forward to :15012 (TLS verified for istiod.istio-system.svc)'})
+    expect(xds['istiod answers']).toMatchObject({
+      status: 'pass',
+      message: 'istiod istio-system/istiod-7d4b9c6f8-x2k9p answers: xDS over port-forward to :15012 (TLS verified for istiod.istio-system.svc)',
+    })
     cluster.mesh.setIstiod('istiod-7d4b9c6f8-x2k9p', {down: true})
     const {checks: down} = await checks()
-    expect(down['istiod answers']).toMatchObject({status: 'warn', message: 'istiod istio-system/istiod-7d4b9c6f8-x2k9p: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused'})
+    expect(down['istiod answers']).toMatchObject({
+      status: 'warn',
+      message: 'istiod istio-system/istiod-7d4b9c6f8-x2k9p: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused',
+    })
     expect(cluster.requests.some((r) => r.path.includes('/proxy/'))).toBe(false)
   })
 
@@ -65,7 +71,10 @@ describe('precheck', () => {
     cluster.mesh.addIstiod({name: 'istiod-1-23-5f7c9b8d4-q8w2n', revision: '1-23', version: '1.23.4'})
     const pod = cluster.store.get('/pods', 'istio-system', 'istiod-7d4b9c6f8-x2k9p')!
     cluster.store.update('/pods', {...pod, status: {...(pod.status as object), conditions: [{type: 'Ready', status: 'False'}]}})
-    for (const args of [['web', '-n', 'apps'], ['web', '-n', 'apps', '-r', 'default']]) {
+    for (const args of [
+      ['web', '-n', 'apps'],
+      ['web', '-n', 'apps', '-r', 'default'],
+    ]) {
       const {code, checks: c} = await checks(args)
       expect(code).toBe(8)
       expect(c['istiod running']).toMatchObject({
@@ -110,15 +119,24 @@ describe('precheck', () => {
     cluster.store.update('/services', {
       ...svc,
       metadata: {...svc.metadata, labels: {'gateway.networking.k8s.io/gateway-name': 'istio-eastwestgateway', 'gateway.networking.k8s.io/gateway-class-name': 'istio-east-west'}},
-      spec: {...(svc.spec as object), ports: [{name: 'status-port', port: 15021, protocol: 'TCP'}, {name: 'mesh', port: 15008, protocol: 'TCP'}]},
+      spec: {
+        ...(svc.spec as object),
+        ports: [
+          {name: 'status-port', port: 15021, protocol: 'TCP'},
+          {name: 'mesh', port: 15008, protocol: 'TCP'},
+        ],
+      },
     })
     const {code, checks: c} = await checks()
     expect(code).toBe(8)
     expect(c['east-west gateway']).toMatchObject({
       status: 'fail',
-      message: 'Service istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008): a sidecar VM needs the classic one, with 15443 (mTLS passthrough), 15012 (istiod) and 15017 (webhooks); it lacks 15012, 15017, 15443',
+      message:
+        'Service istio-system/istio-eastwestgateway is an ambient east-west gateway (class istio-east-west, HBONE on 15008): a sidecar VM needs the classic one, with 15443 (mTLS passthrough), 15012 (istiod) and 15017 (webhooks); it lacks 15012, 15017, 15443',
     })
-    expect(c['east-west gateway']!.hint).toMatch(/^VMs join as sidecars \(there is no ztunnel on VMs\): deploy a classic east-west gateway beside the ambient one \(samples\/multicluster\/gen-eastwest-gateway\.sh/)
+    expect(c['east-west gateway']!.hint).toMatch(
+      /^VMs join as sidecars \(there is no ztunnel on VMs\): deploy a classic east-west gateway beside the ambient one \(samples\/multicluster\/gen-eastwest-gateway\.sh/,
+    )
     expect(c['east-west gateway']!.hint).toContain('--ingress-service NAME[.NAMESPACE]')
     // One gateway serving both (#60887): fine for a sidecar VM.
     cluster.store.update('/services', {
@@ -126,7 +144,10 @@ describe('precheck', () => {
       spec: {...(svc.spec as {ports: object[]}), ports: [...(svc.spec as {ports: object[]}).ports, {name: 'mesh', port: 15008, protocol: 'TCP'}]},
     })
     const both = await checks()
-    expect(both.checks['east-west gateway']).toMatchObject({status: 'pass', message: 'istio-system/istio-eastwestgateway at 203.0.113.10 is a classic east-west gateway exposing 15012, 15017 and 15443 (and HBONE on 15008 for ambient, class istio-east-west)'})
+    expect(both.checks['east-west gateway']).toMatchObject({
+      status: 'pass',
+      message: 'istio-system/istio-eastwestgateway at 203.0.113.10 is a classic east-west gateway exposing 15012, 15017 and 15443 (and HBONE on 15008 for ambient, class istio-east-west)',
+    })
   })
 
   it('prints through the one printer: -o jsonpath, custom-columns, --sort-by, --no-headers', async () => {
@@ -137,10 +158,18 @@ describe('precheck', () => {
     ])
     expect(names.code, names.stderr).toBe(0)
     const {checks: all} = await checks()
-    expect(names.stdout).toBe(Object.values(all).map((c) => `${c.check}=${c.status}\n`).join(''))
+    expect(names.stdout).toBe(
+      Object.values(all)
+        .map((c) => `${c.check}=${c.status}\n`)
+        .join(''),
+    )
     expect(cols.code, cols.stderr).toBe(0)
     const rows = cols.stdout.trimEnd().split('\n')
-    expect(rows.map((r) => r.replace(/ {3,}/, '|'))).toEqual(Object.keys(all).sort().map((c) => `${c}|pass`))
+    expect(rows.map((r) => r.replace(/ {3,}/, '|'))).toEqual(
+      Object.keys(all)
+        .sort()
+        .map((c) => `${c}|pass`),
+    )
     expect(bad.code).toBe(2)
     expect(bad.stderr.split('\n')[0]).toBe('Error: -o/--output "name": expected one of table, wide, json, yaml, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, custom-columns=HEADER:PATH,…')
   })
@@ -166,7 +195,7 @@ describe('precheck', () => {
     expect(c['auto-registration enabled']!.message).toContain('PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION')
   })
 
-  it('reads the environment of the revision\'s istiod Deployment (istiod-REV), and warns naming it when there is none', async () => {
+  it("reads the environment of the revision's istiod Deployment (istiod-REV), and warns naming it when there is none", async () => {
     cluster.mesh.addIstiod({name: 'istiod-canary-6c5d4-abcde', revision: 'canary'})
     const d = cluster.store.get('apps/deployments', 'istio-system', 'istiod-canary')!
     const spec = structuredClone(d.spec) as {template: {spec: {containers: {env: {name: string; value: string}[]}[]}}}
@@ -231,7 +260,11 @@ describe('precheck', () => {
     expect(c['RBAC: apply workload groups']).toMatchObject({status: 'fail'})
     expect(c['RBAC: read mesh config']).toMatchObject({status: 'pass'})
     // war rollout's Lease: create and update are missing, get is there; the hint names leases, not workloadgroups.
-    expect(c['RBAC: rollout lease (create)']).toMatchObject({status: 'fail', message: 'cannot create leases.coordination.k8s.io in apps', hint: 'ask for a Role in apps allowing "create" on "leases" in API group "coordination.k8s.io"'})
+    expect(c['RBAC: rollout lease (create)']).toMatchObject({
+      status: 'fail',
+      message: 'cannot create leases.coordination.k8s.io in apps',
+      hint: 'ask for a Role in apps allowing "create" on "leases" in API group "coordination.k8s.io"',
+    })
     expect(c['RBAC: rollout lease (update)']).toMatchObject({status: 'fail'})
     expect(c['RBAC: rollout lease (get)']).toMatchObject({status: 'pass'})
     expect(cluster.requests.filter((r) => r.path === '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews').length).toBeGreaterThanOrEqual(7)

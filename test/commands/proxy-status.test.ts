@@ -101,14 +101,13 @@ describe.concurrent('istioctl testdata: the same statuses', () => {
   })
 
   it('--schema istioctl -o json|yaml: one syncz DiscoveryResponse per istiod, as istioctl 1.30+ prints (its golden, as data)', async () => {
-    const [json, yaml, table] = await Promise.all([
-      ps(cluster, ['--schema', 'istioctl', '-o', 'json']),
-      ps(cluster, ['--schema', 'istioctl', '-o', 'yaml']),
-      ps(cluster, ['--schema', 'istioctl']),
-    ])
+    const [json, yaml, table] = await Promise.all([ps(cluster, ['--schema', 'istioctl', '-o', 'json']), ps(cluster, ['--schema', 'istioctl', '-o', 'yaml']), ps(cluster, ['--schema', 'istioctl'])])
     expect(json.code, json.stderr).toBe(0)
     // istioctl's Fprintln per istiod: JSON indented by 4, one document after the other.
-    const docs = json.stdout.trimEnd().split(/\n(?=\{$)/m).map((d) => JSON.parse(d) as {resources: {node: {id: string}; genericXdsConfigs: Record<string, unknown>[]}[]; controlPlane: unknown})
+    const docs = json.stdout
+      .trimEnd()
+      .split(/\n(?=\{$)/m)
+      .map((d) => JSON.parse(d) as {resources: {node: {id: string}; genericXdsConfigs: Record<string, unknown>[]}[]; controlPlane: unknown})
     expect(docs.map((d) => d.resources.map((r) => r.node.id))).toEqual([['proxy1'], ['proxy2'], ['proxy3'], ['proxy4']])
     expect(json.stdout).toMatch(/^\{\n {4}"resources": \[\n/)
     // The simulated istiod reports push times (lastUpdated); istioctl's test input has none.
@@ -165,7 +164,13 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     cluster = await startCluster()
     const m = cluster.mesh
     m.addPod({name: 'web-7b9d8-abcde', namespace: 'apps', istiod: ISTIOD})
-    m.addPod({name: 'ratings-5c8d9-k2j4f', namespace: 'apps', istiod: ISTIOD, types: {RDS: 'nack'}, lastError: 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain "*.*")'})
+    m.addPod({
+      name: 'ratings-5c8d9-k2j4f',
+      namespace: 'apps',
+      istiod: ISTIOD,
+      types: {RDS: 'nack'},
+      lastError: 'Proto constraint validation failed (RouteConfigurationValidationError.VirtualHosts[0]: invalid domain "*.*")',
+    })
     // auto-registered WorkloadEntries (web-<address>) and a WAR
     m.addVm({name: 'vm-1', namespace: 'vms', group: 'web', address: '10.0.0.5', connectedTo: ISTIOD, healthy: true})
     m.addVm({name: 'vm-2', namespace: 'vms', group: 'web', address: '10.0.0.6', healthy: false})
@@ -202,7 +207,12 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
 
   it('--vms shows VMs only; -n one namespace', async () => {
     const [vms, ns] = await Promise.all([ps(cluster, ['--vms']), ps(cluster, ['-n', 'vms'])])
-    const names = (out: string) => out.trim().split('\n').slice(1).map((l) => l.split(' ')[0])
+    const names = (out: string) =>
+      out
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(' ')[0])
     expect(names(vms.stdout)).toEqual(['batch-a.batch', 'batch-b.batch', 'db-vm.data', 'vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
     expect(names(ns.stdout)).toEqual(['vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms'])
     // Through port-forward to istiod's monitoring port (never the pod proxy, which istiod answers 401).
@@ -213,7 +223,12 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
 
   it('-l filters pods by pod labels and VMs by WorkloadEntry labels', async () => {
     const [web, notWeb] = await Promise.all([ps(cluster, ['-l', 'app=web']), ps(cluster, ['-l', 'app notin (web,batch)'])])
-    const names = (out: string) => out.trim().split('\n').slice(1).map((l) => l.split(' ')[0])
+    const names = (out: string) =>
+      out
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(' ')[0])
     expect(web.code).toBe(0)
     expect(names(web.stdout)).toEqual(['vm-1.vms', 'vm-3.vms', 'web-10.0.0.6.vms', 'web-7b9d8-abcde.apps'])
     expect(names(notWeb.stdout)).toEqual(['db-vm.data', 'ratings-5c8d9-k2j4f.apps'])
@@ -325,7 +340,7 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
     for (const r of [jp, asJson, cc, sorted, bare]) expect(r.code, r.stderr).toBe(0)
   })
 
-  it('nothing to show: istioctl 1.28+\'s header alone on stdout (exit 0), a one-line note on stderr; -A is the default listing', async () => {
+  it("nothing to show: istioctl 1.28+'s header alone on stdout (exit 0), a one-line note on stderr; -A is the default listing", async () => {
     const [none, vmsNone, all, dflt, json] = await Promise.all([
       ps(cluster, ['-n', 'nowhere']),
       ps(cluster, ['--vms', '-n', 'apps']),
@@ -347,7 +362,9 @@ describe.concurrent('VMs: connected, not connected, unhealthy, WARs', () => {
   it('an unknown proxy is exit 4 with a hint', async () => {
     const res = await ps(cluster, ['nope.vms'])
     expect(res.code).toBe(4)
-    expect(res.stderr).toBe('Error: proxy "nope.vms" not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it\nHint: list the proxies of the namespace with: meshvm proxy-status -n vms\n')
+    expect(res.stderr).toBe(
+      'Error: proxy "nope.vms" not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it\nHint: list the proxies of the namespace with: meshvm proxy-status -n vms\n',
+    )
     expect(res.stdout).toBe('')
   })
 })
@@ -381,7 +398,7 @@ describe('the seeded demo: three VMs of payments/mainframe-gw connected to one i
     expect(cluster.mesh.debugRequests).toContain(`${DEMO_ISTIODS.stable} /debug/adsz`)
   })
 
-  it('NAME reads the VM\'s WorkloadEntry itself (its tunnel label), which a table does not keep', async () => {
+  it("NAME reads the VM's WorkloadEntry itself (its tunnel label), which a table does not keep", async () => {
     const path = 'networking.istio.io/workloadentries'
     const we = cluster.store.get(path, 'payments', 'mainframe-gw-192.168.10.22')!
     cluster.store.update(path, {...we, metadata: {...we.metadata, labels: {...we.metadata.labels, 'networking.istio.io/tunnel': 'http'}}})
@@ -413,7 +430,9 @@ describe('the seeded demo: three VMs of payments/mainframe-gw connected to one i
       ])
       expect(byEntry.code, byEntry.stderr).toBe(0)
       expect(byEntry.stdout.match(/^Name: .*$/gm)).toEqual(['Name:           mainframe-gw-1.payments', 'Name:           mainframe-gw-2.payments', 'Name:           mainframe-gw-3.payments'])
-      expect(byHost.stdout).toContain('  WorkloadEntry:  one of mainframe-gw-192.168.10.21, mainframe-gw-192.168.10.22, mainframe-gw-192.168.10.23 (istiod did not say which: its /debug/adsz could not be read)\n')
+      expect(byHost.stdout).toContain(
+        '  WorkloadEntry:  one of mainframe-gw-192.168.10.21, mainframe-gw-192.168.10.22, mainframe-gw-192.168.10.23 (istiod did not say which: its /debug/adsz could not be read)\n',
+      )
       for (const out of [byEntry.stdout, byHost.stdout]) {
         expect(out).not.toMatch(/Health:|health checks off|not found/)
       }
@@ -452,10 +471,14 @@ describe.concurrent('two istiods of one revision, and a second revision', () => 
     expect(cluster.requests.some((r) => r.path === `/api/v1/namespaces/istio-system/pods/${CANARY}/portforward` && r.query === '?ports=15015')).toBe(true)
   })
 
-  it('--revision canary: only that revision\'s istiod and its proxies', async () => {
+  it("--revision canary: only that revision's istiod and its proxies", async () => {
     const res = await ps(cluster, ['-r', 'canary'])
     expect(res.code).toBe(0)
-    const names = res.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])
+    const names = res.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0])
     expect(names).toEqual(['old-1-pqrst.apps', 'vm-c.vms', 'web-canary-5d6f7-klmno.apps'])
   })
 
@@ -527,7 +550,9 @@ describe('an istiod that does not answer', () => {
     try {
       const res = await ps(cluster, ['--layout', 'types'])
       expect(res.code).toBe(7)
-      expect(firstLine(res.stderr)).toBe(`Warning: istiod istio-system/${SLOW}: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused; its proxies are missing from the table (rows marked NO ANSWER)`)
+      expect(firstLine(res.stderr)).toBe(
+        `Warning: istiod istio-system/${SLOW}: port-forward refused on :15014 (HTTP debug) and :15012 (xDS): dial tcp4 127.0.0.1:15012: connect: connection refused; its proxies are missing from the table (rows marked NO ANSWER)`,
+      )
       expect(res.stdout).toMatch(/^\* +- +NO ANSWER {2,}NO ANSWER/m)
       expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps +cluster1 +SYNCED/m)
     } finally {
@@ -574,9 +599,7 @@ describe.concurrent('errors', () => {
   it('no istiod in the namespace: exit 4, with a hint', async () => {
     const res = await ps(cluster, ['-i', 'nowhere'])
     expect(res.code).toBe(4)
-    expect(res.stderr).toBe(
-      'Error: no running istiod pods in namespace "nowhere" (labels app=istiod)\nHint: istiod runs in namespace istio-system: pass -i istio-system\n',
-    )
+    expect(res.stderr).toBe('Error: no running istiod pods in namespace "nowhere" (labels app=istiod)\nHint: istiod runs in namespace istio-system: pass -i istio-system\n')
     const alt = await ps(elsewhere, [])
     expect(alt.code).toBe(4)
     expect(alt.stderr).toBe('Error: no running istiod pods in namespace "istio-system" (labels app=istiod)\nHint: istiod runs in namespace istio-alt: pass -i istio-alt\n')
@@ -608,7 +631,9 @@ describe.concurrent('errors', () => {
     const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
     expect(res.code).toBe(0)
     expect(res.stdout).toMatch(/^NAME +CLUSTER .*\nweb-7b9d8-abcde\.apps /)
-    expect(firstLine(res.stderr)).toMatch(/^Warning: cannot list WorkloadEntries: workloadentries\.networking\.istio\.io is forbidden: User "podreader" cannot list resource "workloadentries" .*; VM rows may be missing/)
+    expect(firstLine(res.stderr)).toMatch(
+      /^Warning: cannot list WorkloadEntries: workloadentries\.networking\.istio\.io is forbidden: User "podreader" cannot list resource "workloadentries" .*; VM rows may be missing/,
+    )
   })
 })
 
@@ -751,7 +776,7 @@ describe.concurrent('bad input: exit 2, one line, no stack trace', () => {
     [['--timeout', 'soon'], 'Error: --timeout "soon": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
     [['--watch', '--interval', '0s'], 'Error: --interval "0s": expected a duration such as 10s, 1m or 500ms, at most 596h (24.8 days)'],
     [['-l', 'app in web'], 'Error: -l "app in web": cannot parse "app in web"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
-    [['-l', 'app=-web'], 'Error: -l "app=-web": label value "-web": value must be empty or consist of letters, digits, \'-\', \'_\' or \'.\', and start and end with a letter or digit'],
+    [['-l', 'app=-web'], "Error: -l \"app=-web\": label value \"-web\": value must be empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit"],
     // oclif's exclusive/dependsOn: the message names both flags.
     [['--all-contexts', '--context', 'east'], 'Error: --all-contexts and --context=east cannot be combined: give one of them'],
     [['-A', '-n', 'apps'], 'Error: --all-namespaces and --namespace=apps cannot be combined: give one of them'],
@@ -801,7 +826,11 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
       expect(xds.stdout).toMatch(/^web-7b9d8-fghij\.apps +cluster1 +SYNCED \(\d+m\d+s\) +SYNCED \(\S+\) +STALE \(\S+\) +ERROR \(\S+\) +NOT SENT /m)
       for (const name of [ISTIOD, REPLICA]) {
         expect(xds.stderr).toContain(`debug: istiod istio-system/${name}: GET /debug/syncz over port-forward to :15014 → HTTP 404`)
-        expect(xds.stderr).toMatch(new RegExp(`debug: istiod istio-system/${name}: xDS over port-forward to :15012 \\(TLS verified for istiod\\.istio-system\\.svc against istio-system/istio-ca-root-cert\\) → istio\\.io/debug/syncz: \\d+ resources`))
+        expect(xds.stderr).toMatch(
+          new RegExp(
+            `debug: istiod istio-system/${name}: xDS over port-forward to :15012 \\(TLS verified for istiod\\.istio-system\\.svc against istio-system/istio-ca-root-cert\\) → istio\\.io/debug/syncz: \\d+ resources`,
+          ),
+        )
       }
       const mine = cluster.requests.slice(before)
       // One TokenRequest (SA default in the Istio namespace) for both istiods; nothing through the pod proxy.
@@ -825,7 +854,11 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
       const res = await ps(cluster, [])
       expect(res.code).toBe(5)
       expect(res.stdout).toBe('')
-      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Error: istiod istio-system/istiod-7d4b9c6f8-\\w+: xDS over port-forward to :15012: istiod refused the token \\(UNAUTHENTICATED: authentication failure\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\) \\(and 1 more istiod alike\\)$`))
+      expect(firstLine(res.stderr)).toMatch(
+        new RegExp(
+          `^Error: istiod istio-system/istiod-7d4b9c6f8-\\w+: xDS over port-forward to :15012: istiod refused the token \\(UNAUTHENTICATED: authentication failure\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\) \\(and 1 more istiod alike\\)$`,
+        ),
+      )
       expect(res.stderr).toMatch(/^Hint: istiod accepts tokens of audience istio-ca/m)
     } finally {
       cluster.mesh.xds(ISTIOD).refuseTokens = false
@@ -846,8 +879,12 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
     try {
       const res = await ps({env: {KUBECONFIG: cluster.kubeconfigFor(token)}}, [])
       expect(res.code).toBe(5)
-      expect(firstLine(res.stderr)).toMatch(/^Error: istiod istio-system\/istiod-7d4b9c6f8-\w+: xDS over port-forward to :15012: cannot get a token for service account istio-system\/default: serviceaccounts "default" is forbidden: User "forwarder" cannot create resource "serviceaccounts\/token"/)
-      expect(res.stderr).toContain('Hint: the xDS path needs a token for service account default in istio-system: verb create on serviceaccounts/token (kubectl auth can-i create serviceaccounts/token -n istio-system)\n')
+      expect(firstLine(res.stderr)).toMatch(
+        /^Error: istiod istio-system\/istiod-7d4b9c6f8-\w+: xDS over port-forward to :15012: cannot get a token for service account istio-system\/default: serviceaccounts "default" is forbidden: User "forwarder" cannot create resource "serviceaccounts\/token"/,
+      )
+      expect(res.stderr).toContain(
+        'Hint: the xDS path needs a token for service account default in istio-system: verb create on serviceaccounts/token (kubectl auth can-i create serviceaccounts/token -n istio-system)\n',
+      )
     } finally {
       debugOff(false)
     }
@@ -860,7 +897,11 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
       const res = await ps(cluster, [])
       expect(res.code).toBe(7)
       expect(res.stderr).not.toMatch(STACK_TRACE)
-      expect(firstLine(res.stderr)).toMatch(new RegExp(`^Warning: istiod istio-system/${ROGUE}: xDS over port-forward to :15012: TLS verification failed: its certificate is not signed by the mesh root CA in ConfigMap istio-system/istio-ca-root-cert \\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN)\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\); its proxies are missing`))
+      expect(firstLine(res.stderr)).toMatch(
+        new RegExp(
+          `^Warning: istiod istio-system/${ROGUE}: xDS over port-forward to :15012: TLS verification failed: its certificate is not signed by the mesh root CA in ConfigMap istio-system/istio-ca-root-cert \\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN)\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\); its proxies are missing`,
+        ),
+      )
       expect(res.stdout).toMatch(/^web-7b9d8-abcde\.apps /m)
     } finally {
       cluster.mesh.setIstiod(ROGUE, {down: true})
@@ -888,7 +929,11 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
     const before = cluster.requests.length
     const res = await ps(cluster, ['--xds-address', address, '--debug'])
     expect(res.code, res.stderr).toBe(0)
-    const names = res.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])
+    const names = res.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0])
     expect(names).toEqual(['vm-1.vms', 'web-7b9d8-abcde.apps'])
     expect(res.stdout).toMatch(new RegExp(`^web-7b9d8-abcde\\.apps +cluster1 +${ISTIOD} +1\\.30\\.8 +5 \\(CDS,LDS,EDS,RDS,ECDS\\)$`, 'm'))
     expect(res.stderr).toContain(`debug: istiod at ${address}: xDS (TLS verified for istiod.istio-system.svc against istio-system/istio-ca-root-cert) → istio.io/debug/syncz: 2 resources`)
@@ -914,20 +959,38 @@ describe('the default revision, as istioctl 1.28 resolves it', () => {
   })
   afterAll(() => cluster?.stop())
 
-  it('without --revision: every istiod while no default tag exists, the tag\'s revision once it does (xDS SAN istiod-canary.NS.svc)', async () => {
+  it("without --revision: every istiod while no default tag exists, the tag's revision once it does (xDS SAN istiod-canary.NS.svc)", async () => {
     const all = await ps(cluster, [])
     expect(all.code, all.stderr).toBe(0)
-    expect(all.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['web-7b9d8-abcde.apps', 'web-canary-5d6f7-klmno.apps'])
+    expect(
+      all.stdout
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(['web-7b9d8-abcde.apps', 'web-canary-5d6f7-klmno.apps'])
     cluster.mesh.setDefaultTag('canary')
     try {
       const tagged = await ps(cluster, ['--debug'])
       expect(tagged.code, tagged.stderr).toBe(0)
-      expect(tagged.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['web-canary-5d6f7-klmno.apps'])
+      expect(
+        tagged.stdout
+          .trim()
+          .split('\n')
+          .slice(1)
+          .map((l) => l.split(/\s+/)[0]),
+      ).toEqual(['web-canary-5d6f7-klmno.apps'])
       expect(tagged.stderr).toContain('debug: revision canary (the default tag: MutatingWebhookConfiguration istio-revision-tag-default)')
       expect(tagged.stderr).toContain(`debug: istiod istio-system/${CANARY}: xDS over port-forward to :15012 (TLS verified for istiod-canary.istio-system.svc`)
       // --revision still wins.
       const explicit = await ps(cluster, ['-r', 'default'])
-      expect(explicit.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0])).toEqual(['web-7b9d8-abcde.apps'])
+      expect(
+        explicit.stdout
+          .trim()
+          .split('\n')
+          .slice(1)
+          .map((l) => l.split(/\s+/)[0]),
+      ).toEqual(['web-7b9d8-abcde.apps'])
     } finally {
       cluster.mesh.setDefaultTag(undefined)
     }
@@ -949,7 +1012,9 @@ describe("the README's walkthrough with a second VM: two real sidecars of one gr
 
   it('each proxy is paired with the entry istiod made from the address it reported', async () => {
     const bundle = join(mkdtempSync(join(cluster.dir, 'readme-')), 'web-vm')
-    const onboard = await runCli(['onboard', 'web', '-n', 'demo-vms', '--create-namespace', '-p', 'http=8080', '--probe-http', '8080/ready', '--apply', '--bundle', bundle, '--autoregister'], {env: cluster.env})
+    const onboard = await runCli(['onboard', 'web', '-n', 'demo-vms', '--create-namespace', '-p', 'http=8080', '--probe-http', '8080/ready', '--apply', '--bundle', bundle, '--autoregister'], {
+      env: cluster.env,
+    })
     expect(onboard.code, onboard.stderr).toBe(0)
     const vms = [startVm(bundle, {address: '10.10.0.5', hostname: 'vm-1'}), startVm(bundle, {address: '10.10.0.6', hostname: 'vm-2'})]
     try {

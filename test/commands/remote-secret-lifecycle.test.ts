@@ -52,7 +52,7 @@ function pythonTokenRequest(cluster: TestCluster, serviceAccount: string, second
     'import sys, kubernetes',
     'kubernetes.config.load_kube_config(config_file=sys.argv[1])',
     'api = kubernetes.client.CoreV1Api()',
-    "body = kubernetes.client.AuthenticationV1TokenRequest(spec=kubernetes.client.V1TokenRequestSpec(audiences=[], expiration_seconds=int(sys.argv[4])))",
+    'body = kubernetes.client.AuthenticationV1TokenRequest(spec=kubernetes.client.V1TokenRequestSpec(audiences=[], expiration_seconds=int(sys.argv[4])))',
     'print(api.create_namespaced_service_account_token(sys.argv[3], sys.argv[2], body).status.token)',
   ].join('\n')
   return new Promise((resolve, reject) => {
@@ -162,7 +162,9 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     const r = await meshvm(['remote-secret', 'rotate', REMOTE, '--context', 'east', '--from', 'west'])
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/^secret\/istio-remote-secret-west rotated \(context east, namespace istio-system\): cluster west, ServiceAccount istio-system\/istio-reader-service-account, token Secret istio-reader-service-account-istio-remote-secret-token-[0-9a-z]+; istiod synced: istiod-/)
+    expect(r.stdout).toMatch(
+      /^secret\/istio-remote-secret-west rotated \(context east, namespace istio-system\): cluster west, ServiceAccount istio-system\/istio-reader-service-account, token Secret istio-reader-service-account-istio-remote-secret-token-[0-9a-z]+; istiod synced: istiod-/,
+    )
     expect(r.stdout).toContain('old token Secret istio-reader-service-account-istio-remote-secret-token deleted in context west')
     const newKubeconfig = kubeconfigIn(east, REMOTE)
     const newToken = tokenOfKubeconfig(newKubeconfig)
@@ -191,7 +193,10 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
 
   it('a rotation that fails half-way (the Secret update is refused) leaves the old Secret in force', async () => {
     const before = east.store.get(SECRETS, NS, REMOTE)!
-    const tokenSecretsBefore = west.store.list(SECRETS, NS).map((s) => s.metadata.name).sort()
+    const tokenSecretsBefore = west.store
+      .list(SECRETS, NS)
+      .map((s) => s.metadata.name)
+      .sort()
     const remove = east.faults.add({method: 'PATCH', path: `/api/v1/namespaces/${NS}/secrets/${REMOTE}`, status: 500})
     let r: CliResult
     try {
@@ -207,7 +212,12 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion)
     expect(after.data).toEqual(before.data)
     // The new token Secret was removed again; the old one is still there.
-    expect(west.store.list(SECRETS, NS).map((s) => s.metadata.name).sort()).toEqual(tokenSecretsBefore)
+    expect(
+      west.store
+        .list(SECRETS, NS)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(tokenSecretsBefore)
     const s = await meshvm(['remote-secret', 'status', REMOTE, '--context', 'east', '-o', 'json'])
     expect(s.code, s.stderr).toBe(0)
     expect((JSON.parse(s.stdout) as {items: Item[]}).items[0]!.verdict).toBe('ok')
@@ -215,7 +225,10 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
 
   it('a rotation istiod does not take (not synced in time) puts the old kubeconfig back and revokes nothing', async () => {
     const before = east.store.get(SECRETS, NS, REMOTE)!
-    const tokenSecretsBefore = west.store.list(SECRETS, NS).map((s) => s.metadata.name).sort()
+    const tokenSecretsBefore = west.store
+      .list(SECRETS, NS)
+      .map((s) => s.metadata.name)
+      .sort()
     const oldToken = tokenOfKubeconfig(kubeconfigIn(east, REMOTE))
     // istiod in east cannot sync west with what it is given (say, the server is unreachable from there).
     const real = east.mesh.debugHandlers.get('/debug/clusterz')!
@@ -228,10 +241,17 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
     }
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code).toBe(8)
-    expect(r.stderr).toMatch(/^Error: istiod did not report cluster west synced within 1s after the update \(istiod-7d4b9c6f8-x2k9p: timeout\); the old kubeconfig was put back into Secret istio-system\/istio-remote-secret-west$/m)
+    expect(r.stderr).toMatch(
+      /^Error: istiod did not report cluster west synced within 1s after the update \(istiod-7d4b9c6f8-x2k9p: timeout\); the old kubeconfig was put back into Secret istio-system\/istio-remote-secret-west$/m,
+    )
     expect(r.stderr).toContain('the old Secret is still in force')
     expect(east.store.get(SECRETS, NS, REMOTE)!.data).toEqual(before.data)
-    expect(west.store.list(SECRETS, NS).map((s) => s.metadata.name).sort()).toEqual(tokenSecretsBefore)
+    expect(
+      west.store
+        .list(SECRETS, NS)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(tokenSecretsBefore)
     const oldUse = await kubectl(west, ['--kubeconfig', west.kubeconfigFor(oldToken), 'get', 'namespaces'])
     expect(oldUse.code, oldUse.stderr).toBe(0)
   })
@@ -269,7 +289,9 @@ describe.sequential('remote-secret lifecycle on two clusters', () => {
   it('status fails (exit 8) when the token was revoked, while istiod still holds the cluster', async () => {
     const kc = kubeconfigIn(west, 'istio-remote-secret-east')
     const token = tokenOfKubeconfig(kc)
-    const holder = east.store.list(SECRETS, NS).find((s) => s.type === 'kubernetes.io/service-account-token' && Buffer.from(String((s.data as Record<string, string>).token), 'base64').toString('utf8') === token)
+    const holder = east.store
+      .list(SECRETS, NS)
+      .find((s) => s.type === 'kubernetes.io/service-account-token' && Buffer.from(String((s.data as Record<string, string>).token), 'base64').toString('utf8') === token)
     expect(holder).toBeDefined()
     const del = await kubectl(east, ['delete', 'secret', holder!.metadata.name, '-n', NS])
     expect(del.code, del.stderr).toBe(0)

@@ -29,7 +29,7 @@ function run(args: string[], stdout: number | 'closed-pipe', env: NodeJS.Process
 const CASES: {name: string; args: string[]; env?: NodeJS.ProcessEnv}[] = [
   {name: '--version (answered by bin/run.js)', args: ['--version']},
   {name: '--help (the help cache)', args: ['--help']},
-  {name: "--help rendered by oclif", args: ['onboard', '--help'], env: {MESHVM_NO_HELP_CACHE: '1'}},
+  {name: '--help rendered by oclif', args: ['onboard', '--help'], env: {MESHVM_NO_HELP_CACHE: '1'}},
   {name: 'a topic command through oclif', args: ['war', 'list', '--help']},
   {name: 'a command (direct run)', args: ['onboard', 'web', '-n', 'apps', '-p', 'http=8080']},
   {name: 'a command with -o json', args: ['version', '-o', 'json']},

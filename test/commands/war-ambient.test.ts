@@ -69,7 +69,10 @@ beforeAll(async () => {
   cluster = await startCluster()
   // The ambient profile's mesh config: every proxy advertises HBONE (ISTIO_META_ENABLE_HBONE=true).
   const mesh = cluster.store.get(CMS, 'istio-system', 'istio')!
-  cluster.store.update(CMS, {...mesh, data: {mesh: 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata:\n    ISTIO_META_ENABLE_HBONE: "true"\ntrustDomain: cluster.local\n'}})
+  cluster.store.update(CMS, {
+    ...mesh,
+    data: {mesh: 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata:\n    ISTIO_META_ENABLE_HBONE: "true"\ntrustDomain: cluster.local\n'},
+  })
   // ... and istiod in ambient mode (PILOT_ENABLE_AMBIENT=true), without which it ignores HBONE on sidecars.
   const DEPLOY = resourceKey('apps', 'deployments')
   const istiod = cluster.store.get(DEPLOY, 'istio-system', 'istiod')!
@@ -78,8 +81,14 @@ beforeAll(async () => {
   cluster.store.update(DEPLOY, {...istiod, metadata: {...istiod.metadata, resourceVersion: undefined}, spec})
   cluster.store.create(resourceKey('', 'namespaces'), 'Namespace', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: NS}, status: {phase: 'Active'}})
   cluster.store.create(WG, 'WorkloadGroup', {
-    apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: NS},
-    spec: {metadata: {labels: {app: 'web', 'istio.io/use-waypoint': 'waypoint'}}, template: {serviceAccount: 'default', ports: {http: 8080}}, probe: {httpGet: {path: '/ready', port: 8080}, periodSeconds: 5}},
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadGroup',
+    metadata: {name: 'web', namespace: NS},
+    spec: {
+      metadata: {labels: {app: 'web', 'istio.io/use-waypoint': 'waypoint'}},
+      template: {serviceAccount: 'default', ports: {http: 8080}},
+      probe: {httpGet: {path: '/ready', port: 8080}, periodSeconds: 5},
+    },
   })
   autoreg = new AutoRegistration(cluster.store, {instanceId: ISTIOD, waypoints: [`${NS}/waypoint`]})
   setIstiodVersion('1.30.2')
@@ -126,11 +135,17 @@ describe('auto-registered VMs across an upgrade from Istio 1.30 to 1.31', () => 
     for (const n of names) expect(list.stdout).toMatch(new RegExp(`^${n.replace(/\./g, '\\.')} .* false +<none> +<none> +workloadentry$`, 'm'))
     const findings = (await reconcileFindings()).filter((f) => f.type === 'MissingTunnelLabel')
     expect(findings.map((f) => f.name)).toEqual(names)
-    expect(findings[0]!.reason).toBe(`no ${TUNNEL_LABEL} label, though its proxy is HBONE-capable (the mesh config of revision default sets proxyMetadata ISTIO_META_ENABLE_HBONE=true): it was registered before istiod labelled new entries (Istio 1.31, release note 60788), so ambient workloads reach it over plaintext`)
-    expect(findings[0]!.fix).toBe(`istiod ${ISTIOD} (1.30.2) is older than 1.31 and would re-register it without the label: label it: kubectl label workloadentry web-10.20.0.1 -n ${NS} ${TUNNEL_LABEL}=http --context ${cluster.contextName}`)
+    expect(findings[0]!.reason).toBe(
+      `no ${TUNNEL_LABEL} label, though its proxy is HBONE-capable (the mesh config of revision default sets proxyMetadata ISTIO_META_ENABLE_HBONE=true): it was registered before istiod labelled new entries (Istio 1.31, release note 60788), so ambient workloads reach it over plaintext`,
+    )
+    expect(findings[0]!.fix).toBe(
+      `istiod ${ISTIOD} (1.30.2) is older than 1.31 and would re-register it without the label: label it: kubectl label workloadentry web-10.20.0.1 -n ${NS} ${TUNNEL_LABEL}=http --context ${cluster.contextName}`,
+    )
     const roll = await meshvm(['war', 'rollout', 'web', '-n', NS, '--missing-tunnel-label', '--restart-command', restartCommand])
     expect(roll.code, roll.stderr).toBe(0)
-    expect(roll.stderr).toContain(`Warning: skipping web-10.20.0.1: istiod ${ISTIOD} (1.30.2) is older than 1.31 and would re-register it without the label; label it instead: kubectl label workloadentry web-10.20.0.1 -n ${NS} ${TUNNEL_LABEL}=http`)
+    expect(roll.stderr).toContain(
+      `Warning: skipping web-10.20.0.1: istiod ${ISTIOD} (1.30.2) is older than 1.31 and would re-register it without the label; label it instead: kubectl label workloadentry web-10.20.0.1 -n ${NS} ${TUNNEL_LABEL}=http`,
+    )
     expect(restarts).toEqual([])
   })
 
@@ -143,18 +158,38 @@ describe('auto-registered VMs across an upgrade from Istio 1.30 to 1.31', () => 
     const before = await reconcileFindings()
     const missing = before.filter((f) => f.type === 'MissingTunnelLabel')
     expect(missing.map((f) => f.name)).toEqual(names)
-    expect(missing[0]!.fix).toBe(`re-register the group's entries, --max-unavailable at a time, with health gates: meshvm war rollout web -n ${NS} --missing-tunnel-label --restart-command '…' --context ${cluster.contextName}; or label it: kubectl label workloadentry web-10.20.0.1 -n ${NS} ${TUNNEL_LABEL}=http --context ${cluster.contextName}`)
+    expect(missing[0]!.fix).toBe(
+      `re-register the group's entries, --max-unavailable at a time, with health gates: meshvm war rollout web -n ${NS} --missing-tunnel-label --restart-command '…' --context ${cluster.contextName}; or label it: kubectl label workloadentry web-10.20.0.1 -n ${NS} ${TUNNEL_LABEL}=http --context ${cluster.contextName}`,
+    )
     const uids = names.map((n) => entry(n)!.metadata.uid)
 
     const dry = await meshvm(['war', 'rollout', 'web', '-n', NS, '--missing-tunnel-label', '--dry-run', '--restart-command', restartCommand])
     expect(dry.code, dry.stderr).toBe(0)
     expect(dry.stderr).toBe(`Dry run: 4 of 4 registration(s) of workloadgroup ${NS}/web would be re-onboarded, up to 1 at a time; nothing was changed.\n`)
 
-    const res = await meshvm(['war', 'rollout', 'web', '-n', NS, '--missing-tunnel-label', '--max-unavailable', '2', '--restart-command', restartCommand, '--poll-interval', '100ms', '--timeout', '30s'])
+    const res = await meshvm([
+      'war',
+      'rollout',
+      'web',
+      '-n',
+      NS,
+      '--missing-tunnel-label',
+      '--max-unavailable',
+      '2',
+      '--restart-command',
+      restartCommand,
+      '--poll-interval',
+      '100ms',
+      '--timeout',
+      '30s',
+    ])
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.code, res.stderr).toBe(0)
-    expect(res.stderr.split('\n')[0]).toBe(`Rolling out workloadgroup ${NS}/web (generation 1): 4 of 4 registration(s) lack the HBONE tunnel label; re-onboarding 4, up to 2 at a time, waiting up to 30s for each`)
-    for (const n of names) expect(res.stdout).toMatch(new RegExp(`^${n.replace(/\./g, '\\.')} +re-onboarded +\\d+\\.\\ds +connected to ${ISTIOD}, ${TUNNEL_LABEL.replace(/\./g, '\\.')}=http, healthy$`, 'm'))
+    expect(res.stderr.split('\n')[0]).toBe(
+      `Rolling out workloadgroup ${NS}/web (generation 1): 4 of 4 registration(s) lack the HBONE tunnel label; re-onboarding 4, up to 2 at a time, waiting up to 30s for each`,
+    )
+    for (const n of names)
+      expect(res.stdout).toMatch(new RegExp(`^${n.replace(/\./g, '\\.')} +re-onboarded +\\d+\\.\\ds +connected to ${ISTIOD}, ${TUNNEL_LABEL.replace(/\./g, '\\.')}=http, healthy$`, 'm'))
     expect(res.stderr.trimEnd().split('\n').pop()).toBe(`Rollout of workloadgroup ${NS}/web complete: 4 re-onboarded, 0 already up to date.`)
     // Never more than --max-unavailable entries away at once (and it did use both slots).
     expect(mostAway).toBe(2)

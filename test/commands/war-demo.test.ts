@@ -81,12 +81,17 @@ describe('README war examples on the demo', () => {
   it('precheck on the demo: the classic east-west gateway passes; the ambient one (istio-eastwest) is named as the mismatch', async () => {
     const ok = await runCommand(['precheck', 'recommender', '-n', 'shop', '-o', 'json'], {env: cluster.env})
     const okChecks = (JSON.parse(ok.stdout) as {checks: {check: string; status: string; message: string}[]}).checks
-    expect(okChecks.find((c) => c.check === 'east-west gateway')).toMatchObject({status: 'pass', message: 'istio-system/istio-eastwestgateway at 203.0.113.10 is a classic east-west gateway exposing 15012, 15017 and 15443'})
+    expect(okChecks.find((c) => c.check === 'east-west gateway')).toMatchObject({
+      status: 'pass',
+      message: 'istio-system/istio-eastwestgateway at 203.0.113.10 is a classic east-west gateway exposing 15012, 15017 and 15443',
+    })
     // The default istiod, not the 1-23 one, is the one probed.
     expect(okChecks.find((c) => c.check === 'istiod answers')!.message).toMatch(/^istiod istio-system\/istiod-6c9f8d7b5-k2x4p answers/)
     const res = await runCommand(['precheck', 'recommender', '-n', 'shop', '--ingress-service', 'istio-eastwest'], {env: cluster.env})
     expect(res.code).toBe(8)
-    expect(res.stdout).toMatch(/^east-west gateway +FAIL +Service istio-system\/istio-eastwest is an ambient east-west gateway \(class istio-east-west, HBONE on 15008\): a sidecar VM needs the classic one/m)
+    expect(res.stdout).toMatch(
+      /^east-west gateway +FAIL +Service istio-system\/istio-eastwest is an ambient east-west gateway \(class istio-east-west, HBONE on 15008\): a sidecar VM needs the classic one/m,
+    )
     expect(res.stderr).toContain('Fix (east-west gateway): VMs join as sidecars (there is no ztunnel on VMs): deploy a classic east-west gateway beside the ambient one')
   })
 })

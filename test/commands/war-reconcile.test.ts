@@ -198,7 +198,10 @@ describe.sequential('war reconcile with a simulated VM', () => {
     plane = new VmPlane({store: east.store, pki: testPki(), mesh: east.mesh, autoregistration: {gracePeriodMs: 600_000}})
     await plane.start()
     const bundle = join(mkdtempSync(join(east.dir, 'vm-')), 'web')
-    const on = await runCommand(['onboard', 'web', '-n', 'vmapps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'], {env: east.env, timeoutMs: 60_000})
+    const on = await runCommand(
+      ['onboard', 'web', '-n', 'vmapps', '-p', 'http=8080', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'],
+      {env: east.env, timeoutMs: 60_000},
+    )
     expect(on.code, on.stderr).toBe(0)
     const vm = startVm(bundle, {address: '10.9.0.5', hostname: 'vm-9'})
     vms.push(vm)

@@ -65,7 +65,7 @@ function backdate(cluster: TestCluster, key: string, namespace: string, name: st
   const obj = cluster.store.get(key, namespace, name)
   if (!obj) throw new Error(`no ${key} ${namespace}/${name}`)
   obj.metadata.creationTimestamp = iso(t.created)
-  const conditions = ((obj.status as {conditions?: Record<string, string>[]} | undefined)?.conditions ?? [])
+  const conditions = (obj.status as {conditions?: Record<string, string>[]} | undefined)?.conditions ?? []
   for (const c of conditions) {
     if (t.transition !== undefined) c.lastTransitionTime = iso(t.transition)
     if (c.lastProbeTime !== undefined && t.transition !== undefined) c.lastProbeTime = iso(t.transition)
@@ -175,13 +175,48 @@ describe.concurrent('meshvm war list / describe', () => {
     backdate(cluster, WE_KEY, 'legacy', 'web-10.0.0.7', {created: 10 * HOUR, transition: 9 * HOUR, connected: 9 * HOUR})
     backdate(cluster, WE_KEY, 'legacy', 'web-10.0.0.8', {created: 10 * HOUR, disconnected: 9 * HOUR})
     // A WorkloadEntry written by hand is not a registration.
-    cluster.store.create(WE_KEY, 'WorkloadEntry', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'db-manual', namespace: 'legacy', labels: {app: 'db'}}, spec: {address: '10.0.0.99'}})
+    cluster.store.create(WE_KEY, 'WorkloadEntry', {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {name: 'db-manual', namespace: 'legacy', labels: {app: 'db'}},
+      spec: {address: '10.0.0.99'},
+    })
     // Events: two for the stale WAR, one for another object, one for an earlier object of the same name.
     const war = cluster.store.get(WAR_KEY, 'bookinfo', STALE)!
     const event = (name: string, involved: Record<string, unknown>, e: Record<string, unknown>) =>
-      cluster.store.create(EVENTS_KEY, 'Event', {apiVersion: 'v1', kind: 'Event', metadata: {name, namespace: 'bookinfo'}, involvedObject: {apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', namespace: 'bookinfo', ...involved}, ...e})
-    event('e1', {name: STALE, uid: war.metadata.uid}, {type: 'Normal', reason: 'Registered', message: 'Workload registered from 10.0.0.12', source: {component: 'onboarding-plane'}, firstTimestamp: iso(26 * HOUR), lastTimestamp: iso(26 * HOUR), count: 1})
-    event('e2', {name: STALE, uid: war.metadata.uid}, {type: 'Warning', reason: 'AgentDisconnected', message: 'Agent lost its connection', source: {component: 'onboarding-plane'}, firstTimestamp: iso(24 * HOUR), lastTimestamp: iso(12 * HOUR), count: 3})
+      cluster.store.create(EVENTS_KEY, 'Event', {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: {name, namespace: 'bookinfo'},
+        involvedObject: {apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', namespace: 'bookinfo', ...involved},
+        ...e,
+      })
+    event(
+      'e1',
+      {name: STALE, uid: war.metadata.uid},
+      {
+        type: 'Normal',
+        reason: 'Registered',
+        message: 'Workload registered from 10.0.0.12',
+        source: {component: 'onboarding-plane'},
+        firstTimestamp: iso(26 * HOUR),
+        lastTimestamp: iso(26 * HOUR),
+        count: 1,
+      },
+    )
+    event(
+      'e2',
+      {name: STALE, uid: war.metadata.uid},
+      {
+        type: 'Warning',
+        reason: 'AgentDisconnected',
+        message: 'Agent lost its connection',
+        source: {component: 'onboarding-plane'},
+        firstTimestamp: iso(24 * HOUR),
+        lastTimestamp: iso(12 * HOUR),
+        count: 3,
+      },
+    )
     event('e3', {name: UP_TO_DATE, uid: cluster.store.get(WAR_KEY, 'bookinfo', UP_TO_DATE)!.metadata.uid}, {type: 'Normal', reason: 'Registered', message: 'other object', firstTimestamp: iso(HOUR)})
     event('e4', {name: STALE, uid: 'an-earlier-uid'}, {type: 'Normal', reason: 'Registered', message: 'earlier object of the same name', firstTimestamp: iso(HOUR)})
   })
@@ -232,7 +267,13 @@ describe.concurrent('meshvm war list / describe', () => {
       meshvm(['list', '-n', 'legacy', '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}{"\\n"}{end}']),
     ])
     for (const r of [names, path, asJson, range]) expect(r.code, r.stderr).toBe(0)
-    expect(path.stdout).toBe(names.stdout.trim().split('\n').map((n) => n.split('/')[1]).join(' '))
+    expect(path.stdout).toBe(
+      names.stdout
+        .trim()
+        .split('\n')
+        .map((n) => n.split('/')[1])
+        .join(' '),
+    )
     expect(asJson.stdout).toBe('[\n    "10.0.0.7",\n    "10.0.0.8"\n]\n')
     expect(range.stdout).toBe('WorkloadEntry/web-10.0.0.7\nWorkloadEntry/web-10.0.0.8\n')
   })
@@ -266,18 +307,30 @@ describe.concurrent('meshvm war list / describe', () => {
     expectAligned(cc.stdout)
     expect(sorted.code, sorted.stderr).toBe(0)
     // Oldest first: payments (50h), bookinfo (26h), legacy (10h).
-    expect(sorted.stdout.trim().split('\n').map((n) => n.split('/')[1]!.split('-')[0])).toEqual(['ledger', 'ledger', 'ratings', 'ratings', 'ratings', 'web', 'web'])
+    expect(
+      sorted.stdout
+        .trim()
+        .split('\n')
+        .map((n) => n.split('/')[1]!.split('-')[0]),
+    ).toEqual(['ledger', 'ledger', 'ratings', 'ratings', 'ratings', 'web', 'web'])
     expect(labels.code, labels.stderr).toBe(0)
     const json = JSON.parse((await meshvm(['list', '-n', 'legacy', '-o', 'json'])).stdout) as {items: {metadata: {labels?: Record<string, string>}}[]}
     const first = json.items[0]!.metadata.labels ?? {}
-    const shown = Object.keys(first).sort().map((k) => `${k}=${first[k]}`).join(',') || '<none>'
+    const shown =
+      Object.keys(first)
+        .sort()
+        .map((k) => `${k}=${first[k]}`)
+        .join(',') || '<none>'
     expect(labels.stdout.split('\n')[0]).toMatch(new RegExp(`^web-10\\.0\\.0\\.7 +True +10h +${first.app ?? ''} +${shown.replace(/[.]/g, '\\.')}$`))
   })
 
   it.each([
     [['list', '-l', 'app in (a'], 'Error: -l/--selector "app in (a": cannot parse "app in (a"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
     [['prune', '-l', 'a b'], 'Error: -l/--selector "a b": cannot parse "a b"; expected key=value, key!=value, key in (a,b), key notin (a,b), key or !key'],
-    [['list', '-o', 'go-template={{.kind}}'], 'Error: -o/--output "go-template={{.kind}}": go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'],
+    [
+      ['list', '-o', 'go-template={{.kind}}'],
+      'Error: -o/--output "go-template={{.kind}}": go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template',
+    ],
     [['list', '-o', 'jsonpath'], "Error: -o/--output jsonpath: template format specified but no template given, e.g. jsonpath='{.items[*].metadata.name}'"],
     [['list', '-o', 'jsonpath={.items[0'], 'Error: -o/--output "jsonpath={.items[0": unterminated array'],
     [['list', '-o', 'custom-columns=NAME'], 'Error: -o/--output custom-columns: unexpected custom-columns spec "NAME", expected <header>:<json-path-expr>'],
@@ -316,7 +369,10 @@ describe.concurrent('meshvm war list / describe', () => {
   ])('%s', async (_title, args, names) => {
     const res = await meshvm([...args, '-o', args.includes('--no-headers') ? 'table' : 'name'])
     expect(res.code, res.stderr).toBe(0)
-    const shown = res.stdout.split('\n').filter(Boolean).map((l) => (l.includes('/') ? l.split('/').pop()! : l.split(/\s+/)[0]!))
+    const shown = res.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (l.includes('/') ? l.split('/').pop()! : l.split(/\s+/)[0]!))
     expect(shown).toEqual(names)
   })
 
@@ -345,8 +401,18 @@ describe.concurrent('meshvm war list / describe', () => {
   })
 
   it.each([
-    ['a name that does not exist', ['describe', 'nope', '-n', 'bookinfo'], 4, 'Error: registration "nope" not found in namespace "bookinfo": no WorkloadAutoRegistration or auto-registered WorkloadEntry has that name'],
-    ['a WorkloadEntry written by hand', ['describe', 'db-manual', '-n', 'legacy'], 4, 'Error: registration "db-manual" not found in namespace "legacy": no WorkloadAutoRegistration or auto-registered WorkloadEntry has that name (WorkloadEntry db-manual was not auto-registered: manage it with kubectl)'],
+    [
+      'a name that does not exist',
+      ['describe', 'nope', '-n', 'bookinfo'],
+      4,
+      'Error: registration "nope" not found in namespace "bookinfo": no WorkloadAutoRegistration or auto-registered WorkloadEntry has that name',
+    ],
+    [
+      'a WorkloadEntry written by hand',
+      ['describe', 'db-manual', '-n', 'legacy'],
+      4,
+      'Error: registration "db-manual" not found in namespace "legacy": no WorkloadAutoRegistration or auto-registered WorkloadEntry has that name (WorkloadEntry db-manual was not auto-registered: manage it with kubectl)',
+    ],
     ['an invalid name', ['describe', 'Not_A_Name', '-n', 'bookinfo'], 2, /^Error: NAME "Not_A_Name": must be a DNS-1123 subdomain/],
     ['a mistyped flag', ['describe', 'x', '--bogus'], 2, /^Error: unknown flag --bogus$/],
     ['a bad --chunk-size', ['list', '--chunk-size=-1'], 2, /^Error: .*chunk-size/i],
@@ -360,7 +426,9 @@ describe.concurrent('meshvm war list / describe', () => {
     const env = {KUBECONFIG: cluster.kubeconfigFor(token)}
     const res = await meshvm(['list', '-n', 'bookinfo'], env)
     expectCleanFailure(res, 5, 'Error: forbidden: missing permission to list workloadautoregistrations.runtime.onboarding.tetrate.io in namespace "bookinfo"')
-    expect(res.stderr).toContain('Hint: ask a cluster admin for a Role in namespace bookinfo allowing verb "list" on "workloadautoregistrations.runtime.onboarding.tetrate.io" (check with: kubectl auth can-i list workloadautoregistrations.runtime.onboarding.tetrate.io -n bookinfo)')
+    expect(res.stderr).toContain(
+      'Hint: ask a cluster admin for a Role in namespace bookinfo allowing verb "list" on "workloadautoregistrations.runtime.onboarding.tetrate.io" (check with: kubectl auth can-i list workloadautoregistrations.runtime.onboarding.tetrate.io -n bookinfo)',
+    )
     const all = await meshvm(['list', '-A'], env)
     expectCleanFailure(all, 5, 'Error: forbidden: missing permission to list workloadautoregistrations.runtime.onboarding.tetrate.io in all namespaces')
     // Without WARs in the picture, the same user lists WorkloadEntries fine.
@@ -394,7 +462,10 @@ describe('meshvm war list: paging', () => {
     apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
     kind: 'WorkloadAutoRegistration',
     metadata: {name, namespace, ownerReferences: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'fleet', uid: '00000000-0000-0000-0000-0000000f1ee7', controller: true}]},
-    spec: {identity: {aws: {partition: 'aws', account: '123456789012', zone: 'us-east-2b', ec2: {instance_id: `i-${name}`}}}, registration: {agent: {version: '1.4.0'}, sidecar: {istio: {version: '1.24.2'}}}},
+    spec: {
+      identity: {aws: {partition: 'aws', account: '123456789012', zone: 'us-east-2b', ec2: {instance_id: `i-${name}`}}},
+      registration: {agent: {version: '1.4.0'}, sidecar: {istio: {version: '1.24.2'}}},
+    },
     status: {conditions: [{type: 'AgentConnected', status: connected ? 'True' : 'False', lastTransitionTime: iso(HOUR)}]},
   })
   const listRequests = (namespace: string) => cluster.requests.filter((r) => r.method === 'GET' && r.path === `${WAR_PATH}/namespaces/${namespace}/workloadautoregistrations`)
@@ -442,7 +513,11 @@ describe('meshvm war list: paging', () => {
       const names = res.stdout.trimEnd().split('\n')
       expect(names).toHaveLength(25)
       expect(new Set(names).size).toBe(25)
-      expect(listRequests('paged').slice(before).map((r) => r.status)).toContain(410)
+      expect(
+        listRequests('paged')
+          .slice(before)
+          .map((r) => r.status),
+      ).toContain(410)
     } finally {
       remove()
     }
@@ -513,7 +588,10 @@ describe('meshvm war list -A: one table of both kinds, ordered by namespace, the
       apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
       kind: 'WorkloadAutoRegistration',
       metadata: {name, namespace, ...(o.labels ? {labels: o.labels} : {}), ownerReferences: [owner]},
-      spec: {identity: {aws: {partition: 'aws', account: '123456789012', zone: 'us-east-2b', ec2: {instance_id: `i-${name}`}}}, registration: {agent: {version: o.agent ?? '1.4.0'}, sidecar: {istio: {version: o.sidecar ?? '1.24.2'}}}},
+      spec: {
+        identity: {aws: {partition: 'aws', account: '123456789012', zone: 'us-east-2b', ec2: {instance_id: `i-${name}`}}},
+        registration: {agent: {version: o.agent ?? '1.4.0'}, sidecar: {istio: {version: o.sidecar ?? '1.24.2'}}},
+      },
       status: {conditions: [{type: 'AgentConnected', status: 'True', lastTransitionTime: iso(HOUR)}]},
     })
     backdate(cluster, WAR_KEY, namespace, name, {created: 2 * HOUR})
@@ -528,14 +606,25 @@ describe('meshvm war list -A: one table of both kinds, ordered by namespace, the
         namespace,
         ...(o.labels ? {labels: o.labels} : {}),
         ...(o.auto === false ? {} : {annotations: {'istio.io/autoRegistrationGroup': 'g', 'istio.io/connectedAt': iso(HOUR)}}),
-        ...(o.ownedBy ? {ownerReferences: [{apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name: o.ownedBy, uid: '00000000-0000-0000-0000-0000000000b2', controller: true}]} : {}),
+        ...(o.ownedBy
+          ? {
+              ownerReferences: [
+                {apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name: o.ownedBy, uid: '00000000-0000-0000-0000-0000000000b2', controller: true},
+              ],
+            }
+          : {}),
       },
       spec: {address: '10.0.0.1'},
     })
     backdate(cluster, WE_KEY, namespace, name, {created: 3 * HOUR})
   }
   /** NAMESPACE/NAME of each row (the header left out). */
-  const rows = (stdout: string): string[] => stdout.trimEnd().split('\n').slice(1).map((l) => l.split(/\s+/).slice(0, 2).join('/'))
+  const rows = (stdout: string): string[] =>
+    stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/).slice(0, 2).join('/'))
 
   // In etcd (and the test API server) keys are NAMESPACE/NAME, so each kind's list comes in byte order
   // of that key: team-a/… before team/… ('-' sorts before '/'). The table orders namespace, then name:
@@ -605,7 +694,12 @@ describe('meshvm war list -A: one table of both kinds, ordered by namespace, the
       const res = await meshvm(['--chunk-size', '2'])
       expect(res.code, res.stderr).toBe(0)
       expect(res.stdout).toBe(expected)
-      expect(cluster.requests.slice(before).filter((r) => r.path === path).map((r) => r.status)).toContain(410)
+      expect(
+        cluster.requests
+          .slice(before)
+          .filter((r) => r.path === path)
+          .map((r) => r.status),
+      ).toContain(410)
     } finally {
       remove()
     }
@@ -678,8 +772,11 @@ describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () =>
   })
 
   it('list --source war is an error', async () => {
-    expectCleanFailure(await meshvm(['list', '-n', 'legacy', '--source', 'war']), 4,
-      'Error: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: there are no WorkloadAutoRegistrations to list')
+    expectCleanFailure(
+      await meshvm(['list', '-n', 'legacy', '--source', 'war']),
+      4,
+      'Error: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: there are no WorkloadAutoRegistrations to list',
+    )
   })
 
   it('describe finds WorkloadEntries, and says where it looked', async () => {
@@ -695,7 +792,11 @@ describe.concurrent('meshvm war without the WorkloadAutoRegistration CRD', () =>
     const res = await meshvm(['rollout', 'web', '-n', 'legacy'])
     const [note, ...rest] = res.stderr.split('\n')
     expect(note).toBe(NOTE.replace('are shown.', 'are rolled out.'))
-    expectCleanFailure({...res, stderr: rest.join('\n')}, 8, /^Error: 1 auto-registered WorkloadEntry of workloadgroup legacy\/web \(generation 1\) is stale and was not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself$/m)
+    expectCleanFailure(
+      {...res, stderr: rest.join('\n')},
+      8,
+      /^Error: 1 auto-registered WorkloadEntry of workloadgroup legacy\/web \(generation 1\) is stale and was not rolled out: istiod re-makes an entry from the group only when the VM's sidecar reconnects after the entry is deleted, and meshvm cannot restart a sidecar by itself$/m,
+    )
     expect(res.stderr).toContain('Hint: web-10.0.0.7 (10.0.0.7): kubectl delete workloadentry web-10.0.0.7 -n legacy, then on that VM: sudo systemctl restart istio')
     expect(res.stderr).toContain(`meshvm war rollout web -n legacy --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`)
     expect(res.stderr).not.toMatch(/up to date|nothing to/)
@@ -722,7 +823,12 @@ describe('meshvm war delete / rollout / prune', () => {
     const address = `10.9.${addresses.size >> 8}.${addresses.size & 255}`
     addresses.set(`${namespace}/${name}`, address)
     cluster.mesh.addVm({
-      name, namespace, group: 'ratings', address, source: 'war', stale: options.stale ?? false,
+      name,
+      namespace,
+      group: 'ratings',
+      address,
+      source: 'war',
+      stale: options.stale ?? false,
       ...(options.connected === false ? {disconnectedAgoMs: 30 * MIN} : {connectedTo: ISTIOD, healthy: options.healthy ?? true}),
     })
     return name
@@ -845,7 +951,12 @@ describe('meshvm war delete / rollout / prune', () => {
     it('asks in a terminal, explaining that the agent re-onboards; "n" keeps, "y" deletes', async () => {
       const ask = async (name: string, answer: string): Promise<{code: number; screen: string}> => {
         let buffer = ''
-        const pty = spawnPty(process.execPath, [BIN, 'war', 'delete', name, '-n', 'del'], {cols: 200, rows: 50, cwd: REPO_ROOT, env: {...process.env, ...cluster.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>})
+        const pty = spawnPty(process.execPath, [BIN, 'war', 'delete', name, '-n', 'del'], {
+          cols: 200,
+          rows: 50,
+          cwd: REPO_ROOT,
+          env: {...process.env, ...cluster.env, NO_COLOR: '1', TERM: 'xterm'} as Record<string, string>,
+        })
         const exited = new Promise<number>((resolve) => pty.onExit(({exitCode}) => resolve(exitCode)))
         pty.onData((d) => (buffer += d))
         const start = Date.now()
@@ -900,21 +1011,24 @@ describe('meshvm war delete / rollout / prune', () => {
       const names = [addWarVm('roll-srv', 'a', {stale: true}), addWarVm('roll-srv', 'b')]
       const uids = names.map((n) => war('roll-srv', n)!.metadata.uid)
       const before = cluster.requests.length
-      const [client, server] = await Promise.all([
-        meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=client']),
-        meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server']),
-      ])
+      const [client, server] = await Promise.all([meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=client']), meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server'])])
       expect(client.code, client.stderr).toBe(0)
       expect(server.code, server.stderr).toBe(0)
       expect(server.stdout).toBe(client.stdout)
-      expect(server.stderr).toBe('Dry run (server: the API server accepted every delete): 1 of 2 registration(s) of workloadgroup roll-srv/ratings would be re-onboarded, up to 1 at a time; nothing was changed.\n')
+      expect(server.stderr).toBe(
+        'Dry run (server: the API server accepted every delete): 1 of 2 registration(s) of workloadgroup roll-srv/ratings would be re-onboarded, up to 1 at a time; nothing was changed.\n',
+      )
       const deletes = cluster.requests.slice(before).filter((r) => r.method === 'DELETE' && r.path.includes('/namespaces/roll-srv/'))
       expect(deletes.map((r) => [r.path.split('/').pop(), r.query])).toEqual([[names[0], '?dryRun=All']])
       expect(names.map((n) => war('roll-srv', n)!.metadata.uid)).toEqual(uids)
       // Without the delete verb, the server dry run says so (exit 5); the client one cannot know.
       const token = cluster.addUser('rollout-dry-reader', {rules: [{verbs: ['get', 'list'], apiGroups: ['*'], resources: ['*']}]})
       const ro = await runCommand(['war', 'rollout', 'ratings', '-n', 'roll-srv', '--dry-run=server'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
-      expectCleanFailure(ro, 5, /^Error: server dry run of workloadgroup roll-srv\/ratings \(generation 1\): the API server refused to delete WorkloadAutoRegistration .*forbidden: missing permission to delete workloadautoregistrations/m)
+      expectCleanFailure(
+        ro,
+        5,
+        /^Error: server dry run of workloadgroup roll-srv\/ratings \(generation 1\): the API server refused to delete WorkloadAutoRegistration .*forbidden: missing permission to delete workloadautoregistrations/m,
+      )
       const bad = await meshvm(['rollout', 'ratings', '-n', 'roll-srv', '--dry-run=maybe'])
       expect(bad.code).toBe(2)
       expect(firstLine(bad.stderr)).toBe('Error: --dry-run "maybe": expected one of none, client, server')
@@ -958,7 +1072,9 @@ describe('meshvm war delete / rollout / prune', () => {
       const res = await meshvm(['rollout', 'ratings', '-n', 'roll-stuck', '--context', cluster.contextName, '--timeout', '2s', '--poll-interval', '100ms'], 60_000)
       expectCleanFailure(res, 9, /^Rolling out workloadgroup roll-stuck\/ratings/)
       expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-stuck/ratings (generation 1) stopped: ${b} did not come back connected within 2s`)
-      expect(res.stderr).toContain(`Hint: re-run "meshvm war rollout --context ${cluster.contextName} ratings -n roll-stuck" to continue: registrations already re-onboarded are up to date and are not touched again (1 not started)`)
+      expect(res.stderr).toContain(
+        `Hint: re-run "meshvm war rollout --context ${cluster.contextName} ratings -n roll-stuck" to continue: registrations already re-onboarded are up to date and are not touched again (1 not started)`,
+      )
       expect(res.stdout).toMatch(new RegExp(`^${a} +re-onboarded +`, 'm'))
       expect(res.stdout).toMatch(new RegExp(`^${b} +timed out +\\d+\\.\\ds +not back connected within 2s: the agent has not re-registered the workload$`, 'm'))
       expect(res.stdout).toMatch(new RegExp(`^${c} +not started +-$`, 'm'))
@@ -968,7 +1084,9 @@ describe('meshvm war delete / rollout / prune', () => {
       expect(awaitingOf('roll-stuck')).toBe(JSON.stringify([b]))
       expect(holderOf('roll-stuck')).toBeUndefined()
       expectGroupClean('roll-stuck')
-      expect(res.stderr).toContain(`Hint: the re-run first waits for the 1 deleted registration(s) not back yet, listed in annotation ${AWAITING} of its lease; if a VM is gone for good, remove its name there (kubectl edit lease ${LEASE_NAME} -n roll-stuck)`)
+      expect(res.stderr).toContain(
+        `Hint: the re-run first waits for the 1 deleted registration(s) not back yet, listed in annotation ${AWAITING} of its lease; if a VM is gone for good, remove its name there (kubectl edit lease ${LEASE_NAME} -n roll-stuck)`,
+      )
       // A WorkloadAutoRegistration comes back through the TSB onboarding agent: that is where to look.
       expect(res.stderr).toContain(`Hint: check the onboarding agent (journalctl -u onboarding-agent) on VM ${b}, or raise --timeout\n`)
 
@@ -994,7 +1112,9 @@ describe('meshvm war delete / rollout / prune', () => {
       const res = await meshvm(['rollout', 'ratings', '-n', 'roll-sick', '--timeout', '1s', '--poll-interval', '100ms'], 60_000)
       expectCleanFailure(res, 8, /^Rolling out workloadgroup roll-sick\/ratings/)
       expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-sick/ratings (generation 1) stopped: ${a} came back but is not healthy within 1s`)
-      expect(res.stdout).toMatch(new RegExp(`^${a} +unhealthy +\\S+ +after 1s: connected to onboarding-plane-${ISTIOD}, but not healthy \\(HTTPGetFailed: Get "http://127.0.0.1:8080/ready": connection refused\\)$`, 'm'))
+      expect(res.stdout).toMatch(
+        new RegExp(`^${a} +unhealthy +\\S+ +after 1s: connected to onboarding-plane-${ISTIOD}, but not healthy \\(HTTPGetFailed: Get "http://127.0.0.1:8080/ready": connection refused\\)$`, 'm'),
+      )
     })
 
     it('stops with exit 5 and a report when it may not delete registrations', async () => {
@@ -1009,7 +1129,9 @@ describe('meshvm war delete / rollout / prune', () => {
       })
       const res = await runCommand(['war', 'rollout', 'ratings', '-n', 'roll-ro'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expectCleanFailure(res, 5, /^Rolling out workloadgroup roll-ro\/ratings/)
-      expect(res.stderr).toContain(`Error: rollout of workloadgroup roll-ro/ratings (generation 1) stopped: could not delete ${a}: forbidden: missing permission to delete workloadautoregistrations.runtime.onboarding.tetrate.io in namespace "roll-ro"`)
+      expect(res.stderr).toContain(
+        `Error: rollout of workloadgroup roll-ro/ratings (generation 1) stopped: could not delete ${a}: forbidden: missing permission to delete workloadautoregistrations.runtime.onboarding.tetrate.io in namespace "roll-ro"`,
+      )
       expect(res.stdout).toMatch(new RegExp(`^${a} +failed +- +delete failed: forbidden`, 'm'))
       expect(war('roll-ro', a)).toBeDefined()
       // Not deleted, so not awaited: the name recorded before the delete was taken out again.
@@ -1092,7 +1214,9 @@ describe('meshvm war delete / rollout / prune', () => {
       const renewTime = setLease(1000)
       const refused = await meshvm(['rollout', 'ratings', '-n', ns])
       expectCleanFailure(refused, 6, `Error: another rollout of workloadgroup ${ns}/ratings is in progress: "alice@laptop pid 4242" holds its lease (since 2026-01-01T00:00:00Z, renewed ${renewTime})`)
-      expect(refused.stderr).toContain(`Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or release it: kubectl patch lease ${LEASE_NAME} -n ${ns} --type merge -p '{"spec":{"holderIdentity":null}}')`)
+      expect(refused.stderr).toContain(
+        `Hint: if that run was killed, its lease expires at ${new Date(Date.parse(renewTime) + 60_000).toISOString()}; a new run takes over after that (or release it: kubectl patch lease ${LEASE_NAME} -n ${ns} --type merge -p '{"spec":{"holderIdentity":null}}')`,
+      )
       expect(war(ns, a)).toBeDefined()
       expect(isStale(ns, a)).toBe(true)
       // --dry-run only warns.
@@ -1139,7 +1263,14 @@ describe('meshvm war delete / rollout / prune', () => {
         cluster.mesh.addVm({name: a, namespace: ns, group: 'ratings', address: addresses.get(`${ns}/${a}`)!, connectedTo: ISTIOD, healthy: true, source: 'war'})
         const code = await run.exited
         expect(code, run.stderr).toBe(0)
-        expect(JSON.parse(run.stdout)).toMatchObject({status: 'complete', awaited: 0, items: [{name: a, result: 're-onboarded'}, {name: b, result: 're-onboarded'}]})
+        expect(JSON.parse(run.stdout)).toMatchObject({
+          status: 'complete',
+          awaited: 0,
+          items: [
+            {name: a, result: 're-onboarded'},
+            {name: b, result: 're-onboarded'},
+          ],
+        })
       } finally {
         stop()
       }
@@ -1157,13 +1288,15 @@ describe('meshvm war delete / rollout / prune', () => {
       ensureNamespace(cluster, ns)
       const [gone, back, stale] = [warName(ns, 'x'), warName(ns, 'y'), warName(ns, 'z')]
       cluster.store.create(WG_KEY, 'WorkloadGroup', {
-        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup',
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
         metadata: {name: 'ratings', namespace: ns},
         spec: ratingsSpec(),
       })
       // An earlier run's Lease, released, still listing what it awaits.
       cluster.store.create(LEASE_KEY, 'Lease', {
-        apiVersion: 'coordination.k8s.io/v1', kind: 'Lease',
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
         metadata: {name: LEASE_NAME, namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone, back])}},
         spec: {leaseDurationSeconds: 1, renewTime: '2026-01-01T00:00:00.000000Z', acquireTime: '2026-01-01T00:00:00.000000Z', leaseTransitions: 0},
       })
@@ -1183,12 +1316,21 @@ describe('meshvm war delete / rollout / prune', () => {
           '',
         ].join('\n'),
       )
-      expect(res.stderr).toBe(`Dry run: 1 of 2 registration(s) of workloadgroup ${ns}/ratings would be re-onboarded, up to 1 at a time, after waiting for 1 deleted by an earlier rollout and not back yet; nothing was changed.\n`)
+      expect(res.stderr).toBe(
+        `Dry run: 1 of 2 registration(s) of workloadgroup ${ns}/ratings would be re-onboarded, up to 1 at a time, after waiting for 1 deleted by an earlier rollout and not back yet; nothing was changed.\n`,
+      )
       const json = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run', '-o', 'json'])
       expect(json.code, json.stderr).toBe(0)
       expect(JSON.parse(json.stdout)).toMatchObject({
-        status: 'planned', registrations: 2, upToDate: 1, stale: 1, awaited: 1,
-        items: [{name: gone, result: 'planned', deletedEarlier: true, step: 1}, {name: stale, result: 'planned', step: 2}],
+        status: 'planned',
+        registrations: 2,
+        upToDate: 1,
+        stale: 1,
+        awaited: 1,
+        items: [
+          {name: gone, result: 'planned', deletedEarlier: true, step: 1},
+          {name: stale, result: 'planned', step: 2},
+        ],
       })
       // Nothing changed, and nothing but reads was sent.
       expect(versions()).toEqual(before)
@@ -1202,14 +1344,21 @@ describe('meshvm war delete / rollout / prune', () => {
       ensureNamespace(cluster, ns)
       const [gone, stale] = [warName(ns, 'x'), warName(ns, 'z')]
       cluster.store.create(WG_KEY, 'WorkloadGroup', {
-        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup',
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
         metadata: {name: 'ratings', namespace: ns, annotations: {[AWAITING]: JSON.stringify([gone])}},
         spec: ratingsSpec(),
       })
       addWarVm(ns, 'z', {stale: true})
       const res = await meshvm(['rollout', 'ratings', '-n', ns, '--dry-run', '-o', 'json'])
       expect(res.code, res.stderr).toBe(0)
-      expect(JSON.parse(res.stdout)).toMatchObject({awaited: 1, items: [{name: gone, deletedEarlier: true, step: 1}, {name: stale, step: 2}]})
+      expect(JSON.parse(res.stdout)).toMatchObject({
+        awaited: 1,
+        items: [
+          {name: gone, deletedEarlier: true, step: 1},
+          {name: stale, step: 2},
+        ],
+      })
       expect(res.stderr).toContain(
         `Warning: workloadgroup ${ns}/ratings carries annotation ${AWAITING} from an older meshvm: its registrations are awaited and kept in lease ${ns}/${LEASE_NAME} from now on; remove it from the group: kubectl annotate workloadgroup ratings -n ${ns} ${AWAITING}- rollout.meshvm.io/lease-\n`,
       )
@@ -1217,7 +1366,9 @@ describe('meshvm war delete / rollout / prune', () => {
       const token = cluster.addUser('rollout-no-lease-read', {rules: [{verbs: ['get', 'list'], apiGroups: ['networking.istio.io', 'runtime.onboarding.tetrate.io', ''], resources: ['*']}]})
       const dry = await runCommand(['war', 'rollout', 'ratings', '-n', ns, '--dry-run'], {env: {...cluster.env, KUBECONFIG: cluster.kubeconfigFor(token)}})
       expect(dry.code, dry.stderr).toBe(0)
-      expect(dry.stderr).toMatch(/^Warning: forbidden: missing permission to get leases\.coordination\.k8s\.io in namespace "roll-legacy".*: registrations an earlier rollout deleted and that are not back yet are not shown$/m)
+      expect(dry.stderr).toMatch(
+        /^Warning: forbidden: missing permission to get leases\.coordination\.k8s\.io in namespace "roll-legacy".*: registrations an earlier rollout deleted and that are not back yet are not shown$/m,
+      )
       expect(dry.stdout).toContain(stale)
     })
 
@@ -1237,7 +1388,12 @@ describe('meshvm war delete / rollout / prune', () => {
     const ns = 'prune'
     beforeAll(() => {
       addGroup(cluster, ns, 'ratings', ratingsSpec())
-      const vms: [string, number | undefined][] = [['connected', undefined], ['away-1m', MIN], ['away-10m', 10 * MIN], ['away-9h', 9 * HOUR]]
+      const vms: [string, number | undefined][] = [
+        ['connected', undefined],
+        ['away-1m', MIN],
+        ['away-10m', 10 * MIN],
+        ['away-9h', 9 * HOUR],
+      ]
       for (const [suffix, ago] of vms) {
         const name = warName(ns, suffix)
         cluster.mesh.addVm({name, namespace: ns, group: 'ratings', address: `10.8.0.${suffix.length}`, source: 'war', ...(ago === undefined ? {connectedTo: ISTIOD} : {disconnectedAgoMs: ago})})
@@ -1266,7 +1422,12 @@ describe('meshvm war delete / rollout / prune', () => {
     ])('%s', async (_title, args, expected) => {
       const res = await meshvm(['prune', '-n', ns, ...args])
       expect(res.code, res.stderr).toBe(0)
-      expect(res.stdout.trimEnd().split('\n').map((l) => l.split('/').pop()!.replace(`${ns}-aws-aws-123456789012-us-east-2b-ec2-i-`, ''))).toEqual(expected)
+      expect(
+        res.stdout
+          .trimEnd()
+          .split('\n')
+          .map((l) => l.split('/').pop()!.replace(`${ns}-aws-aws-123456789012-us-east-2b-ec2-i-`, '')),
+      ).toEqual(expected)
     })
 
     it('-o wide, json and yaml', async () => {
@@ -1279,7 +1440,11 @@ describe('meshvm war delete / rollout / prune', () => {
     })
 
     it('a bad --grace-period is a usage error', async () => {
-      expectCleanFailure(await meshvm(['prune', '-n', ns, '--grace-period', '5 minutes']), 2, 'Error: --grace-period "5 minutes": expected a duration such as 10s, 1m or 500ms (0 allowed), at most 596h (24.8 days)')
+      expectCleanFailure(
+        await meshvm(['prune', '-n', ns, '--grace-period', '5 minutes']),
+        2,
+        'Error: --grace-period "5 minutes": expected a duration such as 10s, 1m or 500ms (0 allowed), at most 596h (24.8 days)',
+      )
     })
 
     it('--yes deletes them (and only them), keeping one that reconnected meanwhile', async () => {
@@ -1298,14 +1463,20 @@ describe('meshvm war delete / rollout / prune', () => {
       const res = await running
       remove()
       expect(res.code, res.stderr).toBe(0)
-      expect(res.stdout).toBe([
-        `workloadautoregistration.runtime.onboarding.tetrate.io "${warName(ns, 'away-9h')}" deleted`,
-        'workloadentry.networking.istio.io "web-10.0.1.3" deleted',
-        '',
-      ].join('\n'))
+      expect(res.stdout).toBe([`workloadautoregistration.runtime.onboarding.tetrate.io "${warName(ns, 'away-9h')}" deleted`, 'workloadentry.networking.istio.io "web-10.0.1.3" deleted', ''].join('\n'))
       expect(res.stderr).toBe(`Kept workloadautoregistration.runtime.onboarding.tetrate.io "${back}": its agent reconnected.\nPruned 2 of 3 registration(s) disconnected for longer than 5m.\n`)
-      expect(cluster.store.list(WAR_KEY, ns).map((o) => o.metadata.name.replace(`${ns}-aws-aws-123456789012-us-east-2b-ec2-i-`, '')).sort()).toEqual(['away-10m', 'away-1m', 'connected'])
-      expect(cluster.store.list(WE_KEY, ns).map((o) => o.metadata.name).filter((n) => n.startsWith('web-'))).toEqual(['web-10.0.1.1', 'web-10.0.1.2'])
+      expect(
+        cluster.store
+          .list(WAR_KEY, ns)
+          .map((o) => o.metadata.name.replace(`${ns}-aws-aws-123456789012-us-east-2b-ec2-i-`, ''))
+          .sort(),
+      ).toEqual(['away-10m', 'away-1m', 'connected'])
+      expect(
+        cluster.store
+          .list(WE_KEY, ns)
+          .map((o) => o.metadata.name)
+          .filter((n) => n.startsWith('web-')),
+      ).toEqual(['web-10.0.1.1', 'web-10.0.1.2'])
       const after = await meshvm(['prune', '-n', ns])
       expect(after.stdout).toBe('')
       expect(after.stderr).toBe('No registrations in namespace prune have been disconnected for longer than 5m.\n')

@@ -16,7 +16,11 @@ function genDocs(args: string[]) {
 }
 
 function snapshot(dir: string): Record<string, string> {
-  return Object.fromEntries(readdirSync(dir).sort().map((f) => [f, readFileSync(join(dir, f), 'utf8')]))
+  return Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
+  )
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'meshvm-docs-reference-'))
@@ -99,7 +103,14 @@ function anchors(markdown: string): Set<string> {
   for (const line of markdown.split('\n')) {
     if (/^(`{3,}|~{3,})/.test(line)) fence = !fence
     const m = !fence && /^#{1,6}\s+(.*)$/.exec(line)
-    if (m) out.add(m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'))
+    if (m)
+      out.add(
+        m[1]!
+          .trim()
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+          .replace(/\s/g, '-'),
+      )
   }
   return out
 }

@@ -66,7 +66,10 @@ describe('bounded bodies', () => {
     const err = await pool
       .reader({kind: 'pod', name: ISTIOD, namespace: 'istio-system', monitoringPort: 15014})
       .syncz({timeoutMs: 60_000})
-      .then(() => undefined, (e: unknown) => e)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
     logFault('endless /debug/syncz body over port-forward')
     pool.close()
     client.close()
@@ -123,7 +126,10 @@ describe('bounded bodies', () => {
       const channel = new GrpcChannel({authority: `127.0.0.1:${port}`, secure: false, createConnection: () => connect(port, '127.0.0.1')})
       const call = channel.call('/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources', {timeoutMs: 20_000, maxBytes: LIMIT})
       call.send(new Uint8Array(0))
-      const err = await call.next().then(() => undefined, (e: unknown) => e)
+      const err = await call.next().then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       logFault('xDS response past the limit', 'grpc')
       channel.close()
       expect(err).toBeInstanceOf(GrpcError)
@@ -136,7 +142,10 @@ describe('bounded bodies', () => {
     const saved = process.env.MESHVM_EXEC_TIMEOUT
     delete process.env.MESHVM_EXEC_TIMEOUT
     try {
-      const err = await runExecPlugin({command: 'sleep', args: ['30'], apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never'}, 'c', undefined, undefined, 300).then(() => undefined, (e: unknown) => e)
+      const err = await runExecPlugin({command: 'sleep', args: ['30'], apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never'}, 'c', undefined, undefined, 300).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       logFault('exec plugin that never answers', 'kube client')
       expect((err as Error).message).toBe('cannot get credentials for context "c": the credential plugin (exec: sleep) did not finish within 300ms and was stopped')
     } finally {

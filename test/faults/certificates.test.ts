@@ -186,7 +186,13 @@ beforeAll(async () => {
     {name: 'MD5 signature on the leaf', chain: [leaf({digest: 'md5'})], ca: [root], serverName: n, accept: false},
     {name: 'CA:FALSE certificate in certificate-authority-data as issuer', chain: [leaf({}, notCaRoot)], ca: [notCaRoot], serverName: n, accept: false},
     {name: 'certificate without basic constraints in certificate-authority-data as issuer', chain: [leaf({}, noBcRoot)], ca: [noBcRoot], serverName: n, accept: false},
-    {name: 'intermediate without CA:TRUE', chain: [leaf({}, issue('matrix-int', intKeys, root, {ca: false})), issue('matrix-int', intKeys, root, {ca: false})], ca: [root], serverName: n, accept: false},
+    {
+      name: 'intermediate without CA:TRUE',
+      chain: [leaf({}, issue('matrix-int', intKeys, root, {ca: false})), issue('matrix-int', intKeys, root, {ca: false})],
+      ca: [root],
+      serverName: n,
+      accept: false,
+    },
   )
   // An HTTP CONNECT proxy on loopback (proxy-url), that only relays bytes.
   const proxy = createHttpServer((_req, res) => res.writeHead(405).end())

@@ -31,7 +31,10 @@ function logFault(command: string, fault: string): void {
 const commandName = (args: readonly string[]): string => (args[0] === 'war' ? `war ${args[1]}` : `${args[0]}${args.includes('--apply') ? ' --apply' : ''}`)
 
 /** Ages and times (and the column widths they set) change between runs; everything else must not. */
-const normalise = (text: string) => text.replace(/\b\d+(?:d\d*h?|h\d*m?|m\d*s?|s)\b/g, 'AGE').replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, 'TIME')
+const normalise = (text: string) =>
+  text
+    .replace(/\b\d+(?:d\d*h?|h\d*m?|m\d*s?|s)\b/g, 'AGE')
+    .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, 'TIME')
     // An age that changes width re-aligns the table: compare cells, not padding.
     .replace(/ {2,}/g, '  ')
 
@@ -53,7 +56,13 @@ const commands: CommandCase[] = [
   {name: 'precheck', args: () => ['precheck', 'web', '-n', 'apps', '-o', 'json'], path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', method: 'POST'},
   {name: 'bundle', args: () => ['bundle', 'web', '-n', 'apps', '-d', join(mkdtempSync(join(work, 'b-')), 'out')], path: '/api/v1/namespaces/istio-system/configmaps', compare: false},
   {name: 'onboard --apply', args: () => ['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', method: 'PATCH'},
-  {name: 'create-remote-secret', args: () => ['create-remote-secret', '--yes', '--server', 'https://remote.example:6443'], path: '/api/v1/namespaces/kube-system', stdoutMayHoldSecrets: true, compare: false},
+  {
+    name: 'create-remote-secret',
+    args: () => ['create-remote-secret', '--yes', '--server', 'https://remote.example:6443'],
+    path: '/api/v1/namespaces/kube-system',
+    stdoutMayHoldSecrets: true,
+    compare: false,
+  },
 ]
 
 const transient: {name: string; rule: Omit<FaultRule, 'path' | 'method'>; args?: string[]}[] = [
@@ -76,7 +85,10 @@ function expectCleanError(res: {code: number; stderr: string}, code: number, pat
   expect(res.code).toBe(code)
   expect(res.stderr).not.toMatch(STACK_TRACE)
   // Warnings, and apply's per-object report lines, may precede the error.
-  const lines = res.stderr.trim().split('\n').filter((l) => !l.startsWith('Warning: ') && (l.startsWith('Error: ') || !/ (failed: .*|not applied)$/.test(l)))
+  const lines = res.stderr
+    .trim()
+    .split('\n')
+    .filter((l) => !l.startsWith('Warning: ') && (l.startsWith('Error: ') || !/ (failed: .*|not applied)$/.test(l)))
   expect(lines[0]).toMatch(/^Error: /)
   expect(lines[0]).toMatch(pattern)
   for (const l of lines.slice(1)) expect(l).toMatch(/^(Hint: | {2})/)
@@ -169,7 +181,10 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
     cert.sign(forge.pki.privateKeyFromPem(privateKey.export({type: 'pkcs1', format: 'pem'}) as string), forge.md.sha256.create())
     const path = join(work, 'wrong-ca')
     writeFileSync(path, kubeconfigYaml({server: cluster.url, caPem: forge.pki.certificateToPem(cert), token: cluster.token, name: 'wrong-ca'}), {mode: 0o600})
-    for (const args of [['war', 'list', '-A'], ['create-remote-secret', '--yes']]) {
+    for (const args of [
+      ['war', 'list', '-A'],
+      ['create-remote-secret', '--yes'],
+    ]) {
       const res = await meshvm(args, {env: {KUBECONFIG: path}})
       expectCleanError(res, 3, /certificate|TLS/i)
       logFault(commandName(args), 'wrong CA')
@@ -189,7 +204,11 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
     logFault('proxy-status', 'unparsable kubeconfig')
     // A kubeconfig that only knows client-node's fall-back (plain HTTP on localhost:8080) is refused.
     const localhost = join(work, 'localhost')
-    writeFileSync(localhost, 'apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {server: "http://localhost:8080"}\ncontexts:\n- name: local\n  context: {cluster: local, user: me}\ncurrent-context: local\nusers:\n- name: me\n  user: {}\n', {mode: 0o600})
+    writeFileSync(
+      localhost,
+      'apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {server: "http://localhost:8080"}\ncontexts:\n- name: local\n  context: {cluster: local, user: me}\ncurrent-context: local\nusers:\n- name: me\n  user: {}\n',
+      {mode: 0o600},
+    )
     const plain = await meshvm(['war', 'list'], {env: {KUBECONFIG: localhost}})
     expectCleanError(plain, 2, /uses plain HTTP \(http:\/\/localhost:8080\); meshvm only talks to API servers over HTTPS/)
     logFault('war list', 'localhost:8080 kubeconfig')
@@ -243,7 +262,9 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
       const rollout = await runCommand(['war', 'rollout', 'web', '-n', 'apps'], {env: {...noWar.env, ...ENV}})
       expect(rollout.code, rollout.stderr).toBe(0)
       expect(rollout.stderr).not.toMatch(STACK_TRACE)
-      expect(rollout.stderr).toContain('Note: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: only auto-registered WorkloadEntries are rolled out.')
+      expect(rollout.stderr).toContain(
+        'Note: the WorkloadAutoRegistration CRD (workloadautoregistrations.runtime.onboarding.tetrate.io) is not installed in this cluster: only auto-registered WorkloadEntries are rolled out.',
+      )
       expect(rollout.stderr).toContain('workloadgroup apps/web (generation 1): all 0 registration(s) are up to date, nothing to roll out')
       expect(rollout.stderr).not.toMatch(/workloadgroup .* not found/)
       logFault('war list', 'missing CRD')
@@ -255,7 +276,10 @@ describe('permanent faults: one clean line, a documented exit code, no stack tra
   })
 
   it('malformed JSON that persists: a clean error, not a crash', async () => {
-    for (const [args, path] of [[['war', 'list', '-A'], '/apis/runtime.onboarding.tetrate.io'], [['precheck', 'web', '-n', 'apps'], '/version']] as const) {
+    for (const [args, path] of [
+      [['war', 'list', '-A'], '/apis/runtime.onboarding.tetrate.io'],
+      [['precheck', 'web', '-n', 'apps'], '/version'],
+    ] as const) {
       const remove = cluster.faults.add({path, malformed: true})
       const res = await meshvm([...args])
       remove()

@@ -25,7 +25,10 @@ beforeEach(() => {
 })
 afterEach(() => {
   rmSync(dir, {recursive: true, force: true})
-  for (const [key, value] of [['XDG_CACHE_HOME', saved.xdg], ['MESHVM_NO_COMPILE_CACHE', saved.off]] as const) {
+  for (const [key, value] of [
+    ['XDG_CACHE_HOME', saved.xdg],
+    ['MESHVM_NO_COMPILE_CACHE', saved.off],
+  ] as const) {
     if (value === undefined) delete process.env[key]
     else process.env[key] = value
   }

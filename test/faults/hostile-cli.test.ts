@@ -66,7 +66,10 @@ describe('crashes: hostile -f files are usage errors', () => {
     logFault('crashes', '100,000-deep -f document', 'onboard -f')
     const yaml = file('deep.yaml', 'a: ' + '['.repeat(100_000) + ']'.repeat(100_000) + '\n')
     const json = file('deep.json', '{"kind":"WorkloadGroup","metadata":{"name":"web","namespace":"apps"},"spec":' + '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000) + '}')
-    for (const [path, format] of [[yaml, 'json'], [json, 'yaml']] as const) {
+    for (const [path, format] of [
+      [yaml, 'json'],
+      [json, 'yaml'],
+    ] as const) {
       const res = await runCommand(['onboard', '-f', path, '-o', format])
       expectOneLine(res, 2, /^Error: \S+deep\.(yaml|json)/)
     }
@@ -81,7 +84,11 @@ describe('crashes: hostile -f files are usage errors', () => {
 
   it('--probe-header rejects CR, LF and control characters', async () => {
     logFault('secrets and terminals', '--probe-header with CR/LF', 'onboard')
-    for (const [header, shown] of [['Host:a\r\nX-Evil: 1', 'Host:a\\r\\nX-Evil: 1'], ['Host:a\u001b[2J', 'Host:a\\u001b[2J'], ['X:\u0001', 'X:\\u0001']]) {
+    for (const [header, shown] of [
+      ['Host:a\r\nX-Evil: 1', 'Host:a\\r\\nX-Evil: 1'],
+      ['Host:a\u001b[2J', 'Host:a\\u001b[2J'],
+      ['X:\u0001', 'X:\\u0001'],
+    ]) {
       const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--probe-http', '8080/healthz', '--probe-header', header!])
       expectOneLine(res, 2, `Error: --probe-header "${shown}": header values must not contain CR, LF or other control characters`)
     }
@@ -89,7 +96,7 @@ describe('crashes: hostile -f files are usage errors', () => {
 })
 
 describe('hangs and limits: durations and credential plugins', () => {
-  it('a --request-timeout beyond Node\'s timer limit is a usage error, not a timer that fires at once', async () => {
+  it("a --request-timeout beyond Node's timer limit is a usage error, not a timer that fires at once", async () => {
     logFault('hangs and limits', '--request-timeout past 24.8 days', 'war list')
     for (const value of ['9999999h', '600h', '0s', 'soon']) {
       const res = await runCommand(['war', 'list', '-A', '--request-timeout', value], {env: cluster.env})
@@ -127,12 +134,24 @@ describe('hangs and limits: durations and credential plugins', () => {
     logFault('hangs and limits', 'exec plugin that never exits', 'war list')
     const plugin = file('hang.sh', '#!/bin/sh\necho "open https://login.example/device and enter ABCD-EFGH" >&2\nexec sleep 600\n')
     chmodSync(plugin, 0o700)
-    const kubeconfig = file('hang.config', [
-      'apiVersion: v1', 'kind: Config',
-      `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
-      'contexts: [{name: c, context: {cluster: c, user: u}}]', 'current-context: c',
-      'users:', '- name: u', '  user:', '    exec:', '      apiVersion: client.authentication.k8s.io/v1', `      command: ${plugin}`, '      interactiveMode: Never', '',
-    ].join('\n'))
+    const kubeconfig = file(
+      'hang.config',
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
+        'contexts: [{name: c, context: {cluster: c, user: u}}]',
+        'current-context: c',
+        'users:',
+        '- name: u',
+        '  user:',
+        '    exec:',
+        '      apiVersion: client.authentication.k8s.io/v1',
+        `      command: ${plugin}`,
+        '      interactiveMode: Never',
+        '',
+      ].join('\n'),
+    )
     // A process: the plugin inherits meshvm's own stderr file descriptor.
     const res = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfig, MESHVM_EXEC_TIMEOUT: '1s'}})
     expect(res.stderr.split('\n')[0]).toBe('open https://login.example/device and enter ABCD-EFGH')
@@ -149,17 +168,28 @@ describe('kubectl compatibility: kubeconfig files', () => {
     expect(res.code, res.stderr).toBe(0)
   })
 
-  it('a missing client certificate file, and a key that is not the certificate\'s, are named with what to fix', async () => {
+  it("a missing client certificate file, and a key that is not the certificate's, are named with what to fix", async () => {
     logFault('crashes', 'missing/mismatched certificate files', 'war list')
     const pki = testPki()
     const otherKey = generateKeyPairSync('rsa', {modulusLength: 2048}).privateKey.export({type: 'pkcs1', format: 'pem'}) as string
     const cert = file('client.crt', pki.certPem)
     const key = file('client.key', otherKey)
-    const config = (userLines: string[]) => file(`cert-${userLines.length}-${Math.random()}.config`, [
-      'apiVersion: v1', 'kind: Config',
-      `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
-      'contexts: [{name: c, context: {cluster: c, user: u}}]', 'current-context: c', 'users:', '- name: u', '  user:', ...userLines.map((l) => `    ${l}`), '',
-    ].join('\n'))
+    const config = (userLines: string[]) =>
+      file(
+        `cert-${userLines.length}-${Math.random()}.config`,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
+          'contexts: [{name: c, context: {cluster: c, user: u}}]',
+          'current-context: c',
+          'users:',
+          '- name: u',
+          '  user:',
+          ...userLines.map((l) => `    ${l}`),
+          '',
+        ].join('\n'),
+      )
     const missing = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: config([`client-certificate: ${join(work, 'nope.crt')}`, `client-key: ${key}`])}})
     expectOneLine(missing, 2, `Error: context "c": client-certificate ${join(work, 'nope.crt')}: file not found`)
     expect(missing.stderr).toMatch(/^Hint: fix the client-certificate path in the kubeconfig/m)
@@ -182,7 +212,12 @@ describe('false success and terminals through the test cluster', () => {
 
   it('escape sequences and tokens in a server message are escaped and removed from the error line', async () => {
     logFault('secrets and terminals', 'ESC and bearer token in Status message', 'war list')
-    const remove = cluster.faults.add({method: 'GET', path: '/apis/runtime.onboarding.tetrate.io/v1alpha1/workloadautoregistrations', status: 500, message: '\u001b]0;pwned\u0007\u001b[2Jdenied for Bearer abcdefghijklmnop'})
+    const remove = cluster.faults.add({
+      method: 'GET',
+      path: '/apis/runtime.onboarding.tetrate.io/v1alpha1/workloadautoregistrations',
+      status: 500,
+      message: '\u001b]0;pwned\u0007\u001b[2Jdenied for Bearer abcdefghijklmnop',
+    })
     const res = await runCommand(['war', 'list', '-A'], {env: {...cluster.env, MESHVM_RETRY_BASE_MS: '5'}})
     remove()
     expect(res.stderr).not.toContain('\u001b')
@@ -192,7 +227,12 @@ describe('false success and terminals through the test cluster', () => {
 
   it('a rejected apply quoting a server message with escapes: the per-object report and the error are escaped', async () => {
     logFault('secrets and terminals', 'ESC in a 422 message on apply', 'onboard --apply')
-    const remove = cluster.faults.add({method: 'PATCH', path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', status: 422, message: 'spec.x: \u001b[8mhidden\u001b[0m Invalid value'})
+    const remove = cluster.faults.add({
+      method: 'PATCH',
+      path: '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web',
+      status: 422,
+      message: 'spec.x: \u001b[8mhidden\u001b[0m Invalid value',
+    })
     const res = await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})
     remove()
     expect(res.code).toBe(6)

@@ -37,9 +37,24 @@ function thrown(f: () => unknown): MeshvmError {
   throw new Error('expected a MeshvmError')
 }
 
-const OLD = [{name: 'a.yaml', data: 'old a\n', mode: 0o644}, {name: 'istio-token', data: 'old-token', mode: 0o600}, {name: 'c.yaml', data: 'old c\n', mode: 0o644}]
-const NEW = [{name: 'a.yaml', data: 'new a\n', mode: 0o644}, {name: 'istio-token', data: 'new-token', mode: 0o600}, {name: 'c.yaml', data: 'new c\n', mode: 0o644}, {name: 'd.yaml', data: 'new d\n', mode: 0o644}]
-const contents = (dir: string) => Object.fromEntries(readdirSync(dir).filter((f) => !f.startsWith('.meshvm-')).sort().map((f) => [f, readFileSync(join(dir, f), 'utf8')]))
+const OLD = [
+  {name: 'a.yaml', data: 'old a\n', mode: 0o644},
+  {name: 'istio-token', data: 'old-token', mode: 0o600},
+  {name: 'c.yaml', data: 'old c\n', mode: 0o644},
+]
+const NEW = [
+  {name: 'a.yaml', data: 'new a\n', mode: 0o644},
+  {name: 'istio-token', data: 'new-token', mode: 0o600},
+  {name: 'c.yaml', data: 'new c\n', mode: 0o644},
+  {name: 'd.yaml', data: 'new d\n', mode: 0o644},
+]
+const contents = (dir: string) =>
+  Object.fromEntries(
+    readdirSync(dir)
+      .filter((f) => !f.startsWith('.meshvm-'))
+      .sort()
+      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
+  )
 const asMap = (files: typeof NEW) => Object.fromEntries(files.map((f) => [f.name, f.data]).sort())
 
 describe('files: never through a symlink or over a special file', () => {
@@ -97,7 +112,10 @@ describe('files: a bundle is all or none', () => {
     logFault('files', 'full disk (EFBIG)', 'fs')
     const d = fresh()
     writeFilesAtomic(d, OLD)
-    const big = JSON.stringify([{name: 'istio-token', data: 'new-token', mode: 0o600}, {name: 'a.yaml', data: 'x'.repeat(64 * 1024), mode: 0o644}])
+    const big = JSON.stringify([
+      {name: 'istio-token', data: 'new-token', mode: 0o600},
+      {name: 'a.yaml', data: 'x'.repeat(64 * 1024), mode: 0o644},
+    ])
     const code = `require('tsx/cjs'); const {writeFilesAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); try { writeFilesAtomic(process.argv[1], JSON.parse(process.argv[2])) } catch (e) { console.error(e.message); process.exit(1) }`
     const res = spawnSync('bash', ['-c', 'ulimit -f 16; node -e "$0" "$1" "$2"', code, d, big], {encoding: 'utf8'})
     expect(res.status).toBe(1)
@@ -136,7 +154,10 @@ describe('files: a bundle is all or none', () => {
 describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)', () => {
   const freshPath = () => join(work, `bundle${++n}`)
   const ATOMIC = `require('tsx/cjs'); const {writeDirAtomic} = require(${JSON.stringify(join(process.cwd(), 'src/lib/fs/atomic.ts'))}); globalThis.armKillAtStep?.(); try { writeDirAtomic(process.argv[1], JSON.parse(process.argv[2]), {keep: process.argv[3]}) } catch (e) { console.error(e.message); process.exit(1) }`
-  const siblings = (dir: string) => readdirSync(join(dir, '..')).filter((e) => e.startsWith(`.${dir.split('/').pop()}.meshvm-`)).sort()
+  const siblings = (dir: string) =>
+    readdirSync(join(dir, '..'))
+      .filter((e) => e.startsWith(`.${dir.split('/').pop()}.meshvm-`))
+      .sort()
 
   it('kill -9 at every step: right after the kill, the directory is the old bundle or the new one', () => {
     logFault('files', 'kill -9 during a bundle write (no recovery)', 'fs')
@@ -144,7 +165,10 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     for (let killAt = 1; ; killAt++) {
       const d = freshPath()
       writeDirAtomic(d, OLD, {keep: 'others'})
-      const res = spawnSync(process.execPath, ['--require', KILL_AT_STEP, '-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {encoding: 'utf8', env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)}})
+      const res = spawnSync(process.execPath, ['--require', KILL_AT_STEP, '-e', ATOMIC, d, JSON.stringify(NEW), 'others'], {
+        encoding: 'utf8',
+        env: {...process.env, MESHVM_TEST_KILL_AT_STEP: String(killAt)},
+      })
       // No recoverDir: what a reader sees right after the kill.
       const now = contents(d)
       const state = JSON.stringify(now) === JSON.stringify(asMap(OLD)) ? 'old' : JSON.stringify(now) === JSON.stringify(asMap(NEW)) ? 'new' : `mix: ${JSON.stringify(now)}`
@@ -162,7 +186,7 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     expect([...outcomes].sort()).toEqual(['new', 'old'])
   })
 
-  it('writers racing into one bundle leave one version, the user\'s files, and no other token', async () => {
+  it("writers racing into one bundle leave one version, the user's files, and no other token", async () => {
     logFault('files', 'concurrent bundle writes into one directory', 'fs')
     const d = freshPath()
     writeDirAtomic(d, OLD, {keep: 'others'})
@@ -207,7 +231,7 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     expect(contents(d)).toEqual(asMap(NEW))
   })
 
-  it('a new bundle drops the files of the old one it no longer has, and keeps the user\'s own', () => {
+  it("a new bundle drops the files of the old one it no longer has, and keeps the user's own", () => {
     const d = freshPath()
     writeDirAtomic(d, NEW, {keep: 'others'})
     writeFileSync(join(d, 'notes.txt'), 'mine')
@@ -247,7 +271,10 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     const d = freshPath()
     writeDirAtomic(d, OLD, {keep: 'others'})
     const before = siblings(d)
-    const big = JSON.stringify([{name: 'istio-token', data: 'new-token', mode: 0o600}, {name: 'a.yaml', data: 'x'.repeat(64 * 1024), mode: 0o644}])
+    const big = JSON.stringify([
+      {name: 'istio-token', data: 'new-token', mode: 0o600},
+      {name: 'a.yaml', data: 'x'.repeat(64 * 1024), mode: 0o644},
+    ])
     const res = spawnSync('bash', ['-c', 'ulimit -f 16; node -e "$0" "$1" "$2" others', ATOMIC, d, big], {encoding: 'utf8'})
     expect(res.status).toBe(1)
     expect(res.stderr.trim()).toBe(`cannot write ${join(d, 'a.yaml')}: file too large (file size limit reached)`)
@@ -273,7 +300,17 @@ describe('crashes: long names in --archive', () => {
       const group = ('g' + 'a'.repeat(length)).slice(0, length - 1) + 'z'
       const d = fresh()
       const archive = join(d, 'b.tar.gz')
-      writeFileSync(archive, tarGz(`${group}-bundle`, [{name: 'istio-token', data: 'secret', mode: 0o600}, {name: 'cluster.env', data: 'X=1\n', mode: 0o644}], 1_700_000_000))
+      writeFileSync(
+        archive,
+        tarGz(
+          `${group}-bundle`,
+          [
+            {name: 'istio-token', data: 'secret', mode: 0o600},
+            {name: 'cluster.env', data: 'X=1\n', mode: 0o644},
+          ],
+          1_700_000_000,
+        ),
+      )
       execFileSync('tar', ['-xzf', archive, '-C', d])
       expect(readFileSync(join(d, `${group}-bundle`, 'istio-token'), 'utf8')).toBe('secret')
       expect(statSync(join(d, `${group}-bundle`, 'istio-token')).mode & 0o777).toBe(0o600)

@@ -56,13 +56,23 @@ describe('hostile names from a file (bundle -f): a usage error before any reques
       logFault('shell injection', `hostile WorkloadGroup values from a file (${kind})`, 'bundle')
       const file = join(work, `wg-${++n}.yaml`)
       // JSON is YAML: the value reaches meshvm exactly as written.
-      writeFileSync(file, JSON.stringify({
-        apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: value, namespace: 'apps'},
-        spec: {template: {serviceAccount: value, network: value}},
-      }))
+      writeFileSync(
+        file,
+        JSON.stringify({
+          apiVersion: 'networking.istio.io/v1',
+          kind: 'WorkloadGroup',
+          metadata: {name: value, namespace: 'apps'},
+          spec: {template: {serviceAccount: value, network: value}},
+        }),
+      )
       const out = freshDir()
       const res = await runCommand(['bundle', '-f', file, '-d', out, '--archive'], {env: cluster.env, cwd: work})
-      expectRefused(res, 2, `Error: WorkloadGroup metadata.name ${JSON.stringify(value)}: must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`, out)
+      expectRefused(
+        res,
+        2,
+        `Error: WorkloadGroup metadata.name ${JSON.stringify(value)}: must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`,
+        out,
+      )
       // Every problem of the input at once, one Error: line each (the usage-error style of every command).
       const lines = res.stderr.split('\n')
       expect(lines[1]).toMatch(/^Error: WorkloadGroup spec\.template\.serviceAccount /)
@@ -78,11 +88,21 @@ describe('hostile names from a file (bundle -f): a usage error before any reques
     writeFileSync(file, JSON.stringify({apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: '../../escape', namespace: 'apps'}, spec: {}}))
     const out = freshDir()
     const res = await runCommand(['bundle', '-f', file, '-d', out, '--archive'], {env: cluster.env, cwd: work})
-    expectRefused(res, 2, `Error: WorkloadGroup metadata.name "../../escape": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`, out)
+    expectRefused(
+      res,
+      2,
+      `Error: WorkloadGroup metadata.name "../../escape": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`,
+      out,
+    )
     expect(res.stderr.split('\n')).toHaveLength(2)
     // The same name as the NAME argument is refused before the WorkloadGroup is read.
     const byName = await runCommand(['bundle', '../../escape', '-n', 'apps', '-d', out, '--archive'], {env: cluster.env, cwd: work})
-    expectRefused(byName, 2, `Error: WorkloadGroup name "../../escape": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`, out)
+    expectRefused(
+      byName,
+      2,
+      `Error: WorkloadGroup name "../../escape": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')`,
+      out,
+    )
     expect(cluster.requests.filter((r) => r.path.includes('workloadgroups'))).toEqual([])
   })
 })
@@ -102,7 +122,12 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
       seedGroup({serviceAccount: value, network: value}, {app: value})
       const out = freshDir()
       const res = await bundle(out)
-      expectRefused(res, 1, `Error: WorkloadGroup spec.template.serviceAccount ${JSON.stringify(value)}: must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')${tail}`, out)
+      expectRefused(
+        res,
+        1,
+        `Error: WorkloadGroup spec.template.serviceAccount ${JSON.stringify(value)}: must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com')${tail}`,
+        out,
+      )
       expect(res.stderr).toContain('2 more problem(s): WorkloadGroup spec.template.network')
     })
   }
@@ -113,7 +138,12 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
     const injector = cluster.store.get('/configmaps', 'istio-system', 'istio-sidecar-injector')!
     cluster.store.update('/configmaps', {...injector, data: {...(injector.data as Record<string, string>), values: JSON.stringify({global: {multiCluster: {clusterName: 'c1\n$(touch pwned)'}}})}})
     let out = freshDir()
-    expectRefused(await bundle(out), 1, `Error: cluster ID "c1\\n$(touch pwned)": must be a label value: empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit${tail}`, out)
+    expectRefused(
+      await bundle(out),
+      1,
+      `Error: cluster ID "c1\\n$(touch pwned)": must be a label value: empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit${tail}`,
+      out,
+    )
 
     cluster.store.update('/configmaps', {...cluster.store.get('/configmaps', 'istio-system', 'istio-sidecar-injector')!, data: injector.data})
     const mesh = cluster.store.get('/configmaps', 'istio-system', 'istio')!
@@ -127,7 +157,12 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
     const svc = cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!
     cluster.store.update('/services', {...svc, status: {loadBalancer: {ingress: [{hostname: "gw.example.com' /etc/hosts; touch pwned; echo '"}]}}})
     out = freshDir()
-    expectRefused(await bundle(out), 1, `Error: east-west gateway host name "gw.example.com' /etc/hosts; touch pwned; echo '": must be a DNS host name (a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com'))${tail}`, out)
+    expectRefused(
+      await bundle(out),
+      1,
+      `Error: east-west gateway host name "gw.example.com' /etc/hosts; touch pwned; echo '": must be a DNS host name (a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com'))${tail}`,
+      out,
+    )
 
     // The same cluster with honest values: the bundle is written (the checks refuse only what is wrong).
     cluster.store.update('/services', {...cluster.store.get('/services', 'istio-system', 'istio-eastwestgateway')!, status: svc.status})
@@ -142,7 +177,12 @@ describe('hostile values from the API server: exit 1, no TokenRequest, nothing w
 describe('a hostile root certificate from the API server: exit 1, no TokenRequest, nothing written', () => {
   const seed = () => {
     cluster.store.create('/serviceaccounts', 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'web-vm', namespace: 'apps'}})
-    cluster.store.create(WG, 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec: {metadata: {labels: {app: 'web'}}, template: {serviceAccount: 'web-vm'}}})
+    cluster.store.create(WG, 'WorkloadGroup', {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: {name: 'web', namespace: 'apps'},
+      spec: {metadata: {labels: {app: 'web'}}, template: {serviceAccount: 'web-vm'}},
+    })
   }
   const setRootCert = (pem: string) => {
     const cm = cluster.store.get('/configmaps', 'apps', 'istio-ca-root-cert')!

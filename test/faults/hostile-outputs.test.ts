@@ -77,14 +77,17 @@ describe('outputs that cannot be created', () => {
       execFileSync('git', ['init', '-q', repo])
       expect((await runCommand(['onboard', 'web', '-n', 'apps', '-p', 'http=8080', '--apply'], {env: cluster.env})).code).toBe(0)
       const bundle = (env: Record<string, string> = {}) => runCommand(['bundle', 'web', '-n', 'apps', '-d', 'web-vm'], {env: {...cluster.env, ...env}, cwd: repo})
-      const secret = (env: Record<string, string> = {}) => runCommand(['create-remote-secret', '--name', 'c1', '--output-file', 'c1-secret.yaml'], {env: {...cluster.env, ...env}, cwd: repo, stdoutMayHoldSecrets: true})
+      const secret = (env: Record<string, string> = {}) =>
+        runCommand(['create-remote-secret', '--name', 'c1', '--output-file', 'c1-secret.yaml'], {env: {...cluster.env, ...env}, cwd: repo, stdoutMayHoldSecrets: true})
 
       const exposed = await bundle()
       expect(exposed.code).toBe(0)
       const warnings = exposed.stderr.split('\n').filter((l) => l.startsWith('Warning: '))
       expect(warnings).toHaveLength(1)
       // Through the bundle link, the file git would add is the one in the version directory.
-      expect(warnings[0]).toMatch(/^Warning: web-vm\/istio-token holds a credential inside the git work tree \S+\/repo, which does not ignore \.web-vm\.meshvm-\d+-[A-Za-z0-9]{6}\/istio-token: `git add -A` would commit it \(add it to \.gitignore, or write it outside the work tree\)$/)
+      expect(warnings[0]).toMatch(
+        /^Warning: web-vm\/istio-token holds a credential inside the git work tree \S+\/repo, which does not ignore \.web-vm\.meshvm-\d+-[A-Za-z0-9]{6}\/istio-token: `git add -A` would commit it \(add it to \.gitignore, or write it outside the work tree\)$/,
+      )
       const remote = await secret()
       expect(remote.code).toBe(0)
       expect(remote.stderr).toMatch(/^Warning: c1-secret\.yaml holds a credential inside the git work tree \S+\/repo, which does not ignore c1-secret\.yaml: /m)

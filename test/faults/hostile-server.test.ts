@@ -143,7 +143,12 @@ describe('crashes become clean errors: bodies that are not objects', () => {
     c.close()
   })
 
-  for (const [what, items] of [['a string', '"x"'], ['an object', '{}'], ['a null entry', '[null]'], ['a number entry', '[1]']] as const) {
+  for (const [what, items] of [
+    ['a string', '"x"'],
+    ['an object', '{}'],
+    ['a null entry', '[null]'],
+    ['a number entry', '[1]'],
+  ] as const) {
     it(`a list whose items is ${what} is malformed`, async () => {
       logFault('crashes', `items is ${what}`)
       s.handlers.push((_q, res) => {
@@ -225,7 +230,7 @@ describe('hangs and limits', () => {
     c.close()
   })
 
-  it('a repeating continue token in kube-apiserver\'s own list shape (pages requested ahead) still ends the list', async () => {
+  it("a repeating continue token in kube-apiserver's own list shape (pages requested ahead) still ends the list", async () => {
     logFault('hangs and limits', 'continue token that never ends, pipelined paging')
     // kind, apiVersion and metadata before the items: listPages requests the next page from this head.
     for (let i = 0; i < 8; i++) {
@@ -246,10 +251,11 @@ describe('hangs and limits', () => {
     const warnings: string[] = []
     const onWarning = (w: Error) => warnings.push(w.name)
     process.on('warning', onWarning)
-    for (let i = 0; i < 50; i++) s.handlers.push((_q, res) => {
-      res.writeHead(200, {'content-type': 'application/json'})
-      res.end()
-    })
+    for (let i = 0; i < 50; i++)
+      s.handlers.push((_q, res) => {
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.end()
+      })
     const c = await client()
     const controller = new AbortController()
     // The re-watch loop of a caller (as in war list --watch): resume after every close.
@@ -294,7 +300,10 @@ describe('secrets: server text and URLs never show credentials', () => {
 
   it('never shows the userinfo of a server URL', async () => {
     logFault('secrets and terminals', 'userinfo in server URL')
-    s.handlers.push((_q, res) => json(res, 500, {kind: 'Status', code: 500, message: 'boom'}), (_q, res) => json(res, 500, {kind: 'Status', code: 500, message: 'boom'}))
+    s.handlers.push(
+      (_q, res) => json(res, 500, {kind: 'Status', code: 500, message: 'boom'}),
+      (_q, res) => json(res, 500, {kind: 'Status', code: 500, message: 'boom'}),
+    )
     const c = await client({kubeconfig: s.kubeconfig({server: `https://admin:hunter2@127.0.0.1:${s.port}`})})
     expect(c.server).toBe(`https://127.0.0.1:${s.port}`)
     const err = await failure(c.get('/x'))
@@ -336,7 +345,7 @@ async function connectProxy(): Promise<{url: string; connects: string[]; close()
 }
 
 describe('kubectl compatibility: proxies', () => {
-  it('tunnels through the cluster\'s proxy-url, TLS verified end to end', async () => {
+  it("tunnels through the cluster's proxy-url, TLS verified end to end", async () => {
     logFault('kubectl compatibility', 'proxy-url')
     const proxy = await connectProxy()
     try {
@@ -350,7 +359,7 @@ describe('kubectl compatibility: proxies', () => {
     }
   })
 
-  it('honours HTTPS_PROXY, and NO_PROXY and loopback addresses bypass it, as Go\'s httpproxy does', async () => {
+  it("honours HTTPS_PROXY, and NO_PROXY and loopback addresses bypass it, as Go's httpproxy does", async () => {
     logFault('kubectl compatibility', 'HTTPS_PROXY/NO_PROXY')
     const proxy = await connectProxy()
     const saved = {HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY}
@@ -380,8 +389,9 @@ describe('kubectl compatibility: proxies', () => {
       expect(proxy.connects).toHaveLength(1)
       c.close()
     } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
-      else process.env[k] = v
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k]
+        else process.env[k] = v
       await proxy.close()
     }
   })

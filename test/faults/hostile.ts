@@ -68,14 +68,28 @@ export async function hostileServer(): Promise<HostileServer> {
     dir,
     kubeconfig(options = {}) {
       const file = join(dir, options.name ?? `config-${++n}`)
-      writeFileSync(file, [
-        'apiVersion: v1', 'kind: Config', 'clusters:', '- name: c', '  cluster:',
-        `    server: ${options.server ?? `https://127.0.0.1:${port}`}`,
-        `    certificate-authority-data: ${Buffer.from(pki.caPem).toString('base64')}`,
-        ...(options.cluster ?? []).map((l) => `    ${l}`),
-        'contexts:', '- name: ctx', '  context: {cluster: c, user: u, namespace: team}', 'current-context: ctx',
-        'users:', '- name: u', '  user:', ...(options.user ?? ['token: s3cr3t-token']).map((l) => `    ${l}`), '',
-      ].join('\n'))
+      writeFileSync(
+        file,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          'clusters:',
+          '- name: c',
+          '  cluster:',
+          `    server: ${options.server ?? `https://127.0.0.1:${port}`}`,
+          `    certificate-authority-data: ${Buffer.from(pki.caPem).toString('base64')}`,
+          ...(options.cluster ?? []).map((l) => `    ${l}`),
+          'contexts:',
+          '- name: ctx',
+          '  context: {cluster: c, user: u, namespace: team}',
+          'current-context: ctx',
+          'users:',
+          '- name: u',
+          '  user:',
+          ...(options.user ?? ['token: s3cr3t-token']).map((l) => `    ${l}`),
+          '',
+        ].join('\n'),
+      )
       return file
     },
     async close() {

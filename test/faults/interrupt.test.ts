@@ -34,8 +34,7 @@ const work = mkdtempSync(join(tmpdir(), 'meshvm-interrupt-'))
 const env = () => ({...cluster.env, MESHVM_RETRY_BASE_MS: '5'})
 
 /** True while a request matching method and path has reached the server and is not answered yet. */
-const pending = (method: string, path: string | RegExp) => () =>
-  cluster.requests.some((r) => r.method === method && r.status === 0 && (typeof path === 'string' ? r.path === path : path.test(r.path)))
+const pending = (method: string, path: string | RegExp) => () => cluster.requests.some((r) => r.method === method && r.status === 0 && (typeof path === 'string' ? r.path === path : path.test(r.path)))
 
 /** Every file in dir, temporaries (".NAME.PID.RANDOM.tmp") included. */
 const filesIn = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir) : [])
@@ -79,21 +78,11 @@ describe('Ctrl-C during onboard --apply', () => {
   it('finishes the object in progress, reports applied and not applied objects, exits 130; a re-run completes and is idempotent', async () => {
     cluster.mesh.watchNamespace('apps')
     // The 2nd object (the WorkloadGroup, after the ServiceAccount) is applied slowly.
-    const res = await interruptWhileHeld(
-      args,
-      {method: 'PATCH', path: wgPath},
-      'the WorkloadGroup apply to reach the server',
-      (run) => expect(run.stdout()).toBe('serviceaccount/web-vm created\n'),
-    )
+    const res = await interruptWhileHeld(args, {method: 'PATCH', path: wgPath}, 'the WorkloadGroup apply to reach the server', (run) => expect(run.stdout()).toBe('serviceaccount/web-vm created\n'))
     // What was applied on stdout (the object in progress was finished), what was not on stderr.
     expect(res.stdout).toBe('serviceaccount/web-vm created\nworkloadgroup.networking.istio.io/web created\n')
     expect(res.stderr).toBe(
-      [
-        'Interrupted: finishing the object in progress, then stopping.',
-        'service/web not applied',
-        'Error: interrupted: 2 of 3 objects applied; not applied: service/web',
-        '',
-      ].join('\n'),
+      ['Interrupted: finishing the object in progress, then stopping.', 'service/web not applied', 'Error: interrupted: 2 of 3 objects applied; not applied: service/web', ''].join('\n'),
     )
     // The cluster holds exactly the objects reported as applied.
     expect(cluster.store.get(SA_KEY, 'apps', 'web-vm')).toBeDefined()
@@ -123,18 +112,16 @@ describe('Ctrl-C during bundle', () => {
     cluster.mesh.watchNamespace('vm')
     cluster.store.create(SA_KEY, 'ServiceAccount', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'db-vm', namespace: 'vm'}})
     cluster.store.create(WG_KEY, 'WorkloadGroup', {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'db', namespace: 'vm'},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: {name: 'db', namespace: 'vm'},
       spec: {metadata: {labels: {app: 'db'}}, template: {serviceAccount: 'db-vm', ports: {tcp: 5432}}},
     })
     // An existing, empty output directory: afterwards it must still be empty (no files, no temporaries).
     const out = join(work, 'bundle-out')
     mkdirSync(out)
     const rootCert = '/api/v1/namespaces/vm/configmaps/istio-ca-root-cert'
-    const res = await interruptWhileHeld(
-      ['bundle', 'db', '-n', 'vm', '-d', out],
-      {method: 'GET', path: rootCert},
-      'the root certificate read to reach the server',
-    )
+    const res = await interruptWhileHeld(['bundle', 'db', '-n', 'vm', '-d', out], {method: 'GET', path: rootCert}, 'the root certificate read to reach the server')
     expect(res.stdout).toBe('')
     expect(res.stderr).toContain('Interrupted: stopping before any file is written.\n')
     expect(res.stderr.trimEnd().split('\n').pop()).toBe(`Error: interrupted: nothing was written to ${out}`)
@@ -152,11 +139,7 @@ describe('Ctrl-C during bundle', () => {
     cluster.mesh.watchNamespace('shop')
     const out = join(work, 'onboard-bundle-out')
     const token = tokenPath('shop', 'default')
-    const res = await interruptWhileHeld(
-      ['onboard', 'cart', '-n', 'shop', '-p', 'http=8080', '--apply', '--bundle', out],
-      {method: 'POST', path: token},
-      'the TokenRequest to reach the server',
-    )
+    const res = await interruptWhileHeld(['onboard', 'cart', '-n', 'shop', '-p', 'http=8080', '--apply', '--bundle', out], {method: 'POST', path: token}, 'the TokenRequest to reach the server')
     expect(res.stdout).toBe('workloadgroup.networking.istio.io/cart created\nservice/cart created\n')
     expect(res.stderr).toContain('Interrupted: stopping before any file is written.\n')
     expect(res.stderr.trimEnd().split('\n').pop()).toBe(`Error: interrupted: nothing was written to ${out}`)
@@ -182,7 +165,9 @@ describe('Ctrl-C during war rollout', () => {
   function setup(ns: string, suffixes: string[]): string[] {
     ensureNamespace(ns)
     cluster.store.create(WG_KEY, 'WorkloadGroup', {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'ratings', namespace: ns},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: {name: 'ratings', namespace: ns},
       spec: {metadata: {labels: {app: 'ratings'}}, template: {serviceAccount: 'ratings', ports: {http: 9080}}, probe: {periodSeconds: 10, httpGet: {path: '/ready', port: 9080}}},
     })
     return suffixes.map((s) => {
@@ -212,11 +197,8 @@ describe('Ctrl-C during war rollout', () => {
     const args = ['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms', '--timeout', '20s']
     // The rollout checks on b (deleted, its agent not back yet) with a slow read: Ctrl-C lands during it.
     const bPath = `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${b}`
-    const res = await interruptWhileHeld(
-      args,
-      {method: 'GET', path: bPath},
-      `the check on ${b} to reach the server`,
-      (run) => expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
+    const res = await interruptWhileHeld(args, {method: 'GET', path: bPath}, `the check on ${b} to reach the server`, (run) =>
+      expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
     )
     // stderr: what was done, step by step, then the interruption and how to continue.
     expect(res.stderr).toMatch(new RegExp(`^\\[1/3\\] deleted ${a}; waiting for its agent to re-onboard it$`, 'm'))
@@ -260,11 +242,8 @@ describe('Ctrl-C during war rollout', () => {
     const uidC = war(ns, c)!.metadata.uid
     const args = ['war', 'rollout', 'ratings', '-n', ns, '--poll-interval', '100ms']
     const bPath = `${WAR_PATH}/namespaces/${ns}/workloadautoregistrations/${b}`
-    await interruptWhileHeld(
-      [...args, '--timeout', '20s'],
-      {method: 'GET', path: bPath},
-      `the check on ${b} to reach the server`,
-      (run) => expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
+    await interruptWhileHeld([...args, '--timeout', '20s'], {method: 'GET', path: bPath}, `the check on ${b} to reach the server`, (run) =>
+      expect(run.stderr()).toContain(`[2/3] deleted ${b}; waiting for its agent to re-onboard it\n`),
     )
     // b is deleted and its agent has not come back: it is invisible in the cluster, but remembered in the Lease.
     expect(war(ns, b)).toBeUndefined()
@@ -275,7 +254,9 @@ describe('Ctrl-C during war rollout', () => {
     expect(stuck.stderr).not.toMatch(STACK_TRACE)
     expect(stuck.code, stuck.stderr).toBe(9)
     expect(stuck.stderr).not.toContain('complete')
-    expect(stuck.stderr).toContain(`Rolling out workloadgroup ${ns}/ratings (generation 1): 1 of 2 registration(s) are stale; 1 deleted by an earlier rollout is not back yet; re-onboarding 1, up to 1 at a time, waiting up to 1s for each\n`)
+    expect(stuck.stderr).toContain(
+      `Rolling out workloadgroup ${ns}/ratings (generation 1): 1 of 2 registration(s) are stale; 1 deleted by an earlier rollout is not back yet; re-onboarding 1, up to 1 at a time, waiting up to 1s for each\n`,
+    )
     expect(stuck.stderr).toContain(`[1/2] waiting for ${b} to re-onboard (deleted by an earlier rollout): the agent has not re-registered the workload\n`)
     expect(stuck.stderr).toContain(`Error: rollout of workloadgroup ${ns}/ratings (generation 1) stopped: ${b} did not come back connected within 1s\n`)
     expect(stuck.stdout).toMatch(new RegExp(`^${b} +timed out +\\d+\\.\\ds +not back connected within 1s: the agent has not re-registered the workload$`, 'm'))
@@ -331,7 +312,10 @@ describe('Ctrl-C during war rollout', () => {
     expect(resumed.code, resumed.stderr).toBe(0)
     const report = JSON.parse(resumed.stdout) as {status: string; items: {name: string; result: string}[]}
     expect(report.status).toBe('complete')
-    expect(report.items.map((i) => [i.name, i.result])).toEqual([[b, 're-onboarded'], [c, 're-onboarded']])
+    expect(report.items.map((i) => [i.name, i.result])).toEqual([
+      [b, 're-onboarded'],
+      [c, 're-onboarded'],
+    ])
     for (const name of [a, b, c]) expect(isStale(ns, name)).toBe(false)
   })
 })

@@ -17,7 +17,7 @@ globalThis.armKillAtStep = () => {
   armed = true
 }
 
-const creates = (flags) => typeof flags === 'number' ? (flags & fs.constants.O_CREAT) !== 0 : typeof flags === 'string' && /[wa]/.test(flags)
+const creates = (flags) => (typeof flags === 'number' ? (flags & fs.constants.O_CREAT) !== 0 : typeof flags === 'string' && /[wa]/.test(flags))
 
 for (const name of ['writeSync', 'renameSync', 'symlinkSync', 'linkSync', 'unlinkSync', 'rmSync', 'rmdirSync', 'mkdirSync', 'mkdtempSync', 'openSync', 'fchmodSync', 'chmodSync', 'copyFileSync']) {
   const original = fs[name]

@@ -43,7 +43,13 @@ describe('istiod over xDS: the mesh root and Go host-name rules, nothing sent be
     const client = await KubeClient.create(loadKubeConfig({kubeconfig: cluster.kubeconfigPath}, {}), {timeoutMs: 10_000, maxRetries: 0})
     const pool = new IstiodPool(client, 'istio-system')
     try {
-      return await pool.reader({kind: 'address', address: `127.0.0.1:${port}`, namespace: 'istio-system'}).syncz({timeoutMs: 10_000}).then(() => undefined, (e: unknown) => e)
+      return await pool
+        .reader({kind: 'address', address: `127.0.0.1:${port}`, namespace: 'istio-system'})
+        .syncz({timeoutMs: 10_000})
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
     } finally {
       pool.close()
       client.close()
@@ -52,7 +58,11 @@ describe('istiod over xDS: the mesh root and Go host-name rules, nothing sent be
 
   it.each([
     ['another CA', () => createMeshCa('elsewhere').issue({dnsNames: ['istiod.istio-system.svc']}), /is not signed by the mesh root CA in ConfigMap istio-system\/istio-ca-root-cert/],
-    ['another name (istiod of another revision)', () => cluster.ca.issue({dnsNames: ['istiod-canary.istio-system.svc']}), /does not name istiod\.istio-system\.svc \(x509: certificate is valid for istiod-canary\.istio-system\.svc, not istiod\.istio-system\.svc\)/],
+    [
+      'another name (istiod of another revision)',
+      () => cluster.ca.issue({dnsNames: ['istiod-canary.istio-system.svc']}),
+      /does not name istiod\.istio-system\.svc \(x509: certificate is valid for istiod-canary\.istio-system\.svc, not istiod\.istio-system\.svc\)/,
+    ],
     ['the name only as the subject CN', () => cluster.ca.issue({commonName: 'istiod.istio-system.svc'}), /x509: certificate relies on legacy Common Name field, use SANs instead/],
   ])('refuses %s before sending anything', async (name, cert, message) => {
     const server = await serve(cert())

@@ -31,25 +31,31 @@ const joined = fc.array(token, {maxLength: 5}).chain((parts) => fc.constantFrom(
 const list = fc.option(fc.array(joined, {maxLength: 3}), {nil: undefined})
 const maybe = fc.option(joined, {nil: undefined})
 
-const inputArb: fc.Arbitrary<OnboardInput> = fc.record({
-  name: maybe,
-  namespace: maybe,
-  ports: list,
-  labels: list,
-  annotations: list,
-  serviceAccount: maybe,
-  network: maybe,
-  locality: maybe,
-  weight: maybe,
-  hosts: list,
-  serviceEntry: fc.option(fc.boolean(), {nil: undefined}),
-  createNamespace: fc.boolean(),
-  createServiceAccount: fc.boolean(),
-  probe: fc.option(
-    fc.record({http: maybe, https: maybe, tcp: maybe, exec: maybe, host: maybe, headers: list, period: maybe, timeout: maybe, initialDelay: maybe, successThreshold: maybe, failureThreshold: maybe}, {requiredKeys: []}),
-    {nil: undefined},
-  ),
-}, {requiredKeys: []})
+const inputArb: fc.Arbitrary<OnboardInput> = fc.record(
+  {
+    name: maybe,
+    namespace: maybe,
+    ports: list,
+    labels: list,
+    annotations: list,
+    serviceAccount: maybe,
+    network: maybe,
+    locality: maybe,
+    weight: maybe,
+    hosts: list,
+    serviceEntry: fc.option(fc.boolean(), {nil: undefined}),
+    createNamespace: fc.boolean(),
+    createServiceAccount: fc.boolean(),
+    probe: fc.option(
+      fc.record(
+        {http: maybe, https: maybe, tcp: maybe, exec: maybe, host: maybe, headers: list, period: maybe, timeout: maybe, initialDelay: maybe, successThreshold: maybe, failureThreshold: maybe},
+        {requiredKeys: []},
+      ),
+      {nil: undefined},
+    ),
+  },
+  {requiredKeys: []},
+)
 
 /** Valid-ish inputs, then one field mutated: reaches deeper validation than pure noise does. */
 const nearValid: fc.Arbitrary<OnboardInput> = fc
@@ -96,7 +102,16 @@ describe('fuzz: onboard flags', () => {
 describe('fuzz: -f WorkloadGroup files', () => {
   const yamlish = fc.oneof(
     fc.string({maxLength: 200}),
-    fc.constantFrom('kind: WorkloadGroup\nmetadata: {name: web, namespace: apps}\nspec: {}\n', 'kind: WorkloadGroup\n', '---\n---\n', 'a: [\n', 'kind: WorkloadGroup\nmetadata: {name: 1}\n', '*a', '&a [*a]', 'kind: WorkloadGroup\nmetadata: {name: web}\nspec: []\n'),
+    fc.constantFrom(
+      'kind: WorkloadGroup\nmetadata: {name: web, namespace: apps}\nspec: {}\n',
+      'kind: WorkloadGroup\n',
+      '---\n---\n',
+      'a: [\n',
+      'kind: WorkloadGroup\nmetadata: {name: 1}\n',
+      '*a',
+      '&a [*a]',
+      'kind: WorkloadGroup\nmetadata: {name: web}\nspec: []\n',
+    ),
     fc.jsonValue({maxDepth: 3}).map((v) => JSON.stringify(v)),
     fc.record({kind: fc.constantFrom('WorkloadGroup', 'Service', 1), metadata: fc.jsonValue({maxDepth: 2}), spec: fc.jsonValue({maxDepth: 3})}).map((v) => JSON.stringify(v)),
   )
@@ -109,7 +124,17 @@ describe('fuzz: -f WorkloadGroup files', () => {
         expectCleanOutcome(() => {
           const wg = readWorkloadGroupFile(file, ns)
           // A file that reads must also make a bundle or be rejected cleanly.
-          buildBundle({workloadGroup: wg as WorkloadGroupLike, meshConfigYaml: '', clusterId: 'c', rootCert: '', token: '', istioNamespace: 'istio-system', gateway: {kind: 'none'}, autoregister: false, captureDns: true})
+          buildBundle({
+            workloadGroup: wg as WorkloadGroupLike,
+            meshConfigYaml: '',
+            clusterId: 'c',
+            rootCert: '',
+            token: '',
+            istioNamespace: 'istio-system',
+            gateway: {kind: 'none'},
+            autoregister: false,
+            captureDns: true,
+          })
         })
       }),
       {numRuns: RUNS},
@@ -121,17 +146,30 @@ describe('fuzz: -f WorkloadGroup files', () => {
 describe('fuzz: mesh config from the cluster', () => {
   it(`hostile mesh config and annotations end in files or a usage error (${RUNS} cases)`, () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({maxLength: 100}), fc.jsonValue({maxDepth: 3}).map((v) => JSON.stringify({defaultConfig: v}))), fc.string({maxLength: 60}), (mesh, annotation) => {
-        expectCleanOutcome(() =>
-          buildBundle({
-            workloadGroup: {metadata: {name: 'web', namespace: 'apps', annotations: {'proxy.istio.io/config': annotation}}, spec: {}},
-            meshConfigYaml: mesh, clusterId: 'c', rootCert: '', token: '', istioNamespace: 'istio-system', gateway: {kind: 'none'}, autoregister: false, captureDns: true,
-          }),
-        )
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({maxLength: 100}),
+          fc.jsonValue({maxDepth: 3}).map((v) => JSON.stringify({defaultConfig: v})),
+        ),
+        fc.string({maxLength: 60}),
+        (mesh, annotation) => {
+          expectCleanOutcome(() =>
+            buildBundle({
+              workloadGroup: {metadata: {name: 'web', namespace: 'apps', annotations: {'proxy.istio.io/config': annotation}}, spec: {}},
+              meshConfigYaml: mesh,
+              clusterId: 'c',
+              rootCert: '',
+              token: '',
+              istioNamespace: 'istio-system',
+              gateway: {kind: 'none'},
+              autoregister: false,
+              captureDns: true,
+            }),
+          )
+        },
+      ),
       {numRuns: RUNS},
     )
     recordCases('mesh config', RUNS)
   })
 })
-

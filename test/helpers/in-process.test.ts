@@ -77,7 +77,10 @@ const notTls = (port: number) => `Error: cannot connect to the API server at htt
 describe('runCommand', () => {
   it("hands a run whose kubeconfig names an exec plugin to a process: the plugin's stderr is captured", async () => {
     const plugin = join(work, 'plugin.sh')
-    writeFileSync(plugin, `#!/bin/sh\necho "plugin says: log in first" >&2\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"not-a-secret-0123456789"}}'\n`)
+    writeFileSync(
+      plugin,
+      `#!/bin/sh\necho "plugin says: log in first" >&2\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"not-a-secret-0123456789"}}'\n`,
+    )
     chmodSync(plugin, 0o700)
     const api = await endpoint(['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never'], false)
     for (const run of [

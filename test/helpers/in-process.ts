@@ -91,7 +91,17 @@ function readsStdin(args: string[]): boolean {
 function needsProcess(args: string[], options: CliOptions, runEnv: NodeJS.ProcessEnv): boolean {
   const env = options.env ?? {}
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) return true
-  return Boolean(options.input) || options.cwd !== undefined || readsStdin(args) || env.DEBUG !== undefined || env.MESHVM_DEBUG !== undefined || env.FORCE_COLOR !== undefined || env.OCLIF_COLUMNS !== undefined || ('NO_COLOR' in env && env.NO_COLOR === undefined) || hasExecUser(args, runEnv)
+  return (
+    Boolean(options.input) ||
+    options.cwd !== undefined ||
+    readsStdin(args) ||
+    env.DEBUG !== undefined ||
+    env.MESHVM_DEBUG !== undefined ||
+    env.FORCE_COLOR !== undefined ||
+    env.OCLIF_COLUMNS !== undefined ||
+    ('NO_COLOR' in env && env.NO_COLOR === undefined) ||
+    hasExecUser(args, runEnv)
+  )
 }
 
 /** The kubeconfig files the run reads: --kubeconfig, else $KUBECONFIG's list, else ~/.kube/config. */
@@ -154,14 +164,16 @@ async function execute(args: string[], env: NodeJS.ProcessEnv, options: CliOptio
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         // Its main() goes on running (nothing can stop it): until it settles, later runs get a process.
-        const settled = main.then(
-          () => undefined,
-          () => undefined,
-        ).then(() => {
-          // What it set when it ended is not the test process's exit code.
-          process.exitCode = saved.exitCode
-          refused = undefined
-        })
+        const settled = main
+          .then(
+            () => undefined,
+            () => undefined,
+          )
+          .then(() => {
+            // What it set when it ended is not the test process's exit code.
+            process.exitCode = saved.exitCode
+            refused = undefined
+          })
         refused = {reason: `meshvm ${args.join(' ')} timed out and still runs in this worker`, settled}
         reject(new Error(`meshvm ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout.text()}\nstderr: ${stderr.text()}`))
       }, timeoutMs)

@@ -20,7 +20,11 @@ const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex')
 
 const PLATFORMS = [
-  ['linux', 'amd64'], ['linux', 'arm64'], ['darwin', 'amd64'], ['darwin', 'arm64'], ['windows', 'amd64'],
+  ['linux', 'amd64'],
+  ['linux', 'arm64'],
+  ['darwin', 'amd64'],
+  ['darwin', 'arm64'],
+  ['windows', 'amd64'],
 ] as const
 
 describe('plugins/meshvm.yaml', () => {
@@ -39,7 +43,12 @@ describe('plugins/meshvm.yaml', () => {
       const exe = os === 'windows' ? '.exe' : ''
       expect(p.uri).toMatch(new RegExp(`^https://.+/meshvm_${os}_${arch}\\.tar\\.gz$`))
       expect(p.bin).toBe(`kubectl-meshvm${exe}`)
-      expect(p.files).toEqual([{from: `meshvm${exe}`, to: `kubectl-meshvm${exe}`}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}])
+      expect(p.files).toEqual([
+        {from: `meshvm${exe}`, to: `kubectl-meshvm${exe}`},
+        {from: 'LICENSE', to: '.'},
+        {from: 'LICENSE.node', to: '.'},
+        {from: 'THIRD-PARTY-NOTICES.txt', to: '.'},
+      ])
     }
   })
 })
@@ -59,17 +68,39 @@ describe('scripts/krew-manifest.mjs', () => {
     const manifest = parse(text) as KrewPlugin
     expect(validatePlugin('meshvm', manifest)).toBeUndefined()
     expect(manifest.spec!.platforms).toEqual([
-      {selector: {matchLabels: {os: 'linux', arch: 'arm64'}}, uri: 'https://releases.example.com/meshvm/v1/meshvm_linux_arm64.tar.gz', sha256: sha256(linux),
-        files: [{from: 'meshvm', to: 'kubectl-meshvm'}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}], bin: 'kubectl-meshvm'},
-      {selector: {matchLabels: {os: 'windows', arch: 'amd64'}}, uri: 'https://releases.example.com/meshvm/v1/meshvm_windows_amd64.tar.gz', sha256: sha256(windows),
-        files: [{from: 'meshvm.exe', to: 'kubectl-meshvm.exe'}, {from: 'LICENSE', to: '.'}, {from: 'LICENSE.node', to: '.'}, {from: 'THIRD-PARTY-NOTICES.txt', to: '.'}], bin: 'kubectl-meshvm.exe'},
+      {
+        selector: {matchLabels: {os: 'linux', arch: 'arm64'}},
+        uri: 'https://releases.example.com/meshvm/v1/meshvm_linux_arm64.tar.gz',
+        sha256: sha256(linux),
+        files: [
+          {from: 'meshvm', to: 'kubectl-meshvm'},
+          {from: 'LICENSE', to: '.'},
+          {from: 'LICENSE.node', to: '.'},
+          {from: 'THIRD-PARTY-NOTICES.txt', to: '.'},
+        ],
+        bin: 'kubectl-meshvm',
+      },
+      {
+        selector: {matchLabels: {os: 'windows', arch: 'amd64'}},
+        uri: 'https://releases.example.com/meshvm/v1/meshvm_windows_amd64.tar.gz',
+        sha256: sha256(windows),
+        files: [
+          {from: 'meshvm.exe', to: 'kubectl-meshvm.exe'},
+          {from: 'LICENSE', to: '.'},
+          {from: 'LICENSE.node', to: '.'},
+          {from: 'THIRD-PARTY-NOTICES.txt', to: '.'},
+        ],
+        bin: 'kubectl-meshvm.exe',
+      },
     ])
   })
 
   it('fails with one line when there is no archive', async () => {
     const empty = mkdtempSync(join(work, 'empty-'))
     const res = await run(process.execPath, [join(REPO_ROOT, 'scripts/krew-manifest.mjs'), '--dir', empty, '--out', join(empty, 'm.yaml')]).then(
-      () => ({code: 0, stderr: ''}), (e: {code: number; stderr: string}) => ({code: e.code, stderr: e.stderr}))
+      () => ({code: 0, stderr: ''}),
+      (e: {code: number; stderr: string}) => ({code: e.code, stderr: e.stderr}),
+    )
     expect(res.code).toBe(1)
     expect(res.stderr).toBe(`error: no archives in ${empty}: run npm run build:standalone first\n`)
   })
@@ -77,7 +108,9 @@ describe('scripts/krew-manifest.mjs', () => {
 
 describe('krew validation rules (the test oracle itself)', () => {
   const good = (): KrewPlugin => ({
-    apiVersion: 'krew.googlecontainertools.github.com/v1alpha2', kind: 'Plugin', metadata: {name: 'meshvm'},
+    apiVersion: 'krew.googlecontainertools.github.com/v1alpha2',
+    kind: 'Plugin',
+    metadata: {name: 'meshvm'},
     spec: {version: 'v0.1.0', shortDescription: 'x', platforms: [{uri: 'https://e.com/a.tar.gz', sha256: 'a'.repeat(64), bin: 'kubectl-meshvm', selector: {matchLabels: {os: 'linux'}}}]},
   })
   const withPlatform = (p: Partial<NonNullable<NonNullable<KrewPlugin['spec']>['platforms']>[number]>): KrewPlugin => {

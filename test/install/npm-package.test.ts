@@ -32,7 +32,12 @@ const npmEnv = {
 async function installed(bin: string, args: string[], env: Record<string, string> = {}): Promise<{code: number; stdout: string; stderr: string}> {
   let res: {code: number; stdout: string; stderr: string}
   try {
-    const {stdout, stderr} = await run(join(prefix, 'bin', bin), args, {cwd: work, env: {...process.env, NO_COLOR: '1', XDG_CACHE_HOME: join(work, 'cache'), ...env}, encoding: 'utf8', timeout: 20_000})
+    const {stdout, stderr} = await run(join(prefix, 'bin', bin), args, {
+      cwd: work,
+      env: {...process.env, NO_COLOR: '1', XDG_CACHE_HOME: join(work, 'cache'), ...env},
+      encoding: 'utf8',
+      timeout: 20_000,
+    })
     res = {code: 0, stdout, stderr}
   } catch (err) {
     const e = err as {code?: number; stdout?: string; stderr?: string}
@@ -60,7 +65,21 @@ afterAll(async () => {
 describe('npm package', () => {
   it('holds the bins, the bundles and the manifest, and installs no dependencies', () => {
     const root = join(prefix, 'lib', 'node_modules', 'meshvm')
-    for (const file of ['bin/run.js', 'bin/load.cjs', 'bin/help-cache.cjs', 'bin/commands.cjs', 'bin/package.json', 'dist/meshvm.cjs', 'dist/help.json', 'dist/commands.json', 'dist/vendor/kube.cjs', 'dist/vendor/prompts.cjs', 'dist/THIRD-PARTY-NOTICES.txt', 'oclif.manifest.json', 'package.json']) {
+    for (const file of [
+      'bin/run.js',
+      'bin/load.cjs',
+      'bin/help-cache.cjs',
+      'bin/commands.cjs',
+      'bin/package.json',
+      'dist/meshvm.cjs',
+      'dist/help.json',
+      'dist/commands.json',
+      'dist/vendor/kube.cjs',
+      'dist/vendor/prompts.cjs',
+      'dist/THIRD-PARTY-NOTICES.txt',
+      'oclif.manifest.json',
+      'package.json',
+    ]) {
       expect(existsSync(join(root, file)), file).toBe(true)
     }
     expect(existsSync(join(root, 'src'))).toBe(false)

@@ -80,7 +80,11 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
     expect(res).toEqual({code: 0, stdout: 'workloadgroup.networking.istio.io/web\nservice/web\n', stderr: ''})
     // The package's files were put in the cache once, and only the CLI bundle was compiled (its code cache).
     // (bin/load.cjs keeps one cache per command word: the CLI bundle's caches are all meshvm-….)
-    expect(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0])).toEqual(['meshvm'])
+    expect(
+      cacheFiles()
+        .filter((f) => f.endsWith('.v8cache'))
+        .map((f) => f.split('-')[0]),
+    ).toEqual(['meshvm'])
     const [extracted] = readdirSync(join(home, '.cache/meshvm/standalone'))
     expect(extracted).toMatch(new RegExp(`^${pkg.version.replace(/\./g, '\\.')}-[0-9a-f]{16}$`))
     expect(statSync(join(home, '.cache/meshvm/standalone')).mode & 0o777).toBe(0o700)
@@ -93,7 +97,15 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expect(res.stdout).toContain('ratings-vm-sea')
-    expect([...new Set(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]))].sort()).toEqual(['meshvm'])
+    expect(
+      [
+        ...new Set(
+          cacheFiles()
+            .filter((f) => f.endsWith('.v8cache'))
+            .map((f) => f.split('-')[0]),
+        ),
+      ].sort(),
+    ).toEqual(['meshvm'])
   })
 
   it('reads istiod through a port-forward (the WebSocket library is loaded from the executable on first use)', async () => {
@@ -101,7 +113,11 @@ describe.runIf(onLinuxX64)('standalone executable (linux-amd64)', () => {
     expect(res.stderr).toBe('')
     expect(res.code).toBe(0)
     expect(JSON.parse(res.stdout)).toBeTruthy()
-    const loaded = new Set(cacheFiles().filter((f) => f.endsWith('.v8cache')).map((f) => f.split('-')[0]))
+    const loaded = new Set(
+      cacheFiles()
+        .filter((f) => f.endsWith('.v8cache'))
+        .map((f) => f.split('-')[0]),
+    )
     expect(loaded.has('ws')).toBe(true)
     expect(loaded.has('kube')).toBe(false)
   })

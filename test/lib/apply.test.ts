@@ -15,12 +15,7 @@ const OBJECTS: Manifest[] = [
   {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec: {template: {ports: {http: 8080}}}},
   {apiVersion: 'v1', kind: 'Service', metadata: {name: 'web', namespace: 'apps'}, spec: {ports: [{name: 'http', port: 8080}]}},
 ]
-const PATHS = [
-  '/api/v1/namespaces/apps',
-  '/api/v1/namespaces/apps/serviceaccounts/web-vm',
-  '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web',
-  '/api/v1/namespaces/apps/services/web',
-]
+const PATHS = ['/api/v1/namespaces/apps', '/api/v1/namespaces/apps/serviceaccounts/web-vm', '/apis/networking.istio.io/v1/namespaces/apps/workloadgroups/web', '/api/v1/namespaces/apps/services/web']
 const REFS = ['namespace/apps', 'serviceaccount/web-vm', 'workloadgroup.networking.istio.io/web', 'service/web']
 
 type Live = {metadata: {resourceVersion: string}; [k: string]: unknown}
@@ -158,7 +153,12 @@ describe('applyObjects', () => {
 })
 
 describe('outcomeOf', () => {
-  const obj = (port: number, rv: string) => ({apiVersion: 'v1', kind: 'Service', metadata: {name: 'web', namespace: 'apps', resourceVersion: rv, managedFields: [{manager: rv}]}, spec: {ports: [{port}]}})
+  const obj = (port: number, rv: string) => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name: 'web', namespace: 'apps', resourceVersion: rv, managedFields: [{manager: rv}]},
+    spec: {ports: [{port}]},
+  })
 
   it('compares the objects, never the resourceVersion alone (a server dry run keeps the stored one)', () => {
     expect(outcomeOf(undefined, obj(80, '7'))).toBe('created')

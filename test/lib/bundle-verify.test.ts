@@ -8,7 +8,10 @@ import {istioShellQuote} from '../../src/lib/util/go-compat.js'
 describe('parseClusterEnv', () => {
   it('reads what meshvm bundle writes back to the same values (istioShellQuote round trip)', () => {
     const values = {A: 'plain', B: '', C: 'with space', D: `it's`, E: '{"app":"web","v":"1"}', F: '$HOME `x`', G: 'a=b,c'}
-    const text = Object.entries(values).map(([k, v]) => `${k}=${istioShellQuote(v)}`).join('\n') + '\n'
+    const text =
+      Object.entries(values)
+        .map(([k, v]) => `${k}=${istioShellQuote(v)}`)
+        .join('\n') + '\n'
     expect(parseClusterEnv(text)).toEqual({values, problems: []})
   })
 
@@ -32,7 +35,16 @@ describe('parseClusterEnv', () => {
 
 describe('readTarGz', () => {
   it('reads back what meshvm bundle --archive writes, with modes', () => {
-    const files = readTarGz(tarGz('web-bundle', [{name: 'istio-token', data: 'tok', mode: 0o600}, {name: 'hosts', data: '', mode: 0o644}], 0))
+    const files = readTarGz(
+      tarGz(
+        'web-bundle',
+        [
+          {name: 'istio-token', data: 'tok', mode: 0o600},
+          {name: 'hosts', data: '', mode: 0o644},
+        ],
+        0,
+      ),
+    )
     expect([...files].map(([n, f]) => [n, f.data.toString(), f.mode, f.symlink])).toEqual([
       ['istio-token', 'tok', 0o600, false],
       ['hosts', '', 0o644, false],
@@ -66,14 +78,23 @@ describe('offlineChecks: the token', () => {
 })
 
 describe('bundleCommand: the fix lines are commands that run as printed', () => {
-  const env = {ISTIO_META_CLUSTER_ID: 'c1', ISTIO_META_WORKLOAD_NAME: 'web', POD_NAMESPACE: 'demo-vms', CA_ADDR: 'istiod-1-24.istio-system.svc:15012', ISTIO_META_AUTO_REGISTER_GROUP: 'web', ISTIO_META_DNS_CAPTURE: 'true'}
+  const env = {
+    ISTIO_META_CLUSTER_ID: 'c1',
+    ISTIO_META_WORKLOAD_NAME: 'web',
+    POD_NAMESPACE: 'demo-vms',
+    CA_ADDR: 'istiod-1-24.istio-system.svc:15012',
+    ISTIO_META_AUTO_REGISTER_GROUP: 'web',
+    ISTIO_META_DNS_CAPTURE: 'true',
+  }
   it('names the group, namespace, revision, auto-registration and the directory checked', () => {
     expect(bundleCommand(env, {dir: './web-vm'})).toBe('meshvm bundle web -n demo-vms -r 1-24 --autoregister -d ./web-vm')
     expect(bundleCommand(env, {dir: "/tmp/it's here"}, ['--refresh-token'])).toBe(`meshvm bundle web -n demo-vms -r 1-24 --refresh-token -d '/tmp/it'"'"'s here'`)
   })
   it('an archive is written again into its directory with --archive; no DNS capture is kept', () => {
     const {ISTIO_META_DNS_CAPTURE: _, ...noDns} = env
-    expect(bundleCommand({...noDns, CA_ADDR: 'istiod.istio-system.svc:15012'}, {archive: 'out/web-bundle.tar.gz'})).toBe('meshvm bundle web -n demo-vms --autoregister --no-capture-dns -d out --archive')
+    expect(bundleCommand({...noDns, CA_ADDR: 'istiod.istio-system.svc:15012'}, {archive: 'out/web-bundle.tar.gz'})).toBe(
+      'meshvm bundle web -n demo-vms --autoregister --no-capture-dns -d out --archive',
+    )
   })
   it('placeholders only for what the bundle does not say', () => {
     expect(bundleCommand({}, {dir: 'b'})).toBe('meshvm bundle NAME -n NS -d b')
@@ -85,7 +106,10 @@ describe('bundleCommand and offlineChecks: cluster.env names never reach a shell
   // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${HOME}, as a hostile cluster.env would hold it
   const hostile = 'web;touch${HOME}/pwned;'
   /** The words `sh` makes of the printed line (printf in place of meshvm: nothing runs but printf). */
-  const shellWords = (line: string) => execFileSync('sh', ['-c', line.replace(/^meshvm /, "printf '%s\\n' ")], {encoding: 'utf8'}).split('\n').slice(0, -1)
+  const shellWords = (line: string) =>
+    execFileSync('sh', ['-c', line.replace(/^meshvm /, "printf '%s\\n' ")], {encoding: 'utf8'})
+      .split('\n')
+      .slice(0, -1)
 
   it('every word is quoted: sh reads back exactly the words bundleCommand was given', () => {
     const env = {ISTIO_META_WORKLOAD_NAME: hostile, POD_NAMESPACE: "a b'$(id)", CA_ADDR: 'istiod-1-24.istio-system.svc:15012'}
@@ -115,9 +139,17 @@ describe('liveChecks: the onboard line for a missing group', () => {
     const {liveChecks} = await import('../../src/lib/bundle-verify/live.js')
     const {ExitCode, MeshvmError} = await import('../../src/lib/errors.js')
     // Every read is a 404 (getOptional: nothing).
-    const client = new Proxy({}, {get: (_, method) => (method === 'getOptional' ? async () => undefined : async () => {
-      throw new MeshvmError('not found', {exit: ExitCode.NOT_FOUND, code: 'NotFound'})
-    })}) as never
+    const client = new Proxy(
+      {},
+      {
+        get: (_, method) =>
+          method === 'getOptional'
+            ? async () => undefined
+            : async () => {
+                throw new MeshvmError('not found', {exit: ExitCode.NOT_FOUND, code: 'NotFound'})
+              },
+      },
+    ) as never
     // The group name is checked before the read (fetchWorkloadGroup); the namespace is not.
     const env = {ISTIO_META_WORKLOAD_NAME: 'web', POD_NAMESPACE: 'a b;id', CA_ADDR: 'istiod.istio-system.svc:15012'}
     const checks = await liveChecks(client, {checks: [], env, rerun: 'R', refresh: 'F'}, {istioNamespace: 'istio-system', ingressService: 'istio-eastwestgateway'})

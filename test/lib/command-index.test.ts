@@ -31,7 +31,7 @@ describe('command index', () => {
       rmSync(copy, {recursive: true, force: true})
     }
   })
-  it('sorts the same in byte order as with localeCompare (the build replaces oclif\'s localeCompare sort)', () => {
+  it("sorts the same in byte order as with localeCompare (the build replaces oclif's localeCompare sort)", () => {
     const ids = Object.keys(COMMANDS)
     const byBytes = [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     expect([...ids].sort((a, b) => a.localeCompare(b))).toEqual(byBytes)

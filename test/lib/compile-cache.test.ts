@@ -23,7 +23,10 @@ beforeEach(() => {
 })
 afterEach(() => {
   rmSync(dir, {recursive: true, force: true})
-  for (const [key, value] of [['XDG_CACHE_HOME', saved.xdg], ['MESHVM_NO_COMPILE_CACHE', saved.off]] as const) {
+  for (const [key, value] of [
+    ['XDG_CACHE_HOME', saved.xdg],
+    ['MESHVM_NO_COMPILE_CACHE', saved.off],
+  ] as const) {
     if (value === undefined) delete process.env[key]
     else process.env[key] = value
   }
@@ -35,7 +38,10 @@ function writeBundle(path: string, value: number, mtime: number): void {
 }
 
 const caches = () => readdirSync(join(dir, 'cache', 'meshvm')).sort()
-const header = (file: string) => readFileSync(join(dir, 'cache', 'meshvm', file)).toString('latin1').split('\n')[0]
+const header = (file: string) =>
+  readFileSync(join(dir, 'cache', 'meshvm', file))
+    .toString('latin1')
+    .split('\n')[0]
 
 describe('V8 code cache (bin/load.cjs)', () => {
   it('writes one private cache per bundle after the first run and reuses it', () => {
@@ -141,7 +147,9 @@ describe('V8 code cache (bin/load.cjs)', () => {
     expect(onboard.code).toBe(0)
     const typo = await runCli(['onbaord', 'web'], {env})
     expect(typo.code).not.toBe(0)
-    const slots = caches().map((f) => /^meshvm-[0-9a-z]+-([a-z0-9-]+)\./.exec(f)?.[1]).sort()
+    const slots = caches()
+      .map((f) => /^meshvm-[0-9a-z]+-([a-z0-9-]+)\./.exec(f)?.[1])
+      .sort()
     expect(slots).toEqual(['meshvm', 'onboard'])
   }, 60_000)
 })

@@ -38,7 +38,7 @@ describe('complete()', () => {
     [['bundle', 'verify', '--archive', ''], {files: 'file'}],
     [['onboard', '-f', 'x'], {files: 'file'}],
     [['onboard', '-d', ''], {files: 'dir'}],
-    [['onboard', '--bundle=', ], {files: 'dir'}],
+    [['onboard', '--bundle='], {files: 'dir'}],
     [['onboard', '--kubeconfig', ''], {files: 'file'}],
     [['create-remote-secret', '--output-file', ''], {files: 'file'}],
     [['proxy-status', ''], {dynamic: 'proxies'}],

@@ -22,7 +22,7 @@ describe('errors', () => {
     const err = Object.assign(new Error('Nonexistent flag: --x\nSee more help with --help'), {oclif: {exit: 2}})
     expect(toReport(err)).toMatchObject({exit: 2, message: 'unknown flag --x', hints: ['see --help for the flags this command takes']})
   })
-  it('takes the first problem of oclif\'s multi-line messages and names the flag', () => {
+  it("takes the first problem of oclif's multi-line messages and names the flag", () => {
     const err = Object.assign(new Error('The following error occurred:\n  Missing required flag output-dir\nSee more help with --help'), {oclif: {exit: 2}})
     expect(toReport(err)).toMatchObject({exit: 2, message: 'missing required flag --output-dir'})
   })
@@ -57,8 +57,15 @@ describe('yaml', () => {
 
 describe('output', () => {
   it('renders borderless kubectl tables without trailing spaces, wide columns only with wide', () => {
-    const rows = [{n: 'a', s: 'SYNCED', x: 'w'}, {n: 'bbbb', s: 'STALE', x: 'w2'}]
-    const cols = [{header: 'NAME', value: (r: typeof rows[number]) => r.n}, {header: 'STATUS', value: (r: typeof rows[number]) => r.s}, {header: 'EXTRA', wide: true, value: (r: typeof rows[number]) => r.x}]
+    const rows = [
+      {n: 'a', s: 'SYNCED', x: 'w'},
+      {n: 'bbbb', s: 'STALE', x: 'w2'},
+    ]
+    const cols = [
+      {header: 'NAME', value: (r: (typeof rows)[number]) => r.n},
+      {header: 'STATUS', value: (r: (typeof rows)[number]) => r.s},
+      {header: 'EXTRA', wide: true, value: (r: (typeof rows)[number]) => r.x},
+    ]
     expect(renderTable(rows, cols)).toBe('NAME   STATUS\na      SYNCED\nbbbb   STALE\n')
     expect(renderTable(rows, cols, {wide: true, gap: 5})).toBe('NAME     STATUS     EXTRA\na        SYNCED     w\nbbbb     STALE      w2\n')
     expect(renderTable(rows, cols, {noHeaders: true})).toBe('a      SYNCED\nbbbb   STALE\n')
@@ -84,7 +91,10 @@ describe('output', () => {
 describe('atomic files', () => {
   it('writes all files with exact modes and leaves no temporaries', () => {
     const dir = join(work, 'ok')
-    writeFilesAtomic(dir, [{name: 'istio-token', data: 'secret', mode: 0o600}, {name: 'hosts', data: 'x', mode: 0o644}])
+    writeFilesAtomic(dir, [
+      {name: 'istio-token', data: 'secret', mode: 0o600},
+      {name: 'hosts', data: 'x', mode: 0o644},
+    ])
     expect(readdirSync(dir).sort()).toEqual(['hosts', 'istio-token'])
     expect(statSync(join(dir, 'istio-token')).mode & 0o777).toBe(0o600)
     expect(statSync(join(dir, 'hosts')).mode & 0o777).toBe(0o644)
@@ -94,7 +104,12 @@ describe('atomic files', () => {
     writeFilesAtomic(dir, [{name: 'a', data: 'old', mode: 0o644}])
     // A directory where a file should go makes the second write fail after the first succeeded.
     writeFilesAtomic(join(dir, 'b'), [{name: 'keep', data: '', mode: 0o644}])
-    expect(() => writeFilesAtomic(dir, [{name: 'a', data: 'new', mode: 0o644}, {name: 'b/keep/x', data: 'y', mode: 0o644}])).toThrow(/cannot write/)
+    expect(() =>
+      writeFilesAtomic(dir, [
+        {name: 'a', data: 'new', mode: 0o644},
+        {name: 'b/keep/x', data: 'y', mode: 0o644},
+      ]),
+    ).toThrow(/cannot write/)
     expect(readFileSync(join(dir, 'a'), 'utf8')).toBe('old')
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([])
   })

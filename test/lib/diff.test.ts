@@ -35,33 +35,65 @@ const numbered = (n: number, edit: (lines: string[]) => void = () => {}): string
 
 describe('unifiedDiff: hunks', () => {
   it('merges changes 6 unchanged lines apart (2·context) into one hunk, and splits them at 7', () => {
-    const six = unifiedDiff(numbered(20), numbered(20, (l) => {
-      l[5] = 'A'
-      l[12] = 'B'
-    }), {from: 'a', to: 'b'})
+    const six = unifiedDiff(
+      numbered(20),
+      numbered(20, (l) => {
+        l[5] = 'A'
+        l[12] = 'B'
+      }),
+      {from: 'a', to: 'b'},
+    )
     expect(six).toBe(['--- a', '+++ b', '@@ -3,14 +3,14 @@', ' l2', ' l3', ' l4', '-l5', '+A', ' l6', ' l7', ' l8', ' l9', ' l10', ' l11', '-l12', '+B', ' l13', ' l14', ' l15', ''].join('\n'))
-    const seven = unifiedDiff(numbered(20), numbered(20, (l) => {
-      l[5] = 'A'
-      l[13] = 'B'
-    }), {from: 'a', to: 'b'})
-    expect(seven).toBe(['--- a', '+++ b', '@@ -3,7 +3,7 @@', ' l2', ' l3', ' l4', '-l5', '+A', ' l6', ' l7', ' l8', '@@ -11,7 +11,7 @@', ' l10', ' l11', ' l12', '-l13', '+B', ' l14', ' l15', ' l16', ''].join('\n'))
+    const seven = unifiedDiff(
+      numbered(20),
+      numbered(20, (l) => {
+        l[5] = 'A'
+        l[13] = 'B'
+      }),
+      {from: 'a', to: 'b'},
+    )
+    expect(seven).toBe(
+      ['--- a', '+++ b', '@@ -3,7 +3,7 @@', ' l2', ' l3', ' l4', '-l5', '+A', ' l6', ' l7', ' l8', '@@ -11,7 +11,7 @@', ' l10', ' l11', ' l12', '-l13', '+B', ' l14', ' l15', ' l16', ''].join('\n'),
+    )
   })
 
   it('context at the edges: a change on the first and last lines', () => {
-    expect(unifiedDiff(numbered(10), numbered(10, (l) => {
-      l[0] = 'A'
-      l[9] = 'B'
-    }), {from: 'a', to: 'b'})).toBe(
-      ['--- a', '+++ b', '@@ -1,4 +1,4 @@', '-l0', '+A', ' l1', ' l2', ' l3', '@@ -7,4 +7,4 @@', ' l6', ' l7', ' l8', '-l9', '+B', ''].join('\n'),
-    )
+    expect(
+      unifiedDiff(
+        numbered(10),
+        numbered(10, (l) => {
+          l[0] = 'A'
+          l[9] = 'B'
+        }),
+        {from: 'a', to: 'b'},
+      ),
+    ).toBe(['--- a', '+++ b', '@@ -1,4 +1,4 @@', '-l0', '+A', ' l1', ' l2', ' l3', '@@ -7,4 +7,4 @@', ' l6', ' l7', ' l8', '-l9', '+B', ''].join('\n'))
   })
 
   it('pure insertions and deletions are numbered as diff -u numbers them', () => {
-    expect(unifiedDiff(numbered(6), numbered(6, (l) => l.splice(3, 0, 'new')), {from: 'a', to: 'b'})).toBe(
-      ['--- a', '+++ b', '@@ -1,6 +1,7 @@', ' l0', ' l1', ' l2', '+new', ' l3', ' l4', ' l5', ''].join('\n'),
-    )
-    expect(unifiedDiff(numbered(6), numbered(6, (l) => l.splice(3, 0, 'new')), {from: 'a', to: 'b'}, 0)).toBe(['--- a', '+++ b', '@@ -3,0 +4,1 @@', '+new', ''].join('\n'))
-    expect(unifiedDiff(numbered(6), numbered(6, (l) => l.splice(2, 2)), {from: 'a', to: 'b'}, 0)).toBe(['--- a', '+++ b', '@@ -3,2 +2,0 @@', '-l2', '-l3', ''].join('\n'))
+    expect(
+      unifiedDiff(
+        numbered(6),
+        numbered(6, (l) => l.splice(3, 0, 'new')),
+        {from: 'a', to: 'b'},
+      ),
+    ).toBe(['--- a', '+++ b', '@@ -1,6 +1,7 @@', ' l0', ' l1', ' l2', '+new', ' l3', ' l4', ' l5', ''].join('\n'))
+    expect(
+      unifiedDiff(
+        numbered(6),
+        numbered(6, (l) => l.splice(3, 0, 'new')),
+        {from: 'a', to: 'b'},
+        0,
+      ),
+    ).toBe(['--- a', '+++ b', '@@ -3,0 +4,1 @@', '+new', ''].join('\n'))
+    expect(
+      unifiedDiff(
+        numbered(6),
+        numbered(6, (l) => l.splice(2, 2)),
+        {from: 'a', to: 'b'},
+        0,
+      ),
+    ).toBe(['--- a', '+++ b', '@@ -3,2 +2,0 @@', '-l2', '-l3', ''].join('\n'))
     expect(unifiedDiff('a\nb\n', '', {from: 'live', to: 'merged'})).toBe('--- live\n+++ merged\n@@ -1,2 +0,0 @@\n-a\n-b\n')
   })
 
@@ -78,15 +110,29 @@ describe('unifiedDiff: hunks', () => {
     const d = unifiedDiff(before, after, {from: 'a', to: 'b'})
     const body = d.split('\n').slice(3, -1)
     expect(d.split('\n')[2]).toBe('@@ -1,6000 +1,6000 @@')
-    expect(body.filter((l) => l.startsWith('-')).map((l) => `${l.slice(1)}\n`).join('')).toBe(before)
-    expect(body.filter((l) => l.startsWith('+')).map((l) => `${l.slice(1)}\n`).join('')).toBe(after)
+    expect(
+      body
+        .filter((l) => l.startsWith('-'))
+        .map((l) => `${l.slice(1)}\n`)
+        .join(''),
+    ).toBe(before)
+    expect(
+      body
+        .filter((l) => l.startsWith('+'))
+        .map((l) => `${l.slice(1)}\n`)
+        .join(''),
+    ).toBe(after)
     // Interleaved changes: every other line of 6,000 replaced, hunks merged into one.
     const alternate = numbered(6_000, (l) => {
       for (let i = 0; i < l.length; i += 2) l[i] = `x${i}`
     })
     const lines = unifiedDiff(before, alternate, {from: 'a', to: 'b'}).split('\n')
     expect(lines.filter((l) => l.startsWith('@@'))).toEqual(['@@ -1,6000 +1,6000 @@'])
-    const kept = lines.slice(3, -1).filter((l) => !l.startsWith('-')).map((l) => `${l.slice(1)}\n`).join('')
+    const kept = lines
+      .slice(3, -1)
+      .filter((l) => !l.startsWith('-'))
+      .map((l) => `${l.slice(1)}\n`)
+      .join('')
     expect(kept).toBe(alternate)
   })
   it('scattered changes in 6,000 lines (within the Myers bound and beyond it): the patch applies to the new text', () => {

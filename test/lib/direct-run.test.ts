@@ -104,7 +104,10 @@ describe('direct run (no oclif Config.load)', () => {
     const runs: unknown[] = []
     class Fake {
       static id?: string
-      constructor(readonly argv: string[], readonly config: {bin: string}) {}
+      constructor(
+        readonly argv: string[],
+        readonly config: {bin: string},
+      ) {}
       async _run(): Promise<void> {
         runs.push([Fake.id, this.argv, this.config.bin])
       }

@@ -36,12 +36,18 @@ const oclif = (argv: string[], extra: Record<string, string | undefined> = {}) =
 
 const forms = (id: string): string[][] => {
   const words = id ? id.split(':') : []
-  return [[...words, '--help'], [...words, '-h'], ['help', ...words]]
+  return [
+    [...words, '--help'],
+    [...words, '-h'],
+    ['help', ...words],
+  ]
 }
 
 describe('pre-rendered help (bin/help-cache.cjs)', () => {
   it('holds the root, every topic and every visible command', () => {
-    const ids = Object.entries(manifest.commands).filter(([, c]) => !c.hidden).map(([id]) => id)
+    const ids = Object.entries(manifest.commands)
+      .filter(([, c]) => !c.hidden)
+      .map(([id]) => id)
     const topics = ids.flatMap((id) => id.split(':').slice(0, -1))
     expect(Object.keys(cache.texts).sort()).toEqual([...new Set(['', ...topics, ...ids])].sort())
     expect(cache.columns).toBe(80)
@@ -65,7 +71,7 @@ describe('pre-rendered help (bin/help-cache.cjs)', () => {
     expect(viaCache.stdout).toBe(cache.texts['war:list'])
   })
 
-  it('stores the root help without the build machine\'s Node: its VERSION line is the Node that prints it', () => {
+  it("stores the root help without the build machine's Node: its VERSION line is the Node that prints it", () => {
     expect(cache.texts['']).toContain('\u0000USER_AGENT\u0000')
     expect(JSON.stringify(cache.texts)).not.toMatch(/node-v\d/)
     expect(served(['--help'], {FORCE_COLOR: '0'})).toContain(`\n  meshvm/${cache.version} ${process.platform}-${process.arch} node-${process.version}\n`)

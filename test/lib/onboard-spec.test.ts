@@ -74,8 +74,6 @@ describe('generateOnboardObjects', () => {
 
 describe('onboardCommandLine', () => {
   it('quotes words a shell would split or expand', () => {
-    expect(onboardCommandLine({name: 'web', namespace: 'apps', ports: ['http=80'], probe: {exec: "check 'x'"}})).toBe(
-      `meshvm onboard web -n apps --port http=80 --probe-exec 'check '"'"'x'"'"''`,
-    )
+    expect(onboardCommandLine({name: 'web', namespace: 'apps', ports: ['http=80'], probe: {exec: "check 'x'"}})).toBe(`meshvm onboard web -n apps --port http=80 --probe-exec 'check '"'"'x'"'"''`)
   })
 })

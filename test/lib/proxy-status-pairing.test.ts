@@ -20,10 +20,19 @@ function sync(proxyId: string): ProxySync {
 /** An auto-registered entry as istiod writes it: GROUP-IP, its group, its istiod, a Healthy condition. */
 function entry(ip: string, extra: {labels?: Record<string, string>; conditions?: {type: string; status: string; reason?: string; message?: string}[]; annotations?: Record<string, string>} = {}) {
   return {
-    apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadEntry',
     metadata: {
-      name: `mainframe-gw-${ip}`, namespace: 'payments', labels: {app: 'mainframe-gw', ...extra.labels},
-      annotations: {'istio.io/autoRegistrationGroup': 'mainframe-gw', 'istio.io/workloadController': 'istiod-a', 'istio.io/connectedAt': '2026-11-23T09:58:00Z', 'proxy.istio.io/health-checks-enabled': 'true', ...extra.annotations},
+      name: `mainframe-gw-${ip}`,
+      namespace: 'payments',
+      labels: {app: 'mainframe-gw', ...extra.labels},
+      annotations: {
+        'istio.io/autoRegistrationGroup': 'mainframe-gw',
+        'istio.io/workloadController': 'istiod-a',
+        'istio.io/connectedAt': '2026-11-23T09:58:00Z',
+        'proxy.istio.io/health-checks-enabled': 'true',
+        ...extra.annotations,
+      },
     },
     spec: {address: ip, labels: {app: 'mainframe-gw'}, serviceAccount: 'default'},
     status: {conditions: [{type: 'Healthy', status: 'True', lastTransitionTime: '2026-11-23T09:59:00Z'}, ...(extra.conditions ?? [])]},
@@ -34,14 +43,33 @@ function entry(ip: string, extra: {labels?: Record<string, string>; conditions?:
 const ADSZ = JSON.stringify({
   totalClients: 3,
   clients: [
-    {connectionId: 'gw-a.payments-7', connectedAt: '2026-11-23T09:58:00Z', address: '10.244.0.9:40001', metadata: {INSTANCE_IPS: '192.168.10.22,fe80::1', NAMESPACE: 'payments', AUTO_REGISTER_GROUP: 'mainframe-gw'}},
-    {connectionId: 'gw-b.payments-8', connectedAt: '2026-11-23T09:58:00Z', address: '10.244.0.9:40002', metadata: {INSTANCE_IPS: '192.168.10.21', NAMESPACE: 'payments', AUTO_REGISTER_GROUP: 'mainframe-gw'}},
+    {
+      connectionId: 'gw-a.payments-7',
+      connectedAt: '2026-11-23T09:58:00Z',
+      address: '10.244.0.9:40001',
+      metadata: {INSTANCE_IPS: '192.168.10.22,fe80::1', NAMESPACE: 'payments', AUTO_REGISTER_GROUP: 'mainframe-gw'},
+    },
+    {
+      connectionId: 'gw-b.payments-8',
+      connectedAt: '2026-11-23T09:58:00Z',
+      address: '10.244.0.9:40002',
+      metadata: {INSTANCE_IPS: '192.168.10.21', NAMESPACE: 'payments', AUTO_REGISTER_GROUP: 'mainframe-gw'},
+    },
     {connectionId: 'istioctl-3', connectedAt: '2026-11-23T09:58:00Z', address: '127.0.0.1:1'},
   ],
 })
 
 function pair(withAdsz: boolean): {records: VmRecord[]; vms: VmRecord[]} {
-  const records = vmRecords([entry('192.168.10.21'), entry('192.168.10.22', {labels: {'networking.istio.io/tunnel': 'http'}, conditions: [{type: 'istio.io/WaypointBound', status: 'False', reason: 'WaypointNotFound', message: 'waypoint "wp" not found'}]})], [])
+  const records = vmRecords(
+    [
+      entry('192.168.10.21'),
+      entry('192.168.10.22', {
+        labels: {'networking.istio.io/tunnel': 'http'},
+        conditions: [{type: 'istio.io/WaypointBound', status: 'False', reason: 'WaypointNotFound', message: 'waypoint "wp" not found'}],
+      }),
+    ],
+    [],
+  )
   const {vms} = pairVms({
     syncs: [sync('gw-a.payments'), sync('gw-b.payments')],
     vms: records,
@@ -114,11 +142,16 @@ describe('pairing two VMs of one group on one istiod', () => {
 describe('an ambiguous proxy of a large group', () => {
   it('names the first five entries it may be, and how many more', () => {
     const ips = Array.from({length: 8}, (_, i) => `10.0.0.${i + 1}`)
-    const records = vmRecords(ips.map((ip) => entry(ip)), [])
+    const records = vmRecords(
+      ips.map((ip) => entry(ip)),
+      [],
+    )
     const ids = ips.map((_, i) => `gw-${i}.payments`)
     const {vms} = pairVms({syncs: ids.map(sync), vms: records, pods: {labels: new Map(), listed: new Set(['payments'])}})
     const rows = proxyStatusRows(ids.map(sync), {vms, now: NOW})
     const text = renderProxyDetail(rows.slice(0, 1), (r) => vms.find((v) => v.proxyId === r.name), NOW)
-    expect(text).toContain('WorkloadEntry:  one of mainframe-gw-10.0.0.1, mainframe-gw-10.0.0.2, mainframe-gw-10.0.0.3, mainframe-gw-10.0.0.4, mainframe-gw-10.0.0.5 and 3 more (istiod did not say which')
+    expect(text).toContain(
+      'WorkloadEntry:  one of mainframe-gw-10.0.0.1, mainframe-gw-10.0.0.2, mainframe-gw-10.0.0.3, mainframe-gw-10.0.0.4, mainframe-gw-10.0.0.5 and 3 more (istiod did not say which',
+    )
   })
 })

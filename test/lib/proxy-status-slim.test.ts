@@ -6,46 +6,73 @@ import {pairVms, vmRecords, type VmRecord} from '../../src/lib/proxy-status/vms.
 import type {WarObject, WorkloadEntryObject} from '../../src/lib/war/model.js'
 
 /** What a real kube-apiserver adds to every object it stores (dropped by the slim copies). */
-const managedFields = [{manager: 'kubectl', operation: 'Update', apiVersion: 'v1', time: '2026-11-20T10:00:00Z', fieldsType: 'FieldsV1', fieldsV1: {'f:metadata': {'f:labels': {'.': {}, 'f:app': {}}}, 'f:spec': {'.': {}, 'f:address': {}}}}]
+const managedFields = [
+  {
+    manager: 'kubectl',
+    operation: 'Update',
+    apiVersion: 'v1',
+    time: '2026-11-20T10:00:00Z',
+    fieldsType: 'FieldsV1',
+    fieldsV1: {'f:metadata': {'f:labels': {'.': {}, 'f:app': {}}}, 'f:spec': {'.': {}, 'f:address': {}}},
+  },
+]
 
-const war = (name: string, connected: boolean): WarObject => ({
-  apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration',
-  metadata: {
-    name, namespace: 'shop', uid: `uid-${name}`, resourceVersion: '17', generation: 2, creationTimestamp: '2026-11-20T09:00:00Z', managedFields,
-    ownerReferences: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'app', uid: 'g1', controller: true}],
-  },
-  spec: {
-    identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: name}}},
-    registration: {agent: {version: '1.4.0'}, sidecar: {istio: {version: '1.24.2'}}, host: {addresses: [{ip: '10.0.0.7', type: 'VPC'}]}, workload: {labels: {app: 'app', tier: 'web'}}},
-  },
-  status: {
-    observedGeneration: 2,
-    workloadGroupSnapshot: {metadata: {labels: {app: 'app'}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
-    activeAgentConnection: {connectedTo: 'onboarding-plane-0'},
-    conditions: [{type: 'AgentConnected', status: connected ? 'True' : 'False', reason: 'AgentEstablishedConnection', lastTransitionTime: '2026-11-20T10:00:00Z'}],
-  },
-} as WarObject)
-
-const entry = (name: string, o: {owner?: string; auto?: boolean} = {}): WorkloadEntryObject => ({
-  apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
-  metadata: {
-    name, namespace: 'shop', uid: `uid-${name}`, resourceVersion: '9', generation: 1, creationTimestamp: '2026-11-20T09:30:00Z', managedFields,
-    labels: {app: 'app', 'networking.istio.io/tunnel': 'http'},
-    annotations: {
-      ...(o.auto ? {'istio.io/autoRegistrationGroup': 'app'} : {}),
-      'istio.io/connectedAt': '2026-11-20T10:00:00Z', 'istio.io/workloadController': 'istiod-1', 'proxy.istio.io/health-checks-enabled': 'true',
+const war = (name: string, connected: boolean): WarObject =>
+  ({
+    apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
+    kind: 'WorkloadAutoRegistration',
+    metadata: {
+      name,
+      namespace: 'shop',
+      uid: `uid-${name}`,
+      resourceVersion: '17',
+      generation: 2,
+      creationTimestamp: '2026-11-20T09:00:00Z',
+      managedFields,
+      ownerReferences: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'app', uid: 'g1', controller: true}],
     },
-    ...(o.owner ? {ownerReferences: [{apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name: o.owner, uid: `uid-${o.owner}`, controller: true}]} : {}),
-  },
-  spec: {address: '10.0.0.7', labels: {app: 'app', version: 'v1'}, serviceAccount: 'web-vm', ports: {http: 8080}, network: 'vpc-1'},
-  status: {
-    observedGeneration: 1,
-    conditions: [
-      {type: 'Healthy', status: 'False', reason: 'HTTPGetFailed', message: 'Get  "http://10.0.0.7:8080/ready":\n refused', lastTransitionTime: '2026-11-20T10:05:00Z'},
-      {type: 'istio.io/WaypointBound', status: 'True', reason: 'Bound', lastTransitionTime: '2026-11-20T10:01:00Z'},
-    ],
-  },
-} as WorkloadEntryObject)
+    spec: {
+      identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ec2: {instance_id: name}}},
+      registration: {agent: {version: '1.4.0'}, sidecar: {istio: {version: '1.24.2'}}, host: {addresses: [{ip: '10.0.0.7', type: 'VPC'}]}, workload: {labels: {app: 'app', tier: 'web'}}},
+    },
+    status: {
+      observedGeneration: 2,
+      workloadGroupSnapshot: {metadata: {labels: {app: 'app'}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
+      activeAgentConnection: {connectedTo: 'onboarding-plane-0'},
+      conditions: [{type: 'AgentConnected', status: connected ? 'True' : 'False', reason: 'AgentEstablishedConnection', lastTransitionTime: '2026-11-20T10:00:00Z'}],
+    },
+  }) as WarObject
+
+const entry = (name: string, o: {owner?: string; auto?: boolean} = {}): WorkloadEntryObject =>
+  ({
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadEntry',
+    metadata: {
+      name,
+      namespace: 'shop',
+      uid: `uid-${name}`,
+      resourceVersion: '9',
+      generation: 1,
+      creationTimestamp: '2026-11-20T09:30:00Z',
+      managedFields,
+      labels: {app: 'app', 'networking.istio.io/tunnel': 'http'},
+      annotations: {
+        ...(o.auto ? {'istio.io/autoRegistrationGroup': 'app'} : {}),
+        'istio.io/connectedAt': '2026-11-20T10:00:00Z',
+        'istio.io/workloadController': 'istiod-1',
+        'proxy.istio.io/health-checks-enabled': 'true',
+      },
+      ...(o.owner ? {ownerReferences: [{apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1', kind: 'WorkloadAutoRegistration', name: o.owner, uid: `uid-${o.owner}`, controller: true}]} : {}),
+    },
+    spec: {address: '10.0.0.7', labels: {app: 'app', version: 'v1'}, serviceAccount: 'web-vm', ports: {http: 8080}, network: 'vpc-1'},
+    status: {
+      observedGeneration: 1,
+      conditions: [
+        {type: 'Healthy', status: 'False', reason: 'HTTPGetFailed', message: 'Get  "http://10.0.0.7:8080/ready":\n refused', lastTransitionTime: '2026-11-20T10:05:00Z'},
+        {type: 'istio.io/WaypointBound', status: 'True', reason: 'Bound', lastTransitionTime: '2026-11-20T10:01:00Z'},
+      ],
+    },
+  }) as WorkloadEntryObject
 
 /** Records without the entries they point to (compared on their own below). */
 const withoutEntries = (records: VmRecord[]) => records.map(({entry: _entry, ...r}) => r)
@@ -82,7 +109,14 @@ describe('proxy-status keeps only what it reads of each listed registration (sli
   it('drops managedFields, uid, resourceVersion and the group snapshot, and copies nothing it keeps', () => {
     const we = entries[0]!
     const slimWe = slimWorkloadEntry(we)
-    expect(slimWe.metadata).toEqual({name: 'app-aws-1', namespace: 'shop', creationTimestamp: '2026-11-20T09:30:00Z', labels: we.metadata!.labels, annotations: we.metadata!.annotations, ownerReferences: we.metadata!.ownerReferences})
+    expect(slimWe.metadata).toEqual({
+      name: 'app-aws-1',
+      namespace: 'shop',
+      creationTimestamp: '2026-11-20T09:30:00Z',
+      labels: we.metadata!.labels,
+      annotations: we.metadata!.annotations,
+      ownerReferences: we.metadata!.ownerReferences,
+    })
     expect(slimWe.spec).toBe(we.spec)
     expect(slimWe.status).toEqual({conditions: we.status!.conditions})
     expect(slimWe.status!.conditions).toBe(we.status!.conditions)

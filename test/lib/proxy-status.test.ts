@@ -95,7 +95,12 @@ const multiPilot = () =>
   })
 // istioctl's single-pilot case (given out of order here, to check the sort)
 const singlePilot = () =>
-  parseAll({istiod1: xdsResponse('istiod1', [{...proxy2, version: '1.20', ecds: 'NOT_SENT'}, {...proxy1, ecds: 'NOT_SENT'}])})
+  parseAll({
+    istiod1: xdsResponse('istiod1', [
+      {...proxy2, version: '1.20', ecds: 'NOT_SENT'},
+      {...proxy1, ecds: 'NOT_SENT'},
+    ]),
+  })
 
 describe('istioctl goldens', () => {
   it('the default layout equals istioctl 1.31 multiXdsStatusMultiPilot.txt byte for byte', () => {
@@ -129,10 +134,18 @@ describe('istioctl goldens', () => {
     expect(withoutVersion(doc)).toEqual(withoutVersion(JSON.parse(istioctlGolden('multiXdsStatusSinglePilot.json'))))
     expect(withoutVersion(doc)).toEqual(withoutVersion(parseYamlStream(istioctlGolden('multiXdsStatusSinglePilot.yaml'), 'golden')[0]!.value))
   })
-  it('--schema istioctl with -n: only that namespace\'s proxies (istioctl 1.31 multiXdsStatusSingleNamespace.yaml)', () => {
-    const syncs = parseAll({istiod1: xdsResponse('istiod1', [{...proxy1, namespace: 'foo'}, {...proxy2, namespace: 'bar'}])})
+  it("--schema istioctl with -n: only that namespace's proxies (istioctl 1.31 multiXdsStatusSingleNamespace.yaml)", () => {
+    const syncs = parseAll({
+      istiod1: xdsResponse('istiod1', [
+        {...proxy1, namespace: 'foo'},
+        {...proxy2, namespace: 'bar'},
+      ]),
+    })
     // collect.ts keeps the proxies of -n (istiod filters them too, when it knows ?namespace=)
-    const rows = proxyStatusRows(syncs.filter((s) => s.namespace === 'foo'), {now: NOW})
+    const rows = proxyStatusRows(
+      syncs.filter((s) => s.namespace === 'foo'),
+      {now: NOW},
+    )
     expect(istioctlSyncz(rows).map(withoutVersion)).toEqual([withoutVersion(parseYamlStream(istioctlGolden('multiXdsStatusSingleNamespace.yaml'), 'golden')[0]!.value)])
   })
   it('prints only the header when no istiod reports a proxy, as istioctl 1.28+', () => {
@@ -149,9 +162,33 @@ const N2 = '2024-05-01T10:00:05Z/8'
 describe('HTTP syncz, Istio 1.21 shape', () => {
   // istioctl 1.21's statusInput1-3 and statusInputProxyVersion, with ECDS and a cluster added
   const body = [
-    {cluster_id: 'cluster1', proxy: 'proxy1.default', istio_version: '1.21.2', cluster_sent: N1, cluster_acked: N2, listener_sent: N1, listener_acked: N1, endpoint_sent: N1, endpoint_acked: N1, extensionconfig_sent: N1, extensionconfig_acked: N1},
+    {
+      cluster_id: 'cluster1',
+      proxy: 'proxy1.default',
+      istio_version: '1.21.2',
+      cluster_sent: N1,
+      cluster_acked: N2,
+      listener_sent: N1,
+      listener_acked: N1,
+      endpoint_sent: N1,
+      endpoint_acked: N1,
+      extensionconfig_sent: N1,
+      extensionconfig_acked: N1,
+    },
     {cluster_id: 'cluster1', proxy: 'proxy3.default', istio_version: '1.21.2', cluster_sent: N1, listener_acked: N1, endpoint_sent: N1, route_sent: N1, route_acked: N1},
-    {cluster_id: 'cluster1', proxy: 'proxy2.legacy', proxy_version: '1.1', cluster_sent: N1, cluster_acked: N2, listener_sent: N1, listener_acked: N1, endpoint_sent: N1, endpoint_acked: N2, route_sent: N1, route_acked: N1},
+    {
+      cluster_id: 'cluster1',
+      proxy: 'proxy2.legacy',
+      proxy_version: '1.1',
+      cluster_sent: N1,
+      cluster_acked: N2,
+      listener_sent: N1,
+      listener_acked: N1,
+      endpoint_sent: N1,
+      endpoint_acked: N2,
+      route_sent: N1,
+      route_acked: N1,
+    },
     {cluster_id: 'cluster1', proxy: 'ztunnel-abcde.istio-system', proxy_type: 'ztunnel', istio_version: '1.21.2'},
   ]
   const istiod: IstiodRef = {name: 'istiod-6c9f7d-abcde', namespace: 'istio-system', version: '1.21.2'}
@@ -188,7 +225,8 @@ const resourcesBody = [
     cluster_id: 'cluster1',
     proxy: 'web-7b9d8-abcde.apps',
     istio_version: '1.24.2',
-    cluster_sent: N1, cluster_acked: N1, // legacy fields are ignored when resources is present
+    cluster_sent: N1,
+    cluster_acked: N1, // legacy fields are ignored when resources is present
     resources: {
       [XDS_TYPE_URLS.CDS]: res(N2, N2, SENT),
       [XDS_TYPE_URLS.LDS]: res(N2, N2, '2024-11-05T10:05:00Z'),
@@ -344,7 +382,20 @@ describe('xDS syncz, Istio 1.24 shape', () => {
   })
 
   it('understands the deprecated per-type xdsConfig', () => {
-    const [s] = parseSyncz({resources: [{node: {id: 'old.ns'}, xdsConfig: [{status: 'SYNCED', listenerConfig: {}}, {status: 'STALE', clusterConfig: {}}]}]}, ISTIOD)
+    const [s] = parseSyncz(
+      {
+        resources: [
+          {
+            node: {id: 'old.ns'},
+            xdsConfig: [
+              {status: 'SYNCED', listenerConfig: {}},
+              {status: 'STALE', clusterConfig: {}},
+            ],
+          },
+        ],
+      },
+      ISTIOD,
+    )
     expect(xdsStatus(s!.types.LDS)).toBe('SYNCED')
     expect(xdsStatus(s!.types.CDS)).toBe('STALE')
     expect(xdsStatus(s!.types.RDS)).toBe('IGNORED')
@@ -378,7 +429,7 @@ describe('status logic', () => {
 
 describe('garbage input', () => {
   const cases: [string, unknown, RegExp][] = [
-    ['istioctl\'s gobbledygook', 'gobbledygook', /: not JSON$/],
+    ["istioctl's gobbledygook", 'gobbledygook', /: not JSON$/],
     ['null', null, /got null$/],
     ['a number', 42, /got a number$/],
     ['an unrelated object', {hello: 'world'}, /got an object$/],
@@ -417,7 +468,10 @@ describe('VM records and rows for many proxies', () => {
   it('builds labels (spec.labels overridden by metadata.labels) unless asked not to; the rest is the same', () => {
     const entries = [we('web-10.0.0.1', {tier: 'meta'}), we('web-10.0.0.2', {})]
     const full = vmRecords(entries, [])
-    expect(full.map((r) => r.labels)).toEqual([{app: 'web', tier: 'meta'}, {app: 'web', tier: 'spec'}])
+    expect(full.map((r) => r.labels)).toEqual([
+      {app: 'web', tier: 'meta'},
+      {app: 'web', tier: 'spec'},
+    ])
     const bare = vmRecords(entries, [], {labels: false})
     expect(bare.map((r) => r.labels)).toEqual([{}, {}])
     expect(bare.map(({labels: _l, ...rest}) => rest)).toEqual(full.map(({labels: _l, ...rest}) => rest))
@@ -427,10 +481,29 @@ describe('VM records and rows for many proxies', () => {
     const a: IstiodRef = {name: 'istiod-a', namespace: 'istio-system', version: '1.24.2'}
     const b: IstiodRef = {name: 'istiod-b', namespace: 'istio-system', version: '1.23.1'}
     const sync = (proxyId: string, proxyVersion: string, istiod: IstiodRef): ProxySync => ({
-      proxyId, namespace: 'apps', clusterId: 'c1', proxyVersion, istiod, shape: 'http-resources',
+      proxyId,
+      namespace: 'apps',
+      clusterId: 'c1',
+      proxyVersion,
+      istiod,
+      shape: 'http-resources',
       types: parseSyncz([{proxy: 'x.apps'}], a)[0]!.types,
     })
-    const rows = proxyStatusRows([sync('p1.apps', '1.24.2', a), sync('p2.apps', '1.24.2', a), sync('p3.apps', '1.24.2', b), sync('p4.apps', '1.23.0', b), sync('p5.apps', '1.23.0', a), sync('p6.apps', '', a)])
-    expect(rows.map((r) => [r.name, r.versionSkew])).toEqual([['p1.apps', false], ['p2.apps', false], ['p3.apps', true], ['p4.apps', false], ['p5.apps', true], ['p6.apps', false]])
+    const rows = proxyStatusRows([
+      sync('p1.apps', '1.24.2', a),
+      sync('p2.apps', '1.24.2', a),
+      sync('p3.apps', '1.24.2', b),
+      sync('p4.apps', '1.23.0', b),
+      sync('p5.apps', '1.23.0', a),
+      sync('p6.apps', '', a),
+    ])
+    expect(rows.map((r) => [r.name, r.versionSkew])).toEqual([
+      ['p1.apps', false],
+      ['p2.apps', false],
+      ['p3.apps', true],
+      ['p4.apps', false],
+      ['p5.apps', true],
+      ['p6.apps', false],
+    ])
   })
 })

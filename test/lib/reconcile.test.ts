@@ -15,7 +15,8 @@ function entry(name: string, address: string, o: {disconnectedAgoMs?: number; co
     annotations['istio.io/workloadController'] = o.connectedTo
   }
   return {
-    apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadEntry',
     metadata: {name, namespace: 'apps', uid: `uid-${name}`, resourceVersion: '7', creationTimestamp: ago(7200_000), annotations} as WorkloadEntryObject['metadata'],
     spec: {address, network: o.network ?? 'n1', serviceAccount: 'default'},
   }
@@ -27,9 +28,14 @@ function proxy(id: string, istiod = 'istiod-a'): ProxySync {
 
 function snap(partial: Partial<ContextSnapshot>): ContextSnapshot {
   return {
-    context: 'c1', workloadEntries: [], wars: [],
+    context: 'c1',
+    workloadEntries: [],
+    wars: [],
     groups: [{apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'web', namespace: 'apps'}, spec: {template: {serviceAccount: 'default'}}}],
-    istiods: ['istiod-a'], unreadIstiods: [], syncs: [], pods: {labels: new Map(), listed: new Set(['apps'])},
+    istiods: ['istiod-a'],
+    unreadIstiods: [],
+    syncs: [],
+    pods: {labels: new Map(), listed: new Set(['apps'])},
     ...partial,
   }
 }

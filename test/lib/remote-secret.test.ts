@@ -249,7 +249,11 @@ describe('validateRemoteSecretOptions', () => {
   })
 
   it.each<[string, RemoteSecretFlags, string]>([
-    ['bad --name (TestRemoteSecretOptions)', {name: '?-invalid-name'}, `--name "?-invalid-name": must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')`],
+    [
+      'bad --name (TestRemoteSecretOptions)',
+      {name: '?-invalid-name'},
+      `--name "?-invalid-name": must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')`,
+    ],
     ['upper-case --name', {name: 'Cluster1'}, `--name "Cluster1": must be a DNS-1123 label: lower case letters, digits and '-', starting and ending with a letter or digit (e.g. 'my-name')`],
     ['unknown --type', {type: 'primary'}, '--type "primary": must be one of remote, config (remote: a secret for a remote cluster; config: istio-kubeconfig for an external control plane)'],
     ['unknown --auth-type', {authType: 'token'}, '--auth-type "token": must be one of bearer-token, plugin'],
@@ -262,7 +266,11 @@ describe('validateRemoteSecretOptions', () => {
     ['a --server without a host', {server: 'https://'}, `--server "https://": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
     ['a --server with another scheme', {server: 'ftp://api:6443'}, `--server "ftp://api:6443": must be the API server's URL, reachable from the other cluster: https://HOST[:PORT]`],
     ['a bad --tls-server-name', {tlsServerName: 'not a host'}, `--tls-server-name "not a host": must be the host name the API server's certificate is issued for (e.g. kubernetes.default.svc)`],
-    ['a bad --secret-name', {secretName: 'Token_1'}, `--secret-name "Token_1": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com'); it names an existing ServiceAccount token Secret`],
+    [
+      'a bad --secret-name',
+      {secretName: 'Token_1'},
+      `--secret-name "Token_1": must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.', starting and ending with a letter or digit (e.g. 'example.com'); it names an existing ServiceAccount token Secret`,
+    ],
   ])('%s', (_, flags, message) => {
     const err = usageError(() => validateRemoteSecretOptions(flags))
     expect(err.message).toBe(message)
@@ -319,14 +327,7 @@ describe('parseAuthPluginConfig (pflag stringToString)', () => {
 })
 
 describe('warnings', () => {
-  it.each([
-    'https://127.0.0.1:6443',
-    'https://localhost:6443',
-    'https://127.0.1.1:6443',
-    'https://[::1]:6443',
-    'https://api.localhost',
-    '127.0.0.1:6443',
-  ])('%s is a loopback server', (server) => {
+  it.each(['https://127.0.0.1:6443', 'https://localhost:6443', 'https://127.0.1.1:6443', 'https://[::1]:6443', 'https://api.localhost', '127.0.0.1:6443'])('%s is a loopback server', (server) => {
     expect(isLoopbackServer(server)).toBe(true)
   })
 

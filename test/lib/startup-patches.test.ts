@@ -42,9 +42,12 @@ describe('start-up patches (scripts/build.mjs)', () => {
     expect(coloured.code).toBe(plain.code)
   })
 
-
   it('the bundles are pure ASCII', () => {
     const files = ['dist/meshvm.cjs', ...readdirSync(join(REPO_ROOT, 'dist/vendor')).map((f) => `dist/vendor/${f}`)]
-    for (const file of files) expect(readFileSync(join(REPO_ROOT, file)).every((b) => b < 0x80), file).toBe(true)
+    for (const file of files)
+      expect(
+        readFileSync(join(REPO_ROOT, file)).every((b) => b < 0x80),
+        file,
+      ).toBe(true)
   })
 })

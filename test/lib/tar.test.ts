@@ -11,7 +11,17 @@ afterAll(() => rmSync(work, {recursive: true, force: true}))
 describe('tarGz', () => {
   it('is read by the system tar with contents and modes intact', () => {
     const archive = join(work, 'b.tar.gz')
-    writeFileSync(archive, tarGz('bundle', [{name: 'istio-token', data: 'secret', mode: 0o600}, {name: 'install.sh', data: '#!/bin/sh\n'.repeat(100), mode: 0o755}], 1_700_000_000))
+    writeFileSync(
+      archive,
+      tarGz(
+        'bundle',
+        [
+          {name: 'istio-token', data: 'secret', mode: 0o600},
+          {name: 'install.sh', data: '#!/bin/sh\n'.repeat(100), mode: 0o755},
+        ],
+        1_700_000_000,
+      ),
+    )
     execFileSync('tar', ['-xzf', archive, '-C', work])
     expect(readFileSync(join(work, 'bundle/istio-token'), 'utf8')).toBe('secret')
     expect(statSync(join(work, 'bundle/istio-token')).mode & 0o777).toBe(0o600)

@@ -80,7 +80,14 @@ describe('missingTunnelLabels', () => {
   })
 
   it("the mesh config of the holding istiod's revision (default revision when none is named); the istiod's version says whether re-registering adds the label", () => {
-    const ev = evidence(['canary'], [['istiod-canary-1', 'canary', '1.31.0'], ['istiod-old', 'canary', '1.30.2'], ['istiod-1', 'default', '1.31.1']])
+    const ev = evidence(
+      ['canary'],
+      [
+        ['istiod-canary-1', 'canary', '1.31.0'],
+        ['istiod-old', 'canary', '1.30.2'],
+        ['istiod-1', 'default', '1.31.1'],
+      ],
+    )
     const found = missingTunnelLabels([entry('a', {controller: 'istiod-canary-1'}), entry('b', {controller: 'istiod-old'}), entry('c', {controller: 'istiod-1'}), entry('d')], ev)
     expect(found.map((m) => [m.name, m.istiod, m.labelsOnRegistration])).toEqual([
       ['a', 'istiod-canary-1', true],

@@ -60,7 +60,12 @@ const ec2War = (overrides: {status?: WarObject['status']; created?: string} = {}
     registration: {
       agent: {version: '1.4.0'},
       sidecar: {istio: {version: '1.8.5-abcd', revision: 'canary'}},
-      host: {addresses: [{ip: '10.0.0.1', type: 'VPC'}, {ip: '1.2.3.4', type: 'INTERNET'}]},
+      host: {
+        addresses: [
+          {ip: '10.0.0.1', type: 'VPC'},
+          {ip: '1.2.3.4', type: 'INTERNET'},
+        ],
+      },
       workload: {labels: {cloud: 'aws', class: 'ec2', version: 'v3'}},
       settings: {connectedOver: 'INTERNET'},
     },
@@ -75,7 +80,12 @@ const ec2War = (overrides: {status?: WarObject['status']; created?: string} = {}
 const ecsWar = (): WarObject => ({
   apiVersion: 'runtime.onboarding.tetrate.io/v1alpha1',
   kind: 'WorkloadAutoRegistration',
-  metadata: {namespace: 'payments', name: 'ledger-aws-aws-123456789012-us-east-2b-ecs-0f1e2d', creationTimestamp: ago(3 * MIN), ownerReferences: [{kind: 'WorkloadGroup', name: 'ledger', controller: true}]},
+  metadata: {
+    namespace: 'payments',
+    name: 'ledger-aws-aws-123456789012-us-east-2b-ecs-0f1e2d',
+    creationTimestamp: ago(3 * MIN),
+    ownerReferences: [{kind: 'WorkloadGroup', name: 'ledger', controller: true}],
+  },
   spec: {
     identity: {aws: {partition: 'aws', account: '123456789012', region: 'us-east-2', zone: 'us-east-2b', ecs: {taskId: '0f1e2d', cluster: 'prod', iamRole: {name: 'ledger-task'}}}},
     registration: {agent: {version: '1.11.0'}, sidecar: {istio: {version: '1.24.3-tetrate3'}}, host: {addresses: [{ip: '10.1.2.3', type: 'VPC'}]}},
@@ -201,7 +211,11 @@ describe('registrationFromWorkloadEntry', () => {
   })
 
   it('is False with istio.io/disconnectedAt, True again after a later connectedAt, Unknown with neither', () => {
-    const disconnected = registrationFromWorkloadEntry(workloadEntry({annotations: {'istio.io/autoRegistrationGroup': 'ratings', 'istio.io/connectedAt': ago(HOUR), 'istio.io/disconnectedAt': ago(30 * MIN), 'istio.io/workloadController': 'istiod-1'}}))
+    const disconnected = registrationFromWorkloadEntry(
+      workloadEntry({
+        annotations: {'istio.io/autoRegistrationGroup': 'ratings', 'istio.io/connectedAt': ago(HOUR), 'istio.io/disconnectedAt': ago(30 * MIN), 'istio.io/workloadController': 'istiod-1'},
+      }),
+    )
     expect(disconnected).toMatchObject({agentConnected: 'False', disconnectedAt: ago(30 * MIN)})
     expect(disconnected.connectedTo).toBeUndefined()
     const reconnected = registrationFromWorkloadEntry(workloadEntry({annotations: {'istio.io/connectedAt': ago(MIN), 'istio.io/disconnectedAt': ago(30 * MIN)}}))
@@ -223,7 +237,11 @@ describe('stale registrations', () => {
   }
 
   it('are not stale when the snapshot equals the group spec (key order, empty maps and nulls do not count)', () => {
-    const snapshot = {probe: {httpGet: {port: 9080, path: '/ready'}, periodSeconds: 10}, template: {network: 'vm-network', ports: {http: 9080}, serviceAccount: 'ratings', labels: {}}, metadata: {labels: {class: 'vm', app: 'ratings'}, annotations: null}}
+    const snapshot = {
+      probe: {httpGet: {port: 9080, path: '/ready'}, periodSeconds: 10},
+      template: {network: 'vm-network', ports: {http: 9080}, serviceAccount: 'ratings', labels: {}},
+      metadata: {labels: {class: 'vm', app: 'ratings'}, annotations: null},
+    }
     expect(staleDifference(withSnapshot(snapshot), group())).toBe('')
     expect(registrationFromWar(withSnapshot(snapshot), group()).stale).toBe(false)
   })
@@ -308,7 +326,22 @@ describe('warColumns', () => {
   it('match kubectl get war: NAME AGENT CONNECTED AGE', () => {
     expect(warColumns(false, false, NOW).map((c) => c.header)).toEqual(['NAME', 'AGENT CONNECTED', 'AGE'])
     expect(warColumns(false, true, NOW).map((c) => c.header)).toEqual(['NAMESPACE', 'NAME', 'AGENT CONNECTED', 'AGE'])
-    expect(warColumns(true, true, NOW).map((c) => c.header)).toEqual(['NAMESPACE', 'NAME', 'AGENT CONNECTED', 'AGE', 'GROUP', 'IDENTITY', 'ADDRESSES', 'AGENT', 'SIDECAR', 'CONNECTED-TO', 'STALE', 'TUNNEL', 'WAYPOINT', 'SOURCE'])
+    expect(warColumns(true, true, NOW).map((c) => c.header)).toEqual([
+      'NAMESPACE',
+      'NAME',
+      'AGENT CONNECTED',
+      'AGE',
+      'GROUP',
+      'IDENTITY',
+      'ADDRESSES',
+      'AGENT',
+      'SIDECAR',
+      'CONNECTED-TO',
+      'STALE',
+      'TUNNEL',
+      'WAYPOINT',
+      'SOURCE',
+    ])
   })
 
   it.each([
@@ -328,8 +361,23 @@ describe('warColumns', () => {
 
 describe('describeRegistration', () => {
   const events: EventLike[] = [
-    {type: 'Warning', reason: 'AgentDisconnected', message: 'Agent lost its connection', count: 3, firstTimestamp: ago(3 * HOUR), lastTimestamp: ago(2 * HOUR), source: {component: 'onboarding-plane'}},
-    {type: 'Normal', reason: 'Registered', message: 'Workload registered\nfrom 10.0.0.1', firstTimestamp: ago(26 * HOUR), lastTimestamp: ago(26 * HOUR), source: {component: 'onboarding-plane', host: 'node-a'}},
+    {
+      type: 'Warning',
+      reason: 'AgentDisconnected',
+      message: 'Agent lost its connection',
+      count: 3,
+      firstTimestamp: ago(3 * HOUR),
+      lastTimestamp: ago(2 * HOUR),
+      source: {component: 'onboarding-plane'},
+    },
+    {
+      type: 'Normal',
+      reason: 'Registered',
+      message: 'Workload registered\nfrom 10.0.0.1',
+      firstTimestamp: ago(26 * HOUR),
+      lastTimestamp: ago(26 * HOUR),
+      source: {component: 'onboarding-plane', host: 'node-a'},
+    },
     {type: 'Normal', reason: 'WorkloadEntryCreated', note: 'created WorkloadEntry ratings-10.0.0.1-vm-network', eventTime: ago(25 * HOUR), reportingController: 'onboarding.tetrate.io/operator'},
   ]
 
@@ -365,7 +413,15 @@ describe('describeRegistration', () => {
 describe('isPrunable', () => {
   const grace = DEFAULT_WAR_GRACE_PERIOD_MS
   const reg = (agentConnected: Registration['agentConnected'], disconnectedAt?: string): Registration => ({
-    source: 'war', namespace: 'ns', name: 'n', group: 'g', agentConnected, identity: '', addresses: [], stale: false, creationTimestamp: ago(HOUR),
+    source: 'war',
+    namespace: 'ns',
+    name: 'n',
+    group: 'g',
+    agentConnected,
+    identity: '',
+    addresses: [],
+    stale: false,
+    creationTimestamp: ago(HOUR),
     ...(disconnectedAt === undefined ? {} : {disconnectedAt}),
   })
 
@@ -390,7 +446,12 @@ describe('isPrunable', () => {
     ]
     expect(list.filter((r) => isPrunable(r, grace, NOW)).map((r) => r.name)).toEqual(['payments-v1-jwt-keycloak-vm-7', 'ratings-10.0.0.3'])
     // istiod's own 10s grace period prunes the entry that left 20s ago too.
-    expect(list.filter((r) => isPrunable(r, 10_000, NOW)).map((r) => r.name)).toEqual(['ledger-aws-aws-123456789012-us-east-2b-ecs-0f1e2d', 'payments-v1-jwt-keycloak-vm-7', 'ratings-10.0.0.2', 'ratings-10.0.0.3'])
+    expect(list.filter((r) => isPrunable(r, 10_000, NOW)).map((r) => r.name)).toEqual([
+      'ledger-aws-aws-123456789012-us-east-2b-ecs-0f1e2d',
+      'payments-v1-jwt-keycloak-vm-7',
+      'ratings-10.0.0.2',
+      'ratings-10.0.0.3',
+    ])
   })
 })
 
@@ -403,7 +464,14 @@ describe('the WorkloadAutoRegistration CRD fixture', () => {
       group: string
       scope: string
       names: {kind: string; plural: string; singular: string; shortNames: string[]}
-      versions: {name: string; served: boolean; storage: boolean; subresources: {status: object}; additionalPrinterColumns: {name: string; type: string; jsonPath: string}[]; schema: {openAPIV3Schema: Schema}}[]
+      versions: {
+        name: string
+        served: boolean
+        storage: boolean
+        subresources: {status: object}
+        additionalPrinterColumns: {name: string; type: string; jsonPath: string}[]
+        schema: {openAPIV3Schema: Schema}
+      }[]
     }
   }
   const version = crd.spec.versions[0]!
@@ -467,13 +535,37 @@ status:
 
   it.each([
     ['no registration', (o: ReturnType<typeof sample>) => delete (o.spec as Partial<typeof o.spec>).registration, ['spec.registration: Required value']],
-    ['two identities', (o: ReturnType<typeof sample>) => (o.spec.identity.jwt = {issuer: 'x', subject: 'y'}), ['spec.identity: Invalid value: "object": spec.identity in body must validate one and only one schema (oneOf)']],
-    ['no identity', (o: ReturnType<typeof sample>) => (o.spec.identity = {}), ['spec.identity: Invalid value: "object": spec.identity in body must validate one and only one schema (oneOf). Found none valid']],
-    ['an account that is not 12 digits', (o: ReturnType<typeof sample>) => ((o.spec.identity.aws as Record<string, unknown>).account = '1234'), [`spec.identity.aws.account: Invalid value: "1234": spec.identity.aws.account in body should match '^[0-9]{12}$'`]],
-    ['a bad sidecar revision', (o: ReturnType<typeof sample>) => (o.spec.registration.sidecar.istio.revision = 'Canary_1'), [`spec.registration.sidecar.istio.revision: Invalid value: "Canary_1": spec.registration.sidecar.istio.revision in body should match '^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$'`]],
+    [
+      'two identities',
+      (o: ReturnType<typeof sample>) => (o.spec.identity.jwt = {issuer: 'x', subject: 'y'}),
+      ['spec.identity: Invalid value: "object": spec.identity in body must validate one and only one schema (oneOf)'],
+    ],
+    [
+      'no identity',
+      (o: ReturnType<typeof sample>) => (o.spec.identity = {}),
+      ['spec.identity: Invalid value: "object": spec.identity in body must validate one and only one schema (oneOf). Found none valid'],
+    ],
+    [
+      'an account that is not 12 digits',
+      (o: ReturnType<typeof sample>) => ((o.spec.identity.aws as Record<string, unknown>).account = '1234'),
+      [`spec.identity.aws.account: Invalid value: "1234": spec.identity.aws.account in body should match '^[0-9]{12}$'`],
+    ],
+    [
+      'a bad sidecar revision',
+      (o: ReturnType<typeof sample>) => (o.spec.registration.sidecar.istio.revision = 'Canary_1'),
+      [`spec.registration.sidecar.istio.revision: Invalid value: "Canary_1": spec.registration.sidecar.istio.revision in body should match '^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$'`],
+    ],
     ['a sidecar without a version', (o: ReturnType<typeof sample>) => delete o.spec.registration.sidecar.istio.version, ['spec.registration.sidecar.istio.version: Required value']],
-    ['an empty connectedTo', (o: ReturnType<typeof sample>) => (o.status.activeAgentConnection = {connectedTo: ''}), ['status.activeAgentConnection.connectedTo: Invalid value: "": status.activeAgentConnection.connectedTo in body should be at least 1 chars long']],
-    ['an unquoted True condition status (a YAML boolean)', (o: ReturnType<typeof sample>) => ((o.status.conditions as {status: unknown}[])[0]!.status = true), ['status.conditions[0].status: Invalid value: "boolean": status.conditions[0].status in body must be of type string: "boolean"']],
+    [
+      'an empty connectedTo',
+      (o: ReturnType<typeof sample>) => (o.status.activeAgentConnection = {connectedTo: ''}),
+      ['status.activeAgentConnection.connectedTo: Invalid value: "": status.activeAgentConnection.connectedTo in body should be at least 1 chars long'],
+    ],
+    [
+      'an unquoted True condition status (a YAML boolean)',
+      (o: ReturnType<typeof sample>) => ((o.status.conditions as {status: unknown}[])[0]!.status = true),
+      ['status.conditions[0].status: Invalid value: "boolean": status.conditions[0].status in body must be of type string: "boolean"'],
+    ],
   ])('rejects %s', (_title, mutate, expected) => {
     const obj = sample()
     mutate(obj)

@@ -12,10 +12,79 @@ import {parseYamlStream, toYaml, toYamlStream} from '../../src/lib/yaml.js'
 
 // Strings that YAML 1.1 or YAML syntax would read as something else unless quoted, and plain ones.
 const STRINGS = [
-  '', ' ', ' a', 'a:b', 'a: b', '#a', 'a #b', '- a', '-', '?', '[a]', '{a}', '&a', '*a', '!a', '|', '>', "'a'", '"a"', '%a', '@a', '`a', 'a\nb', '\ta', '---', '...',
-  '~', 'null', 'NULL', 'y', 'Y', 'yes', 'YES', 'n', 'no', 'on', 'ON', 'off', 'true', 'False', '0', '8080', '-1', '1_000', '0b101', '0755', '0x1F', '08', '1.5', '.5',
-  '1e5', '.inf', '-.inf', '.nan', '1:20', '190:20:30', '2001-12-14', '2001-12-14t21:59:43.10-05:00', 'é', '日本', '🙂', 'x'.repeat(1001), 'a=b',
-  'web', 'apps', 'app.kubernetes.io/managed-by', 'networking.istio.io/v1', '127.0.0.1', 'v1', '/healthz', 'Yess', 'nulls', '0o17',
+  '',
+  ' ',
+  ' a',
+  'a:b',
+  'a: b',
+  '#a',
+  'a #b',
+  '- a',
+  '-',
+  '?',
+  '[a]',
+  '{a}',
+  '&a',
+  '*a',
+  '!a',
+  '|',
+  '>',
+  "'a'",
+  '"a"',
+  '%a',
+  '@a',
+  '`a',
+  'a\nb',
+  '\ta',
+  '---',
+  '...',
+  '~',
+  'null',
+  'NULL',
+  'y',
+  'Y',
+  'yes',
+  'YES',
+  'n',
+  'no',
+  'on',
+  'ON',
+  'off',
+  'true',
+  'False',
+  '0',
+  '8080',
+  '-1',
+  '1_000',
+  '0b101',
+  '0755',
+  '0x1F',
+  '08',
+  '1.5',
+  '.5',
+  '1e5',
+  '.inf',
+  '-.inf',
+  '.nan',
+  '1:20',
+  '190:20:30',
+  '2001-12-14',
+  '2001-12-14t21:59:43.10-05:00',
+  'é',
+  '日本',
+  '🙂',
+  'x'.repeat(1001),
+  'a=b',
+  'web',
+  'apps',
+  'app.kubernetes.io/managed-by',
+  'networking.istio.io/v1',
+  '127.0.0.1',
+  'v1',
+  '/healthz',
+  'Yess',
+  'nulls',
+  '0o17',
 ]
 const read11 = (text: string): unknown => parse(text, {version: '1.1'})
 
@@ -38,7 +107,15 @@ describe('YAML output', () => {
   })
 
   it("onboard's manifests: a stream without a leading separator that parses back to the objects", () => {
-    const spec = parseOnboardInput({name: 'web', namespace: 'apps', ports: ['http=8080', 'grpc=9090:19090/GRPC'], serviceAccount: 'web-vm', probe: {http: '8080/healthz'}, createNamespace: true, createServiceAccount: true})
+    const spec = parseOnboardInput({
+      name: 'web',
+      namespace: 'apps',
+      ports: ['http=8080', 'grpc=9090:19090/GRPC'],
+      serviceAccount: 'web-vm',
+      probe: {http: '8080/healthz'},
+      createNamespace: true,
+      createServiceAccount: true,
+    })
     const objects = generateOnboardObjects(spec)
     const text = toYamlStream(objects)
     expect(text.startsWith('---')).toBe(false)
@@ -47,7 +124,10 @@ describe('YAML output', () => {
 
   it('generated documents read back equal', () => {
     // Not the key `<<`: `yaml` writes it plain, and YAML 1.1 readers take it as a merge key.
-    const str = fc.oneof(fc.constantFrom(...STRINGS), fc.string({maxLength: 8}).filter((s) => s !== '<<'))
+    const str = fc.oneof(
+      fc.constantFrom(...STRINGS),
+      fc.string({maxLength: 8}).filter((s) => s !== '<<'),
+    )
     const scalar = fc.oneof(str, fc.integer(), fc.boolean(), fc.constant(null))
     const value = fc.letrec((tie) => ({
       node: fc.oneof({depthSize: 'small', withCrossShrink: true}, scalar, tie('map'), tie('seq')),

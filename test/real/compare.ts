@@ -73,14 +73,31 @@ const work = mkdtempSync(join(tmpdir(), 'meshvm-compare-'))
 const sim = await startTestCluster({rootCertDelayMs: 100, contextName: 'main'})
 const simIstiod = [...sim.mesh.istiods.keys()][0]!
 const simTarget: Target = {
-  name: 'simulation', env: sim.env, kube: new Kube(sim.url, sim.caPem, sim.token),
+  name: 'simulation',
+  env: sim.env,
+  kube: new Kube(sim.url, sim.caPem, sim.token),
   // the seeded install's gateway address and cluster ID
-  replace: [[simIstiod, 'ISTIOD'], [sim.token, 'TOKEN'], ['203.0.113.10', 'GATEWAY'], ['cluster1', 'CLUSTER']], stop: () => sim.stop(),
+  replace: [
+    [simIstiod, 'ISTIOD'],
+    [sim.token, 'TOKEN'],
+    ['203.0.113.10', 'GATEWAY'],
+    ['cluster1', 'CLUSTER'],
+  ],
+  stop: () => sim.stop(),
 }
 const cp = await startRealControlPlane({istio, remote: false, onProgress: (l) => process.stderr.write(`${l}\n`)})
 const realTarget: Target = {
-  name: 'real', env: {KUBECONFIG: cp.kubeconfigPath}, kube: cp.main.kube,
-  replace: [[ISTIOD_POD, 'ISTIOD'], [cp.main.token, 'TOKEN'], ['127.0.0.1 ', 'GATEWAY '], ['127.0.0.1,', 'GATEWAY,'], ['ISTIO_META_CLUSTER_ID main', 'ISTIO_META_CLUSTER_ID CLUSTER']], stop: () => cp.stop(),
+  name: 'real',
+  env: {KUBECONFIG: cp.kubeconfigPath},
+  kube: cp.main.kube,
+  replace: [
+    [ISTIOD_POD, 'ISTIOD'],
+    [cp.main.token, 'TOKEN'],
+    ['127.0.0.1 ', 'GATEWAY '],
+    ['127.0.0.1,', 'GATEWAY,'],
+    ['ISTIO_META_CLUSTER_ID main', 'ISTIO_META_CLUSTER_ID CLUSTER'],
+  ],
+  stop: () => cp.stop(),
 }
 try {
   const a = await scenario(simTarget, work)

@@ -72,7 +72,13 @@ export async function buildControlPlane(options: {onProgress?: (line: string) =>
   })
   const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)))
   if (code !== 0) {
-    const reason = err.split('\n').filter((l) => l.startsWith('control-plane:')).pop() ?? err.trim().split('\n').pop() ?? `exit ${code}`
+    const reason =
+      err
+        .split('\n')
+        .filter((l) => l.startsWith('control-plane:'))
+        .pop() ??
+      err.trim().split('\n').pop() ??
+      `exit ${code}`
     throw new Error(reason)
   }
   const kv = new Map<string, string>()
@@ -195,12 +201,16 @@ export interface HttpAnswer {
 export function httpGet(url: string, o: {ca?: string; token?: string; timeoutMs?: number} = {}): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const u = new URL(url)
-    const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, {method: 'GET', ca: o.ca, headers: o.token ? {Authorization: `Bearer ${o.token}`} : {}, timeout: o.timeoutMs ?? 5000}, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (d: string) => (body += d))
-      res.on('end', () => resolve({status: res.statusCode ?? 0, body}))
-      res.on('error', reject)
-    })
+    const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(
+      u,
+      {method: 'GET', ca: o.ca, headers: o.token ? {Authorization: `Bearer ${o.token}`} : {}, timeout: o.timeoutMs ?? 5000},
+      (res) => {
+        let body = ''
+        res.setEncoding('utf8').on('data', (d: string) => (body += d))
+        res.on('end', () => resolve({status: res.statusCode ?? 0, body}))
+        res.on('error', reject)
+      },
+    )
     req.on('timeout', () => req.destroy(new Error(`GET ${url}: timeout`)))
     req.on('error', reject)
     req.end()
@@ -218,22 +228,28 @@ export class Kube {
   request<T = any>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{status: number; json: T}> {
     return new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body)
-      const req = httpsRequest(new URL(path, this.url), {
-        method, ca: this.ca, timeout: 30_000,
-        headers: {Authorization: `Bearer ${this.token}`, Accept: 'application/json', ...(data !== undefined ? {'Content-Type': contentType, 'Content-Length': Buffer.byteLength(data)} : {})},
-      }, (res) => {
-        let text = ''
-        res.setEncoding('utf8').on('data', (d: string) => (text += d))
-        res.on('end', () => {
-          let json: any
-          try {
-            json = text ? JSON.parse(text) : undefined
-          } catch {
-            json = text
-          }
-          resolve({status: res.statusCode ?? 0, json})
-        })
-      })
+      const req = httpsRequest(
+        new URL(path, this.url),
+        {
+          method,
+          ca: this.ca,
+          timeout: 30_000,
+          headers: {Authorization: `Bearer ${this.token}`, Accept: 'application/json', ...(data !== undefined ? {'Content-Type': contentType, 'Content-Length': Buffer.byteLength(data)} : {})},
+        },
+        (res) => {
+          let text = ''
+          res.setEncoding('utf8').on('data', (d: string) => (text += d))
+          res.on('end', () => {
+            let json: any
+            try {
+              json = text ? JSON.parse(text) : undefined
+            } catch {
+              json = text
+            }
+            resolve({status: res.statusCode ?? 0, json})
+          })
+        },
+      )
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timeout`)))
       req.on('error', reject)
       req.end(data)
@@ -244,7 +260,7 @@ export class Kube {
   async must<T = any>(method: string, path: string, body?: unknown, o: {ok?: number[]; contentType?: string} = {}): Promise<T> {
     const r = await this.request<T>(method, path, body, o.contentType)
     if ((r.status < 200 || r.status > 299) && !(o.ok ?? []).includes(r.status)) {
-      throw new Error(`${method} ${path}: HTTP ${r.status}: ${typeof r.json === 'string' ? r.json : (r.json as {message?: string})?.message ?? ''}`)
+      throw new Error(`${method} ${path}: HTTP ${r.status}: ${typeof r.json === 'string' ? r.json : ((r.json as {message?: string})?.message ?? '')}`)
     }
     return r.json
   }
@@ -287,7 +303,10 @@ async function makePki(dir: string): Promise<Pki> {
   mkdirSync(dir, {recursive: true})
   await openssl(dir, 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=meshvm-real-ca')
   // apiserver serving cert (both API servers), and the kubelet stand-in's
-  for (const [name, san] of [['apiserver', 'IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc'], ['kubelet', 'IP:127.0.0.1,DNS:localhost']] as const) {
+  for (const [name, san] of [
+    ['apiserver', 'IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc'],
+    ['kubelet', 'IP:127.0.0.1,DNS:localhost'],
+  ] as const) {
     await openssl(dir, 'req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`)
     writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\nextendedKeyUsage=serverAuth\n`)
     await openssl(dir, 'x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`)
@@ -341,19 +360,25 @@ async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: 
   writeFileSync(join(own, 'tokens.csv'), `${token},meshvm-admin,meshvm-admin-uid,"system:masters"\n`, {mode: 0o600})
   const p = o.pki.dir
   const args = [
-    `--etcd-servers=${o.etcdUrl}`, `--etcd-prefix=${o.prefix}`,
-    '--bind-address=127.0.0.1', `--secure-port=${port}`,
-    '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none',
-    `--tls-cert-file=${join(p, 'apiserver.crt')}`, `--tls-private-key-file=${join(p, 'apiserver.key')}`,
+    `--etcd-servers=${o.etcdUrl}`,
+    `--etcd-prefix=${o.prefix}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${port}`,
+    '--advertise-address=127.0.0.1',
+    '--endpoint-reconciler-type=none',
+    `--tls-cert-file=${join(p, 'apiserver.crt')}`,
+    `--tls-private-key-file=${join(p, 'apiserver.key')}`,
     `--cert-dir=${join(own, 'certs')}`,
     '--service-cluster-ip-range=10.96.0.0/16',
     `--service-account-issuer=${o.issuer}`,
-    `--service-account-signing-key-file=${o.saKey}`, `--service-account-key-file=${o.saKey}`,
+    `--service-account-signing-key-file=${o.saKey}`,
+    `--service-account-key-file=${o.saKey}`,
     '--authorization-mode=RBAC',
     `--token-auth-file=${join(own, 'tokens.csv')}`,
     `--client-ca-file=${o.pki.ca}`,
     // the kubelet stand-in: its address from the Node, its certificate checked against the CA
-    '--kubelet-preferred-address-types=InternalIP', `--kubelet-certificate-authority=${o.pki.ca}`,
+    '--kubelet-preferred-address-types=InternalIP',
+    `--kubelet-certificate-authority=${o.pki.ca}`,
     '--v=1',
   ]
   const proc = startProc(`kube-apiserver-${o.name}`, o.bin, args, {dir: o.dir})
@@ -365,11 +390,21 @@ async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: 
   // The controllers a cluster has and meshvm meets: the token controller (fills service-account token
   // Secrets, as create-remote-secret needs), default ServiceAccounts, namespace deletion, garbage
   // collection, kube-root-ca.crt. No scheduler, no kubelet, no workload controllers.
-  const kcm = startProc(`kube-controller-manager-${o.name}`, o.kcm, [
-    `--kubeconfig=${kubeconfigPath}`, '--secure-port=0', '--leader-elect=false', '--use-service-account-credentials=false',
-    '--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller',
-    `--service-account-private-key-file=${o.saKey}`, `--root-ca-file=${o.pki.ca}`, '--v=1',
-  ], {dir: o.dir})
+  const kcm = startProc(
+    `kube-controller-manager-${o.name}`,
+    o.kcm,
+    [
+      `--kubeconfig=${kubeconfigPath}`,
+      '--secure-port=0',
+      '--leader-elect=false',
+      '--use-service-account-credentials=false',
+      '--controllers=serviceaccount-token-controller,serviceaccount-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller',
+      `--service-account-private-key-file=${o.saKey}`,
+      `--root-ca-file=${o.pki.ca}`,
+      '--v=1',
+    ],
+    {dir: o.dir},
+  )
   return {name: o.name, url, port, token, kubeconfigPath, kube, proc, kcm}
 }
 
@@ -380,7 +415,11 @@ export async function installCrds(kube: Kube, file: string): Promise<string[]> {
     .filter((d): d is {kind: string; metadata: {name: string}} => d?.kind === 'CustomResourceDefinition')
   for (const crd of crds) await kube.create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
   for (const crd of crds) {
-    await kube.waitFor(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`, (o: any) => (o?.status?.conditions ?? []).some((c: any) => c.type === 'Established' && c.status === 'True'), `CRD ${crd.metadata.name} established`)
+    await kube.waitFor(
+      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
+      (o: any) => (o?.status?.conditions ?? []).some((c: any) => c.type === 'Established' && c.status === 'True'),
+      `CRD ${crd.metadata.name} established`,
+    )
   }
   return crds.map((c) => c.metadata.name)
 }
@@ -456,18 +495,39 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     step(`etcd ${binaries.versions.etcd}`)
     const [client, peer] = [await freePort(), await freePort()]
     const etcdUrl = `http://127.0.0.1:${client}`
-    const etcd = startProc('etcd', binaries.etcd, [
-      '--name=real', `--data-dir=${join(dir, 'etcd')}`,
-      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-      `--listen-peer-urls=http://127.0.0.1:${peer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
-      `--initial-cluster=real=http://127.0.0.1:${peer}`, '--initial-cluster-state=new',
-      '--unsafe-no-fsync', '--log-level=warn',
-    ], {dir})
+    const etcd = startProc(
+      'etcd',
+      binaries.etcd,
+      [
+        '--name=real',
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+        `--initial-cluster=real=http://127.0.0.1:${peer}`,
+        '--initial-cluster-state=new',
+        '--unsafe-no-fsync',
+        '--log-level=warn',
+      ],
+      {dir},
+    )
     procs.push(etcd)
     await waitFor('etcd /health', etcd, async () => (await httpGet(`${etcdUrl}/health`)).body.includes('"health":"true"'), 60_000)
 
     step(`kube-apiserver ${binaries.versions.kubernetes}`)
-    const apiserver = (name: string, prefix: string) => startApiServer({name, dir, pki, etcdUrl, prefix, saKey: join(pki.dir, `sa-${name}.key`), issuer: `https://kubernetes.default.svc.${name}.local`, bin: binaries.kubeApiserver, kcm: binaries.kubeControllerManager})
+    const apiserver = (name: string, prefix: string) =>
+      startApiServer({
+        name,
+        dir,
+        pki,
+        etcdUrl,
+        prefix,
+        saKey: join(pki.dir, `sa-${name}.key`),
+        issuer: `https://kubernetes.default.svc.${name}.local`,
+        bin: binaries.kubeApiserver,
+        kcm: binaries.kubeControllerManager,
+      })
     const wantRemote = options.remote ?? true
     const [main, remote] = await Promise.all([apiserver('main', '/registry'), wantRemote ? apiserver('remote', '/remote') : Promise.resolve(undefined)])
     procs.push(main.proc, main.kcm)
@@ -489,20 +549,25 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     }
     if (remote) await registerReaderRbac(remote.kube)
     await kube.create(`/api/v1/namespaces/${ISTIO_NAMESPACE}/configmaps`, {
-      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio', namespace: ISTIO_NAMESPACE, labels: {'istio.io/rev': 'default'}},
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {name: 'istio', namespace: ISTIO_NAMESPACE, labels: {'istio.io/rev': 'default'}},
       data: {mesh: 'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\nrootNamespace: istio-system\ntrustDomain: cluster.local\n', meshNetworks: 'networks: {}\n'},
     })
     // What the istiod Helm chart writes; meshvm reads the cluster ID from its values (istiod, with
     // injection off, does not read it).
     await kube.create(`/api/v1/namespaces/${ISTIO_NAMESPACE}/configmaps`, {
-      apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'istio-sidecar-injector', namespace: ISTIO_NAMESPACE, labels: {'istio.io/rev': 'default'}},
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {name: 'istio-sidecar-injector', namespace: ISTIO_NAMESPACE, labels: {'istio.io/rev': 'default'}},
       data: {values: JSON.stringify({global: {multiCluster: {clusterName: CLUSTER_ID}, meshID: 'mesh1', network: '', istioNamespace: ISTIO_NAMESPACE}, revision: ''}), config: ''},
     })
 
     step(`kubelet stand-in, Node and istiod Pod`)
     const istiodPorts: IstiodPorts = {grpc: await freePort(), secureGrpc: await freePort(), monitoring: await freePort(), http: await freePort(), ctrlz: await freePort()}
     kubelet = await startKubeletStandIn({
-      cert: readFileSync(join(pki.dir, 'kubelet.crt'), 'utf8'), key: readFileSync(join(pki.dir, 'kubelet.key'), 'utf8'),
+      cert: readFileSync(join(pki.dir, 'kubelet.crt'), 'utf8'),
+      key: readFileSync(join(pki.dir, 'kubelet.key'), 'utf8'),
       // a container's ports, as its network namespace would map them
       target: (ns, pod, port) => {
         if (ns !== ISTIO_NAMESPACE || pod !== ISTIOD_POD) return undefined
@@ -513,12 +578,20 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     await registerNodeAndPod(kube, {kubeletPort: kubelet.port, istioVersion: imageTag(binaries.versions.istio[istio])})
 
     const istiodEnv: Record<string, string> = {
-      POD_NAMESPACE: ISTIO_NAMESPACE, POD_NAME: ISTIOD_POD, CLUSTER_ID,
-      PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION: 'true', PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS: 'true',
+      POD_NAMESPACE: ISTIO_NAMESPACE,
+      POD_NAME: ISTIOD_POD,
+      CLUSTER_ID,
+      PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION: 'true',
+      PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS: 'true',
       PILOT_WORKLOAD_ENTRY_GRACE_PERIOD: options.gracePeriod ?? '3s',
-      INJECT_ENABLED: 'false', VALIDATION_WEBHOOK_CONFIG_NAME: '', INJECTION_WEBHOOK_CONFIG_NAME: '',
-      PILOT_ENABLE_GATEWAY_API: 'false', PILOT_ENABLE_GATEWAY_API_CONTROLLER: 'false', PILOT_ENABLE_GATEWAY_API_STATUS: 'false',
-      PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER: 'false', PILOT_ENABLE_GATEWAY_API_GATEWAYCLASS_CONTROLLER: 'false',
+      INJECT_ENABLED: 'false',
+      VALIDATION_WEBHOOK_CONFIG_NAME: '',
+      INJECTION_WEBHOOK_CONFIG_NAME: '',
+      PILOT_ENABLE_GATEWAY_API: 'false',
+      PILOT_ENABLE_GATEWAY_API_CONTROLLER: 'false',
+      PILOT_ENABLE_GATEWAY_API_STATUS: 'false',
+      PILOT_ENABLE_GATEWAY_API_DEPLOYMENT_CONTROLLER: 'false',
+      PILOT_ENABLE_GATEWAY_API_GATEWAYCLASS_CONTROLLER: 'false',
     }
     await registerInstallObjects(kube, {istioVersion: imageTag(binaries.versions.istio[istio]), env: istiodEnv})
 
@@ -526,17 +599,27 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     mkdirSync(istiodCwd)
     const startIstiodOnce = async (env: Record<string, string>) => {
       step(`istiod ${binaries.versions.istio[istio]}`)
-      const p = startProc('istiod', binaries.pilotDiscovery[istio], [
-        'discovery',
-        `--kubeconfig=${main.kubeconfigPath}`,
-        `--grpcAddr=127.0.0.1:${istiodPorts.grpc}`, `--secureGRPCAddr=127.0.0.1:${istiodPorts.secureGrpc}`,
-        `--monitoringAddr=127.0.0.1:${istiodPorts.monitoring}`, `--httpAddr=127.0.0.1:${istiodPorts.http}`,
-        '--httpsAddr=', `--ctrlz_port=${istiodPorts.ctrlz}`, '--ctrlz_address=127.0.0.1',
-        '--log_output_level=default:info',
-      ], {
-        dir, cwd: istiodCwd,
-        env: {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: istiodCwd, ...env},
-      })
+      const p = startProc(
+        'istiod',
+        binaries.pilotDiscovery[istio],
+        [
+          'discovery',
+          `--kubeconfig=${main.kubeconfigPath}`,
+          `--grpcAddr=127.0.0.1:${istiodPorts.grpc}`,
+          `--secureGRPCAddr=127.0.0.1:${istiodPorts.secureGrpc}`,
+          `--monitoringAddr=127.0.0.1:${istiodPorts.monitoring}`,
+          `--httpAddr=127.0.0.1:${istiodPorts.http}`,
+          '--httpsAddr=',
+          `--ctrlz_port=${istiodPorts.ctrlz}`,
+          '--ctrlz_address=127.0.0.1',
+          '--log_output_level=default:info',
+        ],
+        {
+          dir,
+          cwd: istiodCwd,
+          env: {PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: istiodCwd, ...env},
+        },
+      )
       istiod = p
       await waitFor('istiod /ready', p, async () => (await httpGet(`http://127.0.0.1:${istiodPorts.http}/ready`)).status === 200, 120_000)
       // istiod writes the mesh root into every namespace; wait for it in istio-system.
@@ -557,8 +640,14 @@ export async function startRealControlPlane(options: RealControlPlaneOptions = {
     await startIstiod()
     step('ready')
     return {
-      dir, istio, binaries, istioVersion: binaries.versions.istio[istio],
-      main, remote, kubeconfigPath, istiodPorts,
+      dir,
+      istio,
+      binaries,
+      istioVersion: binaries.versions.istio[istio],
+      main,
+      remote,
+      kubeconfigPath,
+      istiodPorts,
       get xdsAddress() {
         return `127.0.0.1:${istiodPorts.secureGrpc}`
       },
@@ -592,7 +681,10 @@ async function registerNodeAndPod(kube: Kube, o: {kubeletPort: number; istioVers
   await kube.create('/api/v1/nodes', {apiVersion: 'v1', kind: 'Node', metadata: {name: NODE_NAME, labels: {'kubernetes.io/hostname': NODE_NAME}}})
   const node = await kube.must('GET', `/api/v1/nodes/${NODE_NAME}`)
   node.status = {
-    addresses: [{type: 'InternalIP', address: '127.0.0.1'}, {type: 'Hostname', address: NODE_NAME}],
+    addresses: [
+      {type: 'InternalIP', address: '127.0.0.1'},
+      {type: 'Hostname', address: NODE_NAME},
+    ],
     daemonEndpoints: {kubeletEndpoint: {Port: o.kubeletPort}},
     conditions: [{type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet stand-in', lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString()}],
   }
@@ -607,22 +699,32 @@ async function registerNodeAndPod(kube: Kube, o: {kubeletPort: number; istioVers
 export async function createIstiodPod(kube: Kube, name: string, istioVersion: string): Promise<void> {
   const path = `/api/v1/namespaces/${ISTIO_NAMESPACE}/pods`
   await kube.create(path, {
-    apiVersion: 'v1', kind: 'Pod',
+    apiVersion: 'v1',
+    kind: 'Pod',
     metadata: {
-      name, namespace: ISTIO_NAMESPACE,
+      name,
+      namespace: ISTIO_NAMESPACE,
       labels: {app: 'istiod', istio: 'pilot', 'istio.io/rev': 'default', 'sidecar.istio.io/inject': 'false'},
       annotations: {'prometheus.io/port': String(POD_PORTS.monitoring), 'prometheus.io/scrape': 'true'},
     },
     spec: {
-      nodeName: NODE_NAME, serviceAccountName: 'default', automountServiceAccountToken: false,
+      nodeName: NODE_NAME,
+      serviceAccountName: 'default',
+      automountServiceAccountToken: false,
       containers: [{name: 'discovery', image: `docker.io/istio/pilot:${istioVersion}`, ports: Object.values(POD_PORTS).map((p) => ({containerPort: p, protocol: 'TCP'}))}],
     },
   })
   const pod = await kube.must('GET', `${path}/${name}`)
   const now = new Date().toISOString()
-  pod.status = {phase: 'Running', podIP: '127.0.0.1', podIPs: [{ip: '127.0.0.1'}], hostIP: '127.0.0.1', startTime: now,
+  pod.status = {
+    phase: 'Running',
+    podIP: '127.0.0.1',
+    podIPs: [{ip: '127.0.0.1'}],
+    hostIP: '127.0.0.1',
+    startTime: now,
     conditions: [{type: 'Ready', status: 'True', lastTransitionTime: now}],
-    containerStatuses: [{name: 'discovery', ready: true, restartCount: 0, image: `docker.io/istio/pilot:${istioVersion}`, imageID: '', state: {running: {startedAt: now}}}]}
+    containerStatuses: [{name: 'discovery', ready: true, restartCount: 0, image: `docker.io/istio/pilot:${istioVersion}`, imageID: '', state: {running: {startedAt: now}}}],
+  }
   await kube.must('PUT', `${path}/${name}/status`, pod)
 }
 
@@ -636,9 +738,12 @@ async function registerInstallObjects(kube: Kube, o: {istioVersion: string; env:
   const ns = ISTIO_NAMESPACE
   const labels = {app: 'istiod', istio: 'pilot', 'istio.io/rev': 'default'}
   await kube.create(`/apis/apps/v1/namespaces/${ns}/deployments`, {
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'istiod', namespace: ns, labels},
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {name: 'istiod', namespace: ns, labels},
     spec: {
-      replicas: 1, selector: {matchLabels: {app: 'istiod', 'istio.io/rev': 'default'}},
+      replicas: 1,
+      selector: {matchLabels: {app: 'istiod', 'istio.io/rev': 'default'}},
       template: {
         metadata: {labels},
         spec: {containers: [{name: 'discovery', image: `docker.io/istio/pilot:${o.istioVersion}`, env: Object.entries(o.env).map(([name, value]) => ({name, value}))}]},
@@ -647,12 +752,19 @@ async function registerInstallObjects(kube: Kube, o: {istioVersion: string; env:
   })
   const port = (name: string, p: number) => ({name, port: p, targetPort: p, protocol: 'TCP'})
   await kube.create(`/api/v1/namespaces/${ns}/services`, {
-    apiVersion: 'v1', kind: 'Service', metadata: {name: 'istiod', namespace: ns, labels},
-    spec: {selector: {app: 'istiod', istio: 'pilot'}, ports: [port('grpc-xds', 15010), port('https-dns', 15012), {name: 'https-webhook', port: 443, targetPort: 15017, protocol: 'TCP'}, port('http-monitoring', 15014)]},
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name: 'istiod', namespace: ns, labels},
+    spec: {
+      selector: {app: 'istiod', istio: 'pilot'},
+      ports: [port('grpc-xds', 15010), port('https-dns', 15012), {name: 'https-webhook', port: 443, targetPort: 15017, protocol: 'TCP'}, port('http-monitoring', 15014)],
+    },
   })
   const gw = {app: 'istio-eastwestgateway', istio: 'eastwestgateway', 'topology.istio.io/network': ''}
   await kube.create(`/api/v1/namespaces/${ns}/services`, {
-    apiVersion: 'v1', kind: 'Service', metadata: {name: 'istio-eastwestgateway', namespace: ns, labels: gw},
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {name: 'istio-eastwestgateway', namespace: ns, labels: gw},
     spec: {type: 'LoadBalancer', selector: {app: 'istio-eastwestgateway'}, ports: [port('status-port', 15021), port('tls', 15443), port('tls-istiod', 15012), port('tls-webhook', 15017)]},
   })
   const svc = await kube.must('GET', `/api/v1/namespaces/${ns}/services/istio-eastwestgateway`)
@@ -673,11 +785,21 @@ async function registerReaderRbac(kube: Kube): Promise<void> {
   const ns = ISTIO_NAMESPACE
   const name = `istio-reader-clusterrole-${ns}`
   const read = ['get', 'list', 'watch']
-  await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'istio-reader-service-account', namespace: ns, labels: {app: 'istio-reader'}}})
+  await kube.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: {name: 'istio-reader-service-account', namespace: ns, labels: {app: 'istio-reader'}},
+  })
   await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name, labels: {app: 'istio-reader'}},
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: {name, labels: {app: 'istio-reader'}},
     rules: [
-      {apiGroups: ['config.istio.io', 'security.istio.io', 'networking.istio.io', 'authentication.istio.io', 'rbac.istio.io', 'telemetry.istio.io', 'extensions.istio.io'], resources: ['*'], verbs: read},
+      {
+        apiGroups: ['config.istio.io', 'security.istio.io', 'networking.istio.io', 'authentication.istio.io', 'rbac.istio.io', 'telemetry.istio.io', 'extensions.istio.io'],
+        resources: ['*'],
+        verbs: read,
+      },
       {apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'], verbs: read},
       {apiGroups: ['networking.istio.io'], resources: ['workloadentries'], verbs: read},
       {apiGroups: ['networking.x-k8s.io', 'gateway.networking.k8s.io'], resources: ['gateways'], verbs: read},
@@ -691,7 +813,9 @@ async function registerReaderRbac(kube: Kube): Promise<void> {
     ],
   })
   await kube.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: {name, labels: {app: 'istio-reader'}},
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: {name, labels: {app: 'istio-reader'}},
     roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name},
     subjects: [{kind: 'ServiceAccount', name: 'istio-reader-service-account', namespace: ns}],
   })

@@ -42,8 +42,10 @@ beforeAll(async () => {
   registry = join(work, 'vms')
   mkdirSync(registry)
   bundle = join(work, 'web')
-  const r = await meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account',
-    '--apply', '--bundle', bundle, '--autoregister'], {timeoutMs: 90_000})
+  const r = await meshvm(
+    ['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'],
+    {timeoutMs: 90_000},
+  )
   expect(r.stderr).not.toMatch(STACK_TRACE)
   expect(r.code, r.stderr).toBe(0)
   recordSecret(readFileSync(join(bundle, 'istio-token'), 'utf8').trim())
@@ -122,7 +124,8 @@ function runFix(fix: string | undefined, address = VM_IP): Promise<{stdout: stri
   return new Promise((resolve, reject) => {
     const script = `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }\n${fix}`
     execFile('/bin/sh', ['-c', script], {cwd: REPO_ROOT, timeout: 150_000, env: {...process.env, ...env(), MESHVM_VM_ADDRESS: address, NO_COLOR: '1'}}, (err, stdout, stderr) =>
-      err ? reject(new Error(`fix failed: ${fix}\n${stdout}\n${stderr}`)) : resolve({stdout, stderr}))
+      err ? reject(new Error(`fix failed: ${fix}\n${stdout}\n${stderr}`)) : resolve({stdout, stderr}),
+    )
   })
 }
 
@@ -130,7 +133,8 @@ const wePath = (name: string) => `/apis/networking.istio.io/v1/namespaces/${NS}/
 type Entry = {metadata?: {annotations?: Record<string, string>}; status?: {conditions?: {type: string; status: string; message?: string}[]}}
 const healthyIs = (status: string) => (o: Entry | undefined) => (o?.status?.conditions ?? []).some((c) => c.type === 'Healthy' && c.status === status)
 /** The entry connected (connectedAt, no disconnectedAt) and Healthy=True: what istiod writes once the VM is back. */
-const backAndHealthy = (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/connectedAt'] !== undefined && o.metadata.annotations['istio.io/disconnectedAt'] === undefined && healthyIs('True')(o)
+const backAndHealthy = (o: Entry | undefined) =>
+  o?.metadata?.annotations?.['istio.io/connectedAt'] !== undefined && o.metadata.annotations['istio.io/disconnectedAt'] === undefined && healthyIs('True')(o)
 
 async function startHost(ip: string, o: {firstValiditySeconds?: number} = {}): Promise<VmHost> {
   const h = await VmHost.start({bundleDir: vmDir, istiodAddress: () => cp.xdsAddress, instanceIp: ip, registryDir: registry, hostname: `vm-${ip.split('.').pop()}`, ...o})
@@ -151,7 +155,11 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
   it('passes every step: bundle, gateway, istiod, registration, Service, sync, and on the VM its readiness, the certificate real istiod issued, the root it trusts', async () => {
     vm = await startHost(VM_IP)
     const report = await expectPass([WE, '--bundle', vmDir])
-    for (const step of [1, 2, 3, 4, 5, 6, 7]) expect(report.checks.some((c) => c.step === step && c.status === 'pass'), `step ${step}\n${show(report)}`).toBe(true)
+    for (const step of [1, 2, 3, 4, 5, 6, 7])
+      expect(
+        report.checks.some((c) => c.step === step && c.status === 'pass'),
+        `step ${step}\n${show(report)}`,
+      ).toBe(true)
     expect(check(report, 'registration')!.detail).toContain(`WorkloadEntry ${NS}/${WE} at ${VM_IP}`)
     expect(check(report, 'sync')!.detail).toBe(`SYNCED with ${ISTIOD_POD}`)
     expect(check(report, 'vm.ready')).toMatchObject({status: 'pass', detail: 'pilot-agent is ready (15021/healthz/ready: 200)'})
@@ -176,10 +184,18 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await cp.main.kube.create(`/api/v1/namespaces/${NS}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'web-vm', namespace: NS}})
     // kube-apiserver keeps a token it accepted in its authentication cache for a while: until it rejects it.
     const token = readFileSync(join(vmDir, 'istio-token'), 'utf8').trim()
-    await waitFor('the API server to reject the old token', async () => {
-      const review = await cp.main.kube.must('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: {token, audiences: ['istio-ca']}})
-      return review.status?.authenticated !== true
-    }, 60_000)
+    await waitFor(
+      'the API server to reject the old token',
+      async () => {
+        const review = await cp.main.kube.must('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenReview',
+          spec: {token, audiences: ['istio-ca']},
+        })
+        return review.status?.authenticated !== true
+      },
+      60_000,
+    )
     const failing = await expectFirstFail([WE, '--bundle', vmDir], 'bundle.token.review')
     expect(failing.detail).toMatch(/^the API server rejects it/)
     await runFix(failing.fix)
@@ -190,7 +206,10 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
   it('a bundle with another root (the Kubernetes CA instead of the mesh root): step 1 root-cert, the sidecar cannot reconnect; the printed fix (a new bundle, its root sent to the VM, the sidecar restarted) makes doctor pass', async () => {
     writeFileSync(join(vmDir, 'root-cert.pem'), readFileSync(join(cp.dir, 'pki', 'ca.crt'), 'utf8'))
     // Real istiod's serving certificate does not verify against that root: the restarted sidecar gets nothing.
-    const restart = await runFix(`${VM_EXEC} sudo systemctl restart istio`).then(() => undefined, (e: Error) => e)
+    const restart = await runFix(`${VM_EXEC} sudo systemctl restart istio`).then(
+      () => undefined,
+      (e: Error) => e,
+    )
     expect(restart?.message).toMatch(/istio: .*(certificate|self.signed|UNAVAILABLE)/i)
     await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')
     const failing = await expectFirstFail([WE, '--bundle', vmDir], 'bundle.root-cert')
@@ -203,7 +222,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await expectPass([WE, '--bundle', vmDir])
   })
 
-  it('an unhealthy application (pilot-agent reports the failing probe): step 4 registration.healthy with the probe\'s message; once it passes again, so does doctor', async () => {
+  it("an unhealthy application (pilot-agent reports the failing probe): step 4 registration.healthy with the probe's message; once it passes again, so does doctor", async () => {
     const message = 'Get "http://127.0.0.1:8080/ready": dial tcp 127.0.0.1:8080: connect: connection refused'
     await vm.setAppHealth(false, message)
     await cp.main.kube.waitFor(wePath(WE), healthyIs('False'), 'Healthy=False')
@@ -222,9 +241,11 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await expectPass([WE])
   })
 
-  it('another WorkloadEntry at the VM\'s address: step 4 registration.duplicates; the printed kubectl delete makes doctor pass', async () => {
+  it("another WorkloadEntry at the VM's address: step 4 registration.duplicates; the printed kubectl delete makes doctor pass", async () => {
     await cp.main.kube.must('POST', `/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries`, {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'web-by-hand', namespace: NS},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {name: 'web-by-hand', namespace: NS},
       spec: {address: VM_IP, labels: {app: 'web'}, serviceAccount: 'web-vm'},
     })
     const failing = await expectFirstFail([WE], 'registration.duplicates')
@@ -235,7 +256,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
   })
 
   // Before the stale case, whose `meshvm onboard --apply` must take over the Service the fix made.
-  it('no Service selecting the group: step 5 service; the printed fix (the Service onboard makes, applied with meshvm\'s field manager) makes doctor pass, and onboard --apply takes it over', async () => {
+  it("no Service selecting the group: step 5 service; the printed fix (the Service onboard makes, applied with meshvm's field manager) makes doctor pass, and onboard --apply takes it over", async () => {
     await cp.main.kube.must('DELETE', `/api/v1/namespaces/${NS}/services/web`)
     const failing = await expectFirstFail([WE], 'service')
     expect(failing.fix).toMatch(/^printf '%s\\n' '\{"apiVersion":"v1","kind":"Service",.*\}' \| kubectl apply --server-side --field-manager=meshvm -f -$/)
@@ -261,7 +282,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await expectPass([WE])
   })
 
-  it('configuration the VM\'s Envoy rejects (a NACK of LDS, as real istiod records it): step 6 sync with the error; once the configuration is gone, doctor passes', async () => {
+  it("configuration the VM's Envoy rejects (a NACK of LDS, as real istiod records it): step 6 sync with the error; once the configuration is gone, doctor passes", async () => {
     const error = 'Error adding/updating listener(s) 0.0.0.0_9090: Proto constraint validation failed (HttpConnectionManagerValidationError.StatPrefix: value length must be at least 1 characters)'
     const lds = 'type.googleapis.com/envoy.config.listener.v3.Listener'
     const proxy = vm.connection!.proxyId
@@ -271,7 +292,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     vm.rejectConfig(lds, error)
     const svc = {apiVersion: 'v1', kind: 'Service', metadata: {name: 'metrics', namespace: NS}, spec: {ports: [{name: 'http', port: 9090}]}}
     await cp.main.kube.must('POST', `/api/v1/namespaces/${NS}/services`, svc)
-    await waitFor('the NACK in istiod\'s syncz', async () => (await ldsError()) === error, 30_000)
+    await waitFor("the NACK in istiod's syncz", async () => (await ldsError()) === error, 30_000)
     const failing = await expectFirstFail([WE], 'sync')
     // No EnvoyFilter adds what the error names (a Service's listener did it): doctor says the cause is
     // not proven and prints no fix rather than a guess.
@@ -288,7 +309,10 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')
     const {report} = await doctor([WE])
     // The restart, as the VM's shell reads it on its standard input (with the variables doctor gave --vm-exec).
-    expect(firstFail(report)).toMatchObject({check: 'registration.connected', fix: `printf '%s\\n' 'sudo systemctl restart istio' | MESHVM_VM_NAME=${WE} MESHVM_VM_ADDRESS=${VM_IP} MESHVM_VM_HOSTNAME=${VM_IP} MESHVM_NAMESPACE=${NS} sh -c '${VM_EXEC}'`})
+    expect(firstFail(report)).toMatchObject({
+      check: 'registration.connected',
+      fix: `printf '%s\\n' 'sudo systemctl restart istio' | MESHVM_VM_NAME=${WE} MESHVM_VM_ADDRESS=${VM_IP} MESHVM_VM_HOSTNAME=${VM_IP} MESHVM_NAMESPACE=${NS} sh -c '${VM_EXEC}'`,
+    })
     expect(firstFail(report)!.detail).toMatch(/^the VM disconnected from istiod .* ago; istiod deletes the entry after its grace period$/)
     // On the VM, pilot-agent's and Envoy's ports are closed.
     expect(check(report, 'vm.ready')).toMatchObject({status: 'fail', detail: 'pilot-agent does not answer on 15021: the sidecar is not running'})
@@ -324,7 +348,9 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     expect((await cp.main.kube.get(wePath(`web-${ip}`))).status).toBe(404)
     // Without --bundle too: the proxy istiod reports connected is the VM asked about, with no entry.
     const byProxy = await expectFirstFail([`vm-7.${NS}`], 'istiod.autoregistration')
-    expect(check((await doctor([`vm-7.${NS}`])).report, 'registration')!.detail).toMatch(new RegExp(`^no WorkloadEntry matches vm-7\\.${NS}: istiod \\S+ reports the proxy vm-7\\.${NS} connected, but registered no entry for it`))
+    expect(check((await doctor([`vm-7.${NS}`])).report, 'registration')!.detail).toMatch(
+      new RegExp(`^no WorkloadEntry matches vm-7\\.${NS}: istiod \\S+ reports the proxy vm-7\\.${NS} connected, but registered no entry for it`),
+    )
     expect(byProxy.fix).toBe('kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true')
     // And by its address, which real istiod's /debug/adsz has from the proxy's INSTANCE_IPS; --vm-exec
     // reaches the VM there and sees pilot-agent connected.

@@ -33,7 +33,8 @@ const meshvm = (args: string[]): Promise<Run> => runCli(args, {env: {KUBECONFIG:
 const istioctl = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
   new Promise((resolve) => {
     execFile(inject('realBinaries').istioctl[istioReleaseFromEnv()], args, {env: {KUBECONFIG: cp.kubeconfigPath, HOME: work, PATH: process.env.PATH, ...env}, timeout: 90_000}, (err, stdout, stderr) =>
-      resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr}))
+      resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr}),
+    )
   })
 
 /** The table's lines, trailing blanks and ages ("SYNCED (3s)") aside: the two read istiod a moment apart. */
@@ -48,7 +49,24 @@ beforeAll(async () => {
   recordSecret(cp.main.token)
   work = mkdtempSync(join(tmpdir(), 'meshvm-real-pf-'))
   const bundle = join(work, 'web-vm')
-  const r = await meshvm(['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'])
+  const r = await meshvm([
+    'onboard',
+    'web',
+    '-n',
+    NS,
+    '-p',
+    'http=8080',
+    '--probe-http',
+    '8080/ready',
+    '-s',
+    'web-vm',
+    '--create-namespace',
+    '--create-service-account',
+    '--apply',
+    '--bundle',
+    bundle,
+    '--autoregister',
+  ])
   if (r.code !== 0) throw new Error(`onboard failed: ${r.stderr}`)
   for (let i = 0; i < VMS; i++) {
     const c = await joinIstiod({bundleDir: bundle, istiodAddress: cp.xdsAddress, instanceIp: `10.20.0.${i + 1}`})
@@ -66,7 +84,7 @@ afterAll(async () => {
 
 describe('istioctl proxy-status through a port-forward (the kubelet stand-in speaks SPDY)', () => {
   for (const [how, env] of [
-    ['SPDY tunnelled in a WebSocket (client-go\'s default)', {}],
+    ["SPDY tunnelled in a WebSocket (client-go's default)", {}],
     ['plain SPDY (KUBECTL_PORT_FORWARD_WEBSOCKETS=false)', {KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false'}],
   ] as const) {
     it(`${how}: the same rows as meshvm proxy-status (table, -n, -v 1)`, async () => {
@@ -82,20 +100,26 @@ describe('istioctl proxy-status through a port-forward (the kubelet stand-in spe
         expect(theirs!.code, `istioctl proxy-status ${args.join(' ')}: ${theirs!.stderr}`).toBe(0)
         expect(ours!.code, ours!.stderr).toBe(0)
         expect(rows(ours!.stdout), `proxy-status ${args.join(' ')}`).toEqual(rows(theirs!.stdout))
-        const listed = rows(theirs!.stdout).slice(1).map((l) => l.split(/\s+/)[0])
+        const listed = rows(theirs!.stdout)
+          .slice(1)
+          .map((l) => l.split(/\s+/)[0])
         expect(listed).toEqual(vms.map((v) => v.proxyId).sort())
       }
     })
   }
 
-  it('a pod port nothing listens on: client-go reports the error the stand-in writes on the SPDY error stream, as kubelet\'s', async () => {
+  it("a pod port nothing listens on: client-go reports the error the stand-in writes on the SPDY error stream, as kubelet's", async () => {
     // istioctl dashboard keeps its port-forward open and logs each forwarded connection's error
     // (proxy-status may exit on the failed connection before client-go logs it).
     const local = await freePort()
-    const child = spawn(inject('realBinaries').istioctl[istioReleaseFromEnv()], ['dashboard', 'controlz', `${ISTIOD_POD}.${ISTIO_NAMESPACE}`, '--ctrlz_port', '15999', '--browser=false', '--address', '127.0.0.1', '-p', String(local)], {
-      env: {KUBECONFIG: cp.kubeconfigPath, HOME: work, PATH: process.env.PATH},
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      inject('realBinaries').istioctl[istioReleaseFromEnv()],
+      ['dashboard', 'controlz', `${ISTIOD_POD}.${ISTIO_NAMESPACE}`, '--ctrlz_port', '15999', '--browser=false', '--address', '127.0.0.1', '-p', String(local)],
+      {
+        env: {KUBECONFIG: cp.kubeconfigPath, HOME: work, PATH: process.env.PATH},
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     const exited = new Promise((resolve) => child.on('close', resolve))
     let output = ''
     const waiters: (() => void)[] = []

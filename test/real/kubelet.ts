@@ -46,7 +46,9 @@ export async function startKubeletStandIn(o: {cert: string; key: string; target:
     const m = PATH.exec(url.pathname)
     if (/^spdy\/3\.1$/i.test(String(req.headers.upgrade ?? ''))) {
       // as httpstream.Handshake answers: the port comes later, in each stream's headers
-      const offered = String(req.headers['x-stream-protocol-version'] ?? '').split(',').map((p) => p.trim())
+      const offered = String(req.headers['x-stream-protocol-version'] ?? '')
+        .split(',')
+        .map((p) => p.trim())
       if (!m) return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       if (!offered.includes(SPDY_PROTOCOL)) {
         return void socket.end(`HTTP/1.1 403 Forbidden\r\nX-Accepted-Stream-Protocol-Versions: ${SPDY_PROTOCOL}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
@@ -160,11 +162,13 @@ const MAX_DATA = 0xffff
  * names each after a 32-bit big-endian length, then a run of common values.
  */
 const SPDY_DICTIONARY = Buffer.concat([
-  ...('options head post put delete trace accept accept-charset accept-encoding accept-language accept-ranges age allow authorization cache-control ' +
+  ...(
+    'options head post put delete trace accept accept-charset accept-encoding accept-language accept-ranges age allow authorization cache-control ' +
     'connection content-base content-encoding content-language content-length content-location content-md5 content-range content-type date etag expect ' +
     'expires from host if-match if-modified-since if-none-match if-range if-unmodified-since last-modified location max-forwards pragma proxy-authenticate ' +
     'proxy-authorization range referer retry-after server te trailer transfer-encoding upgrade user-agent vary via warning www-authenticate method get ' +
-    'status 200-OK version HTTP/1.1 url public set-cookie keep-alive origin')
+    'status 200-OK version HTTP/1.1 url public set-cookie keep-alive origin'
+  )
     .split(' ')
     .map((w) => w.replace('200-OK', '200 OK'))
     .flatMap((w) => {

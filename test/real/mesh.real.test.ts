@@ -127,7 +127,7 @@ describe('precheck and bundle verify on the real API server', () => {
     expect(`${r.stdout}\n${r.stderr}`).toMatch(/forbidden|not allowed|denied|missing/i)
   })
 
-  it('bundle verify: the istio-token passes a real TokenReview of audience istio-ca for the group\'s service account', async () => {
+  it("bundle verify: the istio-token passes a real TokenReview of audience istio-ca for the group's service account", async () => {
     const r = await meshvm(['bundle', 'verify', join(work, 'web-vm'), '-n', NS])
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0)
@@ -138,7 +138,8 @@ describe('precheck and bundle verify on the real API server', () => {
 const istioctl = (args: string[]) =>
   new Promise<{code: number; stdout: string; stderr: string}>((resolve) => {
     execFile(inject('realBinaries').istioctl[istioReleaseFromEnv()], args, {env: {KUBECONFIG: cp.kubeconfigPath, HOME: work, PATH: process.env.PATH}, timeout: 90_000}, (err, stdout, stderr) =>
-      resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr}))
+      resolve({code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr}),
+    )
   })
 
 describe('byte for byte with the real istioctl of the same release', () => {
@@ -188,7 +189,7 @@ async function untilSynced(args: string[]): Promise<Awaited<ReturnType<typeof me
 }
 
 describe('a VM joins real istiod with the bundle meshvm wrote', () => {
-  it('gets a workload certificate for the group\'s identity; istiod creates its WorkloadEntry and marks it Healthy', async () => {
+  it("gets a workload certificate for the group's identity; istiod creates its WorkloadEntry and marks it Healthy", async () => {
     vm = await joinVm()
     expect(vm.workloadEntryName).toBe(WE)
     expect(new X509Certificate(vm.certificateChain[0]!).subjectAltName).toContain(`URI:spiffe://cluster.local/ns/${NS}/sa/web-vm`)
@@ -261,7 +262,10 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
       ;(async () => {
         await old?.close()
         vm = await joinVm(ip)
-      })().then(() => res.end('ok'), (err: Error) => res.writeHead(500).end(err.message))
+      })().then(
+        () => res.end('ok'),
+        (err: Error) => res.writeHead(500).end(err.message),
+      )
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const port = (server.address() as {port: number}).port
@@ -290,7 +294,7 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
     await cp.main.kube.waitFor(wePath(WE), (o: any) => o?.metadata?.annotations?.['istio.io/connectedAt'] !== undefined, 'WorkloadEntry back')
   })
 
-  it('a stopped VM is marked disconnected (war describe); war prune --grace-period 0 deletes it before istiod\'s grace ends', async () => {
+  it("a stopped VM is marked disconnected (war describe); war prune --grace-period 0 deletes it before istiod's grace ends", async () => {
     await vm?.close()
     vm = undefined
     await cp.main.kube.waitFor(wePath(WE), (o: any) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'disconnectedAt')
@@ -304,7 +308,7 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
     expect((await cp.main.kube.get(wePath(WE))).status).toBe(404)
   })
 
-  it('a stopped VM\'s entry is deleted by istiod once the grace period has passed', async () => {
+  it("a stopped VM's entry is deleted by istiod once the grace period has passed", async () => {
     const other = await joinVm('10.10.0.6')
     await cp.main.kube.waitFor(wePath('web-10.10.0.6'), (o) => o !== undefined, 'second VM registered')
     await other.close()
@@ -318,8 +322,15 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
 describe('the VM scenario shared with the simulation (test/vm/client.test.ts), against real istiod', () => {
   it('certificate, WorkloadEntry, Healthy True then False, SYNCED in syncz, disconnectedAt, deleted after the grace period', async () => {
     await vmJoinScenario({
-      bundleDir: BUNDLE(), istiodAddress: cp.xdsAddress, namespace: NS, group: 'web', serviceAccount: 'web-vm', groupLabels: {app: 'web', version: 'v2'},
-      instanceIp: '10.0.7.1', istiodName: ISTIOD_POD, timeoutMs: 60_000,
+      bundleDir: BUNDLE(),
+      istiodAddress: cp.xdsAddress,
+      namespace: NS,
+      group: 'web',
+      serviceAccount: 'web-vm',
+      groupLabels: {app: 'web', version: 'v2'},
+      instanceIp: '10.0.7.1',
+      istiodName: ISTIOD_POD,
+      timeoutMs: 60_000,
       workloadEntry: async (name) => {
         const r = await cp.main.kube.get<WorkloadEntry>(wePath(name))
         return r.status === 404 ? undefined : r.json
@@ -362,7 +373,7 @@ describe('the HBONE tunnel label (release note 60788: Istio 1.31, backported to 
 })
 
 describe('proxy-status against real istiod', () => {
-  it('finds the istiod pod and reads /debug/syncz over the real API server\'s port-forward (HTTP, loopback monitoring port)', async () => {
+  it("finds the istiod pod and reads /debug/syncz over the real API server's port-forward (HTTP, loopback monitoring port)", async () => {
     const r = await meshvm(['proxy-status', '--debug'])
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, r.stderr).toBe(0)
@@ -390,7 +401,11 @@ describe('multi-cluster: create-remote-secret and remote-secret on real API serv
     expect(r.code, r.stderr).toBe(0)
     const secret = (await cp.main.kube.get(`/api/v1/namespaces/${ISTIO_NAMESPACE}/secrets/istio-remote-secret-remote`)).json
     expect(secret.metadata.labels['istio/multiCluster']).toBe('true')
-    recordSecret(Buffer.from(secret.data.remote, 'base64').toString('utf8').match(/token: (\S+)/)?.[1] ?? '')
+    recordSecret(
+      Buffer.from(secret.data.remote, 'base64')
+        .toString('utf8')
+        .match(/token: (\S+)/)?.[1] ?? '',
+    )
     // istiod's own view, on its loopback debug port
     const deadline = Date.now() + 60_000
     let clusterz: {id: string; syncStatus: string}[] = []
@@ -415,7 +430,7 @@ describe('multi-cluster: create-remote-secret and remote-secret on real API serv
     expect(masked(ours.stdout)).toBe(masked(theirs.stdout))
   })
 
-  it('remote-secret list and status read the secret and istiod\'s real clusterz (through port-forward)', async () => {
+  it("remote-secret list and status read the secret and istiod's real clusterz (through port-forward)", async () => {
     const list = await meshvm(['remote-secret', 'list'])
     expect(list.code, list.stderr).toBe(0)
     expect(list.stdout).toMatch(/istio-remote-secret-remote/)
@@ -437,13 +452,19 @@ describe('multi-cluster: create-remote-secret and remote-secret on real API serv
 })
 
 describe('a stopped istiod', () => {
-  it('a replica whose process is gone (port-forward refused): its VM shows NO ANSWER, a warning names it, the live istiod\'s VM stays SYNCED', async () => {
+  it("a replica whose process is gone (port-forward refused): its VM shows NO ANSWER, a warning names it, the live istiod's VM stays SYNCED", async () => {
     vm = await joinVm()
     await createIstiodPod(cp.main.kube, 'istiod-real-1', imageTag(cp.istioVersion))
     // a VM that was connected to the replica: its entry as istiod left it
     const we = {
-      apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry',
-      metadata: {name: 'web-10.10.0.9', namespace: NS, labels: {app: 'web'}, annotations: {'istio.io/autoRegistrationGroup': 'web', 'istio.io/workloadController': 'istiod-real-1', 'istio.io/connectedAt': new Date().toISOString()}},
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: {
+        name: 'web-10.10.0.9',
+        namespace: NS,
+        labels: {app: 'web'},
+        annotations: {'istio.io/autoRegistrationGroup': 'web', 'istio.io/workloadController': 'istiod-real-1', 'istio.io/connectedAt': new Date().toISOString()},
+      },
       spec: {address: '10.10.0.9', serviceAccount: 'web-vm', labels: {app: 'web'}},
     }
     await cp.main.kube.create(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries`, we)

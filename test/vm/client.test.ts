@@ -28,14 +28,22 @@ describe('the real-istiod VM client against the simulated istiod', () => {
   it('certificate, WorkloadEntry, Healthy True then False, SYNCED in syncz, disconnectedAt, deleted after the grace period', async () => {
     const ns = 'vmclient'
     const bundle = join(mkdtempSync(join(cluster.dir, 'vm-')), 'web')
-    const res = await runCli(['onboard', 'web', '-n', ns, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm',
-      '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'], {env: cluster.env})
+    const res = await runCli(
+      ['onboard', 'web', '-n', ns, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'],
+      {env: cluster.env},
+    )
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.code, res.stderr).toBe(0)
     const istiod = [...cluster.mesh.istiods.keys()][0]!
     await vmJoinScenario({
-      bundleDir: bundle, istiodAddress: `${plane.gateway.address}:15012`, namespace: ns, group: 'web', serviceAccount: 'web-vm', groupLabels: {app: 'web'},
-      instanceIp: '10.0.7.1', istiodName: istiod,
+      bundleDir: bundle,
+      istiodAddress: `${plane.gateway.address}:15012`,
+      namespace: ns,
+      group: 'web',
+      serviceAccount: 'web-vm',
+      groupLabels: {app: 'web'},
+      instanceIp: '10.0.7.1',
+      istiodName: istiod,
       workloadEntry: async (name) => cluster.store.get('networking.istio.io/workloadentries', ns, name) as WorkloadEntry | undefined,
       syncz: async () => cluster.mesh.syncz(istiod) as SynczEntry[],
     })

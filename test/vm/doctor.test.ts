@@ -69,20 +69,47 @@ async function runFix(fix: string): Promise<void> {
   const {execFile} = await import('node:child_process')
   const {promisify} = await import('node:util')
   const cwd = mkdtempSync(join(dir, 'fix-'))
-  await promisify(execFile)('/bin/sh', ['-c', `set -e; meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix}`], {env: {...process.env, ...cluster.env, MESHVM_SIM_VMS: vms, NO_COLOR: '1'}, cwd, timeout: 120_000})
+  await promisify(execFile)('/bin/sh', ['-c', `set -e; meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix}`], {
+    env: {...process.env, ...cluster.env, MESHVM_SIM_VMS: vms, NO_COLOR: '1'},
+    cwd,
+    timeout: 120_000,
+  })
 }
 
 async function onboard(group: string, namespace: string, bundle: string, extra: string[]): Promise<void> {
-  const r = await runCli(['onboard', group, '-n', namespace, '-s', `${group}-vm`, '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister', ...extra], {env: cluster.env, timeoutMs: 60_000})
+  const r = await runCli(['onboard', group, '-n', namespace, '-s', `${group}-vm`, '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister', ...extra], {
+    env: cluster.env,
+    timeoutMs: 60_000,
+  })
   expect(r.code, r.stderr).toBe(0)
 }
-
 
 describe('doctor --vm-exec on a simulated VM', () => {
   it("reads pilot-agent's readiness, Envoy's certificate, the root it trusts and its istiod connection from the VM", async () => {
     const bundle = join(dir, 'web')
-    const onboard = await runCli(['onboard', 'web', '-n', 'vmdoc', '-p', 'http=8080', '--probe-http', '8080/ready', '--probe-period', '1', '-s', 'web-vm',
-      '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'], {env: cluster.env, timeoutMs: 60_000})
+    const onboard = await runCli(
+      [
+        'onboard',
+        'web',
+        '-n',
+        'vmdoc',
+        '-p',
+        'http=8080',
+        '--probe-http',
+        '8080/ready',
+        '--probe-period',
+        '1',
+        '-s',
+        'web-vm',
+        '--create-namespace',
+        '--create-service-account',
+        '--apply',
+        '--bundle',
+        bundle,
+        '--autoregister',
+      ],
+      {env: cluster.env, timeoutMs: 60_000},
+    )
     expect(onboard.code, onboard.stderr).toBe(0)
     await join_('10.20.0.5', bundle)
     const r = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
@@ -110,10 +137,17 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const staleReport = JSON.parse(stale.stdout) as {checks: {check: string; status: string; fix?: string}[]}
     const fix = staleReport.checks.find((c) => c.status === 'fail')!
     // The restart goes on the template's standard input, as every command doctor sends the VM.
-    expect(fix).toMatchObject({check: 'registration.stale', fix: `meshvm war rollout web -n vmdoc --restart-command ${shellQuote(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${shellQuote(VM_EXEC)}`)}`})
+    expect(fix).toMatchObject({
+      check: 'registration.stale',
+      fix: `meshvm war rollout web -n vmdoc --restart-command ${shellQuote(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${shellQuote(VM_EXEC)}`)}`,
+    })
     const {execFile} = await import('node:child_process')
     const {promisify} = await import('node:util')
-    await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.fix}`], {env: {...process.env, ...cluster.env, MESHVM_SIM_VMS: vms, NO_COLOR: '1'}, cwd: REPO_ROOT, timeout: 120_000})
+    await promisify(execFile)('/bin/sh', ['-c', `meshvm() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }; ${fix.fix}`], {
+      env: {...process.env, ...cluster.env, MESHVM_SIM_VMS: vms, NO_COLOR: '1'},
+      cwd: REPO_ROOT,
+      timeout: 120_000,
+    })
     const after = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
     expect(after.code, after.stdout).toBe(0)
 
@@ -149,7 +183,9 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const fail = firstFail(bad.stdout)!
     expect(fail).toMatchObject({step: 7, check: 'vm.root'})
     expect(fail.detail).toMatch(/^the VM's Envoy does not trust the mesh root [0-9a-f]+ of istio-ca-root-cert \(which holds [0-9a-f]+, [0-9a-f]+\); it trusts [0-9a-f]+$/)
-    expect(fail.fix).toBe(`meshvm bundle db -n vmroot -d db-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s db-vm/root-cert.pem && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/certs/root-cert.pem >/dev/null || exit 1'; base64 < db-vm/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
+    expect(fail.fix).toBe(
+      `meshvm bundle db -n vmroot -d db-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s db-vm/root-cert.pem && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/certs/root-cert.pem >/dev/null || exit 1'; base64 < db-vm/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`,
+    )
     await runFix(fail.fix!)
     // The sidecar restarted with both roots and connected again (istiod still serves with the current one).
     await vm.waitFor(/configuration acknowledged[\s\S]*configuration acknowledged/)
@@ -169,7 +205,9 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(bad2.code).toBe(8)
     const fail2 = firstFail(bad2.stdout)!
     expect(fail2).toMatchObject({step: 1, check: 'bundle.root-cert'})
-    expect(fail2.fix).toBe(`meshvm bundle db -n vmroot --autoregister -d ${mine} && test -s ${mine}/root-cert.pem && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/certs/root-cert.pem >/dev/null || exit 1'; base64 < ${mine}/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`)
+    expect(fail2.fix).toBe(
+      `meshvm bundle db -n vmroot --autoregister -d ${mine} && test -s ${mine}/root-cert.pem && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/certs/root-cert.pem >/dev/null || exit 1'; base64 < ${mine}/root-cert.pem; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=db-10.20.1.5 MESHVM_VM_ADDRESS=10.20.1.5 MESHVM_VM_HOSTNAME=10.20.1.5 MESHVM_NAMESPACE=vmroot sh -c '${VM_EXEC_ANYWHERE}'`,
+    )
     await runFix(fail2.fix!)
     await vm.waitFor(/(configuration acknowledged[\s\S]*){3}/)
     const after2 = await doctor(withBundle)
@@ -191,8 +229,12 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(bad.code).toBe(8)
     const fail = firstFail(bad.stdout)!
     expect(fail).toMatchObject({step: 4, check: 'registration.healthy'})
-    expect(fail.detail).toBe('Healthy=False: Get "http://127.0.0.1:9090/ready": dial tcp 127.0.0.1:9090: connect: connection refused (the VM\'s readiness probe fails, so istiod sends it no traffic); nothing listens on the probe\'s port 9090, and the application accepts connections on the group\'s port http=8080, the only one of its ports that does: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)')
-    expect(fail.fix).toBe(`kubectl patch workloadgroup api -n vmprobe --type=json -p '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]' && meshvm bundle api -n vmprobe -d api-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s api-vm/mesh.yaml && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/istio/config/mesh >/dev/null || exit 1'; base64 < api-vm/mesh.yaml; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=api-10.20.2.5 MESHVM_VM_ADDRESS=10.20.2.5 MESHVM_VM_HOSTNAME=10.20.2.5 MESHVM_NAMESPACE=vmprobe sh -c '${VM_EXEC_ANYWHERE}'`)
+    expect(fail.detail).toBe(
+      "Healthy=False: Get \"http://127.0.0.1:9090/ready\": dial tcp 127.0.0.1:9090: connect: connection refused (the VM's readiness probe fails, so istiod sends it no traffic); nothing listens on the probe's port 9090, and the application accepts connections on the group's port http=8080, the only one of its ports that does: the probe names the wrong port (the fix points it there, and gives the VM the new probe in mesh.yaml)",
+    )
+    expect(fail.fix).toBe(
+      `kubectl patch workloadgroup api -n vmprobe --type=json -p '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]' && meshvm bundle api -n vmprobe -d api-vm --autoregister --cluster-id ${CLUSTER_ID} && test -s api-vm/mesh.yaml && { printf '%s\\n' 'base64 -d <<\\MESHVM_EOF | sudo tee /etc/istio/config/mesh >/dev/null || exit 1'; base64 < api-vm/mesh.yaml; printf '%s\\n' MESHVM_EOF; printf '%s\\n' 'sudo systemctl restart istio'; } | MESHVM_VM_NAME=api-10.20.2.5 MESHVM_VM_ADDRESS=10.20.2.5 MESHVM_VM_HOSTNAME=10.20.2.5 MESHVM_NAMESPACE=vmprobe sh -c '${VM_EXEC_ANYWHERE}'`,
+    )
     await runFix(fail.fix!)
     await vm.waitFor(/readiness probe: healthy/)
     await waitUntil(healthyIs('True'), 'Healthy=True on the entry', 30_000)
@@ -229,24 +271,49 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect((await doctor(args)).code).toBe(0)
     // Istio's EnvoyFilter kind (as an Istio install has it), then one that adds a Lua filter by its v2
     // type, which Envoy no longer has: istiod pushes it, and the VM's Envoy rejects the listeners.
-    const crd = await kubectl(cluster, ['apply', '-f', '-'], {input: JSON.stringify({
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: {name: 'envoyfilters.networking.istio.io'},
-      spec: {group: 'networking.istio.io', scope: 'Namespaced', names: {kind: 'EnvoyFilter', plural: 'envoyfilters', singular: 'envoyfilter', listKind: 'EnvoyFilterList'},
-        versions: [{name: 'v1alpha3', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object', properties: {spec: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}}}}]},
-    })})
+    const crd = await kubectl(cluster, ['apply', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: {name: 'envoyfilters.networking.istio.io'},
+        spec: {
+          group: 'networking.istio.io',
+          scope: 'Namespaced',
+          names: {kind: 'EnvoyFilter', plural: 'envoyfilters', singular: 'envoyfilter', listKind: 'EnvoyFilterList'},
+          versions: [{name: 'v1alpha3', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object', properties: {spec: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}}}}],
+        },
+      }),
+    })
     expect(crd.code, crd.stderr).toBe(0)
-    const ef = await kubectl(cluster, ['apply', '-f', '-'], {input: JSON.stringify({
-      apiVersion: 'networking.istio.io/v1alpha3', kind: 'EnvoyFilter', metadata: {name: 'lua-headers', namespace: 'vmnack'},
-      spec: {workloadSelector: {labels: {app: 'pay'}}, configPatches: [{applyTo: 'HTTP_FILTER', match: {context: 'SIDECAR_INBOUND', listener: {filterChain: {filter: {name: 'envoy.filters.network.http_connection_manager'}}}},
-        patch: {operation: 'INSERT_BEFORE', value: {name: 'envoy.filters.http.lua', typed_config: {'@type': 'type.googleapis.com/envoy.extensions.filters.http.lua.v2.Lua', inlineCode: 'function envoy_on_request(h) end'}}}}]},
-    })})
+    const ef = await kubectl(cluster, ['apply', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: 'networking.istio.io/v1alpha3',
+        kind: 'EnvoyFilter',
+        metadata: {name: 'lua-headers', namespace: 'vmnack'},
+        spec: {
+          workloadSelector: {labels: {app: 'pay'}},
+          configPatches: [
+            {
+              applyTo: 'HTTP_FILTER',
+              match: {context: 'SIDECAR_INBOUND', listener: {filterChain: {filter: {name: 'envoy.filters.network.http_connection_manager'}}}},
+              patch: {
+                operation: 'INSERT_BEFORE',
+                value: {name: 'envoy.filters.http.lua', typed_config: {'@type': 'type.googleapis.com/envoy.extensions.filters.http.lua.v2.Lua', inlineCode: 'function envoy_on_request(h) end'}},
+              },
+            },
+          ],
+        },
+      }),
+    })
     expect(ef.code, ef.stderr).toBe(0)
     await vm.waitFor(/rejected \(NACK\)/)
     const bad = await doctor(args)
     expect(bad.code).toBe(8)
     const fail = firstFail(bad.stdout)!
     expect(fail).toMatchObject({step: 6, check: 'sync'})
-    expect(fail.detail).toBe("the VM's Envoy rejected (NACK) LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'envoy.extensions.filters.http.lua.v2.Lua'; EnvoyFilter vmnack/lua-headers applies to the VM and adds 'envoy.filters.http.lua', 'envoy.extensions.filters.http.lua.v2.Lua', which the error names: deleting it makes istiod push the listeners without that filter (for every workload it selects; to mend it rather than lose it, save it first: kubectl get envoyfilter lua-headers -n vmnack -o yaml > lua-headers.yaml)")
+    expect(fail.detail).toBe(
+      "the VM's Envoy rejected (NACK) LDS: Error adding/updating listener(s) virtualInbound: Didn't find a registered implementation for 'envoy.filters.http.lua' with type URL: 'envoy.extensions.filters.http.lua.v2.Lua'; EnvoyFilter vmnack/lua-headers applies to the VM and adds 'envoy.filters.http.lua', 'envoy.extensions.filters.http.lua.v2.Lua', which the error names: deleting it makes istiod push the listeners without that filter (for every workload it selects; to mend it rather than lose it, save it first: kubectl get envoyfilter lua-headers -n vmnack -o yaml > lua-headers.yaml)",
+    )
     expect(fail.fix).toBe('kubectl delete envoyfilter lua-headers -n vmnack')
     await runFix(fail.fix!)
     await vm.waitFor(/accepted \(ACK\) \S+ again/)
@@ -254,7 +321,7 @@ describe('doctor --vm-exec on a simulated VM', () => {
     expect(after.code, after.stdout).toBe(0)
   })
 
-  it("a VM istiod serves but did not register (auto-registration off): doctor HOSTNAME.NAMESPACE finds its proxy and names step 3", async () => {
+  it('a VM istiod serves but did not register (auto-registration off): doctor HOSTNAME.NAMESPACE finds its proxy and names step 3', async () => {
     await onboard('reg', 'vmreg', join(dir, 'reg-unused'), ['-p', 'http=8080'])
     // A bundle without --autoregister: the proxy connects and is served, and istiod registers nothing.
     const bundle = join(dir, 'reg')
@@ -274,7 +341,9 @@ describe('doctor --vm-exec on a simulated VM', () => {
       expect(r.code, r.stderr).toBe(8)
       const report = JSON.parse(r.stdout) as {checks: Check[]}
       expect(firstFail(r.stdout)).toMatchObject({step: 3, check: 'istiod.autoregistration', fix: 'kubectl set env deployment/istiod -n istio-system PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true'})
-      expect(report.checks.find((c) => c.check === 'registration')!.detail).toMatch(/^no WorkloadEntry matches vm-5\.vmreg: istiod \S+ reports the proxy vm-5\.vmreg connected, but registered no entry for it/)
+      expect(report.checks.find((c) => c.check === 'registration')!.detail).toMatch(
+        /^no WorkloadEntry matches vm-5\.vmreg: istiod \S+ reports the proxy vm-5\.vmreg connected, but registered no entry for it/,
+      )
       expect(report.checks.find((c) => c.check === 'sync')).toMatchObject({status: 'pass'})
       // By its address too: the proxy that reports it (istiod's /debug/adsz, INSTANCE_IPS); --vm-exec reaches it there.
       const byAddress = await doctor(['10.20.5.5', '-n', 'vmreg', '--vm-exec', VM_EXEC])

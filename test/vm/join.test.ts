@@ -59,8 +59,27 @@ const entry = (ns: string, name: string) => cluster.store.get(WE, ns, name)
 const healthy = (ns: string, name: string) => ((entry(ns, name)?.status as {conditions?: {type: string; status: string}[]} | undefined)?.conditions ?? []).find((c) => c.type === 'Healthy')?.status
 
 async function onboard(ns: string, bundle: string, extra: string[] = []) {
-  return meshvm(['onboard', 'web', '-n', ns, '-p', 'http=8080', '--probe-http', '8080/ready', '--probe-period', '1', '-s', 'web-vm',
-    '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister', ...extra])
+  return meshvm([
+    'onboard',
+    'web',
+    '-n',
+    ns,
+    '-p',
+    'http=8080',
+    '--probe-http',
+    '8080/ready',
+    '--probe-period',
+    '1',
+    '-s',
+    'web-vm',
+    '--create-namespace',
+    '--create-service-account',
+    '--apply',
+    '--bundle',
+    bundle,
+    '--autoregister',
+    ...extra,
+  ])
 }
 
 describe('a VM joins the mesh with the bundle meshvm writes', () => {
@@ -89,7 +108,9 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
     const row = ps.stdout.split('\n').find((l) => l.startsWith(`vm-1.${ns} `))
     expect(row, ps.stdout).toBeDefined()
     // SYNCED for every type it subscribed to, and paired with its auto-registered entry (address, health, group).
-    expect(row).toMatch(/^vm-1\.vmapps +cluster1 +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +IGNORED +istiod-7d4b9c6f8-x2k9p +1\.24\.2 \(skew: istiod 1\.30\.8\) +vm +10\.0\.0\.5 +Healthy +auto\/web$/)
+    expect(row).toMatch(
+      /^vm-1\.vmapps +cluster1 +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +SYNCED \(\S+\) +IGNORED +istiod-7d4b9c6f8-x2k9p +1\.24\.2 \(skew: istiod 1\.30\.8\) +vm +10\.0\.0\.5 +Healthy +auto\/web$/,
+    )
 
     // The group changes: the entry is now stale.
     const patched = await kubectl(cluster, ['patch', 'workloadgroup', 'web', '-n', ns, '--type', 'merge', '-p', '{"spec":{"template":{"ports":{"http":9090}}}}'])
@@ -132,7 +153,12 @@ describe('a VM joins the mesh with the bundle meshvm writes', () => {
   it('meshvm bundle waits for the root certificate too, saying so on stderr', async () => {
     const ns = 'late'
     cluster.store.create('/namespaces', 'Namespace', {metadata: {name: ns, labels: {'kubernetes.io/metadata.name': ns}}})
-    cluster.store.create(WG, 'WorkloadGroup', {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', metadata: {name: 'db', namespace: ns}, spec: {metadata: {labels: {app: 'db'}}, template: {serviceAccount: 'default', ports: {tcp: 5432}}}})
+    cluster.store.create(WG, 'WorkloadGroup', {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: {name: 'db', namespace: ns},
+      spec: {metadata: {labels: {app: 'db'}}, template: {serviceAccount: 'default', ports: {tcp: 5432}}},
+    })
     const res = await meshvm(['bundle', 'db', '-n', ns, '-d', join(dir, 'late')])
     expect(res.code, res.stderr).toBe(0)
     expect(res.stderr.split('\n')[0]).toBe(`Waiting up to 30s for istiod to publish the mesh root certificate in namespace ${ns} (ConfigMap istio-ca-root-cert)…`)
@@ -183,33 +209,48 @@ describe('refusals: the VM prints the reason and exits non-zero', {timeout: 60_0
   })
 
   it('an expired token', async () => {
-    const err = await refusal(variant((d) => writeFileSync(join(d, 'istio-token'), token({seconds: -60}))), 'expired')
+    const err = await refusal(
+      variant((d) => writeFileSync(join(d, 'istio-token'), token({seconds: -60}))),
+      'expired',
+    )
     expect(err).toContain('refused the certificate request: UNAUTHENTICATED: request authenticate failure')
     expect(err).toMatch(/the bundle's istio-token expired at \d{4}-/)
     expect(plane.istiods.values().next().value!.log.at(-1)).toContain('service account token has expired')
   })
 
   it('a token for another audience', async () => {
-    const err = await refusal(variant((d) => writeFileSync(join(d, 'istio-token'), token({audiences: ['https://kubernetes.default.svc.cluster.local']}))), 'audience')
+    const err = await refusal(
+      variant((d) => writeFileSync(join(d, 'istio-token'), token({audiences: ['https://kubernetes.default.svc.cluster.local']}))),
+      'audience',
+    )
     expect(err).toContain('UNAUTHENTICATED: request authenticate failure')
     expect(err).toContain(`the bundle's istio-token is for audience ["https://kubernetes.default.svc.cluster.local"], istiod accepts istio-ca`)
   })
 
   it("a token of another service account than the group's", async () => {
-    const err = await refusal(variant((d) => writeFileSync(join(d, 'istio-token'), token({name: 'default'}))), 'other-sa')
+    const err = await refusal(
+      variant((d) => writeFileSync(join(d, 'istio-token'), token({name: 'default'}))),
+      'other-sa',
+    )
     expect(err).toContain(`refused other-sa.${ns}: UNKNOWN: registration of WorkloadEntry service account mismatch: "default" vs "web-vm"`)
     expect(cluster.store.list(WE, ns)).toEqual([])
   })
 
   it('a cluster ID istiod does not know', async () => {
-    const err = await refusal(variant((d) => writeFileSync(join(d, 'cluster.env'), readFileSync(join(d, 'cluster.env'), 'utf8').replace("ISTIO_META_CLUSTER_ID='cluster1'", "ISTIO_META_CLUSTER_ID='cluster9'"))), 'cluster')
+    const err = await refusal(
+      variant((d) => writeFileSync(join(d, 'cluster.env'), readFileSync(join(d, 'cluster.env'), 'utf8').replace("ISTIO_META_CLUSTER_ID='cluster1'", "ISTIO_META_CLUSTER_ID='cluster9'"))),
+      'cluster',
+    )
     expect(err).toContain('UNAUTHENTICATED: request authenticate failure')
     expect(err).toContain('ISTIO_META_CLUSTER_ID is "cluster9": istiod refuses a cluster ID it does not know')
     expect(plane.istiods.values().next().value!.log.at(-1)).toContain('client claims to be in cluster "cluster9", but we only know about local cluster "cluster1"')
   })
 
   it('a root certificate that is not the mesh root', async () => {
-    const err = await refusal(variant((d) => writeFileSync(join(d, 'root-cert.pem'), createMeshCa('another-mesh').rootPem)), 'root')
+    const err = await refusal(
+      variant((d) => writeFileSync(join(d, 'root-cert.pem'), createMeshCa('another-mesh').rootPem)),
+      'root',
+    )
     expect(err).toMatch(/TLS: istiod's certificate is not signed by the bundle's root-cert\.pem/)
   })
 

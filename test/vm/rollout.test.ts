@@ -77,7 +77,10 @@ describe('war rollout --restart-command', {timeout: 180_000}, () => {
     const ns = 'roll-vms'
     const g = cluster.store.get(WG, ns, 'web')!
     cluster.store.update(WG, {...g, spec: {...(g.spec as object), template: {serviceAccount: 'default', ports: {http: 9191}}}})
-    const res = await runCli(['war', 'rollout', 'web', '-n', ns, '--restart-command', 'echo "ssh: connect to host $MESHVM_VM_ADDRESS port 22: Connection refused" >&2; exit 255', '--poll-interval', '100ms'], {env: cluster.env, timeoutMs: 60_000})
+    const res = await runCli(
+      ['war', 'rollout', 'web', '-n', ns, '--restart-command', 'echo "ssh: connect to host $MESHVM_VM_ADDRESS port 22: Connection refused" >&2; exit 255', '--poll-interval', '100ms'],
+      {env: cluster.env, timeoutMs: 60_000},
+    )
     expect(res.stderr).not.toMatch(STACK_TRACE)
     expect(res.code).toBe(1)
     expect(res.stderr).toContain(`Error: rollout of workloadgroup ${ns}/web (generation 3) stopped: the restart command for web-10.0.2.1 (10.0.2.1) exited with code 255`)
@@ -89,7 +92,7 @@ describe('war rollout --restart-command', {timeout: 180_000}, () => {
     expect(Object.keys(cluster.store.get(WG, ns, 'web')!.metadata.annotations ?? {}).filter((k) => k.startsWith('rollout.meshvm.io/'))).toEqual([])
   })
 
-  it('an entry that does not come back in time: exit 9, and the hint points at Istio\'s sidecar service, not the TSB agent', async () => {
+  it("an entry that does not come back in time: exit 9, and the hint points at Istio's sidecar service, not the TSB agent", async () => {
     const ns = 'roll-vms'
     // The command "succeeds" but restarts nothing: web-10.0.2.1 (deleted by the run above) never returns.
     const res = await runCli(['war', 'rollout', 'web', '-n', ns, '--restart-command', 'true', '--timeout', '2s', '--poll-interval', '100ms'], {env: cluster.env, timeoutMs: 60_000})
@@ -117,7 +120,9 @@ describe('TSB mode: a WorkloadAutoRegistration alongside the entry; war rollout 
   it('joins with a WAR holding the group snapshot; after a group change the WAR is STALE and war rollout re-onboards it from the current spec', async () => {
     const ns = 'tsb-vms'
     const bundle = join(dir, 'tsb')
-    const res = await runCli(['onboard', 'web', '-n', ns, '-p', 'http=8080', '--probe-tcp', '8080', '--probe-period', '1', '--create-namespace', '--apply', '--bundle', bundle, '--autoregister'], {env: tsb.env})
+    const res = await runCli(['onboard', 'web', '-n', ns, '-p', 'http=8080', '--probe-tcp', '8080', '--probe-period', '1', '--create-namespace', '--apply', '--bundle', bundle, '--autoregister'], {
+      env: tsb.env,
+    })
     expect(res.code, res.stderr).toBe(0)
     const v = startVm(bundle, {address: '10.0.3.1', hostname: 'vm-a'})
     vms.push(v)

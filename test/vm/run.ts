@@ -57,7 +57,9 @@ export function startVm(bundleDir: string, o: {address: string; hostname: string
       check()
     })
   return {
-    child, done, waitFor,
+    child,
+    done,
+    waitFor,
     stdout: () => stdout,
     stderr: () => stderr,
     async pid() {

@@ -34,7 +34,16 @@ import {connect as tlsConnect} from 'node:tls'
 import * as grpc from '@grpc/grpc-js'
 import forge from 'node-forge'
 import {parse as parseYaml} from 'yaml'
-import {AggregatedDiscoveryService, IstioCertificateService, decodeMessage, jsonToStruct, type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse} from '../fixtures/protos/load.js'
+import {
+  AggregatedDiscoveryService,
+  IstioCertificateService,
+  decodeMessage,
+  jsonToStruct,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type IstioCertificateRequest,
+  type IstioCertificateResponse,
+} from '../fixtures/protos/load.js'
 import type {JsonValue} from '../cluster/xds-messages.js'
 import {XDS_TYPES} from '../cluster/mesh.js'
 import {EXTENSION_CONFIG_TYPE, HEALTH_INFO_TYPE} from '../cluster/vm-services.js'
@@ -44,11 +53,21 @@ import {EXTENSION_CONFIG_TYPE, HEALTH_INFO_TYPE} from '../cluster/vm-services.js
  * cannot be loaded, and the push that carries it is rejected, as Envoy's Utility::getAndCheckFactory does.
  */
 const KNOWN_EXTENSIONS = new Set([
-  'envoy.extensions.filters.http.router.v3.Router', 'envoy.extensions.filters.http.lua.v3.Lua', 'envoy.extensions.filters.http.fault.v3.HTTPFault',
-  'envoy.extensions.filters.http.rbac.v3.RBAC', 'envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', 'envoy.extensions.filters.http.cors.v3.Cors',
-  'envoy.extensions.filters.http.wasm.v3.Wasm', 'envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit', 'envoy.extensions.filters.http.header_to_metadata.v3.Config',
-  'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', 'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
-  'envoy.extensions.filters.network.rbac.v3.RBAC', 'envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit', 'udpa.type.v1.TypedStruct', 'xds.type.v3.TypedStruct',
+  'envoy.extensions.filters.http.router.v3.Router',
+  'envoy.extensions.filters.http.lua.v3.Lua',
+  'envoy.extensions.filters.http.fault.v3.HTTPFault',
+  'envoy.extensions.filters.http.rbac.v3.RBAC',
+  'envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
+  'envoy.extensions.filters.http.cors.v3.Cors',
+  'envoy.extensions.filters.http.wasm.v3.Wasm',
+  'envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
+  'envoy.extensions.filters.http.header_to_metadata.v3.Config',
+  'envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy',
+  'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+  'envoy.extensions.filters.network.rbac.v3.RBAC',
+  'envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit',
+  'udpa.type.v1.TypedStruct',
+  'xds.type.v3.TypedStruct',
 ])
 
 /** Why this Envoy rejects a push (Envoy's words), or undefined when it loads. */
@@ -125,7 +144,10 @@ function readBundle(dir: string): Bundle {
 const say = (line: string) => process.stdout.write(`${line}\n`)
 
 class GrpcFailure extends Error {
-  constructor(readonly code: number, readonly details: string) {
+  constructor(
+    readonly code: number,
+    readonly details: string,
+  ) {
     super(`${grpc.status[code]}: ${details}`)
   }
 }
@@ -336,10 +358,12 @@ class Vm {
   async serveAdmin(): Promise<number> {
     const serial = (hex: string) => hex.toLowerCase().replace(/^0+(?=.)/, '')
     const certInfo = (c: forge.pki.Certificate) => ({
-      path: '<inline>', serial_number: serial(c.serialNumber),
+      path: '<inline>',
+      serial_number: serial(c.serialNumber),
       subject_alt_names: ((c.getExtension('subjectAltName') as {altNames?: {type: number; value: string}[]} | null)?.altNames ?? []).filter((a) => a.type === 6).map((a) => ({uri: a.value})),
       days_until_expiration: String(Math.floor((c.validity.notAfter.getTime() - Date.now()) / 86_400_000)),
-      valid_from: c.validity.notBefore.toISOString().replace(/\.\d+Z$/, 'Z'), expiration_time: c.validity.notAfter.toISOString().replace(/\.\d+Z$/, 'Z'),
+      valid_from: c.validity.notBefore.toISOString().replace(/\.\d+Z$/, 'Z'),
+      expiration_time: c.validity.notAfter.toISOString().replace(/\.\d+Z$/, 'Z'),
     })
     this.admin = createServer((req, res) => {
       const st = this.state
@@ -349,7 +373,12 @@ class Vm {
         else res.writeHead(503).end('config not received from XDS server (is Istiod running?): cds updates: 0 successful, 0 rejected; lds updates: 0 successful, 0 rejected\n')
       } else if (req.url === '/certs') {
         // Envoy lists every certificate of the trusted CA bundle (root-cert.pem may hold several roots).
-        const roots = st.rootPem ? forge.pem.decode(st.rootPem).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body))) : []
+        const roots = st.rootPem
+          ? forge.pem
+              .decode(st.rootPem)
+              .filter((b) => b.type === 'CERTIFICATE')
+              .map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body)))
+          : []
         res.writeHead(200, {'content-type': 'application/json'}).end(JSON.stringify({certificates: st.leaf ? [{ca_cert: roots.map(certInfo), cert_chain: [certInfo(st.leaf)]}] : []}, null, 1))
       } else if (req.url === '/sim/ports') {
         // Not Envoy's: which VM ports the simulated application listens on (test/vm/bin/curl maps them).
@@ -405,7 +434,10 @@ class Vm {
     if (chain.length === 0) throw new Refused(`the CA at ${caAddress} answered no certificate`)
     const leaf = forge.pki.certificateFromPem(chain[0]!)
     // root-cert.pem may hold several roots (a rotation in progress): one of them must have signed it.
-    const roots = forge.pem.decode(bundle.rootCert).filter((b) => b.type === 'CERTIFICATE').map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body)))
+    const roots = forge.pem
+      .decode(bundle.rootCert)
+      .filter((b) => b.type === 'CERTIFICATE')
+      .map((b) => forge.pki.certificateFromAsn1(forge.asn1.fromDer(b.body)))
     const signedBy = (root: forge.pki.Certificate) => {
       try {
         return root.verify(leaf)

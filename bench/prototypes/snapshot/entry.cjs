@@ -22,16 +22,30 @@ req.resolve = (id, o) => runtimeRequire.resolve(id, o)
 
 // What the bundle's top level reads of the process would be baked into the snapshot: recorded.
 const reads = new Set()
-const watch = (name, target) => new Proxy(target, {
-  get(t, k) { if (typeof k === 'string') reads.add(`${name}.${k}`); return Reflect.get(t, k) },
-  has(t, k) { reads.add(`${name}.${String(k)}`); return Reflect.has(t, k) },
-})
+const watch = (name, target) =>
+  new Proxy(target, {
+    get(t, k) {
+      if (typeof k === 'string') reads.add(`${name}.${k}`)
+      return Reflect.get(t, k)
+    },
+    has(t, k) {
+      reads.add(`${name}.${String(k)}`)
+      return Reflect.has(t, k)
+    },
+  })
 const real = {env: process.env, argv: process.argv}
 process.env = watch('env', real.env)
 process.argv = watch('argv', real.argv)
 for (const s of ['stdout', 'stderr']) {
   const d = Object.getOwnPropertyDescriptor(process, s)
-  Object.defineProperty(process, s, {configurable: true, enumerable: true, get() { reads.add(s); return d.get ? d.get.call(process) : d.value }})
+  Object.defineProperty(process, s, {
+    configurable: true,
+    enumerable: true,
+    get() {
+      reads.add(s)
+      return d.get ? d.get.call(process) : d.value
+    },
+  })
   real[s] = d
 }
 const source = fs.readFileSync(bundle, 'latin1')

@@ -89,18 +89,29 @@ make (403) are "skip".`
     const warned = checks.filter((c) => c.status === 'warn')
     const source = dir ?? f.archive!
     if (format === 'json' || format === 'yaml') {
-      this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'BundleVerification', bundle: source, offline: f.offline, result: failed.length > 0 ? 'fail' : warned.length > 0 ? 'warn' : 'pass', checks}, format)!)
+      this.out(
+        renderData(
+          {apiVersion: 'meshvm.io/v1alpha1', kind: 'BundleVerification', bundle: source, offline: f.offline, result: failed.length > 0 ? 'fail' : warned.length > 0 ? 'warn' : 'pass', checks},
+          format,
+        )!,
+      )
     } else {
       const chalk = this.chalkFor(format)
       const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
-      this.out(renderTable(checks, [
-        {header: 'CHECK', value: (c) => c.id},
-        {header: 'STATUS', value: (c) => c.status, color: (t) => colour(t)},
-        {header: 'DETAIL', value: (c) => terminalSafe(c.detail) + (c.fix ? ` — fix: ${terminalSafe(c.fix)}` : '')},
-      ]))
+      this.out(
+        renderTable(checks, [
+          {header: 'CHECK', value: (c) => c.id},
+          {header: 'STATUS', value: (c) => c.status, color: (t) => colour(t)},
+          {header: 'DETAIL', value: (c) => terminalSafe(c.detail) + (c.fix ? ` — fix: ${terminalSafe(c.fix)}` : '')},
+        ]),
+      )
     }
     if (failed.length > 0) {
-      throw new MeshvmError(`${failed.length} of ${checks.length} checks failed: ${failed.map((c) => c.id).join(', ')}`, {exit: ExitCode.CHECK_FAILED, code: 'CheckFailed', hints: [...new Set(failed.map((c) => c.fix).filter((x): x is string => x !== undefined))].slice(0, 2)})
+      throw new MeshvmError(`${failed.length} of ${checks.length} checks failed: ${failed.map((c) => c.id).join(', ')}`, {
+        exit: ExitCode.CHECK_FAILED,
+        code: 'CheckFailed',
+        hints: [...new Set(failed.map((c) => c.fix).filter((x): x is string => x !== undefined))].slice(0, 2),
+      })
     }
     this.note(`${checks.length} checks: ${checks.length - warned.length - checks.filter((c) => c.status === 'skip').length} passed${warned.length ? `, ${warned.length} warning(s)` : ''}`)
   }

@@ -24,7 +24,7 @@ const flags = {
 type ListFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
 
 export default class RemoteSecretList extends BaseCommand<typeof RemoteSecretList> {
-  static override summary = 'List the remote secrets istiod reads, with their credentials\' kind and expiry.'
+  static override summary = "List the remote secrets istiod reads, with their credentials' kind and expiry."
 
   static override description = `Lists the Secrets labelled istio/multiCluster=true in the Istio namespace (-i) of each context —
 the ones istiod's multi-cluster secret controller loads — one row per cluster they hold: CONTEXT, SECRET,

@@ -6,7 +6,7 @@ import {renderData} from '../../lib/output/render.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 
 export default class RemoteSecretRotate extends BaseCommand<typeof RemoteSecretRotate> {
-  static override summary = 'Give a remote secret a new token, verified from istiod\'s side before the old token is revoked.'
+  static override summary = "Give a remote secret a new token, verified from istiod's side before the old token is revoked."
 
   static override description = `NAME is a remote secret in the Istio namespace (-i) of --context (the cluster whose istiod reads
 it), or the cluster name it holds. --from is the context of the cluster the credentials are for.
@@ -33,7 +33,7 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
 
   static override flags = {
     from: Flags.string({summary: 'Kubeconfig context of the cluster the credentials are for (where the new token is made).', required: true, helpGroup: KUBE_GROUP}),
-    'service-account': Flags.string({summary: 'Reader ServiceAccount NS/NAME, when the old token does not say (default: the old token\'s, else istio-system/istio-reader-service-account).'}),
+    'service-account': Flags.string({summary: "Reader ServiceAccount NS/NAME, when the old token does not say (default: the old token's, else istio-system/istio-reader-service-account)."}),
     'token-timeout': durationFlag({summary: 'How long to wait for the token controller to fill the new token Secret.', default: 30_000, defaultHelp: async () => '30s'}),
     'istiod-timeout': durationFlag({summary: 'How long istiod may take to report the cluster synced with the new Secret.', default: 60_000, defaultHelp: async () => '60s'}),
     'keep-old-token': Flags.boolean({summary: 'Do not delete the old token Secret (the old token stays valid).'}),
@@ -76,7 +76,11 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
         log: {note: (t) => this.note(t), warning: (t) => this.warning(t)},
       })
       if (f.output === 'text') {
-        this.out(terminalSafe(`secret/${result.secret} rotated (context ${target.contextName}, namespace ${result.namespace}): cluster ${result.cluster}, ServiceAccount ${result.serviceAccount}, token Secret ${result.newTokenSecret}; istiod synced: ${result.istiods.map((i) => i.istiod).join(', ')}`) + '\n')
+        this.out(
+          terminalSafe(
+            `secret/${result.secret} rotated (context ${target.contextName}, namespace ${result.namespace}): cluster ${result.cluster}, ServiceAccount ${result.serviceAccount}, token Secret ${result.newTokenSecret}; istiod synced: ${result.istiods.map((i) => i.istiod).join(', ')}`,
+          ) + '\n',
+        )
         if (result.removedTokenSecret) this.out(terminalSafe(`old token Secret ${result.removedTokenSecret} deleted in context ${source.contextName}`) + '\n')
         else if (result.oldTokenSecretNote) this.note(terminalSafe(result.oldTokenSecretNote))
       } else this.out(renderData(result, f.output)!)

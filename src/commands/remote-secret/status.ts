@@ -41,7 +41,7 @@ here while istiod reports it synced.`
 
   static override examples = [
     {description: 'Every remote secret of two clusters:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
-    {description: 'One cluster\'s secret, as JSON:', command: '<%= config.bin %> <%= command.id %> istio-remote-secret-west --context east -o json'},
+    {description: "One cluster's secret, as JSON:", command: '<%= config.bin %> <%= command.id %> istio-remote-secret-west --context east -o json'},
   ]
 
   static override args = {
@@ -68,7 +68,11 @@ here while istiod reports it synced.`
       }
     }
     if (this.args.name !== undefined && rows.length === 0) {
-      throw new MeshvmError(`no remote secret ${JSON.stringify(this.args.name)} in namespace ${f['istio-namespace']}`, {exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: ['list them: meshvm remote-secret list']})
+      throw new MeshvmError(`no remote secret ${JSON.stringify(this.args.name)} in namespace ${f['istio-namespace']}`, {
+        exit: ExitCode.NOT_FOUND,
+        code: 'NotFound',
+        hints: ['list them: meshvm remote-secret list'],
+      })
     }
     if (human && rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}.`)
     else {
@@ -80,7 +84,11 @@ here while istiod reports it synced.`
             {header: 'SECRET', value: (r) => r.secret},
             {header: 'CLUSTER', value: (r) => r.cluster},
             {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
-            {header: 'PERMISSIONS', value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`), color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t))},
+            {
+              header: 'PERMISSIONS',
+              value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`),
+              color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t)),
+            },
             {header: 'ISTIOD', value: (r) => (r.istiods.length === 0 ? 'no istiod' : r.istiods.map((i) => (i.error ? 'error' : i.syncStatus)).join(','))},
             {header: 'SERVER', wide: true, value: (r) => r.server},
             {header: 'VERSION', wide: true, value: (r) => r.kubernetesVersion ?? '-'},

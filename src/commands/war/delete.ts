@@ -13,7 +13,8 @@ const REONBOARD =
 export default class WarDelete extends BaseCommand<typeof WarDelete> {
   static override summary = 'Delete workload registrations, so their agents re-onboard them.'
 
-  static override description = `Deletes each NAME (a WorkloadAutoRegistration, else an auto-registered WorkloadEntry, in -n); the API server also deletes the WorkloadEntry a WorkloadAutoRegistration owns. ${REONBOARD}
+  static override description =
+    `Deletes each NAME (a WorkloadAutoRegistration, else an auto-registered WorkloadEntry, in -n); the API server also deletes the WorkloadEntry a WorkloadAutoRegistration owns. ${REONBOARD}
 
 Every NAME is looked up first: if one does not exist, nothing is deleted. In a terminal meshvm asks for confirmation; elsewhere --yes is required. Deletes carry a UID precondition, so a registration re-created meanwhile is not deleted. To re-onboard a whole group safely, one VM at a time, use "meshvm war rollout GROUP"; to remove registrations of VMs that are gone, "meshvm war prune".`
 
@@ -21,7 +22,10 @@ Every NAME is looked up first: if one does not exist, nothing is deleted. In a t
     '<%= config.bin %> <%= command.id %> ratings-aws-aws-123456789012-us-east-2b-ec2-i-1234567890abcdef0 -n bookinfo',
     {description: 'Several, without a question (scripts):', command: '<%= config.bin %> <%= command.id %> web-10.0.0.7 web-10.0.0.8 -n apps --yes'},
     {description: 'Ask the API server what would happen, changing nothing:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.7 -n apps --dry-run=server'},
-    {description: 'What war list shows, as TYPE/NAME (see what would be deleted):', command: '<%= config.bin %> war list -n apps -o name | xargs <%= config.bin %> <%= command.id %> -n apps --dry-run=client'},
+    {
+      description: 'What war list shows, as TYPE/NAME (see what would be deleted):',
+      command: '<%= config.bin %> war list -n apps -o name | xargs <%= config.bin %> <%= command.id %> -n apps --dry-run=client',
+    },
   ]
 
   static override strict = false

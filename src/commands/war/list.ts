@@ -9,7 +9,8 @@ import type {Listed, ListQuery, ListState} from '../../lib/war/fetch.js'
 export default class WarList extends BaseCommand<typeof WarList> {
   static override summary = 'List workload registrations: WorkloadAutoRegistrations and auto-registered WorkloadEntries.'
 
-  static override description = `Like kubectl get war: NAMESPACE (with -A), NAME, AGENT CONNECTED and AGE. -o wide adds GROUP, IDENTITY (aws/ec2, aws/ecs, gcp/gce, azure/compute, jwt or serviceaccount), ADDRESSES, AGENT and SIDECAR versions, CONNECTED-TO (onboarding plane or istiod instance), STALE (the registration was made from an older version of its WorkloadGroup: "meshvm war rollout GROUP" re-onboards it), TUNNEL (the WorkloadEntry's HBONE tunnel label networking.istio.io/tunnel, which Istio 1.31 puts on the entries it creates for HBONE-capable proxies; "-" for WARs, whose entry the list does not read), WAYPOINT (the entry's WaypointBound condition) and SOURCE.
+  static override description =
+    `Like kubectl get war: NAMESPACE (with -A), NAME, AGENT CONNECTED and AGE. -o wide adds GROUP, IDENTITY (aws/ec2, aws/ecs, gcp/gce, azure/compute, jwt or serviceaccount), ADDRESSES, AGENT and SIDECAR versions, CONNECTED-TO (onboarding plane or istiod instance), STALE (the registration was made from an older version of its WorkloadGroup: "meshvm war rollout GROUP" re-onboards it), TUNNEL (the WorkloadEntry's HBONE tunnel label networking.istio.io/tunnel, which Istio 1.31 puts on the entries it creates for HBONE-capable proxies; "-" for WARs, whose entry the list does not read), WAYPOINT (the entry's WaypointBound condition) and SOURCE.
 
 Rows come from Tetrate WorkloadAutoRegistrations when their CRD is installed, and from the WorkloadEntries istiod auto-registered (see --source). Without the CRD only WorkloadEntries are shown, with a note on stderr. Identity keys are read in both spellings (task_id and taskId).
 
@@ -21,7 +22,10 @@ The list is read in pages of --chunk-size objects and printed as it arrives, so 
     {description: 'One group, then keep watching:', command: '<%= config.bin %> <%= command.id %> -n bookinfo --group ratings --watch'},
     {description: 'Only Istio auto-registered WorkloadEntries, as YAML:', command: '<%= config.bin %> <%= command.id %> -n apps --source workloadentry -o yaml'},
     {description: 'Names only, fed back to another command:', command: '<%= config.bin %> <%= command.id %> -n apps -o name | xargs <%= config.bin %> war delete -n apps --dry-run=client'},
-    {description: "kubectl's JSONPath and custom columns:", command: `<%= config.bin %> <%= command.id %> -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name --sort-by=.metadata.creationTimestamp`},
+    {
+      description: "kubectl's JSONPath and custom columns:",
+      command: `<%= config.bin %> <%= command.id %> -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name --sort-by=.metadata.creationTimestamp`,
+    },
   ]
 
   static override flags = {

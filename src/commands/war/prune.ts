@@ -12,7 +12,8 @@ import type {PruneOutcome} from '../../lib/war/prune.js'
 export default class WarPrune extends BaseCommand<typeof WarPrune> {
   static override summary = 'List, and with --yes delete, registrations whose agent has been disconnected for longer than a grace period.'
 
-  static override description = `Finds WorkloadAutoRegistrations whose AgentConnected condition has been False for longer than --grace-period, and auto-registered WorkloadEntries whose istio.io/disconnectedAt annotation is older than that: registrations of VMs that are gone. The default grace period, 5m, is TSB's own (after it, the onboarding plane treats a silent workload as gone); istiod's own for WorkloadEntries is 10s.
+  static override description =
+    `Finds WorkloadAutoRegistrations whose AgentConnected condition has been False for longer than --grace-period, and auto-registered WorkloadEntries whose istio.io/disconnectedAt annotation is older than that: registrations of VMs that are gone. The default grace period, 5m, is TSB's own (after it, the onboarding plane treats a silent workload as gone); istiod's own for WorkloadEntries is 10s.
 
 Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GROUP DISCONNECTED AGE; wide adds IDENTITY and ADDRESSES). With --yes each is read again and deleted only if it is still disconnected for that long (UID and resourceVersion preconditions), so a VM that reconnects keeps its registration. Exit 7 when some deletes failed and others succeeded.`
 
@@ -51,7 +52,10 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
       // Candidates without --yes, the deleted ones with it (except in tables, where each delete is reported as a line).
       const printer = new Printer<Listed>(
         {
-          columns: onRows(pruneColumns(allNamespaces, now, (ts, n) => age(ts, n)), (l: Listed) => l.registration),
+          columns: onRows(
+            pruneColumns(allNamespaces, now, (ts, n) => age(ts, n)),
+            (l: Listed) => l.registration,
+          ),
           object: (l) => l.object,
           order: allNamespaces ? byNamespaceThenName((l: Listed) => l.registration) : undefined,
         },

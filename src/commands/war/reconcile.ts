@@ -13,13 +13,21 @@ import type {ContextSnapshot, Finding} from '../../lib/reconcile/model.js'
 
 const flags = {
   ...multiContextFlags,
-  'all-namespaces': Flags.boolean({char: 'A', summary: 'Every namespace (default: -n, then the context\'s namespace).'}),
+  'all-namespaces': Flags.boolean({char: 'A', summary: "Every namespace (default: -n, then the context's namespace)."}),
   'grace-period': durationOrZeroFlag({summary: 'How long an entry may be without a connected proxy before it counts as dangling (e.g. 30s, 5m).', default: 300_000, defaultHelp: async () => '5m'}),
   fix: Flags.boolean({summary: 'Apply the safe fixes (delete dangling auto-registered WorkloadEntries, each only if unchanged since read), after confirmation.', exclusive: ['dry-run']}),
-  'dry-run': dryRunFlag('Show what --fix would delete, changing nothing. client: look each entry up again; server: also send each delete with dryRun=All, so the API server checks permission and precondition.'),
+  'dry-run': dryRunFlag(
+    'Show what --fix would delete, changing nothing. client: look each entry up again; server: also send each delete with dryRun=All, so the API server checks permission and precondition.',
+  ),
   yes: Flags.boolean({char: 'y', summary: 'With --fix: do not ask for confirmation.', dependsOn: ['fix']}),
-  timeout: durationFlag({summary: 'How long to wait for each istiod\'s /debug/syncz.', default: 30_000, defaultHelp: async () => '30s'}),
-  output: Flags.option({char: 'o', summary: 'Output format (json/yaml: the ReconcileReport schema in docs/war.md).', options: ['text', 'json', 'yaml'] as const, default: 'text', helpGroup: OUTPUT_GROUP})(),
+  timeout: durationFlag({summary: "How long to wait for each istiod's /debug/syncz.", default: 30_000, defaultHelp: async () => '30s'}),
+  output: Flags.option({
+    char: 'o',
+    summary: 'Output format (json/yaml: the ReconcileReport schema in docs/war.md).',
+    options: ['text', 'json', 'yaml'] as const,
+    default: 'text',
+    helpGroup: OUTPUT_GROUP,
+  })(),
 }
 
 type ReconcileFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>

@@ -16,7 +16,8 @@ const {output: REPORT_OUTPUT} = outputFlags(REPORT_KINDS)
 export default class WarRollout extends BaseCommand<typeof WarRollout> {
   static override summary = "Re-onboard a WorkloadGroup's workloads after the group changed, a few at a time, like a Deployment rollout."
 
-  static override description = `A WorkloadAutoRegistration keeps a snapshot of its WorkloadGroup taken when the VM onboarded; a change to the group reaches a VM only when it onboards again. This command finds the group's registrations whose snapshot differs from the current spec (STALE in "meshvm war list -o wide"), deletes them --max-unavailable at a time, and waits for each agent to re-onboard: a new registration of the same name, connected, made from the current spec and, when the group has a probe, with a healthy WorkloadEntry. A slot frees as soon as its workload is back.
+  static override description =
+    `A WorkloadAutoRegistration keeps a snapshot of its WorkloadGroup taken when the VM onboarded; a change to the group reaches a VM only when it onboards again. This command finds the group's registrations whose snapshot differs from the current spec (STALE in "meshvm war list -o wide"), deletes them --max-unavailable at a time, and waits for each agent to re-onboard: a new registration of the same name, connected, made from the current spec and, when the group has a probe, with a healthy WorkloadEntry. A slot frees as soon as its workload is back.
 
 The first workload that does not come back within --timeout stops the rollout (nothing new starts) with a report of every registration. Re-running continues where it stopped: what is stale is worked out from the cluster each time, and the registrations a run deleted that are not back yet are remembered in the rollout's Lease (coordination.k8s.io/v1 lease meshvm-rollout-GROUP in the group's namespace, annotation rollout.meshvm.io/awaiting; so this needs permission to create, get and update leases there, and never writes the WorkloadGroup), so that the next run waits for them first instead of losing them. Stale registrations whose agent is not connected are skipped (their agent cannot re-onboard now) with a warning. --dry-run prints the plan. Progress goes to stderr, the report to stdout.
 
@@ -36,7 +37,10 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
       description: 'After an upgrade to Istio 1.31: re-register the entries of HBONE-capable VMs that lack the tunnel label, two at a time:',
       command: `<%= config.bin %> <%= command.id %> web -n apps --missing-tunnel-label --max-unavailable 2 --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`,
     },
-    {description: "Istio auto-registered VMs: restart each stale VM's sidecar over ssh:", command: `<%= config.bin %> <%= command.id %> web -n apps --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`},
+    {
+      description: "Istio auto-registered VMs: restart each stale VM's sidecar over ssh:",
+      command: `<%= config.bin %> <%= command.id %> web -n apps --restart-command 'ssh "$MESHVM_VM_ADDRESS" sudo systemctl restart istio'`,
+    },
   ]
 
   static override args = {
@@ -48,9 +52,12 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     timeout: durationFlag({summary: 'How long to wait for each workload to come back connected (and healthy).', default: 300_000, defaultHelp: async () => '5m'}),
     'dry-run': dryRunFlag('client: print the plan, change nothing; server: the plan, with every delete it holds checked by the API server (dryRun=All), changing nothing.'),
     'missing-tunnel-label': Flags.boolean({
-      summary: 'Re-register only the auto-registered WorkloadEntries of HBONE-capable proxies that lack the HBONE tunnel label (networking.istio.io/tunnel), as after an upgrade to Istio 1.31; needs --restart-command.',
+      summary:
+        'Re-register only the auto-registered WorkloadEntries of HBONE-capable proxies that lack the HBONE tunnel label (networking.istio.io/tunnel), as after an upgrade to Istio 1.31; needs --restart-command.',
     }),
-    'restart-command': Flags.string({summary: "Command (run with sh -c) that restarts a VM's sidecar, for auto-registered WorkloadEntries; gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE."}),
+    'restart-command': Flags.string({
+      summary: "Command (run with sh -c) that restarts a VM's sidecar, for auto-registered WorkloadEntries; gets MESHVM_VM_NAME, MESHVM_VM_ADDRESS, MESHVM_VM_HOSTNAME, MESHVM_NAMESPACE.",
+    }),
     'chunk-size': Flags.integer({summary: 'Objects per list request; 0 lists everything in one request.', default: 500, min: 0}),
     'poll-interval': durationFlag({summary: 'How often to check on workloads being re-onboarded.', default: 1000, defaultHelp: async () => '1s', hidden: true}),
     // The shared -o flag (one validation, one message); a report is one document: no row flags.
@@ -98,7 +105,9 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     if (report.status === 'planned') {
       const waits = report.items.filter((i) => i.deletedEarlier).length
       const waitText = waits > 0 ? `, after waiting for ${waits} deleted by an earlier rollout and not back yet` : ''
-      this.note(`Dry run${f['dry-run'] === 'server' ? ' (server: the API server accepted every delete)' : ''}: ${count('planned') - waits} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${waitText}${skippedText}; nothing was changed.`)
+      this.note(
+        `Dry run${f['dry-run'] === 'server' ? ' (server: the API server accepted every delete)' : ''}: ${count('planned') - waits} of ${report.registrations} registration(s) of ${where} would be re-onboarded, up to ${report.maxUnavailable} at a time${waitText}${skippedText}; nothing was changed.`,
+      )
     } else if (report.status === 'complete') {
       this.note(`Rollout of ${where} complete: ${count('re-onboarded')} re-onboarded, ${report.upToDate} already up to date${skippedText}.`)
     } else if (f['dry-run'] !== 'none' || skipped > 0) {
@@ -118,7 +127,21 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           {header: 'STEP', value: (i) => (i.step === undefined ? '-' : String(i.step))},
           {header: 'NAME', value: (i) => i.name},
           {header: 'AGENT CONNECTED', value: (i) => i.agentConnected},
-          {header: 'ACTION', value: (i) => (i.result === 'skipped' ? (isAgentSkip(i) ? 'skip (agent not connected)' : 'skip (label it instead)') : i.result === 'needs restart' ? 'needs --restart-command' : i.deletedEarlier ? 'wait (deleted by an earlier rollout)' : i.kind === 'workloadentry' ? 'delete, restart sidecar' : 're-onboard')},
+          {
+            header: 'ACTION',
+            value: (i) =>
+              i.result === 'skipped'
+                ? isAgentSkip(i)
+                  ? 'skip (agent not connected)'
+                  : 'skip (label it instead)'
+                : i.result === 'needs restart'
+                  ? 'needs --restart-command'
+                  : i.deletedEarlier
+                    ? 'wait (deleted by an earlier rollout)'
+                    : i.kind === 'workloadentry'
+                      ? 'delete, restart sidecar'
+                      : 're-onboard',
+          },
         ]),
       )
       return

@@ -102,13 +102,21 @@ function conflictError(err: unknown): KubeApiError | undefined {
   })
   const message = `server-side apply conflict${owned.length > 1 ? 's' : ''}: ${owned.join('; ')}`
   return new KubeApiError(message, {
-    status: 409, reason: 'Conflict', kubeStatus: err.kubeStatus, exit: ExitCode.REJECTED,
+    status: 409,
+    reason: 'Conflict',
+    kubeStatus: err.kubeStatus,
+    exit: ExitCode.REJECTED,
     hints: ['another tool manages these fields with other values; leave them to it, or run again with --force-conflicts to take them over (as kubectl apply --server-side --force-conflicts does)'],
   })
 }
 
 /** Reads the live object, applies, and says what changed. */
-export async function applyOne(client: KubeClient, path: string, object: unknown, options: {force?: boolean; dryRun?: boolean} = {}): Promise<{outcome: WriteOutcome; live: Live | undefined; applied: Live}> {
+export async function applyOne(
+  client: KubeClient,
+  path: string,
+  object: unknown,
+  options: {force?: boolean; dryRun?: boolean} = {},
+): Promise<{outcome: WriteOutcome; live: Live | undefined; applied: Live}> {
   const live = await client.getOptional<Live>(path)
   const applied = await serverSideApply<Live>(client, path, object, options)
   return {outcome: outcomeOf(live, applied), live, applied}
@@ -197,11 +205,13 @@ export function applyFailure(results: ApplyResult[], interrupted: boolean): Mesh
   const notApplied = results.filter((r) => r.outcome === 'not applied')
   const done = results.filter((r) => r.outcome !== 'failed' && r.outcome !== 'not applied')
   if (failed.length === 0 && notApplied.length === 0) return undefined
-  const summary = `${done.length} of ${results.length} objects applied` +
+  const summary =
+    `${done.length} of ${results.length} objects applied` +
     (failed.length ? `; failed: ${failed.map((r) => r.ref).join(', ')}` : '') +
     (notApplied.length ? `; not applied: ${notApplied.map((r) => r.ref).join(', ')}` : '')
   if (interrupted) return new MeshvmError(`interrupted: ${summary}`, {exit: ExitCode.INTERRUPTED, code: 'Interrupted'})
   const first = failed[0]?.error
-  if (done.length > 0) return new MeshvmError(summary, {exit: ExitCode.PARTIAL, code: 'PartialApply', hints: [...(first?.hints ?? []), 'fix the cause and run the same command again: applying is idempotent']})
+  if (done.length > 0)
+    return new MeshvmError(summary, {exit: ExitCode.PARTIAL, code: 'PartialApply', hints: [...(first?.hints ?? []), 'fix the cause and run the same command again: applying is idempotent']})
   return new MeshvmError(summary, {exit: first?.exit ?? ExitCode.FAILURE, code: first?.code ?? 'ApplyFailed', hints: first?.hints ?? []})
 }

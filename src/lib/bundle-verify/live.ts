@@ -77,7 +77,8 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
   await guarded('istiod', checks, off.rerun, async () => {
     if (!istiod) return {id: 'istiod', status: 'fail', detail: `${address}: not an istiod Service address (istiod[-REVISION].NAMESPACE.svc:PORT)`, fix: off.rerun}
     const svc = await client.getOptional(resourcePath(Resources.services, {namespace: istiod.namespace, name: istiod.service}))
-    if (!svc) return {id: 'istiod', status: 'fail', detail: `${address}: Service ${istiod.namespace}/${istiod.service} not found (was revision ${revision ?? 'default'} removed?)`, fix: currentRevision}
+    if (!svc)
+      return {id: 'istiod', status: 'fail', detail: `${address}: Service ${istiod.namespace}/${istiod.service} not found (was revision ${revision ?? 'default'} removed?)`, fix: currentRevision}
     const {selected} = await findIstiods(client, {istioNamespace: istiod.namespace, revision: revision ?? undefined})
     const running = revision === undefined ? selected : selected.filter((p) => p.revision === revision)
     if (running.length === 0) return {id: 'istiod', status: 'fail', detail: `${address}: no running istiod${revision ? ` of revision ${revision}` : ''} in ${istiod.namespace}`, fix: currentRevision}
@@ -87,7 +88,10 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
   // hosts: the east-west gateway's current address, which must expose 15012 (xDS/CA) and 15017 (webhook).
   if (off.hosts !== undefined) {
     await guarded('gateway', checks, off.rerun, async () => {
-      const entries = off.hosts!.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
+      const entries = off
+        .hosts!.split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '' && !l.startsWith('#'))
       const parts = o.ingressService.split('.')
       const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, istioNamespace]
       if (entries.length === 0) {
@@ -112,15 +116,30 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
         const cls = reading.className ? `class ${reading.className}, ` : ''
         out.push(
           lacking.length > 0
-            ? {id: 'gateway.ports', status: 'fail', detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008) without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`, fix: AMBIENT_GATEWAY_FIX}
-            : {id: 'gateway.ports', status: 'warn', detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`, fix: AMBIENT_GATEWAY_FIX},
+            ? {
+                id: 'gateway.ports',
+                status: 'fail',
+                detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008) without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`,
+                fix: AMBIENT_GATEWAY_FIX,
+              }
+            : {
+                id: 'gateway.ports',
+                status: 'warn',
+                detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`,
+                fix: AMBIENT_GATEWAY_FIX,
+              },
         )
         return out
       }
       out.push(
         lacking.length === 0
           ? {id: 'gateway.ports', status: 'pass', detail: `${ns}/${name} exposes 15012 and 15017${reading.kind === 'both' ? ' (and HBONE on 15008 for ambient)' : ''}`}
-          : {id: 'gateway.ports', status: 'fail', detail: `${ns}/${name} does not expose ${lacking.join(' and ')} (istiod's xDS/CA and webhook ports)`, fix: 'expose istiod through the east-west gateway (samples/multicluster/expose-istiod.yaml)'},
+          : {
+              id: 'gateway.ports',
+              status: 'fail',
+              detail: `${ns}/${name} does not expose ${lacking.join(' and ')} (istiod's xDS/CA and webhook ports)`,
+              fix: 'expose istiod through the east-west gateway (samples/multicluster/expose-istiod.yaml)',
+            },
       )
       return out
     })
@@ -143,7 +162,13 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
       try {
         wg = await fetchWorkloadGroup(client, groupName, namespace)
       } catch (err) {
-        if (err instanceof MeshvmError && err.exit === ExitCode.NOT_FOUND) return {id: 'workloadgroup', status: 'fail', detail: `WorkloadGroup ${namespace}/${groupName} not found`, fix: `recreate it (meshvm onboard ${shellQuote(groupName)} -n ${shellQuote(namespace)} --apply with its ports and labels), then: ${off.rerun}`}
+        if (err instanceof MeshvmError && err.exit === ExitCode.NOT_FOUND)
+          return {
+            id: 'workloadgroup',
+            status: 'fail',
+            detail: `WorkloadGroup ${namespace}/${groupName} not found`,
+            fix: `recreate it (meshvm onboard ${shellQuote(groupName)} -n ${shellQuote(namespace)} --apply with its ports and labels), then: ${off.rerun}`,
+          }
         throw err
       }
       const t = wg.spec?.template ?? {}

@@ -73,7 +73,10 @@ export function bundleCommand(env: Record<string, string>, source: BundleSource 
  */
 export function clusterEnvNameProblems(env: Record<string, string>, file = 'cluster.env'): string[] {
   const problems: string[] = []
-  for (const [key, check] of [['POD_NAMESPACE', dns1123Label], ['ISTIO_META_WORKLOAD_NAME', dns1123Subdomain]] as const) {
+  for (const [key, check] of [
+    ['POD_NAMESPACE', dns1123Label],
+    ['ISTIO_META_WORKLOAD_NAME', dns1123Subdomain],
+  ] as const) {
     const value = env[key]
     const problem = value === undefined ? undefined : check(value)
     if (problem) problems.push(`${file}: ${key} ${JSON.stringify(value)} ${problem}`)
@@ -105,7 +108,12 @@ export function readTarGz(buf: Buffer): BundleFiles {
   for (let off = 0; off + 512 <= tar.length; ) {
     const h = tar.subarray(off, off + 512)
     if (h.every((b) => b === 0)) break
-    const field = (start: number, len: number) => h.subarray(start, start + len).toString('latin1').replace(/\0.*$/s, '').trim()
+    const field = (start: number, len: number) =>
+      h
+        .subarray(start, start + len)
+        .toString('latin1')
+        .replace(/\0.*$/s, '')
+        .trim()
     const name = field(0, 100)
     const size = parseInt(field(124, 12) || '0', 8)
     const mode = parseInt(field(100, 8) || '0', 8)
@@ -216,11 +224,7 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
   const fixes: Check[] = []
   const rerun = (c: Check): Check => (fixes.push(c), c)
   const missing = REQUIRED_FILES.filter((f) => !files.has(f))
-  checks.push(
-    missing.length === 0
-      ? {id: 'files', status: 'pass', detail: `${REQUIRED_FILES.join(', ')} present`}
-      : rerun({id: 'files', status: 'fail', detail: `missing: ${missing.join(', ')}`}),
-  )
+  checks.push(missing.length === 0 ? {id: 'files', status: 'pass', detail: `${REQUIRED_FILES.join(', ')} present`} : rerun({id: 'files', status: 'fail', detail: `missing: ${missing.join(', ')}`}))
   const token = files.get('istio-token')
   if (token) {
     if (token.symlink) checks.push({id: 'files.token-mode', status: 'fail', detail: 'istio-token is a symbolic link', fix: 'replace it with the file itself (mode 0600)'})
@@ -278,7 +282,8 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
       const refresh = result.refresh
       if (left === undefined) checks.push({id: 'token.expiry', status: 'warn', detail: 'the token has no expiry (not a TokenRequest token)'})
       else if (left <= 0) checks.push({id: 'token.expiry', status: 'fail', detail: `expired ${formatIn(left)} ago (${new Date(exp!).toISOString()})`, fix: refresh})
-      else if (left <= o.warnWithinMs) checks.push({id: 'token.expiry', status: 'warn', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()}): the sidecar must connect before then`, fix: refresh})
+      else if (left <= o.warnWithinMs)
+        checks.push({id: 'token.expiry', status: 'warn', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()}): the sidecar must connect before then`, fix: refresh})
       else checks.push({id: 'token.expiry', status: 'pass', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()})`})
       const aud = Array.isArray(claims.aud) ? claims.aud : typeof claims.aud === 'string' ? [claims.aud] : []
       checks.push(

@@ -30,29 +30,50 @@ export function updateInstallGuard(script: string, expiresAt: Date): string {
   const m = /if \[ "\$\(date \+%s\)" -ge (\d+) \]/.exec(script)
   if (!m) return script
   const oldIso = new Date(Number(m[1]) * 1000).toISOString()
-  return script.split(m[0]).join(`if [ "$(date +%s)" -ge ${Math.floor(expiresAt.getTime() / 1000)} ]`).split(oldIso).join(expiresAt.toISOString())
+  return script
+    .split(m[0])
+    .join(`if [ "$(date +%s)" -ge ${Math.floor(expiresAt.getTime() / 1000)} ]`)
+    .split(oldIso)
+    .join(expiresAt.toISOString())
 }
 
 export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o: {dir: string; tokenSeconds: number}): Promise<RefreshResult> {
   const envPath = join(o.dir, 'cluster.env')
   if (!existsSync(envPath)) {
-    throw new MeshvmError(`--refresh-token: ${envPath} not found: not a bundle directory`, {exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: [`write the whole bundle first: ${bundleCommand({ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]})
+    throw new MeshvmError(`--refresh-token: ${envPath} not found: not a bundle directory`, {
+      exit: ExitCode.NOT_FOUND,
+      code: 'NotFound',
+      hints: [`write the whole bundle first: ${bundleCommand({ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`],
+    })
   }
   const env = parseClusterEnv(readFileSync(envPath, 'utf8'))
   const namespace = env.values.POD_NAMESPACE
   const sa = env.values.SERVICE_ACCOUNT
   if (env.problems.length > 0 || !namespace || !sa) {
-    throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {exit: ExitCode.FAILURE, code: 'BadBundle', hints: [`write the whole bundle again: ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]})
+    throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {
+      exit: ExitCode.FAILURE,
+      code: 'BadBundle',
+      hints: [`write the whole bundle again: ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`],
+    })
   }
   // The two names go into the TokenRequest's path: only names Kubernetes could hold, checked before it.
-  for (const [key, value, problem] of [['POD_NAMESPACE', namespace, dns1123Label(namespace)], ['SERVICE_ACCOUNT', sa, dns1123Subdomain(sa)]] as const) {
+  for (const [key, value, problem] of [
+    ['POD_NAMESPACE', namespace, dns1123Label(namespace)],
+    ['SERVICE_ACCOUNT', sa, dns1123Subdomain(sa)],
+  ] as const) {
     if (problem) throw new MeshvmError(`--refresh-token: ${envPath}: ${key} ${JSON.stringify(value)} ${problem}`, {exit: ExitCode.FAILURE, code: 'BadBundle'})
   }
   const groupSa = wg.spec.template?.serviceAccount || 'default'
   if (wg.metadata.namespace !== namespace || wg.metadata.name !== env.values.ISTIO_META_WORKLOAD_NAME || groupSa !== sa) {
     throw new MeshvmError(
       `--refresh-token: the bundle in ${o.dir} is for ${namespace}/${env.values.ISTIO_META_WORKLOAD_NAME ?? '?'} (service account ${sa}), not for WorkloadGroup ${wg.metadata.namespace}/${wg.metadata.name} (service account ${groupSa})`,
-      {exit: ExitCode.USAGE, code: 'Usage', hints: [`the group changed, or this is another group's bundle: write it again with ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`]},
+      {
+        exit: ExitCode.USAGE,
+        code: 'Usage',
+        hints: [
+          `the group changed, or this is another group's bundle: write it again with ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`,
+        ],
+      },
     )
   }
   const issued = await requestToken(client, namespace, sa, o.tokenSeconds)

@@ -53,7 +53,9 @@ export async function fetchClusterId(client: KubeClient, istioNamespace: string,
   const cm = await configMap(client, istioNamespace, name)
   if (!cm) {
     throw new MeshvmError(`cannot determine the cluster ID: ConfigMap ${istioNamespace}/${name} not found`, {
-      exit: ExitCode.NOT_FOUND, code: 'NotFound', hints: [`pass --cluster-id, or ${revisionHint(revision)}`],
+      exit: ExitCode.NOT_FOUND,
+      code: 'NotFound',
+      hints: [`pass --cluster-id, or ${revisionHint(revision)}`],
     })
   }
   let clusterName: unknown
@@ -61,7 +63,9 @@ export async function fetchClusterId(client: KubeClient, istioNamespace: string,
     clusterName = (JSON.parse(cm.data?.values ?? '{}') as {global?: {multiCluster?: {clusterName?: unknown}}}).global?.multiCluster?.clusterName
   } catch {
     throw new MeshvmError(`cannot determine the cluster ID: the "values" key of ConfigMap ${istioNamespace}/${name} is not valid JSON`, {
-      exit: ExitCode.FAILURE, code: 'BadConfigMap', hints: ['pass --cluster-id'],
+      exit: ExitCode.FAILURE,
+      code: 'BadConfigMap',
+      hints: ['pass --cluster-id'],
     })
   }
   if (typeof clusterName === 'string' && clusterName !== '') return clusterName
@@ -105,7 +109,8 @@ export async function fetchRootCert(client: KubeClient, namespace: string, wait:
     const waited = Date.now() - started
     if (wait.signal?.aborted || waited >= wait.timeoutMs) {
       throw new MeshvmError(`ConfigMap ${namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}${wait.timeoutMs > 0 ? ` after waiting ${Math.round(waited / 1000)}s` : ''}`, {
-        exit: wait.timeoutMs > 0 ? ExitCode.TIMEOUT : ExitCode.NOT_FOUND, code: 'NotFound',
+        exit: wait.timeoutMs > 0 ? ExitCode.TIMEOUT : ExitCode.NOT_FOUND,
+        code: 'NotFound',
         hints: [rootCertHint(namespace), ...(wait.timeoutMs > 0 ? ['wait longer with --timeout'] : [])],
       })
     }
@@ -145,7 +150,8 @@ export async function requestToken(client: KubeClient, namespace: string, servic
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) {
       throw new MeshvmError(`service account ${JSON.stringify(serviceAccount)} not found in namespace ${JSON.stringify(namespace)} (needed to issue the VM's token)`, {
-        exit: ExitCode.NOT_FOUND, code: 'NotFound',
+        exit: ExitCode.NOT_FOUND,
+        code: 'NotFound',
         hints: [`create it: kubectl create serviceaccount ${serviceAccount} -n ${namespace}  (or meshvm onboard … --create-service-account --apply)`],
       })
     }
@@ -179,11 +185,9 @@ export async function findGateway(client: KubeClient, istioNamespace: string, op
   const svc = await client.getOptional<ServiceLike>(resourcePath(Resources.services, {namespace, name}))
   const address = serviceGatewayAddress(svc)
   if (address) return address
-  throw new MeshvmError(
-    svc ? `the east-west gateway Service ${namespace}/${name} has no load-balancer address or external IP yet` : `the east-west gateway Service ${namespace}/${name} not found`,
-    {
-      exit: ExitCode.NOT_FOUND, code: 'NoGateway',
-      hints: ['pass --ingress-ip ADDRESS (or --ingress-service NAME[.NS]); use --no-hosts if the VM can reach istiod directly'],
-    },
-  )
+  throw new MeshvmError(svc ? `the east-west gateway Service ${namespace}/${name} has no load-balancer address or external IP yet` : `the east-west gateway Service ${namespace}/${name} not found`, {
+    exit: ExitCode.NOT_FOUND,
+    code: 'NoGateway',
+    hints: ['pass --ingress-ip ADDRESS (or --ingress-service NAME[.NS]); use --no-hosts if the VM can reach istiod directly'],
+  })
 }

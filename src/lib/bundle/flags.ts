@@ -9,8 +9,18 @@ export const BUNDLE_GROUP = 'VM BUNDLE'
 
 export const bundleFlags = {
   'cluster-id': Flags.string({summary: 'Cluster ID written to ISTIO_META_CLUSTER_ID (default: read from the sidecar injector config).', aliases: ['clusterID'], helpGroup: BUNDLE_GROUP}),
-  'token-duration': Flags.string({summary: 'Lifetime of the VM bootstrap token (e.g. 1h, 24h); the VM must connect before it ends.', default: '1h', aliases: ['tokenDuration'], helpGroup: BUNDLE_GROUP}),
-  'ingress-service': Flags.string({summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway that exposes istiod.', default: 'istio-eastwestgateway', aliases: ['ingressService'], helpGroup: BUNDLE_GROUP}),
+  'token-duration': Flags.string({
+    summary: 'Lifetime of the VM bootstrap token (e.g. 1h, 24h); the VM must connect before it ends.',
+    default: '1h',
+    aliases: ['tokenDuration'],
+    helpGroup: BUNDLE_GROUP,
+  }),
+  'ingress-service': Flags.string({
+    summary: 'Service (NAME or NAME.NAMESPACE) of the east-west gateway that exposes istiod.',
+    default: 'istio-eastwestgateway',
+    aliases: ['ingressService'],
+    helpGroup: BUNDLE_GROUP,
+  }),
   'ingress-ip': Flags.string({summary: 'Address of the east-west gateway, instead of reading it from the Service.', aliases: ['ingressIP'], helpGroup: BUNDLE_GROUP}),
   'no-hosts': Flags.boolean({summary: 'The VM reaches istiod without the gateway (flat network): write an empty hosts file.', helpGroup: BUNDLE_GROUP}),
   'internal-ip': Flags.string({summary: 'IP the mesh uses to reach the VM (ISTIO_SVC_IP).', aliases: ['internalIP'], exclusive: ['external-ip'], helpGroup: BUNDLE_GROUP}),
@@ -18,7 +28,12 @@ export const bundleFlags = {
   autoregister: Flags.boolean({summary: 'Let istiod create the WorkloadEntry when the VM connects (ISTIO_META_AUTO_REGISTER_GROUP).', helpGroup: BUNDLE_GROUP}),
   'capture-dns': Flags.boolean({summary: 'Let the sidecar answer DNS for mesh hosts on the VM.', default: true, allowNo: true, helpGroup: BUNDLE_GROUP}),
   archive: Flags.boolean({summary: 'Also write NAME-bundle.tar.gz with all files, ready to copy to the VM.', helpGroup: BUNDLE_GROUP}),
-  timeout: durationFlag({summary: 'How long to wait for istiod to publish the mesh root certificate (ConfigMap istio-ca-root-cert) in a namespace it has not reached yet, e.g. a new one.', default: 30_000, defaultHelp: async () => '30s', helpGroup: BUNDLE_GROUP}),
+  timeout: durationFlag({
+    summary: 'How long to wait for istiod to publish the mesh root certificate (ConfigMap istio-ca-root-cert) in a namespace it has not reached yet, e.g. a new one.',
+    default: 30_000,
+    defaultHelp: async () => '30s',
+    helpGroup: BUNDLE_GROUP,
+  }),
 }
 
 /** --token-duration as whole seconds; TokenRequest needs at least 10 minutes. */
@@ -29,7 +44,6 @@ export function tokenSeconds(text: string): number {
   }
   return ms / 1000
 }
-
 
 export interface BundleFlagValues {
   'cluster-id'?: string

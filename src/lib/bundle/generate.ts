@@ -120,7 +120,10 @@ export function validateBundleInputs(inputs: BundleInputs): void {
   if (inputs.internalIp !== undefined && inputs.externalIp !== undefined) {
     throw new UsageError('--internal-ip and --external-ip are mutually exclusive: give the address the mesh should use to reach the VM')
   }
-  for (const [flag, ip] of [['--internal-ip', inputs.internalIp], ['--external-ip', inputs.externalIp]] as const) {
+  for (const [flag, ip] of [
+    ['--internal-ip', inputs.internalIp],
+    ['--external-ip', inputs.externalIp],
+  ] as const) {
     if (ip !== undefined && isIP(ip) === 0) throw new UsageError(`${flag} ${JSON.stringify(ip)}: expected an IPv4 or IPv6 address`)
   }
 }
@@ -148,8 +151,14 @@ export function buildBundle(inputs: BundleInputs): Bundle {
   // The second wall (writeBundle checks first, before the token): nothing unsafe is ever generated.
   checkBundleValues(
     {
-      workloadGroup: inputs.workloadGroup, istioNamespace: inputs.istioNamespace, revision: inputs.revision, clusterId: inputs.clusterId,
-      gateway: inputs.gateway, internalIp: inputs.internalIp, externalIp: inputs.externalIp, meshConfigYaml: inputs.meshConfigYaml,
+      workloadGroup: inputs.workloadGroup,
+      istioNamespace: inputs.istioNamespace,
+      revision: inputs.revision,
+      clusterId: inputs.clusterId,
+      gateway: inputs.gateway,
+      internalIp: inputs.internalIp,
+      externalIp: inputs.externalIp,
+      meshConfigYaml: inputs.meshConfigYaml,
     },
     'input',
   )
@@ -172,7 +181,11 @@ export function buildBundle(inputs: BundleInputs): Bundle {
   }
   const labels: Record<string, string> = {...(wg.spec.metadata?.labels ?? {})}
   if (template.labels && Object.keys(template.labels).length > 0) {
-    warnings.push(`labels belong in spec.metadata.labels; these template labels override them: ${Object.entries(template.labels).map(([k, v]) => `${k}=${v}`).join(', ')}`)
+    warnings.push(
+      `labels belong in spec.metadata.labels; these template labels override them: ${Object.entries(template.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')}`,
+    )
     Object.assign(labels, template.labels)
   }
   if (wg.spec.probe) defaultConfig.readinessProbe = omitEmpty(wg.spec.probe)
@@ -235,7 +248,10 @@ export function buildBundle(inputs: BundleInputs): Bundle {
 }
 
 /** Text inside a `#` comment: a line break would end the comment and start a command. */
-const commentSafe = (text: string) => JSON.stringify(text).slice(1, -1).replace(/[\u0080-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+const commentSafe = (text: string) =>
+  JSON.stringify(text)
+    .slice(1, -1)
+    .replace(/[\u0080-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 
 /**
  * The VM side of the istio.io VM guide, as one idempotent script. Every value from the cluster or

@@ -17,6 +17,8 @@ export function reportBundle(sink: Sink, summary: BundleSummary, now = new Date(
   sink.err(`On the VM, as root: copy the directory over, install the istio-sidecar package, then run ./install.sh\n`)
   if (summary.linked) {
     // cp -r, rsync -a and tar copy a symbolic link as a link: say how to copy the files.
-    sink.err(`${summary.dir} is a link to the bundle's current version (so that a new bundle replaces it in one step): copy the files, e.g. scp -r ${summary.dir} VM: or rsync -a ${summary.dir}/ VM:DIR/ (cp and tar need -L)\n`)
+    sink.err(
+      `${summary.dir} is a link to the bundle's current version (so that a new bundle replaces it in one step): copy the files, e.g. scp -r ${summary.dir} VM: or rsync -a ${summary.dir}/ VM:DIR/ (cp and tar need -L)\n`,
+    )
   }
 }

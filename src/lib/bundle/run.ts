@@ -49,8 +49,13 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   validateBundleInputs({internalIp: options.internalIp, externalIp: options.externalIp} as Parameters<typeof validateBundleInputs>[0])
   checkBundleValues(
     {
-      workloadGroup: options.groupFromCluster ? undefined : wg, istioNamespace: session.istioNamespace, revision: session.revision, clusterId: options.clusterId,
-      gateway: options.ingressIp === undefined ? undefined : {kind: 'ip', address: options.ingressIp}, internalIp: options.internalIp, externalIp: options.externalIp,
+      workloadGroup: options.groupFromCluster ? undefined : wg,
+      istioNamespace: session.istioNamespace,
+      revision: session.revision,
+      clusterId: options.clusterId,
+      gateway: options.ingressIp === undefined ? undefined : {kind: 'ip', address: options.ingressIp},
+      internalIp: options.internalIp,
+      externalIp: options.externalIp,
     },
     'input',
   )
@@ -86,8 +91,18 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   // anything unsafe or malformed fails here, before a token exists.
   checkBundleValues({revision, clusterId, gateway, meshConfigYaml, rootCert: {pem: rootCert, namespace}}, 'cluster')
   const inputs = {
-    workloadGroup: wg, meshConfigYaml, clusterId, rootCert: normalizedRootCert(rootCert), token: '', istioNamespace, revision, gateway,
-    internalIp: options.internalIp, externalIp: options.externalIp, autoregister: options.autoregister, captureDns: options.captureDns,
+    workloadGroup: wg,
+    meshConfigYaml,
+    clusterId,
+    rootCert: normalizedRootCert(rootCert),
+    token: '',
+    istioNamespace,
+    revision,
+    gateway,
+    internalIp: options.internalIp,
+    externalIp: options.externalIp,
+    autoregister: options.autoregister,
+    captureDns: options.captureDns,
   }
   buildBundle(inputs)
   // The token last: it is the only value that grants something, so only issue it when all else worked.

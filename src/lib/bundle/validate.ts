@@ -119,7 +119,10 @@ export function bundleValueProblems(v: BundleValues): string[] {
     // An empty service account means "default" (withWorkloadGroupDefaults).
     if (template.serviceAccount !== '') check(problems, 'WorkloadGroup spec.template.serviceAccount', template.serviceAccount, dns1123Subdomain)
     check(problems, 'WorkloadGroup spec.template.network', template.network, labelValue)
-    for (const [field, labels] of [['spec.metadata.labels', wg.spec?.metadata?.labels], ['spec.template.labels', template.labels]] as const) {
+    for (const [field, labels] of [
+      ['spec.metadata.labels', wg.spec?.metadata?.labels],
+      ['spec.template.labels', template.labels],
+    ] as const) {
       if (labels === undefined || labels === null) continue
       if (!isRecord(labels)) {
         problems.push(`WorkloadGroup ${field} must be a mapping of strings`)
@@ -146,7 +149,10 @@ export function bundleValueProblems(v: BundleValues): string[] {
         }
       }
     }
-    for (const [field, annotations] of [['metadata.annotations', wg.metadata?.annotations], ['spec.metadata.annotations', wg.spec?.metadata?.annotations]] as const) {
+    for (const [field, annotations] of [
+      ['metadata.annotations', wg.metadata?.annotations],
+      ['spec.metadata.annotations', wg.spec?.metadata?.annotations],
+    ] as const) {
       const proxyConfig = isRecord(annotations) ? annotations['proxy.istio.io/config'] : undefined
       if (typeof proxyConfig === 'string') proxyConfigProblems(`WorkloadGroup ${field} proxy.istio.io/config:`, parsedOrUndefined(proxyConfig), problems)
     }
@@ -183,6 +189,9 @@ export function checkBundleValues(values: BundleValues, from: 'input' | 'cluster
   throw new MeshvmError(`${problems[0]} (read from the cluster); no token was issued and nothing was written`, {
     exit: ExitCode.FAILURE,
     code: 'UnsafeValue',
-    hints: [...(problems.length > 1 ? [`${problems.length - 1} more problem(s): ${problems.slice(1).join('; ')}`] : []), 'meshvm never writes such a value into install.sh or cluster.env, which run as root on the VM; fix the object in the cluster'],
+    hints: [
+      ...(problems.length > 1 ? [`${problems.length - 1} more problem(s): ${problems.slice(1).join('; ')}`] : []),
+      'meshvm never writes such a value into install.sh or cluster.env, which run as root on the VM; fix the object in the cluster',
+    ],
   })
 }

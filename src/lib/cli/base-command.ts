@@ -136,7 +136,10 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   /** Suggested command lines keep the user's --kubeconfig/--context/-n (and `kubectl meshvm` as a plugin). */
   protected keepInvocation(text: string): string {
-    return keepInvocation(text, this.config.commandIDs.map((id) => id.split(':').join(' ')))
+    return keepInvocation(
+      text,
+      this.config.commandIDs.map((id) => id.split(':').join(' ')),
+    )
   }
 
   /** Progress, warnings and notes: stderr, so pipes carry only data. */

@@ -16,7 +16,7 @@ export const EMPTY_MEANS_DEFAULT: Readonly<Record<string, string>> = {
   context: "kubectl: the kubeconfig's current context",
   namespace: "kubectl: the context's namespace",
   'istio-namespace': 'istioctl: istio-system',
-  revision: "istioctl: the default revision",
+  revision: 'istioctl: the default revision',
   'request-timeout': 'kubectl: the default time-out',
   output: 'kubectl: the default format',
   'sort-by': 'kubectl: no sorting',

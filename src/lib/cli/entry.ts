@@ -33,10 +33,21 @@ export function commandNotFound(err: unknown, ids: string[]): unknown {
   if (!m) return err
   const typed = words(m[1]!)
   // oclif reports an argument to a command that takes none as an unknown command `create-remote-secret:extra`.
-  const known = ids.map(words).filter((c) => typed.startsWith(c + ' ')).sort((a, b) => b.length - a.length)[0]
+  const known = ids
+    .map(words)
+    .filter((c) => typed.startsWith(c + ' '))
+    .sort((a, b) => b.length - a.length)[0]
   if (known) return new UsageError(`Unexpected argument: ${typed.slice(known.length + 1).split(' ')[0]}`, [`see ${invocation.bin} ${known} --help for the arguments this command takes`])
   const close = suggestCommands(typed, ids.map(words))
-  const hints = close.length > 0 ? [`did you mean: ${close.slice(0, 3).map((c) => `${invocation.bin} ${c}`).join(', ')}?`] : []
+  const hints =
+    close.length > 0
+      ? [
+          `did you mean: ${close
+            .slice(0, 3)
+            .map((c) => `${invocation.bin} ${c}`)
+            .join(', ')}?`,
+        ]
+      : []
   hints.push(`see ${invocation.bin} --help for the commands`)
   return new UsageError(`unknown command "${typed}" for "${invocation.bin}"`, hints)
 }

@@ -35,7 +35,7 @@ export function outputFlags(kinds: readonly OutputKind[]) {
       multipleNonGreedy: true,
       helpGroup: OUTPUT_GROUP,
     }),
-    'sort-by': Flags.string({summary: "Sort rows by a JSONPath into each object, e.g. --sort-by=.metadata.creationTimestamp (holds the list before printing).", helpGroup: OUTPUT_GROUP}),
+    'sort-by': Flags.string({summary: 'Sort rows by a JSONPath into each object, e.g. --sort-by=.metadata.creationTimestamp (holds the list before printing).', helpGroup: OUTPUT_GROUP}),
   }
 }
 

@@ -20,9 +20,7 @@ export function editDistance(a: string, b: string): number {
  * within distance 2, or starting with what was typed, best first.
  */
 export function suggestCommands(typed: string, commands: string[]): string[] {
-  const scored = commands
-    .map((c) => ({c, d: Math.min(editDistance(typed, c), ...prefixes(typed, c))}))
-    .filter((s) => s.d <= 2 || s.c.startsWith(typed))
+  const scored = commands.map((c) => ({c, d: Math.min(editDistance(typed, c), ...prefixes(typed, c))})).filter((s) => s.d <= 2 || s.c.startsWith(typed))
   return scored.sort((x, y) => x.d - y.d || (x.c < y.c ? -1 : 1)).map((s) => s.c)
 }
 

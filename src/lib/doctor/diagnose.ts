@@ -138,7 +138,9 @@ function specOf(o: KubeObject | undefined): Record<string, unknown> {
 
 function servicePorts(svc: KubeObject | undefined): {port: number; name?: string; targetPort?: number | string}[] {
   const ports = specOf(svc).ports
-  return Array.isArray(ports) ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined})) : []
+  return Array.isArray(ports)
+    ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined}))
+    : []
 }
 
 /** The gateway's current address as a VM would reach it, as meshvm bundle chooses it (bundle/fetch.ts). */
@@ -214,11 +216,13 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // A bundle remade with default flags would change what the VM's mesh.yaml says of DNS capture and the
   // cluster ID: without --bundle, the flags come from the VM's own mesh.yaml (read by the probe).
   const vmMesh = e.probe?.probe?.mesh
-  const vmMeshFlags = vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
-    ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
-    : undefined
+  const vmMeshFlags =
+    vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
+      ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
+      : undefined
   const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) || vmMeshFlags !== undefined
-  const MESH_UNKNOWN = "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
+  const MESH_UNKNOWN =
+    "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
   const bundleCommand = (): string => {
     if (e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) return external(e.bundle.rerun)
     const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
@@ -233,10 +237,16 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // the VM stops its shell before the restart.
   const installOnVm = (files: [file: string, onTheVm: string][], o: {append?: boolean; restart?: boolean} = {}): string => {
     const restart = o.restart ?? true
-    const sendFiles = files.flatMap(([file, dest]) => [`printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${o.append ? ' -a' : ''} ${dest} >/dev/null || exit 1`)}`, `base64 < ${q(`${bundleDir}/${file}`)}`, "printf '%s\\n' MESHVM_EOF"])
+    const sendFiles = files.flatMap(([file, dest]) => [
+      `printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${o.append ? ' -a' : ''} ${dest} >/dev/null || exit 1`)}`,
+      `base64 < ${q(`${bundleDir}/${file}`)}`,
+      "printf '%s\\n' MESHVM_EOF",
+    ])
     const present = files.map(([file]) => `test -s ${q(`${bundleDir}/${file}`)}`).join(' && ')
     const remote = onVm(`{ ${[...sendFiles, ...(restart ? ["printf '%s\\n' 'sudo systemctl restart istio'"] : [])].join('; ')}; }`)
-    return remote ? `${bundleCommand()} && ${present} && ${remote}` : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `${o.append ? 'append' : 'copy'} ${bundleDir}/${file} to ${dest}`).join(', ')}${restart ? ', and run sudo systemctl restart istio' : ''}`
+    return remote
+      ? `${bundleCommand()} && ${present} && ${remote}`
+      : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `${o.append ? 'append' : 'copy'} ${bundleDir}/${file} to ${dest}`).join(', ')}${restart ? ', and run sudo systemctl restart istio' : ''}`
   }
 
   /**
@@ -248,7 +258,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const http = isRecord(probeSpec.httpGet) ? probeSpec.httpGet : undefined
     const tcp = isRecord(probeSpec.tcpSocket) ? probeSpec.tcpSocket : undefined
     if (!e.group) return {detail: 'cause not proven: the WorkloadGroup could not be read'}
-    if (isRecord(probeSpec.exec)) return {detail: "cause not proven: the probe is an exec command, which meshvm does not run on the VM (run it there by hand)"}
+    if (isRecord(probeSpec.exec)) return {detail: 'cause not proven: the probe is an exec command, which meshvm does not run on the VM (run it there by hand)'}
     if (!http && !tcp) return {detail: 'cause not proven: the WorkloadGroup has no httpGet or tcpSocket probe'}
     const kind = http ? 'httpGet' : 'tcpSocket'
     const port = Number((http ?? tcp)!.port)
@@ -259,7 +269,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const app = e.probe?.probe?.app
     if (!app || app.length === 0) {
       const undeclared = declared.some(([, v]) => v === port) ? '' : `the probe's port ${port} is not one of the group's ports (${declaredText}); `
-      return {detail: `cause not proven: ${undeclared}${e.vmExec ? 'the VM did not report what answers there' : "run doctor with --vm-exec to see what answers on the VM"}`}
+      return {detail: `cause not proven: ${undeclared}${e.vmExec ? 'the VM did not report what answers there' : 'run doctor with --vm-exec to see what answers on the VM'}`}
     }
     // Answers: HTTP 2xx or 3xx (pilot-agent's HTTP prober); for a TCP probe, a connection (curl exit 7: refused).
     const ok = (r: {code: string; connected: boolean}) => (http ? /^[23]\d\d$/.test(r.code) : r.connected)
@@ -270,16 +280,30 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const detail = `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's)`
       return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])} : {detail: detail + MESH_UNKNOWN}
     }
-    if (atProbe && ok(atProbe)) return {detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`, fix: vmCommand('sudo systemctl restart istio')}
-    if (atProbe && http && atProbe.code !== '000') return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
+    if (atProbe && ok(atProbe))
+      return {
+        detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`,
+        fix: vmCommand('sudo systemctl restart istio'),
+      }
+    if (atProbe && http && atProbe.code !== '000')
+      return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
     if (!atProbe || atProbe.connected || atProbe.exit !== 7) return {detail: `cause not proven: ${target} gave no answer the probe accepts (curl exit ${atProbe?.exit ?? '?'})`}
     // The group's other ports get only a TCP connection (probe.ts): one that is made is the application listening there.
     const others = app.filter((r) => r.port !== port && declared.some(([, v]) => v === r.port))
     const answering = others.filter((r) => r.connected)
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
-    if (answering.length === 0 && others.some((r) => r.exit !== 7)) return {detail: `cause not proven: nothing listens on ${target.replace(/\/.*$/, '')}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`}
-    if (answering.length === 0) return {detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`}
-    if (answering.length > 1) return {detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`}
+    if (answering.length === 0 && others.some((r) => r.exit !== 7))
+      return {
+        detail: `cause not proven: nothing listens on ${target.replace(/\/.*$/, '')}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`,
+      }
+    if (answering.length === 0)
+      return {
+        detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`,
+      }
+    if (answering.length > 1)
+      return {
+        detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`,
+      }
     const to = answering[0]!.port
     const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
     return {
@@ -333,7 +357,9 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     })
     if (named.length === 0) {
       const list = applying.map(efName).join(', ')
-      return {detail: `cause not proven: the error names nothing an EnvoyFilter that applies to the VM adds${applying.length > 0 ? ` (those that apply: ${list}; run istioctl analyze -n ${ns})` : ' (none applies)'}`}
+      return {
+        detail: `cause not proven: the error names nothing an EnvoyFilter that applies to the VM adds${applying.length > 0 ? ` (those that apply: ${list}; run istioctl analyze -n ${ns})` : ' (none applies)'}`,
+      }
     }
     const what = named.map(({ef, words}) => `EnvoyFilter ${efName(ef)} applies to the VM and adds ${[...new Set(words)].map((w) => `'${w}'`).join(', ')}, which the error names`).join('; ')
     const save = named.map(({ef}) => `${K} get envoyfilter ${q(nameOf(ef))} -n ${q(ef.metadata?.namespace ?? ns)} -o yaml > ${q(`${nameOf(ef)}.yaml`)}`).join('; ')
@@ -342,8 +368,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     // every workload of the mesh or of the namespace, and deleting it would change them all.
     const wide = named.filter(({ef}) => ef.metadata?.namespace === istioNs || Object.keys(rec(rec(specOf(ef).workloadSelector).labels)).length === 0)
     if (wide.length > 0) {
-      const scope = wide.map(({ef}) => `${efName(ef)} applies to every workload of ${ef.metadata?.namespace === istioNs ? `the mesh (${istioNs} is the root namespace)` : `namespace ${ef.metadata?.namespace ?? ns}`}`).join('; ')
-      return {detail: `${what}; not deleted, as ${scope}: scope it away from this VM instead (e.g. a match.proxy.proxyVersion on its patches that excludes the VM's proxy${e.sync?.proxyVersion ? ` ${e.sync.proxyVersion}` : ''}, or a workloadSelector), or upgrade the VM's Envoy to one that has the filter (to edit it: ${save})`}
+      const scope = wide
+        .map(({ef}) => `${efName(ef)} applies to every workload of ${ef.metadata?.namespace === istioNs ? `the mesh (${istioNs} is the root namespace)` : `namespace ${ef.metadata?.namespace ?? ns}`}`)
+        .join('; ')
+      return {
+        detail: `${what}; not deleted, as ${scope}: scope it away from this VM instead (e.g. a match.proxy.proxyVersion on its patches that excludes the VM's proxy${e.sync?.proxyVersion ? ` ${e.sync.proxyVersion}` : ''}, or a workloadSelector), or upgrade the VM's Envoy to one that has the filter (to edit it: ${save})`,
+      }
     }
     return {
       detail: `${what}: deleting ${named.length > 1 ? 'them' : 'it'} makes istiod push the listeners without ${named.length > 1 ? 'those filters' : 'that filter'} (for every workload ${named.length > 1 ? 'they select' : 'it selects'}; to mend it rather than lose it, save it first: ${save})`,
@@ -354,7 +384,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // 1. The bundle and its token.
   if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
   else if (badBundleName !== undefined) {
-    add(1, 'bundle.names', 'fail', `the bundle's cluster.env names ${JSON.stringify(badBundleName)}, which is not a Kubernetes name (ISTIO_META_WORKLOAD_NAME, POD_NAMESPACE): meshvm bundle did not write it so, or it was edited; no fix is built from it`)
+    add(
+      1,
+      'bundle.names',
+      'fail',
+      `the bundle's cluster.env names ${JSON.stringify(badBundleName)}, which is not a Kubernetes name (ISTIO_META_WORKLOAD_NAME, POD_NAMESPACE): meshvm bundle did not write it so, or it was edited; no fix is built from it`,
+    )
   } else {
     for (const c of e.bundle.checks) {
       // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
@@ -367,26 +402,69 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const gw = e.gateway
   const gwName = `${gw.namespace}/${gw.name}`
   if (!gw.service) {
-    add(2, 'gateway', 'fail', `east-west gateway Service ${gwName} not found`, `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`)
+    add(
+      2,
+      'gateway',
+      'fail',
+      `east-west gateway Service ${gwName} not found`,
+      `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`,
+    )
   } else {
     // The one classifier precheck and bundle verify use (precheck/gateway.ts).
     const reading = eastWestGatewayKind(gw.service as GatewayServiceLike)
     const verdict = eastWestGatewayVerdict(gwName, reading)
     const ambient = reading.kind === 'ambient'
     if (verdict.status === 'pass') add(2, 'gateway.kind', 'pass', verdict.message)
-    else add(2, ambient ? 'gateway.kind' : 'gateway.ports', 'fail', verdict.message, ambient ? (gw.classic ? `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}` : `${M('bundle')} ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`) : `${K} edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`)
+    else
+      add(
+        2,
+        ambient ? 'gateway.kind' : 'gateway.ports',
+        'fail',
+        verdict.message,
+        ambient
+          ? gw.classic
+            ? `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}`
+            : `${M('bundle')} ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`
+          : `${K} edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`,
+      )
     const address = gatewayAddress(gw.service)
     if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `${K} get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
-    else if (gw.bundleAddress === undefined) add(2, 'gateway.address', e.bundle ? 'warn' : 'pass', `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`)
+    else if (gw.bundleAddress === undefined)
+      add(
+        2,
+        'gateway.address',
+        e.bundle ? 'warn' : 'pass',
+        `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`,
+      )
     else if (gw.bundleAddress !== address) {
-      add(2, 'gateway.address', 'fail', `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`, `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`)
+      add(
+        2,
+        'gateway.address',
+        'fail',
+        `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`,
+        `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`,
+      )
     } else add(2, 'gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
 
     const vmNetwork = e.bundle?.network ?? str(rec(rec(specOf(e.group).template)).network) ?? str(specOf(e.entry).network)
     const gatewayNetwork = labelsOf(gw.service)[NETWORK_LABEL]
     if (vmNetwork) {
-      if (!gatewayNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`, `${K} label svc ${q(gw.name)} -n ${q(gw.namespace)} ${NETWORK_LABEL}=${q(e.gateway.controlPlaneNetwork ?? 'NETWORK-OF-THE-CLUSTER')}`)
-      else if (!e.gateway.controlPlaneNetwork) add(2, 'network', 'fail', `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`, `${K} label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`)
+      if (!gatewayNetwork)
+        add(
+          2,
+          'network',
+          'fail',
+          `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`,
+          `${K} label svc ${q(gw.name)} -n ${q(gw.namespace)} ${NETWORK_LABEL}=${q(e.gateway.controlPlaneNetwork ?? 'NETWORK-OF-THE-CLUSTER')}`,
+        )
+      else if (!e.gateway.controlPlaneNetwork)
+        add(
+          2,
+          'network',
+          'fail',
+          `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`,
+          `${K} label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`,
+        )
       else add(2, 'network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
     }
   }
@@ -394,13 +472,33 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // 3. istiod.
   const rev = e.istiod.revision ? ` of revision ${e.istiod.revision}` : ''
   const ready = e.istiod.pods.filter((p) => p.ready)
-  if (ready.length === 0) add(3, 'istiod.running', 'fail', `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`, `${K} get pods -n ${q(istioNs)} -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`)
+  if (ready.length === 0)
+    add(
+      3,
+      'istiod.running',
+      'fail',
+      `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`,
+      `${K} get pods -n ${q(istioNs)} -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`,
+    )
   else add(3, 'istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
   const env = e.istiod.env
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION === 'false') {
-    add(3, 'istiod.autoregistration', 'fail', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry', `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`)
+    add(
+      3,
+      'istiod.autoregistration',
+      'fail',
+      'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry',
+      `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`,
+    )
   } else add(3, 'istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
-  if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false') add(3, 'istiod.healthchecks', 'warn', 'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM\'s readiness probe is ignored', `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`)
+  if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false')
+    add(
+      3,
+      'istiod.healthchecks',
+      'warn',
+      "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored",
+      `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`,
+    )
   const controller = annotationsOf(e.entry)[WE_ANN.controller]
   if (controller && e.istiod.pods.length > 0 && !e.istiod.pods.some((p) => p.name === controller)) {
     add(3, 'istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
@@ -413,21 +511,50 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const why = e.proxy
       ? `istiod${e.proxy.istiod ? ` ${e.proxy.istiod}` : ''} reports the proxy ${e.proxy.name} connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)`
       : 'the VM has not registered (its sidecar is not connected, or istiod refused it)'
-    add(4, 'registration', 'fail', `no WorkloadEntry${group} matches ${e.query}: ${why}`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`)
+    add(
+      4,
+      'registration',
+      'fail',
+      `no WorkloadEntry${group} matches ${e.query}: ${why}`,
+      e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`,
+    )
   } else {
     const ann = annotationsOf(we)
     const address = str(specOf(we).address)
-    add(4, 'registration', 'pass', `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANN.group] ? ` (auto-registered from ${ann[WE_ANN.group]})` : ''}${e.context ? ` in context ${e.context}` : ''}`)
+    add(
+      4,
+      'registration',
+      'pass',
+      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANN.group] ? ` (auto-registered from ${ann[WE_ANN.group]})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
+    )
     if (ann[WE_ANN.disconnectedAt] && !ann[WE_ANN.connectedAt]) {
       const since = Date.parse(ann[WE_ANN.disconnectedAt]!)
-      add(4, 'registration.connected', 'fail', `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`, vmCommand('sudo systemctl restart istio'))
+      add(
+        4,
+        'registration.connected',
+        'fail',
+        `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`,
+        vmCommand('sudo systemctl restart istio'),
+      )
     }
     if (e.duplicates.length > 0) {
       const others = e.duplicates.map((d) => nameOf(d))
-      add(4, 'registration.duplicates', 'fail', `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`, `${K} delete workloadentry ${others.map(q).join(' ')} -n ${q(ns)}`)
+      add(
+        4,
+        'registration.duplicates',
+        'fail',
+        `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`,
+        `${K} delete workloadentry ${others.map(q).join(' ')} -n ${q(ns)}`,
+      )
     }
     if (e.staleBecause) {
-      add(4, 'registration.stale', 'fail', `the entry is stale against its WorkloadGroup: ${e.staleBecause}`, `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`)
+      add(
+        4,
+        'registration.stale',
+        'fail',
+        `the entry is stale against its WorkloadGroup: ${e.staleBecause}`,
+        `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
+      )
     }
     const healthy = conditionOf(we, 'Healthy')
     const probe = isRecord(specOf(e.group).probe)
@@ -435,16 +562,37 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const why = unhealthyCause(healthy.message ?? '')
       add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
     } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
-    else if (probe && ann[WE_ANN.healthChecks] === 'true') add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
+    else if (probe && ann[WE_ANN.healthChecks] === 'true')
+      add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
     // Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
     const waypoint = conditionOf(we, 'istio.io/WaypointBound') ?? conditionOf(we, 'WaypointBound')
     if (waypoint && conditionStatus(waypoint) === 'False') {
-      add(4, 'registration.waypoint', 'fail', `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`, `${K} get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`)
+      add(
+        4,
+        'registration.waypoint',
+        'fail',
+        `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`,
+        `${K} get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`,
+      )
     }
-    if (we && ann[WE_ANN.group] && labelsOf(we)[TUNNEL_LABEL] === undefined && e.sync?.proxyVersion && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) && /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')) {
-      add(4, 'registration.tunnel', 'warn', `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`, `${M('war rollout')} ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`)
+    if (
+      we &&
+      ann[WE_ANN.group] &&
+      labelsOf(we)[TUNNEL_LABEL] === undefined &&
+      e.sync?.proxyVersion &&
+      /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) &&
+      /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')
+    ) {
+      add(
+        4,
+        'registration.tunnel',
+        'warn',
+        `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`,
+        `${M('war rollout')} ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`,
+      )
     }
-    for (const ev of e.events.slice(0, 3)) add(4, 'registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
+    for (const ev of e.events.slice(0, 3))
+      add(4, 'registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
   }
 
   // 5. The Service or ServiceEntry that selects it.
@@ -454,15 +602,18 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       ...e.services.filter((s) => mapSelectorSelects(rec(specOf(s).selector), labels)).map((s) => ({kind: 'Service', obj: s})),
       ...e.serviceEntries.filter((s) => mapSelectorSelects(rec(rec(specOf(s).workloadSelector).labels), labels)).map((s) => ({kind: 'ServiceEntry', obj: s})),
     ]
-    const labelText = Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')
+    const labelText = Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')
     if (selecting.length === 0) {
       // The Service `meshvm onboard` makes for the group, applied with meshvm's field manager: a later
       // `meshvm onboard --apply` takes it over (a `kubectl create service` would own its selector and
       // port names, and onboard's server-side apply would then conflict on them).
       const service = onboardService(e.group, e.groupName, ns)
-      const fix = service && mapSelectorSelects(rec(specOf(service).selector), labels)
-        ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
-        : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || 'the entry\'s labels'}`
+      const fix =
+        service && mapSelectorSelects(rec(specOf(service).selector), labels)
+          ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
+          : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || "the entry's labels"}`
       add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
       add(5, 'service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
@@ -472,7 +623,13 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       for (const s of selecting.filter((x) => x.kind === 'Service')) {
         for (const p of servicePorts(s.obj)) {
           if (typeof p.targetPort === 'string' && !(p.targetPort in named)) {
-            add(5, 'service.ports', 'fail', `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`, `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`)
+            add(
+              5,
+              'service.ports',
+              'fail',
+              `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`,
+              `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`,
+            )
           }
         }
       }
@@ -483,26 +640,46 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const sync = e.sync
   if (!sync) add(6, 'sync', 'skip', 'no proxy to look for')
   else if (sync.unreadable) add(6, 'sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
-  else if (!sync.connected) add(6, 'sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
+  else if (!sync.connected)
+    add(
+      6,
+      'sync',
+      'fail',
+      `no istiod reports the VM's proxy (NOT CONNECTED)`,
+      e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`,
+    )
   else {
     const errors = sync.types.filter((t) => t.state === 'ERROR')
     const stale = sync.types.filter((t) => t.state === 'STALE')
     if (errors.length > 0) {
       const cause = nackCause(errors.map((t) => t.error ?? '').join('\n'))
       add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
-    }
-    else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
+    } else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
     else add(6, 'sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
-    if (sync.versionSkew) add(6, 'sync.version', 'warn', `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`, `upgrade the VM's istio-sidecar package to ${sync.istiodVersion ?? "istiod's version"}`)
+    if (sync.versionSkew)
+      add(
+        6,
+        'sync.version',
+        'warn',
+        `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`,
+        `upgrade the VM's istio-sidecar package to ${sync.istiodVersion ?? "istiod's version"}`,
+      )
   }
 
   // 7. On the VM (--vm-exec).
   if (!e.probe) add(7, 'vm', 'skip', `not checked (pass --vm-exec 'ssh "$MESHVM_VM_ADDRESS"' to check the VM itself)`)
-  else if (e.probe.error) add(7, 'vm', 'fail', `--vm-exec failed: ${e.probe.error}`, 'run the command by hand with MESHVM_VM_ADDRESS set to the VM\'s address')
+  else if (e.probe.error) add(7, 'vm', 'fail', `--vm-exec failed: ${e.probe.error}`, "run the command by hand with MESHVM_VM_ADDRESS set to the VM's address")
   else {
     const p = e.probe.probe!
     if (p.ready === '200') add(7, 'vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
-    else add(7, 'vm.ready', 'fail', p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`, vmCommand('sudo systemctl restart istio'))
+    else
+      add(
+        7,
+        'vm.ready',
+        'fail',
+        p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`,
+        vmCommand('sudo systemctl restart istio'),
+      )
     if (p.cert) {
       // Envoy's days_until_expiration is whole days (0 for the 24-hour certificates Istio issues by
       // default): the expiration time decides, the day count only when there is none.
@@ -517,11 +694,15 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const missing = e.meshRootSerials.filter((s) => !p.rootSerials.includes(s))
       if (missing.length === 0) add(7, 'vm.root', 'pass', `the VM's Envoy trusts the current mesh root${e.meshRootSerials.length > 1 ? 's' : ''}`)
       else {
-        const which = e.meshRootSerials.length > 1 ? `the mesh root${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of istio-ca-root-cert (which holds ${e.meshRootSerials.join(', ')})` : `the mesh root in istio-ca-root-cert (serial ${missing[0]})`
+        const which =
+          e.meshRootSerials.length > 1
+            ? `the mesh root${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of istio-ca-root-cert (which holds ${e.meshRootSerials.join(', ')})`
+            : `the mesh root in istio-ca-root-cert (serial ${missing[0]})`
         add(7, 'vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]))
       }
     }
-    if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
+    if (p.interceptionRules === 0)
+      add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
     if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm([['hosts', '/etc/hosts']], {append: true, restart: false}))
     // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
     // which stays up whether or not pilot-agent reaches istiod).

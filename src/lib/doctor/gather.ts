@@ -126,7 +126,12 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     }
   }
   const entry = found.entry
-  const groupName = str(annotationsOf(entry)['istio.io/autoRegistrationGroup']) ?? ownerOfKind(entry, 'WorkloadGroup')?.name ?? str((found.war?.spec as {workloadGroup?: unknown} | undefined)?.workloadGroup) ?? bundle?.env.ISTIO_META_WORKLOAD_NAME ?? (entry || proxyRow ? undefined : query)
+  const groupName =
+    str(annotationsOf(entry)['istio.io/autoRegistrationGroup']) ??
+    ownerOfKind(entry, 'WorkloadGroup')?.name ??
+    str((found.war?.spec as {workloadGroup?: unknown} | undefined)?.workloadGroup) ??
+    bundle?.env.ISTIO_META_WORKLOAD_NAME ??
+    (entry || proxyRow ? undefined : query)
   query ??= groupName ?? '(bundle)'
 
   const group = groupName ? await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName})) : undefined
@@ -134,10 +139,9 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   // The revision: the one the bundle names (istiod-REV), else --revision, else the default tag.
   const bundleRevision = bundle?.discoveryAddress ? parseIstiodAddress(bundle.discoveryAddress)?.revision : undefined
   const revision = bundleRevision ?? revisionOrUndefined((await resolveRevision(client, o.revision)).revision)
-  const istiodPods = await client.list<KubeObject & {status?: {phase?: string; conditions?: {type?: string; status?: string}[]}; spec?: {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]}}>(
-    resourcePath(Resources.pods, {namespace: o.istioNamespace}),
-    {labelSelector: revision ? `app=istiod,istio.io/rev=${revision}` : 'app=istiod'},
-  )
+  const istiodPods = await client.list<
+    KubeObject & {status?: {phase?: string; conditions?: {type?: string; status?: string}[]}; spec?: {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]}}
+  >(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: revision ? `app=istiod,istio.io/rev=${revision}` : 'app=istiod'})
   const ofRevision = revision ? istiodPods : istiodPods.filter((p) => (labelsOf(p)['istio.io/rev'] ?? 'default') === 'default')
   const pods = ofRevision.map((p) => ({
     name: p.metadata?.name ?? '?',
@@ -201,8 +205,14 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
       if (!row?.connected) sync = {connected: false, types: []}
       else {
         sync = {
-          connected: true, istiod: row.istiod, proxyVersion: row.version, istiodVersion: row.istiodRef?.version, versionSkew: row.versionSkew,
-          types: Object.entries(row.xds).filter(([, t]) => t.subscribed).map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
+          connected: true,
+          istiod: row.istiod,
+          proxyVersion: row.version,
+          istiodVersion: row.istiodRef?.version,
+          versionSkew: row.versionSkew,
+          types: Object.entries(row.xds)
+            .filter(([, t]) => t.subscribed)
+            .map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
         }
       }
     }
@@ -233,7 +243,8 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
       const parsed = parseProbe(result.stdout)
       if (result.timedOut) probe = {error: `no answer within ${Math.round(o.timeoutMs / 1000)}s`}
       else if (result.truncated) probe = {error: 'the answer was larger than 1 MiB'}
-      else if (!parsed.sections.includes('end')) probe = {error: `exit code ${result.code}${result.stderr.trim() ? `: ${result.stderr.trim().split('\n').pop()}` : ''} (the checks did not run to the end)`}
+      else if (!parsed.sections.includes('end'))
+        probe = {error: `exit code ${result.code}${result.stderr.trim() ? `: ${result.stderr.trim().split('\n').pop()}` : ''} (the checks did not run to the end)`}
       else probe = {probe: parsed}
     }
   }
@@ -243,9 +254,21 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     namespace,
     query,
     ...(o.context ? {context: o.context} : {}),
-    ...(bundle ? {bundle: {checks: [], ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}), network: str(bundle.env.ISTIO_META_NETWORK), group: bundle.env.ISTIO_META_WORKLOAD_NAME, ...(bundle.rerun ? {rerun: bundle.rerun} : {})}} : {}),
+    ...(bundle
+      ? {
+          bundle: {
+            checks: [],
+            ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}),
+            network: str(bundle.env.ISTIO_META_NETWORK),
+            group: bundle.env.ISTIO_META_WORKLOAD_NAME,
+            ...(bundle.rerun ? {rerun: bundle.rerun} : {}),
+          },
+        }
+      : {}),
     gateway: {
-      name: gwName, namespace: gwNamespace, service: gatewayService,
+      name: gwName,
+      namespace: gwNamespace,
+      service: gatewayService,
       bundleAddress,
       ...(classic?.metadata?.name ? {classic: `${classic.metadata.name}.${o.istioNamespace}`} : {}),
       controlPlaneNetwork: labelsOf(istioNs)['topology.istio.io/network'],
@@ -276,7 +299,10 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
  * Undefined for an exec or gRPC probe, a probe to another host, HTTPS, or a path that is not plain URL text.
  */
 export function appTarget(group: KubeObject | undefined): AppTarget | undefined {
-  const spec = (group?.spec ?? {}) as {probe?: {httpGet?: {port?: unknown; path?: unknown; host?: unknown; scheme?: unknown}; tcpSocket?: {port?: unknown; host?: unknown}}; template?: {ports?: Record<string, unknown>}}
+  const spec = (group?.spec ?? {}) as {
+    probe?: {httpGet?: {port?: unknown; path?: unknown; host?: unknown; scheme?: unknown}; tcpSocket?: {port?: unknown; host?: unknown}}
+    template?: {ports?: Record<string, unknown>}
+  }
   const probe = spec.probe
   const http = probe?.httpGet
   const tcp = probe?.tcpSocket
@@ -332,7 +358,8 @@ function discoveryPort(address: string | undefined): number | undefined {
 /** A query that matches nothing in any context. */
 export function vmNotFound(query: string, namespace: string): MeshvmError {
   return new MeshvmError(`no VM ${JSON.stringify(query)} in namespace ${JSON.stringify(namespace)}: no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address`, {
-    exit: ExitCode.NOT_FOUND, code: 'NotFound',
+    exit: ExitCode.NOT_FOUND,
+    code: 'NotFound',
     hints: [`list the VMs with: meshvm war list -n ${namespace}`],
   })
 }

@@ -45,11 +45,13 @@ export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: A
   const app = o.app
     ? [
         section('app'),
-        ...o.app.ports.filter((p) => Number.isInteger(p) && p > 0 && p < 65536).map((p, i) => {
-          const get = i === 0 && o.app!.kind === 'http'
-          const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
-          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
-        }),
+        ...o.app.ports
+          .filter((p) => Number.isInteger(p) && p > 0 && p < 65536)
+          .map((p, i) => {
+            const get = i === 0 && o.app!.kind === 'http'
+            const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
+            return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
+          }),
       ]
     : []
   return [
@@ -122,7 +124,12 @@ export function procAddress(hex: string): string | undefined {
   const m = /^([0-9A-Fa-f]{8}|[0-9A-Fa-f]{32}):([0-9A-Fa-f]{4})$/.exec(hex.trim())
   if (!m) return undefined
   const port = Number.parseInt(m[2]!, 16)
-  const words = m[1]!.match(/.{8}/g)!.map((w) => w.match(/../g)!.reverse().map((b) => Number.parseInt(b, 16)))
+  const words = m[1]!.match(/.{8}/g)!.map((w) =>
+    w
+      .match(/../g)!
+      .reverse()
+      .map((b) => Number.parseInt(b, 16)),
+  )
   const bytes = words.flat()
   if (bytes.length === 4) return `${bytes.join('.')}:${port}`
   // IPv4-mapped (::ffff:a.b.c.d) as the IPv4 address, as ss prints it.
@@ -133,7 +140,10 @@ export function procAddress(hex: string): string | undefined {
 }
 
 export function normalSerial(serial: string): string {
-  return serial.toLowerCase().replace(/[^0-9a-f]/g, '').replace(/^0+(?=.)/, '')
+  return serial
+    .toLowerCase()
+    .replace(/[^0-9a-f]/g, '')
+    .replace(/^0+(?=.)/, '')
 }
 
 /** The serials of every certificate of a PEM bundle (istio-ca-root-cert may hold several roots while one is rotated). */
@@ -200,7 +210,10 @@ export function parseProbe(text: string): VmProbe {
 
   const istiod = sections.get('istiod')
   if (istiod !== undefined) {
-    const lines = istiod.split('\n').map((l) => l.trim()).filter((l) => l !== '')
+    const lines = istiod
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '')
     const via = /^via (ss|proc) (\d+)$/.exec(lines.shift() ?? '')
     if (via) {
       const peers: string[] = []
@@ -222,7 +235,12 @@ export function parseProbe(text: string): VmProbe {
     if (lines[0] === 'read') {
       const value = (key: string) => {
         const line = lines.find((l) => l.startsWith(`${key}:`))
-        return line === undefined ? undefined : line.slice(key.length + 1).trim().replace(/^(["'])(.*)\1$/, '$2')
+        return line === undefined
+          ? undefined
+          : line
+              .slice(key.length + 1)
+              .trim()
+              .replace(/^(["'])(.*)\1$/, '$2')
       }
       const clusterId = value('ISTIO_META_CLUSTER_ID')
       probe.mesh = {dnsCapture: value('ISTIO_META_DNS_CAPTURE') === 'true', ...(clusterId ? {clusterId} : {})}

@@ -28,7 +28,10 @@ export interface DoctorRunOptions {
 
 /** The fixes of one context's report act on that context. */
 function fixCli(o: DoctorRunOptions, c: ContextRun, multi: boolean): FixCli {
-  const kube = {...(o.cli?.kubeconfig !== undefined ? {kubeconfig: o.cli.kubeconfig} : {}), ...(multi ? {context: c.session.contextName} : o.cli?.context !== undefined ? {context: o.cli.context} : {})}
+  const kube = {
+    ...(o.cli?.kubeconfig !== undefined ? {kubeconfig: o.cli.kubeconfig} : {}),
+    ...(multi ? {context: c.session.contextName} : o.cli?.context !== undefined ? {context: o.cli.context} : {}),
+  }
   const external = o.cli?.external
   return {...(o.cli?.bin ? {bin: o.cli.bin} : {}), ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
 }
@@ -100,7 +103,8 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
       const evidence = await gatherEvidence(c.client, target, gatherOptions(c, o, multi))
       if (evidence.ambiguous) {
         throw new MeshvmError(`${evidence.ambiguous.length} VMs match ${JSON.stringify(evidence.query)}: ${evidence.ambiguous.join(', ')}`, {
-          code: 'Ambiguous', exit: 2,
+          code: 'Ambiguous',
+          exit: 2,
           hints: [`name one: meshvm doctor ${evidence.ambiguous[0]} -n ${evidence.namespace}, or all of them: meshvm doctor -A -n ${evidence.namespace}`],
         })
       }

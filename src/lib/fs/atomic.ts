@@ -26,7 +26,28 @@
  *   journal leaves the old files; after it, the next write into DIR rolls forward (recoverDir). The
  *   journal is also the lock: a second writer is told who holds it.
  */
-import {closeSync, constants, copyFileSync, chmodSync, fchmodSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeSync, type Stats} from 'node:fs'
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  chmodSync,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs'
 import {basename, dirname, join, resolve} from 'node:path'
 import {ExitCode, MeshvmError} from '../errors.js'
 
@@ -92,9 +113,17 @@ function refuse(path: string, what: string): MeshvmError {
 }
 
 const REASONS: Record<string, string> = {
-  EACCES: 'permission denied', EPERM: 'permission denied', ENOTDIR: 'a parent is not a directory', ENOSPC: 'no space left on device',
-  EDQUOT: 'no space left on device', EFBIG: 'file too large (file size limit reached)', EROFS: 'read-only file system',
-  EISDIR: 'it is a directory', ENAMETOOLONG: 'file name too long', ELOOP: 'too many levels of symbolic links', ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ENOTDIR: 'a parent is not a directory',
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'no space left on device',
+  EFBIG: 'file too large (file size limit reached)',
+  EROFS: 'read-only file system',
+  EISDIR: 'it is a directory',
+  ENAMETOOLONG: 'file name too long',
+  ELOOP: 'too many levels of symbolic links',
+  ENOENT: 'no such file or directory',
 }
 
 /**
@@ -132,7 +161,8 @@ function missingDirs(dir: string, forPath: string): string[] {
       if (errno(err) !== 'ENOENT' && errno(err) !== 'ENOTDIR') throw writeFailure(forPath, err)
     }
     if (st?.isDirectory()) return missing.reverse()
-    if (st) throw new MeshvmError(`cannot write ${forPath}: ${at} is ${kindOf(st)}, not a directory`, {exit: ExitCode.USAGE, code: 'WriteRefused', hints: ['choose a path whose parents are directories']})
+    if (st)
+      throw new MeshvmError(`cannot write ${forPath}: ${at} is ${kindOf(st)}, not a directory`, {exit: ExitCode.USAGE, code: 'WriteRefused', hints: ['choose a path whose parents are directories']})
     missing.push(at)
     if (dirname(at) === at) return missing.reverse()
   }
@@ -336,7 +366,11 @@ function readJournal(dir: string): Journal | undefined {
 }
 
 const busy = (dir: string, pid?: number) =>
-  new MeshvmError(`cannot write into ${dir}: another meshvm${pid ? ` (pid ${pid})` : ''} is writing there`, {exit: ExitCode.FAILURE, code: 'WriteBusy', hints: ['wait for it to finish, then try again']})
+  new MeshvmError(`cannot write into ${dir}: another meshvm${pid ? ` (pid ${pid})` : ''} is writing there`, {
+    exit: ExitCode.FAILURE,
+    code: 'WriteBusy',
+    hints: ['wait for it to finish, then try again'],
+  })
 
 /**
  * Finishes or cleans up after a write into `dir` that was killed: a committed set (journal present)

@@ -40,7 +40,10 @@ function entryHeaders(path: string, size: number, mode: number, mtime: number): 
   const split = ustarSplit(path)
   if (split) return [header(split.name, size, mode, mtime, '0', split.prefix)]
   const pax = Buffer.from(paxRecord('path', path), 'utf8')
-  const short = Buffer.from(path, 'utf8').subarray(0, 99).toString('utf8').replace(/\uFFFD$/, '')
+  const short = Buffer.from(path, 'utf8')
+    .subarray(0, 99)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '')
   return [header(`PaxHeader/${short}`.slice(0, 99), pax.length, 0o644, mtime, 'x', ''), pax, Buffer.alloc((512 - (pax.length % 512)) % 512), header(short, size, mode, mtime, '0', '')]
 }
 

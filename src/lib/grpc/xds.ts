@@ -126,10 +126,11 @@ export function encodeDiscoveryRequest(r: DiscoveryRequest): Uint8Array {
   for (const name of r.resourceNames ?? []) w.tag(3, LEN).string(name)
   str(w, 4, r.typeUrl)
   str(w, 5, r.responseNonce)
-  if (r.errorDetail) msg(w, 6, (s) => {
-    if (r.errorDetail!.code) s.tag(1, WireType.Varint).int32(r.errorDetail!.code)
-    str(s, 2, r.errorDetail!.message)
-  })
+  if (r.errorDetail)
+    msg(w, 6, (s) => {
+      if (r.errorDetail!.code) s.tag(1, WireType.Varint).int32(r.errorDetail!.code)
+      str(s, 2, r.errorDetail!.message)
+    })
   return w.finish()
 }
 
@@ -158,11 +159,27 @@ function readValue(bytes: Uint8Array, depth: number): JsonValue {
   let out: JsonValue = null
   each(bytes, (r, no, type) => {
     switch (no) {
-      case 1: expect(type, WireType.Varint, no); r.int32(); out = null; return true
-      case 2: expect(type, WireType.Bit64, no); out = r.double(); return true
-      case 3: expect(type, LEN, no); out = r.string(); return true
-      case 4: expect(type, WireType.Varint, no); out = r.bool(); return true
-      case 5: expect(type, LEN, no); out = readStruct(r.bytes(), depth + 1); return true
+      case 1:
+        expect(type, WireType.Varint, no)
+        r.int32()
+        out = null
+        return true
+      case 2:
+        expect(type, WireType.Bit64, no)
+        out = r.double()
+        return true
+      case 3:
+        expect(type, LEN, no)
+        out = r.string()
+        return true
+      case 4:
+        expect(type, WireType.Varint, no)
+        out = r.bool()
+        return true
+      case 5:
+        expect(type, LEN, no)
+        out = readStruct(r.bytes(), depth + 1)
+        return true
       case 6: {
         expect(type, LEN, no)
         const list: JsonValue[] = []
@@ -175,7 +192,8 @@ function readValue(bytes: Uint8Array, depth: number): JsonValue {
         out = list
         return true
       }
-      default: return false
+      default:
+        return false
     }
   })
   return out
@@ -189,8 +207,16 @@ function readStruct(bytes: Uint8Array, depth = 0): Record<string, JsonValue> {
     let key = ''
     let value: JsonValue = null
     each(r.bytes(), (er, eno, etype) => {
-      if (eno === 1) { expect(etype, LEN, eno); key = er.string(); return true }
-      if (eno === 2) { expect(etype, LEN, eno); value = readValue(er.bytes(), depth); return true }
+      if (eno === 1) {
+        expect(etype, LEN, eno)
+        key = er.string()
+        return true
+      }
+      if (eno === 2) {
+        expect(etype, LEN, eno)
+        value = readValue(er.bytes(), depth)
+        return true
+      }
       return false
     })
     out[key] = value
@@ -202,10 +228,26 @@ function readStruct(bytes: Uint8Array, depth = 0): Record<string, JsonValue> {
 function readNode(bytes: Uint8Array): Node {
   const n: Node = {}
   each(bytes, (r, no, type) => {
-    if (no === 1) { expect(type, LEN, no); n.id = r.string(); return true }
-    if (no === 2) { expect(type, LEN, no); n.cluster = r.string(); return true }
-    if (no === 3) { expect(type, LEN, no); n.metadata = readStruct(r.bytes()); return true }
-    if (no === 6) { expect(type, LEN, no); n.userAgentName = r.string(); return true }
+    if (no === 1) {
+      expect(type, LEN, no)
+      n.id = r.string()
+      return true
+    }
+    if (no === 2) {
+      expect(type, LEN, no)
+      n.cluster = r.string()
+      return true
+    }
+    if (no === 3) {
+      expect(type, LEN, no)
+      n.metadata = readStruct(r.bytes())
+      return true
+    }
+    if (no === 6) {
+      expect(type, LEN, no)
+      n.userAgentName = r.string()
+      return true
+    }
     return false
   })
   return n
@@ -214,8 +256,16 @@ function readNode(bytes: Uint8Array): Node {
 function readAny(bytes: Uint8Array): Any {
   const a: Any = {typeUrl: '', value: new Uint8Array()}
   each(bytes, (r, no, type) => {
-    if (no === 1) { expect(type, LEN, no); a.typeUrl = r.string(); return true }
-    if (no === 2) { expect(type, LEN, no); a.value = r.bytes(); return true }
+    if (no === 1) {
+      expect(type, LEN, no)
+      a.typeUrl = r.string()
+      return true
+    }
+    if (no === 2) {
+      expect(type, LEN, no)
+      a.value = r.bytes()
+      return true
+    }
     return false
   })
   return a
@@ -234,8 +284,16 @@ function readTimestamp(bytes: Uint8Array): string {
   let seconds = 0
   let nanos = 0
   each(bytes, (r, no, type) => {
-    if (no === 1) { expect(type, WireType.Varint, no); seconds = Number(r.int64()); return true }
-    if (no === 2) { expect(type, WireType.Varint, no); nanos = r.int32(); return true }
+    if (no === 1) {
+      expect(type, WireType.Varint, no)
+      seconds = Number(r.int64())
+      return true
+    }
+    if (no === 2) {
+      expect(type, WireType.Varint, no)
+      nanos = r.int32()
+      return true
+    }
     return false
   })
   return timestampText(seconds, nanos)
@@ -245,10 +303,22 @@ export function decodeDiscoveryResponse(bytes: Uint8Array): DiscoveryResponse {
   const out: DiscoveryResponse = {resources: []}
   each(bytes, (r, no, type) => {
     switch (no) {
-      case 1: expect(type, LEN, no); out.versionInfo = r.string(); return true
-      case 2: expect(type, LEN, no); out.resources.push(readAny(r.bytes())); return true
-      case 4: expect(type, LEN, no); out.typeUrl = r.string(); return true
-      case 5: expect(type, LEN, no); out.nonce = r.string(); return true
+      case 1:
+        expect(type, LEN, no)
+        out.versionInfo = r.string()
+        return true
+      case 2:
+        expect(type, LEN, no)
+        out.resources.push(readAny(r.bytes()))
+        return true
+      case 4:
+        expect(type, LEN, no)
+        out.typeUrl = r.string()
+        return true
+      case 5:
+        expect(type, LEN, no)
+        out.nonce = r.string()
+        return true
       case 6: {
         expect(type, LEN, no)
         const cp = {identifier: ''}
@@ -261,7 +331,8 @@ export function decodeDiscoveryResponse(bytes: Uint8Array): DiscoveryResponse {
         out.controlPlane = cp
         return true
       }
-      default: return false
+      default:
+        return false
     }
   })
   return out
@@ -271,24 +342,51 @@ function readGeneric(bytes: Uint8Array): GenericXdsConfig {
   const g: GenericXdsConfig = {typeUrl: '', configStatus: 0}
   each(bytes, (r, no, type) => {
     switch (no) {
-      case 1: expect(type, LEN, no); g.typeUrl = r.string(); return true
-      case 2: expect(type, LEN, no); g.name = r.string(); return true
-      case 3: expect(type, LEN, no); g.versionInfo = r.string(); return true
-      case 5: expect(type, LEN, no); g.lastUpdated = readTimestamp(r.bytes()); return true
-      case 6: expect(type, WireType.Varint, no); g.configStatus = r.int32(); return true
-      case 7: expect(type, WireType.Varint, no); g.clientStatus = r.int32(); return true
+      case 1:
+        expect(type, LEN, no)
+        g.typeUrl = r.string()
+        return true
+      case 2:
+        expect(type, LEN, no)
+        g.name = r.string()
+        return true
+      case 3:
+        expect(type, LEN, no)
+        g.versionInfo = r.string()
+        return true
+      case 5:
+        expect(type, LEN, no)
+        g.lastUpdated = readTimestamp(r.bytes())
+        return true
+      case 6:
+        expect(type, WireType.Varint, no)
+        g.configStatus = r.int32()
+        return true
+      case 7:
+        expect(type, WireType.Varint, no)
+        g.clientStatus = r.int32()
+        return true
       case 8: {
         expect(type, LEN, no)
         const e: NonNullable<GenericXdsConfig['errorState']> = {}
         each(r.bytes(), (er, eno, etype) => {
-          if (eno === 2) { expect(etype, LEN, eno); e.lastUpdateAttempt = readTimestamp(er.bytes()); return true }
-          if (eno === 3) { expect(etype, LEN, eno); e.details = er.string(); return true }
+          if (eno === 2) {
+            expect(etype, LEN, eno)
+            e.lastUpdateAttempt = readTimestamp(er.bytes())
+            return true
+          }
+          if (eno === 3) {
+            expect(etype, LEN, eno)
+            e.details = er.string()
+            return true
+          }
           return false
         })
         g.errorState = e
         return true
       }
-      default: return false
+      default:
+        return false
     }
   })
   return g
@@ -301,12 +399,19 @@ export function decodeClientConfig(bytes: Uint8Array): ClientConfig {
   const c: ClientConfig = {genericXdsConfigs: []}
   each(bytes, (r, no, type) => {
     switch (no) {
-      case 1: expect(type, LEN, no); c.node = readNode(r.bytes()); return true
+      case 1:
+        expect(type, LEN, no)
+        c.node = readNode(r.bytes())
+        return true
       case 2: {
         expect(type, LEN, no)
         const p: PerXdsConfig = {status: 0}
         each(r.bytes(), (pr, pno, ptype) => {
-          if (pno === 1) { expect(ptype, WireType.Varint, pno); p.status = pr.int32(); return true }
+          if (pno === 1) {
+            expect(ptype, WireType.Varint, pno)
+            p.status = pr.int32()
+            return true
+          }
           const kind = (Object.keys(PER_XDS_FIELDS) as (keyof typeof PER_XDS_FIELDS)[]).find((k) => PER_XDS_FIELDS[k] === pno)
           if (kind) p.kind = kind
           return false
@@ -314,9 +419,16 @@ export function decodeClientConfig(bytes: Uint8Array): ClientConfig {
         ;(c.xdsConfig ??= []).push(p)
         return true
       }
-      case 3: expect(type, LEN, no); c.genericXdsConfigs.push(readGeneric(r.bytes())); return true
-      case 4: expect(type, LEN, no); c.clientScope = r.string(); return true
-      default: return false
+      case 3:
+        expect(type, LEN, no)
+        c.genericXdsConfigs.push(readGeneric(r.bytes()))
+        return true
+      case 4:
+        expect(type, LEN, no)
+        c.clientScope = r.string()
+        return true
+      default:
+        return false
     }
   })
   return c

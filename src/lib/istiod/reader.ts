@@ -39,9 +39,7 @@ export const XDS_TOKEN_SECONDS = 600
 export type IstiodPath = 'http' | 'xds'
 
 /** Where an istiod is: a pod (port-forward) or an address (--xds-address). */
-export type IstiodTarget =
-  | {kind: 'pod'; name: string; namespace: string; revision?: string; monitoringPort: number}
-  | {kind: 'address'; address: string; namespace: string; revision?: string}
+export type IstiodTarget = {kind: 'pod'; name: string; namespace: string; revision?: string; monitoringPort: number} | {kind: 'address'; address: string; namespace: string; revision?: string}
 
 export type FailureKind = 'timeout' | 'forbidden' | 'error'
 
@@ -177,7 +175,11 @@ export class IstiodReader {
   /** The xDS error after the HTTP path said why it could not answer (refused, 404, 401, 403). */
   private bothPathsFailed(err: unknown, http: {why: string; refused?: boolean}): unknown {
     if (err instanceof IstiodReadError && err.code === 'PortForwardRefused' && http.refused) {
-      return new IstiodReadError('error', `${this.who}: port-forward refused on :${this.target.kind === 'pod' ? this.target.monitoringPort : DEFAULT_MONITORING_PORT} (HTTP debug) and :${XDS_PORT} (xDS): ${err.detail}`, {exit: err.exit, code: err.code, hints: err.hints})
+      return new IstiodReadError(
+        'error',
+        `${this.who}: port-forward refused on :${this.target.kind === 'pod' ? this.target.monitoringPort : DEFAULT_MONITORING_PORT} (HTTP debug) and :${XDS_PORT} (xDS): ${err.detail}`,
+        {exit: err.exit, code: err.code, hints: err.hints},
+      )
     }
     if (err instanceof IstiodReadError) {
       return new IstiodReadError(err.kind, `${err.message} (HTTP first: ${http.why})`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
@@ -244,14 +246,18 @@ export class IstiodReader {
       return {ok: false, why: `GET ${path.split('?')[0]} on :${port} answered HTTP ${res.status}`}
     }
     throw new IstiodReadError('error', `${where}: HTTP ${res.status}${res.body ? `: ${res.body.split('\n')[0]!.slice(0, 200)}` : ''}`, {
-      exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: [`check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery`],
+      exit: ExitCode.UNREACHABLE,
+      code: 'IstiodError',
+      hints: [`check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery`],
     })
   }
 
   /** An answer past the response limit (MESHVM_MAX_RESPONSE_BYTES), as the API client reports one. */
   private tooLarge(where: string, limit: number): IstiodReadError {
     return new IstiodReadError('error', `${where}: the answer is larger than the limit (${limit} bytes)`, {
-      exit: ExitCode.FAILURE, code: 'ResponseTooLarge', hints: ['raise the limit with MESHVM_MAX_RESPONSE_BYTES (bytes) if this answer is expected to be that large'],
+      exit: ExitCode.FAILURE,
+      code: 'ResponseTooLarge',
+      hints: ['raise the limit with MESHVM_MAX_RESPONSE_BYTES (bytes) if this answer is expected to be that large'],
     })
   }
 
@@ -260,10 +266,15 @@ export class IstiodReader {
     const ns = this.target.namespace
     if (err instanceof KubeApiError && err.status === 403) {
       const hint = rbacHint(err.message)
-      return new IstiodReadError('forbidden', `${where}: ${err.message}`, {exit: ExitCode.FORBIDDEN, code: 'Forbidden', hints: [portForwardHint(ns), ...(hint && !hint.includes('pods/portforward') ? [hint] : [])]})
+      return new IstiodReadError('forbidden', `${where}: ${err.message}`, {
+        exit: ExitCode.FORBIDDEN,
+        code: 'Forbidden',
+        hints: [portForwardHint(ns), ...(hint && !hint.includes('pods/portforward') ? [hint] : [])],
+      })
     }
     if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TIMEOUT' || (err instanceof MeshvmError && err.code === 'Timeout')) return this.timeout(timeoutMs)
-    if (err instanceof PortForwardRefused) return new IstiodReadError('error', `${where}: ${err.short}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardRefused', hints: this.podHints(), detail: err.short})
+    if (err instanceof PortForwardRefused)
+      return new IstiodReadError('error', `${where}: ${err.short}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardRefused', hints: this.podHints(), detail: err.short})
     if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
     const e = err as NodeJS.ErrnoException
     return new IstiodReadError('error', `${where}: ${e?.code ?? e?.message ?? String(err)}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
@@ -277,8 +288,11 @@ export class IstiodReader {
   private timeout(timeoutMs: number): IstiodReadError {
     const t = this.target
     return new IstiodReadError('timeout', `${this.who} did not answer within ${formatMs(timeoutMs)}`, {
-      exit: ExitCode.UNREACHABLE, code: 'Timeout',
-      hints: [t.kind === 'pod' ? `raise --timeout, or check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery` : `raise --timeout, or check that ${t.address} is istiod's gRPC port (15012)`],
+      exit: ExitCode.UNREACHABLE,
+      code: 'Timeout',
+      hints: [
+        t.kind === 'pod' ? `raise --timeout, or check the pod: kubectl -n ${t.namespace} logs ${t.name} -c discovery` : `raise --timeout, or check that ${t.address} is istiod's gRPC port (15012)`,
+      ],
     })
   }
 
@@ -305,10 +319,13 @@ export class IstiodReader {
     let tls: TLSSocket
     try {
       tls = await new Promise<TLSSocket>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          pending.destroy()
-          reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
-        }, Math.max(1, deadline - Date.now()))
+        const timer = setTimeout(
+          () => {
+            pending.destroy()
+            reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
+          },
+          Math.max(1, deadline - Date.now()),
+        )
         const pending = secureConnect({ca: root, servername: this.san, ALPNProtocols: ['h2']}, {host, port: Number(portText), socket}, (err, s) => {
           clearTimeout(timer)
           if (err) reject(err)
@@ -375,11 +392,13 @@ export class IstiodReader {
     if (transport?.code === 'MESHVM_TIMEOUT') return this.timeout(timeoutMs)
     const x509 = x509Words(transport)
     if (x509 || /ERR_SSL|ERR_TLS/.test(tlsCode)) {
-      const notOurs = tlsCode === 'ERR_TLS_CERT_ALTNAME_INVALID'
-        ? `its certificate does not name ${this.san} (${x509})`
-        : `its certificate is not signed by the mesh root CA in ConfigMap ${ns}/istio-ca-root-cert (${tlsCode})`
+      const notOurs =
+        tlsCode === 'ERR_TLS_CERT_ALTNAME_INVALID'
+          ? `its certificate does not name ${this.san} (${x509})`
+          : `its certificate is not signed by the mesh root CA in ConfigMap ${ns}/istio-ca-root-cert (${tlsCode})`
       return new IstiodReadError('error', `${where}: TLS verification failed: ${notOurs}`, {
-        exit: ExitCode.UNREACHABLE, code: 'TLSError',
+        exit: ExitCode.UNREACHABLE,
+        code: 'TLSError',
         hints: notOurs.startsWith('its certificate does not name')
           ? ['is --revision right? istiod of revision REV serves istiod-REV.NS.svc']
           : [`check that ${ns}/istio-ca-root-cert holds the root that signed istiod's certificate (a plugged-in CA changes it); meshvm never skips this check`],
@@ -389,7 +408,8 @@ export class IstiodReader {
     if (err.code === GrpcCode.RESOURCE_EXHAUSTED) return this.tooLarge(where, maxResponseBytes())
     if (err.code === GrpcCode.UNAUTHENTICATED || err.code === GrpcCode.PERMISSION_DENIED) {
       return new IstiodReadError('forbidden', `${where}: istiod refused the token (${err.message})`, {
-        exit: ExitCode.FORBIDDEN, code: 'Unauthenticated',
+        exit: ExitCode.FORBIDDEN,
+        code: 'Unauthenticated',
         hints: [`istiod accepts tokens of audience istio-ca for service accounts it trusts; check istiod's logs: kubectl -n ${ns} logs -l app=istiod -c discovery | grep -i authentic`],
       })
     }

@@ -14,7 +14,20 @@ import type {LoadedKubeConfig} from './config.js'
 import {CREDENTIAL_EXPIRY_MARGIN_MS, tlsAndCredentials, type Credentials} from './credentials.js'
 import {KubeApiError, isTransientNetworkError, translateHttpError, translateNetworkError, type RequestDescription} from './errors.js'
 import {type ListPage, listPages} from './paging.js'
-import {createAgent, exchange, isRetryableStatus, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, MAX_JSON_DEPTH, type RawResponse, requestPath, type ResponseEvent, type RetryPolicy} from './transport.js'
+import {
+  createAgent,
+  exchange,
+  isRetryableStatus,
+  jsonTooDeep,
+  type KubeAgent,
+  type KubeRequest,
+  malformedAnswer,
+  MAX_JSON_DEPTH,
+  type RawResponse,
+  requestPath,
+  type ResponseEvent,
+  type RetryPolicy,
+} from './transport.js'
 import {type WatchEvent, Watcher, type WatchTarget} from './watch.js'
 import type {MeshvmError} from '../errors.js'
 import {sleep} from '../util/sleep.js'

@@ -468,7 +468,9 @@ function validate(contextName: string, context: KubeContext, cluster: KubeCluste
   }
   if (cluster.caFile && cluster.caData) throw unusable(contextName, `cluster ${JSON.stringify(cluster.name)} has both certificate-authority and certificate-authority-data; give one`)
   if (cluster.insecureSkipTLSVerify && (cluster.caFile || cluster.caData)) {
-    throw unusable(contextName, `cluster ${JSON.stringify(cluster.name)} has a certificate authority and insecure-skip-tls-verify; kubectl refuses the two together`, ['remove insecure-skip-tls-verify (the certificate authority is then checked)'])
+    throw unusable(contextName, `cluster ${JSON.stringify(cluster.name)} has a certificate authority and insecure-skip-tls-verify; kubectl refuses the two together`, [
+      'remove insecure-skip-tls-verify (the certificate authority is then checked)',
+    ])
   }
   const methods = [user.token ? 'token' : '', user.username || user.password ? 'basic auth' : ''].filter(Boolean)
   if (methods.length > 1) throw unusable(contextName, `user ${u} has more than one authentication method (${methods.join(', ')}); only one is allowed`)

@@ -53,7 +53,7 @@ function checkedCa(loaded: LoadedKubeConfig, ca: Buffer): string {
     throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${where} holds no PEM certificate (unable to load root certificates)`, {
       exit: ExitCode.USAGE,
       code: 'BadKubeconfig',
-      hints: ['certificate-authority-data is the base64 of the CA\'s PEM file (base64 -w0 ca.crt); certificate-authority is the path of that file'],
+      hints: ["certificate-authority-data is the base64 of the CA's PEM file (base64 -w0 ca.crt); certificate-authority is the path of that file"],
     })
   }
   return certs.join('')

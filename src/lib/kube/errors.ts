@@ -43,7 +43,10 @@ export function rbacHint(message: string): string | undefined {
   if (!m) return undefined
   const [, verb, resource, group, namespace] = m
   const res = group ? `${resource}.${group}` : resource
-  return `ask a cluster admin for a Role${namespace ? ` in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`.replace('RoleClusterRole', 'ClusterRole')
+  return `ask a cluster admin for a Role${namespace ? ` in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`.replace(
+    'RoleClusterRole',
+    'ClusterRole',
+  )
 }
 
 export function translateHttpError(req: RequestDescription, status: number, body: string, location?: string | string[]): KubeApiError {
@@ -51,7 +54,17 @@ export function translateHttpError(req: RequestDescription, status: number, body
   try {
     const parsed = JSON.parse(body) as KubeStatus
     // The Status kept for callers carries the cleaned message too (proxy-status quotes it).
-    if (parsed && parsed.kind === 'Status') kubeStatus = typeof parsed.message === 'string' ? {...parsed, message: parsed.message.split('\n').map((l) => terminalSafe(redactCredentials(l))).join('\n')} : parsed
+    if (parsed && parsed.kind === 'Status')
+      kubeStatus =
+        typeof parsed.message === 'string'
+          ? {
+              ...parsed,
+              message: parsed.message
+                .split('\n')
+                .map((l) => terminalSafe(redactCredentials(l)))
+                .join('\n'),
+            }
+          : parsed
   } catch {
     // Not a Status: some proxies answer with HTML or plain text. Their text is not shown.
   }
@@ -69,21 +82,34 @@ export function translateHttpError(req: RequestDescription, status: number, body
     } catch {
       // An unparsable Location is not shown.
     }
-    return new KubeApiError(`the API server at ${req.server} answered ${req.method} ${req.path} with ${status}${status >= 300 && status < 400 ? ` (a redirect${host})` : ''} instead of a result; nothing is known to have changed`, {
-      status, reason: 'UnexpectedStatus', kubeStatus, exit: ExitCode.UNREACHABLE,
-      hints: ['meshvm never follows redirects from the API server; check the server address in the kubeconfig (a proxy or load balancer in front of it may be redirecting)'],
-    })
+    return new KubeApiError(
+      `the API server at ${req.server} answered ${req.method} ${req.path} with ${status}${status >= 300 && status < 400 ? ` (a redirect${host})` : ''} instead of a result; nothing is known to have changed`,
+      {
+        status,
+        reason: 'UnexpectedStatus',
+        kubeStatus,
+        exit: ExitCode.UNREACHABLE,
+        hints: ['meshvm never follows redirects from the API server; check the server address in the kubeconfig (a proxy or load balancer in front of it may be redirecting)'],
+      },
+    )
   }
   switch (status) {
     case 401:
       return new KubeApiError(`Unauthorized: the API server at ${req.server} rejected the credentials of context ${JSON.stringify(req.context)}`, {
-        status, reason: 'Unauthorized', kubeStatus, exit: ExitCode.FORBIDDEN,
+        status,
+        reason: 'Unauthorized',
+        kubeStatus,
+        exit: ExitCode.FORBIDDEN,
         hints: ['the token or client certificate may have expired; refresh your credentials (e.g. log in to the cloud CLI again)'],
       })
     case 403: {
       const hint = message ? rbacHint(message) : undefined
       return new KubeApiError(message ?? `forbidden: ${VERBS[req.method] ?? req.method} ${req.path}`, {
-        status, reason: 'Forbidden', kubeStatus, exit: ExitCode.FORBIDDEN, hints: hint ? [hint] : [],
+        status,
+        reason: 'Forbidden',
+        kubeStatus,
+        exit: ExitCode.FORBIDDEN,
+        hints: hint ? [hint] : [],
       })
     }
     case 404:
@@ -91,7 +117,9 @@ export function translateHttpError(req: RequestDescription, status: number, body
     case 409:
       return new KubeApiError(message ?? `conflict: ${req.path}`, {status, reason, kubeStatus, exit: ExitCode.REJECTED})
     case 422: {
-      const causes = (Array.isArray(kubeStatus?.details?.causes) ? kubeStatus.details.causes : []).map((c) => terminalSafe(redactCredentials(`${typeof c?.field === 'string' ? c.field + ': ' : ''}${String(c?.message ?? c?.reason ?? '')}`)))
+      const causes = (Array.isArray(kubeStatus?.details?.causes) ? kubeStatus.details.causes : []).map((c) =>
+        terminalSafe(redactCredentials(`${typeof c?.field === 'string' ? c.field + ': ' : ''}${String(c?.message ?? c?.reason ?? '')}`)),
+      )
       const text = message ?? `invalid: ${causes.join('; ')}`
       return new KubeApiError(text, {status, reason: 'Invalid', kubeStatus, exit: ExitCode.REJECTED})
     }
@@ -99,12 +127,20 @@ export function translateHttpError(req: RequestDescription, status: number, body
       return new KubeApiError(message ?? 'the list was too old to continue (410 Gone)', {status, reason: 'Expired', kubeStatus, exit: ExitCode.FAILURE})
     case 429:
       return new KubeApiError(`the API server at ${req.server} is throttling requests (429 Too Many Requests) and kept doing so after retries`, {
-        status, reason: 'TooManyRequests', kubeStatus, exit: ExitCode.UNREACHABLE, hints: ['try again later, or raise the API server\'s priority and fairness limits'],
+        status,
+        reason: 'TooManyRequests',
+        kubeStatus,
+        exit: ExitCode.UNREACHABLE,
+        hints: ["try again later, or raise the API server's priority and fairness limits"],
       })
     default:
       if (status >= 500) {
         return new KubeApiError(`the API server at ${req.server} failed ${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, {
-          status, reason, kubeStatus, exit: ExitCode.UNREACHABLE, hints: ['the request was retried; check the API server health (kubectl get --raw /readyz)'],
+          status,
+          reason,
+          kubeStatus,
+          exit: ExitCode.UNREACHABLE,
+          hints: ['the request was retried; check the API server health (kubectl get --raw /readyz)'],
         })
       }
       return new KubeApiError(`${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, {status, reason, kubeStatus, exit: ExitCode.FAILURE})
@@ -112,7 +148,22 @@ export function translateHttpError(req: RequestDescription, status: number, body
 }
 
 function httpReason(status: number): string {
-  const reasons: Record<number, string> = {400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'MethodNotAllowed', 409: 'Conflict', 410: 'Gone', 415: 'UnsupportedMediaType', 422: 'Invalid', 429: 'TooManyRequests', 500: 'InternalError', 502: 'BadGateway', 503: 'ServiceUnavailable', 504: 'GatewayTimeout'}
+  const reasons: Record<number, string> = {
+    400: 'BadRequest',
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    404: 'NotFound',
+    405: 'MethodNotAllowed',
+    409: 'Conflict',
+    410: 'Gone',
+    415: 'UnsupportedMediaType',
+    422: 'Invalid',
+    429: 'TooManyRequests',
+    500: 'InternalError',
+    502: 'BadGateway',
+    503: 'ServiceUnavailable',
+    504: 'GatewayTimeout',
+  }
   return reasons[status] ?? `HTTP ${status}`
 }
 
@@ -197,7 +248,8 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
   const x509 = x509Words(err)
   if (x509) {
     return new MeshvmError(`cannot connect to ${where}: tls: failed to verify certificate: ${terminalSafe(x509)}`, {
-      exit: ExitCode.UNREACHABLE, code: 'TLSError',
+      exit: ExitCode.UNREACHABLE,
+      code: 'TLSError',
       hints: ['check certificate-authority-data and tls-server-name in the kubeconfig; meshvm never skips verification unless the kubeconfig says insecure-skip-tls-verify'],
     })
   }
@@ -208,22 +260,33 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
     return new MeshvmError(`cannot connect to ${where}: connection refused`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['is the cluster running, and is this the right --context?']})
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new MeshvmError(`cannot connect to ${where}: the host name does not resolve`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['check the server address in the kubeconfig and your DNS/VPN']})
+    return new MeshvmError(`cannot connect to ${where}: the host name does not resolve`, {
+      exit: ExitCode.UNREACHABLE,
+      code: 'Unreachable',
+      hints: ['check the server address in the kubeconfig and your DNS/VPN'],
+    })
   }
   if (code === 'MESHVM_TIMEOUT' || code === 'ETIMEDOUT') {
     return new MeshvmError(`no answer from ${where} within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} (${req.method} ${req.path})`, {
-      exit: ExitCode.UNREACHABLE, code: 'Timeout', hints: ['raise --request-timeout if the cluster is slow, or check connectivity'],
+      exit: ExitCode.UNREACHABLE,
+      code: 'Timeout',
+      hints: ['raise --request-timeout if the cluster is slow, or check connectivity'],
     })
   }
   if (code === 'MESHVM_MALFORMED') {
-    return new MeshvmError(`the API server at ${req.server} sent a malformed response to ${req.method} ${req.path}${e.message && e.message !== 'malformed' ? ` (${e.message})` : ''}`, {exit: ExitCode.FAILURE, code: 'MalformedResponse'})
+    return new MeshvmError(`the API server at ${req.server} sent a malformed response to ${req.method} ${req.path}${e.message && e.message !== 'malformed' ? ` (${e.message})` : ''}`, {
+      exit: ExitCode.FAILURE,
+      code: 'MalformedResponse',
+    })
   }
   if (code === 'MESHVM_PROXY') {
     return new MeshvmError(`cannot connect to ${where}: ${e.message}`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['check proxy-url in the kubeconfig, or HTTPS_PROXY/NO_PROXY']})
   }
   if (code === 'MESHVM_TOO_LARGE') {
     return new MeshvmError(`the API server at ${req.server} sent a response to ${req.method} ${req.path} larger than the limit (${e.message.replace(/^response larger than /, '')})`, {
-      exit: ExitCode.FAILURE, code: 'ResponseTooLarge', hints: ['raise the limit with MESHVM_MAX_RESPONSE_BYTES (bytes) if this answer is expected to be that large'],
+      exit: ExitCode.FAILURE,
+      code: 'ResponseTooLarge',
+      hints: ['raise the limit with MESHVM_MAX_RESPONSE_BYTES (bytes) if this answer is expected to be that large'],
     })
   }
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'MESHVM_TRUNCATED') {

@@ -63,7 +63,14 @@ function failure(context: string, command: string, why: string, hints: string[] 
  * run (a login); a plugin that cannot prompt is bounded like any request, by `requestTimeoutMs`
  * (--request-timeout) when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
  */
-export async function runExecPlugin(exec: ExecConfig, context: string, timeout?: number, cluster?: ExecClusterInfo, requestTimeoutMs?: number, stdinIsTerminal = process.stdin.isTTY === true): Promise<ExecCredentials> {
+export async function runExecPlugin(
+  exec: ExecConfig,
+  context: string,
+  timeout?: number,
+  cluster?: ExecClusterInfo,
+  requestTimeoutMs?: number,
+  stdinIsTerminal = process.stdin.isTTY === true,
+): Promise<ExecCredentials> {
   // Loaded here, not with the module: most kubeconfigs have no plugin.
   // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
   const {spawn} = process.getBuiltinModule('node:child_process')
@@ -72,7 +79,11 @@ export async function runExecPlugin(exec: ExecConfig, context: string, timeout?:
   // client-go (exec.go isInteractive): Never: not interactive; IfAvailable: when stdin is a terminal;
   // Always: stdin must be a terminal, or the plugin is not run at all.
   if (exec.interactiveMode === 'Always' && !stdinIsTerminal) {
-    return Promise.reject(failure(context, command, 'cannot support interactive mode: standard input is not a terminal', ['run the command from a terminal, or set the kubeconfig user\'s exec.interactiveMode to IfAvailable or Never']))
+    return Promise.reject(
+      failure(context, command, 'cannot support interactive mode: standard input is not a terminal', [
+        "run the command from a terminal, or set the kubeconfig user's exec.interactiveMode to IfAvailable or Never",
+      ]),
+    )
   }
   const interactive = exec.interactiveMode !== 'Never' && stdinIsTerminal
   let timeoutMs: number
@@ -134,7 +145,13 @@ export async function runExecPlugin(exec: ExecConfig, context: string, timeout?:
       }
       // client-go: "exec plugin is configured to use API version X, plugin returned version Y".
       if (answered !== apiVersion) {
-        return reject(failure(context, command, `is configured to use API version ${apiVersion}, plugin returned version ${typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'}`))
+        return reject(
+          failure(
+            context,
+            command,
+            `is configured to use API version ${apiVersion}, plugin returned version ${typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'}`,
+          ),
+        )
       }
       if (!status || typeof status !== 'object') return reject(failure(context, command, 'printed an ExecCredential without a status'))
       const creds: ExecCredentials = {}

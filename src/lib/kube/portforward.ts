@@ -31,7 +31,10 @@ export function portForwardHint(namespace: string): string {
 
 /** Kubelet's refusal on the error channel (nothing listens on the port, or the pod is gone). */
 export class PortForwardRefused extends MeshvmError {
-  constructor(readonly target: string, readonly detail: string) {
+  constructor(
+    readonly target: string,
+    readonly detail: string,
+  ) {
     super(`port-forward to ${target} refused: ${detail}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardRefused'})
     this.name = 'PortForwardRefused'
   }
@@ -48,7 +51,10 @@ export class PortForwardStream extends Duplex {
   private errorStarted = false
   private errorText = ''
 
-  constructor(private readonly ws: WebSocket, readonly target: string) {
+  constructor(
+    private readonly ws: WebSocket,
+    readonly target: string,
+  ) {
     super({allowHalfOpen: false})
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary))
     ws.on('close', () => this.onClose())
@@ -199,7 +205,12 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
       client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: 101, ms: Date.now() - started, bytes: 0})
       if (ws.protocol !== PORTFORWARD_PROTOCOL) {
         ws.terminate()
-        reject(new MeshvmError(`port-forward to ${target}: the API server chose subprotocol ${JSON.stringify(ws.protocol)}, expected ${PORTFORWARD_PROTOCOL}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardProtocol'}))
+        reject(
+          new MeshvmError(`port-forward to ${target}: the API server chose subprotocol ${JSON.stringify(ws.protocol)}, expected ${PORTFORWARD_PROTOCOL}`, {
+            exit: ExitCode.UNREACHABLE,
+            code: 'PortForwardProtocol',
+          }),
+        )
         return
       }
       resolve(new PortForwardStream(ws, target))

@@ -77,11 +77,15 @@ export function proxyFor(server: URL, proxyUrl: string | undefined, env: NodeJS.
       throw new MeshvmError(`${where} is not a URL`, {exit: ExitCode.USAGE, code: 'BadKubeconfig'})
     }
     if (url.protocol !== 'http:' && url.protocol !== 'socks5:' && url.protocol !== 'socks5h:') {
-      throw new MeshvmError(`${where}: only http:// and socks5:// proxies are supported (got ${url.protocol}//)`, {exit: ExitCode.USAGE, code: 'BadKubeconfig', hints: ['use an HTTP CONNECT or SOCKS5 proxy, or connect without a proxy']})
+      throw new MeshvmError(`${where}: only http:// and socks5:// proxies are supported (got ${url.protocol}//)`, {
+        exit: ExitCode.USAGE,
+        code: 'BadKubeconfig',
+        hints: ['use an HTTP CONNECT or SOCKS5 proxy, or connect without a proxy'],
+      })
     }
     return url
   }
-  if (proxyUrl) return parse(proxyUrl, 'the cluster\'s proxy-url in the kubeconfig')
+  if (proxyUrl) return parse(proxyUrl, "the cluster's proxy-url in the kubeconfig")
   const https = server.protocol === 'https:'
   const value = https ? (env.HTTPS_PROXY ?? env.https_proxy) : (env.HTTP_PROXY ?? env.http_proxy)
   if (!value) return undefined

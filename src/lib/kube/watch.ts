@@ -66,10 +66,16 @@ export class Watcher {
     const started = Date.now()
     let changes = 0
     const target = this.host.upgradeTarget(path, watchQuery)
-    const result = await watchOnce<T>(target, this.host.timeoutMs, typedVersion, (event) => {
-      if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') changes++
-      onEvent(event)
-    }, signal)
+    const result = await watchOnce<T>(
+      target,
+      this.host.timeoutMs,
+      typedVersion,
+      (event) => {
+        if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') changes++
+        onEvent(event)
+      },
+      signal,
+    )
     if (changes === 0 && Date.now() - started < WATCH_QUICK_END_MS && !signal?.aborted) this.quickEnds.set(path, quick + 1)
     else this.quickEnds.delete(path)
     return result

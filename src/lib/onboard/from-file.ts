@@ -49,7 +49,10 @@ function checkMetadata(where: string, field: string, metadata: unknown): void {
   if (metadata === undefined || metadata === null) return
   if (typeof metadata !== 'object' || Array.isArray(metadata)) throw new UsageError(`${where}: ${field} must be a mapping`)
   const {labels, annotations} = metadata as {labels?: unknown; annotations?: unknown}
-  for (const [name, map] of [['labels', labels], ['annotations', annotations]] as const) {
+  for (const [name, map] of [
+    ['labels', labels],
+    ['annotations', annotations],
+  ] as const) {
     if (map === undefined || map === null) continue
     if (typeof map !== 'object' || Array.isArray(map)) throw new UsageError(`${where}: ${field}.${name} must be a mapping of strings`)
     for (const [key, value] of Object.entries(map as Record<string, unknown>)) {
@@ -85,7 +88,9 @@ export function readWorkloadGroupFile(path: string, namespaceFlag: string | unde
   }
   const groups = docs.filter((d) => (d.value as {kind?: string})?.kind === 'WorkloadGroup')
   if (groups.length !== 1) {
-    throw new UsageError(`-f ${JSON.stringify(path)}: expected exactly one WorkloadGroup, found ${groups.length}${docs.length > groups.length ? ` (and ${docs.length - groups.length} other document(s))` : ''}`)
+    throw new UsageError(
+      `-f ${JSON.stringify(path)}: expected exactly one WorkloadGroup, found ${groups.length}${docs.length > groups.length ? ` (and ${docs.length - groups.length} other document(s))` : ''}`,
+    )
   }
   const wg = groups[0]!.value as {apiVersion?: unknown; metadata?: {name?: unknown; namespace?: unknown; annotations?: unknown}; spec?: unknown}
   const where = `${path}${docs.length > 1 ? ` (document ${groups[0]!.index})` : ''}`
@@ -126,9 +131,7 @@ function withoutServerFields(metadata: Record<string, unknown>): Record<string, 
   for (const [k, v] of Object.entries(metadata)) if (!SERVER_FIELDS.includes(k)) out[k] = v
   const annotations = metadata.annotations
   if (typeof annotations === 'object' && annotations !== null && !Array.isArray(annotations)) {
-    const kept = Object.fromEntries(
-      Object.entries(annotations).filter(([k]) => !/(^|\.)meshvm\.io\//.test(k) && k !== 'kubectl.kubernetes.io/last-applied-configuration'),
-    )
+    const kept = Object.fromEntries(Object.entries(annotations).filter(([k]) => !/(^|\.)meshvm\.io\//.test(k) && k !== 'kubectl.kubernetes.io/last-applied-configuration'))
     if (Object.keys(kept).length > 0) out.annotations = kept
     else delete out.annotations
   }

@@ -8,7 +8,6 @@ import type {OnboardSpec, PortSpec, ProbeSpec} from './spec.js'
 
 export const MANAGED_BY = {'app.kubernetes.io/managed-by': 'meshvm'} as const
 
-
 /** Objects in the order they must be applied: Namespace, ServiceAccount, WorkloadGroup, Service/ServiceEntry. */
 export function generateOnboardObjects(spec: OnboardSpec): Manifest[] {
   const objects: Manifest[] = []

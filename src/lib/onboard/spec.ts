@@ -101,9 +101,11 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
   const problems = new Problems()
   const missing = missingRequired(input)
   if (missing.length > 0) {
-    problems.add(new UsageError(`missing ${missing.join(', ')}: meshvm onboard needs a name, a namespace and at least one port`, [
-      'meshvm onboard web -n apps --port http=8080   (or run it in a terminal to be asked)',
-    ]))
+    problems.add(
+      new UsageError(`missing ${missing.join(', ')}: meshvm onboard needs a name, a namespace and at least one port`, [
+        'meshvm onboard web -n apps --port http=8080   (or run it in a terminal to be asked)',
+      ]),
+    )
   }
   const name = input.name ?? ''
   const namespace = input.namespace ?? ''
@@ -122,9 +124,9 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
   const saProblem = dns1123Subdomain(serviceAccount)
   if (saProblem) problems.add(flagError('--service-account', serviceAccount, saProblem))
   if (input.createServiceAccount && serviceAccount === 'default') {
-    problems.add(new UsageError('--create-service-account: every namespace already has the "default" ServiceAccount', [
-      'give the VMs their own identity: --service-account NAME --create-service-account',
-    ]))
+    problems.add(
+      new UsageError('--create-service-account: every namespace already has the "default" ServiceAccount', ['give the VMs their own identity: --service-account NAME --create-service-account']),
+    )
   }
 
   const network = problems.check(() => optionalText('--network', input.network, 2048))
@@ -135,9 +137,9 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
 
   const hosts = input.hosts ?? []
   if (hosts.length > 0 && serviceKind !== 'ServiceEntry') {
-    problems.add(new UsageError('--host: hosts are set on a ServiceEntry; add --service-entry', [
-      `meshvm onboard ${name || 'NAME'} -n ${namespace || 'NAMESPACE'} --service-entry --host ${hosts[0]} ...`,
-    ]))
+    problems.add(
+      new UsageError('--host: hosts are set on a ServiceEntry; add --service-entry', [`meshvm onboard ${name || 'NAME'} -n ${namespace || 'NAMESPACE'} --service-entry --host ${hosts[0]} ...`]),
+    )
   }
   for (const host of hosts) {
     const problem = serviceEntryHost(host)
@@ -318,7 +320,15 @@ function parseProbe(input: ProbeInput): ProbeSpec | undefined {
     const given = [
       ...(input.host !== undefined ? ['--probe-host'] : []),
       ...((input.headers ?? []).length > 0 ? ['--probe-header'] : []),
-      ...([['period', '--probe-period'], ['timeout', '--probe-timeout'], ['initialDelay', '--probe-initial-delay'], ['successThreshold', '--probe-success-threshold'], ['failureThreshold', '--probe-failure-threshold']] as const)
+      ...(
+        [
+          ['period', '--probe-period'],
+          ['timeout', '--probe-timeout'],
+          ['initialDelay', '--probe-initial-delay'],
+          ['successThreshold', '--probe-success-threshold'],
+          ['failureThreshold', '--probe-failure-threshold'],
+        ] as const
+      )
         .filter(([k]) => input[k] !== undefined)
         .map(([, flag]) => flag),
     ]

@@ -27,7 +27,7 @@ export interface WizardGiven {
 
 export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: WizardGiven = {}): Promise<OnboardInput & {apply?: boolean}> {
   const input: OnboardInput & {apply?: boolean} = {...given}
-  input.name ??= await ask.input('Workload group name (the VMs\' service name):', {
+  input.name ??= await ask.input("Workload group name (the VMs' service name):", {
     validate: (v) => (given.serviceEntry ? dns1123Label(v) : dns1035Label(v)) ?? true,
   })
   input.namespace ??= await ask.input('Namespace:', {default: 'default', validate: (v) => dns1123Label(v) ?? true})

@@ -270,7 +270,20 @@ export function parseRelaxed(expression: string): Template {
 
 type Value = unknown
 const isMap = (v: Value): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const goType = (v: Value): string => (Array.isArray(v) ? '[]interface {}' : isMap(v) ? 'map[string]interface {}' : typeof v === 'string' ? 'string' : typeof v === 'boolean' ? 'bool' : typeof v === 'number' ? (Number.isInteger(v) ? 'int64' : 'float64') : 'interface {}')
+const goType = (v: Value): string =>
+  Array.isArray(v)
+    ? '[]interface {}'
+    : isMap(v)
+      ? 'map[string]interface {}'
+      : typeof v === 'string'
+        ? 'string'
+        : typeof v === 'boolean'
+          ? 'bool'
+          : typeof v === 'number'
+            ? Number.isInteger(v)
+              ? 'int64'
+              : 'float64'
+            : 'interface {}'
 
 class Evaluator {
   /** Ranges open (client-go keeps a stack of values; only its depth matters). */
@@ -475,14 +488,26 @@ export function resultText(v: unknown): string {
  */
 export function goJson(v: unknown, indent?: string): string {
   const sorted = (x: unknown): unknown =>
-    Array.isArray(x) ? x.map(sorted) : isMap(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sorted(x[k])])) : x
+    Array.isArray(x)
+      ? x.map(sorted)
+      : isMap(x)
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sorted(x[k])]),
+          )
+        : x
   return goHtmlEscape(JSON.stringify(sorted(v), null, indent))
 }
 
 /** Go's fmt.Sprint of a result, as kubectl's custom-columns prints it: maps as map[k:v …] (sorted keys), lists as [a b]. */
 export function goSprint(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(goSprint).join(' ')}]`
-  if (isMap(v)) return `map[${Object.keys(v).sort().map((k) => `${k}:${goSprint(v[k])}`).join(' ')}]`
+  if (isMap(v))
+    return `map[${Object.keys(v)
+      .sort()
+      .map((k) => `${k}:${goSprint(v[k])}`)
+      .join(' ')}]`
   if (v === null || v === undefined) return '<nil>'
   return String(v)
 }

@@ -28,15 +28,11 @@ export {BASIC_FORMATS}
 /** What -o accepts, as shown in help and completion. */
 export const OUTPUT_FORMAT_HELP = [...BASIC_FORMATS, 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'custom-columns=HEADER:PATH,…']
 
-export type OutputSpec =
-  | {kind: OutputFormat}
-  | {kind: 'jsonpath' | 'jsonpath-as-json'; template: Template}
-  | {kind: 'custom-columns'; columns: {header: string; template: Template}[]}
+export type OutputSpec = {kind: OutputFormat} | {kind: 'jsonpath' | 'jsonpath-as-json'; template: Template} | {kind: 'custom-columns'; columns: {header: string; template: Template}[]}
 
 export type OutputKind = OutputSpec['kind']
 
-const GO_TEMPLATE_REFUSAL =
-  'go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'
+const GO_TEMPLATE_REFUSAL = 'go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'
 
 /** Parses -o; `allowed` lists the kinds this command prints (a usage error names the flag and them). */
 export function parseOutput(value: string, allowed: readonly OutputKind[] = ALL_KINDS, flag = '-o/--output'): OutputSpec {
@@ -44,7 +40,8 @@ export function parseOutput(value: string, allowed: readonly OutputKind[] = ALL_
   const name = eq < 0 ? value : value.slice(0, eq)
   const arg = eq < 0 ? undefined : value.slice(eq + 1)
   const valid = `expected one of ${allowed.map((k) => (k === 'jsonpath' || k === 'jsonpath-as-json' ? `${k}=TEMPLATE` : k === 'custom-columns' ? 'custom-columns=HEADER:PATH,…' : k)).join(', ')}`
-  if (['go-template', 'go-template-file', 'template', 'templatefile'].includes(name)) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${GO_TEMPLATE_REFUSAL}`, ['use -o jsonpath=… or -o custom-columns=… (kubectl syntax), or -o json | jq'])
+  if (['go-template', 'go-template-file', 'template', 'templatefile'].includes(name))
+    throw new UsageError(`${flag} ${JSON.stringify(value)}: ${GO_TEMPLATE_REFUSAL}`, ['use -o jsonpath=… or -o custom-columns=… (kubectl syntax), or -o json | jq'])
   if (!(allowed as readonly string[]).includes(name)) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${valid}`)
   try {
     if (name === 'jsonpath' || name === 'jsonpath-as-json') {
@@ -86,7 +83,10 @@ export function parseSortBy(value: string, flag = '--sort-by'): Template {
 
 /** -L/--label-columns: label keys (each flag may list several, comma separated, as kubectl). */
 export function parseLabelColumns(values: string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '')
+  return (values ?? [])
+    .flatMap((v) => v.split(','))
+    .map((k) => k.trim())
+    .filter((k) => k !== '')
 }
 
 /** Columns written for one row type, used for another (e.g. registration columns on listed objects). */
@@ -152,7 +152,6 @@ export interface PrintOptions {
   watch?: boolean
 }
 
-
 /** kubectl's labels.FormatLabels: k=v pairs in key order, or <none>. */
 export function formatLabels(labels: Record<string, string>): string {
   const keys = Object.keys(labels).sort()
@@ -212,7 +211,11 @@ export class Printer<Row> {
       const held = this.heldTable
       this.heldTable = undefined
       // Array.prototype.sort is stable: equal keys keep the order the rows came in.
-      if (this.options.sortBy) sortFieldFound(this.options.sortBy, held.map((h) => h.key))
+      if (this.options.sortBy)
+        sortFieldFound(
+          this.options.sortBy,
+          held.map((h) => h.key),
+        )
       held.sort(this.options.sortBy ? (a, b) => compareValues(a.key, b.key) : (a, b) => compareKeys(a.key as string[], b.key as string[]))
       this.table!.addRendered(held.map((h) => h.row))
     }
@@ -291,7 +294,10 @@ export class Printer<Row> {
     const sortBy = this.options.sortBy
     if (!sortBy) return [...rows].sort(this.spec.order)
     const keyed = rows.map((row, index) => ({row, index, key: findResults(sortBy, this.spec.object(row)).flat()[0]}))
-    sortFieldFound(sortBy, keyed.map((k) => k.key))
+    sortFieldFound(
+      sortBy,
+      keyed.map((k) => k.key),
+    )
     keyed.sort((a, b) => compareValues(a.key, b.key) || a.index - b.index)
     return keyed.map((k) => k.row)
   }

@@ -143,7 +143,11 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
           )
         }
       }
-      return fail('istiod running', `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`, o.revision !== undefined ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere')
+      return fail(
+        'istiod running',
+        `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`,
+        o.revision !== undefined ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere',
+      )
     }),
   )
   if (readyIstiod) results.push(await guarded('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!)))
@@ -163,7 +167,12 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
       const parts = o.ingressService.split('.')
       const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
       const svc = await client.getOptional<Service>(resourcePath(Resources.services, {namespace: ns, name}))
-      if (!svc) return fail('east-west gateway', `Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
+      if (!svc)
+        return fail(
+          'east-west gateway',
+          `Service ${ns}/${name} not found`,
+          'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service',
+        )
       // Classic (sidecar) or ambient (istio-east-west, HBONE on 15008): a VM is a sidecar and needs the classic ports.
       const verdict = eastWestGatewayVerdict(`Service ${ns}/${name}`, eastWestGatewayKind(svc))
       const ingress = svc.status?.loadBalancer?.ingress?.[0]
@@ -190,7 +199,15 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
           ...entries.filter((e) => mapSelectorSelects(e.spec?.workloadSelector?.labels, groupLabels!)).map((e) => `ServiceEntry ${e.metadata?.name}`),
         ]
         if (selecting.length === 0) {
-          return warn('workload group', `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${Object.entries(groupLabels).map(([k, v]) => `${k}=${v}`).join(',') || 'none'})`, 'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service')
+          return warn(
+            'workload group',
+            `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${
+              Object.entries(groupLabels)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(',') || 'none'
+            })`,
+            'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service',
+          )
         }
         return pass('workload group', `WorkloadGroup ${o.namespace}/${o.group} is selected by ${selecting.join(', ')}`)
       }),
@@ -200,16 +217,34 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     await guarded('root certificate', async () => {
       const cm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace: o.namespace, name: 'istio-ca-root-cert'}))
       if (cm?.data?.['root-cert.pem']) return pass('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert holds the mesh root certificate`)
-      if (namespaceMissing) return fail('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert not found: namespace ${o.namespace} does not exist`, `${createNamespace}; istiod then writes the root certificate into it`)
-      return fail('root certificate', `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`, `istiod writes it into the namespaces it watches: is namespace ${o.namespace} within istiod's discoverySelectors?`)
+      if (namespaceMissing)
+        return fail(
+          'root certificate',
+          `ConfigMap ${o.namespace}/istio-ca-root-cert not found: namespace ${o.namespace} does not exist`,
+          `${createNamespace}; istiod then writes the root certificate into it`,
+        )
+      return fail(
+        'root certificate',
+        `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`,
+        `istiod writes it into the namespaces it watches: is namespace ${o.namespace} within istiod's discoverySelectors?`,
+      )
     }),
   )
   results.push(
     await guarded('service account', async () => {
       const sa = await client.getOptional(resourcePath(Resources.serviceAccounts, {namespace: o.namespace, name: serviceAccount}))
       if (sa) return pass('service account', `ServiceAccount ${o.namespace}/${serviceAccount} exists`)
-      if (namespaceMissing) return fail('service account', `ServiceAccount ${o.namespace}/${serviceAccount} not found: namespace ${o.namespace} does not exist`, `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`)
-      return fail('service account', `ServiceAccount ${o.namespace}/${serviceAccount} not found`, `kubectl create serviceaccount ${serviceAccount} -n ${o.namespace} (or meshvm onboard … --create-service-account --apply)`)
+      if (namespaceMissing)
+        return fail(
+          'service account',
+          `ServiceAccount ${o.namespace}/${serviceAccount} not found: namespace ${o.namespace} does not exist`,
+          `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`,
+        )
+      return fail(
+        'service account',
+        `ServiceAccount ${o.namespace}/${serviceAccount} not found`,
+        `kubectl create serviceaccount ${serviceAccount} -n ${o.namespace} (or meshvm onboard … --create-service-account --apply)`,
+      )
     }),
   )
   // What meshvm itself will do: apply the manifests, read the config, issue the VM token, read proxies.
@@ -234,7 +269,11 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
         const allowed = await canI(client, {verb, group: res.group, resource: res.plural, subresource: sub, namespace: res.namespaced ? ns : undefined})
         return allowed
           ? pass(`RBAC: ${what}`, `can ${verb} ${resource} in ${ns}`)
-          : fail(`RBAC: ${what}`, `cannot ${verb} ${resource} in ${ns}`, `ask for a Role in ${ns} allowing "${verb}" on ${res.group ? `"${res.plural}${sub ? '/' + sub : ''}" in API group "${res.group}"` : `"${res.plural}${sub ? '/' + sub : ''}"`}`)
+          : fail(
+              `RBAC: ${what}`,
+              `cannot ${verb} ${resource} in ${ns}`,
+              `ask for a Role in ${ns} allowing "${verb}" on ${res.group ? `"${res.plural}${sub ? '/' + sub : ''}" in API group "${res.group}"` : `"${res.plural}${sub ? '/' + sub : ''}"`}`,
+            )
       }),
     ),
   )

@@ -74,5 +74,8 @@ export function eastWestGatewayVerdict(where: string, r: GatewayReading): Gatewa
       hint: 'VMs need 15012 (istiod), 15017 (webhooks) and 15443 (mTLS); regenerate the gateway with gen-eastwest-gateway.sh',
     }
   }
-  return {status: 'pass', message: `${where} is a classic east-west gateway exposing 15012, 15017 and 15443${r.kind === 'both' ? ` (and HBONE on 15008 for ambient${r.className ? `, ${cls.slice(0, -2)}` : ''})` : ''}`}
+  return {
+    status: 'pass',
+    message: `${where} is a classic east-west gateway exposing 15012, 15017 and 15443${r.kind === 'both' ? ` (and HBONE on 15008 for ambient${r.className ? `, ${cls.slice(0, -2)}` : ''})` : ''}`,
+  }
 }

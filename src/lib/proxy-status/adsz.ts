@@ -46,7 +46,14 @@ export function parseAdsz(body: unknown): Map<string, ProxyNode> {
     if (id === undefined || dash <= 0 || !/^\d+$/.test(id.slice(dash + 1))) continue
     const meta = c.metadata
     // NodeMetadata's StringList marshals as one comma-separated string.
-    const ips = typeof meta.INSTANCE_IPS === 'string' ? meta.INSTANCE_IPS.split(',').map((s) => s.trim()).filter(Boolean) : Array.isArray(meta.INSTANCE_IPS) ? meta.INSTANCE_IPS.filter((s): s is string => typeof s === 'string' && s !== '') : []
+    const ips =
+      typeof meta.INSTANCE_IPS === 'string'
+        ? meta.INSTANCE_IPS.split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : Array.isArray(meta.INSTANCE_IPS)
+          ? meta.INSTANCE_IPS.filter((s): s is string => typeof s === 'string' && s !== '')
+          : []
     const node: ProxyNode = {proxyId: id.slice(0, dash), ips}
     const ns = text(meta.NAMESPACE)
     if (ns) node.namespace = ns

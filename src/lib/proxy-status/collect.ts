@@ -78,7 +78,11 @@ function allFailed(failures: IstiodFailure[]): MeshvmError {
     const others = failures.length > 1 ? ` (and ${failures.length - 1} more istiod${failures.length > 2 ? 's' : ''} alike)` : ''
     return new MeshvmError(first.message + others, {exit: first.exit, code: first.code, hints: first.hints})
   }
-  return new MeshvmError(`none of the ${failures.length} istiods answered: ${failures.map((f) => f.error.message).join('; ')}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodUnreachable', hints: first.hints})
+  return new MeshvmError(`none of the ${failures.length} istiods answered: ${failures.map((f) => f.error.message).join('; ')}`, {
+    exit: ExitCode.UNREACHABLE,
+    code: 'IstiodUnreachable',
+    hints: first.hints,
+  })
 }
 
 export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
@@ -102,9 +106,10 @@ export async function collectContext(client: KubeClient, context: string, option
   recording.catch(() => undefined)
   // Without --revision, istioctl 1.28's default: the revision of the default tag, if there is one.
   const {revision} = await resolving
-  const {selected, others} = xdsAddress !== undefined
-    ? {selected: [{name: xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: xdsAddress, ...(revision ? {revision} : {})}], others: []}
-    : splitIstiods(await discovering!, revision)
+  const {selected, others} =
+    xdsAddress !== undefined
+      ? {selected: [{name: xdsAddress, namespace: options.istioNamespace, port: XDS_PORT, address: xdsAddress, ...(revision ? {revision} : {})}], others: []}
+      : splitIstiods(await discovering!, revision)
   if (selected.length === 0) throw await noIstiodError(client, {istioNamespace: options.istioNamespace, revision, others})
 
   // VMs connected to another revision's istiod belong to that revision's view. The records are built
@@ -132,14 +137,11 @@ export async function collectContext(client: KubeClient, context: string, option
   // An istiod may ignore ?namespace= (older versions): filter here too.
   const inScope = options.namespace === undefined ? syncs : syncs.filter((s) => (s.namespace ?? splitProxyId(s.proxyId).namespace) === options.namespace)
 
-
   // Pods: for -l, every namespace with proxies; otherwise only where registrations are not paired by name.
   // There, the istiods holding those registrations' connections are asked what their proxies report of
   // themselves (/debug/adsz: the address), at the same time.
   const unpaired = unpairedByName(inScope, records)
-  const podNamespaces = options.selector
-    ? [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))]
-    : [...unpaired.namespaces].sort()
+  const podNamespaces = options.selector ? [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))] : [...unpaired.namespaces].sort()
   const answered = selected.filter((i) => unpaired.istiods.has(i.name) && paths.has(i.name))
   const [pods, nodes] = await Promise.all([
     podNamespaces.length > 0 ? listPods(client, podNamespaces) : undefined,
@@ -164,10 +166,7 @@ export async function collectContext(client: KubeClient, context: string, option
   // Registered VMs whose istiod did not answer: their state is unknown, not "not connected".
   const failed = new Map(failures.map((f) => [f.istiod.name, f.istiod]))
   const noAnswer = vms.filter((v) => v.proxyId === undefined && v.connected && v.istiod !== undefined && failed.has(v.istiod))
-  const rows = proxyStatusRows(
-    inScope,
-    {vms: vms.filter((v) => !noAnswer.includes(v)), now},
-  )
+  const rows = proxyStatusRows(inScope, {vms: vms.filter((v) => !noAnswer.includes(v)), now})
   for (const vm of noAnswer) rows.push(noAnswerRow(`${vm.name}.${vm.namespace}`, vm.namespace, 'vm', failed.get(vm.istiod!)!, vm))
   // One placeholder per silent istiod: its pods' rows are missing.
   for (const f of failures) rows.push(noAnswerRow('*', undefined, 'istiod', f.istiod))

@@ -44,7 +44,10 @@ function healthText(vm: VmRecord, now: Date): string | undefined {
 function waypointText(vm: VmRecord, now: Date): string | undefined {
   const c = conditionOf(vm.entry, 'istio.io/WaypointBound') ?? conditionOf(vm.entry, 'WaypointBound')
   if (!c) return undefined
-  const extras = [typeof c.reason === 'string' && c.reason ? c.reason : undefined, typeof c.lastTransitionTime === 'string' && c.lastTransitionTime ? `since ${age(c.lastTransitionTime, now)}` : undefined].filter(Boolean)
+  const extras = [
+    typeof c.reason === 'string' && c.reason ? c.reason : undefined,
+    typeof c.lastTransitionTime === 'string' && c.lastTransitionTime ? `since ${age(c.lastTransitionTime, now)}` : undefined,
+  ].filter(Boolean)
   const message = typeof c.message === 'string' ? c.message.replace(/\s+/g, ' ').trim() : ''
   return `${String(c.status ?? 'Unknown')}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
 }

@@ -187,13 +187,7 @@ export interface Registrations {
  */
 export const REGISTRATION_PAGE_SIZE = 5_000
 
-async function optionalList<T extends {metadata?: {name?: string; namespace?: string}}>(
-  client: KubeClient,
-  path: string,
-  what: string,
-  warnings: string[],
-  keep?: (item: T) => T,
-): Promise<T[]> {
+async function optionalList<T extends {metadata?: {name?: string; namespace?: string}}>(client: KubeClient, path: string, what: string, warnings: string[], keep?: (item: T) => T): Promise<T[]> {
   try {
     let items: T[] | undefined
     for await (const page of client.listPages<T>(path, {}, REGISTRATION_PAGE_SIZE)) {

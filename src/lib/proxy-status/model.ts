@@ -33,7 +33,6 @@ export const PER_XDS_KEYS: Record<string, XdsType> = {
   routeConfig: 'RDS',
 }
 
-
 /**
  * Per-type state. `IGNORED`: the proxy does not watch the type. `UNKNOWN`: istiod listed the type with
  * Envoy's UNKNOWN status (ztunnel); shown as IGNORED like istioctl does. `NOT_CONNECTED`: a registered

@@ -65,8 +65,7 @@ export function proxyStatusColumns(options: Omit<ProxyStatusTableOptions, 'noHea
   const paint = (text: string) => statusColor(chalk, text)
   const layout = options.layout ?? 'subscribed'
   const text = (v: string | undefined) => (v === undefined || v === '' ? EMPTY : v)
-  const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] =>
-    types.map((t) => ({header: t, value: (r) => r.status[t], color: paint}))
+  const typeColumns = (types: readonly XdsType[]): Column<ProxyStatusRow>[] => types.map((t) => ({header: t, value: (r) => r.status[t], color: paint}))
 
   const name: Column<ProxyStatusRow> = {header: 'NAME', value: (r) => r.name}
   const cluster: Column<ProxyStatusRow> = {header: 'CLUSTER', value: (r) => (r.connected ? (r.cluster ?? '') : EMPTY)}

@@ -114,8 +114,16 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     const subscribed = subscribedLists[mask]!
     // Built field by field rather than copied: this runs once per proxy.
     const row: ProxyStatusRow = {
-      name: s.proxyId, type: vm ? 'vm' : 'pod', connected: true, xds: s.types, status, subscribed,
-      cluster: s.clusterId, istiod: s.istiod.name, istiodRef: s.istiod, version: s.proxyVersion,
+      name: s.proxyId,
+      type: vm ? 'vm' : 'pod',
+      connected: true,
+      xds: s.types,
+      status,
+      subscribed,
+      cluster: s.clusterId,
+      istiod: s.istiod.name,
+      istiodRef: s.istiod,
+      version: s.proxyVersion,
       versionSkew: skewed(s.proxyVersion, s.istiod.version),
     }
     const namespace = s.namespace ?? vm?.namespace
@@ -131,7 +139,16 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     if (seen.has(key)) continue
     // Built field by field, sharing the frozen NOT CONNECTED states: a mesh may register tens of
     // thousands of VMs that are not connected, one row each.
-    const row: ProxyStatusRow = {name: key, namespace: vm.namespace, type: 'vm', connected: false, xds: NOT_CONNECTED_XDS, status: NOT_CONNECTED_STATUS, subscribed: subscribedLists[0]!, versionSkew: false}
+    const row: ProxyStatusRow = {
+      name: key,
+      namespace: vm.namespace,
+      type: 'vm',
+      connected: false,
+      xds: NOT_CONNECTED_XDS,
+      status: NOT_CONNECTED_STATUS,
+      subscribed: subscribedLists[0]!,
+      versionSkew: false,
+    }
     if (vm.address !== undefined) row.address = vm.address
     if (vm.health !== undefined) row.health = vm.health
     if (vm.registration !== undefined) row.registration = vm.registration

@@ -134,7 +134,11 @@ export class ProxyStatusRun {
     if (this.options.vmsOnly) rows = rows.filter((r) => r.type !== 'pod')
     const byContext = new Map(statuses.map((s) => [s.context, s.registrations]))
     return {
-      rows, problems, warnings, contextsRead: statuses.length, elsewhere: statuses.flatMap((s) => s.elsewhere),
+      rows,
+      problems,
+      warnings,
+      contextsRead: statuses.length,
+      elsewhere: statuses.flatMap((s) => s.elsewhere),
       registrationOf: (row) => (row.type === 'vm' ? byContext.get(row.context ?? '')?.get(row.name) : undefined),
     }
   }
@@ -159,9 +163,14 @@ export class ProxyStatusRun {
       const other = snap.elsewhere.find((v) => v.namespace === t.namespace && (v.workloadEntry === t.name || v.war === t.name || v.name === t.name))
       if (other) {
         throw Object.assign(
-          new MeshvmError(`proxy ${JSON.stringify(`${t.name}.${t.namespace}`)} is not in this revision's view: ${other.war ? `WorkloadAutoRegistration ${other.war}` : `WorkloadEntry ${other.workloadEntry}`} is connected to istiod ${other.istiod}, of another revision`, {
-            exit: ExitCode.NOT_FOUND, code: 'ProxyNotFound', hints: ['leave --revision out to read every istiod, or pass the revision of that istiod with -r'],
-          }),
+          new MeshvmError(
+            `proxy ${JSON.stringify(`${t.name}.${t.namespace}`)} is not in this revision's view: ${other.war ? `WorkloadAutoRegistration ${other.war}` : `WorkloadEntry ${other.workloadEntry}`} is connected to istiod ${other.istiod}, of another revision`,
+            {
+              exit: ExitCode.NOT_FOUND,
+              code: 'ProxyNotFound',
+              hints: ['leave --revision out to read every istiod, or pass the revision of that istiod with -r'],
+            },
+          ),
           {warnings: snap.warnings},
         )
       }
@@ -170,7 +179,9 @@ export class ProxyStatusRun {
     for (const p of snap.problems) hints.push(`${p.istiod ? `istiod ${p.istiod}` : `context ${p.context}`} could not be read (${p.error.message}); the proxy may be connected to it`)
     throw Object.assign(
       new MeshvmError(`proxy ${JSON.stringify(`${proxy}.${namespace}`)} not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it`, {
-        exit: ExitCode.NOT_FOUND, code: 'ProxyNotFound', hints,
+        exit: ExitCode.NOT_FOUND,
+        code: 'ProxyNotFound',
+        hints,
       }),
       {warnings: snap.warnings},
     )
@@ -180,7 +191,10 @@ export class ProxyStatusRun {
    * --watch: a snapshot every `intervalMs`, `count` times (or for ever). The first frame fails like a
    * plain run; a later one that fails yields its error and the watch goes on.
    */
-  async *frames(options: {timeoutMs: number; intervalMs: number; selector: Selector; count?: number}, warn: (p: Problem) => void): AsyncGenerator<{frame: number; snap?: Snapshot; error?: MeshvmError}> {
+  async *frames(
+    options: {timeoutMs: number; intervalMs: number; selector: Selector; count?: number},
+    warn: (p: Problem) => void,
+  ): AsyncGenerator<{frame: number; snap?: Snapshot; error?: MeshvmError}> {
     for (let frame = 1; ; frame++) {
       try {
         yield {frame, snap: await this.snapshot(options, warn)}

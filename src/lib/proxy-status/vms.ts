@@ -104,7 +104,11 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const labels = !withLabels ? NO_LABELS : we ? mergedLabels(we) : stringMap(war.spec?.registration?.workload?.labels)
     out.push(
       withoutUndefined({
-        name, namespace, source: 'war', autoRegistered: false, group: reg.group,
+        name,
+        namespace,
+        source: 'war',
+        autoRegistered: false,
+        group: reg.group,
         address: we?.spec?.address ?? reg.addresses[0] ?? '',
         registration: `war/${name}`,
         connected,
@@ -134,7 +138,11 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     const group = annotations?.['istio.io/autoRegistrationGroup']
     // Built field by field rather than copied through withoutUndefined: this runs once per entry.
     const record: VmRecord = {
-      name, namespace, source: 'workloadentry', autoRegistered: group !== undefined, group: reg.group,
+      name,
+      namespace,
+      source: 'workloadentry',
+      autoRegistered: group !== undefined,
+      group: reg.group,
       address: we.spec?.address ?? '',
       registration: group !== undefined ? `auto/${group}` : `workloadentry/${name}`,
       connected: reg.agentConnected === 'True',
@@ -310,8 +318,18 @@ export function pairVms(input: PairingInput): Pairing {
         taken.add(id)
         const {name} = splitProxyId(id)
         out.push({
-          name, namespace, source: 'workloadentry', autoRegistered: true, group: group ?? '', address: '', connected: true, proxyId: id,
-          labels, istiod, ...(group ? {registration: `auto/${group}`} : {}), candidates: records,
+          name,
+          namespace,
+          source: 'workloadentry',
+          autoRegistered: true,
+          group: group ?? '',
+          address: '',
+          connected: true,
+          proxyId: id,
+          labels,
+          istiod,
+          ...(group ? {registration: `auto/${group}`} : {}),
+          candidates: records,
         })
       }
       represented.push(...records)
@@ -344,9 +362,10 @@ function nodeIndex(nodes: Map<string, ProxyNode>): Map<string, ProxyNode[]> {
 function addressMatch(vm: VmRecord, index: Map<string, ProxyNode[]>, pods: Set<string>, taken: Set<string>, reported: Set<string>): string | undefined {
   const usable = (n: ProxyNode) => reported.has(n.proxyId) && !pods.has(n.proxyId) && !taken.has(n.proxyId)
   const byEntry = vm.workloadEntry === undefined ? [] : (index.get(`we/${vm.namespace}/${vm.workloadEntry}`) ?? []).filter(usable)
-  const byAddress = vm.address === '' ? [] : (index.get(`ip/${vm.namespace}/${vm.address}`) ?? []).filter(
-    (n) => usable(n) && (n.autoRegisterGroup === undefined || !vm.autoRegistered || n.autoRegisterGroup === vm.group),
-  )
+  const byAddress =
+    vm.address === ''
+      ? []
+      : (index.get(`ip/${vm.namespace}/${vm.address}`) ?? []).filter((n) => usable(n) && (n.autoRegisterGroup === undefined || !vm.autoRegistered || n.autoRegisterGroup === vm.group))
   const ids = new Set([...byEntry, ...byAddress].map((n) => n.proxyId))
   return ids.size === 1 ? [...ids][0] : undefined
 }

@@ -70,7 +70,17 @@ export async function collectSnapshot(
   const pods = namespaces.length > 0 ? await listPods(client, namespaces) : {labels: new Map(), listed: new Set<string>(), warnings: []}
   warnings.push(...pods.warnings.map((w) => `${w}: proxies there are not judged`))
   return {
-    snapshot: {context, workloadEntries: registrations.workloadEntries, wars: registrations.wars, groups, istiods, unreadIstiods, syncs: inScope, pods: {labels: pods.labels, listed: pods.listed}, ...(hbone ? {hbone} : {})},
+    snapshot: {
+      context,
+      workloadEntries: registrations.workloadEntries,
+      wars: registrations.wars,
+      groups,
+      istiods,
+      unreadIstiods,
+      syncs: inScope,
+      pods: {labels: pods.labels, listed: pods.listed},
+      ...(hbone ? {hbone} : {}),
+    },
     warnings,
   }
 }

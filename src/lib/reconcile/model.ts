@@ -100,7 +100,6 @@ const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const nsName = (o: {metadata?: {namespace?: string; name?: string}}) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`
 const ctxFlag = (context: string) => ` --context ${context}`
 
-
 /** Since when the entry has been in its current state: disconnected since, else connected since, else made. */
 function lastSeen(we: WorkloadEntryObject): number | undefined {
   const a = we.metadata?.annotations ?? {}
@@ -152,7 +151,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
 
       if (groupName && !group) {
         findings.push({
-          ...ref, type: 'OrphanedEntry', severity: 'error',
+          ...ref,
+          type: 'OrphanedEntry',
+          severity: 'error',
           reason: `owned by WorkloadGroup ${namespace}/${groupName}, which does not exist`,
           fix: `recreate the group (meshvm onboard ${groupName} -n ${namespace} … --apply), or delete the entry: kubectl delete workloadentry ${name} -n ${namespace}${ctxFlag(context)}`,
           related: [],
@@ -166,7 +167,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       if (paired || represented.has(key) || connectedAnywhere.has(`${name}.${namespace}`)) {
         if (group && reg.stale) {
           findings.push({
-            ...ref, type: 'StaleRegistration', severity: 'warning',
+            ...ref,
+            type: 'StaleRegistration',
+            severity: 'warning',
             reason: `made from an older version of WorkloadGroup ${namespace}/${groupName} (labels, ports, service account or network differ)`,
             fix: `re-onboard the VMs of the group: meshvm war rollout ${groupName} -n ${namespace}${ctxFlag(context)}`,
             related: [],
@@ -183,7 +186,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const resourceVersion = (we.metadata as {resourceVersion?: string} | undefined)?.resourceVersion
       const uid = we.metadata?.uid
       findings.push({
-        ...ref, type: 'DanglingEntry', severity: 'error',
+        ...ref,
+        type: 'DanglingEntry',
+        severity: 'error',
         reason:
           reg.agentConnected === 'False'
             ? `no proxy connected: disconnected ${since} ago (istiod's grace period has passed, yet the entry is still here)`
@@ -205,7 +210,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const reg = registrationFromWar(war, group, we)
       if (!we) {
         findings.push({
-          ...ref, type: 'OrphanedRegistration', severity: 'error',
+          ...ref,
+          type: 'OrphanedRegistration',
+          severity: 'error',
           reason: 'its WorkloadEntry is gone: the mesh has no endpoint for this VM',
           fix: `re-onboard the VM (its agent re-creates the entry on reconnect), or remove the registration: meshvm war delete ${name} -n ${namespace}${ctxFlag(context)}`,
           related: [],
@@ -213,7 +220,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       }
       if (groupName && !group) {
         findings.push({
-          ...ref, type: 'OrphanedEntry', severity: 'error',
+          ...ref,
+          type: 'OrphanedEntry',
+          severity: 'error',
           reason: `owned by WorkloadGroup ${namespace}/${groupName}, which does not exist`,
           fix: `recreate the group, or remove the registration: meshvm war delete ${name} -n ${namespace}${ctxFlag(context)}`,
           related: [],
@@ -223,7 +232,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const connected = pairedByRegistration.has(key) || represented.has(key) || connectedAnywhere.has(`${name}.${namespace}`)
       if (!connected && reg.agentConnected === 'False' && reg.disconnectedAt && now - Date.parse(reg.disconnectedAt) > o.gracePeriodMs && snap.istiods.length > 0) {
         findings.push({
-          ...ref, type: 'DanglingEntry', severity: 'warning',
+          ...ref,
+          type: 'DanglingEntry',
+          severity: 'warning',
           reason: `agent disconnected ${humanMs(now - Date.parse(reg.disconnectedAt))} ago and no istiod reports its proxy`,
           fix: `meshvm war prune -n ${namespace} --grace-period ${Math.ceil(o.gracePeriodMs / 1000)}s --yes${ctxFlag(context)} (the onboarding plane owns WARs: --fix leaves them alone)`,
           related: we ? [{context, kind: 'WorkloadEntry', namespace, name: we.metadata?.name ?? ''}] : [],
@@ -231,7 +242,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       }
       if (reg.stale) {
         findings.push({
-          ...ref, type: 'StaleRegistration', severity: 'warning',
+          ...ref,
+          type: 'StaleRegistration',
+          severity: 'warning',
           reason: `its snapshot of WorkloadGroup ${namespace}/${groupName ?? reg.group} is older than the group`,
           fix: `meshvm war rollout ${groupName ?? reg.group} -n ${namespace}${ctxFlag(context)}`,
           related: [],
@@ -245,7 +258,12 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
         const label = `kubectl label workloadentry ${m.name} -n ${m.namespace} ${TUNNEL_LABEL}=http${ctxFlag(context)}`
         const holder = m.istiod ? `istiod ${m.istiod} (${snap.hbone.istiods.get(m.istiod)?.version ?? 'version unknown'})` : 'its istiod'
         findings.push({
-          context, kind: 'WorkloadEntry', namespace: m.namespace, name: m.name, type: 'MissingTunnelLabel', severity: 'warning',
+          context,
+          kind: 'WorkloadEntry',
+          namespace: m.namespace,
+          name: m.name,
+          type: 'MissingTunnelLabel',
+          severity: 'warning',
           reason: `no ${TUNNEL_LABEL} label, though its proxy is HBONE-capable (${m.because}): it was registered before istiod labelled new entries (Istio 1.31, release note 60788), so ambient workloads reach it over plaintext`,
           fix:
             m.labelsOnRegistration === false
@@ -281,7 +299,12 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
         if (registered === 0) {
           for (const id of ids) {
             findings.push({
-              context, kind: 'Proxy', namespace: b.namespace, name: splitProxyId(id).name, type: 'UnregisteredProxy', severity: 'error',
+              context,
+              kind: 'Proxy',
+              namespace: b.namespace,
+              name: splitProxyId(id).name,
+              type: 'UnregisteredProxy',
+              severity: 'error',
               reason: `a VM sidecar connected to istiod ${b.istiod} that no WorkloadEntry or WorkloadAutoRegistration stands for: the mesh sends it configuration but no traffic`,
               fix: `auto-register it (meshvm bundle GROUP -n ${b.namespace} --autoregister, then restart its sidecar), or add a WorkloadEntry for its address`,
               related: [],
@@ -289,7 +312,12 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           }
         } else {
           findings.push({
-            context, kind: 'Proxy', namespace: b.namespace, name: ids.map((id) => splitProxyId(id).name).join(','), type: 'UnregisteredProxy', severity: 'warning',
+            context,
+            kind: 'Proxy',
+            namespace: b.namespace,
+            name: ids.map((id) => splitProxyId(id).name).join(','),
+            type: 'UnregisteredProxy',
+            severity: 'warning',
             reason: `${ids.length} VM sidecars connected to istiod ${b.istiod} in namespace ${b.namespace} but only ${registered} auto-registered entries: ${ids.length - registered} of them have no registration (which ones cannot be told from syncz)`,
             fix: `compare each VM's address with the entries: meshvm proxy-status --vms -n ${b.namespace}${ctxFlag(context)} -o wide`,
             related: [],
@@ -316,7 +344,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
     refs.sort((a, b) => cmp(a.context, b.context) || cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
     const [first, ...rest] = refs
     findings.push({
-      ...first!, type: 'DuplicateAddress', severity: 'error',
+      ...first!,
+      type: 'DuplicateAddress',
+      severity: 'error',
       reason: `${entries.length} WorkloadEntries have address ${address}${network ? ` on network ${network}` : ' (no network)'}: traffic for one is load-balanced to the other`,
       fix: 'keep the one whose VM is connected (see the DanglingEntry findings) and delete the others: kubectl delete workloadentry NAME -n NS --context CONTEXT',
       related: rest,

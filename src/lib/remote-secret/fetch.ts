@@ -13,14 +13,7 @@ import {flagDuration} from '../output/age.js'
 import type {KubeObject, Manifest, ObjectMeta} from '../kube/object.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
 import {sleep} from '../util/sleep.js'
-import {
-  DEFAULT_SERVICE_ACCOUNT,
-  SERVICE_ACCOUNT_NAME_ANNOTATION,
-  SERVICE_ACCOUNT_TOKEN_TYPE,
-  isServiceAccountTokenSecret,
-  tokenSecretManifest,
-  tokenSecretName,
-} from './generate.js'
+import {DEFAULT_SERVICE_ACCOUNT, SERVICE_ACCOUNT_NAME_ANNOTATION, SERVICE_ACCOUNT_TOKEN_TYPE, isServiceAccountTokenSecret, tokenSecretManifest, tokenSecretName} from './generate.js'
 
 export {FIELD_MANAGER}
 
@@ -106,7 +99,6 @@ export function isAtLeast124(version: ServerVersion | undefined): boolean {
 // ---------------------------------------------------------------------------------------------
 // ServiceAccount and reader RBAC
 // ---------------------------------------------------------------------------------------------
-
 
 const READER_LABELS = {app: 'istio-reader', 'app.kubernetes.io/name': 'istio-reader', 'app.kubernetes.io/managed-by': 'meshvm'}
 
@@ -232,7 +224,7 @@ export async function getOrCreateServiceAccount(client: KubeClient, opts: Servic
       exit: ExitCode.NOT_FOUND,
       code: 'NotFound',
       hints: [
-        "install a minimal Istio profile on the cluster first (it creates the ServiceAccount), or run without --create-service-account=false",
+        'install a minimal Istio profile on the cluster first (it creates the ServiceAccount), or run without --create-service-account=false',
         `check -n/-i: the ServiceAccount is looked up in namespace ${namespace}`,
       ],
     })
@@ -243,7 +235,7 @@ export async function getOrCreateServiceAccount(client: KubeClient, opts: Servic
       code: 'NotFound',
       hints: [
         serviceAccount === DEFAULT_SERVICE_ACCOUNT.config
-          ? '--type config uses istiod\'s own ServiceAccount: install istiod in this cluster first, or pass --service-account'
+          ? "--type config uses istiod's own ServiceAccount: install istiod in this cluster first, or pass --service-account"
           : `create the ServiceAccount and its RBAC yourself, or leave --service-account out to use ${reader}`,
       ],
     })
@@ -261,7 +253,9 @@ export async function getOrCreateServiceAccount(client: KubeClient, opts: Servic
         log.warning(`${refOf(obj)} exists and is managed by another tool with different content; left unchanged (check that it grants ${serviceAccount} read access)`)
         continue
       }
-      throw inContext(err, `cannot create ${refOf(obj)}`, ['creating the reader ServiceAccount needs permission to apply ServiceAccounts, ClusterRoles and ClusterRoleBindings; ask a cluster admin, or install Istio on this cluster first'])
+      throw inContext(err, `cannot create ${refOf(obj)}`, [
+        'creating the reader ServiceAccount needs permission to apply ServiceAccounts, ClusterRoles and ClusterRoleBindings; ask a cluster admin, or install Istio on this cluster first',
+      ])
     }
     log.note(`${refOf(obj)} ${outcome}`)
   }
@@ -301,8 +295,6 @@ function isNotFound(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 404
 }
 
-
-
 function secretPath(namespace: string, name: string): string {
   return resourcePath(Resources.secrets, {namespace, name})
 }
@@ -332,7 +324,10 @@ async function findOrCreateTokenSecret(client: KubeClient, opts: TokenSecretOpti
       throw new MeshvmError(`--secret-name ${JSON.stringify(opts.secretName)}: Secret ${qualified(namespace, opts.secretName)} not found`, {
         exit: ExitCode.NOT_FOUND,
         code: 'NotFound',
-        hints: [`list the token Secrets: kubectl get secrets -n ${namespace} --field-selector type=${SERVICE_ACCOUNT_TOKEN_TYPE}`, `or leave --secret-name out: meshvm then finds or creates a token Secret for ${serviceAccount}`],
+        hints: [
+          `list the token Secrets: kubectl get secrets -n ${namespace} --field-selector type=${SERVICE_ACCOUNT_TOKEN_TYPE}`,
+          `or leave --secret-name out: meshvm then finds or creates a token Secret for ${serviceAccount}`,
+        ],
       })
     }
     if (!isServiceAccountTokenSecret(secret, serviceAccount)) throw secretMismatch(namespace, opts.secretName, serviceAccount, secret)
@@ -367,7 +362,9 @@ async function findOrCreateTokenSecret(client: KubeClient, opts: TokenSecretOpti
         hints: [`delete it (kubectl delete secret ${name} -n ${namespace}) or pass --secret-name with a token Secret of ${serviceAccount}`],
       })
     }
-    throw inContext(err, `cannot create token Secret ${qualified(namespace, name)}`, [`creating a token Secret needs permission to create Secrets in ${namespace}; or pass --secret-name with an existing token Secret of ${serviceAccount}`])
+    throw inContext(err, `cannot create token Secret ${qualified(namespace, name)}`, [
+      `creating a token Secret needs permission to create Secrets in ${namespace}; or pass --secret-name with an existing token Secret of ${serviceAccount}`,
+    ])
   }
 }
 
@@ -431,7 +428,9 @@ async function legacyTokenSecret(client: KubeClient, opts: TokenSecretOptions): 
       if (s && isServiceAccountTokenSecret(s, serviceAccount)) tokens.push(n)
     }
     if (tokens.length !== 1) {
-      throw new UsageError(`ServiceAccount ${where} has ${tokens.length === 0 ? listed.length : tokens.length} ${tokens.length === 0 ? 'Secrets and none is a token Secret' : 'token Secrets'} (${(tokens.length === 0 ? listed : tokens).join(', ')}): pass --secret-name to choose one`)
+      throw new UsageError(
+        `ServiceAccount ${where} has ${tokens.length === 0 ? listed.length : tokens.length} ${tokens.length === 0 ? 'Secrets and none is a token Secret' : 'token Secrets'} (${(tokens.length === 0 ? listed : tokens).join(', ')}): pass --secret-name to choose one`,
+      )
     }
     name = tokens[0]!
   }

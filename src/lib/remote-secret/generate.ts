@@ -50,9 +50,7 @@ export const ISTIOD_ALLOWED_AUTH_PROVIDER = 'oidc'
 // Kubeconfig and Secret
 // ---------------------------------------------------------------------------------------------
 
-export type RemoteKubeconfigAuth =
-  | {type: 'bearer-token'; token: string}
-  | {type: 'plugin'; name: string; config: Record<string, string>}
+export type RemoteKubeconfigAuth = {type: 'bearer-token'; token: string} | {type: 'plugin'; name: string; config: Record<string, string>}
 
 export interface RemoteKubeconfigOptions {
   /** Cluster name: names the cluster, context and user, and is the current context. */
@@ -181,10 +179,7 @@ export function tokenSecretManifest(serviceAccount: string, namespace: string) {
 }
 
 /** istioctl's secretReferencesServiceAccount: the type and the service-account annotation must match. */
-export function isServiceAccountTokenSecret(
-  secret: {type?: string; metadata?: {annotations?: Record<string, string>}},
-  serviceAccount: string,
-): boolean {
+export function isServiceAccountTokenSecret(secret: {type?: string; metadata?: {annotations?: Record<string, string>}}, serviceAccount: string): boolean {
   return secret.type === SERVICE_ACCOUNT_TOKEN_TYPE && secret.metadata?.annotations?.[SERVICE_ACCOUNT_NAME_ANNOTATION] === serviceAccount
 }
 

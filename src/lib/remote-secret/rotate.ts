@@ -112,9 +112,13 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   const key = keys[0]!
   const oldKubeconfig = Buffer.from(secret.data![key]!, 'base64').toString('utf8')
   const parsed = parseRemoteKubeconfig(oldKubeconfig)
-  if (parsed.error || !parsed.server) throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
+  if (parsed.error || !parsed.server)
+    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
   if (parsed.authType !== 'bearer-token') {
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {exit: ExitCode.USAGE, code: 'Usage'})
+    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {
+      exit: ExitCode.USAGE,
+      code: 'Usage',
+    })
   }
   const cluster = key === CONFIG_SECRET_KEY ? (secret.metadata.annotations?.['networking.istio.io/cluster'] ?? key) : key
   const oldToken = describeToken(parsed.token)
@@ -146,7 +150,9 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       await o.source.request({method: 'DELETE', path: secretPath(saNamespace, newName), retry: 'idempotent'})
       log.note(`Deleted the new token Secret ${saNamespace}/${newName} again`)
     } catch {
-      log.warning(`could not delete the unused token Secret ${saNamespace}/${newName} in context ${o.sourceContext}; delete it: kubectl delete secret ${newName} -n ${saNamespace} --context ${o.sourceContext}`)
+      log.warning(
+        `could not delete the unused token Secret ${saNamespace}/${newName} in context ${o.sourceContext}; delete it: kubectl delete secret ${newName} -n ${saNamespace} --context ${o.sourceContext}`,
+      )
     }
   }
 
@@ -154,7 +160,13 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   let newKubeconfig: string
   try {
     const filled = await waitForTokenData(o.source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log, pollMs: o.pollMs})
-    newKubeconfig = buildRemoteKubeconfig({clusterName: cluster, server: parsed.server, caData: caDataOf(filled) || parsed.caData || '', tlsServerName: parsed.tlsServerName, auth: {type: 'bearer-token', token: tokenOf(filled)}})
+    newKubeconfig = buildRemoteKubeconfig({
+      clusterName: cluster,
+      server: parsed.server,
+      caData: caDataOf(filled) || parsed.caData || '',
+      tlsServerName: parsed.tlsServerName,
+      auth: {type: 'bearer-token', token: tokenOf(filled)},
+    })
     // 3. The new credentials, checked from here before istiod gets them.
     const v = await verifyRemoteKubeconfig(newKubeconfig, {timeoutMs: o.requestTimeoutMs})
     if (v.connectError) throw rotateError(`the new token does not work against ${parsed.server}: ${v.connectError.message}`, {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'})
@@ -188,7 +200,11 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
     const old = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig: oldKubeconfig})
     let restored = true
     try {
-      await applyRemoteSecret(o.target, {...old, secretName: secret.metadata.name, object: {...old.object, metadata: {...old.object.metadata, name: secret.metadata.name}, stringData: {[key]: oldKubeconfig}}}, o.istioNamespace)
+      await applyRemoteSecret(
+        o.target,
+        {...old, secretName: secret.metadata.name, object: {...old.object, metadata: {...old.object.metadata, name: secret.metadata.name}, stringData: {[key]: oldKubeconfig}}},
+        o.istioNamespace,
+      )
     } catch {
       restored = false
     }
@@ -197,7 +213,9 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       throw new MeshvmError(`${why}; and putting the old kubeconfig back into Secret ${o.istioNamespace}/${secret.metadata.name} failed`, {
         exit: ExitCode.PARTIAL,
         code: 'RotatePartial',
-        hints: [`the old token Secret was not deleted, so the old credentials still work: re-apply them with meshvm remote-secret create --context ${o.sourceContext} --name ${cluster} --apply-to ${o.targetContext}`],
+        hints: [
+          `the old token Secret was not deleted, so the old credentials still work: re-apply them with meshvm remote-secret create --context ${o.sourceContext} --name ${cluster} --apply-to ${o.targetContext}`,
+        ],
       })
     }
     throw rotateError(`${why}; the old kubeconfig was put back into Secret ${o.istioNamespace}/${secret.metadata.name}`, {exit: ExitCode.CHECK_FAILED, code: 'IstiodNotSynced'})

@@ -6,26 +6,8 @@
  */
 import type {KubeClient} from '../kube/client.js'
 import type {Manifest} from '../kube/object.js'
-import {
-  buildRemoteKubeconfig,
-  buildRemoteSecret,
-  remoteSecretWarnings,
-  type RemoteKubeconfigAuth,
-  type RemoteSecretManifest,
-  type RemoteSecretSettings,
-} from './generate.js'
-import {
-  caDataOf,
-  getOrCreateServiceAccount,
-  getServiceAccountTokenSecret,
-  isAtLeast124,
-  kubeSystemUid,
-  serverVersion,
-  tokenOf,
-  type ApplyOutcome,
-  type ProgressLog,
-  applyOne,
-} from './fetch.js'
+import {buildRemoteKubeconfig, buildRemoteSecret, remoteSecretWarnings, type RemoteKubeconfigAuth, type RemoteSecretManifest, type RemoteSecretSettings} from './generate.js'
+import {caDataOf, getOrCreateServiceAccount, getServiceAccountTokenSecret, isAtLeast124, kubeSystemUid, serverVersion, tokenOf, type ApplyOutcome, type ProgressLog, applyOne} from './fetch.js'
 
 export interface RemoteSecretRun {
   settings: RemoteSecretSettings
@@ -77,22 +59,20 @@ export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRu
 
   const modern = isAtLeast124(await serverVersion(client))
   const secret = await getServiceAccountTokenSecret(client, {
-      namespace,
-      serviceAccount: settings.serviceAccount,
-      secretName: settings.secretName,
-      timeoutMs: run.tokenTimeoutMs,
-      needToken: settings.authType === 'bearer-token',
-      log,
-      pollMs: run.pollMs,
-      account,
-      accountCreated: created,
-      modern,
-    })
+    namespace,
+    serviceAccount: settings.serviceAccount,
+    secretName: settings.secretName,
+    timeoutMs: run.tokenTimeoutMs,
+    needToken: settings.authType === 'bearer-token',
+    log,
+    pollMs: run.pollMs,
+    account,
+    accountCreated: created,
+    modern,
+  })
 
   const auth: RemoteKubeconfigAuth =
-    settings.authType === 'plugin' && settings.authPlugin
-      ? {type: 'plugin', name: settings.authPlugin.name, config: settings.authPlugin.config}
-      : {type: 'bearer-token', token: tokenOf(secret)}
+    settings.authType === 'plugin' && settings.authPlugin ? {type: 'plugin', name: settings.authPlugin.name, config: settings.authPlugin.config} : {type: 'bearer-token', token: tokenOf(secret)}
   const kubeconfig = buildRemoteKubeconfig({clusterName, server, caData: caDataOf(secret), tlsServerName: settings.tlsServerName, auth})
   const manifest = buildRemoteSecret({name: clusterName, type: settings.type, namespace, kubeconfig})
   return {manifest, clusterName, server, kubeconfig, serviceAccount: settings.serviceAccount, tokenSecret: secret.metadata.name}

@@ -42,10 +42,7 @@ export const ISTIO_RULES: ReadonlyMap<string, (self: unknown) => boolean> = new 
   ['has(self.address) || has(self.network)', (self) => has(self, 'address') || has(self, 'network')],
   ['(has(self.address) ? self.address : "").startsWith("unix://") ? !has(self.ports) : true', udsWithoutPorts],
   ['self != "*"', (self) => self !== '*'],
-  [
-    'self.all(l1, self.exists_one(l2, l1.number == l2.number))',
-    (self) => Array.isArray(self) && self.every((l1) => self.filter((l2) => field(l1, 'number') === field(l2, 'number')).length === 1),
-  ],
+  ['self.all(l1, self.exists_one(l2, l1.number == l2.number))', (self) => Array.isArray(self) && self.every((l1) => self.filter((l2) => field(l1, 'number') === field(l2, 'number')).length === 1)],
   ['!self.contains("*")', (self) => !str(self).includes('*')],
   ['(has(self.workloadSelector) ? 1 : 0) + (has(self.endpoints) ? 1 : 0) <= 1', (self) => !(has(self, 'workloadSelector') && has(self, 'endpoints'))],
   [
@@ -57,7 +54,10 @@ export const ISTIO_RULES: ReadonlyMap<string, (self: unknown) => boolean> = new 
       return !(cidr && resolution !== 'STATIC' && resolution !== 'NONE')
     },
   ],
-  ['((has(self.resolution) ? self.resolution : "NONE") == "NONE") ? !has(self.endpoints) : true', (self) => (has(self, 'resolution') ? field(self, 'resolution') : 'NONE') !== 'NONE' || !has(self, 'endpoints')],
+  [
+    '((has(self.resolution) ? self.resolution : "NONE") == "NONE") ? !has(self.endpoints) : true',
+    (self) => (has(self, 'resolution') ? field(self, 'resolution') : 'NONE') !== 'NONE' || !has(self, 'endpoints'),
+  ],
   [
     '((has(self.resolution) ? self.resolution : "") == "DNS_ROUND_ROBIN") ? ((has(self.endpoints) ? self.endpoints : []).size() <= 1) : true',
     (self) => field(self, 'resolution') !== 'DNS_ROUND_ROBIN' || !Array.isArray(field(self, 'endpoints')) || (field(self, 'endpoints') as unknown[]).length <= 1,

@@ -123,9 +123,7 @@ function compileRule(rule: string, options: ValidateOptions): Program | Error {
 function toCel(value: unknown, schema: Schema | undefined): unknown {
   if (Array.isArray(value)) return value.map((v) => toCel(v, schema?.items))
   if (isRecord(value)) {
-    return new Map(
-      Object.entries(value).map(([k, v]) => [k, toCel(v, schema?.properties?.[k] ?? (isRecord(schema?.additionalProperties) ? schema.additionalProperties : undefined))]),
-    )
+    return new Map(Object.entries(value).map(([k, v]) => [k, toCel(v, schema?.properties?.[k] ?? (isRecord(schema?.additionalProperties) ? schema.additionalProperties : undefined))]))
   }
   if (typeof value === 'number' && Number.isInteger(value) && (schema?.type === 'integer' || schema?.['x-kubernetes-int-or-string'])) return BigInt(value)
   return value
@@ -215,7 +213,11 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
       causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${value}: ${path} in body should be less than ${schema.exclusiveMaximum ? '' : 'or equal to '}${schema.maximum}`})
     }
     if (schema.minimum !== undefined && (schema.exclusiveMinimum ? value <= schema.minimum : value < schema.minimum)) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${value}: ${path} in body should be greater than ${schema.exclusiveMinimum ? '' : 'or equal to '}${schema.minimum}`})
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: path,
+        message: `Invalid value: ${value}: ${path} in body should be greater than ${schema.exclusiveMinimum ? '' : 'or equal to '}${schema.minimum}`,
+      })
     }
     const range = schema.format ? INT_RANGES[schema.format] : undefined
     if (range && (value < range[0] || value > range[1])) {
@@ -274,7 +276,11 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
   if (schema.oneOf) {
     const matching = schema.oneOf.filter((s) => matchesShallow(value, s)).length
     if (matching !== 1) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${shown(value)}: ${path} in body must validate one and only one schema (oneOf)${matching === 0 ? '. Found none valid' : ''}`})
+      causes.push({
+        reason: 'FieldValueInvalid',
+        field: path,
+        message: `Invalid value: ${shown(value)}: ${path} in body must validate one and only one schema (oneOf)${matching === 0 ? '. Found none valid' : ''}`,
+      })
     }
   }
   if (schema.anyOf && !schema.anyOf.some((s) => matchesShallow(value, s))) {

@@ -396,7 +396,23 @@ function isPrintable(c: number): boolean {
 }
 
 function escapeFor(c: number): string {
-  const named: Record<number, string> = {0x00: '0', 0x07: 'a', 0x08: 'b', 0x09: 't', 0x0a: 'n', 0x0b: 'v', 0x0c: 'f', 0x0d: 'r', 0x1b: 'e', 0x22: '"', 0x5c: '\\', 0x85: 'N', 0xa0: '_', 0x2028: 'L', 0x2029: 'P'}
+  const named: Record<number, string> = {
+    0x00: '0',
+    0x07: 'a',
+    0x08: 'b',
+    0x09: 't',
+    0x0a: 'n',
+    0x0b: 'v',
+    0x0c: 'f',
+    0x0d: 'r',
+    0x1b: 'e',
+    0x22: '"',
+    0x5c: '\\',
+    0x85: 'N',
+    0xa0: '_',
+    0x2028: 'L',
+    0x2029: 'P',
+  }
   const n = named[c]
   if (n !== undefined) return n
   const hex = c.toString(16).toUpperCase()
@@ -483,12 +499,7 @@ function analyzeAscii(s: string): Analysis {
   const first = s[0]!
   const last = s[s.length - 1]!
   const blockIndicators =
-    s.startsWith('---') ||
-    s.startsWith('...') ||
-    '#,[]{}&*!|>\'"%@`'.includes(first) ||
-    ('?:-'.includes(first) && (s.length === 1 || s[1] === ' ')) ||
-    /:(?: |$)/.test(s.slice(1)) ||
-    /[ \n]#/.test(s)
+    s.startsWith('---') || s.startsWith('...') || '#,[]{}&*!|>\'"%@`'.includes(first) || ('?:-'.includes(first) && (s.length === 1 || s[1] === ' ')) || /:(?: |$)/.test(s.slice(1)) || /[ \n]#/.test(s)
   const lineBreaks = s.includes('\n')
   const trailingSpace = last === ' '
   const a: Analysis = {multiline: lineBreaks, blockPlain: true, singleQuoted: true, block: true}

@@ -172,7 +172,16 @@ export function plainDataProblem(value: unknown, maxDepth = 1000): {path: string
       for (const [k, item] of Object.entries(v as Record<string, unknown>)) stack.push({v: item, path: path ? `${path}.${k}` : k, depth: depth + 1})
       continue
     }
-    const what = v instanceof Uint8Array ? 'binary data (a !!binary tag)' : v instanceof Set ? 'a set (a !!set tag)' : v instanceof Map ? 'an ordered map (a !!omap or !!pairs tag)' : v instanceof Date ? 'a timestamp (write it as a quoted string)' : `a ${typeof v}`
+    const what =
+      v instanceof Uint8Array
+        ? 'binary data (a !!binary tag)'
+        : v instanceof Set
+          ? 'a set (a !!set tag)'
+          : v instanceof Map
+            ? 'an ordered map (a !!omap or !!pairs tag)'
+            : v instanceof Date
+              ? 'a timestamp (write it as a quoted string)'
+              : `a ${typeof v}`
     return {path, problem: `is ${what}; only plain strings, numbers, booleans, lists and mappings are allowed`}
   }
   return undefined

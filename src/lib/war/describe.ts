@@ -59,7 +59,13 @@ function statusText(status: unknown): string {
 }
 
 function conditionRows(list: Condition[], now: Date): string[][] {
-  return list.map((c) => [text(c.type) ?? '', statusText(c.status), text(c.reason) ?? '', c.lastTransitionTime ? age(text(c.lastTransitionTime), now) : '<unknown>', (text(c.message) ?? '').replace(/\s+/g, ' ').trim()])
+  return list.map((c) => [
+    text(c.type) ?? '',
+    statusText(c.status),
+    text(c.reason) ?? '',
+    c.lastTransitionTime ? age(text(c.lastTransitionTime), now) : '<unknown>',
+    (text(c.message) ?? '').replace(/\s+/g, ' ').trim(),
+  ])
 }
 
 /** kubectl's events table: oldest first, `AGE (xN over AGE)` for repeated events. */
@@ -135,9 +141,7 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
     const info = dig(details.war, 'spec', 'registration')
     const revision = text(dig(info, 'sidecar', 'istio', 'revision'))
     const addresses = dig(info, 'host', 'addresses')
-    const hostAddresses = Array.isArray(addresses)
-      ? addresses.map((a) => joinParts(text(field(a, 'ip')) ?? '<none>', text(field(a, 'type')) ? `(${text(field(a, 'type'))})` : undefined))
-      : []
+    const hostAddresses = Array.isArray(addresses) ? addresses.map((a) => joinParts(text(field(a, 'ip')) ?? '<none>', text(field(a, 'type')) ? `(${text(field(a, 'type'))})` : undefined)) : []
     const annotations = dig(info, 'workload', 'annotations')
     const settings = field(info, 'settings')
     d.field(1, 'Agent', reg.agentVersion)

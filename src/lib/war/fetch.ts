@@ -34,7 +34,6 @@ export function registrationResource(source: Registration['source']): ResourceTy
 
 export type Source = 'war' | 'workloadentry' | 'all'
 
-
 /** One registration as listed: its row (whole, or the summary a table without -o wide needs) and the object it was read from. */
 export interface Listed {
   source: Registration['source']
@@ -115,7 +114,6 @@ function withKind(obj: KubeObject, res: ResourceType): KubeObject {
   // List items may come without apiVersion/kind (kube-apiserver leaves them out); -o yaml needs them.
   return {apiVersion: groupVersion(res), kind: res.kind, ...obj}
 }
-
 
 /** The WorkloadGroup a WAR or WorkloadEntry belongs to ('' when it cannot be told). */
 export function groupNameOf(source: Registration['source'], obj: unknown): string {
@@ -211,7 +209,11 @@ async function* registrationPages(client: KubeClient, q: ListQuery, state: ListS
     try {
       for await (const page of client.listPages<KubeObject>(path, query, q.chunkSize)) {
         state.resourceVersions.workloadentry ??= page.metadata?.resourceVersion
-        yield rows('workloadentry', page.items.filter((o) => isListedWorkloadEntry(o, q.source)), q)
+        yield rows(
+          'workloadentry',
+          page.items.filter((o) => isListedWorkloadEntry(o, q.source)),
+          q,
+        )
       }
     } catch (err) {
       throw explainForbidden(err, 'list', Resources.workloadEntries, q.namespace)
@@ -266,13 +268,7 @@ export interface WatchedChange extends Listed {
  * aborts. A watch the server closes is resumed; one whose version expired (410) re-lists and
  * starts again from the new list's state.
  */
-export async function watchRegistrations(
-  client: KubeClient,
-  q: ListQuery,
-  state: ListState,
-  onChange: (change: WatchedChange) => void,
-  signal: AbortSignal,
-): Promise<void> {
+export async function watchRegistrations(client: KubeClient, q: ListQuery, state: ListState, onChange: (change: WatchedChange) => void, signal: AbortSignal): Promise<void> {
   const sources: Registration['source'][] = []
   if (q.source !== 'workloadentry' && state.warServed) sources.push('war')
   if (q.source !== 'war') sources.push('workloadentry')
@@ -345,7 +341,8 @@ export async function findRegistration(client: KubeClient, namespace: string, na
     const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
     if (war) return {source: 'war', object: withKind(war, Resources.workloadAutoRegistrations)}
   }
-  const we = only === 'war' ? undefined : await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
+  const we =
+    only === 'war' ? undefined : await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
   if (we) {
     const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
     if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)
@@ -354,7 +351,6 @@ export async function findRegistration(client: KubeClient, namespace: string, na
   }
   throw notFoundError(name, namespace, warServed)
 }
-
 
 /** The WorkloadEntry a WAR owns: usually named like the WAR, else found by owner UID. */
 export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): Promise<KubeObject | undefined> {
@@ -394,13 +390,17 @@ export async function describeDetails(client: KubeClient, found: Found, warn: (t
   const groupName = groupNameOf(found.source, obj)
   const [group, workloadEntry, events] = await Promise.all([
     groupName
-      ? optional('the WorkloadGroup', () => withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName}))))
+      ? optional('the WorkloadGroup', () =>
+          withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName}))),
+        )
       : undefined,
     found.source === 'war' ? optional('the WorkloadEntry', () => ownedWorkloadEntry(client, obj)) : undefined,
     optional('events', () =>
       withPermission('list', Resources.events, namespace, () =>
         client.list<KubeObject>(resourcePath(Resources.events, {namespace}), {
-          fieldSelector: [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])].join(','),
+          fieldSelector: [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])].join(
+            ',',
+          ),
         }),
       ),
     ),
@@ -424,12 +424,7 @@ export function kindName(source: Registration['source']): string {
  * resourceVersion too when `exact`), letting the API server garbage-collect what it owns.
  * Returns false when it was already gone.
  */
-export async function deleteRegistration(
-  client: KubeClient,
-  source: Registration['source'],
-  obj: KubeObject,
-  options: {dryRun?: boolean; exact?: boolean} = {},
-): Promise<boolean> {
+export async function deleteRegistration(client: KubeClient, source: Registration['source'], obj: KubeObject, options: {dryRun?: boolean; exact?: boolean} = {}): Promise<boolean> {
   const res = registrationResource(source)
   const namespace = obj.metadata?.namespace
   const preconditions: Record<string, string> = {}

@@ -18,7 +18,8 @@ export const listingFlags = {
   group: Flags.string({summary: 'Only registrations of this WorkloadGroup.'}),
   source: Flags.option({
     summary: 'Where rows come from: WorkloadAutoRegistrations, auto-registered WorkloadEntries, or both.',
-    description: '"all" lists WorkloadAutoRegistrations (when the CRD is installed) and the auto-registered WorkloadEntries no WorkloadAutoRegistration owns; "workloadentry" lists every auto-registered or WAR-owned WorkloadEntry.',
+    description:
+      '"all" lists WorkloadAutoRegistrations (when the CRD is installed) and the auto-registered WorkloadEntries no WorkloadAutoRegistration owns; "workloadentry" lists every auto-registered or WAR-owned WorkloadEntry.',
     options: SOURCE_VALUES,
     default: 'all' as const,
   })(),
@@ -36,7 +37,6 @@ export const WAR_OUTPUT_KINDS = ['table', 'wide', 'json', 'yaml', 'name', 'jsonp
 export function labelSelectorFlag(value: string | undefined): string | undefined {
   return value === undefined ? undefined : selectorString(parseSelector([value], '-l/--selector'))
 }
-
 
 export interface RegistrationRef {
   name: string

@@ -104,7 +104,11 @@ export function missingTunnelLabels(entries: readonly WorkloadEntryObject[], ev:
     else if (!istiod && defaultRevision) because = `the mesh config of the default revision sets proxyMetadata ${HBONE_METADATA}=true`
     if (!because) continue
     out.push({
-      we, namespace: m.namespace, name: m.name, group, because,
+      we,
+      namespace: m.namespace,
+      name: m.name,
+      group,
+      because,
       ...(istiod && controller ? {istiod: controller, ...(istiod.version ? {labelsOnRegistration: atLeast(istiod.version, TUNNEL_LABEL_SINCE)} : {})} : {}),
     })
   }

@@ -370,7 +370,13 @@ export function identityRows(identity: unknown): [string, string[]][] {
   }
   const gcp = field(identity, 'gcp')
   if (isRecord(gcp)) {
-    rows.push(['Project Number', text(field(gcp, 'projectNumber'))], ['Project ID', text(field(gcp, 'projectId'))], ['Region', text(field(gcp, 'region'))], ['Zone', text(field(gcp, 'zone'))], ['Instance ID', text(dig(gcp, 'gce', 'instanceId'))])
+    rows.push(
+      ['Project Number', text(field(gcp, 'projectNumber'))],
+      ['Project ID', text(field(gcp, 'projectId'))],
+      ['Region', text(field(gcp, 'region'))],
+      ['Zone', text(field(gcp, 'zone'))],
+      ['Instance ID', text(dig(gcp, 'gce', 'instanceId'))],
+    )
   }
   const azure = field(identity, 'azure')
   if (isRecord(azure)) {
@@ -379,7 +385,11 @@ export function identityRows(identity: unknown): [string, string[]][] {
   const jwt = field(identity, 'jwt')
   const out: [string, string[]][] = rows.filter((r): r is [string, string] => r[1] !== undefined).map(([k, v]) => [k, [v]])
   if (isRecord(jwt)) {
-    for (const [k, v] of [['Issuer', text(field(jwt, 'issuer'))], ['Subject', text(field(jwt, 'subject'))]] as const) if (v !== undefined) out.push([k, [v]])
+    for (const [k, v] of [
+      ['Issuer', text(field(jwt, 'issuer'))],
+      ['Subject', text(field(jwt, 'subject'))],
+    ] as const)
+      if (v !== undefined) out.push([k, [v]])
     const attrs = field(jwt, 'attributes')
     if (isRecord(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
   }

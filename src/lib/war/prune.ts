@@ -39,12 +39,7 @@ export interface PruneOutcome {
 }
 
 /** Deletes the candidates one by one; a failure is recorded and the rest still run. */
-export async function prune(
-  client: KubeClient,
-  candidates: Listed[],
-  gracePeriodMs: number,
-  onOutcome: (outcome: PruneOutcome) => void,
-): Promise<PruneOutcome[]> {
+export async function prune(client: KubeClient, candidates: Listed[], gracePeriodMs: number, onOutcome: (outcome: PruneOutcome) => void): Promise<PruneOutcome[]> {
   const outcomes: PruneOutcome[] = []
   for (const listed of candidates) {
     const res = registrationResource(listed.source)

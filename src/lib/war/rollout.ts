@@ -49,15 +49,7 @@ import {KubeApiError} from '../kube/errors.js'
 import {conditionOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
 import {sleep} from '../util/sleep.js'
-import {
-  CRD_MISSING,
-  deleteRegistration,
-  groupNameOf,
-  isListedWorkloadEntry,
-  ownedWorkloadEntry,
-  warApiServed,
-  withPermission,
-} from './fetch.js'
+import {CRD_MISSING, deleteRegistration, groupNameOf, isListedWorkloadEntry, ownedWorkloadEntry, warApiServed, withPermission} from './fetch.js'
 import {HBONE_METADATA, missingTunnelLabels, readHboneEvidence, TUNNEL_LABEL_SINCE} from './hbone.js'
 import {
   registrationFromWar,
@@ -413,7 +405,6 @@ function asMeshvmError(err: unknown): MeshvmError {
   throw err
 }
 
-
 async function getGroup(client: KubeClient, namespace: string, name: string): Promise<WorkloadGroup & KubeObject> {
   const group = await withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<WorkloadGroup & KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name})))
   if (!group) {
@@ -506,7 +497,12 @@ async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions,
     }
   })
   if (bySnapshotless.size > 0) {
-    o.warn(`${bySnapshotless.size} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${[...bySnapshotless.values()].map((c) => c.name).sort().join(', ')}`)
+    o.warn(
+      `${bySnapshotless.size} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${[...bySnapshotless.values()]
+        .map((c) => c.name)
+        .sort()
+        .join(', ')}`,
+    )
   }
   stale.sort((a, b) => (a.kind !== b.kind ? (a.kind === 'war' ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return {total, stale, present}
@@ -699,7 +695,12 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   const needsRestart = o.restartCommand === undefined ? connected.filter((c) => c.kind === 'workloadentry') : []
   const todo = connected.filter((c) => !needsRestart.includes(c))
   const skipped = stale.filter((c) => c.agentConnected !== 'True')
-  const item = (c: Candidate): Pick<RolloutItem, 'name' | 'kind' | 'address' | 'agentConnected'> => ({name: c.name, kind: c.kind, ...(c.address ? {address: c.address} : {}), agentConnected: c.agentConnected})
+  const item = (c: Candidate): Pick<RolloutItem, 'name' | 'kind' | 'address' | 'agentConnected'> => ({
+    name: c.name,
+    kind: c.kind,
+    ...(c.address ? {address: c.address} : {}),
+    agentConnected: c.agentConnected,
+  })
   waits.forEach((w, i) => report.items.push({...item(w.c), result: o.dryRun ? 'planned' : 'not started', deletedEarlier: true, step: i + 1}))
   todo.forEach((c, i) => report.items.push({...item(c), result: o.dryRun ? 'planned' : 'not started', step: waits.length + i + 1}))
   for (const c of needsRestart) {
@@ -732,7 +733,11 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
           await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}}, {dryRun: true})
         } catch (err) {
           const e = asMeshvmError(err)
-          report.failure = {exit: e.exit, message: `server dry run of ${where}: the API server refused to delete ${c.kind === 'war' ? 'WorkloadAutoRegistration' : 'WorkloadEntry'} ${c.name}: ${e.message}`, hints: [...e.hints]}
+          report.failure = {
+            exit: e.exit,
+            message: `server dry run of ${where}: the API server refused to delete ${c.kind === 'war' ? 'WorkloadAutoRegistration' : 'WorkloadEntry'} ${c.name}: ${e.message}`,
+            hints: [...e.hints],
+          }
           return report
         }
       }
@@ -762,7 +767,9 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   const n = waits.length + todo.length
   if (n > 0) {
     const earlier = waits.length > 0 ? `${waits.length} deleted by an earlier rollout ${waits.length === 1 ? 'is' : 'are'} not back yet; ` : ''
-    o.progress(`Rolling out ${where}: ${selected.length} of ${total} registration(s) ${are(2)}; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`)
+    o.progress(
+      `Rolling out ${where}: ${selected.length} of ${total} registration(s) ${are(2)}; ${earlier}re-onboarding ${todo.length}, up to ${o.maxUnavailable} at a time, waiting up to ${humanDuration(o.timeoutMs)} for each`,
+    )
   }
   for (const c of skipped) o.warn(`skipping ${c.name}: its agent is not connected, so it cannot re-onboard now (re-run the rollout once it reconnects)`)
   for (const c of cannot) o.warn(`skipping ${c.name}: ${c.skip}`)
@@ -856,7 +863,11 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         f.item.result = 'failed'
         f.item.detail = `deleted; the restart command exited with code ${r.code}${r.last ? `: ${r.last}` : ''}`
         o.progress(`[${f.item.step}/${n}] ${f.c.name}: ${f.item.detail}`)
-        report.failure ??= {exit: ExitCode.FAILURE, message: `rollout of ${where} stopped: the restart command for ${f.c.name} (${f.c.address ?? 'no address'}) exited with code ${r.code}`, hints: ['check the command by hand, e.g. with MESHVM_VM_ADDRESS set to that address']}
+        report.failure ??= {
+          exit: ExitCode.FAILURE,
+          message: `rollout of ${where} stopped: the restart command for ${f.c.name} (${f.c.address ?? 'no address'}) exited with code ${r.code}`,
+          hints: ['check the command by hand, e.g. with MESHVM_VM_ADDRESS set to that address'],
+        }
         inflight.splice(inflight.indexOf(f), 1)
         continue
       }
@@ -890,7 +901,10 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         f.item.seconds = Math.round(elapsed / 100) / 10
         f.item.detail = v.result === 'timed out' ? `not back connected within ${humanDuration(o.timeoutMs)}: ${f.last.detail}` : `after ${humanDuration(o.timeoutMs)}: ${f.last.detail}`
         o.progress(`[${f.item.step}/${n}] ${f.c.name} ${v.result === 'timed out' ? 'did not come back' : 'failed'}: ${f.item.detail}`)
-        fail(v.exit, `rollout of ${where} stopped: ${f.c.name} ${v.result === 'timed out' ? 'did not come back connected' : v.result === 'unhealthy' ? 'came back but is not healthy' : 'came back from an old group snapshot'} within ${humanDuration(o.timeoutMs)}`)
+        fail(
+          v.exit,
+          `rollout of ${where} stopped: ${f.c.name} ${v.result === 'timed out' ? 'did not come back connected' : v.result === 'unhealthy' ? 'came back but is not healthy' : 'came back from an old group snapshot'} within ${humanDuration(o.timeoutMs)}`,
+        )
       } else continue
       inflight.splice(inflight.indexOf(f), 1)
     }

@@ -32,12 +32,13 @@ function istioctlCase(dir: string, extra: Partial<BundleInputs>): BundleInputs {
 }
 
 describe('bundle: istioctl golden files', () => {
-  for (const [name, ingress, internal] of [['ipv4', '10.10.10.11', '10.10.10.10'], ['ipv6', 'fd00:10:96::2', 'fd00:10:96::1']] as const) {
+  for (const [name, ingress, internal] of [
+    ['ipv4', '10.10.10.11', '10.10.10.10'],
+    ['ipv6', 'fd00:10:96::2', 'fd00:10:96::1'],
+  ] as const) {
     it(`reproduces vmconfig/${name} byte for byte`, () => {
       const dir = `vmconfig/${name}`
-      const files = filesOf(
-        istioctlCase(dir, {meshConfigYaml: read(dir, 'meshconfig.yaml'), revision: 'rev-1', gateway: {kind: 'ip', address: ingress}, internalIp: internal}),
-      )
+      const files = filesOf(istioctlCase(dir, {meshConfigYaml: read(dir, 'meshconfig.yaml'), revision: 'rev-1', gateway: {kind: 'ip', address: ingress}, internalIp: internal}))
       for (const file of ['mesh.yaml', 'cluster.env', 'hosts', 'root-cert.pem', 'istio-token']) {
         expect(files[file], file).toBe(read(dir, `${file}.golden`))
       }
@@ -58,13 +59,22 @@ describe('bundle: meshvm improvements', () => {
     spec: {metadata: {labels: {app: 'web', version: 'v2'}}, template: {ports: {http: 8080, grpc: 9090, metrics: 8080}, serviceAccount: 'web-vm', network: 'vm-net'}},
   }
   const base: BundleInputs = {
-    workloadGroup: wg, meshConfigYaml: 'trustDomain: cluster.local\ndefaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  meshId: mesh1\n',
-    clusterId: 'cluster1', rootCert: 'CA', token: 'tok', istioNamespace: 'istio-system', gateway: {kind: 'ip', address: '192.0.2.10'}, autoregister: true, captureDns: true,
+    workloadGroup: wg,
+    meshConfigYaml: 'trustDomain: cluster.local\ndefaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  meshId: mesh1\n',
+    clusterId: 'cluster1',
+    rootCert: 'CA',
+    token: 'tok',
+    istioNamespace: 'istio-system',
+    gateway: {kind: 'ip', address: '192.0.2.10'},
+    autoregister: true,
+    captureDns: true,
   }
   it('writes ISTIO_INBOUND_PORTS in a stable order, and pod ports, mesh and trust domain', () => {
     const env = filesOf(base)['cluster.env']!
     expect(env).toContain("ISTIO_INBOUND_PORTS='8080,9090'\n")
-    expect(env).toContain(`ISTIO_META_POD_PORTS='[{"name":"grpc","containerPort":9090,"protocol":""},{"name":"http","containerPort":8080,"protocol":""},{"name":"metrics","containerPort":8080,"protocol":""}]'`)
+    expect(env).toContain(
+      `ISTIO_META_POD_PORTS='[{"name":"grpc","containerPort":9090,"protocol":""},{"name":"http","containerPort":8080,"protocol":""},{"name":"metrics","containerPort":8080,"protocol":""}]'`,
+    )
     expect(env).toContain("ISTIO_META_MESH_ID='mesh1'")
     expect(env).toContain("TRUST_DOMAIN='cluster.local'")
     expect(env).toContain("ISTIO_META_AUTO_REGISTER_GROUP='web'")
@@ -83,7 +93,7 @@ describe('bundle: meshvm improvements', () => {
   it('supports a gateway known only by host name, resolved on the VM by install.sh', () => {
     const files = filesOf({...base, gateway: {kind: 'hostname', hostname: 'a1b2.elb.us-east-1.amazonaws.com'}})
     expect(files.hosts).toBe('# istiod.istio-system.svc is reached through the east-west gateway a1b2.elb.us-east-1.amazonaws.com; install.sh resolves it on the VM\n')
-    expect(files['install.sh']).toContain("getent ahosts a1b2.elb.us-east-1.amazonaws.com")
+    expect(files['install.sh']).toContain('getent ahosts a1b2.elb.us-east-1.amazonaws.com')
   })
   it('install.sh refuses an expired token and quotes what it interpolates', () => {
     const script = filesOf({...base, tokenExpiry: new Date('2030-01-02T03:04:05Z'), workloadGroup: {...wg, metadata: {name: 'web', namespace: 'apps'}}})['install.sh']!

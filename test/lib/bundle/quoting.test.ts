@@ -63,8 +63,15 @@ let n = 0
 function inputs(value: string, gateway: BundleInputs['gateway']): BundleInputs {
   return {
     workloadGroup: {metadata: {name: value, namespace: value}, spec: {}},
-    meshConfigYaml: '', clusterId: value, rootCert: '', token: 't', tokenExpiry: new Date(2_000_000_000_000),
-    istioNamespace: value, gateway, autoregister: false, captureDns: false,
+    meshConfigYaml: '',
+    clusterId: value,
+    rootCert: '',
+    token: 't',
+    tokenExpiry: new Date(2_000_000_000_000),
+    istioNamespace: value,
+    gateway,
+    autoregister: false,
+    captureDns: false,
   }
 }
 

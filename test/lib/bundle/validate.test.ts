@@ -5,25 +5,37 @@ import {testPki} from '../../cluster/pki.js'
 import {MeshvmError, UsageError} from '../../../src/lib/errors.js'
 import type {WorkloadGroupLike} from '../../../src/lib/bundle/generate.js'
 
-const group = (spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): WorkloadGroupLike =>
-  ({metadata: {name: 'web', namespace: 'apps', ...metadata}, spec}) as WorkloadGroupLike
+const group = (spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}): WorkloadGroupLike => ({metadata: {name: 'web', namespace: 'apps', ...metadata}, spec}) as WorkloadGroupLike
 
 describe('bundleValueProblems', () => {
   it('accepts what Kubernetes and Istio accept', () => {
-    expect(bundleValueProblems({
-      workloadGroup: group({metadata: {labels: {app: 'web', 'app.kubernetes.io/version': 'v1.2_3'}}, template: {serviceAccount: 'web-vm', network: 'vm-net', ports: {http: 8080, 'grpc-web': 9090}}}),
-      istioNamespace: 'istio-system', revision: '1-24-6', clusterId: 'Kubernetes', gateway: {kind: 'hostname', hostname: 'abc123.elb.us-east-2.amazonaws.com'},
-      internalIp: 'fd00:10:96::1', meshConfigYaml: 'trustDomain: cluster.local\ndefaultConfig:\n  meshId: mesh1\n  proxyMetadata: {ISTIO_META_DNS_CAPTURE: "true", PORT: 15001}\n',
-    })).toEqual([])
+    expect(
+      bundleValueProblems({
+        workloadGroup: group({metadata: {labels: {app: 'web', 'app.kubernetes.io/version': 'v1.2_3'}}, template: {serviceAccount: 'web-vm', network: 'vm-net', ports: {http: 8080, 'grpc-web': 9090}}}),
+        istioNamespace: 'istio-system',
+        revision: '1-24-6',
+        clusterId: 'Kubernetes',
+        gateway: {kind: 'hostname', hostname: 'abc123.elb.us-east-2.amazonaws.com'},
+        internalIp: 'fd00:10:96::1',
+        meshConfigYaml: 'trustDomain: cluster.local\ndefaultConfig:\n  meshId: mesh1\n  proxyMetadata: {ISTIO_META_DNS_CAPTURE: "true", PORT: 15001}\n',
+      }),
+    ).toEqual([])
     // An empty service account is the default one; an empty or "default" revision is none.
     expect(bundleValueProblems({workloadGroup: group({template: {serviceAccount: ''}}), revision: 'default'})).toEqual([])
   })
 
   it('names each field and what would be valid', () => {
-    expect(bundleValueProblems({
-      workloadGroup: group({metadata: {labels: {'a b': 'x', app: 'a;b'}}, template: {ports: {'': 8080, http: 70000, grpc: '9090'}}}, {annotations: {'proxy.istio.io/config': 'proxyMetadata:\n  "1X": "a\\nb"\n'}}),
-      revision: 'Canary', clusterId: '', gateway: {kind: 'ip', address: '10.0.0.1; x'},
-    })).toEqual([
+    expect(
+      bundleValueProblems({
+        workloadGroup: group(
+          {metadata: {labels: {'a b': 'x', app: 'a;b'}}, template: {ports: {'': 8080, http: 70000, grpc: '9090'}}},
+          {annotations: {'proxy.istio.io/config': 'proxyMetadata:\n  "1X": "a\\nb"\n'}},
+        ),
+        revision: 'Canary',
+        clusterId: '',
+        gateway: {kind: 'ip', address: '10.0.0.1; x'},
+      }),
+    ).toEqual([
       `WorkloadGroup spec.metadata.labels "a b": key name must consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit`,
       `WorkloadGroup spec.metadata.labels "app": value "a;b" must be empty or consist of letters, digits, '-', '_' or '.', and start and end with a letter or digit`,
       'WorkloadGroup spec.template.ports name "": must not be empty',
@@ -40,7 +52,7 @@ describe('bundleValueProblems', () => {
 
 describe('checkBundleValues', () => {
   const bad = {workloadGroup: group({template: {serviceAccount: 'a$(b)'}})}
-  it('is a usage error (exit 2) for the user\'s input, exit 1 for what the cluster returned', () => {
+  it("is a usage error (exit 2) for the user's input, exit 1 for what the cluster returned", () => {
     expect(() => checkBundleValues(bad, 'input')).toThrow(UsageError)
     try {
       checkBundleValues(bad, 'cluster')
@@ -75,6 +87,8 @@ describe('rootCertProblem: root-cert.pem holds PEM CERTIFICATE blocks and nothin
     expect(rootCertProblem('fake-CA-cert')).toBe('line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)')
   })
   it('is reported through checkBundleValues naming the ConfigMap', () => {
-    expect(bundleValueProblems({rootCert: {pem: 'x\ny', namespace: 'apps'}})).toEqual(['ConfigMap apps/istio-ca-root-cert root-cert.pem: line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)'])
+    expect(bundleValueProblems({rootCert: {pem: 'x\ny', namespace: 'apps'}})).toEqual([
+      'ConfigMap apps/istio-ca-root-cert root-cert.pem: line 1 is not part of a PEM CERTIFICATE block (only certificates may be there)',
+    ])
   })
 })

@@ -22,21 +22,42 @@ describe('empty values kubectl reads as "not given" are dropped, so the default 
     [['-n='], []],
     [['--namespace', ''], []],
     [['--namespace='], []],
-    [['war', '-n', '', '-o', 'wide'], ['war', '-o', 'wide']],
+    [
+      ['war', '-n', '', '-o', 'wide'],
+      ['war', '-o', 'wide'],
+    ],
     [['--istioNamespace='], []],
     [['-i', '', '-y'], ['-y']],
-    [['-l', '', '-l', 'app=x'], ['-l', 'app=x']],
+    [
+      ['-l', '', '-l', 'app=x'],
+      ['-l', 'app=x'],
+    ],
     [['--labels', ''], []],
     [['-o', '', '--sort-by='], []],
     // Values that are not empty, and everything after --, stay as they are.
-    [['-n', 'apps', '-napps', '-n=apps'], ['-n', 'apps', '-napps', '-n=apps']],
-    [['--', '-n', ''], ['--', '-n', '']],
+    [
+      ['-n', 'apps', '-napps', '-n=apps'],
+      ['-n', 'apps', '-napps', '-n=apps'],
+    ],
+    [
+      ['--', '-n', ''],
+      ['--', '-n', ''],
+    ],
     // A flag's value is never read as a flag: `-l -n` gives -l the value -n (oclif then says so).
-    [['-o', '-n', ''], ['-o', '-n', '']],
+    [
+      ['-o', '-n', ''],
+      ['-o', '-n', ''],
+    ],
     // Unknown flags and a trailing flag without a value are oclif's to report.
-    [['--bogus', '', '-n'], ['--bogus', '', '-n']],
+    [
+      ['--bogus', '', '-n'],
+      ['--bogus', '', '-n'],
+    ],
     // A bare --dry-run (client) followed by an empty argument: the argument is not the flag's value.
-    [['--dry-run', ''], ['--dry-run', '']],
+    [
+      ['--dry-run', ''],
+      ['--dry-run', ''],
+    ],
   ])('%j → %j', (argv, expected) => {
     expect(applyEmptyValueRule(argv, flags)).toEqual(expected)
   })
@@ -61,8 +82,19 @@ describe('an empty value of any other flag is a usage error naming it', () => {
   })
 
   it('names every flag it drops, each with its kubectl meaning (the table in docs/conventions.md)', () => {
-    expect(Object.keys(EMPTY_MEANS_DEFAULT).sort()).toEqual(
-      ['context', 'istio-namespace', 'kubeconfig', 'label-columns', 'namespace', 'output', 'request-timeout', 'revision', 'selector', 'server', 'sort-by', 'tls-server-name'],
-    )
+    expect(Object.keys(EMPTY_MEANS_DEFAULT).sort()).toEqual([
+      'context',
+      'istio-namespace',
+      'kubeconfig',
+      'label-columns',
+      'namespace',
+      'output',
+      'request-timeout',
+      'revision',
+      'selector',
+      'server',
+      'sort-by',
+      'tls-server-name',
+    ])
   })
 })

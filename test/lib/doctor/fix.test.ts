@@ -15,7 +15,8 @@ import {diagnose, type Evidence} from '../../../src/lib/doctor/diagnose.js'
 const EXEC_SH = fileURLToPath(new URL('../../vm/exec.sh', import.meta.url))
 // As `ssh VM sudo sh`: a shell on the VM that reads the commands on its standard input, and only there.
 const VM_EXEC = `sh ${JSON.stringify(EXEC_SH)} "$MESHVM_VM_ADDRESS" sh`
-const HOSTILE = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nMESHVM_EOF\ntouch "$HOME/pwned"\nsudo tee /etc/istio/config/mesh </dev/null\nsudo systemctl restart istio\nMESHVM_EOF\nno final newline'
+const HOSTILE =
+  '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nMESHVM_EOF\ntouch "$HOME/pwned"\nsudo tee /etc/istio/config/mesh </dev/null\nsudo systemctl restart istio\nMESHVM_EOF\nno final newline'
 
 let tmp: string
 let sidecar: ChildProcess
@@ -43,17 +44,45 @@ afterAll(() => {
 
 function evidence(o: {roots?: boolean; dns?: boolean; stale?: boolean; vmExec?: string} = {}): Evidence {
   return {
-    now: new Date('2026-11-28T01:00:00Z'), namespace: 'apps', query: 'web-10.0.0.5',
-    gateway: {name: 'istio-eastwestgateway', namespace: 'istio-system', service: {metadata: {name: 'istio-eastwestgateway', namespace: 'istio-system'}, spec: {type: 'LoadBalancer', ports: [15012, 15017, 15021, 15443].map((port) => ({name: `p${port}`, port}))}, status: {loadBalancer: {ingress: [{ip: '203.0.113.10'}]}}}},
+    now: new Date('2026-11-28T01:00:00Z'),
+    namespace: 'apps',
+    query: 'web-10.0.0.5',
+    gateway: {
+      name: 'istio-eastwestgateway',
+      namespace: 'istio-system',
+      service: {
+        metadata: {name: 'istio-eastwestgateway', namespace: 'istio-system'},
+        spec: {type: 'LoadBalancer', ports: [15012, 15017, 15021, 15443].map((port) => ({name: `p${port}`, port}))},
+        status: {loadBalancer: {ingress: [{ip: '203.0.113.10'}]}},
+      },
+    },
     istiod: {pods: [{name: 'istiod-1', ready: true}], env: {}},
     group: {metadata: {name: 'web', namespace: 'apps'}, spec: {template: {ports: {http: 8080}}, probe: {httpGet: {port: 9090, path: '/ready'}}}},
     groupName: 'web',
-    entry: {metadata: {name: 'web-10.0.0.5', namespace: 'apps', annotations: {'istio.io/autoRegistrationGroup': 'web'}}, spec: {address: '10.0.0.5', labels: {app: 'web'}}, status: {conditions: [{type: 'Healthy', status: 'False', message: 'Get "http://127.0.0.1:9090/ready": connection refused'}]}},
+    entry: {
+      metadata: {name: 'web-10.0.0.5', namespace: 'apps', annotations: {'istio.io/autoRegistrationGroup': 'web'}},
+      spec: {address: '10.0.0.5', labels: {app: 'web'}},
+      status: {conditions: [{type: 'Healthy', status: 'False', message: 'Get "http://127.0.0.1:9090/ready": connection refused'}]},
+    },
     ...(o.stale ? {staleBecause: 'service account default → web-sa'} : {}),
-    duplicates: [], events: [],
-    services: [{metadata: {name: 'web', namespace: 'apps'}, spec: {selector: {app: 'web'}, ports: [{port: 80, targetPort: 8080}]}}], serviceEntries: [],
+    duplicates: [],
+    events: [],
+    services: [{metadata: {name: 'web', namespace: 'apps'}, spec: {selector: {app: 'web'}, ports: [{port: 80, targetPort: 8080}]}}],
+    serviceEntries: [],
     sync: {connected: true, types: [{type: 'LDS', state: 'SYNCED'}]},
-    probe: {probe: {ready: '200', rootSerials: ['a1'], sections: ['end'], mesh: {dnsCapture: true}, ...(o.dns ? {dns: ''} : {}), app: [{port: 9090, code: '000', connected: false, exit: 7}, {port: 8080, code: '200', connected: true, exit: 0}]}},
+    probe: {
+      probe: {
+        ready: '200',
+        rootSerials: ['a1'],
+        sections: ['end'],
+        mesh: {dnsCapture: true},
+        ...(o.dns ? {dns: ''} : {}),
+        app: [
+          {port: 9090, code: '000', connected: false, exit: 7},
+          {port: 8080, code: '200', connected: true, exit: 0},
+        ],
+      },
+    },
     meshRootSerials: o.roots ? ['b2'] : [],
     vmExec: o.vmExec ?? VM_EXEC,
   }
@@ -66,7 +95,8 @@ async function run(fix: string, extra = ''): Promise<{code: number; stderr: stri
   const script = `meshvm() { printf '%s\\n' "$@" >> meshvm.args; }; kubectl() { printf '%s\\n' "$@" >> kubectl.args; }; ${extra}${fix}`
   return new Promise((resolve) => {
     execFile('/bin/sh', ['-c', script], {cwd: join(tmp, 'work'), env: {PATH: process.env.PATH, HOME: join(tmp, 'home'), MESHVM_SIM_VMS: join(tmp, 'vms')}}, (err, _stdout, stderr) =>
-      resolve({code: err ? Number((err as {code?: number}).code ?? 1) : 0, stderr}))
+      resolve({code: err ? Number((err as {code?: number}).code ?? 1) : 0, stderr}),
+    )
   })
 }
 
@@ -128,7 +158,7 @@ describe('the cluster flags of a fix', () => {
     expect(diagnose(e, {...cli, external: (line) => `${line} # external`}).checks.find((c) => c.check === 'bundle.token')!.fix).toBe('meshvm bundle web -n apps --refresh-token -d dir # external')
   })
 
-  it('a value from the cluster in a fix\'s trailing comment cannot break out of it (a line break there would start a command)', async () => {
+  it("a value from the cluster in a fix's trailing comment cannot break out of it (a line break there would start a command)", async () => {
     const e = evidence()
     e.services = []
     e.group = undefined

@@ -36,21 +36,43 @@ describe('xDS protobuf codec', () => {
       node: {id: 'vm-1.vm-ns', metadata: jsonToStruct({CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'})},
       genericXdsConfigs: [
         {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 'SYNCED', lastUpdated: {seconds: 1730801731, nanos: 120_000_000}},
-        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 'ERROR', lastUpdated: {seconds: 1730801731}, errorState: {lastUpdateAttempt: {seconds: 1730801731, nanos: 200_000_000}, details: 'NACK'}},
+        {
+          typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+          configStatus: 'ERROR',
+          lastUpdated: {seconds: 1730801731},
+          errorState: {lastUpdateAttempt: {seconds: 1730801731, nanos: 200_000_000}, details: 'NACK'},
+        },
         {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 'UNKNOWN'},
       ],
     })
-    const bytes = encodeProto(RESPONSE, {versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'}, resources: [{type_url: CLIENT_CONFIG_TYPE, value: cc}, {type_url: 'type.googleapis.com/other', value: Buffer.from([1])}]})
+    const bytes = encodeProto(RESPONSE, {
+      versionInfo: 'v1',
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      nonce: 'n',
+      controlPlane: {identifier: '{"ID":"istiod-1"}'},
+      resources: [
+        {type_url: CLIENT_CONFIG_TYPE, value: cc},
+        {type_url: 'type.googleapis.com/other', value: Buffer.from([1])},
+      ],
+    })
     const json = discoveryResponseJson(decodeDiscoveryResponse(bytes))
     expect(json).toEqual({
-      versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'},
+      versionInfo: 'v1',
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      nonce: 'n',
+      controlPlane: {identifier: '{"ID":"istiod-1"}'},
       resources: [
         {
           '@type': CLIENT_CONFIG_TYPE,
           node: {id: 'vm-1.vm-ns', metadata: {CLUSTER_ID: 'cluster1', NAMESPACE: 'vm-ns', ISTIO_VERSION: '1.24.2'}},
           genericXdsConfigs: [
             {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', configStatus: 'SYNCED', lastUpdated: '2024-11-05T10:15:31.120Z'},
-            {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 'ERROR', lastUpdated: '2024-11-05T10:15:31Z', errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.200Z', details: 'NACK'}},
+            {
+              typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+              configStatus: 'ERROR',
+              lastUpdated: '2024-11-05T10:15:31Z',
+              errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.200Z', details: 'NACK'},
+            },
             {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig'},
           ],
         },
@@ -129,7 +151,10 @@ describe('gRPC client against the simulated istiod server', () => {
       try {
         const call = ch.call(ADS_METHOD, {metadata: auth ? {authorization: auth} : {}, timeoutMs: 5000})
         call.send(encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ}))
-        const err = await call.next().then(() => undefined, (e: unknown) => e)
+        const err = await call.next().then(
+          () => undefined,
+          (e: unknown) => e,
+        )
         expect(err).toBeInstanceOf(GrpcError)
         expect((err as GrpcError).code).toBe(GrpcCode.UNAUTHENTICATED)
         expect((err as GrpcError).details).toBe('authentication failure')
@@ -147,7 +172,11 @@ describe('gRPC client against the simulated istiod server', () => {
       ch.close()
     }
     const workload = ca.issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
-    const mtls = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: workload.certPem, key: workload.keyPem, ALPNProtocols: ['h2']})})
+    const mtls = new GrpcChannel({
+      authority: `${san}:15012`,
+      secure: true,
+      createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: workload.certPem, key: workload.keyPem, ALPNProtocols: ['h2']}),
+    })
     try {
       expect((await unary(mtls, '/meshvm.test.Who/Am', {timeoutMs: 5000})).toString()).toBe('spiffe://cluster.local/ns/vms/sa/vm-sa')
     } finally {
@@ -155,11 +184,21 @@ describe('gRPC client against the simulated istiod server', () => {
     }
     // A certificate from another CA authenticates nothing.
     const stranger = createMeshCa('stranger').issue({uris: ['spiffe://cluster.local/ns/vms/sa/vm-sa']})
-    const other = new GrpcChannel({authority: `${san}:15012`, secure: true, createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: stranger.certPem, key: stranger.keyPem, ALPNProtocols: ['h2']})})
+    const other = new GrpcChannel({
+      authority: `${san}:15012`,
+      secure: true,
+      createConnection: () => tlsConnect({host: '127.0.0.1', port, servername: san, ca: ca.rootPem, cert: stranger.certPem, key: stranger.keyPem, ALPNProtocols: ['h2']}),
+    })
     try {
-      const err = (await unary(other, '/meshvm.test.Who/Am', {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      const err = (await unary(other, '/meshvm.test.Who/Am', {timeoutMs: 5000}).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as GrpcError
       expect(err.code).toBe(GrpcCode.UNAUTHENTICATED)
-      const missing = (await unary(other, '/meshvm.test.Nope/Nope', {timeoutMs: 5000}).then(() => undefined, (e: unknown) => e)) as GrpcError
+      const missing = (await unary(other, '/meshvm.test.Nope/Nope', {timeoutMs: 5000}).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as GrpcError
       expect(missing.code).toBe(GrpcCode.UNIMPLEMENTED)
     } finally {
       other.close()
@@ -167,12 +206,18 @@ describe('gRPC client against the simulated istiod server', () => {
   })
 
   it('fails TLS against another root or another name', async () => {
-    for (const [root, name, code] of [[createMeshCa('other').rootPem, san, /UNABLE_TO_VERIFY|self-signed|unable to verify/i], [ca.rootPem, 'istiod-canary.istio-system.svc', /altnames|ERR_TLS_CERT_ALTNAME_INVALID/i]] as const) {
+    for (const [root, name, code] of [
+      [createMeshCa('other').rootPem, san, /UNABLE_TO_VERIFY|self-signed|unable to verify/i],
+      [ca.rootPem, 'istiod-canary.istio-system.svc', /altnames|ERR_TLS_CERT_ALTNAME_INVALID/i],
+    ] as const) {
       const ch = channel(root, name)
       try {
         const call = ch.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token()}`}, timeoutMs: 5000})
         call.send(encodeDiscoveryRequest({typeUrl: TYPE_DEBUG_SYNCZ}))
-        const err = (await call.next().then(() => undefined, (e: unknown) => e)) as GrpcError
+        const err = (await call.next().then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as GrpcError
         expect(err.code).toBe(GrpcCode.UNAVAILABLE)
         expect(`${err.transport?.code} ${err.message}`).toMatch(code)
       } finally {

@@ -16,43 +16,86 @@ const metadata = {GENERATOR: 'event', NAMESPACE: 'istio-system', n: 1.5, b: true
 describe("meshvm's xDS codec read and written by the upstream .proto definitions", () => {
   it('a DiscoveryRequest meshvm writes (node with Struct metadata, user agent, error detail)', () => {
     const bytes = encodeDiscoveryRequest({
-      versionInfo: 'v7', node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', cluster: 'c1', metadata, userAgentName: 'meshvm'},
-      resourceNames: ['a', 'b'], typeUrl: TYPE_DEBUG_SYNCZ, responseNonce: 'n1', errorDetail: {code: 13, message: 'bad'},
+      versionInfo: 'v7',
+      node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', cluster: 'c1', metadata, userAgentName: 'meshvm'},
+      resourceNames: ['a', 'b'],
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      responseNonce: 'n1',
+      errorDetail: {code: 13, message: 'bad'},
     })
     const real = decodeMessage<{node: {metadata: ProtoStruct} & Record<string, unknown>} & Record<string, unknown>>(REQUEST, bytes)
     expect({...real, node: {...real.node, metadata: structToJson(real.node.metadata)}}).toEqual({
-      versionInfo: 'v7', node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', cluster: 'c1', metadata, userAgentName: 'meshvm'},
-      resourceNames: ['a', 'b'], typeUrl: TYPE_DEBUG_SYNCZ, responseNonce: 'n1', errorDetail: {code: 13, message: 'bad'},
+      versionInfo: 'v7',
+      node: {id: 'event~~istioctl.istio-system~istio-system.svc.cluster.local', cluster: 'c1', metadata, userAgentName: 'meshvm'},
+      resourceNames: ['a', 'b'],
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      responseNonce: 'n1',
+      errorDetail: {code: 13, message: 'bad'},
     })
   })
 
   it('a syncz DiscoveryResponse istiod writes (control plane, ClientConfig resources with timestamps and error state), read by meshvm', () => {
     const clientConfig = encodeMessage(CLIENT_CONFIG, {
       node: {id: 'vm-1.vms', metadata: jsonToStruct({CLUSTER_ID: 'cluster1', NAMESPACE: 'vms', ISTIO_VERSION: '1.31.0'})},
-      xdsConfig: [{status: 'STALE', clusterConfig: {}}, {status: 'SYNCED', listenerConfig: {}}],
+      xdsConfig: [
+        {status: 'STALE', clusterConfig: {}},
+        {status: 'SYNCED', listenerConfig: {}},
+      ],
       genericXdsConfigs: [
-        {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', name: 'n', versionInfo: 'v', configStatus: 'SYNCED', clientStatus: 'ACKED', lastUpdated: {seconds: 1730801731, nanos: 120_000_000}},
-        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 'ERROR', lastUpdated: {seconds: 1730801731}, errorState: {lastUpdateAttempt: {seconds: 1730801731, nanos: 5}, details: 'NACK'}},
+        {
+          typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+          name: 'n',
+          versionInfo: 'v',
+          configStatus: 'SYNCED',
+          clientStatus: 'ACKED',
+          lastUpdated: {seconds: 1730801731, nanos: 120_000_000},
+        },
+        {
+          typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+          configStatus: 'ERROR',
+          lastUpdated: {seconds: 1730801731},
+          errorState: {lastUpdateAttempt: {seconds: 1730801731, nanos: 5}, details: 'NACK'},
+        },
         // Go's zero time, as istiod writes a type it never sent.
         {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 'NOT_SENT', lastUpdated: {seconds: -62135596800}},
       ],
       clientScope: 'scope',
     })
     const bytes = encodeMessage(RESPONSE, {
-      versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'},
-      resources: [{type_url: CLIENT_CONFIG_TYPE, value: clientConfig}, {type_url: 'istio.io/debug', value: Buffer.from('{}')}],
+      versionInfo: 'v1',
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      nonce: 'n',
+      controlPlane: {identifier: '{"ID":"istiod-1"}'},
+      resources: [
+        {type_url: CLIENT_CONFIG_TYPE, value: clientConfig},
+        {type_url: 'istio.io/debug', value: Buffer.from('{}')},
+      ],
     })
     const res = decodeDiscoveryResponse(bytes)
     expect({...res, resources: res.resources.map((a) => ({typeUrl: a.typeUrl, value: Buffer.from(a.value).toString('hex')}))}).toEqual({
-      versionInfo: 'v1', typeUrl: TYPE_DEBUG_SYNCZ, nonce: 'n', controlPlane: {identifier: '{"ID":"istiod-1"}'},
-      resources: [{typeUrl: CLIENT_CONFIG_TYPE, value: clientConfig.toString('hex')}, {typeUrl: 'istio.io/debug', value: Buffer.from('{}').toString('hex')}],
+      versionInfo: 'v1',
+      typeUrl: TYPE_DEBUG_SYNCZ,
+      nonce: 'n',
+      controlPlane: {identifier: '{"ID":"istiod-1"}'},
+      resources: [
+        {typeUrl: CLIENT_CONFIG_TYPE, value: clientConfig.toString('hex')},
+        {typeUrl: 'istio.io/debug', value: Buffer.from('{}').toString('hex')},
+      ],
     })
     expect(decodeClientConfig(res.resources[0]!.value)).toEqual({
       node: {id: 'vm-1.vms', metadata: {CLUSTER_ID: 'cluster1', NAMESPACE: 'vms', ISTIO_VERSION: '1.31.0'}},
-      xdsConfig: [{status: 3, kind: 'clusterConfig'}, {status: 1, kind: 'listenerConfig'}],
+      xdsConfig: [
+        {status: 3, kind: 'clusterConfig'},
+        {status: 1, kind: 'listenerConfig'},
+      ],
       genericXdsConfigs: [
         {typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', name: 'n', versionInfo: 'v', configStatus: 1, clientStatus: 3, lastUpdated: '2024-11-05T10:15:31.120Z'},
-        {typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration', configStatus: 4, lastUpdated: '2024-11-05T10:15:31Z', errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.000000005Z', details: 'NACK'}},
+        {
+          typeUrl: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+          configStatus: 4,
+          lastUpdated: '2024-11-05T10:15:31Z',
+          errorState: {lastUpdateAttempt: '2024-11-05T10:15:31.000000005Z', details: 'NACK'},
+        },
         {typeUrl: 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig', configStatus: 2, lastUpdated: '0001-01-01T00:00:00Z'},
       ],
       clientScope: 'scope',

@@ -34,7 +34,9 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const port = (server.address() as AddressInfo).port
   kubeconfig = join(work, 'config')
-  writeFileSync(kubeconfig, `apiVersion: v1
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1
 kind: Config
 clusters:
 - name: c
@@ -46,7 +48,8 @@ current-context: ctx
 users:
 - name: u
   user: {token: s3cr3t-token}
-`)
+`,
+  )
 })
 afterAll(async () => {
   await new Promise((r) => server.close(r))
@@ -132,12 +135,20 @@ describe('KubeClient', () => {
   })
 
   it('translates 403 into the missing RBAC rule', async () => {
-    handlers.push((_q, res) => json(res, 403, {kind: 'Status', reason: 'Forbidden', code: 403,
-      message: 'workloadentries.networking.istio.io is forbidden: User "dev" cannot list resource "workloadentries" in API group "networking.istio.io" in the namespace "apps"'}))
+    handlers.push((_q, res) =>
+      json(res, 403, {
+        kind: 'Status',
+        reason: 'Forbidden',
+        code: 403,
+        message: 'workloadentries.networking.istio.io is forbidden: User "dev" cannot list resource "workloadentries" in API group "networking.istio.io" in the namespace "apps"',
+      }),
+    )
     const c = await client()
     const err = (await c.get('/x').catch((e: unknown) => e)) as MeshvmError
     expect(err.exit).toBe(5)
-    expect(err.hints[0]).toBe('ask a cluster admin for a Role in namespace apps allowing verb "list" on "workloadentries.networking.istio.io" (kubectl auth can-i list workloadentries.networking.istio.io -n apps)')
+    expect(err.hints[0]).toBe(
+      'ask a cluster admin for a Role in namespace apps allowing verb "list" on "workloadentries.networking.istio.io" (kubectl auth can-i list workloadentries.networking.istio.io -n apps)',
+    )
     c.close()
   })
 
@@ -171,7 +182,7 @@ describe('KubeClient', () => {
     c.close()
   })
 
-  describe('pipelined paging (the next page is requested from the head of the current page\'s text)', () => {
+  describe("pipelined paging (the next page is requested from the head of the current page's text)", () => {
     const item = (n: number) => ({metadata: {name: `i${n}`, uid: `u${n}`}})
     // A page as kube-apiserver writes it: kind, apiVersion, then metadata with resourceVersion and continue.
     const page = (items: number[], token?: string, extra = '') =>
@@ -287,9 +298,11 @@ describe('KubeClient', () => {
     it('a repeating token still fails, and a caller that stops early leaves no unhandled failure', async () => {
       serve({'': (res) => send(res, 200, page([1], 'loop')), loop: (res) => send(res, 200, page([2], 'loop'))})
       const c = await client()
-      await expect((async () => {
-        for await (const _ of c.listPages('/apis/x/v1/things', {}, 1)) void _
-      })()).rejects.toThrow(/continue token repeats/)
+      await expect(
+        (async () => {
+          for await (const _ of c.listPages('/apis/x/v1/things', {}, 1)) void _
+        })(),
+      ).rejects.toThrow(/continue token repeats/)
       c.close()
       // The page read ahead fails once the caller has left: nobody hears it (vitest fails on unhandled rejections).
       let aheadFailed!: () => void

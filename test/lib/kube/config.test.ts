@@ -51,37 +51,43 @@ const env = (KUBECONFIG: string): NodeJS.ProcessEnv => ({HOME: work, KUBECONFIG}
 
 describe('KUBECONFIG lists, merged as kubectl merges them', () => {
   const first = () =>
-    file('merge/first', [
-      'clusters:',
-      '- name: shared',
-      '  cluster: {server: "https://first.example:6443"}',
-      'users:',
-      '- name: shared',
-      '  user: {token: first-token}',
-      'contexts:',
-      '- name: shared',
-      '  context: {cluster: shared, user: shared}',
-      '',
-    ].join('\n'))
+    file(
+      'merge/first',
+      [
+        'clusters:',
+        '- name: shared',
+        '  cluster: {server: "https://first.example:6443"}',
+        'users:',
+        '- name: shared',
+        '  user: {token: first-token}',
+        'contexts:',
+        '- name: shared',
+        '  context: {cluster: shared, user: shared}',
+        '',
+      ].join('\n'),
+    )
   const second = () =>
-    file('merge/second', [
-      'clusters:',
-      '- name: shared',
-      // Another server and a field the first file's entry lacks: the whole entry is ignored.
-      '  cluster: {server: "https://second.example:6443", tls-server-name: other.example}',
-      '- name: own',
-      '  cluster: {server: "https://own.example:6443"}',
-      'users:',
-      '- name: shared',
-      '  user: {token: second-token}',
-      'contexts:',
-      '- name: shared',
-      '  context: {cluster: own, user: shared, namespace: second}',
-      '- name: own',
-      '  context: {cluster: own, user: shared, namespace: own-ns}',
-      'current-context: own',
-      '',
-    ].join('\n'))
+    file(
+      'merge/second',
+      [
+        'clusters:',
+        '- name: shared',
+        // Another server and a field the first file's entry lacks: the whole entry is ignored.
+        '  cluster: {server: "https://second.example:6443", tls-server-name: other.example}',
+        '- name: own',
+        '  cluster: {server: "https://own.example:6443"}',
+        'users:',
+        '- name: shared',
+        '  user: {token: second-token}',
+        'contexts:',
+        '- name: shared',
+        '  context: {cluster: own, user: shared, namespace: second}',
+        '- name: own',
+        '  context: {cluster: own, user: shared, namespace: own-ns}',
+        'current-context: own',
+        '',
+      ].join('\n'),
+    )
   const third = () => file('merge/third', 'current-context: shared\n')
 
   it('the first file that defines a name wins, whole; current-context comes from the first file that sets one', () => {
@@ -127,23 +133,26 @@ describe('paths, resolved against the file that names them', () => {
   it('certificate-authority, client certificate and key, tokenFile and an exec command with a "/"', () => {
     const dir = join(work, 'paths/conf.d')
     file('paths/conf.d/ca.crt', 'not read here\n')
-    const config = file('paths/conf.d/config', [
-      'clusters:',
-      '- name: c',
-      '  cluster: {server: "https://c.example", certificate-authority: ca.crt}',
-      'users:',
-      '- name: certs',
-      '  user: {client-certificate: ../pki/client.crt, client-key: /abs/client.key}',
-      '- name: token',
-      '  user: {tokenFile: ./token}',
-      '- name: exec-relative',
-      '  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/plugin}}',
-      '- name: exec-path',
-      '  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin}}',
-      'contexts:',
-      ...['certs', 'token', 'exec-relative', 'exec-path'].map((u) => `- {name: ${u}, context: {cluster: c, user: ${u}}}`),
-      '',
-    ].join('\n'))
+    const config = file(
+      'paths/conf.d/config',
+      [
+        'clusters:',
+        '- name: c',
+        '  cluster: {server: "https://c.example", certificate-authority: ca.crt}',
+        'users:',
+        '- name: certs',
+        '  user: {client-certificate: ../pki/client.crt, client-key: /abs/client.key}',
+        '- name: token',
+        '  user: {tokenFile: ./token}',
+        '- name: exec-relative',
+        '  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/plugin}}',
+        '- name: exec-path',
+        '  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: gke-gcloud-auth-plugin}}',
+        'contexts:',
+        ...['certs', 'token', 'exec-relative', 'exec-path'].map((u) => `- {name: ${u}, context: {cluster: c, user: ${u}}}`),
+        '',
+      ].join('\n'),
+    )
     // A KUBECONFIG entry relative to the working directory, as kubectl takes it.
     const relative = loadKubeConfig({context: 'certs'}, env(config))
     expect(relative.cluster.caFile).toBe(join(dir, 'ca.crt'))
@@ -162,18 +171,21 @@ describe('paths, resolved against the file that names them', () => {
 
 describe('what makes a kubeconfig unusable', () => {
   const base = (userLines: string[], clusterExtra = ''): string =>
-    file(`unusable/${Math.random().toString(36).slice(2)}`, [
-      'clusters:',
-      `- {name: c, cluster: {server: "https://c.example"${clusterExtra}}}`,
-      'contexts:',
-      '- {name: c, context: {cluster: c, user: u}}',
-      'current-context: c',
-      'users:',
-      '- name: u',
-      '  user:',
-      ...userLines.map((l) => `    ${l}`),
-      '',
-    ].join('\n'))
+    file(
+      `unusable/${Math.random().toString(36).slice(2)}`,
+      [
+        'clusters:',
+        `- {name: c, cluster: {server: "https://c.example"${clusterExtra}}}`,
+        'contexts:',
+        '- {name: c, context: {cluster: c, user: u}}',
+        'current-context: c',
+        'users:',
+        '- name: u',
+        '  user:',
+        ...userLines.map((l) => `    ${l}`),
+        '',
+      ].join('\n'),
+    )
 
   it('a field of the wrong type names the field, never its value', () => {
     const path = base(['token: 123456789'])
@@ -197,14 +209,26 @@ describe('what makes a kubeconfig unusable', () => {
 
   it.each([
     ['a token and basic auth', ['token: t', 'username: a', 'password: b'], '', 'user "u" has more than one authentication method (token, basic auth); only one is allowed'],
-    ['client-certificate and its data', ['client-certificate: /x.crt', 'client-certificate-data: AAAA', 'client-key-data: AAAA'], '', 'user "u" has both client-certificate and client-certificate-data; give one'],
+    [
+      'client-certificate and its data',
+      ['client-certificate: /x.crt', 'client-certificate-data: AAAA', 'client-key-data: AAAA'],
+      '',
+      'user "u" has both client-certificate and client-certificate-data; give one',
+    ],
     ['exec without apiVersion', ['exec: {command: plugin, interactiveMode: Never}'], '', 'user "u": exec needs an apiVersion (client.authentication.k8s.io/v1 or v1beta1)'],
     ['exec v1 without interactiveMode', ['exec: {command: plugin, apiVersion: client.authentication.k8s.io/v1}'], '', 'user "u": exec needs an interactiveMode (Never, IfAvailable or Always)'],
-    ['a CA with insecure-skip-tls-verify', ['token: t'], ', insecure-skip-tls-verify: true, certificate-authority-data: AAAA', 'cluster "c" has a certificate authority and insecure-skip-tls-verify; kubectl refuses the two together'],
+    [
+      'a CA with insecure-skip-tls-verify',
+      ['token: t'],
+      ', insecure-skip-tls-verify: true, certificate-authority-data: AAAA',
+      'cluster "c" has a certificate authority and insecure-skip-tls-verify; kubectl refuses the two together',
+    ],
   ])('%s (kubectl refuses it too)', (_name, userLines, clusterExtra, message) => {
     const path = base(userLines, clusterExtra)
     expect(failure(() => loadKubeConfig({kubeconfig: path})).message).toBe(`context "c": ${message}`)
-    expect(() => kubectl(path, ['get', '--raw', '/version', '--request-timeout=1s'])).toThrow(/more than one authentication method|client-cert-data and client-cert are both specified|apiVersion must be specified|interactiveMode must be specified|root certificates file with the insecure flag/)
+    expect(() => kubectl(path, ['get', '--raw', '/version', '--request-timeout=1s'])).toThrow(
+      /more than one authentication method|client-cert-data and client-cert are both specified|apiVersion must be specified|interactiveMode must be specified|root certificates file with the insecure flag/,
+    )
   })
 
   it('exec v1beta1 defaults interactiveMode (IfAvailable), as kubectl does', () => {
@@ -252,18 +276,21 @@ describe('credentials against the test API server', () => {
   afterAll(() => cluster?.stop())
 
   const config = (name: string, userLines: string[]): string =>
-    file(`creds/${name}`, [
-      'clusters:',
-      `- {name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}`,
-      'contexts:',
-      '- {name: c, context: {cluster: c, user: u}}',
-      'current-context: c',
-      'users:',
-      '- name: u',
-      '  user:',
-      ...userLines.map((l) => `    ${l}`),
-      '',
-    ].join('\n'))
+    file(
+      `creds/${name}`,
+      [
+        'clusters:',
+        `- {name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}`,
+        'contexts:',
+        '- {name: c, context: {cluster: c, user: u}}',
+        'current-context: c',
+        'users:',
+        '- name: u',
+        '  user:',
+        ...userLines.map((l) => `    ${l}`),
+        '',
+      ].join('\n'),
+    )
 
   async function version(loaded: LoadedKubeConfig): Promise<unknown> {
     const client = await KubeClient.create(loaded, {timeoutMs: 5000, maxRetries: 0})
@@ -283,7 +310,10 @@ describe('credentials against the test API server', () => {
 
   it('an exec plugin named relative to its kubeconfig, told about the cluster when it asks (provideClusterInfo)', async () => {
     const info = join(work, 'creds/exec-info.json')
-    file('creds/plugins/token.sh', `#!/bin/sh\nprintf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\nprintf '%s' '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${cluster.token}"}}'\n`)
+    file(
+      'creds/plugins/token.sh',
+      `#!/bin/sh\nprintf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\nprintf '%s' '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"${cluster.token}"}}'\n`,
+    )
     chmodSync(join(work, 'creds/plugins/token.sh'), 0o700)
     const path = config('exec', ['exec:', '  apiVersion: client.authentication.k8s.io/v1', '  command: plugins/token.sh', '  interactiveMode: Never', '  provideClusterInfo: true'])
     expect(await version(loadKubeConfig({kubeconfig: path}))).toMatchObject({major: expect.any(String)})
@@ -295,14 +325,17 @@ describe('credentials against the test API server', () => {
 
   it('a client left open does not hold the process: its idle kept-alive connection lets it exit', async () => {
     // The test API server keeps idle connections for 60 s: a socket that held the event loop would keep the child that long.
-    const script = file('creds/open-client.mts', [
-      `import {KubeClient} from ${JSON.stringify(new URL('../../../src/lib/kube/client.ts', import.meta.url).pathname)}`,
-      `import {loadKubeConfig} from ${JSON.stringify(new URL('../../../src/lib/kube/config.ts', import.meta.url).pathname)}`,
-      `const client = await KubeClient.create(loadKubeConfig({kubeconfig: ${JSON.stringify(cluster.kubeconfigPath)}}), {timeoutMs: 5000})`,
-      "for (let i = 0; i < 3; i++) await client.get('/version')",
-      "process.stdout.write('read\\n')",
-      '',
-    ].join('\n'))
+    const script = file(
+      'creds/open-client.mts',
+      [
+        `import {KubeClient} from ${JSON.stringify(new URL('../../../src/lib/kube/client.ts', import.meta.url).pathname)}`,
+        `import {loadKubeConfig} from ${JSON.stringify(new URL('../../../src/lib/kube/config.ts', import.meta.url).pathname)}`,
+        `const client = await KubeClient.create(loadKubeConfig({kubeconfig: ${JSON.stringify(cluster.kubeconfigPath)}}), {timeoutMs: 5000})`,
+        "for (let i = 0; i < 3; i++) await client.get('/version')",
+        "process.stdout.write('read\\n')",
+        '',
+      ].join('\n'),
+    )
     // A child still running after 30 s (half the server's idle time) is killed and fails the test.
     const {stdout} = await promisify(execFile)(process.execPath, ['--import', 'tsx', script], {cwd: new URL('../../..', import.meta.url).pathname, timeout: 30_000, encoding: 'utf8'})
     expect(stdout).toBe('read\n')
@@ -326,27 +359,37 @@ describe('impersonation (as, as-groups, as-uid, as-user-extra)', () => {
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     try {
-      const path = file('impersonate', [
-        'clusters:',
-        `- {name: c, cluster: {server: "http://127.0.0.1:${(server.address() as AddressInfo).port}", insecure-skip-tls-verify: true}}`,
-        'contexts:',
-        '- {name: c, context: {cluster: c, user: u}}',
-        'current-context: c',
-        'users:',
-        '- name: u',
-        '  user:',
-        '    token: t',
-        '    as: jane',
-        '    as-uid: "1234"',
-        '    as-groups: [dev, ops]',
-        '    as-user-extra: {scopes: [view, edit]}',
-        '',
-      ].join('\n'))
+      const path = file(
+        'impersonate',
+        [
+          'clusters:',
+          `- {name: c, cluster: {server: "http://127.0.0.1:${(server.address() as AddressInfo).port}", insecure-skip-tls-verify: true}}`,
+          'contexts:',
+          '- {name: c, context: {cluster: c, user: u}}',
+          'current-context: c',
+          'users:',
+          '- name: u',
+          '  user:',
+          '    token: t',
+          '    as: jane',
+          '    as-uid: "1234"',
+          '    as-groups: [dev, ops]',
+          '    as-user-extra: {scopes: [view, edit]}',
+          '',
+        ].join('\n'),
+      )
       const client = await KubeClient.create(loadKubeConfig({kubeconfig: path}), {timeoutMs: 5000, maxRetries: 0})
       await client.get('/version')
       client.close()
       await kubectlAsync(path, ['get', '--raw', '/version'])
-      expect(seen[0]).toEqual(['impersonate-extra-scopes: edit', 'impersonate-extra-scopes: view', 'impersonate-group: dev', 'impersonate-group: ops', 'impersonate-uid: 1234', 'impersonate-user: jane'])
+      expect(seen[0]).toEqual([
+        'impersonate-extra-scopes: edit',
+        'impersonate-extra-scopes: view',
+        'impersonate-group: dev',
+        'impersonate-group: ops',
+        'impersonate-uid: 1234',
+        'impersonate-user: jane',
+      ])
       expect(seen.at(-1)).toEqual(seen[0])
     } finally {
       await new Promise((r) => server.close(r))

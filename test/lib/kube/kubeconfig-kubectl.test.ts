@@ -35,29 +35,34 @@ function file(name: string, text: string, mode = 0o600): string {
 /** kubectl's exit status and stderr on `get --raw /version` (stdin not a terminal). */
 function kubectl(kubeconfig: string): Promise<{ok: boolean; stderr: string}> {
   return new Promise((resolve) => {
-    execFile('kubectl', ['--kubeconfig', kubeconfig, 'get', '--raw', '/version', '--request-timeout=10s'], {env: {PATH: process.env.PATH, HOME: work}}, (err, _out, stderr) => resolve({ok: !err, stderr}))
+    execFile('kubectl', ['--kubeconfig', kubeconfig, 'get', '--raw', '/version', '--request-timeout=10s'], {env: {PATH: process.env.PATH, HOME: work}}, (err, _out, stderr) =>
+      resolve({ok: !err, stderr}),
+    )
   })
 }
 
 function kubeconfig(name: string, userLines: string[], clusterLines: string[] = []): string {
-  return file(name, [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: c',
-    '  cluster:',
-    `    server: ${cluster.url}`,
-    `    certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}`,
-    ...clusterLines.map((l) => `    ${l}`),
-    'contexts:',
-    '- {name: c, context: {cluster: c, user: u}}',
-    'current-context: c',
-    'users:',
-    '- name: u',
-    '  user:',
-    ...userLines.map((l) => `    ${l}`),
-    '',
-  ].join('\n'))
+  return file(
+    name,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: c',
+      '  cluster:',
+      `    server: ${cluster.url}`,
+      `    certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}`,
+      ...clusterLines.map((l) => `    ${l}`),
+      'contexts:',
+      '- {name: c, context: {cluster: c, user: u}}',
+      'current-context: c',
+      'users:',
+      '- name: u',
+      '  user:',
+      ...userLines.map((l) => `    ${l}`),
+      '',
+    ].join('\n'),
+  )
 }
 
 async function version(path: string): Promise<{ok: true} | {ok: false; err: MeshvmError}> {
@@ -138,7 +143,12 @@ describe('kubeconfig fields as kubectl reads them', () => {
 
 describe('exec plugins as client-go runs them', () => {
   const plugin = (name: string, body: string): string => file(`plugins/${name}`, `#!/bin/sh\n${body}\n`, 0o700)
-  const execUser = (command: string, mode = 'Never', apiVersion = 'client.authentication.k8s.io/v1'): string[] => ['exec:', `  apiVersion: ${apiVersion}`, `  command: ${command}`, `  interactiveMode: ${mode}`]
+  const execUser = (command: string, mode = 'Never', apiVersion = 'client.authentication.k8s.io/v1'): string[] => [
+    'exec:',
+    `  apiVersion: ${apiVersion}`,
+    `  command: ${command}`,
+    `  interactiveMode: ${mode}`,
+  ]
   const credential = (token: string, extra = '', apiVersion = 'client.authentication.k8s.io/v1') => `{"apiVersion":"${apiVersion}","kind":"ExecCredential","status":{"token":"${token}"${extra}}}`
 
   it('interactiveMode Always without a terminal is refused before the plugin runs, as kubectl refuses it', async () => {
@@ -160,7 +170,10 @@ describe('exec plugins as client-go runs them', () => {
     const path = kubeconfig('exec-version', execUser(command))
     const answer = await version(path)
     expect(answer.ok).toBe(false)
-    if (!answer.ok) expect(answer.err.message).toBe(`cannot get credentials for context "c": the credential plugin (exec: ${command}) is configured to use API version client.authentication.k8s.io/v1, plugin returned version "client.authentication.k8s.io/v1beta1"`)
+    if (!answer.ok)
+      expect(answer.err.message).toBe(
+        `cannot get credentials for context "c": the credential plugin (exec: ${command}) is configured to use API version client.authentication.k8s.io/v1, plugin returned version "client.authentication.k8s.io/v1beta1"`,
+      )
     if (KUBECTL) expect((await kubectl(path)).stderr).toMatch(/plugin returned version client.authentication.k8s.io\/v1beta1/)
   })
 

@@ -102,10 +102,10 @@ describe('parseKubeconfigYaml', () => {
     expect(parseKubeconfigYaml('preferences: {colors: true}\n')).toBeUndefined()
   })
 
-  it('reads the other common layouts: indented sequences, comments, quotes, meshvm\'s own output', () => {
+  it("reads the other common layouts: indented sequences, comments, quotes, meshvm's own output", () => {
     for (const text of [
       'apiVersion: v1\nkind: Config\nclusters:\n  - name: c\n    cluster:\n      server: "https://c.example:6443"\n',
-      '# written by hand\ncurrent-context: c # the one\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: \'it\'\'s me\'\n',
+      "# written by hand\ncurrent-context: c # the one\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: 'it''s me'\n",
       'users:\n- name: u\n  user:\n    token: admin-484e7cd5c531e4ebd2848e85efe31b82\n',
       'users:\n- name: u\n  user:\n    token: eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln\n    username:\n',
       'a:\n  -\n    b: c\n',
@@ -114,7 +114,8 @@ describe('parseKubeconfigYaml', () => {
       '# only a comment\n',
       // The mesh config of ConfigMap istio (a VM bundle reads it through the same reader).
       'defaultConfig:\n  discoveryAddress: istiod.istio-system.svc:15012\n  proxyMetadata:\n    ISTIO_META_DNS_CAPTURE: "true"\ndefaultProviders:\n  metrics:\n  - prometheus\nenablePrometheusMerge: true\nrootNamespace: istio-system\ntrustDomain: cluster.local\n',
-    ]) expect(agrees(text), text).toBe(true)
+    ])
+      expect(agrees(text), text).toBe(true)
   })
 
   it.each([
@@ -145,13 +146,24 @@ describe('parseKubeconfigYaml', () => {
       'server: 10.0.0.1:6443\n',
       'name: 1password-cluster\n',
       'token: 2024-01-01x\n',
-    ]) expect(agrees(text), text).toBe(true)
+    ])
+      expect(agrees(text), text).toBe(true)
   })
 
   it.each([
-    ['an integer', '0123'], ['a signed integer', '-12'], ['an integer with underscores', '1_000'], ['binary', '0b1010'], ['hex', '0x1F'],
-    ['a float', '1.5'], ['a float without digits before the point', '.5'], ['an exponent', '1e5'], ['an exponent without digits before it', 'e5'],
-    ['a base-60 number', '190:20:30'], ['a date', '2024-01-01'], ['a timestamp', '2024-01-01 10:00:00'], ['infinity', '-.inf'],
+    ['an integer', '0123'],
+    ['a signed integer', '-12'],
+    ['an integer with underscores', '1_000'],
+    ['binary', '0b1010'],
+    ['hex', '0x1F'],
+    ['a float', '1.5'],
+    ['a float without digits before the point', '.5'],
+    ['an exponent', '1e5'],
+    ['an exponent without digits before it', 'e5'],
+    ['a base-60 number', '190:20:30'],
+    ['a date', '2024-01-01'],
+    ['a timestamp', '2024-01-01 10:00:00'],
+    ['infinity', '-.inf'],
   ])('leaves %s to the full parser', (_name, value) => {
     expect(parseKubeconfigYaml(`token: ${value}\n`)).toBeUndefined()
   })

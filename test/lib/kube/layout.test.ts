@@ -20,7 +20,11 @@ const importsOf = (file: string) => [...readFileSync(file, 'utf8').matchAll(/(?:
 describe('src/lib/kube layout', () => {
   it('code outside src/lib/kube reaches transport, paging and watch only through client.ts', () => {
     const outside = tsFiles(SRC).filter((f) => !f.startsWith(`${KUBE}/`))
-    const offending = outside.flatMap((f) => importsOf(f).filter((i) => /kube\/(transport|paging|watch)\.js$/.test(i)).map((i) => `${relative(SRC, f)}: ${i}`))
+    const offending = outside.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => /kube\/(transport|paging|watch)\.js$/.test(i))
+        .map((i) => `${relative(SRC, f)}: ${i}`),
+    )
     expect(offending).toEqual([])
     // The check sees imports of the kube layer at all.
     expect(outside.some((f) => importsOf(f).some((i) => i.endsWith('kube/client.js')))).toBe(true)

@@ -35,7 +35,16 @@ describe('kube/object readers', () => {
     expect(ownerOfKind({metadata: {ownerReferences: {}}}, 'WorkloadGroup')).toBeUndefined()
     // A reference whose name or kind is not a string names no owner (fuzzing found one that crashed).
     expect(ownerOfKind({metadata: {ownerReferences: [{kind: 'WorkloadGroup', name: {__proto__: null}, uid: 'u'}]}}, 'WorkloadGroup')).toBeUndefined()
-    expect(ownerReferencesOf({metadata: {ownerReferences: [{kind: 7, name: 'x'}, {kind: 'WorkloadGroup', name: 'ok'}]}})).toEqual([{kind: 'WorkloadGroup', name: 'ok'}])
+    expect(
+      ownerReferencesOf({
+        metadata: {
+          ownerReferences: [
+            {kind: 7, name: 'x'},
+            {kind: 'WorkloadGroup', name: 'ok'},
+          ],
+        },
+      }),
+    ).toEqual([{kind: 'WorkloadGroup', name: 'ok'}])
     expect([isOwnedBy(we, 'u3'), isOwnedBy(we, 'u9'), isOwnedBy(we, undefined)]).toEqual([true, false, false])
   })
 

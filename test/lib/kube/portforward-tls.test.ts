@@ -66,7 +66,7 @@ describe('port-forward TLS', () => {
     expect(forwards()).toBe(1)
   })
 
-  it('goes through the cluster\'s proxy-url, as kubectl port-forward does, TLS verified end to end', async () => {
+  it("goes through the cluster's proxy-url, as kubectl port-forward does, TLS verified end to end", async () => {
     const connects: string[] = []
     const sockets = new Set<Socket>()
     const proxy: Server = createServer((_q, res) => res.writeHead(405).end())

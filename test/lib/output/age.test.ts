@@ -11,7 +11,7 @@ describe('humanDuration (apimachinery duration.HumanDuration)', () => {
     expect(humanDuration(-1001)).toBe('0s')
   })
 
-  it('agrees with the simulated API server\'s separate restatement of the Go function', () => {
+  it("agrees with the simulated API server's separate restatement of the Go function", () => {
     for (let ms = -5000; ms < 9 * 365 * 24 * 3600e3; ms = ms < 200e3 ? ms + 250 : Math.ceil(ms * 1.001)) {
       expect(humanDuration(ms), String(ms)).toBe(humanDurationGo(ms))
     }

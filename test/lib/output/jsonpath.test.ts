@@ -25,7 +25,12 @@ const types = {
   floats: [1.0, 2.2, 3.3, 4.0],
   strings: ['one', 'two', 'three', 'four'],
   interfaces: [true, 'one', 1, 1.1],
-  maps: [{name: 'one', value: 1}, {name: 'two', value: 2.02}, {name: 'three', value: 3.03}, {name: 'four', value: 4.04}],
+  maps: [
+    {name: 'one', value: 1},
+    {name: 'two', value: 2.02},
+    {name: 'three', value: 3.03},
+    {name: 'four', value: 4.04},
+  ],
   structs: [
     {name: 'one', value: 1, type: 'integer'},
     {name: 'two', value: 2.002, type: 'float'},
@@ -148,11 +153,22 @@ describe('TestJSONInput', () => {
 const nodes = {
   kind: 'List',
   items: [
-    {kind: 'None', metadata: {name: '127.0.0.1', labels: {'kubernetes.io/hostname': '127.0.0.1'}}, status: {capacity: {cpu: '4'}, ready: true, addresses: [{type: 'LegacyHostIP', address: '127.0.0.1'}]}},
+    {
+      kind: 'None',
+      metadata: {name: '127.0.0.1', labels: {'kubernetes.io/hostname': '127.0.0.1'}},
+      status: {capacity: {cpu: '4'}, ready: true, addresses: [{type: 'LegacyHostIP', address: '127.0.0.1'}]},
+    },
     {
       kind: 'None',
       metadata: {name: '127.0.0.2', labels: {'kubernetes.io/hostname': '127.0.0.2'}},
-      status: {capacity: {cpu: '8'}, ready: false, addresses: [{type: 'LegacyHostIP', address: '127.0.0.2'}, {type: 'another', address: '127.0.0.3'}]},
+      status: {
+        capacity: {cpu: '8'},
+        ready: false,
+        addresses: [
+          {type: 'LegacyHostIP', address: '127.0.0.2'},
+          {type: 'another', address: '127.0.0.3'},
+        ],
+      },
     },
   ],
   users: [
@@ -189,7 +205,15 @@ describe('TestKubernetes', () => {
 
 const pods = {
   items: [
-    {metadata: {name: 'pod1'}, spec: {containers: [{name: 'foo', another: [{name: 'value1'}, {name: 'value2'}]}, {name: 'bar', another: [{name: 'value1'}, {name: 'value2'}]}]}},
+    {
+      metadata: {name: 'pod1'},
+      spec: {
+        containers: [
+          {name: 'foo', another: [{name: 'value1'}, {name: 'value2'}]},
+          {name: 'bar', another: [{name: 'value1'}, {name: 'value2'}]},
+        ],
+      },
+    },
     {metadata: {name: 'pod2'}, spec: {containers: [{name: 'baz', another: [{name: 'value1'}, {name: 'value2'}]}]}},
   ],
 }
@@ -264,7 +288,17 @@ describe('TestNegativeIndex and TestStep', () => {
 
 describe('TestRunningPodsJSONPathOutput', () => {
   const data = {kind: 'List', items: ['pod1', 'pod2', 'pod3'].map((name) => ({kind: 'Pod', metadata: {name}, status: {phase: 'Running'}})).concat([{resourceVersion: '', selfLink: ''} as never])}
-  run([['range over pods without selecting the last one', '{range .items[?(.status.phase=="Running")]}{.metadata.name}{" is Running\\n"}{end}', data, 'pod1 is Running\npod2 is Running\npod3 is Running\n']], true)
+  run(
+    [
+      [
+        'range over pods without selecting the last one',
+        '{range .items[?(.status.phase=="Running")]}{.metadata.name}{" is Running\\n"}{end}',
+        data,
+        'pod1 is Running\npod2 is Running\npod3 is Running\n',
+      ],
+    ],
+    true,
+  )
 })
 
 describe('parse errors and kubectl forms', () => {

@@ -31,7 +31,11 @@ describe('Printer', () => {
   })
 
   it('--sort-by orders numbers by value and strings by text, missing first', () => {
-    const names = (out: string): string[] => out.trim().split('\n').map((l) => l.split('/')[1]!)
+    const names = (out: string): string[] =>
+      out
+        .trim()
+        .split('\n')
+        .map((l) => l.split('/')[1]!)
     expect(names(print('name', {sortBy: parseSortBy('.spec.n')}))).toEqual(['a', 'b', 'c'])
     expect(names(print('name', {sortBy: parseSortBy('{.metadata.labels.app}')}))).toEqual(['a', 'c', 'b'])
   })
@@ -58,8 +62,15 @@ describe('Printer', () => {
       expect(computed).toBe(2 * many.length)
     }
     // Namespace, then name, by code unit (ns1 before ns1-x), equal keys in the order they came.
-    const lines = print('table', {noHeaders: true}, {columns, order: keyed}, pages).trimEnd().split('\n').map((l) => l.split(/\s+/).slice(0, 2).join('/'))
-    const expected = many.map((o) => `${o.metadata.namespace}/<${o.metadata.name}>`).map((k, i) => ({k, i, o: many[i]!})).sort((a, b) => keyed(a.o, b.o) || a.i - b.i).map((x) => x.k)
+    const lines = print('table', {noHeaders: true}, {columns, order: keyed}, pages)
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(/\s+/).slice(0, 2).join('/'))
+    const expected = many
+      .map((o) => `${o.metadata.namespace}/<${o.metadata.name}>`)
+      .map((k, i) => ({k, i, o: many[i]!}))
+      .sort((a, b) => keyed(a.o, b.o) || a.i - b.i)
+      .map((x) => x.k)
     expect(lines).toEqual(expected)
     expect(lines.indexOf('ns1/<n11>')).toBeLessThan(lines.findIndex((l) => l.startsWith('ns1-x/')))
   })

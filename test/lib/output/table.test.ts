@@ -5,11 +5,20 @@ import {displayWidth} from '../../../src/lib/output/width.js'
 import {OracleTableWriter, oracleRenderTable} from './table-oracle.js'
 
 type R = {n: string; s: string}
-const cols: Column<R>[] = [{header: 'NAME', value: (r) => r.n}, {header: 'STATUS', value: (r) => r.s}]
+const cols: Column<R>[] = [
+  {header: 'NAME', value: (r) => r.n},
+  {header: 'STATUS', value: (r) => r.s},
+]
 
 describe('renderTable', () => {
   it('lays out like kubectl: upper-case headers given, gap 3, no trailing spaces', () => {
-    const out = renderTable([{n: 'a', s: 'Running'}, {n: 'longer-name', s: ''}], cols)
+    const out = renderTable(
+      [
+        {n: 'a', s: 'Running'},
+        {n: 'longer-name', s: ''},
+      ],
+      cols,
+    )
     expect(out).toBe('NAME          STATUS\na             Running\nlonger-name\n')
   })
 
@@ -46,8 +55,11 @@ describe('renderTable', () => {
   it('renders 5,000 rows computing each cell once (work linear in the rows)', () => {
     const rows = Array.from({length: 5000}, (_, i) => ({n: `proxy-${i}.ns`, s: i % 7 ? 'SYNCED' : 'STALE'}))
     let cellsComputed = 0
-    const count = <T,>(v: T): T => (cellsComputed++, v)
-    const out = renderTable(rows, [{header: 'NAME', value: (r) => count(r.n)}, {header: 'CDS', value: (r) => count(r.s)}])
+    const count = <T>(v: T): T => (cellsComputed++, v)
+    const out = renderTable(rows, [
+      {header: 'NAME', value: (r) => count(r.n)},
+      {header: 'CDS', value: (r) => count(r.s)},
+    ])
     expect(cellsComputed).toBe(2 * 5000)
     expect(out.split('\n')).toHaveLength(5002)
     expect(out.split('\n')[5000]).toBe('proxy-4999.ns   SYNCED')
@@ -56,7 +68,11 @@ describe('renderTable', () => {
 
 describe('TableWriter (streaming pages)', () => {
   it('is byte-identical to renderTable when the list fits in the buffer', () => {
-    const rows = [{n: 'a', s: 'x'}, {n: '漢字漢字', s: 'yy'}, {n: 'ccc', s: ''}]
+    const rows = [
+      {n: 'a', s: 'x'},
+      {n: '漢字漢字', s: 'yy'},
+      {n: 'ccc', s: ''},
+    ]
     let out = ''
     const t = new TableWriter(cols, {bufferRows: 10}, (s) => (out += s))
     t.add(rows.slice(0, 1))
@@ -73,7 +89,10 @@ describe('TableWriter (streaming pages)', () => {
     expect(chunks).toEqual([])
     t.add([{n: 'b', s: '2'}])
     expect(chunks).toEqual(['NAME   STATUS\na      1\nb      2\n'])
-    t.add([{n: 'much-longer', s: '3'}, {n: 'c', s: '4'}])
+    t.add([
+      {n: 'much-longer', s: '3'},
+      {n: 'c', s: '4'},
+    ])
     expect(chunks[1]).toBe('much-longer   3\nc             4\n')
     t.flush()
     expect(chunks).toHaveLength(2)
@@ -125,7 +144,10 @@ describe('TableWriter with wide and coloured columns', () => {
     expect(chunks).toEqual([])
     t.add([{name: 'bb', status: 'True'}])
     expect(stripAnsi(chunks.join(''))).toBe('NAME   STATUS\na      True\nbb     True\n')
-    t.add([{name: 'a-long-name', status: 'True'}, {name: 'c', status: 'True'}])
+    t.add([
+      {name: 'a-long-name', status: 'True'},
+      {name: 'c', status: 'True'},
+    ])
     expect(stripAnsi(chunks.join(''))).toBe('NAME   STATUS\na      True\nbb     True\na-long-name   True\nc             True\n')
     expect(t.count).toBe(4)
   })
@@ -135,18 +157,48 @@ describe('TableWriter with wide and coloured columns', () => {
   })
 })
 
-
 describe('the engine against the previous one (test/lib/output/table-oracle.ts)', () => {
   // Cells that exercise every path: ASCII, wide (CJK, emoji, ZWJ sequences), combining marks, control
   // characters (escaped), bidi overrides, empty cells, and cells ending in whitespace that trimEnd
   // removes at the end of a line (spaces, NBSP, ideographic space, BOM).
   const POOL = [
-    '', 'a', 'web-vm-1', 'app-aws-aws-123456789012-us-east-2b-ec2-i-10000007bbc', 'True', 'False', '<none>', '24s', '3d4h',
-    '名前', '漢字漢字', '😀x', 'e\u0301', '👩‍👩‍👧', 'ｆｕｌｌ', 'évian', 'Ω',
-    'evil\u001b]0;title\u0007', 'ok\r', 'a\nb', 'tab\there', '\u0000\u007f\u009b', 'a\u202eb', 'x\u2028y',
-    ' ', 'trailing  ', 'nbsp\u00a0', 'ideo\u3000', 'bom\ufeff', '\u00a0', 'en\u2002', ' lead',
+    '',
+    'a',
+    'web-vm-1',
+    'app-aws-aws-123456789012-us-east-2b-ec2-i-10000007bbc',
+    'True',
+    'False',
+    '<none>',
+    '24s',
+    '3d4h',
+    '名前',
+    '漢字漢字',
+    '😀x',
+    'e\u0301',
+    '👩‍👩‍👧',
+    'ｆｕｌｌ',
+    'évian',
+    'Ω',
+    'evil\u001b]0;title\u0007',
+    'ok\r',
+    'a\nb',
+    'tab\there',
+    '\u0000\u007f\u009b',
+    'a\u202eb',
+    'x\u2028y',
+    ' ',
+    'trailing  ',
+    'nbsp\u00a0',
+    'ideo\u3000',
+    'bom\ufeff',
+    '\u00a0',
+    'en\u2002',
+    ' lead',
   ]
-  const random = (seed: number): (() => number) => () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  const random =
+    (seed: number): (() => number) =>
+    () =>
+      (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
   type Row = string[]
   const corpus = (seed: number, rows: number, width: number): Row[] => {
     const next = random(seed)

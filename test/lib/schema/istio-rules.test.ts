@@ -29,8 +29,36 @@ function ruleNodes(schema: Schema, path: string, out: {path: string; node: Schem
 const nodes = Object.entries(schemas).flatMap(([kind, {schema}]) => ruleNodes(schema, kind))
 
 // Strings near the rules' edges: sockets, wildcards, CIDRs, the enums they test, port names.
-const STRINGS = ['', 'unix://', 'unix:///run/a.sock', 'unix://@abstract', 'unix://rel', 'unix:///dir/', 'unix://a/', 'unix://é', '*', 'a*b', '*.example.com', 'db.example.com',
-  '10.0.0.0/24', '10.0.0.1', 'HTTP', 'HTTPS', 'http', 'STATIC', 'NONE', 'DNS', 'DNS_ROUND_ROBIN', 'net-1', 'a'.repeat(62), 'a'.repeat(63), '-bad', 'bad-', 'tcp-1', 'é']
+const STRINGS = [
+  '',
+  'unix://',
+  'unix:///run/a.sock',
+  'unix://@abstract',
+  'unix://rel',
+  'unix:///dir/',
+  'unix://a/',
+  'unix://é',
+  '*',
+  'a*b',
+  '*.example.com',
+  'db.example.com',
+  '10.0.0.0/24',
+  '10.0.0.1',
+  'HTTP',
+  'HTTPS',
+  'http',
+  'STATIC',
+  'NONE',
+  'DNS',
+  'DNS_ROUND_ROBIN',
+  'net-1',
+  'a'.repeat(62),
+  'a'.repeat(63),
+  '-bad',
+  'bad-',
+  'tcp-1',
+  'é',
+]
 const string = fc.oneof(fc.constantFrom(...STRINGS), fc.string({maxLength: 8}))
 const integer = fc.oneof(fc.constantFrom(-1, 0, 1, 80, 8080, 65535, 65536), fc.integer({min: -10, max: 70_000}))
 

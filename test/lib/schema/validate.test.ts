@@ -23,8 +23,12 @@ describe('the committed schemas', () => {
 
 describe('valid objects', () => {
   it('accepts what meshvm generates and the istio.io examples', () => {
-    expect(causes(wg({metadata: {labels: {app: 'web'}}, template: {ports: {http: 8080}, serviceAccount: 'default'}, probe: {periodSeconds: 10, httpGet: {path: '/', port: 8080, scheme: 'HTTP'}}}))).toEqual([])
-    expect(causes(se({hosts: ['db.example.com'], location: 'MESH_INTERNAL', ports: [{name: 'tcp', number: 5432, protocol: 'TCP'}], resolution: 'STATIC', workloadSelector: {labels: {app: 'db'}}}))).toEqual([])
+    expect(
+      causes(wg({metadata: {labels: {app: 'web'}}, template: {ports: {http: 8080}, serviceAccount: 'default'}, probe: {periodSeconds: 10, httpGet: {path: '/', port: 8080, scheme: 'HTTP'}}})),
+    ).toEqual([])
+    expect(
+      causes(se({hosts: ['db.example.com'], location: 'MESH_INTERNAL', ports: [{name: 'tcp', number: 5432, protocol: 'TCP'}], resolution: 'STATIC', workloadSelector: {labels: {app: 'db'}}})),
+    ).toEqual([])
     expect(causes(we({address: '10.0.0.1', ports: {http: 8080}, labels: {app: 'web'}, serviceAccount: 'web'}))).toEqual([])
     expect(causes(we({address: 'unix:///var/run/x.sock'}))).toEqual([])
   })
@@ -37,15 +41,35 @@ describe('structural rules', () => {
   it.each([
     ['required', wg({}), ['spec.template: Required value']],
     ['type', wg({template: {ports: {http: 'eighty'}}}), ['spec.template.ports.http: Invalid value: "string": spec.template.ports.http in body must be of type integer: "string"']],
-    ['maximum', wg({template: {}, probe: {tcpSocket: {port: 4294967296}}}), ['spec.probe.tcpSocket.port: Invalid value: 4294967296: spec.probe.tcpSocket.port in body should be less than or equal to 4294967295']],
+    [
+      'maximum',
+      wg({template: {}, probe: {tcpSocket: {port: 4294967296}}}),
+      ['spec.probe.tcpSocket.port: Invalid value: 4294967296: spec.probe.tcpSocket.port in body should be less than or equal to 4294967295'],
+    ],
     ['enum', se({hosts: ['a.com'], resolution: 'MAGIC'}), ['spec.resolution: Unsupported value: "MAGIC": supported values: "NONE", "STATIC", "DNS", "DNS_ROUND_ROBIN", "DYNAMIC_DNS"']],
     ['maxLength', we({address: 'a'.repeat(257)}), ['spec.address: Too long: may not be more than 256 bytes']],
     ['minItems', se({hosts: []}), ['spec.hosts: Invalid value: 0: spec.hosts in body should have at least 1 items']],
-    ['maxProperties', wg({template: {}, metadata: {labels: Object.fromEntries(Array.from({length: 257}, (_, i) => [`k${i}`, 'v']))}}), ['spec.metadata.labels: Too many: 257: must have at most 256 items']],
+    [
+      'maxProperties',
+      wg({template: {}, metadata: {labels: Object.fromEntries(Array.from({length: 257}, (_, i) => [`k${i}`, 'v']))}}),
+      ['spec.metadata.labels: Too many: 257: must have at most 256 items'],
+    ],
     ['unknown field', wg({template: {}, bogus: 1}), ['spec.bogus: unknown field "spec.bogus"']],
-    ['probe handler exclusivity (oneOf)', wg({template: {}, probe: {httpGet: {port: 80}, tcpSocket: {port: 80}}}), ['spec.probe: Invalid value: "object": spec.probe in body must validate one and only one schema (oneOf)']],
-    ['probe exec command items minLength', wg({template: {}, probe: {exec: {command: ['']}}}), ['spec.probe.exec.command[0]: Invalid value: "": spec.probe.exec.command[0] in body should be at least 1 chars long']],
-    ['int32 format', wg({template: {}, probe: {periodSeconds: 3000000000, tcpSocket: {port: 80}}}), ['spec.probe.periodSeconds: Invalid value: 3000000000: spec.probe.periodSeconds in body must be of type int32']],
+    [
+      'probe handler exclusivity (oneOf)',
+      wg({template: {}, probe: {httpGet: {port: 80}, tcpSocket: {port: 80}}}),
+      ['spec.probe: Invalid value: "object": spec.probe in body must validate one and only one schema (oneOf)'],
+    ],
+    [
+      'probe exec command items minLength',
+      wg({template: {}, probe: {exec: {command: ['']}}}),
+      ['spec.probe.exec.command[0]: Invalid value: "": spec.probe.exec.command[0] in body should be at least 1 chars long'],
+    ],
+    [
+      'int32 format',
+      wg({template: {}, probe: {periodSeconds: 3000000000, tcpSocket: {port: 80}}}),
+      ['spec.probe.periodSeconds: Invalid value: 3000000000: spec.probe.periodSeconds in body must be of type int32'],
+    ],
     ['null', wg({template: null}), ['spec.template: Invalid value: "null": spec.template in body must be of type object: "null"']],
   ])('%s', (_title, obj, expected) => {
     expect(causes(obj)).toEqual(expected)
@@ -64,12 +88,38 @@ describe('CEL rules (x-kubernetes-validations)', () => {
     ['probe port 0', wg({template: {}, probe: {httpGet: {port: 0}}}), ['spec.probe.httpGet.port: Invalid value: "integer": port must be between 1-65535']],
     ['probe scheme', wg({template: {}, probe: {httpGet: {port: 80, scheme: 'FTP'}}}), ['spec.probe.httpGet.scheme: Invalid value: "string": scheme must be one of [HTTP, HTTPS]']],
     ['ServiceEntry host "*"', se({hosts: ['*']}), ['spec.hosts[0]: Invalid value: "string": hostname cannot be wildcard']],
-    ['workloadSelector and endpoints together', se({hosts: ['a.com'], resolution: 'STATIC', workloadSelector: {labels: {app: 'a'}}, endpoints: [{address: '1.1.1.1'}]}), ['spec: Invalid value: "object": only one of WorkloadSelector or Endpoints can be set']],
-    ['CIDR addresses need NONE or STATIC resolution', se({hosts: ['a.com'], addresses: ['10.0.0.0/24'], resolution: 'DNS'}), ['spec: Invalid value: "object": CIDR addresses are allowed only for NONE/STATIC resolution types']],
+    [
+      'workloadSelector and endpoints together',
+      se({hosts: ['a.com'], resolution: 'STATIC', workloadSelector: {labels: {app: 'a'}}, endpoints: [{address: '1.1.1.1'}]}),
+      ['spec: Invalid value: "object": only one of WorkloadSelector or Endpoints can be set'],
+    ],
+    [
+      'CIDR addresses need NONE or STATIC resolution',
+      se({hosts: ['a.com'], addresses: ['10.0.0.0/24'], resolution: 'DNS'}),
+      ['spec: Invalid value: "object": CIDR addresses are allowed only for NONE/STATIC resolution types'],
+    ],
     ['endpoints need a resolution', se({hosts: ['a.com'], endpoints: [{address: '1.1.1.1'}]}), ['spec: Invalid value: "object": NONE mode cannot set endpoints']],
-    ['DNS_ROUND_ROBIN takes one endpoint', se({hosts: ['a.com'], resolution: 'DNS_ROUND_ROBIN', endpoints: [{address: 'a.com'}, {address: 'b.com'}]}), ['spec: Invalid value: "object": DNS_ROUND_ROBIN mode cannot have multiple endpoints']],
-    ['duplicate port numbers', se({hosts: ['a.com'], ports: [{name: 'a', number: 80}, {name: 'b', number: 80}]}), ['spec.ports: Invalid value: "array": port number cannot be duplicated']],
-    ['workloadSelector label value with *', se({hosts: ['a.com'], workloadSelector: {labels: {app: 'a*'}}}), ['spec.workloadSelector.labels.app: Invalid value: "string": wildcard is not supported in selector']],
+    [
+      'DNS_ROUND_ROBIN takes one endpoint',
+      se({hosts: ['a.com'], resolution: 'DNS_ROUND_ROBIN', endpoints: [{address: 'a.com'}, {address: 'b.com'}]}),
+      ['spec: Invalid value: "object": DNS_ROUND_ROBIN mode cannot have multiple endpoints'],
+    ],
+    [
+      'duplicate port numbers',
+      se({
+        hosts: ['a.com'],
+        ports: [
+          {name: 'a', number: 80},
+          {name: 'b', number: 80},
+        ],
+      }),
+      ['spec.ports: Invalid value: "array": port number cannot be duplicated'],
+    ],
+    [
+      'workloadSelector label value with *',
+      se({hosts: ['a.com'], workloadSelector: {labels: {app: 'a*'}}}),
+      ['spec.workloadSelector.labels.app: Invalid value: "string": wildcard is not supported in selector'],
+    ],
   ])('%s', (_title, obj, expected) => {
     expect(causes(obj)).toEqual(expected)
   })
@@ -91,7 +141,11 @@ describe('generic CRD schemas', () => {
   }
   it('prunes unknown fields like kube-apiserver, or reports them', () => {
     const obj = {apiVersion: 'x/v1', kind: 'X', metadata: {name: 'a'}, spec: {port: 'http', junk: 1, free: {anything: {goes: true}}}}
-    expect(compileSchema(schema, {unknownFields: 'report'}).validate(structuredClone(obj)).map((c) => c.field)).toEqual(['spec.junk'])
+    expect(
+      compileSchema(schema, {unknownFields: 'report'})
+        .validate(structuredClone(obj))
+        .map((c) => c.field),
+    ).toEqual(['spec.junk'])
     expect(compileSchema(schema, {unknownFields: 'prune'}).validate(obj)).toEqual([])
     expect(obj.spec).toEqual({port: 'http', free: {anything: {goes: true}}})
   })
@@ -122,6 +176,8 @@ describe('CEL rules without a transpiled form', () => {
     const v = compileSchema(schema, {compileRule: compileCelRule})
     expect(v.validate({x: 'abc'})).toEqual([])
     expect(v.validate({x: 'a'})).toEqual([{reason: 'FieldValueInvalid', field: '', message: 'Invalid value: "object": x too short'}])
-    expect(compileSchema({type: 'object', 'x-kubernetes-validations': [{rule: 'self.(('}]}, {compileRule: compileCelRule}).validate({})[0]!.message).toMatch(/^Invalid value: "object": compilation failed: /)
+    expect(compileSchema({type: 'object', 'x-kubernetes-validations': [{rule: 'self.(('}]}, {compileRule: compileCelRule}).validate({})[0]!.message).toMatch(
+      /^Invalid value: "object": compilation failed: /,
+    )
   })
 })

@@ -56,8 +56,22 @@ describe('goYamlMarshal writes ASCII runs exactly as yaml.v2 writes them code po
 
   it('tokens, hex tokens, PEM certificates and keys, JSON, as values, sequence items and keys', () => {
     const values = [
-      base64(1500), b64url(900), randomBytes(16).toString('hex'), `admin-${randomBytes(16).toString('hex')}`, '0123456789', '1e5', '0x1F', '2024-01-01',
-      pem(base64(900)), pem(base64(900)).trimEnd(), `${pem(base64(300))}\n`, JSON.stringify({a: 'b', 'c"d': 'e\\f'}), 'it\'s', "'q", '"q"', 'a\\b',
+      base64(1500),
+      b64url(900),
+      randomBytes(16).toString('hex'),
+      `admin-${randomBytes(16).toString('hex')}`,
+      '0123456789',
+      '1e5',
+      '0x1F',
+      '2024-01-01',
+      pem(base64(900)),
+      pem(base64(900)).trimEnd(),
+      `${pem(base64(300))}\n`,
+      JSON.stringify({a: 'b', 'c"d': 'e\\f'}),
+      "it's",
+      "'q",
+      '"q"',
+      'a\\b',
     ]
     for (const v of values) {
       same({k: v})
@@ -69,10 +83,24 @@ describe('goYamlMarshal writes ASCII runs exactly as yaml.v2 writes them code po
   })
 
   it('long strings that fold (plain, single- and double-quoted), with runs of spaces at the fold', () => {
-    const words = (n: number, sep = ' ') => Array.from({length: n}, (_, i) => 'w'.repeat(1 + (i * 7) % 11)).join(sep)
+    const words = (n: number, sep = ' ') => Array.from({length: n}, (_, i) => 'w'.repeat(1 + ((i * 7) % 11))).join(sep)
     for (const v of [
-      words(40), `'${words(40)}`, `${words(40)} `, ` ${words(40)}`, words(40, '  '), words(40, '   '), `"${words(40)}"`, `${words(30)} \\ ${words(10)}`,
-      `${words(20)}\n ${words(20)}`, `${words(20)} \n${words(20)}`, `${words(40, '  ')} \n${words(20, '  ')}`, `"${words(40, '  ')}\\`, `${words(20)}: ${words(20)}`, `${words(20)} #${words(20)}`, '-'.repeat(90) + ' x', `${'x'.repeat(79)}  y  z`,
+      words(40),
+      `'${words(40)}`,
+      `${words(40)} `,
+      ` ${words(40)}`,
+      words(40, '  '),
+      words(40, '   '),
+      `"${words(40)}"`,
+      `${words(30)} \\ ${words(10)}`,
+      `${words(20)}\n ${words(20)}`,
+      `${words(20)} \n${words(20)}`,
+      `${words(40, '  ')} \n${words(20, '  ')}`,
+      `"${words(40, '  ')}\\`,
+      `${words(20)}: ${words(20)}`,
+      `${words(20)} #${words(20)}`,
+      '-'.repeat(90) + ' x',
+      `${'x'.repeat(79)}  y  z`,
     ]) {
       same({k: v})
       same({deep: {deeper: {deepest: v}}})
@@ -82,7 +110,47 @@ describe('goYamlMarshal writes ASCII runs exactly as yaml.v2 writes them code po
 
   it('any value of printable ASCII, spaces, quotes, backslashes, indicators and line feeds', () => {
     const piece = fc.oneof(
-      fc.constantFrom(' ', ' ', '  ', '\n', '\n\n', "'", '"', '\\', '#', ':', ': ', '-', '- ', '?', '---', '...', '|', '&', '*', '!', '%', '@', '`', '{', '}', '[', ']', ',', '>', '.', '0', '1', 'e', '_', 'x', 'true', 'null', '~', '<<'),
+      fc.constantFrom(
+        ' ',
+        ' ',
+        '  ',
+        '\n',
+        '\n\n',
+        "'",
+        '"',
+        '\\',
+        '#',
+        ':',
+        ': ',
+        '-',
+        '- ',
+        '?',
+        '---',
+        '...',
+        '|',
+        '&',
+        '*',
+        '!',
+        '%',
+        '@',
+        '`',
+        '{',
+        '}',
+        '[',
+        ']',
+        ',',
+        '>',
+        '.',
+        '0',
+        '1',
+        'e',
+        '_',
+        'x',
+        'true',
+        'null',
+        '~',
+        '<<',
+      ),
       fc.string({unit: fc.constantFrom(...'abcdefABCDEF0123456789+/='), minLength: 1, maxLength: 40}),
     )
     const text = fc.array(piece, {maxLength: 60}).map((p) => p.join(''))

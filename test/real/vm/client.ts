@@ -26,8 +26,14 @@ import * as grpc from '@grpc/grpc-js'
 import forge from 'node-forge'
 import {parse as parseYaml} from 'yaml'
 import {
-  AggregatedDiscoveryService, IstioCertificateService, jsonToStruct,
-  type DiscoveryRequest, type DiscoveryResponse, type IstioCertificateRequest, type IstioCertificateResponse, type Json,
+  AggregatedDiscoveryService,
+  IstioCertificateService,
+  jsonToStruct,
+  type DiscoveryRequest,
+  type DiscoveryResponse,
+  type IstioCertificateRequest,
+  type IstioCertificateResponse,
+  type Json,
 } from '../../fixtures/protos/load.js'
 
 export interface VmJoinOptions {

@@ -13,17 +13,25 @@ export async function xdsDebugBytes(o: {istiodAddress: string; rootCert: string;
   const client = new grpc.Client(o.istiodAddress, grpc.credentials.createSsl(Buffer.from(o.rootCert)), {'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName})
   const metadata = new grpc.Metadata()
   metadata.set('authorization', `Bearer ${o.token}`)
-  const call = client.makeBidiStreamRequest<Buffer, Buffer>(ADS_PATH, (b) => b, (b) => b, metadata, {deadline: Date.now() + 20_000})
+  const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+    ADS_PATH,
+    (b) => b,
+    (b) => b,
+    metadata,
+    {deadline: Date.now() + 20_000},
+  )
   try {
     return await new Promise<Buffer>((resolve, reject) => {
       call.on('data', (b: Buffer) => resolve(b))
       call.on('error', reject)
       call.on('end', () => reject(new Error('istiod ended the stream without an answer')))
       const ns = o.namespace
-      call.write(encodeMessage('envoy.service.discovery.v3.DiscoveryRequest', {
-        node: {id: `sidecar~0.0.0.0~debug-reader.${ns}~${ns}.svc.cluster.local`, metadata: jsonToStruct({GENERATOR: 'event', NAMESPACE: ns})},
-        typeUrl: o.typeUrl,
-      }))
+      call.write(
+        encodeMessage('envoy.service.discovery.v3.DiscoveryRequest', {
+          node: {id: `sidecar~0.0.0.0~debug-reader.${ns}~${ns}.svc.cluster.local`, metadata: jsonToStruct({GENERATOR: 'event', NAMESPACE: ns})},
+          typeUrl: o.typeUrl,
+        }),
+      )
     })
   } finally {
     call.cancel()

@@ -78,7 +78,10 @@ function istiodAsTheVmSeesIt(bundleDir: string): string | undefined {
 function certificateDetails(pem: string, now: number): Record<string, unknown> {
   const c = new X509Certificate(pem)
   const notAfter = new Date(c.validTo)
-  const uris = (c.subjectAltName ?? '').split(', ').filter((s) => s.startsWith('URI:')).map((s) => ({uri: s.slice(4)}))
+  const uris = (c.subjectAltName ?? '')
+    .split(', ')
+    .filter((s) => s.startsWith('URI:'))
+    .map((s) => ({uri: s.slice(4)}))
   const iso = (d: Date) => d.toISOString().replace(/\.\d+Z$/, 'Z')
   return {
     path: '<inline>',
@@ -167,7 +170,10 @@ export class VmHost {
       if (this.life) return
       const first = this.starts++ === 0
       const connection = await joinIstiod({
-        bundleDir: this.o.bundleDir, istiodAddress: this.o.istiodAddress(), instanceIp: this.o.instanceIp, hostname: this.o.hostname,
+        bundleDir: this.o.bundleDir,
+        istiodAddress: this.o.istiodAddress(),
+        instanceIp: this.o.instanceIp,
+        hostname: this.o.hostname,
         ...(first && this.o.firstValiditySeconds !== undefined ? {validitySeconds: this.o.firstValiditySeconds} : {}),
       })
       const life: Life = {connection, configReceived: false, stopped: false, istiodConnected: true}
@@ -248,7 +254,8 @@ export class VmHost {
   private answerStatus(req: IncomingMessage, res: ServerResponse): void {
     if (req.url !== '/healthz/ready') return void res.writeHead(404).end()
     // pilot-agent's words when Envoy has no configuration yet (ready/probe.go checkConfigStatus).
-    if (!this.life?.configReceived) return void res.writeHead(503).end('config not received from XDS server (is Istiod running?): cds updates: 0 successful, 0 rejected; lds updates: 0 successful, 0 rejected\n')
+    if (!this.life?.configReceived)
+      return void res.writeHead(503).end('config not received from XDS server (is Istiod running?): cds updates: 0 successful, 0 rejected; lds updates: 0 successful, 0 rejected\n')
     res.writeHead(200).end()
   }
 
@@ -265,12 +272,9 @@ export class VmHost {
     }
     if (req.url === '/clusters') {
       // Envoy's connection is to pilot-agent's xDS proxy, open while pilot-agent runs.
-      return void res.writeHead(200, {'content-type': 'text/plain'}).end([
-        'xds-grpc::observability_name::xds-grpc',
-        `xds-grpc::${ENVOY_XDS_PIPE}::cx_active::1`,
-        `xds-grpc::${ENVOY_XDS_PIPE}::health_flags::healthy`,
-        '',
-      ].join('\n'))
+      return void res
+        .writeHead(200, {'content-type': 'text/plain'})
+        .end(['xds-grpc::observability_name::xds-grpc', `xds-grpc::${ENVOY_XDS_PIPE}::cx_active::1`, `xds-grpc::${ENVOY_XDS_PIPE}::health_flags::healthy`, ''].join('\n'))
     }
     res.writeHead(404).end()
   }

@@ -99,19 +99,27 @@ export async function vmJoinScenario(t: ScenarioTarget): Promise<void> {
     await vm.reportHealth(true)
     await waitFor('Healthy=True', async () => healthy(await t.workloadEntry(name))?.status === 'True', timeoutMs)
     await vm.reportHealth(false, 'Get "http://127.0.0.1:8080/ready": connection refused')
-    const down = await waitFor('Healthy=False', async () => {
-      const c = healthy(await t.workloadEntry(name))
-      return c?.status === 'False' ? c : undefined
-    }, timeoutMs)
+    const down = await waitFor(
+      'Healthy=False',
+      async () => {
+        const c = healthy(await t.workloadEntry(name))
+        return c?.status === 'False' ? c : undefined
+      },
+      timeoutMs,
+    )
     expect(down.message).toBe('Get "http://127.0.0.1:8080/ready": connection refused')
 
     // 4. syncz: the proxy, with what it was sent acknowledged.
     // A health change makes istiod push again: wait for the state where every push is acknowledged
     // (a read between a push and its ACK sees sent ≠ acked, which is right for that instant).
-    const entry = await waitFor(`${vm.proxyId} in /debug/syncz with CDS and LDS acknowledged`, async () => {
-      const e = (await t.syncz()).find((x) => x.proxy === vm!.proxyId)
-      return e && e.cluster_acked === e.cluster_sent && e.listener_acked === e.listener_sent ? e : undefined
-    }, timeoutMs)
+    const entry = await waitFor(
+      `${vm.proxyId} in /debug/syncz with CDS and LDS acknowledged`,
+      async () => {
+        const e = (await t.syncz()).find((x) => x.proxy === vm!.proxyId)
+        return e && e.cluster_acked === e.cluster_sent && e.listener_acked === e.listener_sent ? e : undefined
+      },
+      timeoutMs,
+    )
     expect(entry.cluster_sent).toBeTruthy()
     expect(entry.cluster_acked).toBe(entry.cluster_sent)
     expect(entry.listener_sent).toBeTruthy()
@@ -120,10 +128,14 @@ export async function vmJoinScenario(t: ScenarioTarget): Promise<void> {
     // 5. Disconnect → disconnectedAt → deleted after the grace period.
     await vm.close()
     vm = undefined
-    const gone = await waitFor('istio.io/disconnectedAt', async () => {
-      const w = await t.workloadEntry(name)
-      return w === undefined ? 'deleted' : w.metadata.annotations?.['istio.io/disconnectedAt'] ? w : undefined
-    }, timeoutMs)
+    const gone = await waitFor(
+      'istio.io/disconnectedAt',
+      async () => {
+        const w = await t.workloadEntry(name)
+        return w === undefined ? 'deleted' : w.metadata.annotations?.['istio.io/disconnectedAt'] ? w : undefined
+      },
+      timeoutMs,
+    )
     // The sweep may be quicker than this poll; when the entry was seen, it was disconnected, not connected.
     if (gone !== 'deleted') {
       expect(Date.parse(gone.metadata.annotations!['istio.io/disconnectedAt']!)).not.toBeNaN()
