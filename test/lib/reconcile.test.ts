@@ -69,4 +69,16 @@ describe('reconcile', () => {
     const [dup] = reconcile([a, c], {now: NOW, gracePeriodMs: 60_000}).findings
     expect(dup).toMatchObject({type: 'DuplicateAddress', context: 'a', related: [{context: 'c', kind: 'WorkloadEntry', namespace: 'apps', name: 'web-10.0.0.1'}]})
   })
+
+  it('names from the cluster and the kubeconfig are shell-quoted in every printed fix', () => {
+    const hostile = entry('web-10.0.0.7', '10.0.0.7')
+    hostile.metadata.annotations!['istio.io/autoRegistrationGroup'] = 'web;touch /tmp/pwned'
+    const s = snap({context: "prod's cluster", workloadEntries: [hostile]})
+    const findings = reconcile([s], {now: NOW, gracePeriodMs: 60_000}).findings
+    const f = findings.find((x) => x.type === 'OrphanedEntry')
+    expect(f!.fix).toBe(
+      `recreate the group (meshvm onboard 'web;touch /tmp/pwned' -n apps … --apply), or delete the entry: kubectl delete workloadentry web-10.0.0.7 -n apps --context 'prod'"'"'s cluster'`,
+    )
+    for (const x of findings) expect(x.fix, x.type).not.toMatch(/[^']prod's|[^']web;touch/)
+  })
 })

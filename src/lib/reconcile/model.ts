@@ -13,6 +13,7 @@
  * fields are only ever added. See docs/war.md#meshvm-war-reconcile for the schema.
  */
 import {ownerOfKind} from '../kube/object.js'
+import {shellQuote} from '../cli/prompt.js'
 import {missingTunnelLabels, type HboneEvidence} from '../war/hbone.js'
 import {pairVms, splitProxyId, vmRecords, type VmRecord} from '../proxy-status/vms.js'
 import type {ProxySync} from '../proxy-status/status.js'
@@ -98,7 +99,8 @@ export interface ReconcileReport {
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const nsName = (o: {metadata?: {namespace?: string; name?: string}}) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`
-const ctxFlag = (context: string) => ` --context ${context}`
+const ctxFlag = (context: string) => ` --context ${q(context)}`
+const q = shellQuote
 
 /** Since when the entry has been in its current state: disconnected since, else connected since, else made. */
 function lastSeen(we: WorkloadEntryObject): number | undefined {
@@ -155,7 +157,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           type: 'OrphanedEntry',
           severity: 'error',
           reason: `owned by WorkloadGroup ${namespace}/${groupName}, which does not exist`,
-          fix: `recreate the group (meshvm onboard ${groupName} -n ${namespace} … --apply), or delete the entry: kubectl delete workloadentry ${name} -n ${namespace}${ctxFlag(context)}`,
+          fix: `recreate the group (meshvm onboard ${q(groupName)} -n ${q(namespace)} … --apply), or delete the entry: kubectl delete workloadentry ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
           related: [],
         })
       }
@@ -171,7 +173,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
             type: 'StaleRegistration',
             severity: 'warning',
             reason: `made from an older version of WorkloadGroup ${namespace}/${groupName} (labels, ports, service account or network differ)`,
-            fix: `re-onboard the VMs of the group: meshvm war rollout ${groupName} -n ${namespace}${ctxFlag(context)}`,
+            fix: `re-onboard the VMs of the group: meshvm war rollout ${q(groupName!)} -n ${q(namespace)}${ctxFlag(context)}`,
             related: [],
           })
         }
@@ -193,7 +195,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           reg.agentConnected === 'False'
             ? `no proxy connected: disconnected ${since} ago (istiod's grace period has passed, yet the entry is still here)`
             : `marked connected to ${holder ?? 'an istiod'}, but no istiod reports its proxy (last change ${since} ago)`,
-        fix: `delete it (the VM re-registers when its sidecar reconnects): meshvm war reconcile --fix, or kubectl delete workloadentry ${name} -n ${namespace}${ctxFlag(context)}`,
+        fix: `delete it (the VM re-registers when its sidecar reconnects): meshvm war reconcile --fix, or kubectl delete workloadentry ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
         related: [],
         ...(uid && resourceVersion ? {safeFix: {action: 'delete' as const, context, kind: 'WorkloadEntry' as const, namespace, name, uid, resourceVersion}} : {}),
       })
@@ -214,7 +216,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           type: 'OrphanedRegistration',
           severity: 'error',
           reason: 'its WorkloadEntry is gone: the mesh has no endpoint for this VM',
-          fix: `re-onboard the VM (its agent re-creates the entry on reconnect), or remove the registration: meshvm war delete ${name} -n ${namespace}${ctxFlag(context)}`,
+          fix: `re-onboard the VM (its agent re-creates the entry on reconnect), or remove the registration: meshvm war delete ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
           related: [],
         })
       }
@@ -224,7 +226,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           type: 'OrphanedEntry',
           severity: 'error',
           reason: `owned by WorkloadGroup ${namespace}/${groupName}, which does not exist`,
-          fix: `recreate the group, or remove the registration: meshvm war delete ${name} -n ${namespace}${ctxFlag(context)}`,
+          fix: `recreate the group, or remove the registration: meshvm war delete ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
           related: [],
         })
       }
@@ -236,7 +238,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           type: 'DanglingEntry',
           severity: 'warning',
           reason: `agent disconnected ${humanMs(now - Date.parse(reg.disconnectedAt))} ago and no istiod reports its proxy`,
-          fix: `meshvm war prune -n ${namespace} --grace-period ${Math.ceil(o.gracePeriodMs / 1000)}s --yes${ctxFlag(context)} (the onboarding plane owns WARs: --fix leaves them alone)`,
+          fix: `meshvm war prune -n ${q(namespace)} --grace-period ${Math.ceil(o.gracePeriodMs / 1000)}s --yes${ctxFlag(context)} (the onboarding plane owns WARs: --fix leaves them alone)`,
           related: we ? [{context, kind: 'WorkloadEntry', namespace, name: we.metadata?.name ?? ''}] : [],
         })
       }
@@ -246,7 +248,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           type: 'StaleRegistration',
           severity: 'warning',
           reason: `its snapshot of WorkloadGroup ${namespace}/${groupName ?? reg.group} is older than the group`,
-          fix: `meshvm war rollout ${groupName ?? reg.group} -n ${namespace}${ctxFlag(context)}`,
+          fix: `meshvm war rollout ${q(groupName ?? reg.group)} -n ${q(namespace)}${ctxFlag(context)}`,
           related: [],
         })
       }
@@ -255,7 +257,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
     // --- HBONE-capable proxies whose entries predate the tunnel label (Istio 1.31, release note 60788) ---
     if (snap.hbone) {
       for (const m of missingTunnelLabels(snap.workloadEntries, snap.hbone)) {
-        const label = `kubectl label workloadentry ${m.name} -n ${m.namespace} ${TUNNEL_LABEL}=http${ctxFlag(context)}`
+        const label = `kubectl label workloadentry ${q(m.name)} -n ${q(m.namespace)} ${TUNNEL_LABEL}=http${ctxFlag(context)}`
         const holder = m.istiod ? `istiod ${m.istiod} (${snap.hbone.istiods.get(m.istiod)?.version ?? 'version unknown'})` : 'its istiod'
         findings.push({
           context,
@@ -268,7 +270,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
           fix:
             m.labelsOnRegistration === false
               ? `${holder} is older than 1.31 and would re-register it without the label: label it: ${label}`
-              : `re-register the group's entries, --max-unavailable at a time, with health gates: meshvm war rollout ${m.group} -n ${m.namespace} --missing-tunnel-label --restart-command '…'${ctxFlag(context)}; or label it: ${label}`,
+              : `re-register the group's entries, --max-unavailable at a time, with health gates: meshvm war rollout ${q(m.group)} -n ${q(m.namespace)} --missing-tunnel-label --restart-command '…'${ctxFlag(context)}; or label it: ${label}`,
           related: [],
         })
       }
@@ -306,7 +308,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
               type: 'UnregisteredProxy',
               severity: 'error',
               reason: `a VM sidecar connected to istiod ${b.istiod} that no WorkloadEntry or WorkloadAutoRegistration stands for: the mesh sends it configuration but no traffic`,
-              fix: `auto-register it (meshvm bundle GROUP -n ${b.namespace} --autoregister, then restart its sidecar), or add a WorkloadEntry for its address`,
+              fix: `auto-register it (meshvm bundle GROUP -n ${q(b.namespace)} --autoregister, then restart its sidecar), or add a WorkloadEntry for its address`,
               related: [],
             })
           }
@@ -319,7 +321,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
             type: 'UnregisteredProxy',
             severity: 'warning',
             reason: `${ids.length} VM sidecars connected to istiod ${b.istiod} in namespace ${b.namespace} but only ${registered} auto-registered entries: ${ids.length - registered} of them have no registration (which ones cannot be told from syncz)`,
-            fix: `compare each VM's address with the entries: meshvm proxy-status --vms -n ${b.namespace}${ctxFlag(context)} -o wide`,
+            fix: `compare each VM's address with the entries: meshvm proxy-status --vms -n ${q(b.namespace)}${ctxFlag(context)} -o wide`,
             related: [],
           })
         }
