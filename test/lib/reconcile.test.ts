@@ -72,7 +72,7 @@ describe('reconcile', () => {
 
   it('names from the cluster and the kubeconfig are shell-quoted in every printed fix', () => {
     const hostile = entry('web-10.0.0.7', '10.0.0.7')
-    hostile.metadata.annotations!['istio.io/autoRegistrationGroup'] = 'web;touch /tmp/pwned'
+    hostile.metadata!.annotations!['istio.io/autoRegistrationGroup'] = 'web;touch /tmp/pwned'
     const s = snap({context: "prod's cluster", workloadEntries: [hostile]})
     const findings = reconcile([s], {now: NOW, gracePeriodMs: 60_000}).findings
     const f = findings.find((x) => x.type === 'OrphanedEntry')

@@ -152,7 +152,7 @@ export async function requestToken(client: KubeClient, namespace: string, servic
       throw new MeshvmError(`service account ${JSON.stringify(serviceAccount)} not found in namespace ${JSON.stringify(namespace)} (needed to issue the VM's token)`, {
         exit: ExitCode.NOT_FOUND,
         code: 'NotFound',
-        hints: [`create it: kubectl create serviceaccount ${serviceAccount} -n ${namespace}  (or meshvm onboard … --create-service-account --apply)`],
+        hints: [`create it: kubectl create serviceaccount ${shellQuote(serviceAccount)} -n ${shellQuote(namespace)}  (or meshvm onboard … --create-service-account --apply)`],
       })
     }
     throw err

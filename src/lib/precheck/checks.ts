@@ -3,6 +3,7 @@
  * Each check returns pass/warn/fail with a message and, when not passing, a hint.
  */
 import type {KubeClient} from '../kube/client.js'
+import {shellQuote} from '../cli/prompt.js'
 import {canI} from '../kube/access-review.js'
 import {mapSelectorSelects} from '../kube/selector.js'
 import {Resources, resourcePath, type ResourceType} from '../kube/resources.js'
@@ -243,7 +244,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
       return fail(
         'service account',
         `ServiceAccount ${o.namespace}/${serviceAccount} not found`,
-        `kubectl create serviceaccount ${serviceAccount} -n ${o.namespace} (or meshvm onboard … --create-service-account --apply)`,
+        `kubectl create serviceaccount ${shellQuote(serviceAccount)} -n ${shellQuote(o.namespace)} (or meshvm onboard … --create-service-account --apply)`,
       )
     }),
   )
