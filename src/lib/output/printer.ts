@@ -24,7 +24,6 @@ import {asList, BASIC_FORMATS, renderData, resourceName, type OutputFormat} from
 import {TableWriter, type Column, type RenderedRow} from './table.js'
 import {terminalSafe, terminalSafeLines} from './terminal.js'
 
-export {BASIC_FORMATS}
 /** What -o accepts, as shown in help and completion. */
 export const OUTPUT_FORMAT_HELP = [...BASIC_FORMATS, 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'custom-columns=HEADER:PATH,…']
 
