@@ -117,18 +117,25 @@ async function prepareApply(): Promise<Prepared> {
   }
 }
 
-/** CONTEXTS clusters of CONTEXT_PROXIES proxies each, in one KUBECONFIG list; baseline: the first context alone. */
-async function prepareContexts(): Promise<Prepared> {
-  const clusters: TestCluster[] = []
-  for (let i = 0; i < CONTEXTS; i++) clusters.push(await clusterWithProxies(CONTEXT_PROXIES, 3, `bench-${i}`))
-  const contexts = clusters.flatMap((c) => ['--context', c.contextName])
-  return {
-    command: [node, BIN, 'proxy-status', ...contexts],
-    baseline: [node, BIN, 'proxy-status', '--context', clusters[0]!.contextName],
-    env: {KUBECONFIG: clusters.map((c) => c.kubeconfigPath).join(delimiter), KUBECACHEDIR: clusters[0]!.env.KUBECACHEDIR},
-    stop: async () => {
-      for (const c of clusters) await c.stop()
-    },
+/**
+ * CONTEXTS clusters of CONTEXT_PROXIES proxies each, in one KUBECONFIG list. Baseline: meshvm on the
+ * first context alone, or (against: 'kubectl') one `kubectl get workloadentries` per context, all at
+ * once (a shell starts them and waits), as a user would read several clusters with kubectl.
+ */
+function prepareContexts(against: 'one-context' | 'kubectl'): () => Promise<Prepared> {
+  return async () => {
+    const clusters: TestCluster[] = []
+    for (let i = 0; i < CONTEXTS; i++) clusters.push(await clusterWithProxies(CONTEXT_PROXIES, 3, `bench-${i}`))
+    const contexts = clusters.flatMap((c) => ['--context', c.contextName])
+    const kubectls = clusters.map((c) => `kubectl get workloadentries -A --chunk-size=0 --context ${c.contextName} >/dev/null &`).join(' ')
+    return {
+      command: [node, BIN, 'proxy-status', ...contexts],
+      baseline: against === 'kubectl' ? ['sh', '-c', `${kubectls} wait`] : [node, BIN, 'proxy-status', '--context', clusters[0]!.contextName],
+      env: {KUBECONFIG: clusters.map((c) => c.kubeconfigPath).join(delimiter), KUBECACHEDIR: clusters[0]!.env.KUBECACHEDIR},
+      stop: async () => {
+        for (const c of clusters) await c.stop()
+      },
+    }
   }
 }
 
@@ -153,7 +160,13 @@ const CASES: Case[] = [
     name: `meshvm proxy-status, ${CONTEXTS} contexts of ${CONTEXT_PROXIES} proxies`,
     baselineName: `meshvm proxy-status, 1 context of ${CONTEXT_PROXIES}`,
     target: 2.0,
-    prepare: prepareContexts,
+    prepare: prepareContexts('one-context'),
+  },
+  {
+    name: `meshvm proxy-status, ${CONTEXTS} contexts of ${CONTEXT_PROXIES} proxies (against kubectl)`,
+    baselineName: `${CONTEXTS} concurrent kubectl get workloadentries -A --chunk-size=0, one per context`,
+    target: 1.3,
+    prepare: prepareContexts('kubectl'),
   },
   // --chunk-size=0: kubectl in one request, as meshvm's baseline should be. kubectl's default pages of
   // 500 are throttled by client-go (5 requests/s after a burst of 10), which would flatter meshvm.
