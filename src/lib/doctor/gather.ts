@@ -321,27 +321,28 @@ export function appTarget(group: KubeObject | undefined): AppTarget | undefined 
  * istiods of the revision see it (/debug/adsz); undefined when none does or no istiod answers.
  */
 async function proxyAtAddress(client: KubeClient, o: GatherOptions, address: string, namespace: string): Promise<string | undefined> {
-  const [{IstiodPool}, {findIstiods, istiodTarget}, {parseAdsz}] = await Promise.all([import('../istiod/reader.js'), import('../proxy-status/fetch.js'), import('../proxy-status/adsz.js')])
+  const [{IstiodPool}, {findIstiods}, {readNodes}, {splitProxyId}] = await Promise.all([
+    import('../istiod/reader.js'),
+    import('../proxy-status/fetch.js'),
+    import('../proxy-status/collect.js'),
+    import('../proxy-status/vms.js'),
+  ])
   const istiods = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision}).catch((err: unknown) => {
     if (err instanceof MeshvmError) return undefined
     throw err
   })
   if (!istiods) return undefined
-  const {selected} = istiods
   const pool = new IstiodPool(client, o.istioNamespace)
   try {
-    for (const istiod of selected) {
-      let nodes: ReturnType<typeof parseAdsz>
-      try {
-        nodes = parseAdsz((await pool.reader(istiodTarget(istiod)).debugEndpoint('adsz', o.timeoutMs)).body)
-      } catch (err) {
-        // An istiod that cannot be read names no proxy (the query is then not found, as before).
-        if (err instanceof MeshvmError) continue
-        throw err
-      }
-      for (const node of nodes.values()) {
-        if (node.ips.includes(address) && (node.namespace ?? node.proxyId.slice(node.proxyId.lastIndexOf('.') + 1)) === namespace) return node.proxyId
-      }
+    // proxy-status's reader of the istiods' adsz: an istiod that cannot be read names no proxy (the
+    // query is then not found, as before).
+    const nodes = await readNodes(pool, istiods.selected, o.timeoutMs).catch((err: unknown) => {
+      if (err instanceof MeshvmError) return undefined
+      throw err
+    })
+    if (!nodes) return undefined
+    for (const node of nodes.values()) {
+      if (node.ips.includes(address) && (node.namespace ?? splitProxyId(node.proxyId).namespace) === namespace) return node.proxyId
     }
   } finally {
     pool.close()

@@ -197,7 +197,7 @@ export async function collectContext(client: KubeClient, context: string, option
  * whose adsz cannot be read adds nothing: its registrations are then paired by connection, or shown as
  * ambiguous, never guessed.
  */
-async function readNodes(pool: IstiodPool, istiods: IstiodPod[], timeoutMs: number): Promise<Map<string, ProxyNode>> {
+export async function readNodes(pool: IstiodPool, istiods: IstiodPod[], timeoutMs: number): Promise<Map<string, ProxyNode>> {
   const answers = await Promise.all(
     istiods.map(async (istiod) => {
       try {
