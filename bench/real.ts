@@ -22,7 +22,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {measureInterleavedCpu, runCpu, type CpuStats} from './measure.js'
-import {buildControlPlane, istioReleaseFromEnv, startRealControlPlane, type IstioRelease, type Kube, type RealControlPlane} from '../test/real/control-plane.js'
+import {buildControlPlane, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type IstioRelease, type Kube, type RealControlPlane} from '../test/real/control-plane.js'
 import {joinIstiod, type VmConnection} from '../test/real/vm/client.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -177,24 +177,7 @@ async function main(): Promise<void> {
     // The story's VMs: a WorkloadGroup and its bundle, then VMS VMs joining istiod with it
     // (certificate, ADS with auto-registration, ACKs, a healthy probe), each kept connected.
     const bundle = join(work, 'web-vm')
-    meshvm([
-      'onboard',
-      'web',
-      '-n',
-      NS,
-      '-p',
-      'http=8080',
-      '--probe-http',
-      '8080/ready',
-      '-s',
-      'web-vm',
-      '--create-namespace',
-      '--create-service-account',
-      '--apply',
-      '--bundle',
-      bundle,
-      '--autoregister',
-    ])
+    meshvm(onboardWebWithBundle(NS, bundle))
     for (let i = 0; i < VMS; i++) {
       const c = await joinIstiod({bundleDir: bundle, istiodAddress: cp.xdsAddress, instanceIp: `10.10.${i >> 8}.${(i & 255) + 1}`})
       vms.push(c)

@@ -39,6 +39,31 @@ export const WAR_CRD = join(REPO_ROOT, 'test/fixtures/crds/workloadautoregistrat
 export const ISTIO_RELEASES = ['1.30', '1.31'] as const
 export type IstioRelease = (typeof ISTIO_RELEASES)[number]
 
+/**
+ * The stories' `meshvm onboard`: WorkloadGroup web (HTTP on 8080, readiness /ready, service account
+ * web-vm) in `namespace`, applied, with an auto-registering bundle written to `bundleDir`.
+ */
+export function onboardWebWithBundle(namespace: string, bundleDir: string): string[] {
+  return [
+    'onboard',
+    'web',
+    '-n',
+    namespace,
+    '-p',
+    'http=8080',
+    '--probe-http',
+    '8080/ready',
+    '-s',
+    'web-vm',
+    '--create-namespace',
+    '--create-service-account',
+    '--apply',
+    '--bundle',
+    bundleDir,
+    '--autoregister',
+  ]
+}
+
 /** The release MESHVM_REAL_ISTIO names (default the newest). */
 export function istioReleaseFromEnv(env: NodeJS.ProcessEnv = process.env): IstioRelease {
   const v = env.MESHVM_REAL_ISTIO ?? ISTIO_RELEASES[ISTIO_RELEASES.length - 1]!

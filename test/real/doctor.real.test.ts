@@ -14,7 +14,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
-import {ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {ISTIOD_POD, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 import {VmHost} from './vm/host.js'
 import {waitFor} from './vm/scenario.js'
 import {shellQuote} from '../../src/lib/cli/prompt.js'
@@ -42,10 +42,7 @@ beforeAll(async () => {
   registry = join(work, 'vms')
   mkdirSync(registry)
   bundle = join(work, 'web')
-  const r = await meshvm(
-    ['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-namespace', '--create-service-account', '--apply', '--bundle', bundle, '--autoregister'],
-    {timeoutMs: 90_000},
-  )
+  const r = await meshvm(onboardWebWithBundle(NS, bundle), {timeoutMs: 90_000})
   expect(r.stderr).not.toMatch(STACK_TRACE)
   expect(r.code, r.stderr).toBe(0)
   recordSecret(readFileSync(join(bundle, 'istio-token'), 'utf8').trim())

@@ -14,7 +14,7 @@ import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {runCli} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
-import {freePort, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {freePort, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 
 const NS = 'pf-apps'
 const VMS = 3
@@ -49,24 +49,7 @@ beforeAll(async () => {
   recordSecret(cp.main.token)
   work = mkdtempSync(join(tmpdir(), 'meshvm-real-pf-'))
   const bundle = join(work, 'web-vm')
-  const r = await meshvm([
-    'onboard',
-    'web',
-    '-n',
-    NS,
-    '-p',
-    'http=8080',
-    '--probe-http',
-    '8080/ready',
-    '-s',
-    'web-vm',
-    '--create-namespace',
-    '--create-service-account',
-    '--apply',
-    '--bundle',
-    bundle,
-    '--autoregister',
-  ])
+  const r = await meshvm(onboardWebWithBundle(NS, bundle))
   if (r.code !== 0) throw new Error(`onboard failed: ${r.stderr}`)
   for (let i = 0; i < VMS; i++) {
     const c = await joinIstiod({bundleDir: bundle, istiodAddress: cp.xdsAddress, instanceIp: `10.20.0.${i + 1}`})

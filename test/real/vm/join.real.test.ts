@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {runCli, STACK_TRACE} from '../../helpers/cli.js'
 import {recordSecret} from '../../helpers/secrets.js'
-import {ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from '../control-plane.js'
+import {ISTIOD_POD, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type RealControlPlane} from '../control-plane.js'
 import {decodeDiscoveryResponse, discoveryResponseJson} from '../../../src/lib/grpc/xds.js'
 import {decodeMessage, structToJson, type ProtoStruct} from '../../fixtures/protos/load.js'
 import {joinIstiod} from './client.js'
@@ -27,28 +27,7 @@ beforeAll(async () => {
   recordSecret(cp.main.token)
   work = mkdtempSync(join(tmpdir(), 'meshvm-real-vm-'))
   bundle = join(work, 'web')
-  const r = await runCli(
-    [
-      'onboard',
-      'web',
-      '-n',
-      NS,
-      '-p',
-      'http=8080',
-      '--probe-http',
-      '8080/ready',
-      '-s',
-      'web-vm',
-      '--create-namespace',
-      '--create-service-account',
-      '--apply',
-      '--bundle',
-      bundle,
-      '--autoregister',
-      '--no-hosts',
-    ],
-    {env: {KUBECONFIG: cp.kubeconfigPath, HOME: work}, timeoutMs: 90_000},
-  )
+  const r = await runCli([...onboardWebWithBundle(NS, bundle), '--no-hosts'], {env: {KUBECONFIG: cp.kubeconfigPath, HOME: work}, timeoutMs: 90_000})
   expect(r.stderr).not.toMatch(STACK_TRACE)
   expect(r.code, r.stderr).toBe(0)
   recordSecret(readFileSync(join(bundle, 'istio-token'), 'utf8').trim())
