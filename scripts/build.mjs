@@ -308,7 +308,7 @@ const LAZY_IMPORTS = [{importer: 'src/lib/kube/proxy.ts', module: 'socks', names
 const lazyImports = {
   name: 'meshvm-lazy-imports',
   setup(b) {
-    for (const {importer, module, names} of LAZY_IMPORTS) {
+    for (const {importer, module} of LAZY_IMPORTS) {
       const file = join(root, importer)
       b.onResolve({filter: new RegExp(`^${module}$`)}, (args) => (args.importer === file ? {path: module, namespace: 'meshvm-lazy-import'} : undefined))
     }

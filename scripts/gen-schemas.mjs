@@ -35,11 +35,12 @@ export function extractSchemas(text) {
 
 /** Every CEL rule of a schema tree, in document order, once. */
 export function celRules(schema, rules = new Set()) {
-  if (Array.isArray(schema)) schema.forEach((s) => celRules(s, rules))
-  else if (schema && typeof schema === 'object') {
+  if (Array.isArray(schema)) {
+    for (const s of schema) celRules(s, rules)
+  } else if (schema && typeof schema === 'object') {
     for (const [k, v] of Object.entries(schema)) {
-      if (k === 'x-kubernetes-validations') v.forEach((r) => rules.add(r.rule))
-      else celRules(v, rules)
+      if (k !== 'x-kubernetes-validations') celRules(v, rules)
+      else for (const r of v) rules.add(r.rule)
     }
   }
   return rules
