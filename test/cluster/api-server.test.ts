@@ -6,16 +6,44 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startCluster, type TestCluster} from '../helpers/cluster.js'
 import {waitUntil} from '../helpers/spawn.js'
 
-interface Res {
+/** `body`: the JSON the server sent (undefined if it was not JSON); `T` names the fields a test reads of it. */
+interface Res<T> {
   status: number
   headers: Record<string, string | string[] | undefined>
-  body: any
+  body: T
   text: string
+}
+
+/** kube-apiserver's error body (metav1.Status). */
+interface Status {
+  reason: string
+  message: string
+  details: {causes: {reason: string; field: string; message: string}[]}
+}
+
+interface Meta {
+  uid: string
+  generation: number
+  resourceVersion: string
+  creationTimestamp: string
+  labels?: Record<string, string>
+  managedFields: {manager: string; operation: string}[]
+}
+
+/** A WorkloadGroup as the server answers it (`bogus`: an unknown field it must prune). */
+interface WorkloadGroup {
+  metadata: Meta
+  spec: {template: {ports: Record<string, number>}; bogus?: unknown}
+}
+
+interface List {
+  metadata: {continue?: string; remainingItemCount?: number}
+  items: {metadata: {name: string}}[]
 }
 
 let cluster: TestCluster
 
-function call(method: string, path: string, options: {body?: unknown; token?: string | null; contentType?: string; accept?: string; on?: TestCluster} = {}): Promise<Res> {
+function call<T = unknown>(method: string, path: string, options: {body?: unknown; token?: string | null; contentType?: string; accept?: string; on?: TestCluster} = {}): Promise<Res<T>> {
   const target = options.on ?? cluster
   return new Promise((resolve, reject) => {
     const url = new URL(path, target.url)
@@ -32,11 +60,11 @@ function call(method: string, path: string, options: {body?: unknown; token?: st
         .setEncoding('utf8')
         .on('data', (d: string) => (text += d))
         .on('end', () => {
-          let body: unknown
+          let body: T
           try {
             body = JSON.parse(text)
           } catch {
-            body = undefined
+            body = undefined as T
           }
           resolve({status: res.statusCode ?? 0, headers: res.headers, body, text})
         })
@@ -70,28 +98,29 @@ describe('authentication and discovery', () => {
   })
 
   it('serves /version, groups with preferred versions, and resource lists', async () => {
-    expect((await call('GET', '/version')).body.gitVersion).toBe('v1.32.0')
-    const groups = (await call('GET', '/apis')).body.groups as {name: string; preferredVersion: {version: string}}[]
+    expect((await call<{gitVersion: string}>('GET', '/version')).body.gitVersion).toBe('v1.32.0')
+    const {groups} = (await call<{groups: {name: string; preferredVersion: {version: string}}[]}>('GET', '/apis')).body
     expect(groups.find((g) => g.name === 'networking.istio.io')?.preferredVersion.version).toBe('v1')
-    const list = (await call('GET', '/apis/runtime.onboarding.tetrate.io/v1alpha1')).body
+    const list = (await call<{resources: unknown[]}>('GET', '/apis/runtime.onboarding.tetrate.io/v1alpha1')).body
     expect(list.resources).toContainEqual(expect.objectContaining({name: 'workloadautoregistrations', shortNames: ['war'], kind: 'WorkloadAutoRegistration', namespaced: true}))
-    const core = (await call('GET', '/api/v1')).body.resources.map((r: {name: string}) => r.name)
+    const core = (await call<{resources: {name: string}[]}>('GET', '/api/v1')).body.resources.map((r) => r.name)
     expect(core).toEqual(expect.arrayContaining(['pods', 'pods/proxy', 'serviceaccounts/token', 'secrets', 'events']))
   })
 
   it('serves OpenAPI v3 documents that announce fieldValidation', async () => {
-    const root = (await call('GET', '/openapi/v3')).body
-    expect(root.paths['apis/networking.istio.io/v1'].serverRelativeURL).toMatch(/^\/openapi\/v3\/apis\/networking.istio.io\/v1\?hash=/)
-    const doc = (await call('GET', '/openapi/v3/apis/networking.istio.io/v1')).body
-    const patch = doc.paths['/apis/networking.istio.io/v1/namespaces/{namespace}/workloadgroups/{name}'].patch
+    const root = (await call<{paths: Record<string, {serverRelativeURL: string}>}>('GET', '/openapi/v3')).body
+    expect(root.paths['apis/networking.istio.io/v1']?.serverRelativeURL).toMatch(/^\/openapi\/v3\/apis\/networking.istio.io\/v1\?hash=/)
+    type Operation = {'x-kubernetes-group-version-kind': unknown; parameters: {name: string}[]}
+    const doc = (await call<{paths: Record<string, {patch: Operation}>}>('GET', '/openapi/v3/apis/networking.istio.io/v1')).body
+    const patch = doc.paths['/apis/networking.istio.io/v1/namespaces/{namespace}/workloadgroups/{name}']!.patch
     expect(patch['x-kubernetes-group-version-kind']).toEqual({group: 'networking.istio.io', version: 'v1', kind: 'WorkloadGroup'})
-    expect(patch.parameters.map((p: {name: string}) => p.name)).toContain('fieldValidation')
+    expect(patch.parameters.map((p) => p.name)).toContain('fieldValidation')
   })
 })
 
 describe('object semantics', () => {
   it('creates with uid, resourceVersion, generation and creationTimestamp; 409 on a second create', async () => {
-    const created = await call('POST', WG, {body: wg('crud')})
+    const created = await call<WorkloadGroup>('POST', WG, {body: wg('crud')})
     expect(created.status).toBe(201)
     expect(created.body.metadata).toMatchObject({name: 'crud', namespace: 'default', generation: 1})
     expect(created.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/)
@@ -102,13 +131,13 @@ describe('object semantics', () => {
   })
 
   it('rejects a stale resourceVersion with 409 Conflict; bumps generation only on spec changes', async () => {
-    const first = (await call('GET', `${WG}/crud`)).body
-    const labelled = await call('PATCH', `${WG}/crud`, {body: {metadata: {labels: {team: 'a'}}}, contentType: 'application/merge-patch+json'})
+    const first = (await call<WorkloadGroup>('GET', `${WG}/crud`)).body
+    const labelled = await call<WorkloadGroup>('PATCH', `${WG}/crud`, {body: {metadata: {labels: {team: 'a'}}}, contentType: 'application/merge-patch+json'})
     expect(labelled.body.metadata.generation).toBe(1)
-    const stale = await call('PUT', `${WG}/crud`, {body: first})
+    const stale = await call<Status>('PUT', `${WG}/crud`, {body: first})
     expect(stale.status).toBe(409)
     expect(stale.body.reason).toBe('Conflict')
-    const changed = await call('PATCH', `${WG}/crud`, {body: [{op: 'replace', path: '/spec/template/ports/http', value: 9090}], contentType: 'application/json-patch+json'})
+    const changed = await call<WorkloadGroup>('PATCH', `${WG}/crud`, {body: [{op: 'replace', path: '/spec/template/ports/http', value: 9090}], contentType: 'application/json-patch+json'})
     expect(changed.status).toBe(200)
     expect(changed.body.metadata.generation).toBe(2)
     expect(changed.body.metadata.labels).toEqual({team: 'a'})
@@ -118,17 +147,17 @@ describe('object semantics', () => {
   it('validates against the CRD schema with 422 causes, and rejects unknown fields with fieldValidation=Strict', async () => {
     const bad = wg('bad')
     bad.spec.template.ports.http = 70000
-    const res = await call('POST', WG, {body: bad})
+    const res = await call<Status>('POST', WG, {body: bad})
     expect(res.status).toBe(422)
     expect(res.body.reason).toBe('Invalid')
     // kube-apiserver 1.35.4's answer (test:real builds it): a map entry is [key], a failed rule shows a scalar value.
     expect(res.body.message).toBe('WorkloadGroup.networking.istio.io "bad" is invalid: spec.template.ports[http]: Invalid value: 70000: port must be between 1-65535')
     expect(res.body.details.causes).toEqual([{reason: 'FieldValueInvalid', field: 'spec.template.ports[http]', message: 'Invalid value: 70000: port must be between 1-65535'}])
     const unknown = {...wg('strict'), spec: {...wg('strict').spec, bogus: true}}
-    const strict = await call('POST', `${WG}?fieldValidation=Strict`, {body: unknown})
+    const strict = await call<Status>('POST', `${WG}?fieldValidation=Strict`, {body: unknown})
     expect(strict.status).toBe(400)
     expect(strict.body.message).toBe('WorkloadGroup in version "v1" cannot be handled as a WorkloadGroup: strict decoding error: unknown field "spec.bogus"')
-    const pruned = await call('POST', WG, {body: unknown})
+    const pruned = await call<WorkloadGroup>('POST', WG, {body: unknown})
     expect(pruned.status).toBe(201)
     expect(pruned.body.spec.bogus).toBeUndefined()
   })
@@ -140,17 +169,17 @@ describe('object semantics', () => {
   })
 
   it('server-side apply: creates, tracks managers, reports conflicts and forces', async () => {
-    const apply = (body: unknown, manager: string, force = false) =>
-      call('PATCH', `${WG}/ssa?fieldManager=${manager}${force ? '&force=true' : ''}`, {body, contentType: 'application/apply-patch+yaml'})
-    const created = await apply(wg('ssa'), 'meshvm')
+    const apply = <T>(body: unknown, manager: string, force = false) =>
+      call<T>('PATCH', `${WG}/ssa?fieldManager=${manager}${force ? '&force=true' : ''}`, {body, contentType: 'application/apply-patch+yaml'})
+    const created = await apply<WorkloadGroup>(wg('ssa'), 'meshvm')
     expect(created.status).toBe(201)
     expect(created.body.metadata.managedFields[0]).toMatchObject({manager: 'meshvm', operation: 'Apply'})
     const other = wg('ssa')
     other.spec.template.ports.http = 1234
-    const conflict = await apply(other, 'someone-else')
+    const conflict = await apply<Status>(other, 'someone-else')
     expect(conflict.status).toBe(409)
     expect(conflict.body.message).toMatch(/^Apply failed with 1 conflict: conflict with "meshvm": \.spec\.template\.ports\.http/)
-    const forced = await apply(other, 'someone-else', true)
+    const forced = await apply<WorkloadGroup>(other, 'someone-else', true)
     expect(forced.status).toBe(200)
     expect(forced.body.spec.template.ports.http).toBe(1234)
     const missingManager = await call('PATCH', `${WG}/ssa`, {body: wg('ssa'), contentType: 'application/apply-patch+yaml'})
@@ -158,7 +187,7 @@ describe('object semantics', () => {
   })
 
   it('requires the namespace to exist and the body namespace to match', async () => {
-    const missing = await call('POST', '/apis/networking.istio.io/v1/namespaces/nowhere/workloadgroups', {body: wg('x')})
+    const missing = await call<Status>('POST', '/apis/networking.istio.io/v1/namespaces/nowhere/workloadgroups', {body: wg('x')})
     expect(missing.status).toBe(404)
     expect(missing.body.message).toBe('namespaces "nowhere" not found')
     const mismatch = await call('POST', WG, {body: wg('x', {namespace: 'other'})})
@@ -167,7 +196,7 @@ describe('object semantics', () => {
 
   it('deletes dependents through ownerReferences, and everything in a deleted namespace', async () => {
     await call('POST', '/api/v1/namespaces', {body: {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'gc'}}})
-    const owner = (await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadgroups', {body: wg('owner')})).body
+    const owner = (await call<WorkloadGroup>('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadgroups', {body: wg('owner')})).body
     const ref = {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadGroup', name: 'owner', uid: owner.metadata.uid, controller: true}
     await call('POST', '/apis/networking.istio.io/v1/namespaces/gc/workloadentries', {
       body: {apiVersion: 'networking.istio.io/v1', kind: 'WorkloadEntry', metadata: {name: 'owned', ownerReferences: [ref]}, spec: {address: '10.0.0.1'}},
@@ -196,8 +225,7 @@ describe('lists, selectors, paging and watch', () => {
   })
 
   it('filters with =, !=, in, notin, exists and !exists; rejects malformed selectors with 400', async () => {
-    const names = async (selector: string) =>
-      ((await call('GET', `/api/v1/namespaces/paging/configmaps?labelSelector=${encodeURIComponent(selector)}`)).body.items as {metadata: {name: string}}[]).length
+    const names = async (selector: string) => (await call<List>('GET', `/api/v1/namespaces/paging/configmaps?labelSelector=${encodeURIComponent(selector)}`)).body.items.length
     expect(await names('tier=a')).toBe(9)
     expect(await names('tier!=a')).toBe(16)
     expect(await names('tier in (a,b)')).toBe(17)
@@ -206,17 +234,17 @@ describe('lists, selectors, paging and watch', () => {
     expect(await names('!first')).toBe(20)
     expect(await names('tier=a,first')).toBe(2)
     expect((await call('GET', '/api/v1/namespaces/paging/configmaps?labelSelector=' + encodeURIComponent('tier in (a'))).status).toBe(400)
-    const byName = await call('GET', '/api/v1/namespaces/paging/configmaps?fieldSelector=metadata.name%3Dcm-07')
-    expect(byName.body.items.map((i: {metadata: {name: string}}) => i.metadata.name)).toEqual(['cm-07'])
+    const byName = await call<List>('GET', '/api/v1/namespaces/paging/configmaps?fieldSelector=metadata.name%3Dcm-07')
+    expect(byName.body.items.map((i) => i.metadata.name)).toEqual(['cm-07'])
   })
 
   it('pages with limit/continue and remainingItemCount, and expires old continue tokens with 410', async () => {
-    const first = (await call('GET', '/api/v1/namespaces/paging/configmaps?limit=10')).body
+    const first = (await call<List>('GET', '/api/v1/namespaces/paging/configmaps?limit=10')).body
     expect(first.items).toHaveLength(10)
     expect(first.metadata.remainingItemCount).toBe(15)
-    const second = (await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${first.metadata.continue}`)).body
-    expect(second.items[0].metadata.name).toBe('cm-10')
-    const third = (await call('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${second.metadata.continue}`)).body
+    const second = (await call<List>('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${first.metadata.continue}`)).body
+    expect(second.items[0]?.metadata.name).toBe('cm-10')
+    const third = (await call<List>('GET', `/api/v1/namespaces/paging/configmaps?limit=10&continue=${second.metadata.continue}`)).body
     expect(third.items).toHaveLength(5)
     expect(third.metadata.continue).toBeUndefined()
 
@@ -225,9 +253,9 @@ describe('lists, selectors, paging and watch', () => {
       for (const name of ['a', 'b']) {
         await call('POST', '/api/v1/namespaces/default/configmaps', {on: shortLived, body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name}}})
       }
-      const page = (await call('GET', '/api/v1/namespaces/default/configmaps?limit=1', {on: shortLived})).body
+      const page = (await call<List>('GET', '/api/v1/namespaces/default/configmaps?limit=1', {on: shortLived})).body
       await new Promise((r) => setTimeout(r, 250))
-      const expired = await call('GET', `/api/v1/namespaces/default/configmaps?limit=1&continue=${page.metadata.continue}`, {on: shortLived})
+      const expired = await call<Status>('GET', `/api/v1/namespaces/default/configmaps?limit=1&continue=${page.metadata.continue}`, {on: shortLived})
       expect(expired.status).toBe(410)
       expect(expired.body.reason).toBe('Expired')
     } finally {
@@ -266,14 +294,14 @@ describe('lists, selectors, paging and watch', () => {
 describe('service accounts, RBAC and subresources', () => {
   it('issues TokenRequest JWTs that authenticate as the service account, authorized by RBAC bindings', async () => {
     await call('POST', '/api/v1/namespaces/default/serviceaccounts', {body: {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'reader'}}})
-    const tr = await call('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {
+    const tr = await call<{status: {token: string}}>('POST', '/api/v1/namespaces/default/serviceaccounts/reader/token', {
       body: {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {audiences: ['istio-ca'], expirationSeconds: 3600}},
     })
     expect(tr.status).toBe(201)
-    const token = tr.body.status.token as string
+    const token = tr.body.status.token
     const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
     expect(claims).toMatchObject({aud: ['istio-ca'], sub: 'system:serviceaccount:default:reader'})
-    const denied = await call('GET', '/api/v1/pods', {token})
+    const denied = await call<Status>('GET', '/api/v1/pods', {token})
     expect(denied.status).toBe(403)
     expect(denied.body.message).toBe('pods is forbidden: User "system:serviceaccount:default:reader" cannot list resource "pods" in API group "" at the cluster scope')
     await call('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
@@ -289,7 +317,7 @@ describe('service accounts, RBAC and subresources', () => {
       },
     })
     expect((await call('GET', '/api/v1/pods', {token})).status).toBe(200)
-    const review = await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+    const review = await call<{status: {allowed: boolean}}>('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
       token,
       body: {apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: {resourceAttributes: {verb: 'delete', resource: 'pods'}}},
     })
@@ -302,19 +330,20 @@ describe('service accounts, RBAC and subresources', () => {
     await call('POST', '/api/v1/namespaces/default/secrets', {
       body: {apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: {name: 'reader-token', annotations: {'kubernetes.io/service-account.name': 'reader'}}},
     })
-    expect((await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data).toEqual({})
+    const secret = () => call<{data: Record<string, string>}>('GET', '/api/v1/namespaces/default/secrets/reader-token')
+    expect((await secret()).body.data).toEqual({})
     await waitUntil(() => Boolean((cluster.store.get('/secrets', 'default', 'reader-token')?.data as Record<string, string> | undefined)?.token), 'the token controller to fill reader-token')
-    const data = (await call('GET', '/api/v1/namespaces/default/secrets/reader-token')).body.data
+    const {data} = (await secret()).body
     expect(Object.keys(data).sort()).toEqual(['ca.crt', 'namespace', 'token'])
-    expect(Buffer.from(data['ca.crt'], 'base64').toString()).toBe(cluster.caPem)
-    const token = Buffer.from(data.token, 'base64').toString()
+    expect(Buffer.from(data['ca.crt']!, 'base64').toString()).toBe(cluster.caPem)
+    const token = Buffer.from(data.token!, 'base64').toString()
     expect((await call('GET', '/api/v1/pods', {token})).status).toBe(200)
   })
 
   it('enforces explicit user rules with kube-apiserver forbidden messages', async () => {
     const token = cluster.addUser('bob', {rules: [{verbs: ['get'], apiGroups: [''], resources: ['configmaps']}]})
     expect((await call('GET', '/api/v1/namespaces/istio-system/configmaps/istio', {token})).status).toBe(200)
-    const res = await call('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', {token, body: {spec: {}}})
+    const res = await call<Status>('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', {token, body: {spec: {}}})
     expect(res.status).toBe(403)
     expect(res.body.message).toBe('serviceaccounts "default" is forbidden: User "bob" cannot create resource "serviceaccounts/token" in API group "" in the namespace "default"')
   })
@@ -367,7 +396,7 @@ describe('scale', () => {
     let token = ''
     let pages = 0
     do {
-      const res = await call('GET', `/api/v1/namespaces/big/configmaps?limit=500${token ? `&continue=${token}` : ''}`)
+      const res = await call<List>('GET', `/api/v1/namespaces/big/configmaps?limit=500${token ? `&continue=${token}` : ''}`)
       seen += res.body.items.length
       token = res.body.metadata.continue ?? ''
       pages++

@@ -1,4 +1,5 @@
 import {execFile, spawn, type ChildProcess} from 'node:child_process'
+import {once} from 'node:events'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -73,7 +74,10 @@ describe('npm run demo:cluster -- --name NAME --cluster-id ID', () => {
   const work = mkdtempSync(join(tmpdir(), 'meshvm-demo-'))
   const demos: ChildProcess[] = []
   afterAll(async () => {
-    await Promise.all(demos.map((d) => new Promise((resolve) => (d.exitCode !== null ? resolve(null) : (d.once('exit', resolve), d.kill('SIGTERM'))))))
+    const running = demos.filter((d) => d.exitCode === null && d.signalCode === null)
+    const exited = running.map((d) => once(d, 'exit'))
+    for (const d of running) d.kill('SIGTERM')
+    await Promise.all(exited)
     rmSync(work, {recursive: true, force: true})
   })
   const DEMO = fileURLToPath(new URL('./demo.ts', import.meta.url))

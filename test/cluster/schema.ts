@@ -158,7 +158,7 @@ class Checker {
           seen.add(key)
         }
       }
-      if (s.items) v.forEach((item, i) => this.check(item, s.items!, `${path}[${i}]`, false))
+      if (s.items) for (const [i, item] of v.entries()) this.check(item, s.items, `${path}[${i}]`, false)
     }
     if (isObject(v)) {
       for (const k of s.required ?? []) if (v[k] === undefined) this.add('FieldValueRequired', join(path, k), 'Required value')
@@ -228,7 +228,7 @@ function runRules(v: unknown, s: OpenApiSchema, path: string, causes: Cause[]): 
     const scalar = typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
     causes.push({reason: 'FieldValueInvalid', field: rule.fieldPath ? path + rule.fieldPath : path, message: scalar ? `Invalid value: ${goValue(v)}: ${why}` : `Invalid value: ${why}`})
   }
-  if (Array.isArray(v) && s.items) v.forEach((item, i) => runRules(item, s.items!, `${path}[${i}]`, causes))
+  if (Array.isArray(v) && s.items) for (const [i, item] of v.entries()) runRules(item, s.items, `${path}[${i}]`, causes)
   if (isObject(v)) {
     for (const k of Object.keys(v).sort()) {
       if (s.properties?.[k]) runRules(v[k], s.properties[k]!, join(path, k), causes)

@@ -50,23 +50,25 @@ export function parseLabelSelector(text: string | null | undefined): LabelRequir
 
 export function matchesLabels(labels: Record<string, string> | undefined, reqs: LabelRequirement[]): boolean {
   const l = labels ?? {}
-  return reqs.every((r) => {
-    const has = Object.hasOwn(l, r.key)
-    switch (r.op) {
-      case 'eq':
-        return has && l[r.key] === r.value
-      case 'neq':
-        return !has || l[r.key] !== r.value
-      case 'in':
-        return has && r.values.includes(l[r.key]!)
-      case 'notin':
-        return !has || !r.values.includes(l[r.key]!)
-      case 'exists':
-        return has
-      case 'notexists':
-        return !has
-    }
-  })
+  return reqs.every((r) => matchesLabel(r, l))
+}
+
+function matchesLabel(r: LabelRequirement, l: Record<string, string>): boolean {
+  const has = Object.hasOwn(l, r.key)
+  switch (r.op) {
+    case 'eq':
+      return has && l[r.key] === r.value
+    case 'neq':
+      return !has || l[r.key] !== r.value
+    case 'in':
+      return has && r.values.includes(l[r.key]!)
+    case 'notin':
+      return !has || !r.values.includes(l[r.key]!)
+    case 'exists':
+      return has
+    case 'notexists':
+      return !has
+  }
 }
 
 export interface FieldRequirement {
