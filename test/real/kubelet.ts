@@ -103,7 +103,10 @@ function serve(ws: WebSocket, ports: number[], target: (port: number) => number 
       send(2 * i + 1, Buffer.from(forwardError(port, pod, why)))
       doneOne()
     }
-    if (real === undefined) return refuse('connect: connection refused')
+    if (real === undefined) {
+      refuse('connect: connection refused')
+      return
+    }
     const c = connect(real, '127.0.0.1')
     conns.set(2 * i, c)
     c.on('data', (d: Buffer) => send(2 * i, d))

@@ -25,9 +25,17 @@ export function startVm(bundleDir: string, o: {address: string; hostname: string
   let stdout = ''
   let stderr = ''
   const watchers = new Set<() => void>()
-  const notify = () => [...watchers].forEach((w) => w())
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => ((stdout += d), notify()))
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => ((stderr += d), notify()))
+  const notify = () => {
+    for (const w of [...watchers]) w()
+  }
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d
+    notify()
+  })
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d
+    notify()
+  })
   let ended = false
   const done = new Promise<{code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string}>((resolve) => {
     child.on('close', (code, signal) => {

@@ -30,7 +30,6 @@ import {readFileSync} from 'node:fs'
 import {createServer, type Server} from 'node:http'
 import {connect as netConnect} from 'node:net'
 import {join} from 'node:path'
-import {connect as tlsConnect} from 'node:tls'
 import * as grpc from '@grpc/grpc-js'
 import forge from 'node-forge'
 import {parse as parseYaml} from 'yaml'
@@ -458,7 +457,7 @@ class Vm {
     this.ads = ads
     const node = {id: `sidecar~${this.args.address}~${proxyId}~${namespace}.svc.cluster.local`, metadata: jsonToStruct(nodeMetadata(bundle, this.args, namespace))}
     const types = [XDS_TYPES.CDS, XDS_TYPES.EDS, XDS_TYPES.LDS, XDS_TYPES.RDS]
-    types.forEach((typeUrl, i) => ads.send({typeUrl, ...(i === 0 ? {node} : {})}))
+    for (const [i, typeUrl] of types.entries()) ads.send({typeUrl, ...(i === 0 ? {node} : {})})
     // ACK what loads; NACK the rest with the error and the version last accepted, as Envoy does.
     const accepted = new Map<string, string>()
     let rejected = false
