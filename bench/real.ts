@@ -266,7 +266,7 @@ async function main(): Promise<void> {
         metadata: {name: 'app', namespace: ns},
         spec: {metadata: {labels: {app: 'app'}}, template: {serviceAccount: 'default', ports: {http: 8080}}},
       })
-      groupUid.set(ns, (await kube.must('GET', `/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups/app`)).metadata.uid)
+      groupUid.set(ns, (await kube.must<{metadata: {uid: string}}>('GET', `/apis/networking.istio.io/v1/namespaces/${ns}/workloadgroups/app`)).metadata.uid)
     }
     await kube.create('/api/v1/namespaces', {apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'fleet'}})
     let seeded = 0

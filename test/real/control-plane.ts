@@ -242,7 +242,10 @@ export function httpGet(url: string, o: {ca?: string; token?: string; timeoutMs?
   })
 }
 
-/** An admin client of one API server: JSON requests with the static admin token. */
+/**
+ * An admin client of one API server: JSON requests with the static admin token. `T` of each method
+ * names the fields the caller reads of the answer (unknown when it reads none).
+ */
 export class Kube {
   constructor(
     readonly url: string,
@@ -250,7 +253,7 @@ export class Kube {
     private readonly token: string,
   ) {}
 
-  request<T = any>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{status: number; json: T}> {
+  request<T = unknown>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{status: number; json: T}> {
     return new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body)
       const req = httpsRequest(
@@ -265,13 +268,13 @@ export class Kube {
           let text = ''
           res.setEncoding('utf8').on('data', (d: string) => (text += d))
           res.on('end', () => {
-            let json: any
+            let json: unknown
             try {
               json = text ? JSON.parse(text) : undefined
             } catch {
               json = text
             }
-            resolve({status: res.statusCode ?? 0, json})
+            resolve({status: res.statusCode ?? 0, json: json as T})
           })
         },
       )
@@ -282,7 +285,7 @@ export class Kube {
   }
 
   /** Like request, but throws unless the status is 2xx (or one of `ok`). */
-  async must<T = any>(method: string, path: string, body?: unknown, o: {ok?: number[]; contentType?: string} = {}): Promise<T> {
+  async must<T = unknown>(method: string, path: string, body?: unknown, o: {ok?: number[]; contentType?: string} = {}): Promise<T> {
     const r = await this.request<T>(method, path, body, o.contentType)
     if ((r.status < 200 || r.status > 299) && !(o.ok ?? []).includes(r.status)) {
       throw new Error(`${method} ${path}: HTTP ${r.status}: ${typeof r.json === 'string' ? r.json : ((r.json as {message?: string})?.message ?? '')}`)
@@ -295,12 +298,12 @@ export class Kube {
     return this.must('POST', path, obj, {ok: [409]})
   }
 
-  get<T = any>(path: string): Promise<{status: number; json: T}> {
+  get<T = unknown>(path: string): Promise<{status: number; json: T}> {
     return this.request<T>('GET', path)
   }
 
   /** Polls `path` until `predicate` holds for its object (404 counts as undefined). */
-  async waitFor<T = any>(path: string, predicate: (obj: T | undefined) => boolean, what: string, timeoutMs = 60_000): Promise<T | undefined> {
+  async waitFor<T = unknown>(path: string, predicate: (obj: T | undefined) => boolean, what: string, timeoutMs = 60_000): Promise<T | undefined> {
     const deadline = Date.now() + timeoutMs
     let last: T | undefined
     for (;;) {
@@ -433,6 +436,11 @@ async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: 
   return {name: o.name, url, port, token, kubeconfigPath, kube, proc, kcm}
 }
 
+/** A waitFor predicate: the object's status condition `type` is `status`. */
+export function hasCondition(type: string, status = 'True'): (o: {status?: {conditions?: {type: string; status: string}[]}} | undefined) => boolean {
+  return (o) => (o?.status?.conditions ?? []).some((c) => c.type === type && c.status === status)
+}
+
 /** POSTs every CustomResourceDefinition of a multi-document YAML file and waits until each is Established. */
 export async function installCrds(kube: Kube, file: string): Promise<string[]> {
   const crds = parseAllDocuments(readFileSync(file, 'utf8'))
@@ -440,11 +448,7 @@ export async function installCrds(kube: Kube, file: string): Promise<string[]> {
     .filter((d): d is {kind: string; metadata: {name: string}} => d?.kind === 'CustomResourceDefinition')
   for (const crd of crds) await kube.create('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
   for (const crd of crds) {
-    await kube.waitFor(
-      `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
-      (o: any) => (o?.status?.conditions ?? []).some((c: any) => c.type === 'Established' && c.status === 'True'),
-      `CRD ${crd.metadata.name} established`,
-    )
+    await kube.waitFor(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`, hasCondition('Established'), `CRD ${crd.metadata.name} established`)
   }
   return crds.map((c) => c.metadata.name)
 }
@@ -704,7 +708,7 @@ function mergedKubeconfig(caPem: string, servers: ApiServer[]): string {
 /** A Node whose kubelet is the stand-in, and istiod's Pod on it, Running, as a Helm install labels it. */
 async function registerNodeAndPod(kube: Kube, o: {kubeletPort: number; istioVersion: string}): Promise<void> {
   await kube.create('/api/v1/nodes', {apiVersion: 'v1', kind: 'Node', metadata: {name: NODE_NAME, labels: {'kubernetes.io/hostname': NODE_NAME}}})
-  const node = await kube.must('GET', `/api/v1/nodes/${NODE_NAME}`)
+  const node = await kube.must<Record<string, unknown>>('GET', `/api/v1/nodes/${NODE_NAME}`)
   node.status = {
     addresses: [
       {type: 'InternalIP', address: '127.0.0.1'},
@@ -739,7 +743,7 @@ export async function createIstiodPod(kube: Kube, name: string, istioVersion: st
       containers: [{name: 'discovery', image: `docker.io/istio/pilot:${istioVersion}`, ports: Object.values(POD_PORTS).map((p) => ({containerPort: p, protocol: 'TCP'}))}],
     },
   })
-  const pod = await kube.must('GET', `${path}/${name}`)
+  const pod = await kube.must<Record<string, unknown>>('GET', `${path}/${name}`)
   const now = new Date().toISOString()
   pod.status = {
     phase: 'Running',
@@ -792,7 +796,7 @@ async function registerInstallObjects(kube: Kube, o: {istioVersion: string; env:
     metadata: {name: 'istio-eastwestgateway', namespace: ns, labels: gw},
     spec: {type: 'LoadBalancer', selector: {app: 'istio-eastwestgateway'}, ports: [port('status-port', 15021), port('tls', 15443), port('tls-istiod', 15012), port('tls-webhook', 15017)]},
   })
-  const svc = await kube.must('GET', `/api/v1/namespaces/${ns}/services/istio-eastwestgateway`)
+  const svc = await kube.must<Record<string, unknown>>('GET', `/api/v1/namespaces/${ns}/services/istio-eastwestgateway`)
   svc.status = {loadBalancer: {ingress: [{ip: '127.0.0.1'}]}}
   await kube.must('PUT', `/api/v1/namespaces/${ns}/services/istio-eastwestgateway/status`, svc)
 }

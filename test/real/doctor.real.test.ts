@@ -14,9 +14,9 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {BIN, REPO_ROOT, runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
-import {ISTIOD_POD, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {hasCondition, ISTIOD_POD, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 import {VmHost} from './vm/host.js'
-import {waitFor} from './vm/scenario.js'
+import {waitFor, type WorkloadEntry} from './vm/scenario.js'
 import {shellQuote} from '../../src/lib/cli/prompt.js'
 
 const NS = 'vm-doctor'
@@ -127,11 +127,10 @@ function runFix(fix: string | undefined, address = VM_IP): Promise<{stdout: stri
 }
 
 const wePath = (name: string) => `/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries/${name}`
-type Entry = {metadata?: {annotations?: Record<string, string>}; status?: {conditions?: {type: string; status: string; message?: string}[]}}
-const healthyIs = (status: string) => (o: Entry | undefined) => (o?.status?.conditions ?? []).some((c) => c.type === 'Healthy' && c.status === status)
 /** The entry connected (connectedAt, no disconnectedAt) and Healthy=True: what istiod writes once the VM is back. */
-const backAndHealthy = (o: Entry | undefined) =>
-  o?.metadata?.annotations?.['istio.io/connectedAt'] !== undefined && o.metadata.annotations['istio.io/disconnectedAt'] === undefined && healthyIs('True')(o)
+const backAndHealthy = (o: WorkloadEntry | undefined) =>
+  o?.metadata.annotations?.['istio.io/connectedAt'] !== undefined && o.metadata.annotations['istio.io/disconnectedAt'] === undefined && hasCondition('Healthy')(o)
+const disconnected = (o: WorkloadEntry | undefined) => o?.metadata.annotations?.['istio.io/disconnectedAt'] !== undefined
 
 async function startHost(ip: string, o: {firstValiditySeconds?: number} = {}): Promise<VmHost> {
   const h = await VmHost.start({bundleDir: vmDir, istiodAddress: () => cp.xdsAddress, instanceIp: ip, registryDir: registry, hostname: `vm-${ip.split('.').pop()}`, ...o})
@@ -142,8 +141,9 @@ async function startHost(ip: string, o: {firstValiditySeconds?: number} = {}): P
 
 /** What the istiod Deployment's controller does after `kubectl set env`: istiod runs again with the Deployment's environment. */
 async function rollIstiod(): Promise<void> {
-  const d = await cp.main.kube.must('GET', '/apis/apps/v1/namespaces/istio-system/deployments/istiod')
-  const env = Object.fromEntries((d.spec.template.spec.containers[0].env as {name: string; value?: string}[]).map((e) => [e.name, e.value ?? '']))
+  type Deployment = {spec: {template: {spec: {containers: {env: {name: string; value?: string}[]}[]}}}}
+  const d = await cp.main.kube.must<Deployment>('GET', '/apis/apps/v1/namespaces/istio-system/deployments/istiod')
+  const env = Object.fromEntries(d.spec.template.spec.containers[0]!.env.map((e) => [e.name, e.value ?? '']))
   await cp.stopIstiod()
   await cp.startIstiod(env)
 }
@@ -175,16 +175,17 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
 
   it('an invalid token (its service account deleted and made again): step 1 token.review; the printed fix writes a new token and doctor passes', async () => {
     const sa = `/api/v1/namespaces/${NS}/serviceaccounts/web-vm`
-    const old = await cp.main.kube.must('GET', sa)
+    type ServiceAccount = {metadata: {uid: string}}
+    const old = await cp.main.kube.must<ServiceAccount>('GET', sa)
     await cp.main.kube.must('DELETE', sa)
-    await cp.main.kube.waitFor(sa, (o) => o === undefined || (o as {metadata: {uid: string}}).metadata.uid !== old.metadata.uid, 'service account deleted')
+    await cp.main.kube.waitFor<ServiceAccount>(sa, (o) => o === undefined || o.metadata.uid !== old.metadata.uid, 'service account deleted')
     await cp.main.kube.create(`/api/v1/namespaces/${NS}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'web-vm', namespace: NS}})
     // kube-apiserver keeps a token it accepted in its authentication cache for a while: until it rejects it.
     const token = readFileSync(join(vmDir, 'istio-token'), 'utf8').trim()
     await waitFor(
       'the API server to reject the old token',
       async () => {
-        const review = await cp.main.kube.must('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+        const review = await cp.main.kube.must<{status?: {authenticated?: boolean}}>('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
           apiVersion: 'authentication.k8s.io/v1',
           kind: 'TokenReview',
           spec: {token, audiences: ['istio-ca']},
@@ -208,7 +209,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
       (e: Error) => e,
     )
     expect(restart?.message).toMatch(/istio: .*(certificate|self.signed|UNAVAILABLE)/i)
-    await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')
+    await cp.main.kube.waitFor(wePath(WE), disconnected, 'entry disconnected')
     const failing = await expectFirstFail([WE, '--bundle', vmDir], 'bundle.root-cert')
     expect(failing.detail).toContain('istio-ca-root-cert')
     await runFix(failing.fix)
@@ -222,7 +223,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
   it("an unhealthy application (pilot-agent reports the failing probe): step 4 registration.healthy with the probe's message; once it passes again, so does doctor", async () => {
     const message = 'Get "http://127.0.0.1:8080/ready": dial tcp 127.0.0.1:8080: connect: connection refused'
     await vm.setAppHealth(false, message)
-    await cp.main.kube.waitFor(wePath(WE), healthyIs('False'), 'Healthy=False')
+    await cp.main.kube.waitFor(wePath(WE), hasCondition('Healthy', 'False'), 'Healthy=False')
     const {report} = await doctor([WE])
     // Nothing listens on the VM's 8080 (this host runs no application): doctor proves that much and
     // prints no fix (meshvm does not know how to start it).
@@ -234,7 +235,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
     // pilot-agent's /healthz/ready is Envoy's readiness, which the application's probe does not enter.
     expect(check(report, 'vm.ready')).toMatchObject({status: 'pass'})
     await vm.setAppHealth(true)
-    await cp.main.kube.waitFor(wePath(WE), healthyIs('True'), 'Healthy=True')
+    await cp.main.kube.waitFor(wePath(WE), hasCondition('Healthy'), 'Healthy=True')
     await expectPass([WE])
   })
 
@@ -303,7 +304,7 @@ describe('doctor --vm-exec on a VM joined to real istiod', () => {
 
   it('a stopped sidecar: step 4 registration.connected (istio.io/disconnectedAt); the printed restart through --vm-exec makes doctor pass', async () => {
     await runFix(`${VM_EXEC} sudo systemctl stop istio`)
-    await cp.main.kube.waitFor(wePath(WE), (o: Entry | undefined) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'entry disconnected')
+    await cp.main.kube.waitFor(wePath(WE), disconnected, 'entry disconnected')
     const {report} = await doctor([WE])
     // The restart, as the VM's shell reads it on its standard input (with the variables doctor gave --vm-exec).
     expect(firstFail(report)).toMatchObject({

@@ -15,7 +15,7 @@ import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
 import {vmJoinScenario, type SynczEntry, type WorkloadEntry} from './vm/scenario.js'
-import {createIstiodPod, imageTag, kubeconfigYaml, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {createIstiodPod, hasCondition, imageTag, kubeconfigYaml, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
 
 const NS = 'vm-apps'
 let cp: RealControlPlane
@@ -39,6 +39,13 @@ afterAll(async () => {
 const meshvm = (args: string[], o: {timeoutMs?: number; stdoutMayHoldSecrets?: boolean; env?: Record<string, string>} = {}) =>
   runCli(args, {env: {...env, ...o.env}, timeoutMs: o.timeoutMs ?? 60_000, stdoutMayHoldSecrets: o.stdoutMayHoldSecrets})
 
+/** What these tests read of the WorkloadGroup web that meshvm applies. */
+interface WorkloadGroup {
+  metadata: {managedFields: {manager: string; operation: string}[]}
+  spec: {metadata: {labels: Record<string, string>}; probe: {httpGet: {path: string}}}
+}
+const workloadGroup = async () => (await cp.main.kube.get<WorkloadGroup>(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
+
 // no kube-controller-manager makes a namespace's `default` ServiceAccount here: the group gets its own
 const ONBOARD = ['onboard', 'web', '-n', NS, '-p', 'http=8080', '--probe-http', '8080/ready', '-s', 'web-vm', '--create-service-account']
 
@@ -51,12 +58,12 @@ describe('onboard on the real kube-apiserver', () => {
     expect(r.stdout).toContain('workloadgroup.networking.istio.io/web created')
     expect(r.stdout).toContain('service/web created')
     expect(r.stdout).toContain('serviceaccount/web-vm created')
-    const wg = (await cp.main.kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
-    expect(wg.metadata.managedFields.map((m: {manager: string; operation: string}) => `${m.manager}/${m.operation}`)).toContain('meshvm/Apply')
+    const wg = await workloadGroup()
+    expect(wg.metadata.managedFields.map((m) => `${m.manager}/${m.operation}`)).toContain('meshvm/Apply')
     for (const f of ['mesh.yaml', 'cluster.env', 'root-cert.pem', 'istio-token', 'hosts', 'install.sh']) expect(existsSync(join(bundle, f)), f).toBe(true)
     recordSecret(readFileSync(join(bundle, 'istio-token'), 'utf8').trim())
     // the root in the bundle is the one real istiod published (istio-ca-root-cert in the namespace)
-    const cm = (await cp.main.kube.get(`/api/v1/namespaces/${NS}/configmaps/istio-ca-root-cert`)).json
+    const cm = (await cp.main.kube.get<{data: {'root-cert.pem': string}}>(`/api/v1/namespaces/${NS}/configmaps/istio-ca-root-cert`)).json
     expect(readFileSync(join(bundle, 'root-cert.pem'), 'utf8').trim()).toBe(cm.data['root-cert.pem'].trim())
   })
 
@@ -74,7 +81,7 @@ describe('onboard on the real kube-apiserver', () => {
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain('workloadgroup.networking.istio.io/web configured (server dry run)')
-    const wg = (await cp.main.kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
+    const wg = await workloadGroup()
     expect(wg.spec.metadata.labels.version).toBeUndefined()
   })
 
@@ -82,7 +89,7 @@ describe('onboard on the real kube-apiserver', () => {
     const r = await meshvm([...ONBOARD, '-l', 'version=v2', '--diff'])
     expect(r.code, r.stderr).toBe(1)
     expect(r.stdout).toMatch(/^\+\s+version: v2$/m)
-    const wg = (await cp.main.kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
+    const wg = await workloadGroup()
     expect(wg.spec.metadata.labels.version).toBeUndefined()
   })
 
@@ -99,7 +106,7 @@ describe('onboard on the real kube-apiserver', () => {
     const forced = await meshvm([...ONBOARD, '--apply', '--force-conflicts'])
     expect(forced.code, forced.stderr).toBe(0)
     expect(forced.stdout).toContain('workloadgroup.networking.istio.io/web configured')
-    const wg = (await cp.main.kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
+    const wg = await workloadGroup()
     expect(wg.spec.probe.httpGet.path).toBe('/ready')
   })
 })
@@ -117,7 +124,11 @@ describe('precheck and bundle verify on the real API server', () => {
   it('precheck as a user with no rights: the real API server denies and precheck says which permission is missing', async () => {
     // a ServiceAccount with no RoleBinding, through a TokenRequest of the real API server
     await cp.main.kube.create(`/api/v1/namespaces/${NS}/serviceaccounts`, {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'nobody'}})
-    const tr = await cp.main.kube.must('POST', `/api/v1/namespaces/${NS}/serviceaccounts/nobody/token`, {apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {expirationSeconds: 600}})
+    const tr = await cp.main.kube.must<{status: {token: string}}>('POST', `/api/v1/namespaces/${NS}/serviceaccounts/nobody/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {expirationSeconds: 600},
+    })
     recordSecret(tr.status.token)
     const kc = join(work, 'nobody.kubeconfig')
     writeFileSync(kc, kubeconfigYaml({server: cp.main.url, caPem: readFileSync(join(cp.dir, 'pki/ca.crt'), 'utf8'), token: tr.status.token, name: 'nobody', namespace: NS}), {mode: 0o600})
@@ -144,7 +155,7 @@ const istioctl = (args: string[]) =>
 
 describe('byte for byte with the real istioctl of the same release', () => {
   it('bundle: mesh.yaml, cluster.env, hosts and root-cert.pem as istioctl x workload entry configure writes them', async () => {
-    const wg = (await cp.main.kube.get(`/apis/networking.istio.io/v1/namespaces/${NS}/workloadgroups/web`)).json
+    const wg = await workloadGroup()
     const wgFile = join(work, 'wg.json')
     writeFileSync(wgFile, JSON.stringify(wg))
     const theirs = join(work, 'istioctl-bundle')
@@ -193,9 +204,9 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
     vm = await joinVm()
     expect(vm.workloadEntryName).toBe(WE)
     expect(new X509Certificate(vm.certificateChain[0]!).subjectAltName).toContain(`URI:spiffe://cluster.local/ns/${NS}/sa/web-vm`)
-    const we = await cp.main.kube.waitFor(wePath(WE), (o: any) => (o?.status?.conditions ?? []).some((c: any) => c.type === 'Healthy' && c.status === 'True'), 'WorkloadEntry Healthy')
+    const we = (await cp.main.kube.waitFor<WorkloadEntry>(wePath(WE), hasCondition('Healthy'), 'WorkloadEntry Healthy'))!
     expect(we.metadata.annotations).toMatchObject({'istio.io/autoRegistrationGroup': 'web', 'istio.io/workloadController': ISTIOD_POD})
-    expect(we.metadata.annotations['istio.io/connectedAt']).toBeDefined()
+    expect(we.metadata.annotations?.['istio.io/connectedAt']).toBeDefined()
     expect(we.spec.address).toBe(VM_IP)
   })
 
@@ -279,8 +290,8 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
     } finally {
       server.close()
     }
-    const we = (await cp.main.kube.get(wePath(WE))).json
-    expect(we.spec.labels.version).toBe('v2')
+    const we = (await cp.main.kube.get<WorkloadEntry>(wePath(WE))).json
+    expect(we.spec.labels?.version).toBe('v2')
     const after = await meshvm(['war', 'list', '-n', NS, '-o', 'wide'])
     expect(after.stdout.split('\n').find((l) => l.startsWith(WE))).toMatch(/\sfalse\s/)
   })
@@ -291,13 +302,13 @@ describe('a VM joins real istiod with the bundle meshvm wrote', () => {
     await cp.main.kube.waitFor(wePath(WE), (o) => o === undefined, 'WorkloadEntry deleted')
     await vm?.close()
     vm = await joinVm()
-    await cp.main.kube.waitFor(wePath(WE), (o: any) => o?.metadata?.annotations?.['istio.io/connectedAt'] !== undefined, 'WorkloadEntry back')
+    await cp.main.kube.waitFor<WorkloadEntry>(wePath(WE), (o) => o?.metadata.annotations?.['istio.io/connectedAt'] !== undefined, 'WorkloadEntry back')
   })
 
   it("a stopped VM is marked disconnected (war describe); war prune --grace-period 0 deletes it before istiod's grace ends", async () => {
     await vm?.close()
     vm = undefined
-    await cp.main.kube.waitFor(wePath(WE), (o: any) => o?.metadata?.annotations?.['istio.io/disconnectedAt'] !== undefined, 'disconnectedAt')
+    await cp.main.kube.waitFor<WorkloadEntry>(wePath(WE), (o) => o?.metadata.annotations?.['istio.io/disconnectedAt'] !== undefined, 'disconnectedAt')
     const describe = await meshvm(['war', 'describe', WE, '-n', NS])
     expect(describe.code, describe.stderr).toBe(0)
     expect(describe.stdout).toMatch(/Agent Connected:\s+False/)
@@ -355,8 +366,8 @@ describe('the HBONE tunnel label (release note 60788: Istio 1.31, backported to 
     const hbone = await joinIstiod({bundleDir: dir, istiodAddress: cp.xdsAddress, instanceIp: ip})
     try {
       await hbone.synced()
-      const we = await cp.main.kube.waitFor(wePath(`web-${ip}`), (o: any) => o !== undefined, 'HBONE VM registered')
-      expect(we.metadata.labels['networking.istio.io/tunnel']).toBeUndefined()
+      const we = (await cp.main.kube.waitFor<WorkloadEntry>(wePath(`web-${ip}`), (o) => o !== undefined, 'HBONE VM registered'))!
+      expect(we.metadata.labels?.['networking.istio.io/tunnel']).toBeUndefined()
       const wide = await meshvm(['war', 'list', '-n', NS, '-o', 'wide'])
       expect(wide.code, wide.stderr).toBe(0)
       const header = wide.stdout.split('\n')[0]!
@@ -399,7 +410,7 @@ describe('multi-cluster: create-remote-secret and remote-secret on real API serv
     const r = await meshvm(['create-remote-secret', '--context', 'remote', '--name', 'remote', '--verify', '--apply-to', 'main'], {stdoutMayHoldSecrets: true, timeoutMs: 90_000})
     expect(r.stderr).not.toMatch(STACK_TRACE)
     expect(r.code, r.stderr).toBe(0)
-    const secret = (await cp.main.kube.get(`/api/v1/namespaces/${ISTIO_NAMESPACE}/secrets/istio-remote-secret-remote`)).json
+    const secret = (await cp.main.kube.get<{metadata: {labels: Record<string, string>}; data: {remote: string}}>(`/api/v1/namespaces/${ISTIO_NAMESPACE}/secrets/istio-remote-secret-remote`)).json
     expect(secret.metadata.labels['istio/multiCluster']).toBe('true')
     recordSecret(
       Buffer.from(secret.data.remote, 'base64')

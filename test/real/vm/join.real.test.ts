@@ -70,7 +70,7 @@ describe("real istiod's xDS syncz bytes, read by meshvm's codec and by the upstr
       await vm.synced()
       // A reader identity in istiod's namespace (no kube-controller-manager: its SA is made here).
       await cp.main.kube.create('/api/v1/namespaces/istio-system/serviceaccounts', {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'syncz-reader'}})
-      const tr = await cp.main.kube.must('POST', '/api/v1/namespaces/istio-system/serviceaccounts/syncz-reader/token', {
+      const tr = await cp.main.kube.must<{status: {token: string}}>('POST', '/api/v1/namespaces/istio-system/serviceaccounts/syncz-reader/token', {
         apiVersion: 'authentication.k8s.io/v1',
         kind: 'TokenRequest',
         spec: {audiences: ['istio-ca'], expirationSeconds: 600},
