@@ -40,7 +40,7 @@ export const ISTIO_RELEASES = ['1.30', '1.31'] as const
 export type IstioRelease = (typeof ISTIO_RELEASES)[number]
 
 /**
- * The stories' `meshvm onboard`: WorkloadGroup web (HTTP on 8080, readiness /ready, service account
+ * The stories' `meshvm onboard` (real and simulated VMs): WorkloadGroup web (HTTP on 8080, readiness /ready, service account
  * web-vm) in `namespace`, applied, with an auto-registering bundle written to `bundleDir`.
  */
 export function onboardWebWithBundle(namespace: string, bundleDir: string): string[] {
@@ -436,8 +436,13 @@ async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: 
   return {name: o.name, url, port, token, kubeconfigPath, kube, proc, kcm}
 }
 
+/** What hasCondition reads of an object. */
+export interface WithConditions {
+  status?: {conditions?: {type: string; status: string}[]}
+}
+
 /** A waitFor predicate: the object's status condition `type` is `status`. */
-export function hasCondition(type: string, status = 'True'): (o: {status?: {conditions?: {type: string; status: string}[]}} | undefined) => boolean {
+export function hasCondition(type: string, status = 'True'): (o: WithConditions | undefined) => boolean {
   return (o) => (o?.status?.conditions ?? []).some((c) => c.type === type && c.status === status)
 }
 

@@ -14,6 +14,7 @@ import {createMeshCa} from '../cluster/mesh-ca.js'
 import {resourceKey} from '../cluster/index.js'
 import {waitUntil} from '../helpers/spawn.js'
 import {VmPlane} from '../cluster/vm-services.js'
+import {hasCondition, onboardWebWithBundle, type WithConditions} from '../real/control-plane.js'
 import {startVm, type RunningVm} from './run.js'
 import {shellQuote} from '../../src/lib/cli/prompt.js'
 
@@ -62,6 +63,8 @@ interface Check {
   detail: string
   fix?: string
 }
+/** A waitUntil predicate: the WorkloadEntry's Healthy condition is `status`. */
+const entryHealthyIs = (namespace: string, name: string, status: string) => () => hasCondition('Healthy', status)(cluster.store.get(WE, namespace, name) as WithConditions | undefined)
 const firstFail = (stdout: string) => (JSON.parse(stdout) as {checks: Check[]}).checks.find((c) => c.status === 'fail')
 
 /** Runs a printed fix as a user would: through sh, in a directory of its own, meshvm standing for the built CLI. */
@@ -87,29 +90,7 @@ async function onboard(group: string, namespace: string, bundle: string, extra: 
 describe('doctor --vm-exec on a simulated VM', () => {
   it("reads pilot-agent's readiness, Envoy's certificate, the root it trusts and its istiod connection from the VM", async () => {
     const bundle = join(dir, 'web')
-    const onboard = await runCli(
-      [
-        'onboard',
-        'web',
-        '-n',
-        'vmdoc',
-        '-p',
-        'http=8080',
-        '--probe-http',
-        '8080/ready',
-        '--probe-period',
-        '1',
-        '-s',
-        'web-vm',
-        '--create-namespace',
-        '--create-service-account',
-        '--apply',
-        '--bundle',
-        bundle,
-        '--autoregister',
-      ],
-      {env: cluster.env, timeoutMs: 60_000},
-    )
+    const onboard = await runCli([...onboardWebWithBundle('vmdoc', bundle), '--probe-period', '1'], {env: cluster.env, timeoutMs: 60_000})
     expect(onboard.code, onboard.stderr).toBe(0)
     await join_('10.20.0.5', bundle)
     const r = await doctor(['web-10.20.0.5', '-n', 'vmdoc', '--vm-exec', VM_EXEC])
@@ -219,10 +200,7 @@ describe('doctor --vm-exec on a simulated VM', () => {
     // The application listens on 8080 (the group's http port); the probe asks 9090.
     await onboard('api', 'vmprobe', bundle, ['-p', 'http=8080', '--probe-http', '9090/ready', '--probe-period', '1'])
     const vm = await join_('10.20.2.5', bundle, {appPorts: [8080]})
-    const healthyIs = (status: string) => () => {
-      const we = cluster.store.get(WE, 'vmprobe', 'api-10.20.2.5')
-      return ((we?.status as {conditions?: {type: string; status: string}[]} | undefined)?.conditions ?? []).some((c) => c.type === 'Healthy' && c.status === status)
-    }
+    const healthyIs = (status: string) => entryHealthyIs('vmprobe', 'api-10.20.2.5', status)
     await waitUntil(healthyIs('False'), 'Healthy=False on the entry', 30_000)
     const args = ['api-10.20.2.5', '-n', 'vmprobe', '--vm-exec', VM_EXEC_ANYWHERE]
     const bad = await doctor(args)
@@ -246,7 +224,7 @@ describe('doctor --vm-exec on a simulated VM', () => {
     const bundle = join(dir, 'api2')
     await onboard('api2', 'vmprobe2', bundle, ['-p', 'http=8080', '--probe-http', '9090/ready', '--probe-period', '1'])
     const vm = await join_('10.20.4.5', bundle, {appPorts: [8080]})
-    const healthyIs = (status: string) => () => JSON.stringify(cluster.store.get(WE, 'vmprobe2', 'api2-10.20.4.5')?.status ?? {}).includes(`"Healthy","status":"${status}"`)
+    const healthyIs = (status: string) => entryHealthyIs('vmprobe2', 'api2-10.20.4.5', status)
     await waitUntil(healthyIs('False'), 'Healthy=False on the entry', 30_000)
     const patched = await kubectl(cluster, ['patch', 'workloadgroup', 'api2', '-n', 'vmprobe2', '--type=json', '-p', '[{"op":"replace","path":"/spec/probe/httpGet/port","value":8080}]'])
     expect(patched.code, patched.stderr).toBe(0)

@@ -13,6 +13,7 @@ import {createMeshCa} from '../cluster/mesh-ca.js'
 import {testPki} from '../cluster/pki.js'
 import {boundToken} from '../cluster/tokens.js'
 import {VmPlane} from '../cluster/vm-services.js'
+import {onboardWebWithBundle} from '../real/control-plane.js'
 import {startVm, type RunningVm} from './run.js'
 
 const WE = 'networking.istio.io/workloadentries'
@@ -59,27 +60,7 @@ const entry = (ns: string, name: string) => cluster.store.get(WE, ns, name)
 const healthy = (ns: string, name: string) => ((entry(ns, name)?.status as {conditions?: {type: string; status: string}[]} | undefined)?.conditions ?? []).find((c) => c.type === 'Healthy')?.status
 
 async function onboard(ns: string, bundle: string, extra: string[] = []) {
-  return meshvm([
-    'onboard',
-    'web',
-    '-n',
-    ns,
-    '-p',
-    'http=8080',
-    '--probe-http',
-    '8080/ready',
-    '--probe-period',
-    '1',
-    '-s',
-    'web-vm',
-    '--create-namespace',
-    '--create-service-account',
-    '--apply',
-    '--bundle',
-    bundle,
-    '--autoregister',
-    ...extra,
-  ])
+  return meshvm([...onboardWebWithBundle(ns, bundle), '--probe-period', '1', ...extra])
 }
 
 describe('a VM joins the mesh with the bundle meshvm writes', () => {
