@@ -176,14 +176,39 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   return 101
 }
 
-function serve(ws: WebSocket, target: {namespace: string; name: string; uid: string; ports: number[]}, ctx: PortForwardContext): void {
+/**
+ * kubelet's WebSocket channel framing (wsstream): in v4.channel.k8s.io a message is its channel byte
+ * and the payload; in v4.base64.channel.k8s.io, the channel as a digit and the payload in base64.
+ * `onData` gets each non-empty payload the client writes; the function returned writes to a channel
+ * while the socket is open. Socket errors are dropped: the client sees the connection end.
+ */
+export function v4Channels(ws: WebSocket, onData: (channel: number, payload: Buffer) => void): (channel: number, data: Buffer) => void {
   const base64 = ws.protocol === 'v4.base64.channel.k8s.io'
-  const send = (channel: number, data: Buffer) => {
+  ws.on('message', (data: Buffer, isBinary: boolean) => {
+    let channel: number
+    let payload: Buffer
+    if (base64 && !isBinary) {
+      const text = data.toString('utf8')
+      channel = text.charCodeAt(0) - 48
+      payload = Buffer.from(text.slice(1), 'base64')
+    } else {
+      if (data.length === 0) return
+      channel = data[0]!
+      payload = data.subarray(1)
+    }
+    if (payload.length > 0) onData(channel, payload)
+  })
+  ws.on('error', () => undefined)
+  return (channel, data) => {
     if (ws.readyState !== ws.OPEN) return
     if (base64) ws.send(String.fromCharCode(48 + channel) + data.toString('base64'))
     else ws.send(Buffer.concat([Buffer.from([channel]), data]))
   }
+}
+
+function serve(ws: WebSocket, target: {namespace: string; name: string; uid: string; ports: number[]}, ctx: PortForwardContext): void {
   const streams = new Map<number, Duplex>()
+  const send = v4Channels(ws, (channel, payload) => streams.get(channel)?.write(payload))
   let open = target.ports.length
   const doneOne = () => {
     if (--open <= 0) ws.close(1000)
@@ -218,24 +243,8 @@ function serve(ws: WebSocket, target: {namespace: string; name: string; uid: str
     ours.on('error', () => undefined)
     acceptor(theirs)
   })
-  ws.on('message', (data: Buffer, isBinary: boolean) => {
-    let channel: number
-    let payload: Buffer
-    if (base64 && !isBinary) {
-      const text = data.toString('utf8')
-      channel = text.charCodeAt(0) - 48
-      payload = Buffer.from(text.slice(1), 'base64')
-    } else {
-      if (data.length === 0) return
-      channel = data[0]!
-      payload = data.subarray(1)
-    }
-    const stream = streams.get(channel)
-    if (stream && payload.length > 0) stream.write(payload)
-  })
   ws.on('close', () => {
     for (const s of streams.values()) s.destroy()
     streams.clear()
   })
-  ws.on('error', () => undefined)
 }

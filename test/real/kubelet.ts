@@ -21,6 +21,7 @@ import {connect, type Socket} from 'node:net'
 import type {Duplex} from 'node:stream'
 import {constants as zlibConstants, inflateSync} from 'node:zlib'
 import {WebSocketServer, type WebSocket} from 'ws'
+import {v4Channels} from '../cluster/portforward.js'
 
 export interface KubeletStandIn {
   port: number
@@ -82,13 +83,8 @@ export async function startKubeletStandIn(o: {cert: string; key: string; target:
 }
 
 function serve(ws: WebSocket, ports: number[], target: (port: number) => number | undefined, pod: string): void {
-  const base64 = ws.protocol === 'v4.base64.channel.k8s.io'
-  const send = (channel: number, data: Buffer) => {
-    if (ws.readyState !== ws.OPEN) return
-    if (base64) ws.send(String.fromCharCode(48 + channel) + data.toString('base64'))
-    else ws.send(Buffer.concat([Buffer.from([channel]), data]))
-  }
   const conns = new Map<number, Socket>()
+  const send = v4Channels(ws, (channel, payload) => conns.get(channel)?.write(payload))
   let open = ports.length
   const doneOne = () => {
     if (--open <= 0) ws.close(1000)
@@ -118,26 +114,10 @@ function serve(ws: WebSocket, ports: number[], target: (port: number) => number 
       if (conns.delete(2 * i)) doneOne()
     })
   })
-  ws.on('message', (data: Buffer, isBinary: boolean) => {
-    let channel: number
-    let payload: Buffer
-    if (base64 && !isBinary) {
-      const text = data.toString('utf8')
-      channel = text.charCodeAt(0) - 48
-      payload = Buffer.from(text.slice(1), 'base64')
-    } else {
-      if (data.length === 0) return
-      channel = data[0]!
-      payload = data.subarray(1)
-    }
-    const c = conns.get(channel)
-    if (c && payload.length > 0) c.write(payload)
-  })
   ws.on('close', () => {
     for (const c of conns.values()) c.destroy()
     conns.clear()
   })
-  ws.on('error', () => undefined)
 }
 
 function forwardError(port: number, pod: string, why: string): string {
