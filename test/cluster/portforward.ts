@@ -49,7 +49,7 @@ const wss = new WebSocketServer({
 })
 
 /** A pair of connected Duplex streams (node:stream's duplexPair is Node 22+). */
-export function duplexPair(): [Duplex, Duplex] {
+function duplexPair(): [Duplex, Duplex] {
   let a!: Duplex
   let b!: Duplex
   const make = (other: () => Duplex) =>
@@ -97,6 +97,11 @@ function webSocketStream(ws: WebSocket): Duplex {
   return stream
 }
 
+/** kubelet's text for a pod port nothing listens on (containerd dials it inside the pod's network namespace). */
+function refusal(port: number, pod: string, uid: string): string {
+  return `error forwarding port ${port} to pod ${pod}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-${uid}": failed to connect to localhost:${port} inside namespace "${uid}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `
+}
+
 function writeError(socket: Socket, err: ApiError): void {
   const body = JSON.stringify(statusBody(err))
   const reason = {400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found'}[err.code] ?? 'Error'
@@ -124,9 +129,17 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   }
   const pod = ctx.podExists(namespace, name)
   if (!pod) return fail(notFound('', 'pods', name))
+  // SPDY's connection to a pod port: the simulated container's listener, or kubelet's refusal.
+  const openPort = (port: number): Duplex | string => {
+    const acceptor = ctx.connect(namespace, name, port)
+    if (!acceptor) return refusal(port, name, pod.uid)
+    const [ours, theirs] = duplexPair()
+    acceptor(theirs)
+    return ours
+  }
   // kubectl 1.32 asks for SPDY first tunnelled in a WebSocket (subprotocol SPDY/3.1+portforward.k8s.io),
   // then as a plain SPDY upgrade (POST, X-Stream-Protocol-Version); with SPDY the ports travel in each
-  // stream's headers, not in the query. Neither is served here: say so rather than ask for ports.
+  // stream's headers, not in the query.
   const upgrade = String(req.headers.upgrade ?? '').toLowerCase()
   const streamProtocols = String(req.headers['x-stream-protocol-version'] ?? '')
     .split(',')
@@ -137,7 +150,7 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
       return fail(badRequest(`unable to upgrade connection: unable to negotiate protocol: client supports ${JSON.stringify(streamProtocols)}, server supports ["portforward.k8s.io"]`))
     socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: portforward.k8s.io\r\n\r\n')
     if (head.length > 0) socket.unshift(head)
-    serveSpdyPortForward(socket, {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port))
+    serveSpdyPortForward(socket, openPort)
     return 101
   }
   if (
@@ -151,7 +164,7 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
     // The ws package refuses '/' and '+' in a subprotocol (not RFC 7230 token characters); Go's
     // gorilla/websocket, which kube-apiserver uses, accepts them. Offer ws a token and answer the real name.
     req.headers['sec-websocket-protocol'] = SPDY_TUNNEL_TOKEN
-    wss.handleUpgrade(req, socket, head, (ws) => serveSpdyPortForward(webSocketStream(ws), {namespace, name, uid: pod.uid}, (port) => ctx.connect(namespace, name, port)))
+    wss.handleUpgrade(req, socket, head, (ws) => serveSpdyPortForward(webSocketStream(ws), openPort))
     return 101
   }
   // kubelet's portforward.NewV4Options: `ports` values, each comma-separated, each 1..65535.
@@ -223,12 +236,7 @@ function serve(ws: WebSocket, target: {namespace: string; name: string; uid: str
       // The refusal arrives after kubelet's dial attempt, not in the same write as the port frames
       // (the Python client's select loop does not see frames buffered together with earlier ones).
       setTimeout(() => {
-        send(
-          2 * i + 1,
-          Buffer.from(
-            `error forwarding port ${port} to pod ${target.name}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-${target.uid}": failed to connect to localhost:${port} inside namespace "${target.uid}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `,
-          ),
-        )
+        send(2 * i + 1, Buffer.from(refusal(port, target.name, target.uid)))
         setTimeout(doneOne, 20)
       }, 20)
       return

@@ -1,19 +1,17 @@
 /**
- * kubectl's port-forward protocol, server side: SPDY/3.1 with `portforward.k8s.io` (kubelet
+ * kubelet's port-forward protocol over SPDY/3.1 (`portforward.k8s.io`; kubelet
  * pkg/kubelet/cri/streaming/portforward/httpstream.go over k8s.io/apimachinery's spdy connection and
- * moby/spdystream). Enough of SPDY/3 for kubectl: SYN_STREAM (answered by SYN_REPLY), DATA with FIN,
- * RST_STREAM, PING (echoed), SETTINGS/WINDOW_UPDATE (ignored: spdystream does no flow control),
- * GOAWAY. Per forwarded connection kubectl opens an error stream and a data stream with headers
- * `streamtype`, `port` and `requestid`; once both are there the pod's port is dialled, and a
- * refusal is written on the error stream, as kubelet does.
+ * moby/spdystream), server side: what kubectl and istioctl (client-go) speak, plain or tunnelled in a
+ * WebSocket. Used by the simulated API server (portforward.ts) and by test:real's kubelet stand-in.
  *
- * Header blocks are zlib-compressed with SPDY/3's dictionary, one zlib stream per direction: ours
- * through one deflater, sync-flushed per block; kubectl's inflated by re-inflating everything received
- * so far (a test server sees a handful of blocks).
+ * Every stream the client opens is accepted with an empty SYN_REPLY (as spdystream replies); streams
+ * are paired by `requestid` (headers `streamtype` error or data, and `port`), and each complete pair
+ * is a connection to the pod's port. A refusal is written on the error stream and both streams are
+ * closed, as kubelet's portForward does (`defer Close()`). Pings are answered; SETTINGS and
+ * WINDOW_UPDATE are ignored (spdystream does no flow control).
  */
-import {constants, createDeflate, inflateSync} from 'node:zlib'
 import type {Duplex} from 'node:stream'
-import {duplexPair, type PortAcceptor} from './portforward.js'
+import {constants, inflateSync} from 'node:zlib'
 
 /** SPDY/3's header dictionary (draft 3, section 2.6.10.1), as in Go's spdy package (BSD licence). */
 const DICTIONARY = Buffer.from(
@@ -21,180 +19,190 @@ const DICTIONARY = Buffer.from(
   'base64',
 )
 
+// SPDY/3 frame types and flags (the SPDY/3 draft, as github.com/moby/spdystream/spdy reads them)
 const SYN_STREAM = 1
 const SYN_REPLY = 2
 const RST_STREAM = 3
 const PING = 6
 const GOAWAY = 7
-const FLAG_FIN = 1
+const FLAG_FIN = 0x01
+const STATUS_CANCEL = 5
+/** One DATA frame's largest payload that this server sends (the protocol allows 2^24 - 1). */
+const MAX_DATA = 0xffff
 
-interface Stream {
-  id: number
-  headers: Record<string, string>
-  /** Bytes kubectl sent on this stream. */
-  onData?: (data: Buffer) => void
-  onFin?: () => void
-  closedByUs: boolean
+/**
+ * The header blocks of one direction of a SPDY session are one zlib stream (with the dictionary),
+ * flushed at each frame. Re-inflating everything received so far keeps this synchronous; a session
+ * carries a few streams per forwarded connection, so the input stays small.
+ */
+class HeaderInflater {
+  private input = Buffer.alloc(0)
+  private seen = 0
+  next(block: Buffer): Buffer {
+    this.input = Buffer.concat([this.input, block])
+    const out = inflateSync(this.input, {dictionary: DICTIONARY, finishFlush: constants.Z_SYNC_FLUSH})
+    const fresh = out.subarray(this.seen)
+    this.seen = out.length
+    return fresh
+  }
 }
 
-export function serveSpdyPortForward(socket: Duplex, target: {namespace: string; name: string; uid: string}, connect: (port: number) => PortAcceptor | undefined): void {
-  let buffer = Buffer.alloc(0)
-  let compressedIn = Buffer.alloc(0)
-  let inflatedSoFar = 0
-  const streams = new Map<number, Stream>()
-  const pairs = new Map<string, {data?: Stream; error?: Stream}>()
+function parseHeaderBlock(b: Buffer): Map<string, string> {
+  const headers = new Map<string, string>()
+  let at = 0
+  const take = () => {
+    const n = b.readUInt32BE(at)
+    const s = b.toString('latin1', at + 4, at + 4 + n)
+    at += 4 + n
+    return s
+  }
+  const count = b.readUInt32BE(at)
+  at += 4
+  for (let i = 0; i < count; i++) {
+    const name = take().toLowerCase()
+    headers.set(name, take().split('\0')[0]!)
+  }
+  return headers
+}
 
-  const write = (frame: Buffer) => {
-    inOrder(() => {
-      if (!socket.destroyed) socket.write(frame)
-    })
+interface SpdyPair {
+  id: string
+  port: number
+  error?: number
+  data?: number
+  conn?: Duplex
+}
+
+/**
+ * Serves one SPDY session on `socket`. `open(port)` is the connection to the pod's port, or kubelet's
+ * error text when nothing listens there; an error on an open connection is written as `errorText`.
+ */
+export function serveSpdyPortForward(socket: Duplex, open: (port: number) => Duplex | string, errorText: (port: number, err: NodeJS.ErrnoException) => string = (_port, err) => err.message): void {
+  let pending: Buffer = Buffer.alloc(0)
+  const inflater = new HeaderInflater()
+  let repliedOnce = false
+  const pairs = new Map<string, SpdyPair>()
+  const streams = new Map<number, SpdyPair>()
+  const write = (b: Buffer) => {
+    if (!socket.destroyed && socket.writable) socket.write(b)
   }
-  const control = (type: number, flags: number, body: Buffer) => {
-    const head = Buffer.alloc(8)
-    head.writeUInt16BE(0x8003, 0)
-    head.writeUInt16BE(type, 2)
-    head.writeUInt32BE(body.length, 4)
-    head[4] = flags
-    write(Buffer.concat([head, body]))
+  const control = (type: number, flags: number, payload: Buffer) => {
+    const h = Buffer.alloc(8)
+    h.writeUInt16BE(0x8000 | 3, 0)
+    h.writeUInt16BE(type, 2)
+    h[4] = flags
+    h.writeUIntBE(payload.length, 5, 3)
+    write(Buffer.concat([h, payload]))
   }
-  const data = (id: number, payload: Buffer, fin: boolean) => {
-    const head = Buffer.alloc(8)
-    head.writeUInt32BE(id & 0x7fffffff, 0)
-    head.writeUInt32BE(payload.length, 4)
-    head[4] = fin ? FLAG_FIN : 0
-    write(Buffer.concat([head, payload]))
+  const data = (stream: number, payload: Buffer, fin = false) => {
+    let at = 0
+    do {
+      const chunk = payload.subarray(at, at + MAX_DATA)
+      at += MAX_DATA
+      const h = Buffer.alloc(8)
+      h.writeUInt32BE(stream & 0x7fffffff, 0)
+      h[4] = fin && at >= payload.length ? FLAG_FIN : 0
+      h.writeUIntBE(chunk.length, 5, 3)
+      write(Buffer.concat([h, chunk]))
+    } while (at < payload.length)
   }
-  // One zlib stream (with SPDY's dictionary) for every header block we send, each ended by a sync
-  // flush, as Go's spdy framer writes them; blocks and frames go out in order through one queue.
-  const deflater = createDeflate({dictionary: DICTIONARY})
-  let queue: Promise<void> = Promise.resolve()
-  const headerBlock = (): Promise<Buffer> =>
-    new Promise((resolve) => {
-      const chunks: Buffer[] = []
-      const onData = (c: Buffer) => chunks.push(c)
-      deflater.on('data', onData)
-      deflater.write(Buffer.alloc(4)) // zero name/value pairs
-      deflater.flush(constants.Z_SYNC_FLUSH, () => {
-        deflater.off('data', onData)
-        resolve(Buffer.concat(chunks))
-      })
-    })
-  const inOrder = (fn: () => Promise<void> | void) => {
-    queue = queue.then(fn, fn)
+  const u32 = (n: number) => {
+    const b = Buffer.alloc(4)
+    b.writeUInt32BE(n >>> 0)
+    return b
   }
-  const readHeaders = (block: Buffer): Record<string, string> => {
-    compressedIn = Buffer.concat([compressedIn, block])
-    const all = inflateSync(compressedIn, {dictionary: DICTIONARY, finishFlush: constants.Z_SYNC_FLUSH})
-    const raw = all.subarray(inflatedSoFar)
-    inflatedSoFar = all.length
-    const headers: Record<string, string> = {}
-    let pos = 4
-    const count = raw.readUInt32BE(0)
-    for (let i = 0; i < count; i++) {
-      const nl = raw.readUInt32BE(pos)
-      const name = raw.subarray(pos + 4, pos + 4 + nl).toString('utf8')
-      pos += 4 + nl
-      const vl = raw.readUInt32BE(pos)
-      headers[name] = raw.subarray(pos + 4, pos + 4 + vl).toString('utf8')
-      pos += 4 + vl
+  const reset = (stream: number) => control(RST_STREAM, 0, Buffer.concat([u32(stream), u32(STATUS_CANCEL)]))
+  // Our header blocks are one zlib stream too, with no dictionary needed to write them: a stored
+  // (uncompressed) deflate block holding "0 headers", then the empty stored block a sync flush ends
+  // with (Go's inflater hands out a block's bytes only once it has read the next block's header).
+  const reply = (stream: number) => {
+    const empty = Buffer.from([0x00, 0x04, 0x00, 0xfb, 0xff, 0, 0, 0, 0, 0x00, 0x00, 0x00, 0xff, 0xff])
+    control(SYN_REPLY, 0, Buffer.concat([u32(stream), repliedOnce ? empty : Buffer.concat([Buffer.from([0x78, 0x01]), empty])]))
+    repliedOnce = true
+  }
+  const forget = (p: SpdyPair) => {
+    pairs.delete(p.id)
+    if (p.error !== undefined) streams.delete(p.error)
+    if (p.data !== undefined) streams.delete(p.data)
+    p.conn?.destroy()
+  }
+  // kubelet's portForward ends by closing both streams (a FIN each), after its error text if any.
+  const close = (p: SpdyPair, message?: string) => {
+    if (!pairs.has(p.id)) return
+    if (message !== undefined) data(p.error!, Buffer.from(message))
+    data(p.data!, Buffer.alloc(0), true)
+    data(p.error!, Buffer.alloc(0), true)
+    forget(p)
+  }
+  const forward = (p: SpdyPair) => {
+    const conn = open(p.port)
+    if (typeof conn === 'string') return close(p, conn)
+    p.conn = conn
+    conn.on('data', (d: Buffer) => data(p.data!, d))
+    conn.on('error', (err: NodeJS.ErrnoException) => close(p, errorText(p.port, err)))
+    // the pod closed: kubelet's PortForward returns
+    conn.on('end', () => close(p))
+  }
+  const synStream = (payload: Buffer) => {
+    const stream = payload.readUInt32BE(0) & 0x7fffffff
+    let headers: Map<string, string>
+    try {
+      headers = parseHeaderBlock(inflater.next(payload.subarray(10)))
+    } catch {
+      return reset(stream)
     }
-    return headers
+    const port = Number(headers.get('port'))
+    const type = headers.get('streamtype')
+    // httpStreamReceived: a stream without a valid port or stream type is refused
+    if (!Number.isInteger(port) || port < 1 || port > 65535 || (type !== 'error' && type !== 'data')) return reset(stream)
+    // clients before request IDs: the error stream's ID, and the data stream's one less 2
+    const id = headers.get('requestid') || String(type === 'error' ? stream : stream - 2)
+    let p = pairs.get(id)
+    if (!p) pairs.set(id, (p = {id, port}))
+    if (p[type] !== undefined) return reset(stream)
+    p[type] = stream
+    streams.set(stream, p)
+    reply(stream)
+    if (p.error !== undefined && p.data !== undefined) forward(p)
   }
-  const finish = (s: Stream) => {
-    if (s.closedByUs) return
-    s.closedByUs = true
-    data(s.id, Buffer.alloc(0), true)
-  }
-
-  const onPair = (pair: {data: Stream; error: Stream}) => {
-    const port = Number(pair.data.headers.port)
-    const acceptor = Number.isInteger(port) ? connect(port) : undefined
-    if (!acceptor) {
-      data(
-        pair.error.id,
-        Buffer.from(
-          `error forwarding port ${port} to pod ${target.name}, uid : failed to execute portforward in network namespace "/var/run/netns/cni-${target.uid}": failed to connect to localhost:${port} inside namespace "${target.uid}", IPv4: dial tcp4 127.0.0.1:${port}: connect: connection refused IPv6 dial tcp6 [::1]:${port}: connect: connection refused `,
-        ),
-        false,
-      )
-      finish(pair.error)
-      finish(pair.data)
+  const frame = (b: Buffer) => {
+    if (b[0]! & 0x80) {
+      const type = b.readUInt16BE(2)
+      const payload = b.subarray(8)
+      if (type === SYN_STREAM) synStream(payload)
+      else if (type === RST_STREAM) {
+        const p = streams.get(payload.readUInt32BE(0) & 0x7fffffff)
+        if (p) forget(p)
+      } else if (type === PING) control(PING, 0, payload.subarray(0, 4))
+      else if (type === GOAWAY) socket.end()
+      // SETTINGS, WINDOW_UPDATE, HEADERS: nothing to do here
       return
     }
-    const [ours, theirs] = duplexPair()
-    ours.on('data', (chunk: Buffer) => data(pair.data.id, chunk, false))
-    ours.on('end', () => {
-      finish(pair.data)
-      finish(pair.error)
-    })
-    ours.on('error', () => undefined)
-    pair.data.onData = (chunk) => ours.write(chunk)
-    pair.data.onFin = () => ours.end()
-    acceptor(theirs)
+    const stream = b.readUInt32BE(0) & 0x7fffffff
+    const p = streams.get(stream)
+    if (!p || stream !== p.data || !p.conn) return // the client's error stream carries nothing
+    const payload = b.subarray(8)
+    if (payload.length > 0) p.conn.write(payload)
+    if (b[4]! & FLAG_FIN) p.conn.end()
   }
-
-  const onFrame = (frame: Buffer) => {
-    if (frame[0]! & 0x80) {
-      const type = frame.readUInt16BE(2)
-      const flags = frame[4]!
-      const body = frame.subarray(8)
-      if (type === SYN_STREAM) {
-        const id = body.readUInt32BE(0) & 0x7fffffff
-        const headers = readHeaders(body.subarray(10))
-        const s: Stream = {id, headers, closedByUs: false}
-        streams.set(id, s)
-        // apimachinery's spdy connection replies to every stream it accepts.
-        const idBytes = Buffer.from(body.subarray(0, 4))
-        const block = headerBlock()
-        inOrder(async () => {
-          const b = await block
-          const head = Buffer.alloc(8)
-          head.writeUInt16BE(0x8003, 0)
-          head.writeUInt16BE(SYN_REPLY, 2)
-          head.writeUInt32BE(4 + b.length, 4)
-          if (!socket.destroyed) socket.write(Buffer.concat([head, idBytes, b]))
-        })
-        const key = headers.requestid ?? ''
-        const pair = pairs.get(key) ?? {}
-        if (headers.streamtype === 'data') pair.data = s
-        else if (headers.streamtype === 'error') pair.error = s
-        pairs.set(key, pair)
-        if (flags & FLAG_FIN) s.onFin?.()
-        if (pair.data && pair.error) {
-          pairs.delete(key)
-          onPair(pair as {data: Stream; error: Stream})
-        }
-      } else if (type === RST_STREAM) {
-        streams.get(body.readUInt32BE(0) & 0x7fffffff)?.onFin?.()
-      } else if (type === PING) {
-        control(PING, 0, body)
-      } else if (type === GOAWAY) {
-        socket.end()
-      }
-      return
-    }
-    const id = frame.readUInt32BE(0) & 0x7fffffff
-    const s = streams.get(id)
-    const payload = frame.subarray(8)
-    if (s && payload.length > 0) s.onData?.(payload)
-    if (s && frame[4]! & FLAG_FIN) s.onFin?.()
-  }
-
   socket.on('data', (chunk: Buffer) => {
-    buffer = Buffer.concat([buffer, chunk])
-    while (buffer.length >= 8) {
-      const length = buffer.readUInt32BE(4) & 0xffffff
-      if (buffer.length < 8 + length) break
-      const frame = buffer.subarray(0, 8 + length)
-      buffer = buffer.subarray(8 + length)
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+    while (pending.length >= 8) {
+      const len = pending.readUIntBE(5, 3)
+      if (pending.length < 8 + len) break
+      const b = pending.subarray(0, 8 + len)
+      pending = pending.subarray(8 + len)
       try {
-        onFrame(frame)
+        frame(b)
       } catch {
+        // a malformed frame: the session ends, as spdystream's framer error ends it
         socket.destroy()
         return
       }
     }
   })
   socket.on('error', () => undefined)
-  socket.on('close', () => deflater.close())
+  socket.on('close', () => {
+    for (const p of [...pairs.values()]) forget(p)
+  })
 }
