@@ -129,7 +129,7 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   }
   const pod = ctx.podExists(namespace, name)
   if (!pod) return fail(notFound('', 'pods', name))
-  // SPDY's connection to a pod port: the simulated container's listener, or kubelet's refusal.
+  // The connection to a pod port: the simulated container's listener, or kubelet's refusal.
   const openPort = (port: number): Duplex | string => {
     const acceptor = ctx.connect(namespace, name, port)
     if (!acceptor) return refusal(port, name, pod.uid)
@@ -185,7 +185,7 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
   if (offered.length > 0 && !offered.some((p) => PROTOCOLS.includes(p))) {
     return fail(badRequest(`unable to upgrade connection: requested protocols ${JSON.stringify(offered)} are not supported`))
   }
-  wss.handleUpgrade(req, socket, head, (ws) => serve(ws, {namespace, name, uid: pod.uid, ports}, ctx))
+  wss.handleUpgrade(req, socket, head, (ws) => serveWebSocketPortForward(ws, ports, openPort))
   return 101
 }
 
@@ -195,7 +195,7 @@ export function handlePortForward(req: IncomingMessage, socket: Socket, head: Bu
  * `onData` gets each non-empty payload the client writes; the function returned writes to a channel
  * while the socket is open. Socket errors are dropped: the client sees the connection end.
  */
-export function v4Channels(ws: WebSocket, onData: (channel: number, payload: Buffer) => void): (channel: number, data: Buffer) => void {
+function v4Channels(ws: WebSocket, onData: (channel: number, payload: Buffer) => void): (channel: number, data: Buffer) => void {
   const base64 = ws.protocol === 'v4.base64.channel.k8s.io'
   ws.on('message', (data: Buffer, isBinary: boolean) => {
     let channel: number
@@ -219,40 +219,52 @@ export function v4Channels(ws: WebSocket, onData: (channel: number, payload: Buf
   }
 }
 
-function serve(ws: WebSocket, target: {namespace: string; name: string; uid: string; ports: number[]}, ctx: PortForwardContext): void {
-  const streams = new Map<number, Duplex>()
-  const send = v4Channels(ws, (channel, payload) => streams.get(channel)?.write(payload))
-  let open = target.ports.length
+/**
+ * kubelet's WebSocket port-forward session (portforward/websocket.go): per port i, channel 2i carries
+ * data and 2i+1 errors, and both first carry the port (2 bytes, little-endian). `open(port)` is the
+ * connection to the pod's port, or kubelet's error text when nothing listens there; an error on an open
+ * connection is written as `errorText`. The socket closes once every port's connection has ended.
+ */
+export function serveWebSocketPortForward(
+  ws: WebSocket,
+  ports: number[],
+  open: (port: number) => Duplex | string,
+  errorText: (port: number, err: NodeJS.ErrnoException) => string = (_port, err) => err.message,
+): void {
+  const conns = new Map<number, Duplex>()
+  const send = v4Channels(ws, (channel, payload) => conns.get(channel)?.write(payload))
+  let left = ports.length
   const doneOne = () => {
-    if (--open <= 0) ws.close(1000)
+    if (--left <= 0) ws.close(1000)
   }
-  target.ports.forEach((port, i) => {
+  for (const [i, port] of ports.entries()) {
     const portBytes = Buffer.alloc(2)
     portBytes.writeUInt16LE(port)
     send(2 * i, portBytes)
     send(2 * i + 1, portBytes)
-    const acceptor = ctx.connect(target.namespace, target.name, port)
-    if (!acceptor) {
-      // The refusal arrives after kubelet's dial attempt, not in the same write as the port frames
-      // (the Python client's select loop does not see frames buffered together with earlier ones).
+    // The error arrives after kubelet's dial attempt, not in the same write as the port frames
+    // (the Python client's select loop does not see frames buffered together with earlier ones).
+    const refuse = (message: string) =>
       setTimeout(() => {
-        send(2 * i + 1, Buffer.from(refusal(port, target.name, target.uid)))
+        send(2 * i + 1, Buffer.from(message))
         setTimeout(doneOne, 20)
       }, 20)
-      return
+    const conn = open(port)
+    if (typeof conn === 'string') {
+      refuse(conn)
+      continue
     }
-    const [ours, theirs] = duplexPair()
-    streams.set(2 * i, ours)
-    ours.on('data', (chunk: Buffer) => send(2 * i, chunk))
-    ours.on('end', () => {
-      streams.delete(2 * i)
-      doneOne()
+    conns.set(2 * i, conn)
+    conn.on('data', (chunk: Buffer) => send(2 * i, chunk))
+    conn.on('error', (err: NodeJS.ErrnoException) => {
+      if (conns.delete(2 * i)) refuse(errorText(port, err))
     })
-    ours.on('error', () => undefined)
-    acceptor(theirs)
-  })
+    conn.on('end', () => {
+      if (conns.delete(2 * i)) doneOne()
+    })
+  }
   ws.on('close', () => {
-    for (const s of streams.values()) s.destroy()
-    streams.clear()
+    for (const c of conns.values()) c.destroy()
+    conns.clear()
   })
 }

@@ -5,22 +5,22 @@
  * there the way kubelet's streaming server does, in both of its protocols:
  *
  * - WebSocket (subprotocol `v4.channel.k8s.io`, what meshvm asks for; portforward/websocket.go): ports
- *   in the query, per port i channel 2i carries data and 2i+1 errors, both first carry the port
- *   (2 bytes, little-endian).
- * - SPDY/3.1 (`X-Stream-Protocol-Version: portforward.k8s.io`; portforward/httpstream.go; the session is
- *   test/cluster/spdy.ts's, as the simulated API server's). client-go (kubectl, istioctl) either
- *   upgrades to SPDY through the API server, or tunnels SPDY in a WebSocket (`SPDY/3.1+portforward.k8s.io`),
- *   which the API server unwraps and sends here as a SPDY upgrade: so SPDY is all a kubelet meets. Per
- *   forwarded connection the client opens an `error` and a `data` stream (headers `streamtype`, `port`,
- *   `requestid`).
+ *   in the query, per port i channel 2i carries data and 2i+1 errors.
+ * - SPDY/3.1 (`X-Stream-Protocol-Version: portforward.k8s.io`; portforward/httpstream.go). client-go
+ *   (kubectl, istioctl) either upgrades to SPDY through the API server, or tunnels SPDY in a WebSocket
+ *   (`SPDY/3.1+portforward.k8s.io`), which the API server unwraps and sends here as a SPDY upgrade: so
+ *   SPDY is all a kubelet meets. Per forwarded connection the client opens an `error` and a `data`
+ *   stream (headers `streamtype`, `port`, `requestid`).
  *
- * The "container's network namespace" is 127.0.0.1: a pod port is mapped to the real process's port,
- * so the connection arrives on istiod's loopback as a real port-forward's does.
+ * Both sessions are the simulated API server's (test/cluster/portforward.ts, spdy.ts); this stand-in's
+ * own part is where a pod's port leads. The "container's network namespace" is 127.0.0.1: a pod port
+ * is mapped to the real process's port, so the connection arrives on istiod's loopback as a real
+ * port-forward's does.
  */
 import {createServer, type Server} from 'node:https'
 import {connect, type Socket} from 'node:net'
-import {WebSocketServer, type WebSocket} from 'ws'
-import {v4Channels} from '../cluster/portforward.js'
+import {WebSocketServer} from 'ws'
+import {serveWebSocketPortForward} from '../cluster/portforward.js'
 import {serveSpdyPortForward} from '../cluster/spdy.js'
 
 export interface KubeletStandIn {
@@ -37,6 +37,11 @@ export async function startKubeletStandIn(o: {cert: string; key: string; target:
     res.writeHead(404).end('only port-forward is served here\n')
   })
   const wss = new WebSocketServer({noServer: true, handleProtocols: (offered) => [...offered].find((p) => PROTOCOLS.includes(p)) ?? false})
+  /** A pod's port is istiod's port on 127.0.0.1 that `target` maps it to; none is kubelet's refusal. */
+  const dialer = (namespace: string, pod: string) => (port: number) => {
+    const real = o.target(namespace, pod, port)
+    return real === undefined ? forwardError(port, pod, 'connect: connection refused') : connect(real, '127.0.0.1')
+  }
   const sockets = new Set<Socket>()
   server.on('connection', (s: Socket) => {
     sockets.add(s)
@@ -58,14 +63,7 @@ export async function startKubeletStandIn(o: {cert: string; key: string; target:
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: ${SPDY_PROTOCOL}\r\n\r\n`)
       const [namespace, pod] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)]
       if (head.length > 0) socket.unshift(head)
-      serveSpdyPortForward(
-        socket,
-        (port) => {
-          const real = o.target(namespace, pod, port)
-          return real === undefined ? forwardError(port, pod, 'connect: connection refused') : connect(real, '127.0.0.1')
-        },
-        (port, err) => forwardError(port, pod, dialError(port, err)),
-      )
+      serveSpdyPortForward(socket, dialer(namespace, pod), (port, err) => forwardError(port, pod, dialError(port, err)))
       return
     }
     const ports = [...url.searchParams.getAll('port'), ...url.searchParams.getAll('ports')].flatMap((v) => v.split(',')).map((p) => Number(p.trim()))
@@ -74,7 +72,7 @@ export async function startKubeletStandIn(o: {cert: string; key: string; target:
       return
     }
     const [namespace, pod] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)]
-    wss.handleUpgrade(req, socket, head, (ws) => serve(ws, ports, (port) => o.target(namespace, pod, port), pod))
+    wss.handleUpgrade(req, socket, head, (ws) => serveWebSocketPortForward(ws, ports, dialer(namespace, pod), (port, err) => forwardError(port, pod, dialError(port, err))))
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -89,44 +87,6 @@ export async function startKubeletStandIn(o: {cert: string; key: string; target:
         server.close(() => resolve())
       }),
   }
-}
-
-function serve(ws: WebSocket, ports: number[], target: (port: number) => number | undefined, pod: string): void {
-  const conns = new Map<number, Socket>()
-  const send = v4Channels(ws, (channel, payload) => conns.get(channel)?.write(payload))
-  let open = ports.length
-  const doneOne = () => {
-    if (--open <= 0) ws.close(1000)
-  }
-  ports.forEach((port, i) => {
-    const bytes = Buffer.alloc(2)
-    bytes.writeUInt16LE(port)
-    send(2 * i, bytes)
-    send(2 * i + 1, bytes)
-    const real = target(port)
-    const refuse = (why: string) => {
-      send(2 * i + 1, Buffer.from(forwardError(port, pod, why)))
-      doneOne()
-    }
-    if (real === undefined) {
-      refuse('connect: connection refused')
-      return
-    }
-    const c = connect(real, '127.0.0.1')
-    conns.set(2 * i, c)
-    c.on('data', (d: Buffer) => send(2 * i, d))
-    c.on('error', (err: NodeJS.ErrnoException) => {
-      conns.delete(2 * i)
-      refuse(dialError(port, err))
-    })
-    c.on('end', () => {
-      if (conns.delete(2 * i)) doneOne()
-    })
-  })
-  ws.on('close', () => {
-    for (const c of conns.values()) c.destroy()
-    conns.clear()
-  })
 }
 
 function forwardError(port: number, pod: string, why: string): string {
