@@ -134,7 +134,7 @@ export async function tlsAndCredentials(loaded: LoadedKubeConfig, requestTimeout
         ...(ca ? {'certificate-authority-data': ca.toString('base64')} : {}),
         ...(cluster.proxyUrl ? {'proxy-url': cluster.proxyUrl} : {}),
       }
-      const creds = await runExecPlugin(user.exec, loaded.contextName, undefined, info, requestTimeoutMs)
+      const creds = await runExecPlugin(user.exec, loaded.contextName, info, requestTimeoutMs)
       expiresAt = creds.expiresAt
       if (creds.cert && creds.key) {
         cert = Buffer.from(creds.cert)

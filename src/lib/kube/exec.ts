@@ -7,6 +7,7 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
+import {roughDuration} from './errors.js'
 
 /** How long a credential plugin may run (documented): long enough for an interactive login. */
 export const EXEC_TIMEOUT_MS = 120_000
@@ -59,40 +60,26 @@ function failure(context: string, command: string, why: string, hints: string[] 
 }
 
 /**
- * Runs the plugin. `timeoutMs` (MESHVM_EXEC_TIMEOUT, else EXEC_TIMEOUT_MS) bounds an interactive
- * run (a login); a plugin that cannot prompt is bounded like any request, by `requestTimeoutMs`
- * (--request-timeout) when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
+ * Runs the plugin. MESHVM_EXEC_TIMEOUT, else EXEC_TIMEOUT_MS, bounds an interactive run (a login); a
+ * plugin that cannot prompt is bounded like any request, by `requestTimeoutMs` (--request-timeout)
+ * when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
  */
-export async function runExecPlugin(
-  exec: ExecConfig,
-  context: string,
-  timeout?: number,
-  cluster?: ExecClusterInfo,
-  requestTimeoutMs?: number,
-  stdinIsTerminal = process.stdin.isTTY === true,
-): Promise<ExecCredentials> {
+export async function runExecPlugin(exec: ExecConfig, context: string, cluster?: ExecClusterInfo, requestTimeoutMs?: number, stdinIsTerminal = process.stdin.isTTY === true): Promise<ExecCredentials> {
   // Loaded here, not with the module: most kubeconfigs have no plugin.
   // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
   const {spawn} = process.getBuiltinModule('node:child_process')
   const command = exec.command ?? ''
-  if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
+  if (!command) throw failure(context, '(none)', 'has no command')
   // client-go (exec.go isInteractive): Never: not interactive; IfAvailable: when stdin is a terminal;
   // Always: stdin must be a terminal, or the plugin is not run at all.
   if (exec.interactiveMode === 'Always' && !stdinIsTerminal) {
-    return Promise.reject(
-      failure(context, command, 'cannot support interactive mode: standard input is not a terminal', [
-        "run the command from a terminal, or set the kubeconfig user's exec.interactiveMode to IfAvailable or Never",
-      ]),
-    )
+    throw failure(context, command, 'cannot support interactive mode: standard input is not a terminal', [
+      "run the command from a terminal, or set the kubeconfig user's exec.interactiveMode to IfAvailable or Never",
+    ])
   }
   const interactive = exec.interactiveMode !== 'Never' && stdinIsTerminal
-  let timeoutMs: number
-  try {
-    timeoutMs = timeout ?? execTimeoutMs()
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  if (timeout === undefined && !interactive && !process.env.MESHVM_EXEC_TIMEOUT && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
+  let timeoutMs = execTimeoutMs()
+  if (!interactive && !process.env.MESHVM_EXEC_TIMEOUT && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
   const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1'
   const env: NodeJS.ProcessEnv = {...process.env}
   for (const e of exec.env ?? []) if (e?.name) env[e.name] = e.value ?? ''
@@ -113,7 +100,7 @@ export async function runExecPlugin(
     let size = 0
     let outcome: MeshvmError | undefined
     const timer = setTimeout(() => {
-      outcome = failure(context, command, `did not finish within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} and was stopped`, [
+      outcome = failure(context, command, `did not finish within ${roughDuration(timeoutMs)} and was stopped`, [
         'finish the login it asks for, run it by hand to see why it hangs, or raise MESHVM_EXEC_TIMEOUT',
       ])
       child.kill('SIGKILL')

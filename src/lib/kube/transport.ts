@@ -64,13 +64,6 @@ export function isRetryableStatus(status: number): boolean {
   return status === 429 || status === 500 || status === 502 || status === 503 || status === 504
 }
 
-export const PATCH = {
-  merge: 'application/merge-patch+json',
-  json: 'application/json-patch+json',
-  strategic: 'application/strategic-merge-patch+json',
-  apply: 'application/apply-patch+yaml',
-} as const
-
 export type RetryPolicy = 'read' | 'idempotent' | 'create' | 'never'
 
 export interface KubeRequest {
