@@ -47,8 +47,8 @@ export class PortForwardRefused extends MeshvmError {
 
 /** A forwarded connection. It has the few net.Socket methods http/tls/http2 call on their sockets. */
 export class PortForwardStream extends Duplex {
-  private dataStarted = false
-  private errorStarted = false
+  /** The channels whose first message (it starts with the port number) has arrived. */
+  private readonly started = new Set<number>()
   private errorText = ''
 
   constructor(
@@ -63,21 +63,17 @@ export class PortForwardStream extends Duplex {
 
   private onMessage(data: Buffer, isBinary: boolean): void {
     if (!isBinary || data.length === 0) return
-    const channel = data[0]
+    const channel = data[0]!
     let payload = data.subarray(1)
+    if (!this.started.has(channel)) {
+      this.started.add(channel)
+      payload = payload.subarray(2)
+    }
     if (channel === 0) {
-      if (!this.dataStarted) {
-        this.dataStarted = true
-        payload = payload.subarray(2)
-      }
       // Back-pressure: while the reader is behind, the WebSocket (and so the TCP connection to the
       // API server) stops reading, instead of buffering whatever the pod sends.
       if (payload.length > 0 && !this.push(payload)) this.ws.pause()
     } else if (channel === 1) {
-      if (!this.errorStarted) {
-        this.errorStarted = true
-        payload = payload.subarray(2)
-      }
       // Kubelet's error is one line; a channel that never ends is not kept.
       if (this.errorText.length < 64 * 1024) this.errorText += payload.toString('utf8')
     }
@@ -143,16 +139,17 @@ export async function openPortForward(client: KubeClient, options: {namespace: s
   // backoff or Retry-After, its number of retries), but only within the time-out: the caller's
   // deadline is never exceeded.
   const deadline = Date.now() + options.timeoutMs
+  const path = resourcePath(Resources.pods, {namespace: options.namespace, name: options.pod, subresource: 'portforward'})
   for (let attempt = 0; ; attempt++) {
     try {
       await client.freshCredentials()
-      return await openOnce(client, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
+      return await openOnce(client, path, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
     } catch (err) {
       const transient = err instanceof TransientUpgradeError
       if (!transient || attempt >= client.maxRetries) throw transient ? err.error : err
       const delay = client.retryDelay(attempt, err.retryAfter)
       if (delay === undefined || Date.now() + delay >= deadline) throw err.error
-      client.reportRetry({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path: `${resourcePath(Resources.pods, {namespace: options.namespace})}/${options.pod}/portforward`})
+      client.reportRetry({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path})
       await sleep(delay)
     }
   }
@@ -169,12 +166,12 @@ class TransientUpgradeError extends Error {
   }
 }
 
-function openOnce(client: KubeClient, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream> {
-  const path = `${resourcePath(Resources.pods, {namespace: options.namespace})}/${encodeURIComponent(options.pod)}/portforward`
+function openOnce(client: KubeClient, path: string, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream> {
   const {url, headers, agent, describe} = client.upgradeTarget(path, {ports: options.port})
   url.protocol = url.protocol === 'http:' ? 'ws:' : 'wss:'
   const target = `pod ${options.namespace}/${options.pod} port ${options.port}`
   const started = Date.now()
+  const report = (status: number) => client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status, ms: Date.now() - started, bytes: 0})
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, [PORTFORWARD_PROTOCOL], {
       headers,
@@ -189,8 +186,8 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
     ws.on('unexpected-response', (_req, res) => {
       errorText(res, (text) => {
         settled = true
-        client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: res.statusCode ?? 0, ms: Date.now() - started, bytes: 0})
         const status = res.statusCode ?? 0
+        report(status)
         const err = translateHttpError(describe, status, text)
         if (isRetryableStatus(status)) {
           reject(new TransientUpgradeError(err, `HTTP ${status}`, res.headers['retry-after']))
@@ -202,7 +199,7 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
     })
     ws.once('open', () => {
       settled = true
-      client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: 101, ms: Date.now() - started, bytes: 0})
+      report(101)
       if (ws.protocol !== PORTFORWARD_PROTOCOL) {
         ws.terminate()
         reject(
