@@ -72,7 +72,8 @@ export class KubeClient {
   private readonly url: URL
   private readonly agent: KubeAgent
   private headers: Credentials['headers']
-  private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
+  /** With the defaults filled in; the upgrades (portforward.ts) and watches (watch.ts) time out, retry and report with them too. */
+  readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
   private readonly watcher = new Watcher(this)
 
   private constructor(
@@ -112,21 +113,6 @@ export class KubeClient {
   upgradeTarget(path: string, query: KubeRequest['query'] = {}): WatchTarget {
     const sent = requestPath(this.url, path, query)
     return {url: new URL(sent, this.url), path: sent, headers: {...this.headers, 'User-Agent': this.options.userAgent}, agent: this.agent, describe: this.describe({method: 'GET', path})}
-  }
-
-  /** The time-out of one attempt, unless a request says otherwise. */
-  get timeoutMs(): number {
-    return this.options.timeoutMs
-  }
-
-  /** Reports a retry to --debug (for requests sent outside send(), such as upgrades). */
-  reportRetry(event: RetryEvent): void {
-    this.options.onRetry?.(event)
-  }
-
-  /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
-  reportResponse(event: ResponseEvent): void {
-    this.options.onResponse?.(event)
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {
@@ -188,11 +174,6 @@ export class KubeClient {
     if (req.method === 'POST') return 'create'
     if (req.method === 'PATCH' && req.contentType !== PATCH.json) return 'idempotent'
     return 'never'
-  }
-
-  /** How many more attempts a transient failure gets (MAX_RETRIES unless the client was told otherwise). */
-  get maxRetries(): number {
-    return this.options.maxRetries
   }
 
   /**

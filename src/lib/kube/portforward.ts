@@ -146,10 +146,10 @@ export async function openPortForward(client: KubeClient, options: {namespace: s
       return await openOnce(client, path, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
     } catch (err) {
       const transient = err instanceof TransientUpgradeError
-      if (!transient || attempt >= client.maxRetries) throw transient ? err.error : err
+      if (!transient || attempt >= client.options.maxRetries) throw transient ? err.error : err
       const delay = client.retryDelay(attempt, err.retryAfter)
       if (delay === undefined || Date.now() + delay >= deadline) throw err.error
-      client.reportRetry({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path})
+      client.options.onRetry?.({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path})
       await sleep(delay)
     }
   }
@@ -171,7 +171,7 @@ function openOnce(client: KubeClient, path: string, options: {namespace: string;
   url.protocol = url.protocol === 'http:' ? 'ws:' : 'wss:'
   const target = `pod ${options.namespace}/${options.pod} port ${options.port}`
   const started = Date.now()
-  const report = (status: number) => client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status, ms: Date.now() - started, bytes: 0})
+  const report = (status: number) => client.options.onResponse?.({method: 'GET', path: `${path}?ports=${options.port}`, status, ms: Date.now() - started, bytes: 0})
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, [PORTFORWARD_PROTOCOL], {
       headers,

@@ -29,7 +29,7 @@ export interface WatchTarget {
 
 /** What watching needs of the client. */
 export interface WatchHost {
-  readonly timeoutMs: number
+  readonly options: {readonly timeoutMs: number}
   upgradeTarget(path: string, query: KubeRequest['query']): WatchTarget
   retryDelay(attempt: number, retryAfterHeader: undefined): number | undefined
   freshCredentials(): Promise<void>
@@ -68,7 +68,7 @@ export class Watcher {
     const target = this.host.upgradeTarget(path, watchQuery)
     const result = await watchOnce<T>(
       target,
-      this.host.timeoutMs,
+      this.host.options.timeoutMs,
       typedVersion,
       (event) => {
         if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') changes++
