@@ -388,3 +388,41 @@ describe('loadKubeConfig', () => {
     expect(() => loadKubeConfig({}, {HOME: work, KUBECONFIG: join(work, 'nope')})).toThrow(/^no kubeconfig found/)
   })
 })
+
+describe('files the kubeconfig names (certificate-authority, client-certificate, client-key)', () => {
+  const create = (cluster: string, user: string) => {
+    const file = join(work, 'named-files')
+    writeFileSync(
+      file,
+      `apiVersion: v1
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1", ${cluster}}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+users:
+- name: u
+  user: {${user}}
+`,
+    )
+    return KubeClient.create(loadKubeConfig({kubeconfig: file}), {timeoutMs: 1000})
+  }
+
+  it('says what is wrong with the file and how to fix it', async () => {
+    const err = await create(`certificate-authority: ${work}`, 'token: t').catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(MeshvmError)
+    expect((err as MeshvmError).message).toBe(`context "x": certificate-authority ${work}: is a directory`)
+    expect((err as MeshvmError).hints).toEqual([`fix the certificate-authority path in the kubeconfig (${join(work, 'named-files')}), or embed the file with certificate-authority-data`])
+    await expect(create('insecure-skip-tls-verify: true', `client-certificate: ${join(work, 'nope.crt')}, client-key: ${work}`)).rejects.toThrow(
+      `context "x": client-certificate ${join(work, 'nope.crt')}: file not found`,
+    )
+  })
+
+  it('reads every named file before it checks what the certificate authority holds', async () => {
+    const notPem = Buffer.from('not a certificate').toString('base64')
+    await expect(create(`certificate-authority-data: ${notPem}`, `client-certificate: ${work}, client-key: ${work}`)).rejects.toThrow(`client-certificate ${work}: is a directory`)
+    await expect(create(`certificate-authority-data: ${notPem}`, 'token: t')).rejects.toThrow('certificate-authority-data holds no PEM certificate')
+  })
+})
