@@ -17,13 +17,11 @@ export interface KubeStatus {
 /** An HTTP answer from the API server that is an error. Keeps the parsed Status for callers. */
 export class KubeApiError extends MeshvmError {
   readonly status: number
-  readonly reason: string
   readonly kubeStatus: KubeStatus | undefined
   constructor(message: string, options: {status: number; reason: string; kubeStatus?: KubeStatus; exit: ExitCodeValue; hints?: string[]}) {
     super(message, {exit: options.exit, code: options.reason, hints: options.hints})
     this.name = 'KubeApiError'
     this.status = options.status
-    this.reason = options.reason
     this.kubeStatus = options.kubeStatus
   }
 }
@@ -43,10 +41,7 @@ export function rbacHint(message: string): string | undefined {
   if (!m) return undefined
   const [, verb, resource, group, namespace] = m
   const res = group ? `${resource}.${group}` : resource
-  return `ask a cluster admin for a Role${namespace ? ` in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`.replace(
-    'RoleClusterRole',
-    'ClusterRole',
-  )
+  return `ask a cluster admin for a ${namespace ? `Role in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`
 }
 
 export function translateHttpError(req: RequestDescription, status: number, body: string, location?: string | string[]): KubeApiError {

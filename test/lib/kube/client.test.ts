@@ -11,6 +11,7 @@ import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {KubeClient, MAX_JSON_DEPTH, continueTokenOf, jsonTooDeep} from '../../../src/lib/kube/client.js'
 import {loadKubeConfig} from '../../../src/lib/kube/config.js'
+import {rbacHint} from '../../../src/lib/kube/errors.js'
 import {MeshvmError} from '../../../src/lib/errors.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void
@@ -150,6 +151,16 @@ describe('KubeClient', () => {
       'ask a cluster admin for a Role in namespace apps allowing verb "list" on "workloadentries.networking.istio.io" (kubectl auth can-i list workloadentries.networking.istio.io -n apps)',
     )
     c.close()
+  })
+
+  it('names a ClusterRole for a cluster-scoped refusal, and core resources without a group', () => {
+    expect(rbacHint('clusterroles.rbac.authorization.k8s.io is forbidden: User "dev" cannot list resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster scope')).toBe(
+      'ask a cluster admin for a ClusterRole allowing verb "list" on "clusterroles.rbac.authorization.k8s.io" (kubectl auth can-i list clusterroles.rbac.authorization.k8s.io)',
+    )
+    expect(rbacHint('pods is forbidden: User "dev" cannot get resource "pods" in API group "" in the namespace "a"')).toBe(
+      'ask a cluster admin for a Role in namespace a allowing verb "get" on "pods" (kubectl auth can-i get pods -n a)',
+    )
+    expect(rbacHint('forbidden: no rule')).toBeUndefined()
   })
 
   it('reports malformed JSON after one more try, without echoing the body', async () => {
