@@ -3,12 +3,9 @@
  * owns authentication (from the kubeconfig read by config.ts, credentials.ts), time-outs, retries
  * with jittered exponential backoff and error translation, over transport.ts's kept-alive
  * connection; lists page through paging.ts, watches go through watch.ts. Code outside src/lib/kube
- * imports this module only: it re-exports what that code uses of the others.
- *
- * Retries (documented in the README): up to MAX_RETRIES more attempts, delay drawn uniformly from
- * [0, min(BACKOFF_CAP_MS, BACKOFF_BASE_MS·2^attempt)], or the server's Retry-After when it sends one.
- * Only requests that are safe to repeat are retried: reads, server-side apply, merge patches, deletes
- * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
+ * imports this module only: it re-exports what that code uses of the others. Which requests are
+ * retried, how often and after what delay: docs/conventions.md ("Cluster access"); a delete whose
+ * answer was lost is done on a 404, a create whose answer was lost reports its 409 as such.
  */
 import type {LoadedKubeConfig} from './config.js'
 import {CREDENTIAL_EXPIRY_MARGIN_MS, tlsAndCredentials, type Credentials} from './credentials.js'
