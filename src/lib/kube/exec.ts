@@ -88,7 +88,7 @@ export async function runExecPlugin(exec: ExecConfig, context: string, cluster?:
     kind: 'ExecCredential',
     spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
-  return new Promise((resolve, reject) => {
+  const stdout = await new Promise<string>((resolve, reject) => {
     let child: ReturnType<typeof spawn>
     try {
       child = spawn(command, exec.args ?? [], {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', 'inherit']})
@@ -118,42 +118,37 @@ export async function runExecPlugin(exec: ExecConfig, context: string, cluster?:
     })
     child.on('close', (code) => {
       clearTimeout(timer)
-      if (outcome) return reject(outcome)
+      if (outcome) reject(outcome)
       // Its stderr already reached the terminal; its stdout may hold secrets and is never shown.
-      if (code !== 0) return reject(failure(context, command, `failed (exit ${code ?? 'signal'})`))
-      let status: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown; expirationTimestamp?: unknown} | undefined
-      let answered: unknown
-      try {
-        const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {apiVersion?: unknown; kind?: unknown; status?: typeof status}
-        answered = doc?.apiVersion
-        status = doc?.status
-      } catch {
-        return reject(failure(context, command, 'printed something that is not an ExecCredential'))
-      }
-      // client-go: "exec plugin is configured to use API version X, plugin returned version Y".
-      if (answered !== apiVersion) {
-        return reject(
-          failure(
-            context,
-            command,
-            `is configured to use API version ${apiVersion}, plugin returned version ${typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'}`,
-          ),
-        )
-      }
-      if (!status || typeof status !== 'object') return reject(failure(context, command, 'printed an ExecCredential without a status'))
-      const creds: ExecCredentials = {}
-      if (typeof status.token === 'string' && status.token !== '') creds.token = status.token
-      if (typeof status.clientCertificateData === 'string') creds.cert = status.clientCertificateData
-      if (typeof status.clientKeyData === 'string') creds.key = status.clientKeyData
-      if (!creds.token && !(creds.cert && creds.key)) return reject(failure(context, command, 'returned neither a token nor a client certificate and key'))
-      if (status.expirationTimestamp !== undefined && status.expirationTimestamp !== null) {
-        // RFC 3339, as metav1.Time decodes it.
-        const text = status.expirationTimestamp
-        const at = typeof text === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN
-        if (Number.isNaN(at)) return reject(failure(context, command, 'printed an ExecCredential whose status.expirationTimestamp is not an RFC 3339 time'))
-        creds.expiresAt = at
-      }
-      resolve(creds)
+      else if (code !== 0) reject(failure(context, command, `failed (exit ${code ?? 'signal'})`))
+      else resolve(Buffer.concat(chunks).toString('utf8'))
     })
   })
+  let doc: {apiVersion?: unknown; status?: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown; expirationTimestamp?: unknown}} | null
+  try {
+    doc = JSON.parse(stdout)
+  } catch {
+    throw failure(context, command, 'printed something that is not an ExecCredential')
+  }
+  // client-go: "exec plugin is configured to use API version X, plugin returned version Y".
+  const answered = doc?.apiVersion
+  if (answered !== apiVersion) {
+    const shown = typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'
+    throw failure(context, command, `is configured to use API version ${apiVersion}, plugin returned version ${shown}`)
+  }
+  const status = doc?.status
+  if (!status || typeof status !== 'object') throw failure(context, command, 'printed an ExecCredential without a status')
+  const creds: ExecCredentials = {}
+  if (typeof status.token === 'string' && status.token !== '') creds.token = status.token
+  if (typeof status.clientCertificateData === 'string') creds.cert = status.clientCertificateData
+  if (typeof status.clientKeyData === 'string') creds.key = status.clientKeyData
+  if (!creds.token && !(creds.cert && creds.key)) throw failure(context, command, 'returned neither a token nor a client certificate and key')
+  if (status.expirationTimestamp !== undefined && status.expirationTimestamp !== null) {
+    // RFC 3339, as metav1.Time decodes it.
+    const text = status.expirationTimestamp
+    const at = typeof text === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN
+    if (Number.isNaN(at)) throw failure(context, command, 'printed an ExecCredential whose status.expirationTimestamp is not an RFC 3339 time')
+    creds.expiresAt = at
+  }
+  return creds
 }
