@@ -59,7 +59,6 @@ export interface KubeClientOptions {
   onRetry?: (event: RetryEvent) => void
   /** Called after each answer (any status), e.g. to log with --debug (never with headers or bodies). */
   onResponse?: (event: ResponseEvent) => void
-  random?: () => number
 }
 
 export class KubeClient {
@@ -86,7 +85,6 @@ export class KubeClient {
       maxRetries: MAX_RETRIES,
       backoffBaseMs: Number(process.env.MESHVM_RETRY_BASE_MS ?? BACKOFF_BASE_MS),
       userAgent: 'meshvm',
-      random: Math.random,
       ...options,
     }
     this.agent = createAgent(this.url, loaded, tls)
@@ -185,7 +183,7 @@ export class KubeClient {
       return ms > RETRY_AFTER_CAP_MS ? undefined : ms
     }
     const ceiling = Math.min(BACKOFF_CAP_MS, this.options.backoffBaseMs * 2 ** attempt)
-    return Math.round(this.options.random() * ceiling)
+    return Math.round(Math.random() * ceiling)
   }
 
   /** Sends a request with retries; returns the raw successful response or throws a MeshvmError. */
