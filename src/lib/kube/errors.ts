@@ -126,18 +126,13 @@ export function translateHttpError(req: RequestDescription, status: number, body
   return error(`${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, reason, ExitCode.FAILURE)
 }
 
+/** Kubernetes' reason for a status without a Status body; 401, 403, 404, 410, 422 and 429 name theirs above. */
 function httpReason(status: number): string {
   const reasons: Record<number, string> = {
     400: 'BadRequest',
-    401: 'Unauthorized',
-    403: 'Forbidden',
-    404: 'NotFound',
     405: 'MethodNotAllowed',
     409: 'Conflict',
-    410: 'Gone',
     415: 'UnsupportedMediaType',
-    422: 'Invalid',
-    429: 'TooManyRequests',
     500: 'InternalError',
     502: 'BadGateway',
     503: 'ServiceUnavailable',
