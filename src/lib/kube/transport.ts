@@ -104,6 +104,11 @@ export function codedError(code: string, message: string): NodeJS.ErrnoException
   return Object.assign(new Error(message), {code})
 }
 
+/** A body past the size limit (maxResponseBytes). */
+export function tooLarge(limit: number): NodeJS.ErrnoException {
+  return codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`)
+}
+
 /** An answer that arrived whole but cannot be used (`why`): never "success with nothing". */
 export function malformedAnswer(description: RequestDescription, why: string): MeshvmError {
   return translateNetworkError(description, codedError('MESHVM_MALFORMED', why), 0)
@@ -189,14 +194,13 @@ export function exchange(
     const r = openRequest(server, agent, method, path, headers, (res) => {
       const chunks: Buffer[] = []
       let size = 0
-      const tooLarge = () => codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`)
       if (Number(res.headers['content-length'] ?? 0) > limit) {
-        fail(tooLarge())
+        fail(tooLarge(limit))
         return
       }
       res.on('data', (c: Buffer) => {
         size += c.length
-        if (size > limit) fail(tooLarge())
+        if (size > limit) fail(tooLarge(limit))
         else chunks.push(c)
       })
       res.on('aborted', () => fail(codedError('MESHVM_TRUNCATED', 'response aborted')))

@@ -4,7 +4,7 @@
  */
 import type {IncomingMessage} from 'node:http'
 import {type RequestDescription, translateHttpError, translateNetworkError} from './errors.js'
-import {codedError, errorText, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, maxResponseBytes, openRequest} from './transport.js'
+import {errorText, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, maxResponseBytes, openRequest, tooLarge} from './transport.js'
 import {sleep} from '../util/sleep.js'
 
 /** A watch that ends sooner than this without a change counts as "closed at once". */
@@ -119,7 +119,7 @@ function watchOnce<T extends Versioned>(
         // One event is one line: a line that grows past the response limit is not an event.
         if (buffer.length > limit) {
           r.destroy()
-          finish(translateNetworkError(describe, codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`), 0))
+          finish(translateNetworkError(describe, tooLarge(limit), 0))
           return
         }
         let nl: number

@@ -327,6 +327,25 @@ describe('KubeClient', () => {
     })
   })
 
+  it('refuses a watch event longer than the response limit, as it refuses such a response', async () => {
+    const saved = process.env.MESHVM_MAX_RESPONSE_BYTES
+    process.env.MESHVM_MAX_RESPONSE_BYTES = '1000'
+    try {
+      handlers.push((_q, res) => {
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.write(`{"type":"ADDED","object":{"metadata":{"name":"${'x'.repeat(2000)}`)
+      })
+      const c = await client()
+      const err = (await c.watch('/api/v1/pods', {}, () => undefined).catch((e: unknown) => e)) as MeshvmError
+      expect(err.code).toBe('ResponseTooLarge')
+      expect(err.message).toBe(`the API server at ${c.server} sent a response to GET /api/v1/pods larger than the limit (1000 bytes)`)
+      c.close()
+    } finally {
+      if (saved === undefined) delete process.env.MESHVM_MAX_RESPONSE_BYTES
+      else process.env.MESHVM_MAX_RESPONSE_BYTES = saved
+    }
+  })
+
   it('treats 404 on a retried delete as done', async () => {
     handlers.push((req) => req.socket.destroy())
     handlers.push((_q, res) => json(res, 404, {kind: 'Status', reason: 'NotFound', code: 404}))
