@@ -116,7 +116,9 @@ class BlockReader {
       }
       const kv = keyOf(text)
       if (!kv || Object.hasOwn(out, kv.key)) throw new Unsupported()
-      out[kv.key] = this.value(kv.rest, indent, true)
+      // The value: a scalar on the same line, or a block on the next lines.
+      const content = kv.rest.trim()
+      out[kv.key] = content !== '' && !content.startsWith('#') ? scalar(content) : this.nested(indent, true)
       text = undefined
     }
   }
@@ -144,13 +146,6 @@ class BlockReader {
         out.push(scalar(content))
       }
     }
-  }
-
-  /** A value after "key:" (or "-"): a scalar on the same line, or a block on the next lines. */
-  private value(rest: string, indent: number, inMapping: boolean): Value {
-    const content = rest.trim()
-    if (content !== '' && !content.startsWith('#')) return scalar(content)
-    return this.nested(indent, inMapping)
   }
 
   private nested(indent: number, inMapping: boolean): Value {
