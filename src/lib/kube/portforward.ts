@@ -141,32 +141,25 @@ export async function openPortForward(client: KubeClient, options: {namespace: s
   const deadline = Date.now() + options.timeoutMs
   const path = resourcePath(Resources.pods, {namespace: options.namespace, name: options.pod, subresource: 'portforward'})
   for (let attempt = 0; ; attempt++) {
-    try {
-      await client.freshCredentials()
-      return await openOnce(client, path, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
-    } catch (err) {
-      const transient = err instanceof TransientUpgradeError
-      if (!transient || attempt >= client.options.maxRetries) throw transient ? err.error : err
-      const delay = client.retryDelay(attempt, err.retryAfter)
-      if (delay === undefined || Date.now() + delay >= deadline) throw err.error
-      client.options.onRetry?.({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path})
-      await sleep(delay)
-    }
+    await client.freshCredentials()
+    const opened = await openOnce(client, path, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
+    if (opened instanceof PortForwardStream) return opened
+    const delay = attempt < client.options.maxRetries ? client.retryDelay(attempt, opened.retryAfter) : undefined
+    if (delay === undefined || Date.now() + delay >= deadline) throw opened.error
+    client.options.onRetry?.({attempt: attempt + 1, delayMs: delay, reason: opened.reason, method: 'GET', path})
+    await sleep(delay)
   }
 }
 
 /** A failed upgrade worth another try (429, 5xx, a reset connection). */
-class TransientUpgradeError extends Error {
-  constructor(
-    readonly error: MeshvmError,
-    readonly reason: string,
-    readonly retryAfter?: string | string[],
-  ) {
-    super(error.message)
-  }
+interface TransientFailure {
+  error: MeshvmError
+  reason: string
+  retryAfter?: string | string[]
 }
 
-function openOnce(client: KubeClient, path: string, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream> {
+/** One upgrade: the stream, a transient failure to retry, or (rejected) any other failure. */
+function openOnce(client: KubeClient, path: string, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream | TransientFailure> {
   const {url, headers, agent, describe} = client.upgradeTarget(path, {ports: options.port})
   url.protocol = url.protocol === 'http:' ? 'ws:' : 'wss:'
   const target = `pod ${options.namespace}/${options.pod} port ${options.port}`
@@ -190,7 +183,7 @@ function openOnce(client: KubeClient, path: string, options: {namespace: string;
         report(status)
         const err = translateHttpError(describe, status, text)
         if (isRetryableStatus(status)) {
-          reject(new TransientUpgradeError(err, `HTTP ${status}`, res.headers['retry-after']))
+          resolve({error: err, reason: `HTTP ${status}`, retryAfter: res.headers['retry-after']})
         } else {
           reject(err.status === 403 ? new MeshvmError(err.message, {exit: err.exit, code: err.code, hints: [portForwardHint(options.namespace)]}) : err)
         }
@@ -218,7 +211,8 @@ function openOnce(client: KubeClient, path: string, options: {namespace: string;
       const timedOut = /timed out|timeout/i.test(err.message)
       const translated = translateNetworkError(describe, timedOut ? Object.assign(err, {code: 'MESHVM_TIMEOUT'}) : err, options.timeoutMs)
       const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE' || /socket hang up|closed before/i.test(err.message)
-      reject(reset ? new TransientUpgradeError(translated, err.code ?? 'connection reset') : translated)
+      if (reset) resolve({error: translated, reason: err.code ?? 'connection reset'})
+      else reject(translated)
     })
   })
 }
