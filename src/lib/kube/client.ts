@@ -196,7 +196,7 @@ export class KubeClient {
     for (let attempt = 0; ; attempt++) {
       let reason: string
       let retryAfter: string | string[] | undefined
-      let failure: () => MeshvmError
+      let failure: MeshvmError
       try {
         await this.freshCredentials()
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
@@ -214,22 +214,20 @@ export class KubeClient {
         }
         // A delete whose first answer was lost may have succeeded: 404 now means it is gone.
         if (res.status === 404 && policy === 'idempotent' && req.method === 'DELETE' && lostAnswer) return {...res, status: 200, body: Buffer.from('{}')}
-        const retryable = policy !== 'never' && isRetryableStatus(res.status)
-        if (!retryable || attempt >= this.options.maxRetries) throw translateHttpError(description, res.status, res.body.toString('utf8'))
+        failure = translateHttpError(description, res.status, res.body.toString('utf8'))
+        if (policy === 'never' || !isRetryableStatus(res.status) || attempt >= this.options.maxRetries) throw failure
         reason = `HTTP ${res.status}`
         retryAfter = res.headers['retry-after']
-        failure = () => translateHttpError(description, res.status, res.body.toString('utf8'))
       } catch (err) {
         if (err instanceof KubeApiError) throw err
-        const retryable = policy !== 'never' && isTransientNetworkError(err)
-        if (!retryable || attempt >= this.options.maxRetries) throw translateNetworkError(description, err, timeoutMs)
+        failure = translateNetworkError(description, err, timeoutMs)
+        if (policy === 'never' || !isTransientNetworkError(err) || attempt >= this.options.maxRetries) throw failure
         lostAnswer = req.method !== 'GET'
         reason = (err as NodeJS.ErrnoException).code ?? 'network error'
-        failure = () => translateNetworkError(description, err, timeoutMs)
       }
       const delayMs = this.retryDelay(attempt, retryAfter)
       if (delayMs === undefined) throw translateHttpError(description, 429, '')
-      if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure()
+      if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure
       this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
       await sleep(delayMs)
     }
