@@ -365,14 +365,11 @@ function inCluster(env: NodeJS.ProcessEnv, dir: string): LoadedKubeConfig | unde
   }
 }
 
-function isEmpty(c: MergedKubeconfig): boolean {
-  return c.clusters.size === 0 && c.users.size === 0 && c.contexts.size === 0 && !c.currentContext
-}
-
 export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): LoadedKubeConfig {
   const config = readKubeconfig(target, env)
   // kubectl: an empty configuration in a pod means the pod's service account (explicit --context aside).
-  if (isEmpty(config) && target.context === undefined) {
+  const empty = config.clusters.size === 0 && config.users.size === 0 && config.contexts.size === 0 && !config.currentContext
+  if (empty && target.context === undefined) {
     const pod = inCluster(env, options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR)
     if (pod) return pod
   }
