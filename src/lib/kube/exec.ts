@@ -10,7 +10,7 @@ import {parseDuration} from '../validation/kube.js'
 import {roughDuration} from './errors.js'
 
 /** How long a credential plugin may run (documented): long enough for an interactive login. */
-export const EXEC_TIMEOUT_MS = 120_000
+const EXEC_TIMEOUT_MS = 120_000
 /** The most a plugin may print on stdout: an ExecCredential is a few KiB. */
 const MAX_CREDENTIAL_BYTES = 1024 * 1024
 
@@ -43,14 +43,6 @@ export interface ExecCredentials {
   expiresAt?: number
 }
 
-export function execTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.MESHVM_EXEC_TIMEOUT
-  if (!text) return EXEC_TIMEOUT_MS
-  const ms = parseDuration(text)
-  if (ms === undefined || ms <= 0) throw new MeshvmError(`MESHVM_EXEC_TIMEOUT ${JSON.stringify(text)}: expected a duration such as 30s or 2m`, {exit: ExitCode.USAGE, code: 'Usage'})
-  return ms
-}
-
 function failure(context: string, command: string, why: string, hints: string[] = []): MeshvmError {
   return new MeshvmError(`cannot get credentials for context ${JSON.stringify(context)}: the credential plugin (exec: ${command}) ${why}`, {
     exit: ExitCode.FORBIDDEN,
@@ -78,8 +70,13 @@ export async function runExecPlugin(exec: ExecConfig, context: string, cluster?:
     ])
   }
   const interactive = exec.interactiveMode !== 'Never' && stdinIsTerminal
-  let timeoutMs = execTimeoutMs()
-  if (!interactive && !process.env.MESHVM_EXEC_TIMEOUT && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
+  const setting = process.env.MESHVM_EXEC_TIMEOUT
+  let timeoutMs = EXEC_TIMEOUT_MS
+  if (setting) {
+    const ms = parseDuration(setting)
+    if (ms === undefined || ms <= 0) throw new MeshvmError(`MESHVM_EXEC_TIMEOUT ${JSON.stringify(setting)}: expected a duration such as 30s or 2m`, {exit: ExitCode.USAGE, code: 'Usage'})
+    timeoutMs = ms
+  } else if (!interactive && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
   const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1'
   const env: NodeJS.ProcessEnv = {...process.env}
   for (const e of exec.env ?? []) if (e?.name) env[e.name] = e.value ?? ''

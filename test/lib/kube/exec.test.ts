@@ -1,5 +1,5 @@
 /** Exec credential plugins (kube/exec.ts): what each answer of a plugin gives, run as real processes. */
-import {describe, expect, it} from 'vitest'
+import {afterEach, describe, expect, it} from 'vitest'
 import {MeshvmError} from '../../../src/lib/errors.js'
 import {type ExecConfig, runExecPlugin} from '../../../src/lib/kube/exec.js'
 
@@ -56,5 +56,27 @@ describe('runExecPlugin', () => {
   it('does not run an Always-interactive plugin without a terminal', async () => {
     const err = await failure(plugin(credential({token: 't'}), 0, {interactiveMode: 'Always'}))
     expect(err.message).toBe(`${prefix} cannot support interactive mode: standard input is not a terminal`)
+  })
+
+  describe('MESHVM_EXEC_TIMEOUT', () => {
+    const saved = process.env.MESHVM_EXEC_TIMEOUT
+    afterEach(() => {
+      if (saved === undefined) delete process.env.MESHVM_EXEC_TIMEOUT
+      else process.env.MESHVM_EXEC_TIMEOUT = saved
+    })
+    const sleeper: ExecConfig = {command: 'sleep', args: ['30'], apiVersion: V1, interactiveMode: 'Never'}
+
+    it('bounds the plugin instead of the request time-out when it is set', async () => {
+      process.env.MESHVM_EXEC_TIMEOUT = '300ms'
+      const err = await failure(sleeper)
+      expect(err.message).toBe('cannot get credentials for context "c": the credential plugin (exec: sleep) did not finish within 300ms and was stopped')
+    })
+
+    it('is a usage error when it is not a duration, before the plugin runs', async () => {
+      process.env.MESHVM_EXEC_TIMEOUT = 'soon'
+      const err = await failure(sleeper)
+      expect(err.message).toBe('MESHVM_EXEC_TIMEOUT "soon": expected a duration such as 30s or 2m')
+      expect(err.exit).toBe(2)
+    })
   })
 })
