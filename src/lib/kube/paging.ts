@@ -6,7 +6,7 @@ import {KubeApiError, type RequestDescription} from './errors.js'
 import {type KubeRequest, malformedAnswer} from './transport.js'
 
 /** Pages a list may take before meshvm stops (a continue token that never ends). */
-export const MAX_LIST_PAGES = 10_000
+const MAX_LIST_PAGES = 10_000
 
 export interface ListPage<T> {
   items: T[]

@@ -22,7 +22,7 @@ import {translateHttpError, translateNetworkError} from './errors.js'
 import {Resources, resourcePath} from './resources.js'
 import {sleep} from '../util/sleep.js'
 
-export const PORTFORWARD_PROTOCOL = 'v4.channel.k8s.io'
+const PORTFORWARD_PROTOCOL = 'v4.channel.k8s.io'
 
 /** The RBAC reading istiod needs (port-forward, and a token for the xDS path), with the lines to check it. */
 export function portForwardHint(namespace: string): string {

@@ -8,7 +8,7 @@
 import {flagError} from '../errors.js'
 import {labelValue, qualifiedName} from '../validation/kube.js'
 
-export type Requirement = {key: string; op: 'eq' | 'ne'; value: string} | {key: string; op: 'in' | 'notin'; values: string[]} | {key: string; op: 'exists' | 'notexists'}
+type Requirement = {key: string; op: 'eq' | 'ne'; value: string} | {key: string; op: 'in' | 'notin'; values: string[]} | {key: string; op: 'exists' | 'notexists'}
 
 export type Selector = Requirement[]
 

@@ -151,7 +151,7 @@ export interface TlsPolicy {
 }
 
 /** Node's TLS options for `policy`: OpenSSL verifies the chain, goHostCheck the name. */
-export function tlsOptions(policy: TlsPolicy, host: string): ConnectionOptions {
+function tlsOptions(policy: TlsPolicy, host: string): ConnectionOptions {
   // The name to check: tls-server-name, else the host. SNI is never an IP address (RFC 6066).
   const name = policy.servername || host.replace(/^\[|\]$/g, '')
   return {

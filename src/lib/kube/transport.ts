@@ -17,7 +17,7 @@ import {VerifiedAgent} from './tls.js'
  * The largest response body meshvm reads (documented): 64 MiB, raised with MESHVM_MAX_RESPONSE_BYTES.
  * A bigger body (or a Content-Length announcing one) fails cleanly instead of filling memory.
  */
-export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 /** Deepest JSON nesting accepted in an answer; Kubernetes objects are a few dozen levels deep. */
 export const MAX_JSON_DEPTH = 1000
 
@@ -100,7 +100,7 @@ export interface RawResponse {
 
 export type KubeAgent = VerifiedAgent | HttpAgent
 
-export function codedError(code: string, message: string): NodeJS.ErrnoException {
+function codedError(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), {code})
 }
 
