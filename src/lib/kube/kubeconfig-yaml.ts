@@ -2,7 +2,7 @@
  * A fast reader for the YAML that kubectl, kind, k3d, cloud CLIs and meshvm write kubeconfigs in:
  * block mappings and sequences of plain or quoted one-line strings, true/false and null. The `yaml`
  * library reads them too, but its first parse in a process runs cold code, on every cluster command;
- * this costs a fraction of it (measured on Node 24: docs/performance.md).
+ * this costs a fraction of it (measured on Node 24: docs/decisions/cluster-commands.md).
  *
  * It is a strict subset: anything it does not fully understand (flow collections, anchors, tags,
  * block or multi-line scalars, escapes, documents markers, duplicate keys, every plain scalar
