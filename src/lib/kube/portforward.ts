@@ -55,6 +55,8 @@ export class PortForwardStream extends Duplex {
     private readonly ws: WebSocket,
     readonly target: string,
   ) {
+    // The channel protocol has no half-close (ending the writable side sends nothing): the connection
+    // ends when the WebSocket closes.
     super({allowHalfOpen: false})
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary))
     ws.on('close', () => this.onClose())
@@ -94,11 +96,6 @@ export class PortForwardStream extends Duplex {
       return
     }
     this.ws.send(Buffer.concat([Buffer.from([0]), chunk]), {binary: true}, (err) => cb(err ?? null))
-  }
-
-  override _final(cb: (err?: Error | null) => void): void {
-    // The channel protocol has no half-close: the connection ends when the WebSocket closes.
-    cb()
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
