@@ -142,7 +142,7 @@ describe('bounded bodies', () => {
     const saved = process.env.MESHVM_EXEC_TIMEOUT
     delete process.env.MESHVM_EXEC_TIMEOUT
     try {
-      const err = await runExecPlugin({command: 'sleep', args: ['30'], apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never'}, 'c', undefined, undefined, 300).then(
+      const err = await runExecPlugin({command: 'sleep', args: ['30'], apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never'}, 'c', undefined, 300).then(
         () => undefined,
         (e: unknown) => e,
       )

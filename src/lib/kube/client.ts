@@ -3,12 +3,9 @@
  * owns authentication (from the kubeconfig read by config.ts, credentials.ts), time-outs, retries
  * with jittered exponential backoff and error translation, over transport.ts's kept-alive
  * connection; lists page through paging.ts, watches go through watch.ts. Code outside src/lib/kube
- * imports this module only: it re-exports what that code uses of the others.
- *
- * Retries (documented in the README): up to MAX_RETRIES more attempts, delay drawn uniformly from
- * [0, min(BACKOFF_CAP_MS, BACKOFF_BASE_MS·2^attempt)], or the server's Retry-After when it sends one.
- * Only requests that are safe to repeat are retried: reads, server-side apply, merge patches, deletes
- * (a 404 after a lost answer means done) and creates (a 409 after a lost answer is reported as such).
+ * imports this module only: it re-exports what that code uses of the others. Which requests are
+ * retried, how often and after what delay: docs/conventions.md ("Cluster access"); a delete whose
+ * answer was lost is done on a 404, a create whose answer was lost reports its 409 as such.
  */
 import type {LoadedKubeConfig} from './config.js'
 import {CREDENTIAL_EXPIRY_MARGIN_MS, tlsAndCredentials, type Credentials} from './credentials.js'
@@ -62,7 +59,6 @@ export interface KubeClientOptions {
   onRetry?: (event: RetryEvent) => void
   /** Called after each answer (any status), e.g. to log with --debug (never with headers or bodies). */
   onResponse?: (event: ResponseEvent) => void
-  random?: () => number
 }
 
 export class KubeClient {
@@ -72,7 +68,8 @@ export class KubeClient {
   private readonly url: URL
   private readonly agent: KubeAgent
   private headers: Credentials['headers']
-  private readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
+  /** With the defaults filled in; the upgrades (portforward.ts) and watches (watch.ts) time out, retry and report with them too. */
+  readonly options: Required<Omit<KubeClientOptions, 'onRetry' | 'onResponse'>> & Pick<KubeClientOptions, 'onRetry' | 'onResponse'>
   private readonly watcher = new Watcher(this)
 
   private constructor(
@@ -88,7 +85,6 @@ export class KubeClient {
       maxRetries: MAX_RETRIES,
       backoffBaseMs: Number(process.env.MESHVM_RETRY_BASE_MS ?? BACKOFF_BASE_MS),
       userAgent: 'meshvm',
-      random: Math.random,
       ...options,
     }
     this.agent = createAgent(this.url, loaded, tls)
@@ -112,21 +108,6 @@ export class KubeClient {
   upgradeTarget(path: string, query: KubeRequest['query'] = {}): WatchTarget {
     const sent = requestPath(this.url, path, query)
     return {url: new URL(sent, this.url), path: sent, headers: {...this.headers, 'User-Agent': this.options.userAgent}, agent: this.agent, describe: this.describe({method: 'GET', path})}
-  }
-
-  /** The time-out of one attempt, unless a request says otherwise. */
-  get timeoutMs(): number {
-    return this.options.timeoutMs
-  }
-
-  /** Reports a retry to --debug (for requests sent outside send(), such as upgrades). */
-  reportRetry(event: RetryEvent): void {
-    this.options.onRetry?.(event)
-  }
-
-  /** Reports an answer to --debug (for requests sent outside send(), such as upgrades). */
-  reportResponse(event: ResponseEvent): void {
-    this.options.onResponse?.(event)
   }
 
   static async create(loaded: LoadedKubeConfig, options: KubeClientOptions): Promise<KubeClient> {
@@ -190,11 +171,6 @@ export class KubeClient {
     return 'never'
   }
 
-  /** How many more attempts a transient failure gets (MAX_RETRIES unless the client was told otherwise). */
-  get maxRetries(): number {
-    return this.options.maxRetries
-  }
-
   /**
    * The one retry delay of the access layer (requests here, port-forward upgrades in portforward.ts):
    * the server's Retry-After when it sends one (undefined past RETRY_AFTER_CAP_MS: give up), else a
@@ -207,7 +183,7 @@ export class KubeClient {
       return ms > RETRY_AFTER_CAP_MS ? undefined : ms
     }
     const ceiling = Math.min(BACKOFF_CAP_MS, this.options.backoffBaseMs * 2 ** attempt)
-    return Math.round(this.options.random() * ceiling)
+    return Math.round(Math.random() * ceiling)
   }
 
   /** Sends a request with retries; returns the raw successful response or throws a MeshvmError. */
@@ -220,7 +196,7 @@ export class KubeClient {
     for (let attempt = 0; ; attempt++) {
       let reason: string
       let retryAfter: string | string[] | undefined
-      let failure: () => MeshvmError
+      let failure: MeshvmError
       try {
         await this.freshCredentials()
         const remaining = req.deadline === undefined ? undefined : Math.max(1, req.deadline - Date.now())
@@ -238,22 +214,20 @@ export class KubeClient {
         }
         // A delete whose first answer was lost may have succeeded: 404 now means it is gone.
         if (res.status === 404 && policy === 'idempotent' && req.method === 'DELETE' && lostAnswer) return {...res, status: 200, body: Buffer.from('{}')}
-        const retryable = policy !== 'never' && isRetryableStatus(res.status)
-        if (!retryable || attempt >= this.options.maxRetries) throw translateHttpError(description, res.status, res.body.toString('utf8'))
+        failure = translateHttpError(description, res.status, res.body.toString('utf8'))
+        if (policy === 'never' || !isRetryableStatus(res.status) || attempt >= this.options.maxRetries) throw failure
         reason = `HTTP ${res.status}`
         retryAfter = res.headers['retry-after']
-        failure = () => translateHttpError(description, res.status, res.body.toString('utf8'))
       } catch (err) {
         if (err instanceof KubeApiError) throw err
-        const retryable = policy !== 'never' && isTransientNetworkError(err)
-        if (!retryable || attempt >= this.options.maxRetries) throw translateNetworkError(description, err, timeoutMs)
+        failure = translateNetworkError(description, err, timeoutMs)
+        if (policy === 'never' || !isTransientNetworkError(err) || attempt >= this.options.maxRetries) throw failure
         lostAnswer = req.method !== 'GET'
         reason = (err as NodeJS.ErrnoException).code ?? 'network error'
-        failure = () => translateNetworkError(description, err, timeoutMs)
       }
       const delayMs = this.retryDelay(attempt, retryAfter)
       if (delayMs === undefined) throw translateHttpError(description, 429, '')
-      if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure()
+      if (req.deadline !== undefined && Date.now() + delayMs >= req.deadline) throw failure
       this.options.onRetry?.({attempt: attempt + 1, delayMs, reason, method: req.method, path: req.path})
       await sleep(delayMs)
     }

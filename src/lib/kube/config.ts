@@ -1,30 +1,15 @@
 /**
- * Kubeconfig loading, done here rather than by @kubernetes/client-node (whose KubeConfig is costly to
- * load on every cluster command: docs/decisions/cluster-commands.md; and which hides failures: no kubeconfig at all silently
- * becomes http://localhost:8080, an unknown --context a null cluster, and its parser quotes file
- * contents, which may be tokens, in its errors).
- *
- * It follows kubectl (k8s.io/client-go/tools/clientcmd: loader.go, validation.go, client_config.go):
- * - --kubeconfig names the one file (it must exist); otherwise KUBECONFIG is a list of files (duplicates
- *   dropped, missing ones skipped); otherwise ~/.kube/config;
- * - lists are merged by name: the first file that defines a cluster, user or context wins, whole (a
- *   later file's entry of the same name is ignored, even its other fields); current-context comes
- *   from the first file that sets one;
- * - relative paths (certificate-authority, client-certificate, client-key, tokenFile, and an exec
- *   command that contains a "/") are resolved against the directory of the file that names them;
- * - an empty (or comments-only) file is an empty config; a duplicate name within one file, or a field
- *   of the wrong type, makes the file invalid;
- * - only the context in use is validated (ConfirmUsable): one authentication method, certificate data
- *   and file not both given, exec plugins' required fields, no CA with insecure-skip-tls-verify;
- * - with no kubeconfig content at all, the in-cluster configuration (service account) when the
- *   process runs in a pod.
- * Where meshvm differs from kubectl: an http:// server is refused (unless insecure-skip-tls-verify),
- * a context whose cluster is missing is an error instead of kubectl's fall-back to localhost:8080,
- * a context without a known user sends no credentials (kubectl would prompt for a user name), and
- * errors never quote the file's content.
- *
- * auth-provider users (oidc, azure, gcp: deprecated in kubectl) are the one case left to client-node,
- * loaded only for them (credentials.ts).
+ * Kubeconfig loading as kubectl does it (k8s.io/client-go/tools/clientcmd: loader.go, validation.go,
+ * client_config.go); which files, how they merge, relative paths, the in-cluster fall-back and what is
+ * refused: docs/conventions.md ("Cluster access"). Done here rather than by @kubernetes/client-node,
+ * whose KubeConfig is costly to load on every cluster command (docs/decisions/cluster-commands.md) and
+ * hides failures: no kubeconfig at all silently becomes http://localhost:8080, an unknown --context a
+ * null cluster, and its parser quotes file contents, which may be tokens, in its errors.
+ * Where meshvm differs from kubectl: an http:// server is refused (unless insecure-skip-tls-verify), a
+ * context whose cluster is missing is an error instead of a fall-back to localhost:8080, a context
+ * without a known user sends no credentials (kubectl would prompt for a user name), and errors never
+ * quote the file's content. auth-provider users (oidc, azure, gcp) are the one case left to
+ * client-node, loaded only for them (credentials.ts).
  */
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import {homedir} from 'node:os'
@@ -380,14 +365,11 @@ function inCluster(env: NodeJS.ProcessEnv, dir: string): LoadedKubeConfig | unde
   }
 }
 
-function isEmpty(c: MergedKubeconfig): boolean {
-  return c.clusters.size === 0 && c.users.size === 0 && c.contexts.size === 0 && !c.currentContext
-}
-
 export function loadKubeConfig(target: KubeTarget = {}, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): LoadedKubeConfig {
   const config = readKubeconfig(target, env)
   // kubectl: an empty configuration in a pod means the pod's service account (explicit --context aside).
-  if (isEmpty(config) && target.context === undefined) {
+  const empty = config.clusters.size === 0 && config.users.size === 0 && config.contexts.size === 0 && !config.currentContext
+  if (empty && target.context === undefined) {
     const pod = inCluster(env, options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR)
     if (pod) return pod
   }

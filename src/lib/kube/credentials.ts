@@ -5,7 +5,7 @@
  * alone), impersonation headers. KubeClient (client.ts) fetches them again when they expire.
  */
 import {X509Certificate} from 'node:crypto'
-import {accessSync, constants as fsConstants, readFileSync, statSync} from 'node:fs'
+import {readFileSync, statSync} from 'node:fs'
 import type {RequestOptions} from 'node:https'
 import {createSecureContext} from 'node:tls'
 import {ExitCode, MeshvmError} from '../errors.js'
@@ -13,25 +13,26 @@ import type {LoadedKubeConfig} from './config.js'
 import {runExecPlugin} from './exec.js'
 import type {TlsPolicy} from './tls.js'
 
-/** A file a kubeconfig names by path (certificate-authority, client-certificate, client-key), checked with what to fix. */
-function checkNamedFile(loaded: LoadedKubeConfig, field: string, path: string | undefined): void {
-  if (!path) return
-  let why: string | undefined
+/**
+ * A file (certificate-authority, client-certificate, client-key) or inline base64 value of the
+ * kubeconfig, as kubectl reads it; a named file that cannot be read is an error that says what to fix.
+ */
+function fileOrData(loaded: LoadedKubeConfig, field: string, path: string | undefined, data: string | undefined): Buffer | undefined {
+  if (!path) return data ? Buffer.from(data, 'base64') : undefined
+  let why: string
   try {
     const st = statSync(path)
-    if (!st.isFile()) why = st.isDirectory() ? 'is a directory' : 'is not a regular file'
-    else accessSync(path, fsConstants.R_OK)
+    if (st.isFile()) return readFileSync(path)
+    why = st.isDirectory() ? 'is a directory' : 'is not a regular file'
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     why = code === 'ENOENT' ? 'file not found' : code === 'EACCES' ? 'permission denied' : 'cannot be read'
   }
-  if (why) {
-    throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${field} ${path}: ${why}`, {
-      exit: ExitCode.USAGE,
-      code: 'BadKubeconfig',
-      hints: [`fix the ${field} path in the kubeconfig (${loaded.source}), or embed the file with ${field}-data`],
-    })
-  }
+  throw new MeshvmError(`context ${JSON.stringify(loaded.contextName)}: ${field} ${path}: ${why}`, {
+    exit: ExitCode.USAGE,
+    code: 'BadKubeconfig',
+    hints: [`fix the ${field} path in the kubeconfig (${loaded.source}), or embed the file with ${field}-data`],
+  })
 }
 
 /**
@@ -57,12 +58,6 @@ function checkedCa(loaded: LoadedKubeConfig, ca: Buffer): string {
     })
   }
   return certs.join('')
-}
-
-/** A file or inline (base64) value of the kubeconfig, as kubectl reads it. */
-function fileOrData(path: string | undefined, data: string | undefined): Buffer | undefined {
-  if (path) return readFileSync(path)
-  return data ? Buffer.from(data, 'base64') : undefined
 }
 
 /**
@@ -102,15 +97,12 @@ export const CREDENTIAL_EXPIRY_MARGIN_MS = 10_000
  */
 export async function tlsAndCredentials(loaded: LoadedKubeConfig, requestTimeoutMs?: number): Promise<Credentials> {
   const {cluster, user} = loaded
-  checkNamedFile(loaded, 'certificate-authority', cluster.caFile)
-  checkNamedFile(loaded, 'client-certificate', user.certFile)
-  checkNamedFile(loaded, 'client-key', user.keyFile)
+  const ca = fileOrData(loaded, 'certificate-authority', cluster.caFile, cluster.caData)
+  let cert = fileOrData(loaded, 'client-certificate', user.certFile, user.certData)
+  let key = fileOrData(loaded, 'client-key', user.keyFile, user.keyData)
   const tls: Credentials['tls'] = {insecure: cluster.insecureSkipTLSVerify}
   if (cluster.tlsServerName) tls.servername = cluster.tlsServerName
-  const ca = fileOrData(cluster.caFile, cluster.caData)
   if (ca) tls.ca = checkedCa(loaded, ca)
-  let cert = fileOrData(user.certFile, user.certData)
-  let key = fileOrData(user.keyFile, user.keyData)
   const headers: Credentials['headers'] = {}
   let expiresAt: number | undefined
   const imp = user.impersonate
@@ -134,7 +126,7 @@ export async function tlsAndCredentials(loaded: LoadedKubeConfig, requestTimeout
         ...(ca ? {'certificate-authority-data': ca.toString('base64')} : {}),
         ...(cluster.proxyUrl ? {'proxy-url': cluster.proxyUrl} : {}),
       }
-      const creds = await runExecPlugin(user.exec, loaded.contextName, undefined, info, requestTimeoutMs)
+      const creds = await runExecPlugin(user.exec, loaded.contextName, info, requestTimeoutMs)
       expiresAt = creds.expiresAt
       if (creds.cert && creds.key) {
         cert = Buffer.from(creds.cert)

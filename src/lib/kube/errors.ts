@@ -2,7 +2,7 @@
  * Kubernetes API and network failures, translated into one-line MeshvmErrors with a stable exit code
  * and a hint. Never includes request bodies or headers: they may carry tokens.
  */
-import {ExitCode, MeshvmError, redactCredentials} from '../errors.js'
+import {ExitCode, type ExitCodeValue, MeshvmError, redactCredentials} from '../errors.js'
 import {terminalSafe} from '../output/terminal.js'
 
 export interface KubeStatus {
@@ -17,13 +17,11 @@ export interface KubeStatus {
 /** An HTTP answer from the API server that is an error. Keeps the parsed Status for callers. */
 export class KubeApiError extends MeshvmError {
   readonly status: number
-  readonly reason: string
   readonly kubeStatus: KubeStatus | undefined
-  constructor(message: string, options: {status: number; reason: string; kubeStatus?: KubeStatus; exit: (typeof ExitCode)[keyof typeof ExitCode]; hints?: string[]}) {
+  constructor(message: string, options: {status: number; reason: string; kubeStatus?: KubeStatus; exit: ExitCodeValue; hints?: string[]}) {
     super(message, {exit: options.exit, code: options.reason, hints: options.hints})
     this.name = 'KubeApiError'
     this.status = options.status
-    this.reason = options.reason
     this.kubeStatus = options.kubeStatus
   }
 }
@@ -43,10 +41,7 @@ export function rbacHint(message: string): string | undefined {
   if (!m) return undefined
   const [, verb, resource, group, namespace] = m
   const res = group ? `${resource}.${group}` : resource
-  return `ask a cluster admin for a Role${namespace ? ` in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`.replace(
-    'RoleClusterRole',
-    'ClusterRole',
-  )
+  return `ask a cluster admin for a ${namespace ? `Role in namespace ${namespace}` : 'ClusterRole'} allowing verb "${verb}" on "${res}" (kubectl auth can-i ${verb} ${res}${namespace ? ` -n ${namespace}` : ''})`
 }
 
 export function translateHttpError(req: RequestDescription, status: number, body: string, location?: string | string[]): KubeApiError {
@@ -72,6 +67,7 @@ export function translateHttpError(req: RequestDescription, status: number, body
   // Made terminal-safe here, at the source, because callers quote it in warnings and reports too.
   const message = typeof kubeStatus?.message === 'string' ? kubeStatus.message.split('\n')[0] : undefined
   const reason = terminalSafe((typeof kubeStatus?.reason === 'string' && kubeStatus.reason) || httpReason(status))
+  const error = (text: string, code: string, exit: ExitCodeValue, hint?: string) => new KubeApiError(text, {status, reason: code, kubeStatus, exit, hints: hint ? [hint] : []})
   if (status < 200 || (status >= 300 && status < 400) || status > 599) {
     // Not an answer meshvm asked for: a redirect (never followed: it would take the token to
     // another host) or a status outside HTTP's range. Nothing was confirmed.
@@ -82,83 +78,61 @@ export function translateHttpError(req: RequestDescription, status: number, body
     } catch {
       // An unparsable Location is not shown.
     }
-    return new KubeApiError(
+    return error(
       `the API server at ${req.server} answered ${req.method} ${req.path} with ${status}${status >= 300 && status < 400 ? ` (a redirect${host})` : ''} instead of a result; nothing is known to have changed`,
-      {
-        status,
-        reason: 'UnexpectedStatus',
-        kubeStatus,
-        exit: ExitCode.UNREACHABLE,
-        hints: ['meshvm never follows redirects from the API server; check the server address in the kubeconfig (a proxy or load balancer in front of it may be redirecting)'],
-      },
+      'UnexpectedStatus',
+      ExitCode.UNREACHABLE,
+      'meshvm never follows redirects from the API server; check the server address in the kubeconfig (a proxy or load balancer in front of it may be redirecting)',
     )
   }
   switch (status) {
     case 401:
-      return new KubeApiError(`Unauthorized: the API server at ${req.server} rejected the credentials of context ${JSON.stringify(req.context)}`, {
-        status,
-        reason: 'Unauthorized',
-        kubeStatus,
-        exit: ExitCode.FORBIDDEN,
-        hints: ['the token or client certificate may have expired; refresh your credentials (e.g. log in to the cloud CLI again)'],
-      })
-    case 403: {
-      const hint = message ? rbacHint(message) : undefined
-      return new KubeApiError(message ?? `forbidden: ${VERBS[req.method] ?? req.method} ${req.path}`, {
-        status,
-        reason: 'Forbidden',
-        kubeStatus,
-        exit: ExitCode.FORBIDDEN,
-        hints: hint ? [hint] : [],
-      })
-    }
+      return error(
+        `Unauthorized: the API server at ${req.server} rejected the credentials of context ${JSON.stringify(req.context)}`,
+        'Unauthorized',
+        ExitCode.FORBIDDEN,
+        'the token or client certificate may have expired; refresh your credentials (e.g. log in to the cloud CLI again)',
+      )
+    case 403:
+      return error(message ?? `forbidden: ${VERBS[req.method] ?? req.method} ${req.path}`, 'Forbidden', ExitCode.FORBIDDEN, message ? rbacHint(message) : undefined)
     case 404:
-      return new KubeApiError(message ?? `not found: ${req.path}`, {status, reason: 'NotFound', kubeStatus, exit: ExitCode.NOT_FOUND})
+      return error(message ?? `not found: ${req.path}`, 'NotFound', ExitCode.NOT_FOUND)
     case 409:
-      return new KubeApiError(message ?? `conflict: ${req.path}`, {status, reason, kubeStatus, exit: ExitCode.REJECTED})
+      return error(message ?? `conflict: ${req.path}`, reason, ExitCode.REJECTED)
     case 422: {
       const causes = (Array.isArray(kubeStatus?.details?.causes) ? kubeStatus.details.causes : []).map((c) =>
         terminalSafe(redactCredentials(`${typeof c?.field === 'string' ? c.field + ': ' : ''}${String(c?.message ?? c?.reason ?? '')}`)),
       )
-      const text = message ?? `invalid: ${causes.join('; ')}`
-      return new KubeApiError(text, {status, reason: 'Invalid', kubeStatus, exit: ExitCode.REJECTED})
+      return error(message ?? `invalid: ${causes.join('; ')}`, 'Invalid', ExitCode.REJECTED)
     }
     case 410:
-      return new KubeApiError(message ?? 'the list was too old to continue (410 Gone)', {status, reason: 'Expired', kubeStatus, exit: ExitCode.FAILURE})
+      return error(message ?? 'the list was too old to continue (410 Gone)', 'Expired', ExitCode.FAILURE)
     case 429:
-      return new KubeApiError(`the API server at ${req.server} is throttling requests (429 Too Many Requests) and kept doing so after retries`, {
-        status,
-        reason: 'TooManyRequests',
-        kubeStatus,
-        exit: ExitCode.UNREACHABLE,
-        hints: ["try again later, or raise the API server's priority and fairness limits"],
-      })
-    default:
-      if (status >= 500) {
-        return new KubeApiError(`the API server at ${req.server} failed ${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, {
-          status,
-          reason,
-          kubeStatus,
-          exit: ExitCode.UNREACHABLE,
-          hints: ['the request was retried; check the API server health (kubectl get --raw /readyz)'],
-        })
-      }
-      return new KubeApiError(`${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, {status, reason, kubeStatus, exit: ExitCode.FAILURE})
+      return error(
+        `the API server at ${req.server} is throttling requests (429 Too Many Requests) and kept doing so after retries`,
+        'TooManyRequests',
+        ExitCode.UNREACHABLE,
+        "try again later, or raise the API server's priority and fairness limits",
+      )
   }
+  if (status >= 500) {
+    return error(
+      `the API server at ${req.server} failed ${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`,
+      reason,
+      ExitCode.UNREACHABLE,
+      'the request was retried; check the API server health (kubectl get --raw /readyz)',
+    )
+  }
+  return error(`${req.method} ${req.path}: ${status} ${message ?? httpReason(status)}`, reason, ExitCode.FAILURE)
 }
 
+/** Kubernetes' reason for a status without a Status body; 401, 403, 404, 410, 422 and 429 name theirs above. */
 function httpReason(status: number): string {
   const reasons: Record<number, string> = {
     400: 'BadRequest',
-    401: 'Unauthorized',
-    403: 'Forbidden',
-    404: 'NotFound',
     405: 'MethodNotAllowed',
     409: 'Conflict',
-    410: 'Gone',
     415: 'UnsupportedMediaType',
-    422: 'Invalid',
-    429: 'TooManyRequests',
     500: 'InternalError',
     502: 'BadGateway',
     503: 'ServiceUnavailable',
@@ -167,47 +141,38 @@ function httpReason(status: number): string {
   return reasons[status] ?? `HTTP ${status}`
 }
 
-/** OpenSSL's verify codes (as Node names them) in kubectl's (Go's) words. */
-const X509_WORDS: Record<string, string> = {
-  UNABLE_TO_GET_ISSUER_CERT: 'x509: certificate signed by unknown authority',
-  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'x509: certificate signed by unknown authority',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'x509: certificate signed by unknown authority',
-  SELF_SIGNED_CERT_IN_CHAIN: 'x509: certificate signed by unknown authority',
-  DEPTH_ZERO_SELF_SIGNED_CERT: 'x509: certificate signed by unknown authority',
-  CERT_SIGNATURE_FAILURE: 'x509: certificate signed by unknown authority',
-  CERT_UNTRUSTED: 'x509: certificate signed by unknown authority',
-  CERT_REJECTED: 'x509: certificate signed by unknown authority',
-  INVALID_CA: 'x509: certificate signed by unknown authority (an issuer may not sign certificates)',
-  CERT_HAS_EXPIRED: 'x509: certificate has expired or is not yet valid',
-  CERT_NOT_YET_VALID: 'x509: certificate has expired or is not yet valid',
-  ERROR_IN_CERT_NOT_BEFORE_FIELD: 'x509: malformed validity (a certificate date does not parse)',
-  ERROR_IN_CERT_NOT_AFTER_FIELD: 'x509: malformed validity (a certificate date does not parse)',
-  INVALID_PURPOSE: 'x509: certificate specifies an incompatible key usage',
-  PATH_LENGTH_EXCEEDED: 'x509: too many intermediates for path length constraint',
-  PERMITTED_VIOLATION: 'x509: a root or intermediate certificate is not authorized to sign for this name',
-  EXCLUDED_VIOLATION: 'x509: a root or intermediate certificate is not authorized to sign for this name',
-  SUBTREE_MINMAX: 'x509: a root or intermediate certificate is not authorized to sign for this name',
-  UNSUPPORTED_CONSTRAINT_TYPE: 'x509: a root or intermediate certificate is not authorized to sign for this name',
-  UNSUPPORTED_CONSTRAINT_SYNTAX: 'x509: a root or intermediate certificate is not authorized to sign for this name',
-  UNSUPPORTED_NAME_SYNTAX: 'x509: a root or intermediate certificate is not authorized to sign for this name',
-  UNHANDLED_CRITICAL_EXTENSION: 'x509: unhandled critical extension',
-  CA_MD_TOO_WEAK: 'x509: certificate signed by unknown authority (insecure algorithm: a SHA-1 or MD5 signature)',
-  CA_KEY_TOO_SMALL: 'x509: cannot verify signature: insecure key',
-  EE_KEY_TOO_SMALL: 'x509: cannot verify signature: insecure key',
-  CERT_CHAIN_TOO_LONG: 'x509: certificate signed by unknown authority (the chain is too long)',
-}
+const UNKNOWN_AUTHORITY = 'x509: certificate signed by unknown authority'
 
-/** OpenSSL's verify texts for the results Node has no code for. */
+/** OpenSSL's verify codes (as Node names them) in kubectl's (Go's) words. */
+const X509_WORDS = new Map(
+  Object.entries({
+    [UNKNOWN_AUTHORITY]:
+      'UNABLE_TO_GET_ISSUER_CERT UNABLE_TO_GET_ISSUER_CERT_LOCALLY UNABLE_TO_VERIFY_LEAF_SIGNATURE SELF_SIGNED_CERT_IN_CHAIN DEPTH_ZERO_SELF_SIGNED_CERT CERT_SIGNATURE_FAILURE CERT_UNTRUSTED CERT_REJECTED',
+    [`${UNKNOWN_AUTHORITY} (an issuer may not sign certificates)`]: 'INVALID_CA',
+    'x509: certificate has expired or is not yet valid': 'CERT_HAS_EXPIRED CERT_NOT_YET_VALID',
+    'x509: malformed validity (a certificate date does not parse)': 'ERROR_IN_CERT_NOT_BEFORE_FIELD ERROR_IN_CERT_NOT_AFTER_FIELD',
+    'x509: certificate specifies an incompatible key usage': 'INVALID_PURPOSE',
+    'x509: too many intermediates for path length constraint': 'PATH_LENGTH_EXCEEDED',
+    'x509: a root or intermediate certificate is not authorized to sign for this name':
+      'PERMITTED_VIOLATION EXCLUDED_VIOLATION SUBTREE_MINMAX UNSUPPORTED_CONSTRAINT_TYPE UNSUPPORTED_CONSTRAINT_SYNTAX UNSUPPORTED_NAME_SYNTAX',
+    'x509: unhandled critical extension': 'UNHANDLED_CRITICAL_EXTENSION',
+    [`${UNKNOWN_AUTHORITY} (insecure algorithm: a SHA-1 or MD5 signature)`]: 'CA_MD_TOO_WEAK',
+    'x509: cannot verify signature: insecure key': 'CA_KEY_TOO_SMALL EE_KEY_TOO_SMALL',
+    [`${UNKNOWN_AUTHORITY} (the chain is too long)`]: 'CERT_CHAIN_TOO_LONG',
+  }).flatMap(([words, codes]) => codes.split(' ').map((code) => [code, words] as const)),
+)
+
+/** OpenSSL's verify texts for the results Node has no code for, and the code whose words they get. */
 const OPENSSL_TEXTS: [RegExp, string][] = [
-  [/subtree violation|name constraint|unsupported name/i, X509_WORDS.PERMITTED_VIOLATION!],
-  [/unhandled critical extension/i, X509_WORDS.UNHANDLED_CRITICAL_EXTENSION!],
-  [/md too weak|digest algorithm too weak/i, X509_WORDS.CA_MD_TOO_WEAK!],
-  [/does not include certificate signing/i, X509_WORDS.INVALID_CA!],
-  [/key too small/i, X509_WORDS.EE_KEY_TOO_SMALL!],
-  [/path length/i, X509_WORDS.PATH_LENGTH_EXCEEDED!],
-  [/invalid CA|not a CA/i, X509_WORDS.INVALID_CA!],
-  [/format error in certificate's notAfter|format error in certificate's notBefore/i, X509_WORDS.ERROR_IN_CERT_NOT_AFTER_FIELD!],
-  [/purpose/i, X509_WORDS.INVALID_PURPOSE!],
+  [/subtree violation|name constraint|unsupported name/i, 'PERMITTED_VIOLATION'],
+  [/unhandled critical extension/i, 'UNHANDLED_CRITICAL_EXTENSION'],
+  [/md too weak|digest algorithm too weak/i, 'CA_MD_TOO_WEAK'],
+  [/does not include certificate signing/i, 'INVALID_CA'],
+  [/key too small/i, 'EE_KEY_TOO_SMALL'],
+  [/path length/i, 'PATH_LENGTH_EXCEEDED'],
+  [/invalid CA|not a CA/i, 'INVALID_CA'],
+  [/format error in certificate's notAfter|format error in certificate's notBefore/i, 'ERROR_IN_CERT_NOT_AFTER_FIELD'],
+  [/purpose/i, 'INVALID_PURPOSE'],
 ]
 
 /** kubectl's words for a TLS failure, or undefined when `err` is not a certificate refusal. */
@@ -215,28 +180,40 @@ export function x509Words(err: unknown): string | undefined {
   const e = err as {code?: string; x509?: unknown} | undefined
   if (typeof e?.x509 === 'string') return e.x509
   const code = e?.code ?? ''
-  if (X509_WORDS[code]) return X509_WORDS[code]
+  if (X509_WORDS.has(code)) return X509_WORDS.get(code)
   // Node names only some of OpenSSL's verify results; the others come as UNSPECIFIED with OpenSSL's text.
   if (code === 'UNSPECIFIED' && typeof (err as Error).message === 'string') {
     const text = (err as Error).message
     const known = OPENSSL_TEXTS.find(([pattern]) => pattern.test(text))
-    return known ? known[1] : `x509: certificate refused (${text.split('\n')[0]!.slice(0, 200)})`
+    return known ? X509_WORDS.get(known[1]) : `x509: certificate refused (${text.split('\n')[0]!.slice(0, 200)})`
   }
   // Any other OpenSSL verification code (e.g. a malformed certificate): refused, named by its code.
   if (/^(?:CERT_|UNABLE_TO_|ERR_TLS_CERT|INVALID_|[A-Z_]*_VIOLATION$)/.test(code)) return `x509: certificate refused (${code})`
   return undefined
 }
 
-/** Handshake failures that are not a certificate verdict. */
-const TLS_HANDSHAKE: Record<string, string> = {
-  EPROTO: 'the TLS handshake failed',
-  ERR_SSL_WRONG_VERSION_NUMBER: 'the server does not speak TLS on this port',
-}
+/** Connection failures that are not a certificate verdict: what follows "cannot connect to …: ", the error's code, a hint. */
+type ConnectFailure = [why: string | undefined, code: string, hint?: string]
+const DNS_FAILURE: ConnectFailure = ['the host name does not resolve', 'Unreachable', 'check the server address in the kubeconfig and your DNS/VPN']
+const CONNECT_FAILURES = new Map<string, ConnectFailure>([
+  ['EPROTO', ['the TLS handshake failed', 'TLSError']],
+  ['ERR_SSL_WRONG_VERSION_NUMBER', ['the server does not speak TLS on this port', 'TLSError']],
+  ['ECONNREFUSED', ['connection refused', 'Unreachable', 'is the cluster running, and is this the right --context?']],
+  ['ENOTFOUND', DNS_FAILURE],
+  ['EAI_AGAIN', DNS_FAILURE],
+  // The proxy's own words (proxy.ts), which name the proxy, never its credentials.
+  ['MESHVM_PROXY', [undefined, 'Unreachable', 'check proxy-url in the kubeconfig, or HTTPS_PROXY/NO_PROXY']],
+])
 
 /** Errors that mean "try again" for a request that is safe to repeat. */
 export function isTransientNetworkError(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException)?.code
   return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ETIMEDOUT' || code === 'ECONNABORTED' || code === 'EAI_AGAIN' || code === 'MESHVM_TIMEOUT' || code === 'MESHVM_TRUNCATED'
+}
+
+/** A time-out as messages give it: milliseconds below a second, else whole seconds. */
+export function roughDuration(ms: number): string {
+  return ms < 1000 ? `${ms}ms` : `${Math.round(ms / 1000)}s`
 }
 
 export function translateNetworkError(req: RequestDescription, err: unknown, timeoutMs: number): MeshvmError {
@@ -253,21 +230,13 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
       hints: ['check certificate-authority-data and tls-server-name in the kubeconfig; meshvm never skips verification unless the kubeconfig says insecure-skip-tls-verify'],
     })
   }
-  if (TLS_HANDSHAKE[code]) {
-    return new MeshvmError(`cannot connect to ${where}: ${TLS_HANDSHAKE[code]}`, {exit: ExitCode.UNREACHABLE, code: 'TLSError'})
-  }
-  if (code === 'ECONNREFUSED') {
-    return new MeshvmError(`cannot connect to ${where}: connection refused`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['is the cluster running, and is this the right --context?']})
-  }
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new MeshvmError(`cannot connect to ${where}: the host name does not resolve`, {
-      exit: ExitCode.UNREACHABLE,
-      code: 'Unreachable',
-      hints: ['check the server address in the kubeconfig and your DNS/VPN'],
-    })
+  const failure = CONNECT_FAILURES.get(code)
+  if (failure) {
+    const [why, errorCode, hint] = failure
+    return new MeshvmError(`cannot connect to ${where}: ${why ?? e.message}`, {exit: ExitCode.UNREACHABLE, code: errorCode, hints: hint ? [hint] : []})
   }
   if (code === 'MESHVM_TIMEOUT' || code === 'ETIMEDOUT') {
-    return new MeshvmError(`no answer from ${where} within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} (${req.method} ${req.path})`, {
+    return new MeshvmError(`no answer from ${where} within ${roughDuration(timeoutMs)} (${req.method} ${req.path})`, {
       exit: ExitCode.UNREACHABLE,
       code: 'Timeout',
       hints: ['raise --request-timeout if the cluster is slow, or check connectivity'],
@@ -278,9 +247,6 @@ export function translateNetworkError(req: RequestDescription, err: unknown, tim
       exit: ExitCode.FAILURE,
       code: 'MalformedResponse',
     })
-  }
-  if (code === 'MESHVM_PROXY') {
-    return new MeshvmError(`cannot connect to ${where}: ${e.message}`, {exit: ExitCode.UNREACHABLE, code: 'Unreachable', hints: ['check proxy-url in the kubeconfig, or HTTPS_PROXY/NO_PROXY']})
   }
   if (code === 'MESHVM_TOO_LARGE') {
     return new MeshvmError(`the API server at ${req.server} sent a response to ${req.method} ${req.path} larger than the limit (${e.message.replace(/^response larger than /, '')})`, {

@@ -7,9 +7,10 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import {parseDuration} from '../validation/kube.js'
+import {roughDuration} from './errors.js'
 
 /** How long a credential plugin may run (documented): long enough for an interactive login. */
-export const EXEC_TIMEOUT_MS = 120_000
+const EXEC_TIMEOUT_MS = 120_000
 /** The most a plugin may print on stdout: an ExecCredential is a few KiB. */
 const MAX_CREDENTIAL_BYTES = 1024 * 1024
 
@@ -42,14 +43,6 @@ export interface ExecCredentials {
   expiresAt?: number
 }
 
-export function execTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
-  const text = env.MESHVM_EXEC_TIMEOUT
-  if (!text) return EXEC_TIMEOUT_MS
-  const ms = parseDuration(text)
-  if (ms === undefined || ms <= 0) throw new MeshvmError(`MESHVM_EXEC_TIMEOUT ${JSON.stringify(text)}: expected a duration such as 30s or 2m`, {exit: ExitCode.USAGE, code: 'Usage'})
-  return ms
-}
-
 function failure(context: string, command: string, why: string, hints: string[] = []): MeshvmError {
   return new MeshvmError(`cannot get credentials for context ${JSON.stringify(context)}: the credential plugin (exec: ${command}) ${why}`, {
     exit: ExitCode.FORBIDDEN,
@@ -59,40 +52,31 @@ function failure(context: string, command: string, why: string, hints: string[] 
 }
 
 /**
- * Runs the plugin. `timeoutMs` (MESHVM_EXEC_TIMEOUT, else EXEC_TIMEOUT_MS) bounds an interactive
- * run (a login); a plugin that cannot prompt is bounded like any request, by `requestTimeoutMs`
- * (--request-timeout) when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
+ * Runs the plugin. MESHVM_EXEC_TIMEOUT, else EXEC_TIMEOUT_MS, bounds an interactive run (a login); a
+ * plugin that cannot prompt is bounded like any request, by `requestTimeoutMs` (--request-timeout)
+ * when that is shorter and MESHVM_EXEC_TIMEOUT is not set.
  */
-export async function runExecPlugin(
-  exec: ExecConfig,
-  context: string,
-  timeout?: number,
-  cluster?: ExecClusterInfo,
-  requestTimeoutMs?: number,
-  stdinIsTerminal = process.stdin.isTTY === true,
-): Promise<ExecCredentials> {
+export async function runExecPlugin(exec: ExecConfig, context: string, cluster?: ExecClusterInfo, requestTimeoutMs?: number, stdinIsTerminal = process.stdin.isTTY === true): Promise<ExecCredentials> {
   // Loaded here, not with the module: most kubeconfigs have no plugin.
   // process.getBuiltinModule (Node 20.16+), not import(): the bundle runs as a vm.Script, without dynamic import.
   const {spawn} = process.getBuiltinModule('node:child_process')
   const command = exec.command ?? ''
-  if (!command) return Promise.reject(failure(context, '(none)', 'has no command'))
+  if (!command) throw failure(context, '(none)', 'has no command')
   // client-go (exec.go isInteractive): Never: not interactive; IfAvailable: when stdin is a terminal;
   // Always: stdin must be a terminal, or the plugin is not run at all.
   if (exec.interactiveMode === 'Always' && !stdinIsTerminal) {
-    return Promise.reject(
-      failure(context, command, 'cannot support interactive mode: standard input is not a terminal', [
-        "run the command from a terminal, or set the kubeconfig user's exec.interactiveMode to IfAvailable or Never",
-      ]),
-    )
+    throw failure(context, command, 'cannot support interactive mode: standard input is not a terminal', [
+      "run the command from a terminal, or set the kubeconfig user's exec.interactiveMode to IfAvailable or Never",
+    ])
   }
   const interactive = exec.interactiveMode !== 'Never' && stdinIsTerminal
-  let timeoutMs: number
-  try {
-    timeoutMs = timeout ?? execTimeoutMs()
-  } catch (err) {
-    return Promise.reject(err)
-  }
-  if (timeout === undefined && !interactive && !process.env.MESHVM_EXEC_TIMEOUT && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
+  const setting = process.env.MESHVM_EXEC_TIMEOUT
+  let timeoutMs = EXEC_TIMEOUT_MS
+  if (setting) {
+    const ms = parseDuration(setting)
+    if (ms === undefined || ms <= 0) throw new MeshvmError(`MESHVM_EXEC_TIMEOUT ${JSON.stringify(setting)}: expected a duration such as 30s or 2m`, {exit: ExitCode.USAGE, code: 'Usage'})
+    timeoutMs = ms
+  } else if (!interactive && requestTimeoutMs !== undefined) timeoutMs = Math.min(timeoutMs, requestTimeoutMs)
   const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1beta1'
   const env: NodeJS.ProcessEnv = {...process.env}
   for (const e of exec.env ?? []) if (e?.name) env[e.name] = e.value ?? ''
@@ -101,7 +85,7 @@ export async function runExecPlugin(
     kind: 'ExecCredential',
     spec: exec.provideClusterInfo && cluster ? {cluster, interactive} : {interactive},
   })
-  return new Promise((resolve, reject) => {
+  const stdout = await new Promise<string>((resolve, reject) => {
     let child: ReturnType<typeof spawn>
     try {
       child = spawn(command, exec.args ?? [], {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', 'inherit']})
@@ -113,7 +97,7 @@ export async function runExecPlugin(
     let size = 0
     let outcome: MeshvmError | undefined
     const timer = setTimeout(() => {
-      outcome = failure(context, command, `did not finish within ${timeoutMs < 1000 ? `${timeoutMs}ms` : `${Math.round(timeoutMs / 1000)}s`} and was stopped`, [
+      outcome = failure(context, command, `did not finish within ${roughDuration(timeoutMs)} and was stopped`, [
         'finish the login it asks for, run it by hand to see why it hangs, or raise MESHVM_EXEC_TIMEOUT',
       ])
       child.kill('SIGKILL')
@@ -131,42 +115,37 @@ export async function runExecPlugin(
     })
     child.on('close', (code) => {
       clearTimeout(timer)
-      if (outcome) return reject(outcome)
+      if (outcome) reject(outcome)
       // Its stderr already reached the terminal; its stdout may hold secrets and is never shown.
-      if (code !== 0) return reject(failure(context, command, `failed (exit ${code ?? 'signal'})`))
-      let status: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown; expirationTimestamp?: unknown} | undefined
-      let answered: unknown
-      try {
-        const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {apiVersion?: unknown; kind?: unknown; status?: typeof status}
-        answered = doc?.apiVersion
-        status = doc?.status
-      } catch {
-        return reject(failure(context, command, 'printed something that is not an ExecCredential'))
-      }
-      // client-go: "exec plugin is configured to use API version X, plugin returned version Y".
-      if (answered !== apiVersion) {
-        return reject(
-          failure(
-            context,
-            command,
-            `is configured to use API version ${apiVersion}, plugin returned version ${typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'}`,
-          ),
-        )
-      }
-      if (!status || typeof status !== 'object') return reject(failure(context, command, 'printed an ExecCredential without a status'))
-      const creds: ExecCredentials = {}
-      if (typeof status.token === 'string' && status.token !== '') creds.token = status.token
-      if (typeof status.clientCertificateData === 'string') creds.cert = status.clientCertificateData
-      if (typeof status.clientKeyData === 'string') creds.key = status.clientKeyData
-      if (!creds.token && !(creds.cert && creds.key)) return reject(failure(context, command, 'returned neither a token nor a client certificate and key'))
-      if (status.expirationTimestamp !== undefined && status.expirationTimestamp !== null) {
-        // RFC 3339, as metav1.Time decodes it.
-        const text = status.expirationTimestamp
-        const at = typeof text === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN
-        if (Number.isNaN(at)) return reject(failure(context, command, 'printed an ExecCredential whose status.expirationTimestamp is not an RFC 3339 time'))
-        creds.expiresAt = at
-      }
-      resolve(creds)
+      else if (code !== 0) reject(failure(context, command, `failed (exit ${code ?? 'signal'})`))
+      else resolve(Buffer.concat(chunks).toString('utf8'))
     })
   })
+  let doc: {apiVersion?: unknown; status?: {token?: unknown; clientCertificateData?: unknown; clientKeyData?: unknown; expirationTimestamp?: unknown}} | null
+  try {
+    doc = JSON.parse(stdout)
+  } catch {
+    throw failure(context, command, 'printed something that is not an ExecCredential')
+  }
+  // client-go: "exec plugin is configured to use API version X, plugin returned version Y".
+  const answered = doc?.apiVersion
+  if (answered !== apiVersion) {
+    const shown = typeof answered === 'string' ? JSON.stringify(answered.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?').slice(0, 100)) : 'none'
+    throw failure(context, command, `is configured to use API version ${apiVersion}, plugin returned version ${shown}`)
+  }
+  const status = doc?.status
+  if (!status || typeof status !== 'object') throw failure(context, command, 'printed an ExecCredential without a status')
+  const creds: ExecCredentials = {}
+  if (typeof status.token === 'string' && status.token !== '') creds.token = status.token
+  if (typeof status.clientCertificateData === 'string') creds.cert = status.clientCertificateData
+  if (typeof status.clientKeyData === 'string') creds.key = status.clientKeyData
+  if (!creds.token && !(creds.cert && creds.key)) throw failure(context, command, 'returned neither a token nor a client certificate and key')
+  if (status.expirationTimestamp !== undefined && status.expirationTimestamp !== null) {
+    // RFC 3339, as metav1.Time decodes it.
+    const text = status.expirationTimestamp
+    const at = typeof text === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i.test(text) ? Date.parse(text) : Number.NaN
+    if (Number.isNaN(at)) throw failure(context, command, 'printed an ExecCredential whose status.expirationTimestamp is not an RFC 3339 time')
+    creds.expiresAt = at
+  }
+  return creds
 }

@@ -2,7 +2,7 @@
  * A fast reader for the YAML that kubectl, kind, k3d, cloud CLIs and meshvm write kubeconfigs in:
  * block mappings and sequences of plain or quoted one-line strings, true/false and null. The `yaml`
  * library reads them too, but its first parse in a process runs cold code, on every cluster command;
- * this costs a fraction of it (measured on Node 24: docs/performance.md).
+ * this costs a fraction of it (measured on Node 24: docs/decisions/cluster-commands.md).
  *
  * It is a strict subset: anything it does not fully understand (flow collections, anchors, tags,
  * block or multi-line scalars, escapes, documents markers, duplicate keys, every plain scalar
@@ -116,7 +116,9 @@ class BlockReader {
       }
       const kv = keyOf(text)
       if (!kv || Object.hasOwn(out, kv.key)) throw new Unsupported()
-      out[kv.key] = this.value(kv.rest, indent, true)
+      // The value: a scalar on the same line, or a block on the next lines.
+      const content = kv.rest.trim()
+      out[kv.key] = content !== '' && !content.startsWith('#') ? scalar(content) : this.nested(indent, true)
       text = undefined
     }
   }
@@ -144,13 +146,6 @@ class BlockReader {
         out.push(scalar(content))
       }
     }
-  }
-
-  /** A value after "key:" (or "-"): a scalar on the same line, or a block on the next lines. */
-  private value(rest: string, indent: number, inMapping: boolean): Value {
-    const content = rest.trim()
-    if (content !== '' && !content.startsWith('#')) return scalar(content)
-    return this.nested(indent, inMapping)
   }
 
   private nested(indent: number, inMapping: boolean): Value {

@@ -6,7 +6,7 @@ import {KubeApiError, type RequestDescription} from './errors.js'
 import {type KubeRequest, malformedAnswer} from './transport.js'
 
 /** Pages a list may take before meshvm stops (a continue token that never ends). */
-export const MAX_LIST_PAGES = 10_000
+const MAX_LIST_PAGES = 10_000
 
 export interface ListPage<T> {
   items: T[]
@@ -42,12 +42,9 @@ const CONTINUE_TAIL = /\],"kind":"[^"\\]*","metadata":\{"continue":"([^"\\]+)"(?
  * restarts from a fresh snapshot and items already yielded are skipped, so callers never see an
  * item twice. Memory stays at two pages plus the keys of items seen.
  *
- * Pipelined: the next page is requested as soon as the current page's text arrives, with the
- * continue token read from that text before it is parsed (continueTokenOf), so the server prepares and
- * sends page N+1 while page N is checked, parsed and used (the parse no longer waits for the server,
- * nor the server for the parse). The token is then confirmed against the parsed page: a guess that
- * differs (or a page whose head does not have the usual shape) is dropped and the page is requested
- * as before. At most one page is requested ahead.
+ * Pipelined (docs/decisions/cluster-commands.md): the next page is requested as soon as the current
+ * page's text arrives, with the token read from that text (continueTokenOf); a guess the parsed page
+ * does not confirm is dropped and the page requested as before. At most one page is read ahead.
  */
 export async function* listPages<T extends {metadata?: {uid?: string; name?: string; namespace?: string}}>(
   reader: PageReader,

@@ -22,7 +22,7 @@ import {translateHttpError, translateNetworkError} from './errors.js'
 import {Resources, resourcePath} from './resources.js'
 import {sleep} from '../util/sleep.js'
 
-export const PORTFORWARD_PROTOCOL = 'v4.channel.k8s.io'
+const PORTFORWARD_PROTOCOL = 'v4.channel.k8s.io'
 
 /** The RBAC reading istiod needs (port-forward, and a token for the xDS path), with the lines to check it. */
 export function portForwardHint(namespace: string): string {
@@ -47,14 +47,16 @@ export class PortForwardRefused extends MeshvmError {
 
 /** A forwarded connection. It has the few net.Socket methods http/tls/http2 call on their sockets. */
 export class PortForwardStream extends Duplex {
-  private dataStarted = false
-  private errorStarted = false
+  /** The channels whose first message (it starts with the port number) has arrived. */
+  private readonly started = new Set<number>()
   private errorText = ''
 
   constructor(
     private readonly ws: WebSocket,
     readonly target: string,
   ) {
+    // The channel protocol has no half-close (ending the writable side sends nothing): the connection
+    // ends when the WebSocket closes.
     super({allowHalfOpen: false})
     ws.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary))
     ws.on('close', () => this.onClose())
@@ -63,21 +65,17 @@ export class PortForwardStream extends Duplex {
 
   private onMessage(data: Buffer, isBinary: boolean): void {
     if (!isBinary || data.length === 0) return
-    const channel = data[0]
+    const channel = data[0]!
     let payload = data.subarray(1)
+    if (!this.started.has(channel)) {
+      this.started.add(channel)
+      payload = payload.subarray(2)
+    }
     if (channel === 0) {
-      if (!this.dataStarted) {
-        this.dataStarted = true
-        payload = payload.subarray(2)
-      }
       // Back-pressure: while the reader is behind, the WebSocket (and so the TCP connection to the
       // API server) stops reading, instead of buffering whatever the pod sends.
       if (payload.length > 0 && !this.push(payload)) this.ws.pause()
     } else if (channel === 1) {
-      if (!this.errorStarted) {
-        this.errorStarted = true
-        payload = payload.subarray(2)
-      }
       // Kubelet's error is one line; a channel that never ends is not kept.
       if (this.errorText.length < 64 * 1024) this.errorText += payload.toString('utf8')
     }
@@ -98,11 +96,6 @@ export class PortForwardStream extends Duplex {
       return
     }
     this.ws.send(Buffer.concat([Buffer.from([0]), chunk]), {binary: true}, (err) => cb(err ?? null))
-  }
-
-  override _final(cb: (err?: Error | null) => void): void {
-    // The channel protocol has no half-close: the connection ends when the WebSocket closes.
-    cb()
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
@@ -143,38 +136,32 @@ export async function openPortForward(client: KubeClient, options: {namespace: s
   // backoff or Retry-After, its number of retries), but only within the time-out: the caller's
   // deadline is never exceeded.
   const deadline = Date.now() + options.timeoutMs
+  const path = resourcePath(Resources.pods, {namespace: options.namespace, name: options.pod, subresource: 'portforward'})
   for (let attempt = 0; ; attempt++) {
-    try {
-      await client.freshCredentials()
-      return await openOnce(client, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
-    } catch (err) {
-      const transient = err instanceof TransientUpgradeError
-      if (!transient || attempt >= client.maxRetries) throw transient ? err.error : err
-      const delay = client.retryDelay(attempt, err.retryAfter)
-      if (delay === undefined || Date.now() + delay >= deadline) throw err.error
-      client.reportRetry({attempt: attempt + 1, delayMs: delay, reason: err.reason, method: 'GET', path: `${resourcePath(Resources.pods, {namespace: options.namespace})}/${options.pod}/portforward`})
-      await sleep(delay)
-    }
+    await client.freshCredentials()
+    const opened = await openOnce(client, path, {...options, timeoutMs: Math.max(1, deadline - Date.now())})
+    if (opened instanceof PortForwardStream) return opened
+    const delay = attempt < client.options.maxRetries ? client.retryDelay(attempt, opened.retryAfter) : undefined
+    if (delay === undefined || Date.now() + delay >= deadline) throw opened.error
+    client.options.onRetry?.({attempt: attempt + 1, delayMs: delay, reason: opened.reason, method: 'GET', path})
+    await sleep(delay)
   }
 }
 
 /** A failed upgrade worth another try (429, 5xx, a reset connection). */
-class TransientUpgradeError extends Error {
-  constructor(
-    readonly error: MeshvmError,
-    readonly reason: string,
-    readonly retryAfter?: string | string[],
-  ) {
-    super(error.message)
-  }
+interface TransientFailure {
+  error: MeshvmError
+  reason: string
+  retryAfter?: string | string[]
 }
 
-function openOnce(client: KubeClient, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream> {
-  const path = `${resourcePath(Resources.pods, {namespace: options.namespace})}/${encodeURIComponent(options.pod)}/portforward`
+/** One upgrade: the stream, a transient failure to retry, or (rejected) any other failure. */
+function openOnce(client: KubeClient, path: string, options: {namespace: string; pod: string; port: number; timeoutMs: number}): Promise<PortForwardStream | TransientFailure> {
   const {url, headers, agent, describe} = client.upgradeTarget(path, {ports: options.port})
   url.protocol = url.protocol === 'http:' ? 'ws:' : 'wss:'
   const target = `pod ${options.namespace}/${options.pod} port ${options.port}`
   const started = Date.now()
+  const report = (status: number) => client.options.onResponse?.({method: 'GET', path: `${path}?ports=${options.port}`, status, ms: Date.now() - started, bytes: 0})
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, [PORTFORWARD_PROTOCOL], {
       headers,
@@ -189,11 +176,11 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
     ws.on('unexpected-response', (_req, res) => {
       errorText(res, (text) => {
         settled = true
-        client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: res.statusCode ?? 0, ms: Date.now() - started, bytes: 0})
         const status = res.statusCode ?? 0
+        report(status)
         const err = translateHttpError(describe, status, text)
         if (isRetryableStatus(status)) {
-          reject(new TransientUpgradeError(err, `HTTP ${status}`, res.headers['retry-after']))
+          resolve({error: err, reason: `HTTP ${status}`, retryAfter: res.headers['retry-after']})
         } else {
           reject(err.status === 403 ? new MeshvmError(err.message, {exit: err.exit, code: err.code, hints: [portForwardHint(options.namespace)]}) : err)
         }
@@ -202,7 +189,7 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
     })
     ws.once('open', () => {
       settled = true
-      client.reportResponse({method: 'GET', path: `${path}?ports=${options.port}`, status: 101, ms: Date.now() - started, bytes: 0})
+      report(101)
       if (ws.protocol !== PORTFORWARD_PROTOCOL) {
         ws.terminate()
         reject(
@@ -221,7 +208,8 @@ function openOnce(client: KubeClient, options: {namespace: string; pod: string; 
       const timedOut = /timed out|timeout/i.test(err.message)
       const translated = translateNetworkError(describe, timedOut ? Object.assign(err, {code: 'MESHVM_TIMEOUT'}) : err, options.timeoutMs)
       const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE' || /socket hang up|closed before/i.test(err.message)
-      reject(reset ? new TransientUpgradeError(translated, err.code ?? 'connection reset') : translated)
+      if (reset) resolve({error: translated, reason: err.code ?? 'connection reset'})
+      else reject(translated)
     })
   })
 }

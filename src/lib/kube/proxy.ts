@@ -29,7 +29,7 @@ function isLoopback(host: string): boolean {
 }
 
 /** True when NO_PROXY says this host:port goes direct. */
-export function noProxyMatches(noProxy: string, host: string, port: string): boolean {
+function noProxyMatches(noProxy: string, host: string, port: string): boolean {
   const h = host.toLowerCase().replace(/^\[|\]$/g, '')
   for (const raw of noProxy.split(',')) {
     let entry = raw.trim().toLowerCase()

@@ -8,7 +8,7 @@
 import {flagError} from '../errors.js'
 import {labelValue, qualifiedName} from '../validation/kube.js'
 
-export type Requirement = {key: string; op: 'eq' | 'ne'; value: string} | {key: string; op: 'in' | 'notin'; values: string[]} | {key: string; op: 'exists' | 'notexists'}
+type Requirement = {key: string; op: 'eq' | 'ne'; value: string} | {key: string; op: 'in' | 'notin'; values: string[]} | {key: string; op: 'exists' | 'notexists'}
 
 export type Selector = Requirement[]
 
@@ -75,20 +75,9 @@ export function selectorMatches(selector: Selector, labels: Record<string, strin
   const l = labels ?? {}
   return selector.every((r) => {
     const has = Object.hasOwn(l, r.key)
-    switch (r.op) {
-      case 'eq':
-        return has && l[r.key] === r.value
-      case 'ne':
-        return !has || l[r.key] !== r.value
-      case 'in':
-        return has && r.values.includes(l[r.key]!)
-      case 'notin':
-        return !has || !r.values.includes(l[r.key]!)
-      case 'exists':
-        return has
-      case 'notexists':
-        return !has
-    }
+    const hit = 'value' in r ? has && l[r.key] === r.value : 'values' in r ? has && r.values.includes(l[r.key]!) : has
+    // ne, notin and notexists hold where eq, in and exists do not, also for a label that is absent.
+    return r.op === 'eq' || r.op === 'in' || r.op === 'exists' ? hit : !hit
   })
 }
 
@@ -106,19 +95,9 @@ export function mapSelectorSelects(selector: Record<string, unknown> | undefined
 export function selectorString(selector: Selector): string {
   return selector
     .map((r) => {
-      switch (r.op) {
-        case 'eq':
-          return `${r.key}=${r.value}`
-        case 'ne':
-          return `${r.key}!=${r.value}`
-        case 'in':
-        case 'notin':
-          return `${r.key} ${r.op} (${r.values.join(',')})`
-        case 'exists':
-          return r.key
-        case 'notexists':
-          return `!${r.key}`
-      }
+      if ('values' in r) return `${r.key} ${r.op} (${r.values.join(',')})`
+      if ('value' in r) return `${r.key}${r.op === 'ne' ? '!=' : '='}${r.value}`
+      return r.op === 'exists' ? r.key : `!${r.key}`
     })
     .join(',')
 }

@@ -42,12 +42,12 @@ export function requestTimeoutMs(text: string | number | undefined): number {
   return ms
 }
 
-export async function openSession(flags: SessionFlags, options: {context?: string; onRetry?: (e: RetryEvent) => void} = {}): Promise<KubeSession> {
+export async function openSession(flags: SessionFlags, options: {context?: string} = {}): Promise<KubeSession> {
   const timeoutMs = requestTimeoutMs(flags['request-timeout'])
   const loaded = loadKubeConfig({kubeconfig: flags.kubeconfig, context: options.context ?? flags.context})
   // Requests and retries on stderr: what was asked and answered, never headers or bodies (secrets).
   const debug = flags.debug === true || debugEnabled()
-  const onRetry = options.onRetry ?? (debug ? (e: RetryEvent) => process.stderr.write(`debug: retry ${e.attempt} of ${e.method} ${e.path} in ${e.delayMs}ms (${e.reason})\n`) : undefined)
+  const onRetry = debug ? (e: RetryEvent) => process.stderr.write(`debug: retry ${e.attempt} of ${e.method} ${e.path} in ${e.delayMs}ms (${e.reason})\n`) : undefined
   const onResponse = debug ? (e: ResponseEvent) => process.stderr.write(`debug: ${e.method} ${e.path} → ${e.status} (${e.ms} ms, ${e.bytes} bytes)\n`) : undefined
   const client = await KubeClient.create(loaded, {timeoutMs, onRetry, onResponse})
   return {

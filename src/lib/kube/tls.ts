@@ -1,18 +1,16 @@
 /**
  * The one TLS policy of meshvm, used on every TLS path: the API server (directly, through a
  * `proxy-url` or HTTPS_PROXY tunnel, and the port-forward WebSocket, which uses the API client's
- * agent) and istiod over xDS (the mesh root as CA).
+ * agent) and istiod over xDS (the mesh root as CA). What it refuses, in kubectl's words:
+ * docs/faults.md ("Server certificates").
  *
  * - The chain is verified by OpenSSL through Node (`ca` = the kubeconfig's or the mesh's CA,
- *   `rejectUnauthorized: true`): signatures, CA flags, path length and name constraints, key usage
- *   of every certificate in the chain, critical extensions, dates, weak signature algorithms.
- *   Nothing here builds or checks a chain.
+ *   `rejectUnauthorized: true`); nothing here builds or checks a chain.
  * - The host name is checked by goHostCheck, which follows Go's crypto/x509 VerifyHostname (what
  *   kubectl uses): subject alternative names only (no common-name fallback), a wildcard only as the
  *   whole left-most label, IP addresses only against IP SANs.
  * - A connection is handed to its user (HTTP, WebSocket, HTTP/2) only after 'secureConnect', i.e.
  *   after both verdicts: not one byte of a request, and so no token, reaches a server that failed.
- * - Refusals carry kubectl's words (x509: certificate signed by unknown authority, ...).
  * - `insecure-skip-tls-verify` (kubectl: no chain and no name check) is the kubeconfig's own choice;
  *   `tls-server-name` is the name sent (SNI) and checked, as in client-go.
  */
@@ -151,7 +149,7 @@ export interface TlsPolicy {
 }
 
 /** Node's TLS options for `policy`: OpenSSL verifies the chain, goHostCheck the name. */
-export function tlsOptions(policy: TlsPolicy, host: string): ConnectionOptions {
+function tlsOptions(policy: TlsPolicy, host: string): ConnectionOptions {
   // The name to check: tls-server-name, else the host. SNI is never an IP address (RFC 6066).
   const name = policy.servername || host.replace(/^\[|\]$/g, '')
   return {

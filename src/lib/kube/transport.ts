@@ -17,7 +17,7 @@ import {VerifiedAgent} from './tls.js'
  * The largest response body meshvm reads (documented): 64 MiB, raised with MESHVM_MAX_RESPONSE_BYTES.
  * A bigger body (or a Content-Length announcing one) fails cleanly instead of filling memory.
  */
-export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 /** Deepest JSON nesting accepted in an answer; Kubernetes objects are a few dozen levels deep. */
 export const MAX_JSON_DEPTH = 1000
 
@@ -64,13 +64,6 @@ export function isRetryableStatus(status: number): boolean {
   return status === 429 || status === 500 || status === 502 || status === 503 || status === 504
 }
 
-export const PATCH = {
-  merge: 'application/merge-patch+json',
-  json: 'application/json-patch+json',
-  strategic: 'application/strategic-merge-patch+json',
-  apply: 'application/apply-patch+yaml',
-} as const
-
 export type RetryPolicy = 'read' | 'idempotent' | 'create' | 'never'
 
 export interface KubeRequest {
@@ -107,8 +100,13 @@ export interface RawResponse {
 
 export type KubeAgent = VerifiedAgent | HttpAgent
 
-export function codedError(code: string, message: string): NodeJS.ErrnoException {
+function codedError(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(message), {code})
+}
+
+/** A body past the size limit (maxResponseBytes). */
+export function tooLarge(limit: number): NodeJS.ErrnoException {
+  return codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`)
 }
 
 /** An answer that arrived whole but cannot be used (`why`): never "success with nothing". */
@@ -196,14 +194,13 @@ export function exchange(
     const r = openRequest(server, agent, method, path, headers, (res) => {
       const chunks: Buffer[] = []
       let size = 0
-      const tooLarge = () => codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`)
       if (Number(res.headers['content-length'] ?? 0) > limit) {
-        fail(tooLarge())
+        fail(tooLarge(limit))
         return
       }
       res.on('data', (c: Buffer) => {
         size += c.length
-        if (size > limit) fail(tooLarge())
+        if (size > limit) fail(tooLarge(limit))
         else chunks.push(c)
       })
       res.on('aborted', () => fail(codedError('MESHVM_TRUNCATED', 'response aborted')))

@@ -4,7 +4,7 @@
  */
 import type {IncomingMessage} from 'node:http'
 import {type RequestDescription, translateHttpError, translateNetworkError} from './errors.js'
-import {codedError, errorText, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, maxResponseBytes, openRequest} from './transport.js'
+import {errorText, jsonTooDeep, type KubeAgent, type KubeRequest, malformedAnswer, maxResponseBytes, openRequest, tooLarge} from './transport.js'
 import {sleep} from '../util/sleep.js'
 
 /** A watch that ends sooner than this without a change counts as "closed at once". */
@@ -29,7 +29,7 @@ export interface WatchTarget {
 
 /** What watching needs of the client. */
 export interface WatchHost {
-  readonly timeoutMs: number
+  readonly options: {readonly timeoutMs: number}
   upgradeTarget(path: string, query: KubeRequest['query']): WatchTarget
   retryDelay(attempt: number, retryAfterHeader: undefined): number | undefined
   freshCredentials(): Promise<void>
@@ -68,7 +68,7 @@ export class Watcher {
     const target = this.host.upgradeTarget(path, watchQuery)
     const result = await watchOnce<T>(
       target,
-      this.host.timeoutMs,
+      this.host.options.timeoutMs,
       typedVersion,
       (event) => {
         if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED') changes++
@@ -119,7 +119,7 @@ function watchOnce<T extends Versioned>(
         // One event is one line: a line that grows past the response limit is not an event.
         if (buffer.length > limit) {
           r.destroy()
-          finish(translateNetworkError(describe, codedError('MESHVM_TOO_LARGE', `response larger than ${limit} bytes`), 0))
+          finish(translateNetworkError(describe, tooLarge(limit), 0))
           return
         }
         let nl: number

@@ -11,6 +11,7 @@ import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {KubeClient, MAX_JSON_DEPTH, continueTokenOf, jsonTooDeep} from '../../../src/lib/kube/client.js'
 import {loadKubeConfig} from '../../../src/lib/kube/config.js'
+import {rbacHint} from '../../../src/lib/kube/errors.js'
 import {MeshvmError} from '../../../src/lib/errors.js'
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void
@@ -150,6 +151,16 @@ describe('KubeClient', () => {
       'ask a cluster admin for a Role in namespace apps allowing verb "list" on "workloadentries.networking.istio.io" (kubectl auth can-i list workloadentries.networking.istio.io -n apps)',
     )
     c.close()
+  })
+
+  it('names a ClusterRole for a cluster-scoped refusal, and core resources without a group', () => {
+    expect(rbacHint('clusterroles.rbac.authorization.k8s.io is forbidden: User "dev" cannot list resource "clusterroles" in API group "rbac.authorization.k8s.io" at the cluster scope')).toBe(
+      'ask a cluster admin for a ClusterRole allowing verb "list" on "clusterroles.rbac.authorization.k8s.io" (kubectl auth can-i list clusterroles.rbac.authorization.k8s.io)',
+    )
+    expect(rbacHint('pods is forbidden: User "dev" cannot get resource "pods" in API group "" in the namespace "a"')).toBe(
+      'ask a cluster admin for a Role in namespace a allowing verb "get" on "pods" (kubectl auth can-i get pods -n a)',
+    )
+    expect(rbacHint('forbidden: no rule')).toBeUndefined()
   })
 
   it('reports malformed JSON after one more try, without echoing the body', async () => {
@@ -316,6 +327,25 @@ describe('KubeClient', () => {
     })
   })
 
+  it('refuses a watch event longer than the response limit, as it refuses such a response', async () => {
+    const saved = process.env.MESHVM_MAX_RESPONSE_BYTES
+    process.env.MESHVM_MAX_RESPONSE_BYTES = '1000'
+    try {
+      handlers.push((_q, res) => {
+        res.writeHead(200, {'content-type': 'application/json'})
+        res.write(`{"type":"ADDED","object":{"metadata":{"name":"${'x'.repeat(2000)}`)
+      })
+      const c = await client()
+      const err = (await c.watch('/api/v1/pods', {}, () => undefined).catch((e: unknown) => e)) as MeshvmError
+      expect(err.code).toBe('ResponseTooLarge')
+      expect(err.message).toBe(`the API server at ${c.server} sent a response to GET /api/v1/pods larger than the limit (1000 bytes)`)
+      c.close()
+    } finally {
+      if (saved === undefined) delete process.env.MESHVM_MAX_RESPONSE_BYTES
+      else process.env.MESHVM_MAX_RESPONSE_BYTES = saved
+    }
+  })
+
   it('treats 404 on a retried delete as done', async () => {
     handlers.push((req) => req.socket.destroy())
     handlers.push((_q, res) => json(res, 404, {kind: 'Status', reason: 'NotFound', code: 404}))
@@ -386,5 +416,43 @@ describe('loadKubeConfig', () => {
   })
   it('detects a missing kubeconfig instead of falling back to localhost:8080', () => {
     expect(() => loadKubeConfig({}, {HOME: work, KUBECONFIG: join(work, 'nope')})).toThrow(/^no kubeconfig found/)
+  })
+})
+
+describe('files the kubeconfig names (certificate-authority, client-certificate, client-key)', () => {
+  const create = (cluster: string, user: string) => {
+    const file = join(work, 'named-files')
+    writeFileSync(
+      file,
+      `apiVersion: v1
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1", ${cluster}}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+users:
+- name: u
+  user: {${user}}
+`,
+    )
+    return KubeClient.create(loadKubeConfig({kubeconfig: file}), {timeoutMs: 1000})
+  }
+
+  it('says what is wrong with the file and how to fix it', async () => {
+    const err = await create(`certificate-authority: ${work}`, 'token: t').catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(MeshvmError)
+    expect((err as MeshvmError).message).toBe(`context "x": certificate-authority ${work}: is a directory`)
+    expect((err as MeshvmError).hints).toEqual([`fix the certificate-authority path in the kubeconfig (${join(work, 'named-files')}), or embed the file with certificate-authority-data`])
+    await expect(create('insecure-skip-tls-verify: true', `client-certificate: ${join(work, 'nope.crt')}, client-key: ${work}`)).rejects.toThrow(
+      `context "x": client-certificate ${join(work, 'nope.crt')}: file not found`,
+    )
+  })
+
+  it('reads every named file before it checks what the certificate authority holds', async () => {
+    const notPem = Buffer.from('not a certificate').toString('base64')
+    await expect(create(`certificate-authority-data: ${notPem}`, `client-certificate: ${work}, client-key: ${work}`)).rejects.toThrow(`client-certificate ${work}: is a directory`)
+    await expect(create(`certificate-authority-data: ${notPem}`, 'token: t')).rejects.toThrow('certificate-authority-data holds no PEM certificate')
   })
 })
