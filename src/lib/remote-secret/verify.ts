@@ -27,7 +27,6 @@ export function permissionText(p: VerifyPermission): string {
 }
 
 export interface VerifyResult {
-  server: string
   gitVersion?: string
   /** Set when the API server could not be reached or rejected the credentials. */
   connectError?: MeshvmError
@@ -49,24 +48,13 @@ async function clientFor(kubeconfig: string, timeoutMs: number): Promise<KubeCli
   return KubeClient.create({...loaded, namespace: 'default'}, {timeoutMs, maxRetries: 1, userAgent: 'meshvm (create-remote-secret --verify)'})
 }
 
-export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeoutMs: number; permissions?: VerifyPermission[]}): Promise<VerifyResult> {
+/** A failure to connect or authenticate, on /version or on a review, is the result's connectError. */
+export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeoutMs: number}): Promise<VerifyResult> {
   const client = await clientFor(kubeconfig, options.timeoutMs)
-  const result: VerifyResult = {server: client.server, allowed: [], denied: []}
+  const result: VerifyResult = {allowed: [], denied: []}
   try {
-    try {
-      const v = await client.get<{gitVersion?: string}>('/version')
-      result.gitVersion = v?.gitVersion
-    } catch (err) {
-      if (!(err instanceof MeshvmError)) throw err
-      result.connectError = err
-      return result
-    }
-    const permissions = options.permissions ?? REQUIRED_PERMISSIONS
-    const answers = await Promise.all(
-      permissions.map(async (p) => {
-        return {p, allowed: await canI(client, p)}
-      }),
-    )
+    result.gitVersion = (await client.get<{gitVersion?: string}>('/version'))?.gitVersion
+    const answers = await Promise.all(REQUIRED_PERMISSIONS.map(async (p) => ({p, allowed: await canI(client, p)})))
     for (const a of answers) (a.allowed ? result.allowed : result.denied).push(a.p)
     return result
   } catch (err) {
