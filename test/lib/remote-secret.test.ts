@@ -18,7 +18,6 @@ import {
   remoteSecretWarnings,
   tokenSecretManifest,
   validateRemoteSecretOptions,
-  warnings,
   type RemoteSecretFlags,
 } from '../../src/lib/remote-secret/generate.js'
 import {goYamlMarshal} from '../../src/lib/util/go-compat.js'
@@ -339,7 +338,7 @@ describe('warnings', () => {
     expect(remoteSecretWarnings({server: 'https://127.0.0.1:43210', serverSource: 'kubeconfig', authType: 'bearer-token'})).toEqual([
       "the API server in the kubeconfig is https://127.0.0.1:43210, which istiod in another cluster cannot reach; pass --server with an address reachable from there (with kind or k3d, the API server container's IP, e.g. --server https://172.18.0.2:6443)",
     ])
-    expect(warnings({server: 'https://localhost:6443', serverSource: 'flag', authType: 'bearer-token'})).toEqual([
+    expect(remoteSecretWarnings({server: 'https://localhost:6443', serverSource: 'flag', authType: 'bearer-token'})).toEqual([
       '--server https://localhost:6443 is a loopback address, which istiod in another cluster cannot reach; use an address reachable from there',
     ])
   })

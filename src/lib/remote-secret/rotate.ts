@@ -16,27 +16,16 @@
  * Steps 2-5 undo their own work on failure (the new token Secret is deleted, the old data put back).
  * Nothing here logs a token or a kubeconfig.
  */
-import {ExitCode, MeshvmError} from '../errors.js'
+import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {Resources, resourcePath} from '../kube/resources.js'
-import {caDataOf, inContext, tokenOf, waitForTokenData, type ProgressLog, type SecretObject} from './fetch.js'
-import {
-  buildRemoteKubeconfig,
-  buildRemoteSecret,
-  CONFIG_SECRET_KEY,
-  DEFAULT_SERVICE_ACCOUNT,
-  isServiceAccountTokenSecret,
-  SERVICE_ACCOUNT_NAME_ANNOTATION,
-  SERVICE_ACCOUNT_TOKEN_TYPE,
-  tokenSecretName,
-  type RemoteSecretManifest,
-} from './generate.js'
-import {describeToken, findRemoteSecret, listRemoteSecrets, parseRemoteKubeconfig} from './list.js'
+import {backoff, caDataOf, inContext, tokenOf, waitForTokenData, type ProgressLog, type SecretObject} from './fetch.js'
+import {buildRemoteKubeconfig, buildRemoteSecret, CONFIG_SECRET_KEY, DEFAULT_SERVICE_ACCOUNT, isServiceAccountTokenSecret, tokenSecretManifest, tokenSecretName} from './generate.js'
+import {findRemoteSecret, listRemoteSecrets, remoteSecretEntries} from './list.js'
 import {applyRemoteSecret} from './run.js'
 import {istiodClusterViews, viewsFor, type IstiodClusterView} from './status.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
-import {sleep} from '../util/sleep.js'
 
 export interface RotateOptions {
   /** The Secret (or cluster) name in the target. */
@@ -58,7 +47,6 @@ export interface RotateOptions {
   requestTimeoutMs: number
   keepOldToken: boolean
   log: ProgressLog
-  pollMs?: number
 }
 
 export interface RotateResult {
@@ -76,12 +64,14 @@ export interface RotateResult {
 const OLD_IN_FORCE = 'the old Secret is still in force: nothing istiod uses was changed'
 const secretPath = (namespace: string, name?: string) => resourcePath(Resources.secrets, {namespace, name})
 
-function rotateError(message: string, o: {exit?: (typeof ExitCode)[keyof typeof ExitCode]; code?: string; hints?: string[]; cause?: unknown} = {}): MeshvmError {
-  return new MeshvmError(message, {exit: o.exit ?? ExitCode.FAILURE, code: o.code ?? 'RotateFailed', hints: [...(o.hints ?? []), OLD_IN_FORCE], cause: o.cause})
+/** A failure that left the old Secret in force. A MeshvmError `cause` lends its exit code, code and hints. */
+function rotateError(message: string, cause?: unknown, o: {exit?: ExitCodeValue; code?: string} = {}): MeshvmError {
+  const from = cause instanceof MeshvmError ? cause : undefined
+  return new MeshvmError(message, {exit: o.exit ?? from?.exit ?? ExitCode.FAILURE, code: o.code ?? from?.code ?? 'RotateFailed', hints: [...(from?.hints ?? []), OLD_IN_FORCE], cause})
 }
 
 /** A name for the new token Secret that sorts after the old ones: NAME-istio-remote-secret-token-<base36 time>. */
-export function rotatedTokenSecretName(serviceAccount: string, now: Date): string {
+function rotatedTokenSecretName(serviceAccount: string, now: Date): string {
   return `${tokenSecretName(serviceAccount)}-${Math.floor(now.getTime() / 1000).toString(36)}`
 }
 
@@ -96,8 +86,7 @@ async function findOldTokenSecret(source: KubeClient, namespace: string, service
 export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Promise<RotateResult> {
   const {log} = o
   // 1. The remote Secret and what it holds.
-  const secrets = await listRemoteSecrets(o.target, o.istioNamespace)
-  const secret: SecretObject | undefined = findRemoteSecret(secrets, o.name)
+  const secret = findRemoteSecret(await listRemoteSecrets(o.target, o.istioNamespace), o.name)
   if (!secret) {
     throw new MeshvmError(`no remote secret ${JSON.stringify(o.name)} in namespace ${o.istioNamespace} of context ${o.targetContext} (label istio/multiCluster=true)`, {
       exit: ExitCode.NOT_FOUND,
@@ -105,26 +94,30 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       hints: [`list them: meshvm remote-secret list --context ${o.targetContext}`, 'create one: meshvm remote-secret create --context SOURCE --name CLUSTER --apply-to ' + o.targetContext],
     })
   }
-  const keys = Object.keys(secret.data ?? {})
-  if (keys.length !== 1) {
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name} holds ${keys.length} clusters; rotate works on a Secret with one cluster key`, {exit: ExitCode.USAGE, code: 'Usage'})
+  const where = `${o.istioNamespace}/${secret.metadata.name}`
+  const entries = remoteSecretEntries(secret, o.targetContext)
+  if (entries.length !== 1) {
+    throw new MeshvmError(`Secret ${where} holds ${entries.length} clusters; rotate works on a Secret with one cluster key`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
-  const key = keys[0]!
-  const oldKubeconfig = Buffer.from(secret.data![key]!, 'base64').toString('utf8')
-  const parsed = parseRemoteKubeconfig(oldKubeconfig)
-  if (parsed.error || !parsed.server)
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
+  const {
+    key,
+    entry: {cluster},
+    kubeconfig: oldKubeconfig,
+    parsed,
+    token: oldToken,
+  } = entries[0]!
+  if (parsed.error || !parsed.server) throw new MeshvmError(`Secret ${where}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
   if (parsed.authType !== 'bearer-token') {
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {
-      exit: ExitCode.USAGE,
-      code: 'Usage',
-    })
+    throw new MeshvmError(`Secret ${where} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
-  const cluster = key === CONFIG_SECRET_KEY ? (secret.metadata.annotations?.['networking.istio.io/cluster'] ?? key) : key
-  const oldToken = describeToken(parsed.token)
   const saNamespace = o.serviceAccountNamespace ?? oldToken.serviceAccount?.namespace ?? 'istio-system'
   const saName = o.serviceAccount ?? oldToken.serviceAccount?.name ?? DEFAULT_SERVICE_ACCOUNT.remote
   const who = `${saNamespace}/${saName}`
+  // Same Secret, same key: updated in place, whatever it is called.
+  const secretFor = (kubeconfig: string) => {
+    const {object} = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig})
+    return {...object, metadata: {...object.metadata, name: secret.metadata.name}}
+  }
 
   // The old token Secret, looked up before anything changes (deleted only in step 6).
   let oldTokenSecret: SecretObject | undefined
@@ -136,13 +129,11 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
 
   // 2. A new token Secret.
   const newName = rotatedTokenSecretName(saName, now)
-  const manifest = {apiVersion: 'v1', kind: 'Secret', metadata: {name: newName, namespace: saNamespace, annotations: {[SERVICE_ACCOUNT_NAME_ANNOTATION]: saName}}, type: SERVICE_ACCOUNT_TOKEN_TYPE}
   let created: SecretObject
   try {
-    created = (await o.source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: manifest, retry: 'create'}))!
+    created = (await o.source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: tokenSecretManifest(saName, saNamespace, newName), retry: 'create'}))!
   } catch (err) {
-    const e = err as MeshvmError
-    throw rotateError(`--from ${o.sourceContext}: cannot create token Secret ${saNamespace}/${newName} for ServiceAccount ${saName}: ${e.message}`, {exit: e.exit, code: e.code, hints: e.hints})
+    throw rotateError(`--from ${o.sourceContext}: cannot create token Secret ${saNamespace}/${newName} for ServiceAccount ${saName}: ${(err as Error).message}`, err)
   }
   log.note(`Created token Secret ${saNamespace}/${newName} in context ${o.sourceContext}`)
   const dropNew = async (): Promise<void> => {
@@ -156,11 +147,10 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
     }
   }
 
-  let newManifest: RemoteSecretManifest
-  let newKubeconfig: string
+  let newSecret: ReturnType<typeof secretFor>
   try {
-    const filled = await waitForTokenData(o.source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log, pollMs: o.pollMs})
-    newKubeconfig = buildRemoteKubeconfig({
+    const filled = await waitForTokenData(o.source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log})
+    const newKubeconfig = buildRemoteKubeconfig({
       clusterName: cluster,
       server: parsed.server,
       caData: caDataOf(filled) || parsed.caData || '',
@@ -169,48 +159,37 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
     })
     // 3. The new credentials, checked from here before istiod gets them.
     const v = await verifyRemoteKubeconfig(newKubeconfig, {timeoutMs: o.requestTimeoutMs})
-    if (v.connectError) throw rotateError(`the new token does not work against ${parsed.server}: ${v.connectError.message}`, {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'})
-    if (v.denied.length > 0) {
-      throw rotateError(`ServiceAccount ${who} lacks ${v.denied.length} permission(s) istiod needs: ${v.denied.map(permissionText).join(', ')}`, {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'})
-    }
+    const failed = {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'}
+    if (v.connectError) throw rotateError(`the new token does not work against ${parsed.server}: ${v.connectError.message}`, undefined, failed)
+    if (v.denied.length > 0) throw rotateError(`ServiceAccount ${who} lacks ${v.denied.length} permission(s) istiod needs: ${v.denied.map(permissionText).join(', ')}`, undefined, failed)
     log.note(`Verified the new token against ${parsed.server}: ${v.allowed.length} reader permissions allowed`)
-    const built = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig: newKubeconfig})
-    // Same Secret, same key: updated in place, whatever it is called.
-    newManifest = {...built, secretName: secret.metadata.name, object: {...built.object, metadata: {...built.object.metadata, name: secret.metadata.name}, stringData: {[key]: newKubeconfig}}}
+    newSecret = secretFor(newKubeconfig)
   } catch (err) {
     await dropNew()
-    if (!(err instanceof MeshvmError)) throw err
-    if (err.hints.includes(OLD_IN_FORCE)) throw err
-    const e = err
-    throw rotateError(e.message, {exit: e.exit, code: e.code, hints: e.hints, cause: err})
+    if (!(err instanceof MeshvmError) || err.hints.includes(OLD_IN_FORCE)) throw err
+    throw rotateError(err.message, err)
   }
 
   // 4. In place, by server-side apply.
   try {
-    await applyRemoteSecret(o.target, newManifest, o.istioNamespace)
+    await applyRemoteSecret(o.target, newSecret, o.istioNamespace)
   } catch (err) {
     await dropNew()
-    const e = err as MeshvmError
-    throw rotateError(`cannot update Secret ${o.istioNamespace}/${secret.metadata.name} in context ${o.targetContext}: ${e.message}`, {exit: e.exit, code: e.code, hints: e.hints, cause: err})
+    throw rotateError(`cannot update Secret ${where} in context ${o.targetContext}: ${(err as Error).message}`, err)
   }
-  log.note(`Updated Secret ${o.istioNamespace}/${secret.metadata.name} in context ${o.targetContext} (server-side apply)`)
+  log.note(`Updated Secret ${where} in context ${o.targetContext} (server-side apply)`)
 
   // 5. istiod's side.
   const restoreOld = async (why: string): Promise<never> => {
-    const old = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig: oldKubeconfig})
     let restored = true
     try {
-      await applyRemoteSecret(
-        o.target,
-        {...old, secretName: secret.metadata.name, object: {...old.object, metadata: {...old.object.metadata, name: secret.metadata.name}, stringData: {[key]: oldKubeconfig}}},
-        o.istioNamespace,
-      )
+      await applyRemoteSecret(o.target, secretFor(oldKubeconfig), o.istioNamespace)
     } catch {
       restored = false
     }
     await dropNew()
     if (!restored) {
-      throw new MeshvmError(`${why}; and putting the old kubeconfig back into Secret ${o.istioNamespace}/${secret.metadata.name} failed`, {
+      throw new MeshvmError(`${why}; and putting the old kubeconfig back into Secret ${where} failed`, {
         exit: ExitCode.PARTIAL,
         code: 'RotatePartial',
         hints: [
@@ -218,11 +197,11 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
         ],
       })
     }
-    throw rotateError(`${why}; the old kubeconfig was put back into Secret ${o.istioNamespace}/${secret.metadata.name}`, {exit: ExitCode.CHECK_FAILED, code: 'IstiodNotSynced'})
+    throw rotateError(`${why}; the old kubeconfig was put back into Secret ${where}`, undefined, {exit: ExitCode.CHECK_FAILED, code: 'IstiodNotSynced'})
   }
   const deadline = Date.now() + o.istiodTimeoutMs
+  const wait = backoff(deadline, 200, 2000)
   let views: IstiodClusterView[] = []
-  let delay = o.pollMs ?? 200
   for (;;) {
     try {
       views = viewsFor(await istiodClusterViews(o.target, {istioNamespace: o.istioNamespace, revision: o.revision, timeoutMs: o.requestTimeoutMs}), cluster, secret.metadata.name)
@@ -235,11 +214,9 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       const seen = views.length === 0 ? 'no running istiod' : views.map((v) => `${v.istiod}: ${v.error ?? v.syncStatus}`).join(', ')
       return restoreOld(`istiod did not report cluster ${cluster} synced within ${Math.round(o.istiodTimeoutMs / 1000)}s after the update (${seen})`)
     }
-    await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
-    delay = Math.min(delay * 2, 2000)
+    await wait()
   }
   log.note(`istiod reports cluster ${cluster} synced: ${views.map((v) => v.istiod).join(', ')}`)
-
   // 6. The old token, revoked.
   let removedTokenSecret: string | undefined
   let oldTokenSecretNote: string | undefined
