@@ -42,8 +42,6 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
 
   async run(): Promise<void> {
     const f = this.flags
-    const tokenTimeoutMs = f['token-timeout']
-    const istiodTimeoutMs = f['istiod-timeout']
     if (f.from.trim() === '') throw flagError('--from', f.from, 'must name a kubeconfig context')
     let serviceAccount: string | undefined
     let serviceAccountNamespace: string | undefined
@@ -61,16 +59,12 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
       const {rotateRemoteSecret} = await import('../../lib/remote-secret/rotate.js')
       const result = await rotateRemoteSecret({
         name: this.args.name,
-        target: target.client,
-        targetContext: target.contextName,
-        istioNamespace: target.istioNamespace,
-        revision: target.revision,
-        source: source.client,
-        sourceContext: source.contextName,
+        target,
+        source,
         serviceAccount,
         serviceAccountNamespace,
-        tokenTimeoutMs,
-        istiodTimeoutMs,
+        tokenTimeoutMs: f['token-timeout'],
+        istiodTimeoutMs: f['istiod-timeout'],
         requestTimeoutMs: requestTimeoutMs(f['request-timeout']),
         keepOldToken: f['keep-old-token'],
         log: {note: (t) => this.note(t), warning: (t) => this.warning(t)},

@@ -18,6 +18,7 @@
  */
 import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
+import type {KubeSession} from '../kube/session.js'
 import {KubeApiError} from '../kube/errors.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {backoff, caDataOf, inContext, tokenOf, waitForTokenData, type ProgressLog, type SecretObject} from './fetch.js'
@@ -30,14 +31,10 @@ import {permissionText, verifyRemoteKubeconfig} from './verify.js'
 export interface RotateOptions {
   /** The Secret (or cluster) name in the target. */
   name: string
-  /** Where the remote Secret lives and istiod runs. */
-  target: KubeClient
-  targetContext: string
-  istioNamespace: string
-  revision?: string
+  /** Where the remote Secret lives (in its Istio namespace) and istiod runs. */
+  target: KubeSession
   /** The cluster the credentials are for (--from). */
-  source: KubeClient
-  sourceContext: string
+  source: KubeSession
   /** The reader ServiceAccount when the old token does not name one (default istio-system/istio-reader-service-account). */
   serviceAccount?: string
   serviceAccountNamespace?: string
@@ -85,17 +82,19 @@ async function findOldTokenSecret(source: KubeClient, namespace: string, service
 
 export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Promise<RotateResult> {
   const {log} = o
+  const {client: target, contextName: targetContext, istioNamespace, revision} = o.target
+  const {client: source, contextName: sourceContext} = o.source
   // 1. The remote Secret and what it holds.
-  const secret = findRemoteSecret(await listRemoteSecrets(o.target, o.istioNamespace), o.name)
+  const secret = findRemoteSecret(await listRemoteSecrets(target, istioNamespace), o.name)
   if (!secret) {
-    throw new MeshvmError(`no remote secret ${JSON.stringify(o.name)} in namespace ${o.istioNamespace} of context ${o.targetContext} (label istio/multiCluster=true)`, {
+    throw new MeshvmError(`no remote secret ${JSON.stringify(o.name)} in namespace ${istioNamespace} of context ${targetContext} (label istio/multiCluster=true)`, {
       exit: ExitCode.NOT_FOUND,
       code: 'NotFound',
-      hints: [`list them: meshvm remote-secret list --context ${o.targetContext}`, 'create one: meshvm remote-secret create --context SOURCE --name CLUSTER --apply-to ' + o.targetContext],
+      hints: [`list them: meshvm remote-secret list --context ${targetContext}`, 'create one: meshvm remote-secret create --context SOURCE --name CLUSTER --apply-to ' + targetContext],
     })
   }
-  const where = `${o.istioNamespace}/${secret.metadata.name}`
-  const entries = remoteSecretEntries(secret, o.targetContext)
+  const where = `${istioNamespace}/${secret.metadata.name}`
+  const entries = remoteSecretEntries(secret, targetContext)
   if (entries.length !== 1) {
     throw new MeshvmError(`Secret ${where} holds ${entries.length} clusters; rotate works on a Secret with one cluster key`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
@@ -115,41 +114,41 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   const who = `${saNamespace}/${saName}`
   // Same Secret, same key: updated in place, whatever it is called.
   const secretFor = (kubeconfig: string) => {
-    const {object} = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig})
+    const {object} = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: istioNamespace, kubeconfig})
     return {...object, metadata: {...object.metadata, name: secret.metadata.name}}
   }
 
   // The old token Secret, looked up before anything changes (deleted only in step 6).
   let oldTokenSecret: SecretObject | undefined
   try {
-    oldTokenSecret = await findOldTokenSecret(o.source, saNamespace, saName, parsed.token, oldToken.secretName)
+    oldTokenSecret = await findOldTokenSecret(source, saNamespace, saName, parsed.token, oldToken.secretName)
   } catch (err) {
-    throw inContext(err, `--from ${o.sourceContext}: cannot list the token Secrets of ServiceAccount ${who}`)
+    throw inContext(err, `--from ${sourceContext}: cannot list the token Secrets of ServiceAccount ${who}`)
   }
 
   // 2. A new token Secret.
   const newName = rotatedTokenSecretName(saName, now)
   let created: SecretObject
   try {
-    created = (await o.source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: tokenSecretManifest(saName, saNamespace, newName), retry: 'create'}))!
+    created = (await source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: tokenSecretManifest(saName, saNamespace, newName), retry: 'create'}))!
   } catch (err) {
-    throw rotateError(`--from ${o.sourceContext}: cannot create token Secret ${saNamespace}/${newName} for ServiceAccount ${saName}: ${(err as Error).message}`, err)
+    throw rotateError(`--from ${sourceContext}: cannot create token Secret ${saNamespace}/${newName} for ServiceAccount ${saName}: ${(err as Error).message}`, err)
   }
-  log.note(`Created token Secret ${saNamespace}/${newName} in context ${o.sourceContext}`)
+  log.note(`Created token Secret ${saNamespace}/${newName} in context ${sourceContext}`)
   const dropNew = async (): Promise<void> => {
     try {
-      await o.source.request({method: 'DELETE', path: secretPath(saNamespace, newName), retry: 'idempotent'})
+      await source.request({method: 'DELETE', path: secretPath(saNamespace, newName), retry: 'idempotent'})
       log.note(`Deleted the new token Secret ${saNamespace}/${newName} again`)
     } catch {
       log.warning(
-        `could not delete the unused token Secret ${saNamespace}/${newName} in context ${o.sourceContext}; delete it: kubectl delete secret ${newName} -n ${saNamespace} --context ${o.sourceContext}`,
+        `could not delete the unused token Secret ${saNamespace}/${newName} in context ${sourceContext}; delete it: kubectl delete secret ${newName} -n ${saNamespace} --context ${sourceContext}`,
       )
     }
   }
 
   let newSecret: ReturnType<typeof secretFor>
   try {
-    const filled = await waitForTokenData(o.source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log})
+    const filled = await waitForTokenData(source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log})
     const newKubeconfig = buildRemoteKubeconfig({
       clusterName: cluster,
       server: parsed.server,
@@ -172,18 +171,18 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
 
   // 4. In place, by server-side apply.
   try {
-    await applyRemoteSecret(o.target, newSecret, o.istioNamespace)
+    await applyRemoteSecret(target, newSecret, istioNamespace)
   } catch (err) {
     await dropNew()
-    throw rotateError(`cannot update Secret ${where} in context ${o.targetContext}: ${(err as Error).message}`, err)
+    throw rotateError(`cannot update Secret ${where} in context ${targetContext}: ${(err as Error).message}`, err)
   }
-  log.note(`Updated Secret ${where} in context ${o.targetContext} (server-side apply)`)
+  log.note(`Updated Secret ${where} in context ${targetContext} (server-side apply)`)
 
   // 5. istiod's side.
   const restoreOld = async (why: string): Promise<never> => {
     let restored = true
     try {
-      await applyRemoteSecret(o.target, secretFor(oldKubeconfig), o.istioNamespace)
+      await applyRemoteSecret(target, secretFor(oldKubeconfig), istioNamespace)
     } catch {
       restored = false
     }
@@ -193,7 +192,7 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
         exit: ExitCode.PARTIAL,
         code: 'RotatePartial',
         hints: [
-          `the old token Secret was not deleted, so the old credentials still work: re-apply them with meshvm remote-secret create --context ${o.sourceContext} --name ${cluster} --apply-to ${o.targetContext}`,
+          `the old token Secret was not deleted, so the old credentials still work: re-apply them with meshvm remote-secret create --context ${sourceContext} --name ${cluster} --apply-to ${targetContext}`,
         ],
       })
     }
@@ -204,7 +203,7 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   let views: IstiodClusterView[] = []
   for (;;) {
     try {
-      views = viewsFor(await istiodClusterViews(o.target, {istioNamespace: o.istioNamespace, revision: o.revision, timeoutMs: o.requestTimeoutMs}), cluster, secret.metadata.name)
+      views = viewsFor(await istiodClusterViews(target, {istioNamespace, revision, timeoutMs: o.requestTimeoutMs}), cluster, secret.metadata.name)
     } catch (err) {
       if (!(err instanceof MeshvmError)) throw err
       views = [{istiod: '(list)', error: err.message}]
@@ -220,11 +219,11 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   // 6. The old token, revoked.
   let removedTokenSecret: string | undefined
   let oldTokenSecretNote: string | undefined
-  if (!oldTokenSecret) oldTokenSecretNote = `no token Secret of ${who} in context ${o.sourceContext} holds the old token; nothing to remove`
+  if (!oldTokenSecret) oldTokenSecretNote = `no token Secret of ${who} in context ${sourceContext} holds the old token; nothing to remove`
   else if (o.keepOldToken) oldTokenSecretNote = `kept the old token Secret ${saNamespace}/${oldTokenSecret.metadata.name} (--keep-old-token)`
   else {
     try {
-      await o.source.request({
+      await source.request({
         method: 'DELETE',
         path: secretPath(saNamespace, oldTokenSecret.metadata.name),
         // Only the Secret we read: not one re-created under the same name meanwhile.
@@ -232,7 +231,7 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
         retry: 'idempotent',
       })
       removedTokenSecret = oldTokenSecret.metadata.name
-      log.note(`Deleted the old token Secret ${saNamespace}/${removedTokenSecret} in context ${o.sourceContext}`)
+      log.note(`Deleted the old token Secret ${saNamespace}/${removedTokenSecret} in context ${sourceContext}`)
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) oldTokenSecretNote = `the old token Secret ${saNamespace}/${oldTokenSecret.metadata.name} was already gone`
       else {
@@ -241,5 +240,5 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       }
     }
   }
-  return {secret: secret.metadata.name, namespace: o.istioNamespace, cluster, serviceAccount: who, newTokenSecret: newName, removedTokenSecret, oldTokenSecretNote, istiods: views}
+  return {secret: secret.metadata.name, namespace: istioNamespace, cluster, serviceAccount: who, newTokenSecret: newName, removedTokenSecret, oldTokenSecretNote, istiods: views}
 }

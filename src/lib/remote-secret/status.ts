@@ -11,15 +11,19 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {IstiodPool} from '../istiod/reader.js'
-import {findIstiods, istiodTarget, type IstiodPod} from '../proxy-status/fetch.js'
+import {findIstiods, istiodTarget} from '../proxy-status/fetch.js'
 import {listRemoteSecrets, remoteSecretEntries, type RemoteSecretEntry} from './list.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
+import {isRecord, sortedRecord} from '../util/records.js'
 
 export interface ClusterDebugInfo {
   id: string
   secretName?: string
   syncStatus: string
 }
+
+/** By istiod name: its clusterz, or why it could not be read. */
+type Views = Record<string, ClusterDebugInfo[] | MeshvmError>
 
 export interface IstiodClusterView {
   istiod: string
@@ -41,40 +45,38 @@ export interface RemoteSecretStatus extends RemoteSecretEntry {
   verdict: 'ok' | 'failing'
 }
 
+/** istiod's /debug/clusterz answer: a list of cluster.DebugInfo (JSON tags, or Go's field names). */
 export function parseClusterz(body: string): ClusterDebugInfo[] {
+  const bad = (what: string) => new MeshvmError(`istiod answered /debug/clusterz with something that is not ${what}`, {exit: ExitCode.FAILURE, code: 'BadAnswer'})
   let json: unknown
   try {
     json = JSON.parse(body)
   } catch {
-    throw new MeshvmError('istiod answered /debug/clusterz with something that is not JSON', {exit: ExitCode.FAILURE, code: 'BadAnswer'})
+    throw bad('JSON')
   }
-  if (!Array.isArray(json)) throw new MeshvmError('istiod answered /debug/clusterz with something that is not a list', {exit: ExitCode.FAILURE, code: 'BadAnswer'})
+  if (!Array.isArray(json)) throw bad('a list')
   return json
-    .filter((x): x is Record<string, unknown> => typeof x === 'object' && x !== null)
+    .filter(isRecord)
     .map((x) => ({id: String(x.id ?? x.ID ?? ''), secretName: typeof x.secretName === 'string' ? x.secretName : undefined, syncStatus: String(x.syncStatus ?? x.SyncStatus ?? '')}))
 }
 
 /**
- * One istiod's clusterz: HTTP over port-forward to its monitoring port, else xDS `istio.io/debug/clusterz`
- * over port-forward to 15012 (src/lib/istiod/reader.ts debugEndpoint), as `istioctl x remote-clusters`.
+ * What every running istiod of the namespace reports, by istiod name: HTTP over port-forward to its
+ * monitoring port, else xDS `istio.io/debug/clusterz` over port-forward to 15012
+ * (src/lib/istiod/reader.ts debugEndpoint), as `istioctl x remote-clusters`.
  */
-export async function readClusterz(pool: IstiodPool, istiod: IstiodPod, timeoutMs: number): Promise<ClusterDebugInfo[]> {
-  return parseClusterz((await pool.reader(istiodTarget(istiod)).debugEndpoint('clusterz', timeoutMs)).body)
-}
-
-/** What every running istiod of the namespace reports, by istiod name. */
-export async function istiodClusterViews(client: KubeClient, o: {istioNamespace: string; revision?: string; timeoutMs: number}): Promise<Map<string, ClusterDebugInfo[] | MeshvmError>> {
+export async function istiodClusterViews(client: KubeClient, o: {istioNamespace: string; revision?: string; timeoutMs: number}): Promise<Views> {
   const {selected} = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision})
-  const views = new Map<string, ClusterDebugInfo[] | MeshvmError>()
+  const views: Views = {}
   const pool = new IstiodPool(client, o.istioNamespace)
   try {
     await Promise.all(
       selected.map(async (istiod) => {
         try {
-          views.set(istiod.name, await readClusterz(pool, istiod, o.timeoutMs))
+          views[istiod.name] = parseClusterz((await pool.reader(istiodTarget(istiod)).debugEndpoint('clusterz', o.timeoutMs)).body)
         } catch (err) {
           if (!(err instanceof MeshvmError)) throw err
-          views.set(istiod.name, err)
+          views[istiod.name] = err
         }
       }),
     )
@@ -84,20 +86,18 @@ export async function istiodClusterViews(client: KubeClient, o: {istioNamespace:
   return views
 }
 
-export function viewsFor(views: Map<string, ClusterDebugInfo[] | MeshvmError>, cluster: string, secretName: string): IstiodClusterView[] {
-  return [...views.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([istiod, v]) => {
-      if (v instanceof MeshvmError) return {istiod, error: v.message}
-      const info = v.find((c) => c.id === cluster && (c.secretName === undefined || c.secretName === '' || c.secretName.endsWith(secretName))) ?? v.find((c) => c.id === cluster)
-      return {istiod, syncStatus: info?.syncStatus ?? 'not-loaded'}
-    })
+export function viewsFor(views: Views, cluster: string, secretName: string): IstiodClusterView[] {
+  return Object.entries(sortedRecord(views)).map(([istiod, v]) => {
+    if (v instanceof MeshvmError) return {istiod, error: v.message}
+    const info = v.find((c) => c.id === cluster && (c.secretName === undefined || c.secretName === '' || c.secretName.endsWith(secretName))) ?? v.find((c) => c.id === cluster)
+    return {istiod, syncStatus: info?.syncStatus ?? 'not-loaded'}
+  })
 }
 
 export async function remoteSecretStatus(client: KubeClient, o: {context: string; istioNamespace: string; revision?: string; timeoutMs: number; only?: string}): Promise<RemoteSecretStatus[]> {
   const secrets = await listRemoteSecrets(client, o.istioNamespace)
   const entries = secrets.flatMap((s) => remoteSecretEntries(s, o.context)).filter((e) => o.only === undefined || e.entry.secret === o.only || e.entry.cluster === o.only)
-  const views = entries.length > 0 ? await istiodClusterViews(client, o) : new Map()
+  const views = entries.length > 0 ? await istiodClusterViews(client, o) : {}
   return Promise.all(
     entries.map(async ({entry, kubeconfig, parsed}) => {
       const istiods = viewsFor(views, entry.cluster, entry.secret)
