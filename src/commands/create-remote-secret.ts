@@ -12,17 +12,12 @@ const SECRET_GROUP = 'REMOTE SECRET'
 const BOOLEAN_FLAGS = ['create-service-account', 'verify', 'yes']
 
 export function normalizeBooleanArgs(argv: string[]): string[] {
-  const out: string[] = []
-  for (const arg of argv) {
-    if (arg === '--') {
-      out.push(...argv.slice(argv.indexOf(arg)))
-      return out
-    }
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length
+  const flags = argv.slice(0, end).map((arg) => {
     const m = /^--([a-z-]+)=(true|false)$/i.exec(arg)
-    if (m && BOOLEAN_FLAGS.includes(m[1]!)) out.push(m[2]!.toLowerCase() === 'true' ? `--${m[1]}` : `--no-${m[1]}`)
-    else out.push(arg)
-  }
-  return out
+    return m && BOOLEAN_FLAGS.includes(m[1]!) ? (m[2]!.toLowerCase() === 'true' ? `--${m[1]}` : `--no-${m[1]}`) : arg
+  })
+  return [...flags, ...argv.slice(end)]
 }
 
 export default class CreateRemoteSecret extends BaseCommand<typeof CreateRemoteSecret> {

@@ -39,6 +39,19 @@ export function inContext(err: unknown, what: string, hints: string[] = []): unk
 
 const notFound = (message: string, hints: string[], code = 'NotFound') => new MeshvmError(message, {exit: ExitCode.NOT_FOUND, code, hints})
 
+/** getOptional, with what was being read in front of an error. */
+async function read<T>(client: KubeClient, path: string, what: string, hints: string[] = []): Promise<T | undefined> {
+  try {
+    return await client.getOptional<T>(path)
+  } catch (err) {
+    throw inContext(err, what, hints)
+  }
+}
+
+function readSecret(client: KubeClient, namespace: string, name: string, doing = ''): Promise<SecretObject | undefined> {
+  return read<SecretObject>(client, resourcePath(Resources.secrets, {namespace, name}), `cannot read Secret ${namespace}/${name}${doing}`)
+}
+
 /** Sleeps before the next poll: `first` ms, doubling up to `cap`, never past `deadline`. */
 export function backoff(deadline: number, first: number, cap: number): () => Promise<void> {
   let delay = first
@@ -51,12 +64,7 @@ export function backoff(deadline: number, first: number, cap: number): () => Pro
 /** istioctl's default cluster name: the UID of the kube-system Namespace. */
 export async function kubeSystemUid(client: KubeClient): Promise<string> {
   const hint = 'pass --name to name the cluster yourself (a DNS-1123 label, e.g. --name cluster-west)'
-  let ns: Named | undefined
-  try {
-    ns = await client.getOptional<Named>(resourcePath(Resources.namespaces, {name: 'kube-system'}))
-  } catch (err) {
-    throw inContext(err, 'cannot read Namespace kube-system to name the cluster (its UID is the default --name)', [hint])
-  }
+  const ns = await read<Named>(client, resourcePath(Resources.namespaces, {name: 'kube-system'}), 'cannot read Namespace kube-system to name the cluster (its UID is the default --name)', [hint])
   const uid = ns?.metadata?.uid
   if (!uid) throw notFound('cannot name the cluster: Namespace kube-system not found (its UID is the default --name)', [`check --context; or ${hint}`])
   return uid
@@ -136,12 +144,7 @@ async function getOrCreateServiceAccount(client: KubeClient, run: RemoteSecretRu
   const serviceAccount = run.settings.serviceAccount
   const path = resourcePath(Resources.serviceAccounts, {namespace, name: serviceAccount})
   const where = `${namespace}/${serviceAccount}`
-  let sa: ServiceAccountObject | undefined
-  try {
-    sa = await client.getOptional<ServiceAccountObject>(path)
-  } catch (err) {
-    throw inContext(err, `cannot read ServiceAccount ${where}`)
-  }
+  let sa = await read<ServiceAccountObject>(client, path, `cannot read ServiceAccount ${where}`)
   if (sa) return {account: sa, created: false}
 
   // Missing: say why precisely (namespace, flag, or a ServiceAccount meshvm does not create).
@@ -190,11 +193,7 @@ async function getOrCreateServiceAccount(client: KubeClient, run: RemoteSecretRu
     }
     log.note(`${resourceName(obj)} ${outcome}`)
   }
-  try {
-    sa = await client.getOptional<ServiceAccountObject>(path)
-  } catch (err) {
-    throw inContext(err, `cannot read ServiceAccount ${where} after creating it`)
-  }
+  sa = await read<ServiceAccountObject>(client, path, `cannot read ServiceAccount ${where} after creating it`)
   if (!sa) throw new MeshvmError(`ServiceAccount ${where} not found after creating it`, {exit: ExitCode.FAILURE, code: 'NotFound', hints: ['something deleted it; run the command again']})
   return {account: sa, created: true}
 }
@@ -202,14 +201,6 @@ async function getOrCreateServiceAccount(client: KubeClient, run: RemoteSecretRu
 // ---------------------------------------------------------------------------------------------
 // Token Secret
 // ---------------------------------------------------------------------------------------------
-
-async function readSecret(client: KubeClient, namespace: string, name: string, doing = ''): Promise<SecretObject | undefined> {
-  try {
-    return await client.getOptional<SecretObject>(resourcePath(Resources.secrets, {namespace, name}))
-  } catch (err) {
-    throw inContext(err, `cannot read Secret ${namespace}/${name}${doing}`)
-  }
-}
 
 /**
  * The ServiceAccount (created when missing) and its token Secret, filled by the token controller

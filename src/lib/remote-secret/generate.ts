@@ -208,7 +208,6 @@ export function validateRemoteSecretOptions(flags: RemoteSecretFlags): RemoteSec
   if (!authTypeValid) problems.push(flagError('--auth-type', flags.authType, `must be one of ${REMOTE_SECRET_AUTH_TYPES.join(', ')}`))
 
   let authPlugin: RemoteSecretSettings['authPlugin']
-  const pluginConfigGiven = (flags.authPluginConfig ?? []).length > 0
   if (authTypeValid && authType === 'plugin') {
     let config: Record<string, string> = {}
     try {
@@ -226,7 +225,7 @@ export function validateRemoteSecretOptions(flags: RemoteSecretFlags): RemoteSec
     }
   } else if (authTypeValid) {
     if (flags.authPluginName !== undefined) problems.push(flagError('--auth-plugin-name', flags.authPluginName, 'only applies with --auth-type=plugin'))
-    if (pluginConfigGiven) problems.push(flagError('--auth-plugin-config', undefined, 'only applies with --auth-type=plugin'))
+    if ((flags.authPluginConfig ?? []).length > 0) problems.push(flagError('--auth-plugin-config', undefined, 'only applies with --auth-type=plugin'))
   }
 
   if (flags.server !== undefined) {
@@ -237,17 +236,14 @@ export function validateRemoteSecretOptions(flags: RemoteSecretFlags): RemoteSec
   if (flags.tlsServerName !== undefined && !isHostName(flags.tlsServerName)) {
     problems.push(flagError('--tls-server-name', flags.tlsServerName, "must be the host name the API server's certificate is issued for (e.g. kubernetes.default.svc)"))
   }
-  if (flags.secretName !== undefined) {
-    const p = dns1123Subdomain(flags.secretName)
-    if (p) problems.push(flagError('--secret-name', flags.secretName, `${p}; it names an existing ServiceAccount token Secret`))
-  }
-  if (flags.serviceAccount !== undefined) {
-    const p = dns1123Subdomain(flags.serviceAccount)
-    if (p) problems.push(flagError('--service-account', flags.serviceAccount, p))
-  }
-  if (flags.namespace !== undefined) {
-    const p = dns1123Label(flags.namespace)
-    if (p) problems.push(flagError('--namespace', flags.namespace, p))
+  const names: [string, string | undefined, (v: string) => string | undefined, string][] = [
+    ['--secret-name', flags.secretName, dns1123Subdomain, '; it names an existing ServiceAccount token Secret'],
+    ['--service-account', flags.serviceAccount, dns1123Subdomain, ''],
+    ['--namespace', flags.namespace, dns1123Label, ''],
+  ]
+  for (const [flag, value, rule, why] of names) {
+    const p = value === undefined ? undefined : rule(value)
+    if (p) problems.push(flagError(flag, value, p + why))
   }
 
   if (problems.length === 1) throw problems[0]
