@@ -46,14 +46,15 @@ here while istiod reports it synced.`
     const f = this.flags
     const print = printOptions(f, ALL_KINDS)
     const human = print.output.kind === 'table' || print.output.kind === 'wide'
-    const timeoutMs = f.timeout
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {remoteSecretStatus} = await import('../../lib/remote-secret/status.js')
     const rows: RemoteSecretStatus[] = []
     for (const c of contexts) {
       const session = await this.session(c)
       try {
-        rows.push(...(await remoteSecretStatus(session.client, {context: session.contextName, istioNamespace: session.istioNamespace, revision: session.revision, timeoutMs, only: this.args.name})))
+        rows.push(
+          ...(await remoteSecretStatus(session.client, {context: session.contextName, istioNamespace: session.istioNamespace, revision: session.revision, timeoutMs: f.timeout, only: this.args.name})),
+        )
       } finally {
         session.client.close()
       }

@@ -35,9 +35,8 @@ export interface RotateOptions {
   target: KubeSession
   /** The cluster the credentials are for (--from). */
   source: KubeSession
-  /** The reader ServiceAccount when the old token does not name one (default istio-system/istio-reader-service-account). */
-  serviceAccount?: string
-  serviceAccountNamespace?: string
+  /** The reader ServiceAccount, for an old token that does not name one (default istio-system/istio-reader-service-account). */
+  serviceAccount?: {namespace?: string; name: string}
   tokenTimeoutMs: number
   /** How long istiod may take to report the cluster synced with the new Secret. */
   istiodTimeoutMs: number
@@ -67,11 +66,6 @@ function rotateError(message: string, cause?: unknown, o: {exit?: ExitCodeValue;
   return new MeshvmError(message, {exit: o.exit ?? from?.exit ?? ExitCode.FAILURE, code: o.code ?? from?.code ?? 'RotateFailed', hints: [...(from?.hints ?? []), OLD_IN_FORCE], cause})
 }
 
-/** A name for the new token Secret that sorts after the old ones: NAME-istio-remote-secret-token-<base36 time>. */
-function rotatedTokenSecretName(serviceAccount: string, now: Date): string {
-  return `${tokenSecretName(serviceAccount)}-${Math.floor(now.getTime() / 1000).toString(36)}`
-}
-
 /** The token Secret in the --from cluster that holds `token`: by the legacy claim, else by content. */
 async function findOldTokenSecret(source: KubeClient, namespace: string, serviceAccount: string, token: string | undefined, claimName: string | undefined): Promise<SecretObject | undefined> {
   if (!token) return undefined
@@ -98,19 +92,14 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   if (entries.length !== 1) {
     throw new MeshvmError(`Secret ${where} holds ${entries.length} clusters; rotate works on a Secret with one cluster key`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
-  const {
-    key,
-    entry: {cluster},
-    kubeconfig: oldKubeconfig,
-    parsed,
-    token: oldToken,
-  } = entries[0]!
+  const {key, entry, kubeconfig: oldKubeconfig, parsed, token: oldToken} = entries[0]!
+  const {cluster} = entry
   if (parsed.error || !parsed.server) throw new MeshvmError(`Secret ${where}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
   if (parsed.authType !== 'bearer-token') {
     throw new MeshvmError(`Secret ${where} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
-  const saNamespace = o.serviceAccountNamespace ?? oldToken.serviceAccount?.namespace ?? 'istio-system'
-  const saName = o.serviceAccount ?? oldToken.serviceAccount?.name ?? DEFAULT_SERVICE_ACCOUNT.remote
+  const saNamespace = o.serviceAccount?.namespace ?? oldToken.serviceAccount?.namespace ?? 'istio-system'
+  const saName = o.serviceAccount?.name ?? oldToken.serviceAccount?.name ?? DEFAULT_SERVICE_ACCOUNT.remote
   const who = `${saNamespace}/${saName}`
   // Same Secret, same key: updated in place, whatever it is called.
   const secretFor = (kubeconfig: string) => {
@@ -127,7 +116,8 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
   }
 
   // 2. A new token Secret.
-  const newName = rotatedTokenSecretName(saName, now)
+  // A name that sorts after the old ones: NAME-istio-remote-secret-token-<base36 time>.
+  const newName = `${tokenSecretName(saName)}-${Math.floor(now.getTime() / 1000).toString(36)}`
   let created: SecretObject
   try {
     created = (await source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: tokenSecretManifest(saName, saNamespace, newName), retry: 'create'}))!

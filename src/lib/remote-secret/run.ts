@@ -22,17 +22,8 @@ export interface RemoteSecretRun {
   log: ProgressLog
 }
 
-export interface RemoteSecretOutcome {
-  manifest: RemoteSecretManifest
-  /** The cluster name (--name or the kube-system UID). */
-  clusterName: string
-  /** The server written into the kubeconfig. */
-  server: string
-  /** The kubeconfig inside the Secret (holds the credential). */
-  kubeconfig: string
-}
-
-export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRun): Promise<RemoteSecretOutcome> {
+/** The Secret, with the cluster name (--name or the kube-system UID), the server and the kubeconfig (a credential) it holds. */
+export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRun) {
   const {settings, namespace, log} = run
   const server = settings.server ?? run.contextServer
   const serverSource = settings.server === undefined ? 'kubeconfig' : 'flag'

@@ -12,7 +12,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {IstiodPool} from '../istiod/reader.js'
 import {findIstiods, istiodTarget} from '../proxy-status/fetch.js'
-import {listRemoteSecrets, remoteSecretEntries, type RemoteSecretEntry} from './list.js'
+import {listRemoteSecrets, remoteSecretEntries, type ParsedRemoteKubeconfig, type RemoteSecretEntry} from './list.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
 import {isRecord, sortedRecord} from '../util/records.js'
 
@@ -94,6 +94,21 @@ export function viewsFor(views: Views, cluster: string, secretName: string): Ist
   })
 }
 
+/** Whether a kubeconfig's own credentials reach its server and may read what istiod needs. */
+async function checkCredentials(entry: RemoteSecretEntry, kubeconfig: string, parsed: ParsedRemoteKubeconfig, timeoutMs: number) {
+  const failed = (credentialError: string) => ({reachable: false, denied: [], credentialError})
+  if (parsed.error || !parsed.server) return failed(parsed.error ?? 'no server in the kubeconfig')
+  if (parsed.authType !== 'bearer-token') return failed(`auth type ${entry.authType}: meshvm cannot run that credential plugin itself; see istiod's view`)
+  try {
+    const v = await verifyRemoteKubeconfig(kubeconfig, {timeoutMs})
+    if (v.connectError) return failed(v.connectError.message)
+    return {reachable: true, ...(v.gitVersion ? {kubernetesVersion: v.gitVersion} : {}), denied: v.denied.map(permissionText)}
+  } catch (err) {
+    if (!(err instanceof MeshvmError)) throw err
+    return failed(err.message)
+  }
+}
+
 export async function remoteSecretStatus(client: KubeClient, o: {context: string; istioNamespace: string; revision?: string; timeoutMs: number; only?: string}): Promise<RemoteSecretStatus[]> {
   const secrets = await listRemoteSecrets(client, o.istioNamespace)
   const entries = secrets.flatMap((s) => remoteSecretEntries(s, o.context)).filter((e) => o.only === undefined || e.entry.secret === o.only || e.entry.cluster === o.only)
@@ -101,29 +116,10 @@ export async function remoteSecretStatus(client: KubeClient, o: {context: string
   return Promise.all(
     entries.map(async ({entry, kubeconfig, parsed}) => {
       const istiods = viewsFor(views, entry.cluster, entry.secret)
-      let reachable = false
-      let kubernetesVersion: string | undefined
-      let denied: string[] = []
-      let credentialError: string | undefined
-      if (parsed.error || !parsed.server) credentialError = parsed.error ?? 'no server in the kubeconfig'
-      else if (parsed.authType !== 'bearer-token') credentialError = `auth type ${entry.authType}: meshvm cannot run that credential plugin itself; see istiod's view`
-      else {
-        try {
-          const v = await verifyRemoteKubeconfig(kubeconfig, {timeoutMs: o.timeoutMs})
-          if (v.connectError) credentialError = v.connectError.message
-          else {
-            reachable = true
-            kubernetesVersion = v.gitVersion
-            denied = v.denied.map(permissionText)
-          }
-        } catch (err) {
-          if (!(err instanceof MeshvmError)) throw err
-          credentialError = err.message
-        }
-      }
+      const credentials = await checkCredentials(entry, kubeconfig, parsed, o.timeoutMs)
       const istiodOk = istiods.length > 0 && istiods.every((i) => i.syncStatus === 'synced')
-      const verdict = reachable && denied.length === 0 && istiodOk ? 'ok' : 'failing'
-      return {...entry, reachable, ...(kubernetesVersion ? {kubernetesVersion} : {}), denied, ...(credentialError ? {credentialError} : {}), istiods, verdict}
+      const verdict = credentials.reachable && credentials.denied.length === 0 && istiodOk ? 'ok' : 'failing'
+      return {...entry, ...credentials, istiods, verdict}
     }),
   )
 }

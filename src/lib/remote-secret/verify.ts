@@ -6,23 +6,19 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeClient} from '../kube/client.js'
 import {parseKubeconfig, selectContext, type LoadedKubeConfig} from '../kube/config.js'
-import {canI} from '../kube/access-review.js'
+import {canI, type AccessAttributes} from '../kube/access-review.js'
 
-export interface VerifyPermission {
-  verb: string
-  group: string
-  resource: string
-}
+const reads = (group: string, ...resources: string[]) => resources.flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group, resource})))
 
 /** What istiod reads in a remote cluster: a sample of istio-reader-clusterrole, cluster-wide. */
-export const REQUIRED_PERMISSIONS: VerifyPermission[] = [
-  ...['pods', 'services', 'namespaces', 'nodes', 'secrets', 'configmaps'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: '', resource}))),
-  ...['get', 'list', 'watch'].map((verb) => ({verb, group: 'discovery.k8s.io', resource: 'endpointslices'})),
-  ...['serviceentries', 'workloadentries'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: 'networking.istio.io', resource}))),
+const REQUIRED_PERMISSIONS: AccessAttributes[] = [
+  ...reads('', 'pods', 'services', 'namespaces', 'nodes', 'secrets', 'configmaps'),
+  ...reads('discovery.k8s.io', 'endpointslices'),
+  ...reads('networking.istio.io', 'serviceentries', 'workloadentries'),
   {verb: 'create', group: 'authentication.k8s.io', resource: 'tokenreviews'},
 ]
 
-export function permissionText(p: VerifyPermission): string {
+export function permissionText(p: AccessAttributes): string {
   return `${p.verb} ${p.group ? `${p.resource}.${p.group}` : p.resource}`
 }
 
@@ -30,8 +26,8 @@ export interface VerifyResult {
   gitVersion?: string
   /** Set when the API server could not be reached or rejected the credentials. */
   connectError?: MeshvmError
-  allowed: VerifyPermission[]
-  denied: VerifyPermission[]
+  allowed: AccessAttributes[]
+  denied: AccessAttributes[]
 }
 
 /** A client for the generated kubeconfig: its only context, no retries beyond one. */
