@@ -38,7 +38,7 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {listRemoteSecrets, remoteSecretEntries} = await import('../../lib/remote-secret/list.js')
     const rows: RemoteSecretEntry[] = []
-    const failures: string[] = []
+    let failed = 0
     for (const c of contexts) {
       let session: KubeSession | undefined
       try {
@@ -47,7 +47,7 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
         for (const s of secrets) rows.push(...remoteSecretEntries(s, session.contextName).map((e) => e.entry))
       } catch (err) {
         if (!(err instanceof MeshvmError) || contexts.length === 1) throw err
-        failures.push(`context ${c ?? '(current)'}: ${err.message}`)
+        failed++
         this.warning(`context ${c ?? '(current)'}: ${err.message}`)
       } finally {
         session?.client.close()
@@ -80,6 +80,6 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
       )
     }
     for (const r of rows) if (r.problem) this.warning(`${r.context}: Secret ${r.namespace}/${r.secret}: ${terminalSafe(r.problem)}`)
-    if (failures.length > 0) throw new MeshvmError(`${failures.length} of ${contexts.length} contexts could not be read`, {exit: ExitCode.PARTIAL, code: 'Partial'})
+    if (failed > 0) throw new MeshvmError(`${failed} of ${contexts.length} contexts could not be read`, {exit: ExitCode.PARTIAL, code: 'Partial'})
   }
 }

@@ -17,7 +17,6 @@
  * Nothing here logs a token or a kubeconfig.
  */
 import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
-import type {KubeClient} from '../kube/client.js'
 import type {KubeSession} from '../kube/session.js'
 import {KubeApiError} from '../kube/errors.js'
 import {Resources, resourcePath} from '../kube/resources.js'
@@ -66,14 +65,6 @@ function rotateError(message: string, cause?: unknown, o: {exit?: ExitCodeValue;
   return new MeshvmError(message, {exit: o.exit ?? from?.exit ?? ExitCode.FAILURE, code: o.code ?? from?.code ?? 'RotateFailed', hints: [...(from?.hints ?? []), OLD_IN_FORCE], cause})
 }
 
-/** The token Secret in the --from cluster that holds `token`: by the legacy claim, else by content. */
-async function findOldTokenSecret(source: KubeClient, namespace: string, serviceAccount: string, token: string | undefined, claimName: string | undefined): Promise<SecretObject | undefined> {
-  if (!token) return undefined
-  const secrets = await source.list<SecretObject>(secretPath(namespace))
-  const holds = (s: SecretObject) => isServiceAccountTokenSecret(s, serviceAccount) && tokenOf(s) === token
-  return secrets.find((s) => s.metadata.name === claimName && holds(s)) ?? secrets.find(holds)
-}
-
 export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Promise<RotateResult> {
   const {log} = o
   const {client: target, contextName: targetContext, istioNamespace, revision} = o.target
@@ -107,10 +98,13 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
     return {...object, metadata: {...object.metadata, name: secret.metadata.name}}
   }
 
-  // The old token Secret, looked up before anything changes (deleted only in step 6).
+  // The old token Secret, looked up before anything changes (deleted only in step 6): the one that
+  // holds the old token, by the legacy token's claim, else by content.
   let oldTokenSecret: SecretObject | undefined
   try {
-    oldTokenSecret = await findOldTokenSecret(source, saNamespace, saName, parsed.token, oldToken.secretName)
+    const secrets = await source.list<SecretObject>(secretPath(saNamespace))
+    const holds = (s: SecretObject) => isServiceAccountTokenSecret(s, saName) && tokenOf(s) === parsed.token
+    oldTokenSecret = secrets.find((s) => s.metadata.name === oldToken.secretName && holds(s)) ?? secrets.find(holds)
   } catch (err) {
     throw inContext(err, `--from ${sourceContext}: cannot list the token Secrets of ServiceAccount ${who}`)
   }
