@@ -1,20 +1,10 @@
 /**
- * `meshvm remote-secret rotate NAME --from CONTEXT`, in an order where every failure leaves the old
- * Secret in force:
- *
- *   1. read the remote Secret (in the target's Istio namespace) and its kubeconfig: cluster name,
- *      server, TLS server name, the reader ServiceAccount named by the old token's claims;
- *   2. in the --from cluster, a new token Secret for that ServiceAccount (type
- *      kubernetes.io/service-account-token, filled by the token controller, as create-remote-secret);
- *   3. the new kubeconfig checked from here (reaches the server, reader permissions: SSAR);
- *   4. the remote Secret updated in place by server-side apply (same name, same cluster key);
- *   5. istiod's side: every running istiod's /debug/clusterz (HTTP, else xDS) must report the cluster synced after
- *      the update; if not, the old Secret data is applied back;
- *   6. only then the old token Secret is deleted in the --from cluster (which revokes the old token:
- *      kubernetes pkg/serviceaccount/legacy.go rejects a token whose Secret is gone).
- *
- * Steps 2-5 undo their own work on failure (the new token Secret is deleted, the old data put back).
- * Nothing here logs a token or a kubeconfig.
+ * `meshvm remote-secret rotate NAME --from CONTEXT` (docs/remote-secret.md, "rotate"): the steps are
+ * ordered so that every failure leaves the old Secret in force, and each undoes its own work (the new
+ * token Secret deleted, the old data put back). The old token Secret is deleted last, only after every
+ * istiod reports the cluster synced with the new one: deleting it revokes the old token (kubernetes
+ * pkg/serviceaccount/legacy.go rejects a token whose Secret is gone). Nothing here logs a token or a
+ * kubeconfig.
  */
 import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
 import type {KubeSession} from '../kube/session.js'

@@ -1,12 +1,8 @@
 /**
- * `meshvm remote-secret status`: for every remote secret, (1) whether its own kubeconfig reaches
- * the remote API server and holds the reader permissions istiod needs (SelfSubjectAccessReview
- * with those very credentials, src/lib/remote-secret/verify.ts), and (2) what istiod itself says:
- * its `/debug/clusterz` (istio pilot/pkg/xds/debug.go, a list of cluster.DebugInfo
- * {id, secretName, syncStatus} from pkg/kube/multicluster; syncStatus is one of syncing, synced,
- * timeout, closed), read from every running istiod of the Istio namespace over port-forward to
- * its monitoring port, else over xDS (`istio.io/debug/clusterz` on 15012, when HTTP debug is off),
- * as proxy-status reads syncz (src/lib/istiod/reader.ts).
+ * `meshvm remote-secret status` (docs/remote-secret.md, "status"): for every remote secret, whether its
+ * own kubeconfig reaches the remote API server with the reader permissions istiod needs (verify.ts),
+ * and what each running istiod says in its `/debug/clusterz` (istio pilot/pkg/xds/debug.go: a list of
+ * cluster.DebugInfo {id, secretName, syncStatus}), read as proxy-status reads syncz (istiod/reader.ts).
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
