@@ -65,9 +65,6 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
         rows,
         'RemoteSecretList',
         [
-          {header: 'CONTEXT', value: (r) => r.context},
-          {header: 'SECRET', value: (r) => r.secret},
-          {header: 'CLUSTER', value: (r) => r.cluster},
           {header: 'SERVER', value: (r) => r.server || '<none>'},
           {header: 'AUTH', value: (r) => r.authType},
           {header: 'TOKEN', value: (r) => r.tokenKind},

@@ -73,9 +73,6 @@ here while istiod reports it synced.`
         rows,
         'RemoteSecretStatusList',
         [
-          {header: 'CONTEXT', value: (r) => r.context},
-          {header: 'SECRET', value: (r) => r.secret},
-          {header: 'CLUSTER', value: (r) => r.cluster},
           {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
           {
             header: 'PERMISSIONS',

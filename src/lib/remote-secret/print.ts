@@ -20,9 +20,18 @@ export function remoteSecretFlags(schema: string) {
 /** The parsed flags of a command whose own flags `F` replace the base command's single --context. */
 export type MultiContextFlagValues<F extends Interfaces.FlagInput> = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<F>
 
-/** The rows in the format asked for; json and yaml print a `kind` list of them (meshvm.io/v1alpha1). */
-export function printRows<Row extends {secret: string}>(rows: Row[], kind: string, columns: Column<Row>[], print: PrintOptions, write: (text: string) => void): void {
-  const printer = new Printer<Row>({columns, object: (r) => r, name: (r) => `secret/${r.secret}`, document: (items) => ({apiVersion: 'meshvm.io/v1alpha1', kind, items})}, print, write)
+/**
+ * The rows in the format asked for; a table starts with CONTEXT, SECRET and CLUSTER, then `columns`;
+ * json and yaml print a `kind` list of them (meshvm.io/v1alpha1).
+ */
+export function printRows<Row extends {context: string; secret: string; cluster: string}>(rows: Row[], kind: string, columns: Column<Row>[], print: PrintOptions, write: (text: string) => void): void {
+  const first: Column<Row>[] = [
+    {header: 'CONTEXT', value: (r) => r.context},
+    {header: 'SECRET', value: (r) => r.secret},
+    {header: 'CLUSTER', value: (r) => r.cluster},
+  ]
+  const spec = {columns: [...first, ...columns], object: (r: Row) => r, name: (r: Row) => `secret/${r.secret}`, document: (items: unknown[]) => ({apiVersion: 'meshvm.io/v1alpha1', kind, items})}
+  const printer = new Printer<Row>(spec, print, write)
   printer.add(rows)
   printer.finish()
 }
