@@ -28,13 +28,10 @@ type Named = KubeObject & {metadata: ObjectMeta & {name: string}}
 export type SecretObject = Named & {type?: string; data?: Record<string, string>}
 type ServiceAccountObject = Named & {secrets?: {name?: string}[]}
 
-/** A Kubernetes error with what we were doing in front, keeping its exit code and hints. */
+/** A Kubernetes error with what we were doing in front, keeping its exit code and hints (usage errors and bugs pass as they are). */
 export function inContext(err: unknown, what: string, hints: string[] = []): unknown {
-  if (err instanceof UsageError) return err
-  if (err instanceof MeshvmError) {
-    return new MeshvmError(`${what}: ${err.message}`, {exit: err.exit, code: err.code, hints: [...err.hints, ...hints], cause: err})
-  }
-  return err
+  if (!(err instanceof MeshvmError) || err instanceof UsageError) return err
+  return new MeshvmError(`${what}: ${err.message}`, {exit: err.exit, code: err.code, hints: [...err.hints, ...hints], cause: err})
 }
 
 const notFound = (message: string, hints: string[], code = 'NotFound') => new MeshvmError(message, {exit: ExitCode.NOT_FOUND, code, hints})
@@ -148,12 +145,11 @@ async function getOrCreateServiceAccount(client: KubeClient, run: RemoteSecretRu
   if (sa) return {account: sa, created: false}
 
   // Missing: say why precisely (namespace, flag, or a ServiceAccount meshvm does not create).
-  let nsExists = true
-  try {
-    nsExists = (await client.getOptional(resourcePath(Resources.namespaces, {name: namespace}))) !== undefined
-  } catch {
-    // Not allowed to read Namespaces: carry on with the ServiceAccount message.
-  }
+  // Not allowed to read Namespaces (or any other failure): carry on with the ServiceAccount message.
+  const nsExists = await client.getOptional(resourcePath(Resources.namespaces, {name: namespace})).then(
+    (ns) => ns !== undefined,
+    () => true,
+  )
   if (!nsExists) {
     throw notFound(`namespace ${JSON.stringify(namespace)} does not exist, so ServiceAccount ${where} cannot be used or created`, [
       'pass -n (or -i) with the namespace Istio is installed in; the ServiceAccount and the printed Secret live there (default: -i, istio-system)',

@@ -154,12 +154,10 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
 
   // 5. istiod's side.
   const restoreOld = async (why: string): Promise<never> => {
-    let restored = true
-    try {
-      await applyRemoteSecret(target, secretFor(oldKubeconfig), istioNamespace)
-    } catch {
-      restored = false
-    }
+    const restored = await applyRemoteSecret(target, secretFor(oldKubeconfig), istioNamespace).then(
+      () => true,
+      () => false,
+    )
     await dropNew()
     if (!restored) {
       throw new MeshvmError(`${why}; and putting the old kubeconfig back into Secret ${where} failed`, {
