@@ -37,12 +37,10 @@ export function inContext(err: unknown, what: string, hints: string[] = []): unk
 const notFound = (message: string, hints: string[], code = 'NotFound') => new MeshvmError(message, {exit: ExitCode.NOT_FOUND, code, hints})
 
 /** getOptional, with what was being read in front of an error. */
-async function read<T>(client: KubeClient, path: string, what: string, hints: string[] = []): Promise<T | undefined> {
-  try {
-    return await client.getOptional<T>(path)
-  } catch (err) {
+function read<T>(client: KubeClient, path: string, what: string, hints: string[] = []): Promise<T | undefined> {
+  return client.getOptional<T>(path).catch((err: unknown) => {
     throw inContext(err, what, hints)
-  }
+  })
 }
 
 function readSecret(client: KubeClient, namespace: string, name: string, doing = ''): Promise<SecretObject | undefined> {
