@@ -27,7 +27,6 @@ export interface TokenInfo {
   serviceAccount?: {namespace: string; name: string}
   /** Legacy tokens name the Secret that holds them (claim kubernetes.io/serviceaccount/secret.name). */
   secretName?: string
-  issuer?: string
 }
 
 export interface ParsedRemoteKubeconfig {
@@ -74,7 +73,7 @@ export function jwtClaims(token: string): Json | undefined {
 }
 
 /** kubernetes pkg/serviceaccount/claims.go (bound) and legacy.go (secret-based) claims. */
-export function describeToken(token: string | undefined): TokenInfo {
+function describeToken(token: string | undefined): TokenInfo {
   if (!token) return {kind: 'none'}
   const claims = jwtClaims(token)
   if (!claims) return {kind: 'opaque'}
@@ -84,13 +83,13 @@ export function describeToken(token: string | undefined): TokenInfo {
   const pair = (namespace: unknown, name: unknown) => (typeof namespace === 'string' && typeof name === 'string' ? {namespace, name} : undefined)
   const serviceAccount = pair(kube.namespace, sa.name) ?? pair(claims['kubernetes.io/serviceaccount/namespace'], claims['kubernetes.io/serviceaccount/service-account.name'])
   const secretName = str(claims['kubernetes.io/serviceaccount/secret.name'])
-  if (typeof claims.exp === 'number') return {kind: 'bound', expiresAt: new Date(claims.exp * 1000).toISOString(), serviceAccount, issuer}
-  if (issuer === 'kubernetes/serviceaccount') return {kind: 'legacy', serviceAccount, secretName, issuer}
-  return {kind: 'opaque', serviceAccount, issuer}
+  if (typeof claims.exp === 'number') return {kind: 'bound', expiresAt: new Date(claims.exp * 1000).toISOString(), serviceAccount}
+  if (issuer === 'kubernetes/serviceaccount') return {kind: 'legacy', serviceAccount, secretName}
+  return {kind: 'opaque', serviceAccount}
 }
 
 /** The current context's cluster and user of a kubeconfig istiod would load. */
-export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
+function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   let doc: unknown
   try {
     doc = parseYaml(text, {logLevel: 'error'})
