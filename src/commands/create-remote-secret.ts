@@ -12,17 +12,12 @@ const SECRET_GROUP = 'REMOTE SECRET'
 const BOOLEAN_FLAGS = ['create-service-account', 'verify', 'yes']
 
 export function normalizeBooleanArgs(argv: string[]): string[] {
-  const out: string[] = []
-  for (const arg of argv) {
-    if (arg === '--') {
-      out.push(...argv.slice(argv.indexOf(arg)))
-      return out
-    }
+  const end = argv.includes('--') ? argv.indexOf('--') : argv.length
+  const flags = argv.slice(0, end).map((arg) => {
     const m = /^--([a-z-]+)=(true|false)$/i.exec(arg)
-    if (m && BOOLEAN_FLAGS.includes(m[1]!)) out.push(m[2]!.toLowerCase() === 'true' ? `--${m[1]}` : `--no-${m[1]}`)
-    else out.push(arg)
-  }
-  return out
+    return m && BOOLEAN_FLAGS.includes(m[1]!) ? (m[2]!.toLowerCase() === 'true' ? `--${m[1]}` : `--no-${m[1]}`) : arg
+  })
+  return [...flags, ...argv.slice(end)]
 }
 
 export default class CreateRemoteSecret extends BaseCommand<typeof CreateRemoteSecret> {
@@ -135,7 +130,6 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       serviceAccount: f['service-account'],
       namespace,
     })
-    const tokenTimeoutMs = f['token-timeout']
     if (f.verify && settings.authType === 'plugin') {
       throw flagError('--verify', undefined, 'only works with --auth-type=bearer-token: meshvm cannot run the auth plugin istiod will use', [
         'leave --verify out, and check the Secret in the other cluster (istiod logs each remote cluster it adds)',
@@ -150,7 +144,7 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
       checkWritablePath(outputFile)
     }
     const applyTo = f['apply-to']
-    if (applyTo !== undefined && applyTo === '') throw flagError('--apply-to', applyTo, 'must name a kubeconfig context')
+    if (applyTo === '') throw flagError('--apply-to', applyTo, 'must name a kubeconfig context')
 
     // The Secret goes to stdout only without --output-file and --apply-to. It holds a credential:
     // on a terminal, ask first.
@@ -170,12 +164,12 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
         settings,
         namespace,
         createServiceAccount: f['create-service-account'],
-        tokenTimeoutMs,
+        tokenTimeoutMs: f['token-timeout'],
         contextServer: source.server,
         log: {note: (t) => this.note(t), warning: (t) => this.warning(t)},
       })
 
-      if (f.verify) await this.verify(result.kubeconfig, {server: result.server, namespace, serviceAccount: result.serviceAccount, timeoutMs: requestTimeout})
+      if (f.verify) await this.verify(result.kubeconfig, {server: result.server, namespace, serviceAccount: settings.serviceAccount, timeoutMs: requestTimeout})
 
       if (outputFile !== undefined) {
         writeFileAtomic(outputFile, result.manifest.yaml, 0o600)
@@ -188,7 +182,7 @@ address and an auth provider istiod rejects by default (anything but oidc) are w
         const ns = target.istioNamespace
         let outcome: string
         try {
-          outcome = await applyRemoteSecret(target.client, result.manifest, ns)
+          outcome = await applyRemoteSecret(target.client, result.manifest.object, ns)
         } catch (err) {
           if (!(err instanceof MeshvmError)) throw err
           const missingNs = /namespaces? "[^"]+" not found/.test(err.message)

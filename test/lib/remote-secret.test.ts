@@ -8,7 +8,7 @@
  */
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
-import {ExitCode, UsageError, UsageErrors, toReport} from '../../src/lib/errors.js'
+import {ExitCode, MeshvmError, UsageError, UsageErrors, toReport} from '../../src/lib/errors.js'
 import {
   buildRemoteKubeconfig,
   buildRemoteSecret,
@@ -18,9 +18,9 @@ import {
   remoteSecretWarnings,
   tokenSecretManifest,
   validateRemoteSecretOptions,
-  warnings,
   type RemoteSecretFlags,
 } from '../../src/lib/remote-secret/generate.js'
+import {parseClusterz, viewsFor} from '../../src/lib/remote-secret/status.js'
 import {goYamlMarshal} from '../../src/lib/util/go-compat.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
@@ -339,7 +339,7 @@ describe('warnings', () => {
     expect(remoteSecretWarnings({server: 'https://127.0.0.1:43210', serverSource: 'kubeconfig', authType: 'bearer-token'})).toEqual([
       "the API server in the kubeconfig is https://127.0.0.1:43210, which istiod in another cluster cannot reach; pass --server with an address reachable from there (with kind or k3d, the API server container's IP, e.g. --server https://172.18.0.2:6443)",
     ])
-    expect(warnings({server: 'https://localhost:6443', serverSource: 'flag', authType: 'bearer-token'})).toEqual([
+    expect(remoteSecretWarnings({server: 'https://localhost:6443', serverSource: 'flag', authType: 'bearer-token'})).toEqual([
       '--server https://localhost:6443 is a loopback address, which istiod in another cluster cannot reach; use an address reachable from there',
     ])
   })
@@ -373,5 +373,36 @@ describe('ServiceAccount token Secret helpers', () => {
     expect(isServiceAccountTokenSecret(s('kubernetes.io/service-account-token', 'other'), 'reader')).toBe(false)
     expect(isServiceAccountTokenSecret(s('Opaque', 'reader'), 'reader')).toBe(false)
     expect(isServiceAccountTokenSecret(s('kubernetes.io/service-account-token'), 'reader')).toBe(false)
+  })
+})
+
+describe("istiod's /debug/clusterz", () => {
+  it('reads cluster.DebugInfo by JSON tag or Go field name, and only the entries that are objects', () => {
+    const body = JSON.stringify([{id: 'west', secretName: 'istio-system/istio-remote-secret-west', syncStatus: 'synced'}, {ID: 'east', SyncStatus: 'timeout'}, 'junk', null, [1]])
+    expect(parseClusterz(body)).toEqual([
+      {id: 'west', secretName: 'istio-system/istio-remote-secret-west', syncStatus: 'synced'},
+      {id: 'east', secretName: undefined, syncStatus: 'timeout'},
+    ])
+  })
+
+  it('refuses an answer that is not JSON, or not a list', () => {
+    expect(() => parseClusterz('<html>')).toThrow('istiod answered /debug/clusterz with something that is not JSON')
+    expect(() => parseClusterz('{}')).toThrow('istiod answered /debug/clusterz with something that is not a list')
+  })
+
+  it('gives each istiod, by name, its view of one cluster: the entry of that Secret, else not-loaded or the error', () => {
+    const views = {
+      'istiod-b': [
+        {id: 'west', secretName: 'istio-system/other-secret', syncStatus: 'syncing'},
+        {id: 'west', secretName: 'istio-system/istio-remote-secret-west', syncStatus: 'synced'},
+      ],
+      'istiod-a': [{id: 'east', syncStatus: 'synced'}],
+      'istiod-c': new MeshvmError('port-forward refused'),
+    }
+    expect(viewsFor(views, 'west', 'istio-remote-secret-west')).toEqual([
+      {istiod: 'istiod-a', syncStatus: 'not-loaded'},
+      {istiod: 'istiod-b', syncStatus: 'synced'},
+      {istiod: 'istiod-c', error: 'port-forward refused'},
+    ])
   })
 })

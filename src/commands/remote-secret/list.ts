@@ -1,27 +1,17 @@
-import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, type commonOutputFlags, type kubeFlags} from '../../lib/cli/base-command.js'
-import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
-import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
+import {BaseCommand} from '../../lib/cli/base-command.js'
+import {printOptions} from '../../lib/cli/output-flags.js'
+import {contextNames} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
+import type {KubeSession} from '../../lib/kube/session.js'
 import {age, humanDuration} from '../../lib/output/age.js'
-import {ALL_KINDS, Printer} from '../../lib/output/printer.js'
+import {ALL_KINDS} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {RemoteSecretEntry} from '../../lib/remote-secret/list.js'
+import {type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
 
-// The shared output flags; rows are clusters of a Secret, with no labels of their own (no --show-labels / -L).
-const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(ALL_KINDS)
-
-const flags = {
-  ...multiContextFlags,
-  output: {
-    ...output,
-    description: `json, yaml, jsonpath, jsonpath-as-json, custom-columns and --sort-by read the RemoteSecretList schema (items with context, secret, namespace, cluster, server, authType, tokenKind, serviceAccount, created, expiresAt), e.g. -o jsonpath='{.items[*].cluster}'; -o name prints secret/NAME.`,
-  } as typeof output,
-  'no-headers': noHeaders,
-  'sort-by': sortBy,
-}
-
-type ListFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
+const flags = remoteSecretFlags(
+  "RemoteSecretList schema (items with context, secret, namespace, cluster, server, authType, tokenKind, serviceAccount, created, expiresAt), e.g. -o jsonpath='{.items[*].cluster}'",
+)
 
 export default class RemoteSecretList extends BaseCommand<typeof RemoteSecretList> {
   static override summary = "List the remote secrets istiod reads, with their credentials' kind and expiry."
@@ -39,7 +29,7 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
   ]
 
   static override flags = flags
-  declare protected flags: ListFlags
+  declare protected flags: MultiContextFlagValues<typeof flags>
 
   async run(): Promise<void> {
     const f = this.flags
@@ -48,16 +38,16 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {listRemoteSecrets, remoteSecretEntries} = await import('../../lib/remote-secret/list.js')
     const rows: RemoteSecretEntry[] = []
-    const failures: string[] = []
+    let failed = 0
     for (const c of contexts) {
-      let session
+      let session: KubeSession | undefined
       try {
         session = await this.session(c)
         const secrets = await listRemoteSecrets(session.client, session.istioNamespace)
         for (const s of secrets) rows.push(...remoteSecretEntries(s, session.contextName).map((e) => e.entry))
       } catch (err) {
         if (!(err instanceof MeshvmError) || contexts.length === 1) throw err
-        failures.push(`context ${c ?? '(current)'}: ${err.message}`)
+        failed++
         this.warning(`context ${c ?? '(current)'}: ${err.message}`)
       } finally {
         session?.client.close()
@@ -71,30 +61,22 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
         const ms = Date.parse(r.expiresAt) - now.getTime()
         return ms <= 0 ? `expired ${humanDuration(-ms)} ago` : `in ${humanDuration(ms)}`
       }
-      const printer = new Printer<RemoteSecretEntry>(
-        {
-          columns: [
-            {header: 'CONTEXT', value: (r) => r.context},
-            {header: 'SECRET', value: (r) => r.secret},
-            {header: 'CLUSTER', value: (r) => r.cluster},
-            {header: 'SERVER', value: (r) => r.server || '<none>'},
-            {header: 'AUTH', value: (r) => r.authType},
-            {header: 'TOKEN', value: (r) => r.tokenKind},
-            {header: 'SERVICE ACCOUNT', wide: true, value: (r) => r.serviceAccount ?? '-'},
-            {header: 'AGE', value: (r) => age(r.created, now)},
-            {header: 'EXPIRES', value: expires},
-          ],
-          object: (r) => r,
-          name: (r) => `secret/${r.secret}`,
-          document: (items) => ({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretList', items}),
-        },
+      printRows(
+        rows,
+        'RemoteSecretList',
+        [
+          {header: 'SERVER', value: (r) => r.server || '<none>'},
+          {header: 'AUTH', value: (r) => r.authType},
+          {header: 'TOKEN', value: (r) => r.tokenKind},
+          {header: 'SERVICE ACCOUNT', wide: true, value: (r) => r.serviceAccount ?? '-'},
+          {header: 'AGE', value: (r) => age(r.created, now)},
+          {header: 'EXPIRES', value: expires},
+        ],
         print,
         (t) => this.out(t),
       )
-      printer.add(rows)
-      printer.finish()
     }
     for (const r of rows) if (r.problem) this.warning(`${r.context}: Secret ${r.namespace}/${r.secret}: ${terminalSafe(r.problem)}`)
-    if (failures.length > 0) throw new MeshvmError(`${failures.length} of ${contexts.length} contexts could not be read`, {exit: ExitCode.PARTIAL, code: 'Partial'})
+    if (failed > 0) throw new MeshvmError(`${failed} of ${contexts.length} contexts could not be read`, {exit: ExitCode.PARTIAL, code: 'Partial'})
   }
 }

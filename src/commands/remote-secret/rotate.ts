@@ -4,6 +4,7 @@ import {BaseCommand, durationFlag, KUBE_GROUP, OUTPUT_GROUP} from '../../lib/cli
 import {flagError, UsageError} from '../../lib/errors.js'
 import {renderData} from '../../lib/output/render.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
+import type {RotateOptions} from '../../lib/remote-secret/rotate.js'
 
 export default class RemoteSecretRotate extends BaseCommand<typeof RemoteSecretRotate> {
   static override summary = "Give a remote secret a new token, verified from istiod's side before the old token is revoked."
@@ -42,16 +43,12 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
 
   async run(): Promise<void> {
     const f = this.flags
-    const tokenTimeoutMs = f['token-timeout']
-    const istiodTimeoutMs = f['istiod-timeout']
     if (f.from.trim() === '') throw flagError('--from', f.from, 'must name a kubeconfig context')
-    let serviceAccount: string | undefined
-    let serviceAccountNamespace: string | undefined
+    let serviceAccount: RotateOptions['serviceAccount']
     if (f['service-account'] !== undefined) {
       const m = /^(?:([a-z0-9-]+)\/)?([a-z0-9.-]+)$/.exec(f['service-account'])
       if (!m) throw flagError('--service-account', f['service-account'], 'expected NAME or NAMESPACE/NAME')
-      serviceAccountNamespace = m[1]
-      serviceAccount = m[2]
+      serviceAccount = {namespace: m[1], name: m[2]!}
     }
     if (this.args.name.trim() === '') throw new UsageError('NAME must not be empty: give the remote Secret or its cluster name')
     const {requestTimeoutMs} = await import('../../lib/kube/session.js')
@@ -61,16 +58,11 @@ Steps, each undone if a later one fails, so the old Secret stays in force until 
       const {rotateRemoteSecret} = await import('../../lib/remote-secret/rotate.js')
       const result = await rotateRemoteSecret({
         name: this.args.name,
-        target: target.client,
-        targetContext: target.contextName,
-        istioNamespace: target.istioNamespace,
-        revision: target.revision,
-        source: source.client,
-        sourceContext: source.contextName,
+        target,
+        source,
         serviceAccount,
-        serviceAccountNamespace,
-        tokenTimeoutMs,
-        istiodTimeoutMs,
+        tokenTimeoutMs: f['token-timeout'],
+        istiodTimeoutMs: f['istiod-timeout'],
         requestTimeoutMs: requestTimeoutMs(f['request-timeout']),
         keepOldToken: f['keep-old-token'],
         log: {note: (t) => this.note(t), warning: (t) => this.warning(t)},

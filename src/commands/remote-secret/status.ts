@@ -1,28 +1,19 @@
 import * as Args from '@oclif/core/args'
-import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, type commonOutputFlags, durationFlag, type kubeFlags} from '../../lib/cli/base-command.js'
-import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
-import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
+import {BaseCommand, durationFlag} from '../../lib/cli/base-command.js'
+import {printOptions} from '../../lib/cli/output-flags.js'
+import {contextNames} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
-import {ALL_KINDS, Printer} from '../../lib/output/printer.js'
+import {ALL_KINDS} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
+import {type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
 import type {RemoteSecretStatus} from '../../lib/remote-secret/status.js'
 
-// The shared output flags; rows are clusters of a Secret, with no labels of their own (no --show-labels / -L).
-const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(ALL_KINDS)
-
 const flags = {
-  ...multiContextFlags,
-  output: {
-    ...output,
-    description: `json, yaml, jsonpath, jsonpath-as-json, custom-columns and --sort-by read the RemoteSecretStatusList schema (items with context, secret, cluster, server, reachable, denied, istiods[].syncStatus, verdict), e.g. -o jsonpath='{.items[?(@.verdict!="ok")].cluster}'; -o name prints secret/NAME.`,
-  } as typeof output,
-  'no-headers': noHeaders,
-  'sort-by': sortBy,
+  ...remoteSecretFlags(
+    `RemoteSecretStatusList schema (items with context, secret, cluster, server, reachable, denied, istiods[].syncStatus, verdict), e.g. -o jsonpath='{.items[?(@.verdict!="ok")].cluster}'`,
+  ),
   timeout: durationFlag({summary: 'How long to wait for each remote API server and each istiod to answer (e.g. 10s).', default: 10_000, defaultHelp: async () => '10s'}),
 }
-
-type StatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
 
 export default class RemoteSecretStatusCommand extends BaseCommand<typeof RemoteSecretStatusCommand> {
   static override summary = 'Check that every remote secret still works: from here with its own credentials, and as istiod sees it.'
@@ -49,20 +40,21 @@ here while istiod reports it synced.`
   }
 
   static override flags = flags
-  declare protected flags: StatusFlags
+  declare protected flags: MultiContextFlagValues<typeof flags>
 
   async run(): Promise<void> {
     const f = this.flags
     const print = printOptions(f, ALL_KINDS)
     const human = print.output.kind === 'table' || print.output.kind === 'wide'
-    const timeoutMs = f.timeout
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const {remoteSecretStatus} = await import('../../lib/remote-secret/status.js')
     const rows: RemoteSecretStatus[] = []
     for (const c of contexts) {
       const session = await this.session(c)
       try {
-        rows.push(...(await remoteSecretStatus(session.client, {context: session.contextName, istioNamespace: session.istioNamespace, revision: session.revision, timeoutMs, only: this.args.name})))
+        rows.push(
+          ...(await remoteSecretStatus(session.client, {context: session.contextName, istioNamespace: session.istioNamespace, revision: session.revision, timeoutMs: f.timeout, only: this.args.name})),
+        )
       } finally {
         session.client.close()
       }
@@ -77,31 +69,23 @@ here while istiod reports it synced.`
     if (human && rows.length === 0) this.note(`No remote secrets (label istio/multiCluster=true) in namespace ${f['istio-namespace']}.`)
     else {
       const chalk = this.chalkFor(print.output.kind)
-      const printer = new Printer<RemoteSecretStatus>(
-        {
-          columns: [
-            {header: 'CONTEXT', value: (r) => r.context},
-            {header: 'SECRET', value: (r) => r.secret},
-            {header: 'CLUSTER', value: (r) => r.cluster},
-            {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
-            {
-              header: 'PERMISSIONS',
-              value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`),
-              color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t)),
-            },
-            {header: 'ISTIOD', value: (r) => (r.istiods.length === 0 ? 'no istiod' : r.istiods.map((i) => (i.error ? 'error' : i.syncStatus)).join(','))},
-            {header: 'SERVER', wide: true, value: (r) => r.server},
-            {header: 'VERSION', wide: true, value: (r) => r.kubernetesVersion ?? '-'},
-          ],
-          object: (r) => r,
-          name: (r) => `secret/${r.secret}`,
-          document: (items) => ({apiVersion: 'meshvm.io/v1alpha1', kind: 'RemoteSecretStatusList', items}),
-        },
+      printRows(
+        rows,
+        'RemoteSecretStatusList',
+        [
+          {header: 'REACHABLE', value: (r) => (r.reachable ? 'yes' : 'no'), color: (t) => (t === 'yes' ? chalk.green(t) : chalk.red(t))},
+          {
+            header: 'PERMISSIONS',
+            value: (r) => (!r.reachable ? '-' : r.denied.length === 0 ? 'ok' : `missing ${r.denied.length}`),
+            color: (t) => (t === 'ok' ? chalk.green(t) : t === '-' ? t : chalk.red(t)),
+          },
+          {header: 'ISTIOD', value: (r) => (r.istiods.length === 0 ? 'no istiod' : r.istiods.map((i) => (i.error ? 'error' : i.syncStatus)).join(','))},
+          {header: 'SERVER', wide: true, value: (r) => r.server},
+          {header: 'VERSION', wide: true, value: (r) => r.kubernetesVersion ?? '-'},
+        ],
         print,
         (t) => this.out(t),
       )
-      printer.add(rows)
-      printer.finish()
     }
     if (human) {
       for (const r of rows) {

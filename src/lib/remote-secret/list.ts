@@ -7,8 +7,8 @@
 import {parse as parseYaml} from 'yaml'
 import type {KubeClient} from '../kube/client.js'
 import {Resources, resourcePath} from '../kube/resources.js'
-import {CONFIG_SECRET_KEY, MULTICLUSTER_SECRET_LABEL} from './generate.js'
-import {isRecord} from '../util/records.js'
+import {CLUSTER_NAME_ANNOTATION, CONFIG_SECRET_KEY, MULTICLUSTER_SECRET_LABEL} from './generate.js'
+import {isRecord, sortedRecord} from '../util/records.js'
 import type {SecretObject} from './fetch.js'
 
 /** How the kubeconfig authenticates. */
@@ -27,7 +27,6 @@ export interface TokenInfo {
   serviceAccount?: {namespace: string; name: string}
   /** Legacy tokens name the Secret that holds them (claim kubernetes.io/serviceaccount/secret.name). */
   secretName?: string
-  issuer?: string
 }
 
 export interface ParsedRemoteKubeconfig {
@@ -59,6 +58,8 @@ export interface RemoteSecretEntry {
 
 type Json = Record<string, unknown>
 
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined)
+
 /** The claims of a JWT, without checking its signature (only to describe it). */
 export function jwtClaims(token: string): Json | undefined {
   const parts = token.split('.')
@@ -72,26 +73,23 @@ export function jwtClaims(token: string): Json | undefined {
 }
 
 /** kubernetes pkg/serviceaccount/claims.go (bound) and legacy.go (secret-based) claims. */
-export function describeToken(token: string | undefined): TokenInfo {
+function describeToken(token: string | undefined): TokenInfo {
   if (!token) return {kind: 'none'}
   const claims = jwtClaims(token)
   if (!claims) return {kind: 'opaque'}
-  const issuer = typeof claims.iss === 'string' ? claims.iss : undefined
-  const kube = isRecord(claims['kubernetes.io']) ? claims['kubernetes.io'] : undefined
-  const sa = isRecord(kube?.serviceaccount) ? kube.serviceaccount : undefined
-  let serviceAccount: TokenInfo['serviceAccount']
-  if (typeof kube?.namespace === 'string' && typeof sa?.name === 'string') serviceAccount = {namespace: kube.namespace, name: sa.name}
-  else if (typeof claims['kubernetes.io/serviceaccount/namespace'] === 'string' && typeof claims['kubernetes.io/serviceaccount/service-account.name'] === 'string') {
-    serviceAccount = {namespace: claims['kubernetes.io/serviceaccount/namespace'] as string, name: claims['kubernetes.io/serviceaccount/service-account.name'] as string}
-  }
-  const secretName = typeof claims['kubernetes.io/serviceaccount/secret.name'] === 'string' ? (claims['kubernetes.io/serviceaccount/secret.name'] as string) : undefined
-  if (typeof claims.exp === 'number') return {kind: 'bound', expiresAt: new Date(claims.exp * 1000).toISOString(), serviceAccount, issuer}
-  if (issuer === 'kubernetes/serviceaccount') return {kind: 'legacy', serviceAccount, secretName, issuer}
-  return {kind: 'opaque', serviceAccount, issuer}
+  const issuer = str(claims.iss)
+  const kube = isRecord(claims['kubernetes.io']) ? claims['kubernetes.io'] : {}
+  const sa = isRecord(kube.serviceaccount) ? kube.serviceaccount : {}
+  const pair = (namespace: unknown, name: unknown) => (typeof namespace === 'string' && typeof name === 'string' ? {namespace, name} : undefined)
+  const serviceAccount = pair(kube.namespace, sa.name) ?? pair(claims['kubernetes.io/serviceaccount/namespace'], claims['kubernetes.io/serviceaccount/service-account.name'])
+  const secretName = str(claims['kubernetes.io/serviceaccount/secret.name'])
+  if (typeof claims.exp === 'number') return {kind: 'bound', expiresAt: new Date(claims.exp * 1000).toISOString(), serviceAccount}
+  if (issuer === 'kubernetes/serviceaccount') return {kind: 'legacy', serviceAccount, secretName}
+  return {kind: 'opaque', serviceAccount}
 }
 
 /** The current context's cluster and user of a kubeconfig istiod would load. */
-export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
+function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   let doc: unknown
   try {
     doc = parseYaml(text, {logLevel: 'error'})
@@ -109,18 +107,13 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
   if (!context) return {authType: 'none', error: `no context ${JSON.stringify(String(contextName ?? ''))}`}
   const cluster = named(doc.clusters, context.cluster, 'cluster')
   const user = named(doc.users, context.user, 'user') ?? {}
-  const out: ParsedRemoteKubeconfig = {
-    server: typeof cluster?.server === 'string' ? cluster.server : undefined,
-    caData: typeof cluster?.['certificate-authority-data'] === 'string' ? (cluster['certificate-authority-data'] as string) : undefined,
-    tlsServerName: typeof cluster?.['tls-server-name'] === 'string' ? (cluster['tls-server-name'] as string) : undefined,
-    authType: 'none',
-  }
+  const out: ParsedRemoteKubeconfig = {server: str(cluster?.server), caData: str(cluster?.['certificate-authority-data']), tlsServerName: str(cluster?.['tls-server-name']), authType: 'none'}
   if (typeof user.token === 'string' && user.token !== '') {
     out.authType = 'bearer-token'
     out.token = user.token
   } else if (isRecord(user['auth-provider'])) {
     out.authType = 'plugin'
-    out.authPluginName = typeof user['auth-provider'].name === 'string' ? user['auth-provider'].name : undefined
+    out.authPluginName = str(user['auth-provider'].name)
   } else if (isRecord(user.exec)) out.authType = 'exec'
   else if (user['client-certificate-data'] || user['client-certificate']) out.authType = 'client-certificate'
   if (!cluster) out.error = `no cluster ${JSON.stringify(String(context.cluster ?? ''))}`
@@ -128,31 +121,29 @@ export function parseRemoteKubeconfig(text: string): ParsedRemoteKubeconfig {
 }
 
 /** One entry per data key (istiod reads every key of a remote secret as one cluster). */
-export function remoteSecretEntries(secret: SecretObject, context: string): {entry: RemoteSecretEntry; kubeconfig: string; parsed: ParsedRemoteKubeconfig; token: TokenInfo}[] {
+export function remoteSecretEntries(secret: SecretObject, context: string): {key: string; entry: RemoteSecretEntry; kubeconfig: string; parsed: ParsedRemoteKubeconfig; token: TokenInfo}[] {
   const namespace = secret.metadata.namespace ?? ''
-  return Object.entries(secret.data ?? {})
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([key, b64]) => {
-      const kubeconfig = Buffer.from(b64, 'base64').toString('utf8')
-      const parsed = parseRemoteKubeconfig(kubeconfig)
-      const token = describeToken(parsed.token)
-      const entry: RemoteSecretEntry = {
-        context,
-        namespace,
-        secret: secret.metadata.name,
-        // --type config: the key is "config" and the cluster is named by the annotation.
-        cluster: key === CONFIG_SECRET_KEY ? (secret.metadata.annotations?.['networking.istio.io/cluster'] ?? key) : key,
-        server: parsed.server ?? '',
-        authType: parsed.authType === 'plugin' && parsed.authPluginName ? `plugin/${parsed.authPluginName}` : parsed.authType,
-        tokenKind: token.kind,
-        ...(token.serviceAccount ? {serviceAccount: `${token.serviceAccount.namespace}/${token.serviceAccount.name}`} : {}),
-        ...(secret.metadata.creationTimestamp ? {created: secret.metadata.creationTimestamp} : {}),
-        ...(token.expiresAt ? {expiresAt: token.expiresAt} : {}),
-        ...(secret.metadata.resourceVersion ? {resourceVersion: secret.metadata.resourceVersion} : {}),
-        ...(parsed.error ? {problem: `key ${key}: ${parsed.error}`} : {}),
-      }
-      return {entry, kubeconfig, parsed, token}
-    })
+  return Object.entries(sortedRecord(secret.data ?? {})).map(([key, b64]) => {
+    const kubeconfig = Buffer.from(b64, 'base64').toString('utf8')
+    const parsed = parseRemoteKubeconfig(kubeconfig)
+    const token = describeToken(parsed.token)
+    const entry: RemoteSecretEntry = {
+      context,
+      namespace,
+      secret: secret.metadata.name,
+      // --type config: the key is "config" and the cluster is named by the annotation.
+      cluster: key === CONFIG_SECRET_KEY ? (secret.metadata.annotations?.[CLUSTER_NAME_ANNOTATION] ?? key) : key,
+      server: parsed.server ?? '',
+      authType: parsed.authType === 'plugin' && parsed.authPluginName ? `plugin/${parsed.authPluginName}` : parsed.authType,
+      tokenKind: token.kind,
+      ...(token.serviceAccount ? {serviceAccount: `${token.serviceAccount.namespace}/${token.serviceAccount.name}`} : {}),
+      ...(secret.metadata.creationTimestamp ? {created: secret.metadata.creationTimestamp} : {}),
+      ...(token.expiresAt ? {expiresAt: token.expiresAt} : {}),
+      ...(secret.metadata.resourceVersion ? {resourceVersion: secret.metadata.resourceVersion} : {}),
+      ...(parsed.error ? {problem: `key ${key}: ${parsed.error}`} : {}),
+    }
+    return {key, entry, kubeconfig, parsed, token}
+  })
 }
 
 export async function listRemoteSecrets(client: KubeClient, istioNamespace: string): Promise<SecretObject[]> {

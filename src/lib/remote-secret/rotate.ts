@@ -1,64 +1,37 @@
 /**
- * `meshvm remote-secret rotate NAME --from CONTEXT`, in an order where every failure leaves the old
- * Secret in force:
- *
- *   1. read the remote Secret (in the target's Istio namespace) and its kubeconfig: cluster name,
- *      server, TLS server name, the reader ServiceAccount named by the old token's claims;
- *   2. in the --from cluster, a new token Secret for that ServiceAccount (type
- *      kubernetes.io/service-account-token, filled by the token controller, as create-remote-secret);
- *   3. the new kubeconfig checked from here (reaches the server, reader permissions: SSAR);
- *   4. the remote Secret updated in place by server-side apply (same name, same cluster key);
- *   5. istiod's side: every running istiod's /debug/clusterz (HTTP, else xDS) must report the cluster synced after
- *      the update; if not, the old Secret data is applied back;
- *   6. only then the old token Secret is deleted in the --from cluster (which revokes the old token:
- *      kubernetes pkg/serviceaccount/legacy.go rejects a token whose Secret is gone).
- *
- * Steps 2-5 undo their own work on failure (the new token Secret is deleted, the old data put back).
- * Nothing here logs a token or a kubeconfig.
+ * `meshvm remote-secret rotate NAME --from CONTEXT` (docs/remote-secret.md, "rotate"): the steps are
+ * ordered so that every failure leaves the old Secret in force, and each undoes its own work (the new
+ * token Secret deleted, the old data put back). The old token Secret is deleted last, only after every
+ * istiod reports the cluster synced with the new one: deleting it revokes the old token (kubernetes
+ * pkg/serviceaccount/legacy.go rejects a token whose Secret is gone). Nothing here logs a token or a
+ * kubeconfig.
  */
-import {ExitCode, MeshvmError} from '../errors.js'
-import type {KubeClient} from '../kube/client.js'
+import {ExitCode, MeshvmError, type ExitCodeValue} from '../errors.js'
+import type {KubeSession} from '../kube/session.js'
 import {KubeApiError} from '../kube/errors.js'
 import {Resources, resourcePath} from '../kube/resources.js'
-import {caDataOf, inContext, tokenOf, waitForTokenData, type ProgressLog, type SecretObject} from './fetch.js'
-import {
-  buildRemoteKubeconfig,
-  buildRemoteSecret,
-  CONFIG_SECRET_KEY,
-  DEFAULT_SERVICE_ACCOUNT,
-  isServiceAccountTokenSecret,
-  SERVICE_ACCOUNT_NAME_ANNOTATION,
-  SERVICE_ACCOUNT_TOKEN_TYPE,
-  tokenSecretName,
-  type RemoteSecretManifest,
-} from './generate.js'
-import {describeToken, findRemoteSecret, listRemoteSecrets, parseRemoteKubeconfig} from './list.js'
+import {backoff, caDataOf, inContext, tokenOf, waitForTokenData, type ProgressLog, type SecretObject} from './fetch.js'
+import {buildRemoteKubeconfig, buildRemoteSecret, CONFIG_SECRET_KEY, DEFAULT_SERVICE_ACCOUNT, isServiceAccountTokenSecret, tokenSecretManifest, tokenSecretName} from './generate.js'
+import {findRemoteSecret, listRemoteSecrets, remoteSecretEntries} from './list.js'
 import {applyRemoteSecret} from './run.js'
 import {istiodClusterViews, viewsFor, type IstiodClusterView} from './status.js'
 import {permissionText, verifyRemoteKubeconfig} from './verify.js'
-import {sleep} from '../util/sleep.js'
 
 export interface RotateOptions {
   /** The Secret (or cluster) name in the target. */
   name: string
-  /** Where the remote Secret lives and istiod runs. */
-  target: KubeClient
-  targetContext: string
-  istioNamespace: string
-  revision?: string
+  /** Where the remote Secret lives (in its Istio namespace) and istiod runs. */
+  target: KubeSession
   /** The cluster the credentials are for (--from). */
-  source: KubeClient
-  sourceContext: string
-  /** The reader ServiceAccount when the old token does not name one (default istio-system/istio-reader-service-account). */
-  serviceAccount?: string
-  serviceAccountNamespace?: string
+  source: KubeSession
+  /** The reader ServiceAccount, for an old token that does not name one (default istio-system/istio-reader-service-account). */
+  serviceAccount?: {namespace?: string; name: string}
   tokenTimeoutMs: number
   /** How long istiod may take to report the cluster synced with the new Secret. */
   istiodTimeoutMs: number
   requestTimeoutMs: number
   keepOldToken: boolean
   log: ProgressLog
-  pollMs?: number
 }
 
 export interface RotateResult {
@@ -76,91 +49,81 @@ export interface RotateResult {
 const OLD_IN_FORCE = 'the old Secret is still in force: nothing istiod uses was changed'
 const secretPath = (namespace: string, name?: string) => resourcePath(Resources.secrets, {namespace, name})
 
-function rotateError(message: string, o: {exit?: (typeof ExitCode)[keyof typeof ExitCode]; code?: string; hints?: string[]; cause?: unknown} = {}): MeshvmError {
-  return new MeshvmError(message, {exit: o.exit ?? ExitCode.FAILURE, code: o.code ?? 'RotateFailed', hints: [...(o.hints ?? []), OLD_IN_FORCE], cause: o.cause})
-}
-
-/** A name for the new token Secret that sorts after the old ones: NAME-istio-remote-secret-token-<base36 time>. */
-export function rotatedTokenSecretName(serviceAccount: string, now: Date): string {
-  return `${tokenSecretName(serviceAccount)}-${Math.floor(now.getTime() / 1000).toString(36)}`
-}
-
-/** The token Secret in the --from cluster that holds `token`: by the legacy claim, else by content. */
-async function findOldTokenSecret(source: KubeClient, namespace: string, serviceAccount: string, token: string | undefined, claimName: string | undefined): Promise<SecretObject | undefined> {
-  if (!token) return undefined
-  const secrets = await source.list<SecretObject>(secretPath(namespace))
-  const holds = (s: SecretObject) => isServiceAccountTokenSecret(s, serviceAccount) && tokenOf(s) === token
-  return secrets.find((s) => s.metadata.name === claimName && holds(s)) ?? secrets.find(holds)
+/** A failure that left the old Secret in force. A MeshvmError `cause` lends its exit code, code and hints. */
+function rotateError(message: string, cause?: unknown, o: {exit?: ExitCodeValue; code?: string} = {}): MeshvmError {
+  const from = cause instanceof MeshvmError ? cause : undefined
+  return new MeshvmError(message, {exit: o.exit ?? from?.exit ?? ExitCode.FAILURE, code: o.code ?? from?.code ?? 'RotateFailed', hints: [...(from?.hints ?? []), OLD_IN_FORCE], cause})
 }
 
 export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Promise<RotateResult> {
   const {log} = o
+  const {client: target, contextName: targetContext, istioNamespace, revision} = o.target
+  const {client: source, contextName: sourceContext} = o.source
   // 1. The remote Secret and what it holds.
-  const secrets = await listRemoteSecrets(o.target, o.istioNamespace)
-  const secret: SecretObject | undefined = findRemoteSecret(secrets, o.name)
+  const secret = findRemoteSecret(await listRemoteSecrets(target, istioNamespace), o.name)
   if (!secret) {
-    throw new MeshvmError(`no remote secret ${JSON.stringify(o.name)} in namespace ${o.istioNamespace} of context ${o.targetContext} (label istio/multiCluster=true)`, {
+    throw new MeshvmError(`no remote secret ${JSON.stringify(o.name)} in namespace ${istioNamespace} of context ${targetContext} (label istio/multiCluster=true)`, {
       exit: ExitCode.NOT_FOUND,
       code: 'NotFound',
-      hints: [`list them: meshvm remote-secret list --context ${o.targetContext}`, 'create one: meshvm remote-secret create --context SOURCE --name CLUSTER --apply-to ' + o.targetContext],
+      hints: [`list them: meshvm remote-secret list --context ${targetContext}`, 'create one: meshvm remote-secret create --context SOURCE --name CLUSTER --apply-to ' + targetContext],
     })
   }
-  const keys = Object.keys(secret.data ?? {})
-  if (keys.length !== 1) {
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name} holds ${keys.length} clusters; rotate works on a Secret with one cluster key`, {exit: ExitCode.USAGE, code: 'Usage'})
+  const where = `${istioNamespace}/${secret.metadata.name}`
+  const entries = remoteSecretEntries(secret, targetContext)
+  if (entries.length !== 1) {
+    throw new MeshvmError(`Secret ${where} holds ${entries.length} clusters; rotate works on a Secret with one cluster key`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
-  const key = keys[0]!
-  const oldKubeconfig = Buffer.from(secret.data![key]!, 'base64').toString('utf8')
-  const parsed = parseRemoteKubeconfig(oldKubeconfig)
-  if (parsed.error || !parsed.server)
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
+  const {key, entry, kubeconfig: oldKubeconfig, parsed, token: oldToken} = entries[0]!
+  const {cluster} = entry
+  if (parsed.error || !parsed.server) throw new MeshvmError(`Secret ${where}: its kubeconfig is unusable (${parsed.error ?? 'no server'})`, {exit: ExitCode.FAILURE, code: 'BadSecret'})
   if (parsed.authType !== 'bearer-token') {
-    throw new MeshvmError(`Secret ${o.istioNamespace}/${secret.metadata.name} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {
-      exit: ExitCode.USAGE,
-      code: 'Usage',
-    })
+    throw new MeshvmError(`Secret ${where} authenticates with ${parsed.authType}, not a ServiceAccount token: there is no token to rotate`, {exit: ExitCode.USAGE, code: 'Usage'})
   }
-  const cluster = key === CONFIG_SECRET_KEY ? (secret.metadata.annotations?.['networking.istio.io/cluster'] ?? key) : key
-  const oldToken = describeToken(parsed.token)
-  const saNamespace = o.serviceAccountNamespace ?? oldToken.serviceAccount?.namespace ?? 'istio-system'
-  const saName = o.serviceAccount ?? oldToken.serviceAccount?.name ?? DEFAULT_SERVICE_ACCOUNT.remote
+  const saNamespace = o.serviceAccount?.namespace ?? oldToken.serviceAccount?.namespace ?? 'istio-system'
+  const saName = o.serviceAccount?.name ?? oldToken.serviceAccount?.name ?? DEFAULT_SERVICE_ACCOUNT.remote
   const who = `${saNamespace}/${saName}`
+  // Same Secret, same key: updated in place, whatever it is called.
+  const secretFor = (kubeconfig: string) => {
+    const {object} = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: istioNamespace, kubeconfig})
+    return {...object, metadata: {...object.metadata, name: secret.metadata.name}}
+  }
 
-  // The old token Secret, looked up before anything changes (deleted only in step 6).
+  // The old token Secret, looked up before anything changes (deleted only in step 6): the one that
+  // holds the old token, by the legacy token's claim, else by content.
   let oldTokenSecret: SecretObject | undefined
   try {
-    oldTokenSecret = await findOldTokenSecret(o.source, saNamespace, saName, parsed.token, oldToken.secretName)
+    const secrets = await source.list<SecretObject>(secretPath(saNamespace))
+    const holds = (s: SecretObject) => isServiceAccountTokenSecret(s, saName) && tokenOf(s) === parsed.token
+    oldTokenSecret = secrets.find((s) => s.metadata.name === oldToken.secretName && holds(s)) ?? secrets.find(holds)
   } catch (err) {
-    throw inContext(err, `--from ${o.sourceContext}: cannot list the token Secrets of ServiceAccount ${who}`)
+    throw inContext(err, `--from ${sourceContext}: cannot list the token Secrets of ServiceAccount ${who}`)
   }
 
   // 2. A new token Secret.
-  const newName = rotatedTokenSecretName(saName, now)
-  const manifest = {apiVersion: 'v1', kind: 'Secret', metadata: {name: newName, namespace: saNamespace, annotations: {[SERVICE_ACCOUNT_NAME_ANNOTATION]: saName}}, type: SERVICE_ACCOUNT_TOKEN_TYPE}
+  // A name that sorts after the old ones: NAME-istio-remote-secret-token-<base36 time>.
+  const newName = `${tokenSecretName(saName)}-${Math.floor(now.getTime() / 1000).toString(36)}`
   let created: SecretObject
   try {
-    created = (await o.source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: manifest, retry: 'create'}))!
+    created = (await source.request<SecretObject>({method: 'POST', path: secretPath(saNamespace), body: tokenSecretManifest(saName, saNamespace, newName), retry: 'create'}))!
   } catch (err) {
-    const e = err as MeshvmError
-    throw rotateError(`--from ${o.sourceContext}: cannot create token Secret ${saNamespace}/${newName} for ServiceAccount ${saName}: ${e.message}`, {exit: e.exit, code: e.code, hints: e.hints})
+    throw rotateError(`--from ${sourceContext}: cannot create token Secret ${saNamespace}/${newName} for ServiceAccount ${saName}: ${(err as Error).message}`, err)
   }
-  log.note(`Created token Secret ${saNamespace}/${newName} in context ${o.sourceContext}`)
+  log.note(`Created token Secret ${saNamespace}/${newName} in context ${sourceContext}`)
   const dropNew = async (): Promise<void> => {
     try {
-      await o.source.request({method: 'DELETE', path: secretPath(saNamespace, newName), retry: 'idempotent'})
+      await source.request({method: 'DELETE', path: secretPath(saNamespace, newName), retry: 'idempotent'})
       log.note(`Deleted the new token Secret ${saNamespace}/${newName} again`)
     } catch {
       log.warning(
-        `could not delete the unused token Secret ${saNamespace}/${newName} in context ${o.sourceContext}; delete it: kubectl delete secret ${newName} -n ${saNamespace} --context ${o.sourceContext}`,
+        `could not delete the unused token Secret ${saNamespace}/${newName} in context ${sourceContext}; delete it: kubectl delete secret ${newName} -n ${saNamespace} --context ${sourceContext}`,
       )
     }
   }
 
-  let newManifest: RemoteSecretManifest
-  let newKubeconfig: string
+  let newSecret: ReturnType<typeof secretFor>
   try {
-    const filled = await waitForTokenData(o.source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log, pollMs: o.pollMs})
-    newKubeconfig = buildRemoteKubeconfig({
+    const filled = await waitForTokenData(source, created, {timeoutMs: o.tokenTimeoutMs, needToken: true, log})
+    const newKubeconfig = buildRemoteKubeconfig({
       clusterName: cluster,
       server: parsed.server,
       caData: caDataOf(filled) || parsed.caData || '',
@@ -169,63 +132,50 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
     })
     // 3. The new credentials, checked from here before istiod gets them.
     const v = await verifyRemoteKubeconfig(newKubeconfig, {timeoutMs: o.requestTimeoutMs})
-    if (v.connectError) throw rotateError(`the new token does not work against ${parsed.server}: ${v.connectError.message}`, {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'})
-    if (v.denied.length > 0) {
-      throw rotateError(`ServiceAccount ${who} lacks ${v.denied.length} permission(s) istiod needs: ${v.denied.map(permissionText).join(', ')}`, {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'})
-    }
+    const failed = {exit: ExitCode.CHECK_FAILED, code: 'VerifyFailed'}
+    if (v.connectError) throw rotateError(`the new token does not work against ${parsed.server}: ${v.connectError.message}`, undefined, failed)
+    if (v.denied.length > 0) throw rotateError(`ServiceAccount ${who} lacks ${v.denied.length} permission(s) istiod needs: ${v.denied.map(permissionText).join(', ')}`, undefined, failed)
     log.note(`Verified the new token against ${parsed.server}: ${v.allowed.length} reader permissions allowed`)
-    const built = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig: newKubeconfig})
-    // Same Secret, same key: updated in place, whatever it is called.
-    newManifest = {...built, secretName: secret.metadata.name, object: {...built.object, metadata: {...built.object.metadata, name: secret.metadata.name}, stringData: {[key]: newKubeconfig}}}
+    newSecret = secretFor(newKubeconfig)
   } catch (err) {
     await dropNew()
-    if (!(err instanceof MeshvmError)) throw err
-    if (err.hints.includes(OLD_IN_FORCE)) throw err
-    const e = err
-    throw rotateError(e.message, {exit: e.exit, code: e.code, hints: e.hints, cause: err})
+    if (!(err instanceof MeshvmError) || err.hints.includes(OLD_IN_FORCE)) throw err
+    throw rotateError(err.message, err)
   }
 
   // 4. In place, by server-side apply.
   try {
-    await applyRemoteSecret(o.target, newManifest, o.istioNamespace)
+    await applyRemoteSecret(target, newSecret, istioNamespace)
   } catch (err) {
     await dropNew()
-    const e = err as MeshvmError
-    throw rotateError(`cannot update Secret ${o.istioNamespace}/${secret.metadata.name} in context ${o.targetContext}: ${e.message}`, {exit: e.exit, code: e.code, hints: e.hints, cause: err})
+    throw rotateError(`cannot update Secret ${where} in context ${targetContext}: ${(err as Error).message}`, err)
   }
-  log.note(`Updated Secret ${o.istioNamespace}/${secret.metadata.name} in context ${o.targetContext} (server-side apply)`)
+  log.note(`Updated Secret ${where} in context ${targetContext} (server-side apply)`)
 
   // 5. istiod's side.
   const restoreOld = async (why: string): Promise<never> => {
-    const old = buildRemoteSecret({name: cluster, type: key === CONFIG_SECRET_KEY ? 'config' : 'remote', namespace: o.istioNamespace, kubeconfig: oldKubeconfig})
-    let restored = true
-    try {
-      await applyRemoteSecret(
-        o.target,
-        {...old, secretName: secret.metadata.name, object: {...old.object, metadata: {...old.object.metadata, name: secret.metadata.name}, stringData: {[key]: oldKubeconfig}}},
-        o.istioNamespace,
-      )
-    } catch {
-      restored = false
-    }
+    const restored = await applyRemoteSecret(target, secretFor(oldKubeconfig), istioNamespace).then(
+      () => true,
+      () => false,
+    )
     await dropNew()
     if (!restored) {
-      throw new MeshvmError(`${why}; and putting the old kubeconfig back into Secret ${o.istioNamespace}/${secret.metadata.name} failed`, {
+      throw new MeshvmError(`${why}; and putting the old kubeconfig back into Secret ${where} failed`, {
         exit: ExitCode.PARTIAL,
         code: 'RotatePartial',
         hints: [
-          `the old token Secret was not deleted, so the old credentials still work: re-apply them with meshvm remote-secret create --context ${o.sourceContext} --name ${cluster} --apply-to ${o.targetContext}`,
+          `the old token Secret was not deleted, so the old credentials still work: re-apply them with meshvm remote-secret create --context ${sourceContext} --name ${cluster} --apply-to ${targetContext}`,
         ],
       })
     }
-    throw rotateError(`${why}; the old kubeconfig was put back into Secret ${o.istioNamespace}/${secret.metadata.name}`, {exit: ExitCode.CHECK_FAILED, code: 'IstiodNotSynced'})
+    throw rotateError(`${why}; the old kubeconfig was put back into Secret ${where}`, undefined, {exit: ExitCode.CHECK_FAILED, code: 'IstiodNotSynced'})
   }
   const deadline = Date.now() + o.istiodTimeoutMs
+  const wait = backoff(deadline, 200, 2000)
   let views: IstiodClusterView[] = []
-  let delay = o.pollMs ?? 200
   for (;;) {
     try {
-      views = viewsFor(await istiodClusterViews(o.target, {istioNamespace: o.istioNamespace, revision: o.revision, timeoutMs: o.requestTimeoutMs}), cluster, secret.metadata.name)
+      views = viewsFor(await istiodClusterViews(target, {istioNamespace, revision, timeoutMs: o.requestTimeoutMs}), cluster, secret.metadata.name)
     } catch (err) {
       if (!(err instanceof MeshvmError)) throw err
       views = [{istiod: '(list)', error: err.message}]
@@ -235,19 +185,17 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       const seen = views.length === 0 ? 'no running istiod' : views.map((v) => `${v.istiod}: ${v.error ?? v.syncStatus}`).join(', ')
       return restoreOld(`istiod did not report cluster ${cluster} synced within ${Math.round(o.istiodTimeoutMs / 1000)}s after the update (${seen})`)
     }
-    await sleep(Math.min(delay, Math.max(0, deadline - Date.now())))
-    delay = Math.min(delay * 2, 2000)
+    await wait()
   }
   log.note(`istiod reports cluster ${cluster} synced: ${views.map((v) => v.istiod).join(', ')}`)
-
   // 6. The old token, revoked.
   let removedTokenSecret: string | undefined
   let oldTokenSecretNote: string | undefined
-  if (!oldTokenSecret) oldTokenSecretNote = `no token Secret of ${who} in context ${o.sourceContext} holds the old token; nothing to remove`
+  if (!oldTokenSecret) oldTokenSecretNote = `no token Secret of ${who} in context ${sourceContext} holds the old token; nothing to remove`
   else if (o.keepOldToken) oldTokenSecretNote = `kept the old token Secret ${saNamespace}/${oldTokenSecret.metadata.name} (--keep-old-token)`
   else {
     try {
-      await o.source.request({
+      await source.request({
         method: 'DELETE',
         path: secretPath(saNamespace, oldTokenSecret.metadata.name),
         // Only the Secret we read: not one re-created under the same name meanwhile.
@@ -255,7 +203,7 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
         retry: 'idempotent',
       })
       removedTokenSecret = oldTokenSecret.metadata.name
-      log.note(`Deleted the old token Secret ${saNamespace}/${removedTokenSecret} in context ${o.sourceContext}`)
+      log.note(`Deleted the old token Secret ${saNamespace}/${removedTokenSecret} in context ${sourceContext}`)
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) oldTokenSecretNote = `the old token Secret ${saNamespace}/${oldTokenSecret.metadata.name} was already gone`
       else {
@@ -264,5 +212,5 @@ export async function rotateRemoteSecret(o: RotateOptions, now = new Date()): Pr
       }
     }
   }
-  return {secret: secret.metadata.name, namespace: o.istioNamespace, cluster, serviceAccount: who, newTokenSecret: newName, removedTokenSecret, oldTokenSecretNote, istiods: views}
+  return {secret: secret.metadata.name, namespace: istioNamespace, cluster, serviceAccount: who, newTokenSecret: newName, removedTokenSecret, oldTokenSecretNote, istiods: views}
 }

@@ -4,10 +4,10 @@
  * warnings) is settled first, so warnings appear before any wait. The command
  * decides where the result goes (stdout, --output-file, --apply-to).
  */
+import type {WriteOutcome} from '../apply/apply.js'
 import type {KubeClient} from '../kube/client.js'
-import type {Manifest} from '../kube/object.js'
 import {buildRemoteKubeconfig, buildRemoteSecret, remoteSecretWarnings, type RemoteKubeconfigAuth, type RemoteSecretManifest, type RemoteSecretSettings} from './generate.js'
-import {caDataOf, getOrCreateServiceAccount, getServiceAccountTokenSecret, isAtLeast124, kubeSystemUid, serverVersion, tokenOf, type ApplyOutcome, type ProgressLog, applyOne} from './fetch.js'
+import {applyManifest, caDataOf, kubeSystemUid, serviceAccountTokenSecret, tokenOf, type ProgressLog} from './fetch.js'
 
 export interface RemoteSecretRun {
   settings: RemoteSecretSettings
@@ -20,62 +20,21 @@ export interface RemoteSecretRun {
   /** The API server of the selected kubeconfig context (used unless --server is given). */
   contextServer: string
   log: ProgressLog
-  pollMs?: number
 }
 
-export interface RemoteSecretOutcome {
-  manifest: RemoteSecretManifest
-  /** The cluster name (--name or the kube-system UID). */
-  clusterName: string
-  /** The server written into the kubeconfig. */
-  server: string
-  /** The kubeconfig inside the Secret (holds the credential). */
-  kubeconfig: string
-  serviceAccount: string
-  tokenSecret: string
-}
-
-export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRun): Promise<RemoteSecretOutcome> {
+/** The Secret, with the cluster name (--name or the kube-system UID), the server and the kubeconfig (a credential) it holds. */
+export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRun) {
   const {settings, namespace, log} = run
-
   const server = settings.server ?? run.contextServer
-  for (const w of remoteSecretWarnings({
-    server,
-    serverSource: settings.server === undefined ? 'kubeconfig' : 'flag',
-    authType: settings.authType,
-    authPluginName: settings.authPlugin?.name,
-  })) {
-    log.warning(w)
-  }
-
+  const serverSource = settings.server === undefined ? 'kubeconfig' : 'flag'
+  for (const w of remoteSecretWarnings({server, serverSource, authType: settings.authType, authPluginName: settings.authPlugin?.name})) log.warning(w)
   const clusterName = settings.name ?? (await kubeSystemUid(client))
-
-  const {serviceAccount: account, created} = await getOrCreateServiceAccount(client, {
-    namespace,
-    serviceAccount: settings.serviceAccount,
-    create: run.createServiceAccount,
-    log,
-  })
-
-  const modern = isAtLeast124(await serverVersion(client))
-  const secret = await getServiceAccountTokenSecret(client, {
-    namespace,
-    serviceAccount: settings.serviceAccount,
-    secretName: settings.secretName,
-    timeoutMs: run.tokenTimeoutMs,
-    needToken: settings.authType === 'bearer-token',
-    log,
-    pollMs: run.pollMs,
-    account,
-    accountCreated: created,
-    modern,
-  })
-
-  const auth: RemoteKubeconfigAuth =
-    settings.authType === 'plugin' && settings.authPlugin ? {type: 'plugin', name: settings.authPlugin.name, config: settings.authPlugin.config} : {type: 'bearer-token', token: tokenOf(secret)}
+  const secret = await serviceAccountTokenSecret(client, run)
+  // validateRemoteSecretOptions sets authPlugin exactly when --auth-type is plugin.
+  const auth: RemoteKubeconfigAuth = settings.authPlugin ? {type: 'plugin', ...settings.authPlugin} : {type: 'bearer-token', token: tokenOf(secret)}
   const kubeconfig = buildRemoteKubeconfig({clusterName, server, caData: caDataOf(secret), tlsServerName: settings.tlsServerName, auth})
   const manifest = buildRemoteSecret({name: clusterName, type: settings.type, namespace, kubeconfig})
-  return {manifest, clusterName, server, kubeconfig, serviceAccount: settings.serviceAccount, tokenSecret: secret.metadata.name}
+  return {manifest, clusterName, server, kubeconfig}
 }
 
 /**
@@ -83,9 +42,8 @@ export async function createRemoteSecret(client: KubeClient, run: RemoteSecretRu
  * with `data` rather than the printed `stringData`: the stored object is the same, and field
  * ownership and no-op detection then work on a plain map.
  */
-export async function applyRemoteSecret(client: KubeClient, manifest: RemoteSecretManifest, namespace: string): Promise<ApplyOutcome> {
-  const {stringData, ...rest} = manifest.object
+export async function applyRemoteSecret(client: KubeClient, secret: RemoteSecretManifest['object'], namespace: string): Promise<WriteOutcome> {
+  const {stringData, ...rest} = secret
   const data = Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]))
-  const object: Manifest = {...rest, metadata: {...rest.metadata, namespace}, data}
-  return applyOne(client, object, {force: true})
+  return applyManifest(client, {...rest, metadata: {...rest.metadata, namespace}, data}, true)
 }

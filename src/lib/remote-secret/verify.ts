@@ -6,33 +6,28 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeClient} from '../kube/client.js'
 import {parseKubeconfig, selectContext, type LoadedKubeConfig} from '../kube/config.js'
-import {canI} from '../kube/access-review.js'
+import {canI, type AccessAttributes} from '../kube/access-review.js'
 
-export interface VerifyPermission {
-  verb: string
-  group: string
-  resource: string
-}
+const reads = (group: string, ...resources: string[]) => resources.flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group, resource})))
 
 /** What istiod reads in a remote cluster: a sample of istio-reader-clusterrole, cluster-wide. */
-export const REQUIRED_PERMISSIONS: VerifyPermission[] = [
-  ...['pods', 'services', 'namespaces', 'nodes', 'secrets', 'configmaps'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: '', resource}))),
-  ...['get', 'list', 'watch'].map((verb) => ({verb, group: 'discovery.k8s.io', resource: 'endpointslices'})),
-  ...['serviceentries', 'workloadentries'].flatMap((resource) => ['get', 'list', 'watch'].map((verb) => ({verb, group: 'networking.istio.io', resource}))),
+const REQUIRED_PERMISSIONS: AccessAttributes[] = [
+  ...reads('', 'pods', 'services', 'namespaces', 'nodes', 'secrets', 'configmaps'),
+  ...reads('discovery.k8s.io', 'endpointslices'),
+  ...reads('networking.istio.io', 'serviceentries', 'workloadentries'),
   {verb: 'create', group: 'authentication.k8s.io', resource: 'tokenreviews'},
 ]
 
-export function permissionText(p: VerifyPermission): string {
+export function permissionText(p: AccessAttributes): string {
   return `${p.verb} ${p.group ? `${p.resource}.${p.group}` : p.resource}`
 }
 
 export interface VerifyResult {
-  server: string
   gitVersion?: string
   /** Set when the API server could not be reached or rejected the credentials. */
   connectError?: MeshvmError
-  allowed: VerifyPermission[]
-  denied: VerifyPermission[]
+  allowed: AccessAttributes[]
+  denied: AccessAttributes[]
 }
 
 /** A client for the generated kubeconfig: its only context, no retries beyond one. */
@@ -49,24 +44,13 @@ async function clientFor(kubeconfig: string, timeoutMs: number): Promise<KubeCli
   return KubeClient.create({...loaded, namespace: 'default'}, {timeoutMs, maxRetries: 1, userAgent: 'meshvm (create-remote-secret --verify)'})
 }
 
-export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeoutMs: number; permissions?: VerifyPermission[]}): Promise<VerifyResult> {
+/** A failure to connect or authenticate, on /version or on a review, is the result's connectError. */
+export async function verifyRemoteKubeconfig(kubeconfig: string, options: {timeoutMs: number}): Promise<VerifyResult> {
   const client = await clientFor(kubeconfig, options.timeoutMs)
-  const result: VerifyResult = {server: client.server, allowed: [], denied: []}
+  const result: VerifyResult = {allowed: [], denied: []}
   try {
-    try {
-      const v = await client.get<{gitVersion?: string}>('/version')
-      result.gitVersion = v?.gitVersion
-    } catch (err) {
-      if (!(err instanceof MeshvmError)) throw err
-      result.connectError = err
-      return result
-    }
-    const permissions = options.permissions ?? REQUIRED_PERMISSIONS
-    const answers = await Promise.all(
-      permissions.map(async (p) => {
-        return {p, allowed: await canI(client, p)}
-      }),
-    )
+    result.gitVersion = (await client.get<{gitVersion?: string}>('/version'))?.gitVersion
+    const answers = await Promise.all(REQUIRED_PERMISSIONS.map(async (p) => ({p, allowed: await canI(client, p)})))
     for (const a of answers) (a.allowed ? result.allowed : result.denied).push(a.p)
     return result
   } catch (err) {
