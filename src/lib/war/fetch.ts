@@ -102,6 +102,15 @@ export async function withPermission<T>(verb: string, res: ResourceType, namespa
   }
 }
 
+/** Every object of `res` in `namespace`, read page by page; a 403 becomes the explained error. */
+export async function* listObjects<T extends KubeObject = KubeObject>(client: KubeClient, res: ResourceType, namespace: string, chunkSize?: number): AsyncGenerator<T> {
+  try {
+    for await (const page of client.listPages<T>(resourcePath(res, {namespace}), {}, chunkSize)) yield* page.items
+  } catch (err) {
+    throw explainForbidden(err, 'list', res, namespace)
+  }
+}
+
 /** Whether the API server serves WorkloadAutoRegistrations (discovery of the group-version). */
 export async function warApiServed(client: KubeClient): Promise<boolean> {
   const list = await client.getOptional<{resources?: {name?: string}[]}>(`/apis/${groupVersion(Resources.workloadAutoRegistrations)}`)
@@ -359,13 +368,8 @@ export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): P
   if (!namespace || !uid) return undefined
   const same = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name: war.metadata?.name})))
   if (same && isOwnedBy(same, uid)) return withKind(same, Resources.workloadEntries)
-  return withPermission('list', Resources.workloadEntries, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}))) {
-      const hit = page.items.find((o) => isOwnedBy(o, uid))
-      if (hit) return withKind(hit, Resources.workloadEntries)
-    }
-    return undefined
-  })
+  for await (const we of listObjects(client, Resources.workloadEntries, namespace)) if (isOwnedBy(we, uid)) return withKind(we, Resources.workloadEntries)
+  return undefined
 }
 
 /**
