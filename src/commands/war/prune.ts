@@ -1,9 +1,8 @@
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand, durationOrZeroFlag} from '../../lib/cli/base-command.js'
-import {flagDuration} from '../../lib/output/age.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
-import {age} from '../../lib/output/age.js'
+import {flagDuration} from '../../lib/output/age.js'
 import {byNamespaceThenName, onRows, Printer} from '../../lib/output/printer.js'
 import {labelSelectorFlag, listingFlags, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
 import type {Listed, ListState} from '../../lib/war/fetch.js'
@@ -52,10 +51,7 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
       // Candidates without --yes, the deleted ones with it (except in tables, where each delete is reported as a line).
       const printer = new Printer<Listed>(
         {
-          columns: onRows(
-            pruneColumns(allNamespaces, now, (ts, n) => age(ts, n)),
-            (l: Listed) => l.registration,
-          ),
+          columns: onRows(pruneColumns(allNamespaces, now), (l: Listed) => l.registration),
           object: (l) => l.object,
           order: allNamespaces ? byNamespaceThenName((l: Listed) => l.registration) : undefined,
         },

@@ -13,6 +13,7 @@ import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/client.js'
 import type {KubeObject} from '../kube/object.js'
 import {resourcePath} from '../kube/resources.js'
+import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
 import {deleteRegistration, listRegistrations, registrationResource, toRegistration, withPermission, type Listed, type ListQuery, type ListState} from './fetch.js'
 import {isPrunable, type Registration} from './model.js'
@@ -53,14 +54,8 @@ export async function prune(client: KubeClient, candidates: Listed[], gracePerio
     } catch (err) {
       // 409 on the resourceVersion precondition: the registration changed after it was re-read
       // (its agent reconnected and the status moved), so it is kept, not reported as a failure.
-      if (err instanceof KubeApiError && err.status === 409) {
-        outcome = {listed, result: 'reconnected'}
-        outcomes.push(outcome)
-        onOutcome(outcome)
-        continue
-      }
-      const e = err instanceof MeshvmError ? err : new MeshvmError((err as Error).message, {exit: ExitCode.FAILURE})
-      outcome = {listed, result: 'failed', error: e}
+      if (err instanceof KubeApiError && err.status === 409) outcome = {listed, result: 'reconnected'}
+      else outcome = {listed, result: 'failed', error: err instanceof MeshvmError ? err : new MeshvmError((err as Error).message, {exit: ExitCode.FAILURE})}
     }
     outcomes.push(outcome)
     onOutcome(outcome)
@@ -69,7 +64,7 @@ export async function prune(client: KubeClient, candidates: Listed[], gracePerio
 }
 
 /** `[NAMESPACE] NAME SOURCE GROUP DISCONNECTED AGE`; wide adds IDENTITY and ADDRESSES. */
-export function pruneColumns(allNamespaces: boolean, now: Date, age: (ts: string, now: Date) => string): Column<Registration>[] {
+export function pruneColumns(allNamespaces: boolean, now: Date): Column<Registration>[] {
   const cols: Column<Registration>[] = []
   if (allNamespaces) cols.push({header: 'NAMESPACE', value: (r) => r.namespace})
   cols.push(
