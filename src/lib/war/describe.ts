@@ -3,7 +3,7 @@
  * owner WorkloadGroup and staleness with the diff, WorkloadEntry, conditions, events). Pure text from
  * the model (war/model.ts); laid out by the one describe layout in output/describe.ts.
  */
-import {conditionOf, conditionsOf} from '../kube/object.js'
+import {conditionOf, conditionsOf, type Condition} from '../kube/object.js'
 import {age} from '../output/age.js'
 import {Describer} from '../output/describe.js'
 import {isRecord} from '../util/records.js'
@@ -25,7 +25,6 @@ import {
   waypointBoundOf,
   WE_ANNOTATIONS,
   workloadEntryDifference,
-  type Condition,
   type EventLike,
   type Registration,
   type WarObject,

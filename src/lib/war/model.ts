@@ -28,9 +28,6 @@ import {toYaml} from '../yaml.js'
 
 // ---- object types ---------------------------------------------------------------------------
 
-// The object kernel's types (kube/object.ts), re-exported for the war modules that read them from here.
-export type {Condition, ObjectMeta, OwnerReference} from '../kube/object.js'
-
 /**
  * A WAR's `spec.registration`, TSB's Registration message: agent and sidecar versions, host addresses
  * (`ip`, `type`), workload labels (and `annotations`, not in the documented schema: shown only when
@@ -159,8 +156,6 @@ export interface Registration {
 export type RegistrationSummary = Pick<Registration, 'source' | 'namespace' | 'name' | 'agentConnected' | 'creationTimestamp'>
 
 // ---- defensive readers ----------------------------------------------------------------------
-
-type Json = JsonRecord
 
 export const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
@@ -368,23 +363,12 @@ export function staleDifference(war: WarObject | unknown, group: WorkloadGroup |
   })
 }
 
-/** What a WorkloadEntry built from `group` must carry (Istio's workloadEntryFromGroup). */
-function expectedFromGroup(group: unknown): {labels: Record<string, string>; annotations: Record<string, string>; entry: Json} {
-  const spec = field(group, 'spec')
-  const tmpl = field(spec, 'template')
-  const entry: Json = {
-    serviceAccount: text(field(tmpl, 'serviceAccount')),
-    ports: field(tmpl, 'ports'),
-    weight: field(tmpl, 'weight'),
-  }
-  // The proxy may set its own network/locality; they are only expected when the template sets them.
-  if (text(field(tmpl, 'network')) !== undefined) entry.network = text(field(tmpl, 'network'))
-  if (text(field(tmpl, 'locality')) !== undefined) entry.locality = text(field(tmpl, 'locality'))
-  return {
-    labels: {...stringMap(field(tmpl, 'labels')), ...stringMap(dig(spec, 'metadata', 'labels'))},
-    annotations: stringMap(dig(spec, 'metadata', 'annotations')),
-    entry,
-  }
+/** What a WorkloadEntry takes from its group's template (Istio's workloadEntryFromGroup), read from a template or an entry's spec. */
+function templateFields(spec: unknown, network: boolean, locality: boolean): JsonRecord {
+  const out: JsonRecord = {serviceAccount: text(field(spec, 'serviceAccount')), ports: field(spec, 'ports'), weight: field(spec, 'weight')}
+  if (network) out.network = text(field(spec, 'network'))
+  if (locality) out.locality = text(field(spec, 'locality'))
+  return out
 }
 
 /**
@@ -394,16 +378,18 @@ function expectedFromGroup(group: unknown): {labels: Record<string, string>; ann
  */
 export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group: WorkloadGroup | unknown): string {
   if (!isRecord(we) || !isRecord(group)) return ''
-  const want = expectedFromGroup(group)
+  const groupSpec = field(group, 'spec')
+  const tmpl = field(groupSpec, 'template')
+  // The proxy may set its own network/locality; they are only expected when the template sets them.
+  const network = text(field(tmpl, 'network')) !== undefined
+  const locality = text(field(tmpl, 'locality')) !== undefined
+  const labels = {...stringMap(field(tmpl, 'labels')), ...stringMap(dig(groupSpec, 'metadata', 'labels'))}
+  const annotations = stringMap(dig(groupSpec, 'metadata', 'annotations'))
   const spec = field(we, 'spec')
   const m = meta(we)
-  const weLabels = stringMap(field(spec, 'labels'))
-  const actualEntry: Json = {serviceAccount: text(field(spec, 'serviceAccount')), ports: field(spec, 'ports'), weight: field(spec, 'weight')}
-  if ('network' in want.entry) actualEntry.network = text(field(spec, 'network'))
-  if ('locality' in want.entry) actualEntry.locality = text(field(spec, 'locality'))
   const subset = (record: Record<string, string>, keys: string[]): Record<string, string | undefined> => Object.fromEntries(keys.map((k) => [k, record[k]]))
-  const expected = {...want.entry, labels: want.labels, annotations: want.annotations}
-  const actual = {...actualEntry, labels: subset(weLabels, Object.keys(want.labels)), annotations: subset(m.annotations, Object.keys(want.annotations))}
+  const expected = {...templateFields(tmpl, network, locality), labels, annotations}
+  const actual = {...templateFields(spec, network, locality), labels: subset(stringMap(field(spec, 'labels')), Object.keys(labels)), annotations: subset(m.annotations, Object.keys(annotations))}
   if (renderSame(actual, expected)) return ''
   const g = meta(group)
   return unifiedDiff(render(actual), render(expected), {from: `workloadentry ${m.namespace}/${m.name}`, to: `workloadgroup ${g.namespace}/${g.name} (current)`})
