@@ -361,6 +361,12 @@ function asMeshvmError(err: unknown): MeshvmError {
   throw err
 }
 
+/** Records what became of a registration. */
+function settle(item: RolloutItem, result: ItemResult, detail: string): void {
+  item.result = result
+  item.detail = detail
+}
+
 /** The report's failure for an error: `what` went wrong, then the error's message and hints. */
 const failureOf = (e: MeshvmError, what: string): NonNullable<RolloutReport['failure']> => ({exit: e.exit, message: `${what}: ${e.message}`, hints: [...e.hints]})
 
@@ -721,8 +727,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
       } catch (err) {
         const e = asMeshvmError(err)
         awaiting.names.delete(recordKey(c))
-        item.result = 'failed'
-        item.detail = `not deleted: could not record it in its lease: ${e.message}`
+        settle(item, 'failed', `not deleted: could not record it in its lease: ${e.message}`)
         report.failure ??= failureOf(e, `rollout of ${where} stopped before deleting ${c.name}: could not record it in its lease (${leaseRef(o)})`)
         break
       }
@@ -740,8 +745,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         }
       } catch (err) {
         const e = asMeshvmError(err)
-        item.result = 'failed'
-        item.detail = `delete failed: ${e.message}`
+        settle(item, 'failed', `delete failed: ${e.message}`)
         report.failure ??= failureOf(e, `rollout of ${where} stopped: could not delete ${c.name}`)
         // Not deleted, so not awaited. Should this write fail, the name stays listed: harmless, as
         // the next run finds the registration present and drops it.
@@ -757,10 +761,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     } catch (err) {
       const e = asMeshvmError(err)
       report.failure ??= failureOf(e, `rollout of ${where} stopped: could not renew its lease (${leaseRef(o)})`)
-      for (const f of inflight.splice(0)) {
-        f.item.result = 'failed'
-        f.item.detail = `deleted; not verified: ${e.message}`
-      }
+      for (const f of inflight.splice(0)) settle(f.item, 'failed', `deleted; not verified: ${e.message}`)
       break
     }
     try {
@@ -768,18 +769,14 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     } catch (err) {
       // The group itself went away or cannot be read: nothing in flight can be verified.
       const e = asMeshvmError(err)
-      for (const f of inflight.splice(0)) {
-        f.item.result = 'failed'
-        f.item.detail = `deleted; could not be verified: ${e.message}`
-      }
+      for (const f of inflight.splice(0)) settle(f.item, 'failed', `deleted; could not be verified: ${e.message}`)
       report.failure ??= failureOf(e, `rollout of ${where} stopped`)
       break
     }
     for (const f of [...inflight]) {
       const r = f.restart?.done
       if (r && r.code !== 0) {
-        f.item.result = 'failed'
-        f.item.detail = `deleted; the restart command exited with code ${r.code}${r.last ? `: ${r.last}` : ''}`
+        settle(f.item, 'failed', `deleted; the restart command exited with code ${r.code}${r.last ? `: ${r.last}` : ''}`)
         o.progress(`[${f.item.step}/${n}] ${f.c.name}: ${f.item.detail}`)
         report.failure ??= {
           exit: ExitCode.FAILURE,
@@ -793,16 +790,14 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         f.last = await check(client, o.namespace, f.c, f.c.uid, group, tunnelMode)
       } catch (err) {
         const e = asMeshvmError(err)
-        f.item.result = 'failed'
-        f.item.detail = `deleted; could not be verified: ${e.message}`
+        settle(f.item, 'failed', `deleted; could not be verified: ${e.message}`)
         report.failure ??= failureOf(e, `rollout of ${where} stopped: could not check on ${f.c.name}`)
         inflight.splice(inflight.indexOf(f), 1)
         continue
       }
       const elapsed = Date.now() - f.started
       if (f.last.phase === 'ready') {
-        f.item.result = 're-onboarded'
-        f.item.detail = f.last.detail
+        settle(f.item, 're-onboarded', f.last.detail)
         f.item.seconds = Math.round(elapsed / 100) / 10
         o.progress(`[${f.item.step}/${n}] ${f.c.name} re-onboarded in ${elapsedText(elapsed)}: ${f.last.detail}`)
         awaiting.names.delete(recordKey(f.c))
@@ -816,9 +811,8 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
       } else if (elapsed >= o.timeoutMs) {
         const result = FAILED_CHECKS[f.last.phase] ?? 'timed out'
         const timedOut = result === 'timed out'
-        f.item.result = result
-        f.item.seconds = Math.round(elapsed / 100) / 10
-        f.item.detail = `${timedOut ? 'not back connected within' : 'after'} ${humanDuration(o.timeoutMs)}: ${f.last.detail}`
+        f.item.seconds = Math.round(elapsed / 100) / 10 // before the detail: the report's key order
+        settle(f.item, result, `${timedOut ? 'not back connected within' : 'after'} ${humanDuration(o.timeoutMs)}: ${f.last.detail}`)
         o.progress(`[${f.item.step}/${n}] ${f.c.name} ${timedOut ? 'did not come back' : 'failed'}: ${f.item.detail}`)
         const how = timedOut ? 'did not come back connected' : result === 'unhealthy' ? 'came back but is not healthy' : 'came back from an old group snapshot'
         report.failure ??= {exit: timedOut ? ExitCode.TIMEOUT : ExitCode.CHECK_FAILED, message: `rollout of ${where} stopped: ${f.c.name} ${how} within ${humanDuration(o.timeoutMs)}`, hints: []}
@@ -828,10 +822,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
   }
 
   if (o.signal?.aborted) {
-    for (const f of inflight) {
-      f.item.result = 'interrupted'
-      f.item.detail = `deleted; interrupted while waiting (${f.last.detail})`
-    }
+    for (const f of inflight) settle(f.item, 'interrupted', `deleted; interrupted while waiting (${f.last.detail})`)
     report.status = 'interrupted'
     report.failure = {exit: ExitCode.INTERRUPTED, message: `rollout of ${where} interrupted`, hints: []}
   } else {
