@@ -102,6 +102,11 @@ export async function withPermission<T>(verb: string, res: ResourceType, namespa
   }
 }
 
+/** One object of `res`, undefined when there is none; a 403 becomes the explained error. */
+export function getObject<T extends KubeObject = KubeObject>(client: KubeClient, res: ResourceType, namespace: string | undefined, name: string | undefined): Promise<T | undefined> {
+  return withPermission('get', res, namespace, () => client.getOptional<T>(resourcePath(res, {namespace, name})))
+}
+
 /** Every object of `res` in `namespace`, read page by page; a 403 becomes the explained error. */
 export async function* listObjects<T extends KubeObject = KubeObject>(client: KubeClient, res: ResourceType, namespace: string, chunkSize?: number): AsyncGenerator<T> {
   try {
@@ -347,11 +352,10 @@ export function notFoundError(name: string, namespace: string, warServed: boolea
 /** A WAR of that name, else an auto-registered WorkloadEntry of that name; a one-line error otherwise. */
 export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean, only?: Registration['source']): Promise<Found> {
   if (warServed && only !== 'workloadentry') {
-    const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
+    const war = await getObject(client, Resources.workloadAutoRegistrations, namespace, name)
     if (war) return {source: 'war', object: withKind(war, Resources.workloadAutoRegistrations)}
   }
-  const we =
-    only === 'war' ? undefined : await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
+  const we = only === 'war' ? undefined : await getObject(client, Resources.workloadEntries, namespace, name)
   if (we) {
     const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
     if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)
@@ -366,7 +370,7 @@ export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): P
   const namespace = war.metadata?.namespace
   const uid = war.metadata?.uid
   if (!namespace || !uid) return undefined
-  const same = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name: war.metadata?.name})))
+  const same = await getObject(client, Resources.workloadEntries, namespace, war.metadata?.name)
   if (same && isOwnedBy(same, uid)) return withKind(same, Resources.workloadEntries)
   for await (const we of listObjects(client, Resources.workloadEntries, namespace)) if (isOwnedBy(we, uid)) return withKind(we, Resources.workloadEntries)
   return undefined
@@ -393,11 +397,7 @@ export async function describeDetails(client: KubeClient, found: Found, warn: (t
   }
   const groupName = groupNameOf(found.source, obj)
   const [group, workloadEntry, events] = await Promise.all([
-    groupName
-      ? optional('the WorkloadGroup', () =>
-          withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName}))),
-        )
-      : undefined,
+    groupName ? optional('the WorkloadGroup', () => getObject(client, Resources.workloadGroups, namespace, groupName)) : undefined,
     found.source === 'war' ? optional('the WorkloadEntry', () => ownedWorkloadEntry(client, obj)) : undefined,
     optional('events', () =>
       withPermission('list', Resources.events, namespace, () =>

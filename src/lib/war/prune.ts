@@ -11,11 +11,9 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/client.js'
-import type {KubeObject} from '../kube/object.js'
-import {resourcePath} from '../kube/resources.js'
 import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
-import {deleteRegistration, listRegistrations, registrationResource, toRegistration, withPermission, type Listed, type ListQuery, type ListState} from './fetch.js'
+import {deleteRegistration, getObject, listRegistrations, registrationResource, toRegistration, type Listed, type ListQuery, type ListState} from './fetch.js'
 import {isPrunable, type Registration} from './model.js'
 
 export interface PruneQuery extends ListQuery {
@@ -47,7 +45,7 @@ export async function prune(client: KubeClient, candidates: Listed[], gracePerio
     const namespace = listed.object.metadata?.namespace
     let outcome: PruneOutcome
     try {
-      const fresh = await withPermission('get', res, namespace, () => client.getOptional<KubeObject>(resourcePath(res, {namespace, name: listed.object.metadata?.name})))
+      const fresh = await getObject(client, res, namespace, listed.object.metadata?.name)
       if (!fresh || fresh.metadata?.uid !== listed.object.metadata?.uid) outcome = {listed, result: 'gone'}
       else if (!isPrunable(toRegistration(listed.source, fresh), gracePeriodMs, new Date())) outcome = {listed, result: 'reconnected'}
       else outcome = {listed, result: (await deleteRegistration(client, listed.source, fresh, {exact: true})) ? 'deleted' : 'gone'}

@@ -18,7 +18,7 @@ import {KubeApiError} from '../kube/errors.js'
 import {conditionOf, conditionStatus, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
 import {sleep} from '../util/sleep.js'
-import {CRD_MISSING, deleteRegistration, groupNameOf, isListedWorkloadEntry, listObjects, ownedWorkloadEntry, warApiServed, withPermission} from './fetch.js'
+import {CRD_MISSING, deleteRegistration, getObject, groupNameOf, isListedWorkloadEntry, listObjects, ownedWorkloadEntry, warApiServed, withPermission} from './fetch.js'
 import {HBONE_METADATA, missingTunnelLabels, readHboneEvidence, TUNNEL_LABEL_SINCE} from './hbone.js'
 import {
   registrationFromWar,
@@ -60,10 +60,6 @@ export interface RolloutOptions {
   select?: 'stale' | 'missing-tunnel-label'
   /** Where the istiods and their mesh configs are (for `missing-tunnel-label`). */
   istioNamespace?: string
-  /** Who holds the group's rollout lease (default: user@host pid N). */
-  holder?: string
-  /** How long the lease lasts without renewal (default 60s). */
-  leaseDurationMs?: number
   /** Progress lines (stderr). */
   progress: (line: string) => void
   warn: (line: string) => void
@@ -143,6 +139,8 @@ export function elapsedText(ms: number): string {
  * GitOps tools see no drift, and the permission needed is create/get/update on leases.
  */
 export const LEASE_PREFIX = 'meshvm-rollout-'
+/** How long the lease lasts without renewal; it is renewed when a third of it has passed. */
+const LEASE_MS = 60_000
 /** On the Lease: the registrations a rollout deleted that are not back yet (a sorted JSON list of names). */
 export const AWAITING_ANNOTATION = 'rollout.meshvm.io/awaiting'
 /** On the Lease: the WorkloadGroup it coordinates (the name may be shortened, see leaseName). */
@@ -193,7 +191,7 @@ const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.
 
 /** The Lease of a group's rollouts, if there is one. */
 export async function getRolloutLease(client: KubeClient, namespace: string, group: string): Promise<LeaseObject | undefined> {
-  return withPermission('get', Resources.leases, namespace, () => client.getOptional<LeaseObject>(resourcePath(Resources.leases, {namespace, name: leaseName(group)})))
+  return getObject<LeaseObject>(client, Resources.leases, namespace, leaseName(group))
 }
 
 /**
@@ -219,7 +217,6 @@ class RolloutRecord {
     private readonly group: string,
     private lease: LeaseObject | undefined,
     private readonly holder: string,
-    private readonly leaseMs: number,
     private readonly warn: (line: string) => void,
   ) {
     this.written = lease?.metadata?.annotations?.[AWAITING_ANNOTATION] ?? ''
@@ -269,7 +266,7 @@ class RolloutRecord {
 
   /** Renews the lease when a third of it has passed. */
   renew(): Promise<void> {
-    if (!this.held || Date.now() - this.lastWrite < this.leaseMs / 3) return this.chain
+    if (!this.held || Date.now() - this.lastWrite < LEASE_MS / 3) return this.chain
     return this.write(false)
   }
 
@@ -293,7 +290,7 @@ class RolloutRecord {
         {...current?.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: at, renewTime: at, leaseTransitions: transitions}
       : {
           holderIdentity: this.holder,
-          leaseDurationSeconds: Math.ceil(this.leaseMs / 1000),
+          leaseDurationSeconds: LEASE_MS / 1000,
           acquireTime: this.acquired ?? at,
           renewTime: at,
           leaseTransitions: previous && previous !== this.holder ? transitions + 1 : transitions,
@@ -371,7 +368,7 @@ function settle(item: RolloutItem, result: ItemResult, detail: string): void {
 const failureOf = (e: MeshvmError, what: string): NonNullable<RolloutReport['failure']> => ({exit: e.exit, message: `${what}: ${e.message}`, hints: [...e.hints]})
 
 async function getGroup(client: KubeClient, namespace: string, name: string): Promise<WorkloadGroup & KubeObject> {
-  const group = await withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<WorkloadGroup & KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name})))
+  const group = await getObject<WorkloadGroup & KubeObject>(client, Resources.workloadGroups, namespace, name)
   if (!group) {
     throw new MeshvmError(`workloadgroup "${name}" not found in namespace "${namespace}"`, {
       exit: ExitCode.NOT_FOUND,
@@ -486,7 +483,7 @@ function readyUnlessUnhealthy(to: string, group: WorkloadGroup, we: KubeObject |
 async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
   const name = c.name
   if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group, needTunnel)
-  const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
+  const war = await getObject(client, Resources.workloadAutoRegistrations, namespace, name)
   if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
   if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
   const reg = registrationFromWar(war, group)
@@ -500,7 +497,7 @@ async function check(client: KubeClient, namespace: string, c: {name: string; ki
 
 /** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
 async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup, needTunnel: boolean): Promise<Check> {
-  const we = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
+  const we = await getObject(client, Resources.workloadEntries, namespace, name)
   if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
   if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
   const reg = registrationFromWorkloadEntry(we, group)
@@ -558,7 +555,7 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
   const group = await getGroup(client, o.namespace, o.group)
   const warServed = await warApiServed(client)
   if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
-  const holder = o.holder ?? defaultHolder()
+  const holder = defaultHolder()
   // Two runs on one group would together exceed --max-unavailable and overwrite each other's record.
   let lease: LeaseObject | undefined
   try {
@@ -571,7 +568,7 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
   const other = liveLeaseOfOther(lease, holder, Date.now())
   if (other && !o.dryRun) throw leaseConflict(o.namespace, o.group, other)
   if (other) o.warn(leaseConflict(o.namespace, o.group, other).message)
-  const awaiting = new RolloutRecord(client, o.namespace, o.group, lease, holder, o.leaseDurationMs ?? 60_000, o.warn)
+  const awaiting = new RolloutRecord(client, o.namespace, o.group, lease, holder, o.warn)
   // meshvm before the Lease kept the list on the group: carried over into the Lease, so no deleted registration is forgotten.
   const legacy = group.metadata?.annotations?.[AWAITING_ANNOTATION]
   if (legacy) {
