@@ -146,12 +146,12 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       if (war) wesByWar.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
     }
     const warKeys = new Set(snap.wars.map(nsName))
+    const refOf = (o: WorkloadEntryObject | WarObject, kind: ObjectRef['kind']): ObjectRef => ({context, kind, namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? ''})
 
     // --- WorkloadEntries: dangling, orphaned, stale ---
     for (const we of snap.workloadEntries) {
-      const namespace = we.metadata?.namespace ?? ''
-      const name = we.metadata?.name ?? ''
-      const ref: ObjectRef = {context, kind: 'WorkloadEntry', namespace, name}
+      const ref = refOf(we, 'WorkloadEntry')
+      const {namespace, name} = ref
       const auto = isAutoRegisteredWorkloadEntry(we)
       const war = ownerOfKind(we, 'WorkloadAutoRegistration')?.name
       const groupName = we.metadata?.annotations?.[WE_ANNOTATIONS.autoRegistrationGroup] ?? ownerOfKind(we, 'WorkloadGroup')?.name
@@ -205,9 +205,8 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
 
     // --- WorkloadAutoRegistrations: entry gone, disconnected, stale ---
     for (const war of snap.wars) {
-      const namespace = war.metadata?.namespace ?? ''
-      const name = war.metadata?.name ?? ''
-      const ref: ObjectRef = {context, kind: 'WorkloadAutoRegistration', namespace, name}
+      const ref = refOf(war, 'WorkloadAutoRegistration')
+      const {namespace, name} = ref
       const we = wesByWar.get(`${namespace}/${name}`)
       const groupName = ownerOfKind(war, 'WorkloadGroup')?.name
       const group = groupName ? groups.get(`${namespace}/${groupName}`) : undefined

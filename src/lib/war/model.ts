@@ -558,7 +558,7 @@ export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = ne
   if (allNamespaces) cols.push({header: 'NAMESPACE', value: (r) => r.namespace})
   cols.push(
     {header: 'NAME', value: (r) => r.name},
-    {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color: (t: string) => color(t)} : {})},
+    {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color} : {})},
     {header: 'AGE', value: (r) => sameAge(r.creationTimestamp)},
   )
   if (!wide) return cols

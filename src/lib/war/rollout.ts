@@ -18,7 +18,7 @@ import {KubeApiError} from '../kube/errors.js'
 import {conditionOf, conditionStatus, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
 import {sleep} from '../util/sleep.js'
-import {CRD_MISSING, deleteRegistration, getObject, groupNameOf, isListedWorkloadEntry, listObjects, ownedWorkloadEntry, warApiServed, withPermission} from './fetch.js'
+import {CRD_MISSING, deleteRegistration, getObject, groupNameOf, isListedWorkloadEntry, listObjects, ownedWorkloadEntry, registrationResource, warApiServed, withPermission} from './fetch.js'
 import {HBONE_METADATA, missingTunnelLabels, readHboneEvidence, TUNNEL_LABEL_SINCE} from './hbone.js'
 import {
   registrationFromWar,
@@ -479,34 +479,29 @@ function readyUnlessUnhealthy(to: string, group: WorkloadGroup, we: KubeObject |
   return {phase: 'unhealthy', detail: `${to}, but ${!we ? 'its WorkloadEntry does not exist yet' : !c ? 'no health check result yet' : `not healthy${why ? ` (${why})` : ''}`}`}
 }
 
+/** Why a deleted registration is not back yet, by kind: a WAR is re-made by its agent, an auto-registered WorkloadEntry by istiod when the VM's sidecar reconnects. */
+const NOT_BACK: Record<Registration['source'], string> = {war: 'the agent has not re-registered the workload', workloadentry: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
+
 /** Where one re-onboarding stands now. */
-async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
-  const name = c.name
-  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group, needTunnel)
-  const war = await getObject(client, Resources.workloadAutoRegistrations, namespace, name)
-  if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
-  if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
-  const reg = registrationFromWar(war, group)
-  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its agent is not connected'}
-  const snapshot = warSnapshot(war) !== undefined
-  if (snapshot && staleDifference(war, group) !== '') return {phase: 'stale', detail: 're-registered from an older WorkloadGroup spec than the current one'}
-  const we = group.spec?.probe || !snapshot ? await ownedWorkloadEntry(client, war) : undefined
+async function check(client: KubeClient, namespace: string, c: {name: string; kind: Registration['source']}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
+  const isWar = c.kind === 'war'
+  const obj = await getObject(client, registrationResource(c.kind), namespace, c.name)
+  if (!obj) return {phase: 'gone', detail: NOT_BACK[c.kind]}
+  if (oldUid !== undefined && obj.metadata?.uid === oldUid) return {phase: 'deleting', detail: `the old ${isWar ? 'registration' : 'WorkloadEntry'} is still being deleted`}
+  const reg = isWar ? registrationFromWar(obj, group) : registrationFromWorkloadEntry(obj, group)
+  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: `re-registered, but its ${isWar ? 'agent' : 'sidecar'} is not connected`}
+  if (!isWar) {
+    if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
+    if (needTunnel && !reg.tunnel) {
+      return {phase: 'no-tunnel', detail: `re-registered without the ${TUNNEL_LABEL} label: is its istiod ${TUNNEL_LABEL_SINCE} or later, and does the proxy advertise ${HBONE_METADATA}=true?`}
+    }
+    return readyUnlessUnhealthy(reg.connectedTo ? `connected to ${reg.connectedTo}${needTunnel ? `, ${TUNNEL_LABEL}=${reg.tunnel}` : ''}` : 'connected', group, obj)
+  }
+  const snapshot = warSnapshot(obj) !== undefined
+  if (snapshot && staleDifference(obj, group) !== '') return {phase: 'stale', detail: 're-registered from an older WorkloadGroup spec than the current one'}
+  const we = group.spec?.probe || !snapshot ? await ownedWorkloadEntry(client, obj) : undefined
   if (!snapshot && we && workloadEntryDifference(we, group) !== '') return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
   return readyUnlessUnhealthy(reg.connectedTo ? `connected to ${reg.connectedTo}` : 'connected', group, we)
-}
-
-/** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
-async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup, needTunnel: boolean): Promise<Check> {
-  const we = await getObject(client, Resources.workloadEntries, namespace, name)
-  if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
-  if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
-  const reg = registrationFromWorkloadEntry(we, group)
-  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its sidecar is not connected'}
-  if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
-  if (needTunnel && !reg.tunnel) {
-    return {phase: 'no-tunnel', detail: `re-registered without the ${TUNNEL_LABEL} label: is its istiod ${TUNNEL_LABEL_SINCE} or later, and does the proxy advertise ${HBONE_METADATA}=true?`}
-  }
-  return readyUnlessUnhealthy(reg.connectedTo ? `connected to ${reg.connectedTo}${needTunnel ? `, ${TUNNEL_LABEL}=${reg.tunnel}` : ''}` : 'connected', group, we)
 }
 
 /** The environment a --restart-command runs with. */
@@ -732,13 +727,13 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         const existed = await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}})
         if (c.kind === 'war') {
           o.progress(`[${item.step}/${n}] ${existed ? 'deleted' : 'already gone:'} ${c.name}; waiting for its agent to re-onboard it`)
-          inflight.push({c, item, started: Date.now(), last: {phase: 'gone', detail: 'the agent has not re-registered the workload'}})
+          inflight.push({c, item, started: Date.now(), last: {phase: 'gone', detail: NOT_BACK.war}})
         } else {
           // Deleted first: a sidecar that reconnects to an existing entry keeps it as it is (istiod's registerWorkload).
           o.progress(`[${item.step}/${n}] ${existed ? 'deleted WorkloadEntry' : 'WorkloadEntry already gone:'} ${c.name}; restarting the sidecar of ${c.address ?? 'the VM'} (--restart-command)`)
           const restart: {done?: {code: number; last: string}} = {}
           void runRestart(o.restartCommand!, restartEnvironment(c, o.namespace), o.signal).then((r) => (restart.done = r))
-          inflight.push({c, item, started: Date.now(), restart, last: {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}})
+          inflight.push({c, item, started: Date.now(), restart, last: {phase: 'gone', detail: NOT_BACK.workloadentry}})
         }
       } catch (err) {
         const e = asMeshvmError(err)
