@@ -384,29 +384,20 @@ export async function describeDetails(client: KubeClient, found: Found, warn: (t
   const obj = found.object
   const namespace = obj.metadata?.namespace ?? ''
   const details: DescribeDetails = found.source === 'war' ? {war: found.object} : {workloadEntry: found.object}
-  const optional = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
-    try {
-      return await fn()
-    } catch (err) {
-      if (err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN) {
-        warn(`${err.message}: ${what} not shown`)
-        return undefined
-      }
-      throw err
-    }
-  }
+  const optional = <T>(what: string, read: Promise<T>): Promise<T | undefined> =>
+    read.catch((err: unknown) => {
+      if (!(err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN)) throw err
+      warn(`${err.message}: ${what} not shown`)
+      return undefined
+    })
   const groupName = groupNameOf(found.source, obj)
+  const involved = [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])]
   const [group, workloadEntry, events] = await Promise.all([
-    groupName ? optional('the WorkloadGroup', () => getObject(client, Resources.workloadGroups, namespace, groupName)) : undefined,
-    found.source === 'war' ? optional('the WorkloadEntry', () => ownedWorkloadEntry(client, obj)) : undefined,
-    optional('events', () =>
-      withPermission('list', Resources.events, namespace, () =>
-        client.list<KubeObject>(resourcePath(Resources.events, {namespace}), {
-          fieldSelector: [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])].join(
-            ',',
-          ),
-        }),
-      ),
+    groupName ? optional('the WorkloadGroup', getObject(client, Resources.workloadGroups, namespace, groupName)) : undefined,
+    found.source === 'war' ? optional('the WorkloadEntry', ownedWorkloadEntry(client, obj)) : undefined,
+    optional(
+      'events',
+      withPermission('list', Resources.events, namespace, () => client.list<KubeObject>(resourcePath(Resources.events, {namespace}), {fieldSelector: involved.join(',')})),
     ),
   ])
   if (group) details.group = group as WorkloadGroup
