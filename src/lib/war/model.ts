@@ -556,11 +556,7 @@ export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = ne
   // The columns without -o wide read only the summary.
   const cols: Column<RegistrationSummary>[] = []
   if (allNamespaces) cols.push({header: 'NAMESPACE', value: (r) => r.namespace})
-  cols.push(
-    {header: 'NAME', value: (r) => r.name},
-    {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color} : {})},
-    {header: 'AGE', value: (r) => sameAge(r.creationTimestamp)},
-  )
+  cols.push({header: 'NAME', value: (r) => r.name}, {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color} : {})}, {header: 'AGE', value: (r) => sameAge(r.creationTimestamp)})
   if (!wide) return cols
   return [
     ...cols,
