@@ -447,12 +447,8 @@ async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions,
     if (reg.stale) stale.push(entryCandidate(we, reg))
   }
   if (bySnapshotless.size > 0) {
-    o.warn(
-      `${bySnapshotless.size} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${[...bySnapshotless.values()]
-        .map((c) => c.name)
-        .sort()
-        .join(', ')}`,
-    )
+    const names = [...bySnapshotless.values()].map((c) => c.name).sort()
+    o.warn(`${names.length} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${names.join(', ')}`)
   }
   stale.sort((a, b) => (a.kind !== b.kind ? (a.kind === 'war' ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return {total, stale, present}
