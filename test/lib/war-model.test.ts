@@ -6,6 +6,7 @@ import {renderTable} from '../../src/lib/output/table.js'
 import {compileSchema, type Schema} from '../../src/lib/schema/validate.js'
 import {
   DEFAULT_WAR_GRACE_PERIOD_MS,
+  identityRows,
   identityString,
   isAutoRegisteredWorkloadEntry,
   isPrunable,
@@ -141,6 +142,63 @@ describe('identity', () => {
     ['not an object', 'aws', ''],
   ])('%s', (_title, identity, expected) => {
     expect(identityString(identity)).toBe(expected)
+  })
+})
+
+describe('identityRows (describe)', () => {
+  it.each([
+    [
+      'gcp/gce',
+      {gcp: {project_number: '123', projectId: 'p', region: 'r', zone: 'z', gce: {instance_id: 'i'}}},
+      [
+        ['Kind', ['gcp/gce']],
+        ['Project Number', ['123']],
+        ['Project ID', ['p']],
+        ['Region', ['r']],
+        ['Zone', ['z']],
+        ['Instance ID', ['i']],
+      ],
+    ],
+    [
+      'azure/compute',
+      {azure: {subscription: 's', resource_group: 'rg', compute: {instanceId: 'c'}}},
+      [
+        ['Kind', ['azure/compute']],
+        ['Subscription', ['s']],
+        ['Resource Group', ['rg']],
+        ['Instance ID', ['c']],
+      ],
+    ],
+    [
+      'aws with ec2 and ecs',
+      {aws: {partition: 'aws', account: '1', region: 'r', zone: 'z', ec2: {instanceId: 'i', iam_role: {name: 'n'}}, ecs: {cluster: 'c', task_id: 't', iamRole: {name: 'm'}}}},
+      [
+        ['Kind', ['aws/ec2']],
+        ['Partition', ['aws']],
+        ['Account', ['1']],
+        ['Region', ['r']],
+        ['Zone', ['z']],
+        ['Instance ID', ['i']],
+        ['IAM Role', ['n']],
+        ['Cluster', ['c']],
+        ['Task ID', ['t']],
+        ['IAM Role', ['m']],
+      ],
+    ],
+    ['a platform that is not an object', {aws: {ec2: 'x', ecs: {}}}, [['Kind', ['aws/ecs']]]],
+    [
+      'jwt with attributes',
+      {jwt: {issuer: 'i', subject: 's', attributes: {b: 1, a: {x: 1}}}},
+      [
+        ['Kind', ['jwt']],
+        ['Issuer', ['i']],
+        ['Subject', ['s']],
+        ['Attributes', ['a={"x":1}', 'b=1']],
+      ],
+    ],
+    ['none', undefined, []],
+  ])('%s', (_title, identity, expected) => {
+    expect(identityRows(identity)).toEqual(expected)
   })
 })
 

@@ -2,10 +2,10 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand} from '../../lib/cli/base-command.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'
-import {ExitCode, MeshvmError, UsageError} from '../../lib/errors.js'
+import {MeshvmError, UsageError} from '../../lib/errors.js'
 import type {Found} from '../../lib/war/fetch.js'
 import {dryRunFlag} from '../../lib/cli/dry-run.js'
-import {registrationRefs} from '../../lib/war/flags.js'
+import {notDeletedError, registrationRefs} from '../../lib/war/flags.js'
 
 const REONBOARD =
   "The onboarding agent on each VM re-onboards its workload: while it runs, it registers again within seconds and a new WorkloadAutoRegistration is made from the current WorkloadGroup. For an auto-registered WorkloadEntry, istiod re-creates it when the VM's sidecar reconnects. A VM that is gone does not come back."
@@ -82,14 +82,7 @@ Every NAME is looked up first: if one does not exist, nothing is deleted. In a t
         }
       }
       if (f.yes && deleted > 0 && !dryRun) this.note(REONBOARD)
-      if (failures.length > 0) {
-        const first = failures[0]!
-        throw new MeshvmError(`${failures.length} of ${found.length} registration(s) not deleted: ${first.message}`, {
-          exit: deleted > 0 ? ExitCode.PARTIAL : first.exit,
-          code: first.code,
-          hints: first.hints,
-        })
-      }
+      if (failures.length > 0) throw notDeletedError(failures, found.length, deleted)
     } finally {
       session.client.close()
     }

@@ -1,11 +1,9 @@
 import * as Flags from '@oclif/core/flags'
 import {BaseCommand, durationOrZeroFlag} from '../../lib/cli/base-command.js'
-import {flagDuration} from '../../lib/output/age.js'
-import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {outputFlags, printOptions} from '../../lib/cli/output-flags.js'
-import {age} from '../../lib/output/age.js'
+import {flagDuration} from '../../lib/output/age.js'
 import {byNamespaceThenName, onRows, Printer} from '../../lib/output/printer.js'
-import {labelSelectorFlag, listingFlags, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
+import {labelSelectorFlag, listingFlags, notDeletedError, WAR_OUTPUT_KINDS} from '../../lib/war/flags.js'
 import type {Listed, ListState} from '../../lib/war/fetch.js'
 import type {PruneOutcome} from '../../lib/war/prune.js'
 
@@ -52,10 +50,7 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
       // Candidates without --yes, the deleted ones with it (except in tables, where each delete is reported as a line).
       const printer = new Printer<Listed>(
         {
-          columns: onRows(
-            pruneColumns(allNamespaces, now, (ts, n) => age(ts, n)),
-            (l: Listed) => l.registration,
-          ),
+          columns: onRows(pruneColumns(allNamespaces, now), (l: Listed) => l.registration),
           object: (l) => l.object,
           order: allNamespaces ? byNamespaceThenName((l: Listed) => l.registration) : undefined,
         },
@@ -89,14 +84,12 @@ Without --yes the candidates are only listed (columns [NAMESPACE] NAME SOURCE GR
       if (!human) printer.finish()
       const failed = outcomes.filter((o) => o.result === 'failed')
       this.note(`Pruned ${deleted.length} of ${candidates.length} registration(s) disconnected for longer than ${grace}.`)
-      if (failed.length > 0) {
-        const first = failed[0]!.error!
-        throw new MeshvmError(`${failed.length} of ${candidates.length} registration(s) not deleted: ${first.message}`, {
-          exit: deleted.length > 0 ? ExitCode.PARTIAL : first.exit,
-          code: first.code,
-          hints: first.hints,
-        })
-      }
+      if (failed.length > 0)
+        throw notDeletedError(
+          failed.map((o) => o.error!),
+          candidates.length,
+          deleted.length,
+        )
     } finally {
       session.client.close()
     }

@@ -68,8 +68,6 @@ shows those deletes (server-side dry run). Nothing else is ever changed. Exit 0 
 
   async run(): Promise<void> {
     const f = this.flags
-    const gracePeriodMs = f['grace-period']
-    const timeoutMs = f.timeout
     if (f.fix && !f.yes && !canPrompt()) throw new UsageError('--fix asks for confirmation on a terminal; pass --yes to delete without asking', ['see first what would be deleted: --dry-run'])
     const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
     const sessions: KubeSession[] = []
@@ -83,12 +81,12 @@ shows those deletes (server-side dry run). Nothing else is ever changed. Exit 0 
           namespace: f['all-namespaces'] ? undefined : s.namespace,
           istioNamespace: s.istioNamespace,
           revision: s.revision,
-          timeoutMs,
+          timeoutMs: f.timeout,
         })
         for (const w of warnings) this.warning(`${s.contextName}: ${terminalSafe(w)}`)
         snapshots.push(snapshot)
       }
-      const report = reconcile(snapshots, {now: new Date(), gracePeriodMs})
+      const report = reconcile(snapshots, {now: new Date(), gracePeriodMs: f['grace-period']})
       const safe = report.findings.filter((x) => x.safeFix)
       let fixes: FixOutcome[] | undefined
       const dryRun = f['dry-run']

@@ -13,6 +13,14 @@ const REPORT_KINDS = ['table', 'json', 'yaml'] as const
 const isAgentSkip = (i: RolloutItem): boolean => i.detail?.startsWith('agent not connected') === true
 const {output: REPORT_OUTPUT} = outputFlags(REPORT_KINDS)
 
+/** What the plan does with a registration (the dry run's ACTION column). */
+function planAction(i: RolloutItem): string {
+  if (i.result === 'skipped') return isAgentSkip(i) ? 'skip (agent not connected)' : 'skip (label it instead)'
+  if (i.result === 'needs restart') return 'needs --restart-command'
+  if (i.deletedEarlier) return 'wait (deleted by an earlier rollout)'
+  return i.kind === 'workloadentry' ? 'delete, restart sidecar' : 're-onboard'
+}
+
 export default class WarRollout extends BaseCommand<typeof WarRollout> {
   static override summary = "Re-onboard a WorkloadGroup's workloads after the group changed, a few at a time, like a Deployment rollout."
 
@@ -68,8 +76,6 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
     const f = this.flags
     const format = printOptions(f, REPORT_KINDS).output.kind as (typeof REPORT_KINDS)[number]
     const group = this.args.group as string
-    const timeoutMs = f.timeout
-    const pollIntervalMs = f['poll-interval']
     const session = await this.session()
     let report: RolloutReport
     try {
@@ -79,8 +85,8 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           namespace: session.namespace,
           group,
           maxUnavailable: f['max-unavailable'],
-          timeoutMs,
-          pollIntervalMs,
+          timeoutMs: f.timeout,
+          pollIntervalMs: f['poll-interval'],
           dryRun: f['dry-run'] !== 'none',
           serverDryRun: f['dry-run'] === 'server',
           chunkSize: f['chunk-size'],
@@ -127,21 +133,7 @@ Exit codes: 0 done (or nothing to do); 9 a workload did not come back connected 
           {header: 'STEP', value: (i) => (i.step === undefined ? '-' : String(i.step))},
           {header: 'NAME', value: (i) => i.name},
           {header: 'AGENT CONNECTED', value: (i) => i.agentConnected},
-          {
-            header: 'ACTION',
-            value: (i) =>
-              i.result === 'skipped'
-                ? isAgentSkip(i)
-                  ? 'skip (agent not connected)'
-                  : 'skip (label it instead)'
-                : i.result === 'needs restart'
-                  ? 'needs --restart-command'
-                  : i.deletedEarlier
-                    ? 'wait (deleted by an earlier rollout)'
-                    : i.kind === 'workloadentry'
-                      ? 'delete, restart sidecar'
-                      : 're-onboard',
-          },
+          {header: 'ACTION', value: planAction},
         ]),
       )
       return

@@ -96,10 +96,7 @@ export interface FixOutcome extends SafeFix {
  * Applies one safe fix: re-reads the entry, and deletes it only when its uid and resourceVersion are
  * still the ones judged (an entry istiod touched meanwhile — its VM reconnected — is left alone);
  * the DELETE carries the same preconditions, so a change between the read and the delete wins too.
- */
-/**
- * Deletes a dangling entry if it is still the one judged (uid and resourceVersion). `client`: only looks
- * it up and reports what would happen; `server`: the API server checks the delete (dryRun=All).
+ * `client`: only looks it up and reports what would happen; `server`: the API server checks the delete (dryRun=All).
  */
 export async function applyFix(client: KubeClient, fix: SafeFix, dryRun: 'none' | 'client' | 'server'): Promise<FixOutcome> {
   try {

@@ -121,6 +121,12 @@ function humanMs(ms: number): string {
 
 export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): ReconcileReport {
   const findings: Finding[] = []
+  /** A finding; `related` is empty unless given. */
+  const add = (f: Omit<Finding, 'related'> & {related?: ObjectRef[]}): void => {
+    findings.push({...f, related: f.related ?? []})
+  }
+  const orphaned = (ref: ObjectRef, groupName: string, fix: string): void =>
+    add({...ref, type: 'OrphanedEntry', severity: 'error', reason: `owned by WorkloadGroup ${ref.namespace}/${groupName}, which does not exist`, fix})
   const now = o.now.getTime()
   // Proxy IDs connected anywhere: a VM registered in one cluster may hold its connection to another's istiod.
   const connectedAnywhere = new Set(snapshots.flatMap((s) => s.syncs.map((p) => p.proxyId)))
@@ -140,26 +146,23 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       if (war) wesByWar.set(`${we.metadata?.namespace ?? ''}/${war}`, we)
     }
     const warKeys = new Set(snap.wars.map(nsName))
+    const refOf = (o: WorkloadEntryObject | WarObject, kind: ObjectRef['kind']): ObjectRef => ({context, kind, namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? ''})
 
     // --- WorkloadEntries: dangling, orphaned, stale ---
     for (const we of snap.workloadEntries) {
-      const namespace = we.metadata?.namespace ?? ''
-      const name = we.metadata?.name ?? ''
-      const ref: ObjectRef = {context, kind: 'WorkloadEntry', namespace, name}
+      const ref = refOf(we, 'WorkloadEntry')
+      const {namespace, name} = ref
       const auto = isAutoRegisteredWorkloadEntry(we)
       const war = ownerOfKind(we, 'WorkloadAutoRegistration')?.name
       const groupName = we.metadata?.annotations?.[WE_ANNOTATIONS.autoRegistrationGroup] ?? ownerOfKind(we, 'WorkloadGroup')?.name
       const group = groupName ? groups.get(`${namespace}/${groupName}`) : undefined
 
       if (groupName && !group) {
-        findings.push({
-          ...ref,
-          type: 'OrphanedEntry',
-          severity: 'error',
-          reason: `owned by WorkloadGroup ${namespace}/${groupName}, which does not exist`,
-          fix: `recreate the group (meshvm onboard ${q(groupName)} -n ${q(namespace)} … --apply), or delete the entry: kubectl delete workloadentry ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
-          related: [],
-        })
+        orphaned(
+          ref,
+          groupName,
+          `recreate the group (meshvm onboard ${q(groupName)} -n ${q(namespace)} … --apply), or delete the entry: kubectl delete workloadentry ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
+        )
       }
       if (war && !warKeys.has(`${namespace}/${war}`)) continue // judged with its WAR below, or garbage-collected
       if (!auto || war) continue
@@ -168,13 +171,12 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const reg = registrationFromWorkloadEntry(we, group)
       if (paired || represented.has(key) || connectedAnywhere.has(`${name}.${namespace}`)) {
         if (group && reg.stale) {
-          findings.push({
+          add({
             ...ref,
             type: 'StaleRegistration',
             severity: 'warning',
             reason: `made from an older version of WorkloadGroup ${namespace}/${groupName} (labels, ports, service account or network differ)`,
             fix: `re-onboard the VMs of the group: meshvm war rollout ${q(groupName!)} -n ${q(namespace)}${ctxFlag(context)}`,
-            related: [],
           })
         }
         continue
@@ -185,9 +187,9 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       const seen = lastSeen(we)
       if (seen === undefined || now - seen <= o.gracePeriodMs) continue
       const since = humanMs(now - seen)
-      const resourceVersion = (we.metadata as {resourceVersion?: string} | undefined)?.resourceVersion
+      const resourceVersion = we.metadata?.resourceVersion
       const uid = we.metadata?.uid
-      findings.push({
+      add({
         ...ref,
         type: 'DanglingEntry',
         severity: 'error',
@@ -203,37 +205,26 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
 
     // --- WorkloadAutoRegistrations: entry gone, disconnected, stale ---
     for (const war of snap.wars) {
-      const namespace = war.metadata?.namespace ?? ''
-      const name = war.metadata?.name ?? ''
-      const ref: ObjectRef = {context, kind: 'WorkloadAutoRegistration', namespace, name}
+      const ref = refOf(war, 'WorkloadAutoRegistration')
+      const {namespace, name} = ref
       const we = wesByWar.get(`${namespace}/${name}`)
       const groupName = ownerOfKind(war, 'WorkloadGroup')?.name
       const group = groupName ? groups.get(`${namespace}/${groupName}`) : undefined
       const reg = registrationFromWar(war, group, we)
       if (!we) {
-        findings.push({
+        add({
           ...ref,
           type: 'OrphanedRegistration',
           severity: 'error',
           reason: 'its WorkloadEntry is gone: the mesh has no endpoint for this VM',
           fix: `re-onboard the VM (its agent re-creates the entry on reconnect), or remove the registration: meshvm war delete ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
-          related: [],
         })
       }
-      if (groupName && !group) {
-        findings.push({
-          ...ref,
-          type: 'OrphanedEntry',
-          severity: 'error',
-          reason: `owned by WorkloadGroup ${namespace}/${groupName}, which does not exist`,
-          fix: `recreate the group, or remove the registration: meshvm war delete ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`,
-          related: [],
-        })
-      }
+      if (groupName && !group) orphaned(ref, groupName, `recreate the group, or remove the registration: meshvm war delete ${q(name)} -n ${q(namespace)}${ctxFlag(context)}`)
       const key = `war/${namespace}/${name}`
       const connected = pairedByRegistration.has(key) || represented.has(key) || connectedAnywhere.has(`${name}.${namespace}`)
       if (!connected && reg.agentConnected === 'False' && reg.disconnectedAt && now - Date.parse(reg.disconnectedAt) > o.gracePeriodMs && snap.istiods.length > 0) {
-        findings.push({
+        add({
           ...ref,
           type: 'DanglingEntry',
           severity: 'warning',
@@ -243,13 +234,12 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
         })
       }
       if (reg.stale) {
-        findings.push({
+        add({
           ...ref,
           type: 'StaleRegistration',
           severity: 'warning',
           reason: `its snapshot of WorkloadGroup ${namespace}/${groupName ?? reg.group} is older than the group`,
           fix: `meshvm war rollout ${q(groupName ?? reg.group)} -n ${q(namespace)}${ctxFlag(context)}`,
-          related: [],
         })
       }
     }
@@ -259,7 +249,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
       for (const m of missingTunnelLabels(snap.workloadEntries, snap.hbone)) {
         const label = `kubectl label workloadentry ${q(m.name)} -n ${q(m.namespace)} ${TUNNEL_LABEL}=http${ctxFlag(context)}`
         const holder = m.istiod ? `istiod ${m.istiod} (${snap.hbone.istiods.get(m.istiod)?.version ?? 'version unknown'})` : 'its istiod'
-        findings.push({
+        add({
           context,
           kind: 'WorkloadEntry',
           namespace: m.namespace,
@@ -271,7 +261,6 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
             m.labelsOnRegistration === false
               ? `${holder} is older than 1.31 and would re-register it without the label: label it: ${label}`
               : `re-register the group's entries, --max-unavailable at a time, with health gates: meshvm war rollout ${q(m.group)} -n ${q(m.namespace)} --missing-tunnel-label --restart-command '…'${ctxFlag(context)}; or label it: ${label}`,
-          related: [],
         })
       }
     }
@@ -300,7 +289,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
         if (ids.length <= registered) continue
         if (registered === 0) {
           for (const id of ids) {
-            findings.push({
+            add({
               context,
               kind: 'Proxy',
               namespace: b.namespace,
@@ -309,11 +298,10 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
               severity: 'error',
               reason: `a VM sidecar connected to istiod ${b.istiod} that no WorkloadEntry or WorkloadAutoRegistration stands for: the mesh sends it configuration but no traffic`,
               fix: `auto-register it (meshvm bundle GROUP -n ${q(b.namespace)} --autoregister, then restart its sidecar), or add a WorkloadEntry for its address`,
-              related: [],
             })
           }
         } else {
-          findings.push({
+          add({
             context,
             kind: 'Proxy',
             namespace: b.namespace,
@@ -322,7 +310,6 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
             severity: 'warning',
             reason: `${ids.length} VM sidecars connected to istiod ${b.istiod} in namespace ${b.namespace} but only ${registered} auto-registered entries: ${ids.length - registered} of them have no registration (which ones cannot be told from syncz)`,
             fix: `compare each VM's address with the entries: meshvm proxy-status --vms -n ${q(b.namespace)}${ctxFlag(context)} -o wide`,
-            related: [],
           })
         }
       }
@@ -345,7 +332,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
     const refs: ObjectRef[] = entries.map((e) => ({context: e.context, kind: 'WorkloadEntry', namespace: e.we.metadata?.namespace ?? '', name: e.we.metadata?.name ?? ''}))
     refs.sort((a, b) => cmp(a.context, b.context) || cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
     const [first, ...rest] = refs
-    findings.push({
+    add({
       ...first!,
       type: 'DuplicateAddress',
       severity: 'error',

@@ -3,7 +3,7 @@
  * owner WorkloadGroup and staleness with the diff, WorkloadEntry, conditions, events). Pure text from
  * the model (war/model.ts); laid out by the one describe layout in output/describe.ts.
  */
-import {conditionOf, conditionsOf} from '../kube/object.js'
+import {conditionOf, conditionsOf, type Condition} from '../kube/object.js'
 import {age} from '../output/age.js'
 import {Describer} from '../output/describe.js'
 import {isRecord} from '../util/records.js'
@@ -25,7 +25,6 @@ import {
   waypointBoundOf,
   WE_ANNOTATIONS,
   workloadEntryDifference,
-  type Condition,
   type EventLike,
   type Registration,
   type WarObject,
@@ -86,20 +85,12 @@ function eventRows(events: EventLike[], now: Date): string[][] {
   })
 }
 
-function healthyText(we: unknown, now: Date): string {
-  return conditionText(conditionOf(we, 'Healthy'), now)
-}
-
 /** `True (Reason, 5m ago): message`, or <none>. */
 function conditionText(c: Condition | undefined, now: Date): string {
   if (!c) return '<none>'
   const extras = [text(c.reason), c.lastTransitionTime ? `${age(text(c.lastTransitionTime), now)} ago` : undefined].filter(Boolean)
   const message = text(c.message)
   return `${statusText(c.status)}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
-}
-
-function diffLines(d: Describer, level: number, diff: string): void {
-  for (const line of diff.replace(/\n$/, '').split('\n')) d.raw(level, line)
 }
 
 /**
@@ -117,22 +108,21 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
   d.field(0, 'Kind', reg.source === 'war' ? WAR_KIND : 'WorkloadEntry')
   d.field(0, 'Created', timestampWithAge(reg.creationTimestamp, now))
 
-  // Identity
-  if (reg.source === 'war') {
-    const rows = identityRows(dig(details.war, 'spec', 'identity'))
-    if (rows.length === 0) d.field(0, 'Identity', '<none>')
-    else {
-      d.section(0, 'Identity')
-      for (const [k, v] of rows) d.field(1, k, v)
-    }
-  } else {
-    const sa = text(dig(details.workloadEntry, 'spec', 'serviceAccount'))
-    if (sa === undefined) d.field(0, 'Identity', '<none>')
-    else {
-      d.section(0, 'Identity')
-      d.field(1, 'Kind', 'serviceaccount')
-      d.field(1, 'Service Account', `${reg.namespace}/${sa}`)
-    }
+  // Identity: a WAR's platform identity; an entry's service account.
+  const sa = reg.source === 'war' ? undefined : text(dig(details.workloadEntry, 'spec', 'serviceAccount'))
+  const identity: [string, string | string[]][] =
+    reg.source === 'war'
+      ? identityRows(dig(details.war, 'spec', 'identity'))
+      : sa === undefined
+        ? []
+        : [
+            ['Kind', 'serviceaccount'],
+            ['Service Account', `${reg.namespace}/${sa}`],
+          ]
+  if (identity.length === 0) d.field(0, 'Identity', '<none>')
+  else {
+    d.section(0, 'Identity')
+    for (const [k, v] of identity) d.field(1, k, v)
   }
 
   // Registration
@@ -180,7 +170,7 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
   else if (diff !== undefined) {
     d.field(1, statusKey, 'stale: the group changed after this workload registered; re-onboard it to apply the change')
     d.section(1, 'Diff')
-    diffLines(d, 2, diff)
+    for (const line of diff.replace(/\n$/, '').split('\n')) d.raw(2, line)
   }
 
   // WorkloadEntry
@@ -197,7 +187,7 @@ export function describeRegistration(reg: Registration, details: DescribeDetails
     if (text(field(spec, 'locality'))) d.field(1, 'Locality', text(field(spec, 'locality')))
     if (text(field(spec, 'serviceAccount'))) d.field(1, 'Service Account', text(field(spec, 'serviceAccount')))
     if (Object.keys(ports).length > 0) d.field(1, 'Ports', keyValues(ports).join(', '))
-    d.field(1, 'Healthy', healthyText(we, now))
+    d.field(1, 'Healthy', conditionText(conditionOf(we, 'Healthy'), now))
     // Ambient: reached over HBONE only with the tunnel label (Istio 1.31 auto-registration adds it, 60788); WaypointBound (59993).
     const tunnel = tunnelOf(we)
     d.field(1, 'Tunnel', tunnel ? `${tunnel} (${TUNNEL_LABEL}: ambient workloads reach it over HBONE)` : `<none> (no ${TUNNEL_LABEL} label: ambient workloads reach it over plaintext)`)

@@ -102,6 +102,20 @@ export async function withPermission<T>(verb: string, res: ResourceType, namespa
   }
 }
 
+/** One object of `res`, undefined when there is none; a 403 becomes the explained error. */
+export function getObject<T extends KubeObject = KubeObject>(client: KubeClient, res: ResourceType, namespace: string | undefined, name: string | undefined): Promise<T | undefined> {
+  return withPermission('get', res, namespace, () => client.getOptional<T>(resourcePath(res, {namespace, name})))
+}
+
+/** Every object of `res` in `namespace`, read page by page; a 403 becomes the explained error. */
+export async function* listObjects<T extends KubeObject = KubeObject>(client: KubeClient, res: ResourceType, namespace: string, chunkSize?: number): AsyncGenerator<T> {
+  try {
+    for await (const page of client.listPages<T>(resourcePath(res, {namespace}), {}, chunkSize)) yield* page.items
+  } catch (err) {
+    throw explainForbidden(err, 'list', res, namespace)
+  }
+}
+
 /** Whether the API server serves WorkloadAutoRegistrations (discovery of the group-version). */
 export async function warApiServed(client: KubeClient): Promise<boolean> {
   const list = await client.getOptional<{resources?: {name?: string}[]}>(`/apis/${groupVersion(Resources.workloadAutoRegistrations)}`)
@@ -338,11 +352,10 @@ export function notFoundError(name: string, namespace: string, warServed: boolea
 /** A WAR of that name, else an auto-registered WorkloadEntry of that name; a one-line error otherwise. */
 export async function findRegistration(client: KubeClient, namespace: string, name: string, warServed: boolean, only?: Registration['source']): Promise<Found> {
   if (warServed && only !== 'workloadentry') {
-    const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
+    const war = await getObject(client, Resources.workloadAutoRegistrations, namespace, name)
     if (war) return {source: 'war', object: withKind(war, Resources.workloadAutoRegistrations)}
   }
-  const we =
-    only === 'war' ? undefined : await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
+  const we = only === 'war' ? undefined : await getObject(client, Resources.workloadEntries, namespace, name)
   if (we) {
     const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
     if (owner) throw notFoundError(name, namespace, warServed, `WorkloadEntry ${name} belongs to WorkloadAutoRegistration ${owner.name ?? '?'}`)
@@ -357,15 +370,10 @@ export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): P
   const namespace = war.metadata?.namespace
   const uid = war.metadata?.uid
   if (!namespace || !uid) return undefined
-  const same = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name: war.metadata?.name})))
+  const same = await getObject(client, Resources.workloadEntries, namespace, war.metadata?.name)
   if (same && isOwnedBy(same, uid)) return withKind(same, Resources.workloadEntries)
-  return withPermission('list', Resources.workloadEntries, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}))) {
-      const hit = page.items.find((o) => isOwnedBy(o, uid))
-      if (hit) return withKind(hit, Resources.workloadEntries)
-    }
-    return undefined
-  })
+  for await (const we of listObjects(client, Resources.workloadEntries, namespace)) if (isOwnedBy(we, uid)) return withKind(we, Resources.workloadEntries)
+  return undefined
 }
 
 /**
@@ -376,33 +384,20 @@ export async function describeDetails(client: KubeClient, found: Found, warn: (t
   const obj = found.object
   const namespace = obj.metadata?.namespace ?? ''
   const details: DescribeDetails = found.source === 'war' ? {war: found.object} : {workloadEntry: found.object}
-  const optional = async <T>(what: string, fn: () => Promise<T>): Promise<T | undefined> => {
-    try {
-      return await fn()
-    } catch (err) {
-      if (err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN) {
-        warn(`${err.message}: ${what} not shown`)
-        return undefined
-      }
-      throw err
-    }
-  }
+  const optional = <T>(what: string, read: Promise<T>): Promise<T | undefined> =>
+    read.catch((err: unknown) => {
+      if (!(err instanceof MeshvmError && err.exit === ExitCode.FORBIDDEN)) throw err
+      warn(`${err.message}: ${what} not shown`)
+      return undefined
+    })
   const groupName = groupNameOf(found.source, obj)
+  const involved = [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])]
   const [group, workloadEntry, events] = await Promise.all([
-    groupName
-      ? optional('the WorkloadGroup', () =>
-          withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name: groupName}))),
-        )
-      : undefined,
-    found.source === 'war' ? optional('the WorkloadEntry', () => ownedWorkloadEntry(client, obj)) : undefined,
-    optional('events', () =>
-      withPermission('list', Resources.events, namespace, () =>
-        client.list<KubeObject>(resourcePath(Resources.events, {namespace}), {
-          fieldSelector: [`involvedObject.name=${obj.metadata?.name ?? ''}`, `involvedObject.kind=${obj.kind ?? ''}`, ...(obj.metadata?.uid ? [`involvedObject.uid=${obj.metadata.uid}`] : [])].join(
-            ',',
-          ),
-        }),
-      ),
+    groupName ? optional('the WorkloadGroup', getObject(client, Resources.workloadGroups, namespace, groupName)) : undefined,
+    found.source === 'war' ? optional('the WorkloadEntry', ownedWorkloadEntry(client, obj)) : undefined,
+    optional(
+      'events',
+      withPermission('list', Resources.events, namespace, () => client.list<KubeObject>(resourcePath(Resources.events, {namespace}), {fieldSelector: involved.join(',')})),
     ),
   ])
   if (group) details.group = group as WorkloadGroup

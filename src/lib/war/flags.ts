@@ -3,7 +3,7 @@
  * import this statically and load the cluster code lazily.
  */
 import * as Flags from '@oclif/core/flags'
-import {UsageError} from '../errors.js'
+import {ExitCode, MeshvmError, UsageError} from '../errors.js'
 import {parseSelector, selectorString} from '../kube/selector.js'
 import {dns1123Subdomain} from '../validation/kube.js'
 
@@ -81,4 +81,10 @@ export function registrationRefs(argv: unknown[], command: string): Registration
     refs.set(`${source ?? ''}/${name}`, {name, source})
   }
   return [...refs.values()]
+}
+
+/** The error of a run that did not delete some registrations: the first failure's, with exit 7 (partial) when others were deleted. */
+export function notDeletedError(failures: MeshvmError[], total: number, deleted: number): MeshvmError {
+  const first = failures[0]!
+  return new MeshvmError(`${failures.length} of ${total} registration(s) not deleted: ${first.message}`, {exit: deleted > 0 ? ExitCode.PARTIAL : first.exit, code: first.code, hints: first.hints})
 }

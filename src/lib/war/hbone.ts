@@ -115,16 +115,13 @@ export function missingTunnelLabels(entries: readonly WorkloadEntryObject[], ev:
   return out
 }
 
-/** Whether the istiod Deployment of a revision runs with PILOT_ENABLE_AMBIENT=true (what Istio's ambient profile sets). */
-async function runsAmbient(client: KubeClient, istioNamespace: string, revision: string): Promise<boolean> {
-  const {istiodDeploymentEnv} = await import('../istiod/revision.js')
-  return (await istiodDeploymentEnv(client, istioNamespace, revision))?.get('PILOT_ENABLE_AMBIENT')?.toLowerCase() === 'true'
-}
-
 /** The istiods of a namespace and the mesh config of each revision they run. */
 export async function readHboneEvidence(client: KubeClient, istioNamespace: string): Promise<HboneEvidence> {
   const {listIstiods} = await import('../proxy-status/fetch.js')
   const {fetchMeshConfig} = await import('../bundle/fetch.js')
+  const {istiodDeploymentEnv} = await import('../istiod/revision.js')
+  /** Whether the istiod Deployment of a revision runs with PILOT_ENABLE_AMBIENT=true (what Istio's ambient profile sets). */
+  const runsAmbient = async (rev: string): Promise<boolean> => (await istiodDeploymentEnv(client, istioNamespace, rev))?.get('PILOT_ENABLE_AMBIENT')?.toLowerCase() === 'true'
   const istiods = new Map<string, {revision: string; version?: string}>()
   for (const p of await listIstiods(client, istioNamespace)) {
     istiods.set(p.name, {revision: p.revision && p.revision !== '' ? p.revision : 'default', ...(p.version ? {version: p.version} : {})})
@@ -132,7 +129,7 @@ export async function readHboneEvidence(client: KubeClient, istioNamespace: stri
   const revisions = new Set<string>()
   for (const rev of new Set(['default', ...[...istiods.values()].map((i) => i.revision)])) {
     try {
-      if (meshEnablesHbone(await fetchMeshConfig(client, istioNamespace, rev === 'default' ? undefined : rev)) && (await runsAmbient(client, istioNamespace, rev))) revisions.add(rev)
+      if (meshEnablesHbone(await fetchMeshConfig(client, istioNamespace, rev === 'default' ? undefined : rev)) && (await runsAmbient(rev))) revisions.add(rev)
     } catch (err) {
       // No mesh config for that revision (or no permission to read it): no evidence from it.
       if (!(err instanceof MeshvmError)) throw err

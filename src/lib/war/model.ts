@@ -28,83 +28,14 @@ import {toYaml} from '../yaml.js'
 
 // ---- object types ---------------------------------------------------------------------------
 
-// The object kernel's types (kube/object.ts), re-exported for the war modules that read them from here.
-export type {Condition, ObjectMeta, OwnerReference} from '../kube/object.js'
-
-export interface IamRole {
-  name?: string
-}
-
-export interface AwsEc2Identity {
-  instance_id?: string
-  instanceId?: string
-  iam_role?: IamRole
-  iamRole?: IamRole
-}
-
-export interface AwsEcsIdentity {
-  task_id?: string
-  taskId?: string
-  cluster?: string
-  iam_role?: IamRole
-  iamRole?: IamRole
-}
-
-export interface AwsIdentity {
-  partition?: string
-  account?: string
-  region?: string
-  zone?: string
-  ec2?: AwsEc2Identity
-  ecs?: AwsEcsIdentity
-}
-
-export interface GcpIdentity {
-  project_number?: string
-  projectNumber?: string
-  project_id?: string
-  projectId?: string
-  region?: string
-  zone?: string
-  gce?: {instance_id?: string; instanceId?: string}
-}
-
-export interface AzureIdentity {
-  subscription?: string
-  resource_group?: string
-  resourceGroup?: string
-  compute?: {instance_id?: string; instanceId?: string}
-}
-
-export interface JwtIdentity {
-  issuer?: string
-  subject?: string
-  attributes?: Record<string, unknown>
-}
-
-/** TSB's WorkloadIdentity: a oneof of platform identities. */
-export interface WorkloadIdentity {
-  aws?: AwsIdentity
-  gcp?: GcpIdentity
-  azure?: AzureIdentity
-  jwt?: JwtIdentity
-  [other: string]: unknown
-}
-
-export interface HostAddress {
-  ip?: string
-  /** AddressType, e.g. `VPC` or `INTERNET`. */
-  type?: string
-}
-
-/** TSB's Registration message (`spec.registration` of a WAR). */
+/**
+ * A WAR's `spec.registration`, TSB's Registration message: agent and sidecar versions, host addresses
+ * (`ip`, `type`), workload labels (and `annotations`, not in the documented schema: shown only when
+ * present) and settings (`connectedOver`). Read defensively below; typed as far as other modules read it.
+ */
 export interface WarRegistrationInfo {
-  agent?: {version?: string}
-  sidecar?: {istio?: {version?: string; revision?: string}}
-  host?: {addresses?: HostAddress[]}
-  /** `annotations` is not in the documented schema; shown only when present. */
   workload?: {labels?: Record<string, string>; annotations?: Record<string, string>}
-  settings?: {connectedOver?: string; connected_over?: string; [other: string]: unknown}
+  [other: string]: unknown
 }
 
 export interface WorkloadEntrySpec {
@@ -128,7 +59,8 @@ export interface WorkloadGroup extends KubeObject {
 }
 
 export interface WarObject extends KubeObject {
-  spec?: {identity?: WorkloadIdentity; registration?: WarRegistrationInfo}
+  /** `identity` is TSB's WorkloadIdentity, a oneof of platform identities (aws ec2/ecs, gcp gce, azure compute, jwt): see identityRows. */
+  spec?: {identity?: JsonRecord; registration?: WarRegistrationInfo}
   status?: {
     observedGeneration?: number
     conditions?: Condition[]
@@ -225,8 +157,6 @@ export type RegistrationSummary = Pick<Registration, 'source' | 'namespace' | 'n
 
 // ---- defensive readers ----------------------------------------------------------------------
 
-type Json = JsonRecord
-
 export const camel = (name: string): string => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
@@ -303,13 +233,9 @@ export function meta(obj: unknown): {name: string; namespace: string; creationTi
   }
 }
 
-/** The WorkloadGroup that owns a registration (the controller among WorkloadGroup owners, else the first). */
-function ownerGroupName(obj: unknown): string | undefined {
-  return ownerOfKind(obj, 'WorkloadGroup')?.name || undefined
-}
-
+/** The keys in UTF-16 code unit order (the default sort's), for deterministic output. */
 export function sortedKeys(record: Record<string, unknown>): string[] {
-  return Object.keys(record).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  return Object.keys(record).sort()
 }
 
 // ---- identity -------------------------------------------------------------------------------
@@ -357,43 +283,32 @@ export function identityString(identity: unknown): string {
   }
 }
 
+/** The describe rows of each part of an identity, in order: label → path within that part (dotted). */
+const IDENTITY_FIELDS: [part: string, fields: Record<string, string>][] = [
+  ['aws', {Partition: 'partition', Account: 'account', Region: 'region', Zone: 'zone'}],
+  ['aws.ec2', {'Instance ID': 'instanceId', 'IAM Role': 'iamRole.name'}],
+  ['aws.ecs', {Cluster: 'cluster', 'Task ID': 'taskId', 'IAM Role': 'iamRole.name'}],
+  ['gcp', {'Project Number': 'projectNumber', 'Project ID': 'projectId', Region: 'region', Zone: 'zone', 'Instance ID': 'gce.instanceId'}],
+  ['azure', {Subscription: 'subscription', 'Resource Group': 'resourceGroup', 'Instance ID': 'compute.instanceId'}],
+  ['jwt', {Issuer: 'issuer', Subject: 'subject'}],
+]
+
 /** The identity's fields as describe rows, in a fixed order. */
 export function identityRows(identity: unknown): [string, string[]][] {
-  const rows: [string, string | undefined][] = [['Kind', identityKind(identity) || undefined]]
-  const aws = field(identity, 'aws')
-  if (isRecord(aws)) {
-    rows.push(['Partition', text(field(aws, 'partition'))], ['Account', text(field(aws, 'account'))], ['Region', text(field(aws, 'region'))], ['Zone', text(field(aws, 'zone'))])
-    const ec2 = field(aws, 'ec2')
-    const ecs = field(aws, 'ecs')
-    if (isRecord(ec2)) rows.push(['Instance ID', text(field(ec2, 'instanceId'))], ['IAM Role', text(dig(ec2, 'iamRole', 'name'))])
-    if (isRecord(ecs)) rows.push(['Cluster', text(field(ecs, 'cluster'))], ['Task ID', text(field(ecs, 'taskId'))], ['IAM Role', text(dig(ecs, 'iamRole', 'name'))])
+  const rows: [string, string[]][] = []
+  const kind = identityKind(identity)
+  if (kind !== '') rows.push(['Kind', [kind]])
+  for (const [part, fields] of IDENTITY_FIELDS) {
+    const p = dig(identity, ...part.split('.'))
+    if (!isRecord(p)) continue
+    for (const [label, path] of Object.entries(fields)) {
+      const v = text(dig(p, ...path.split('.')))
+      if (v !== undefined) rows.push([label, [v]])
+    }
   }
-  const gcp = field(identity, 'gcp')
-  if (isRecord(gcp)) {
-    rows.push(
-      ['Project Number', text(field(gcp, 'projectNumber'))],
-      ['Project ID', text(field(gcp, 'projectId'))],
-      ['Region', text(field(gcp, 'region'))],
-      ['Zone', text(field(gcp, 'zone'))],
-      ['Instance ID', text(dig(gcp, 'gce', 'instanceId'))],
-    )
-  }
-  const azure = field(identity, 'azure')
-  if (isRecord(azure)) {
-    rows.push(['Subscription', text(field(azure, 'subscription'))], ['Resource Group', text(field(azure, 'resourceGroup'))], ['Instance ID', text(dig(azure, 'compute', 'instanceId'))])
-  }
-  const jwt = field(identity, 'jwt')
-  const out: [string, string[]][] = rows.filter((r): r is [string, string] => r[1] !== undefined).map(([k, v]) => [k, [v]])
-  if (isRecord(jwt)) {
-    for (const [k, v] of [
-      ['Issuer', text(field(jwt, 'issuer'))],
-      ['Subject', text(field(jwt, 'subject'))],
-    ] as const)
-      if (v !== undefined) out.push([k, [v]])
-    const attrs = field(jwt, 'attributes')
-    if (isRecord(attrs) && Object.keys(attrs).length > 0) out.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
-  }
-  return out
+  const attrs = dig(identity, 'jwt', 'attributes')
+  if (isRecord(attrs) && Object.keys(attrs).length > 0) rows.push(['Attributes', sortedKeys(attrs).map((k) => `${k}=${text(attrs[k]) ?? JSON.stringify(attrs[k])}`)])
+  return rows
 }
 
 // ---- staleness ------------------------------------------------------------------------------
@@ -448,23 +363,12 @@ export function staleDifference(war: WarObject | unknown, group: WorkloadGroup |
   })
 }
 
-/** What a WorkloadEntry built from `group` must carry (Istio's workloadEntryFromGroup). */
-function expectedFromGroup(group: unknown): {labels: Record<string, string>; annotations: Record<string, string>; entry: Json} {
-  const spec = field(group, 'spec')
-  const tmpl = field(spec, 'template')
-  const entry: Json = {
-    serviceAccount: text(field(tmpl, 'serviceAccount')),
-    ports: field(tmpl, 'ports'),
-    weight: field(tmpl, 'weight'),
-  }
-  // The proxy may set its own network/locality; they are only expected when the template sets them.
-  if (text(field(tmpl, 'network')) !== undefined) entry.network = text(field(tmpl, 'network'))
-  if (text(field(tmpl, 'locality')) !== undefined) entry.locality = text(field(tmpl, 'locality'))
-  return {
-    labels: {...stringMap(field(tmpl, 'labels')), ...stringMap(dig(spec, 'metadata', 'labels'))},
-    annotations: stringMap(dig(spec, 'metadata', 'annotations')),
-    entry,
-  }
+/** What a WorkloadEntry takes from its group's template (Istio's workloadEntryFromGroup), read from a template or an entry's spec. */
+function templateFields(spec: unknown, network: boolean, locality: boolean): JsonRecord {
+  const out: JsonRecord = {serviceAccount: text(field(spec, 'serviceAccount')), ports: field(spec, 'ports'), weight: field(spec, 'weight')}
+  if (network) out.network = text(field(spec, 'network'))
+  if (locality) out.locality = text(field(spec, 'locality'))
+  return out
 }
 
 /**
@@ -474,16 +378,18 @@ function expectedFromGroup(group: unknown): {labels: Record<string, string>; ann
  */
 export function workloadEntryDifference(we: WorkloadEntryObject | unknown, group: WorkloadGroup | unknown): string {
   if (!isRecord(we) || !isRecord(group)) return ''
-  const want = expectedFromGroup(group)
+  const groupSpec = field(group, 'spec')
+  const tmpl = field(groupSpec, 'template')
+  // The proxy may set its own network/locality; they are only expected when the template sets them.
+  const network = text(field(tmpl, 'network')) !== undefined
+  const locality = text(field(tmpl, 'locality')) !== undefined
+  const labels = {...stringMap(field(tmpl, 'labels')), ...stringMap(dig(groupSpec, 'metadata', 'labels'))}
+  const annotations = stringMap(dig(groupSpec, 'metadata', 'annotations'))
   const spec = field(we, 'spec')
   const m = meta(we)
-  const weLabels = stringMap(field(spec, 'labels'))
-  const actualEntry: Json = {serviceAccount: text(field(spec, 'serviceAccount')), ports: field(spec, 'ports'), weight: field(spec, 'weight')}
-  if ('network' in want.entry) actualEntry.network = text(field(spec, 'network'))
-  if ('locality' in want.entry) actualEntry.locality = text(field(spec, 'locality'))
   const subset = (record: Record<string, string>, keys: string[]): Record<string, string | undefined> => Object.fromEntries(keys.map((k) => [k, record[k]]))
-  const expected = {...want.entry, labels: want.labels, annotations: want.annotations}
-  const actual = {...actualEntry, labels: subset(weLabels, Object.keys(want.labels)), annotations: subset(m.annotations, Object.keys(want.annotations))}
+  const expected = {...templateFields(tmpl, network, locality), labels, annotations}
+  const actual = {...templateFields(spec, network, locality), labels: subset(stringMap(field(spec, 'labels')), Object.keys(labels)), annotations: subset(m.annotations, Object.keys(annotations))}
   if (renderSame(actual, expected)) return ''
   const g = meta(group)
   return unifiedDiff(render(actual), render(expected), {from: `workloadentry ${m.namespace}/${m.name}`, to: `workloadgroup ${g.namespace}/${g.name} (current)`})
@@ -511,7 +417,7 @@ function ambientFields(we: unknown, labels?: Record<string, string>): Pick<Regis
 
 /** True for WorkloadEntries istiod auto-registered (they name their group in an annotation). */
 export function isAutoRegisteredWorkloadEntry(obj: unknown): boolean {
-  return meta(obj).annotations[WE_ANNOTATIONS.autoRegistrationGroup] !== undefined
+  return annotationsOf(obj)[WE_ANNOTATIONS.autoRegistrationGroup] !== undefined
 }
 
 /**
@@ -530,7 +436,7 @@ export function registrationFromWar(obj: WarObject | unknown, group?: WorkloadGr
     source: 'war',
     namespace: m.namespace,
     name: m.name,
-    group: ownerGroupName(obj) ?? (group ? meta(group).name : ''),
+    group: ownerOfKind(obj, 'WorkloadGroup')?.name || (group ? meta(group).name : ''),
     agentConnected,
     identity: identityString(dig(obj, 'spec', 'identity')),
     addresses: Array.isArray(addresses) ? addresses.map((a) => text(field(a, 'ip'))).filter((ip): ip is string => ip !== undefined) : [],
@@ -587,7 +493,7 @@ export function workloadEntryConnection(obj: WorkloadEntryObject | unknown, grou
   const agentConnected = workloadEntryConnected(m.annotations)
   const sa = text(field(field(obj, 'spec'), 'serviceAccount'))
   const out: WorkloadEntryConnection = {
-    group: m.annotations[WE_ANNOTATIONS.autoRegistrationGroup] || ownerGroupName(obj) || (group ? meta(group).name : ''),
+    group: m.annotations[WE_ANNOTATIONS.autoRegistrationGroup] || ownerOfKind(obj, 'WorkloadGroup')?.name || (group ? meta(group).name : ''),
     agentConnected,
     identity: sa ? `serviceaccount ${m.namespace}/${sa}` : '',
   }
@@ -607,19 +513,14 @@ export function registrationFromWorkloadEntry(obj: WorkloadEntryObject | unknown
     source: 'workloadentry',
     namespace: m.namespace,
     name: m.name,
-    group: who.group,
-    agentConnected: who.agentConnected,
-    identity: who.identity,
+    ...who,
     addresses: address ? [address] : [],
     stale: group !== undefined && workloadEntryDifference(obj, group) !== '',
     creationTimestamp: m.creationTimestamp,
   }
   if (connectedTo !== undefined) out.connectedTo = connectedTo
   if (disconnectedAt !== undefined) out.disconnectedAt = disconnectedAt
-  const ambient = ambientFields(obj, m.labels)
-  out.tunnel = ambient.tunnel
-  out.waypointBound = ambient.waypointBound
-  return out
+  return Object.assign(out, ambientFields(obj, m.labels))
 }
 
 /** Disconnected for longer than the grace period (strictly), judged at `now`. */
@@ -653,11 +554,7 @@ export function warColumns(wide: boolean, allNamespaces: boolean, now: Date = ne
   // The columns without -o wide read only the summary.
   const cols: Column<RegistrationSummary>[] = []
   if (allNamespaces) cols.push({header: 'NAMESPACE', value: (r) => r.namespace})
-  cols.push(
-    {header: 'NAME', value: (r) => r.name},
-    {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color: (t: string) => color(t)} : {})},
-    {header: 'AGE', value: (r) => sameAge(r.creationTimestamp)},
-  )
+  cols.push({header: 'NAME', value: (r) => r.name}, {header: 'AGENT CONNECTED', value: (r) => r.agentConnected, ...(color ? {color} : {})}, {header: 'AGE', value: (r) => sameAge(r.creationTimestamp)})
   if (!wide) return cols
   return [
     ...cols,

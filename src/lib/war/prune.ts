@@ -11,10 +11,9 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import {KubeApiError} from '../kube/errors.js'
 import type {KubeClient} from '../kube/client.js'
-import type {KubeObject} from '../kube/object.js'
-import {resourcePath} from '../kube/resources.js'
+import {age} from '../output/age.js'
 import type {Column} from '../output/table.js'
-import {deleteRegistration, listRegistrations, registrationResource, toRegistration, withPermission, type Listed, type ListQuery, type ListState} from './fetch.js'
+import {deleteRegistration, getObject, listRegistrations, registrationResource, toRegistration, type Listed, type ListQuery, type ListState} from './fetch.js'
 import {isPrunable, type Registration} from './model.js'
 
 export interface PruneQuery extends ListQuery {
@@ -46,21 +45,15 @@ export async function prune(client: KubeClient, candidates: Listed[], gracePerio
     const namespace = listed.object.metadata?.namespace
     let outcome: PruneOutcome
     try {
-      const fresh = await withPermission('get', res, namespace, () => client.getOptional<KubeObject>(resourcePath(res, {namespace, name: listed.object.metadata?.name})))
+      const fresh = await getObject(client, res, namespace, listed.object.metadata?.name)
       if (!fresh || fresh.metadata?.uid !== listed.object.metadata?.uid) outcome = {listed, result: 'gone'}
       else if (!isPrunable(toRegistration(listed.source, fresh), gracePeriodMs, new Date())) outcome = {listed, result: 'reconnected'}
       else outcome = {listed, result: (await deleteRegistration(client, listed.source, fresh, {exact: true})) ? 'deleted' : 'gone'}
     } catch (err) {
       // 409 on the resourceVersion precondition: the registration changed after it was re-read
       // (its agent reconnected and the status moved), so it is kept, not reported as a failure.
-      if (err instanceof KubeApiError && err.status === 409) {
-        outcome = {listed, result: 'reconnected'}
-        outcomes.push(outcome)
-        onOutcome(outcome)
-        continue
-      }
-      const e = err instanceof MeshvmError ? err : new MeshvmError((err as Error).message, {exit: ExitCode.FAILURE})
-      outcome = {listed, result: 'failed', error: e}
+      if (err instanceof KubeApiError && err.status === 409) outcome = {listed, result: 'reconnected'}
+      else outcome = {listed, result: 'failed', error: err instanceof MeshvmError ? err : new MeshvmError((err as Error).message, {exit: ExitCode.FAILURE})}
     }
     outcomes.push(outcome)
     onOutcome(outcome)
@@ -69,7 +62,7 @@ export async function prune(client: KubeClient, candidates: Listed[], gracePerio
 }
 
 /** `[NAMESPACE] NAME SOURCE GROUP DISCONNECTED AGE`; wide adds IDENTITY and ADDRESSES. */
-export function pruneColumns(allNamespaces: boolean, now: Date, age: (ts: string, now: Date) => string): Column<Registration>[] {
+export function pruneColumns(allNamespaces: boolean, now: Date): Column<Registration>[] {
   const cols: Column<Registration>[] = []
   if (allNamespaces) cols.push({header: 'NAMESPACE', value: (r) => r.namespace})
   cols.push(

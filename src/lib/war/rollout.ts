@@ -1,42 +1,11 @@
 /**
- * `meshvm war rollout GROUP`: re-onboard the workloads of a WorkloadGroup after the group changed,
- * the way a Deployment rolls out, because TSB applies a group change only to workloads that onboard
- * after it (a WAR keeps a snapshot of the group taken at onboarding: TSB's onboarding docs,
- * docs.tetrate.io, WorkloadAutoRegistration lifecycle).
- *
- * 1. The plan is computed from the cluster on every run: the group's WARs whose snapshot differs
- *    from the current group spec (or, for WARs that record no snapshot, whose WorkloadEntry differs
- *    from what the group would produce), in name order. Stale WARs whose agent is not connected are
- *    skipped: their agent cannot re-onboard now, and deleting them could not be verified.
- * 2. Up to `maxUnavailable` registrations are deleted at a time (UID precondition); each is then
- *    awaited until a new WAR of the same name (TSB names it `<group>-<identity>`, so it is stable)
- *    exists with a new UID, AgentConnected=True, a snapshot equal to the current group spec and,
- *    when the group has a probe, a WorkloadEntry whose Healthy condition is True. A slot frees as
- *    soon as its workload is back, and the next one starts.
- * 3. The first failure stops the rollout: nothing new is started, workloads already in flight are
- *    still awaited, and the report says what happened to each registration.
- *
- * Resuming. A registration that was deleted and whose agent has not re-registered it is invisible
- * in the cluster, so the plan alone cannot resume a rollout that stopped (Ctrl-C, crash, time-out)
- * while one was in flight. The rollout therefore remembers what it deleted, in the annotation
- * `rollout.meshvm.io/awaiting` of its Lease (`coordination.k8s.io/v1`, `meshvm-rollout-GROUP` in the
- * group's namespace; a sorted JSON list of names, removed when the list empties): before each delete
- * it adds the name, and it takes the name out again only when the verdict is `re-onboarded`. Every
- * run (`--dry-run` too, which only reads) starts from that list:
- * - an awaited name that is absent, or present from the current spec but not yet ready (agent not
- *   connected, or not healthy when the group has a probe), is awaited first, without a delete, and
- *   takes one of the `maxUnavailable` slots;
- * - one that is present and ready is dropped from the list and counted up to date;
- * - one that is present and still stale goes through the plan like any stale registration.
- * The same Lease is the lock that keeps two runs from together exceeding `maxUnavailable`
- * (holderIdentity, leaseDurationSeconds, renewTime, as client-go's leader election). It is taken
- * before anything is deleted, so a missing permission on leases fails before any delete. A name
- * whose VM is gone for good stays awaited (every re-run times out on it) until someone removes it
- * from the annotation. The user's WorkloadGroup is only read.
- *
- * Failures and exit codes: a workload that does not come back connected within `timeoutMs` → 9
- * (TIMEOUT); one that comes back but stays unhealthy or comes back from an old snapshot → 8
- * (CHECK_FAILED); an API error → that error's code; Ctrl-C → 130.
+ * `meshvm war rollout GROUP`: re-onboard the workloads of a WorkloadGroup after the group changed, the
+ * way a Deployment rolls out, because TSB applies a group change only to workloads that onboard after
+ * it (a WAR keeps a snapshot of the group taken at onboarding). The plan is worked out from the cluster
+ * on every run; what a run deleted and is not back yet is remembered in the group's rollout Lease
+ * (coordination.k8s.io/v1), which is also the lock that keeps two runs from together exceeding
+ * maxUnavailable; the user's WorkloadGroup is only read. The steps, resuming, the Lease and the exit
+ * codes are described in docs/war.md ("meshvm war rollout GROUP").
  */
 import {spawn} from 'node:child_process'
 import {createHash} from 'node:crypto'
@@ -46,10 +15,10 @@ import {humanDuration} from '../output/age.js'
 import {terminalSafe} from '../output/terminal.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
-import {conditionOf, ownerOfKind, type KubeObject} from '../kube/object.js'
+import {conditionOf, conditionStatus, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {resourcePath, Resources} from '../kube/resources.js'
 import {sleep} from '../util/sleep.js'
-import {CRD_MISSING, deleteRegistration, groupNameOf, isListedWorkloadEntry, ownedWorkloadEntry, warApiServed, withPermission} from './fetch.js'
+import {CRD_MISSING, deleteRegistration, getObject, groupNameOf, isListedWorkloadEntry, listObjects, ownedWorkloadEntry, registrationResource, warApiServed, withPermission} from './fetch.js'
 import {HBONE_METADATA, missingTunnelLabels, readHboneEvidence, TUNNEL_LABEL_SINCE} from './hbone.js'
 import {
   registrationFromWar,
@@ -59,6 +28,7 @@ import {
   warSnapshot,
   workloadEntryDifference,
   type ConnectedStatus,
+  type Registration,
   type WorkloadEntryObject,
   type WorkloadGroup,
 } from './model.js'
@@ -90,10 +60,6 @@ export interface RolloutOptions {
   select?: 'stale' | 'missing-tunnel-label'
   /** Where the istiods and their mesh configs are (for `missing-tunnel-label`). */
   istioNamespace?: string
-  /** Who holds the group's rollout lease (default: user@host pid N). */
-  holder?: string
-  /** How long the lease lasts without renewal (default 60s). */
-  leaseDurationMs?: number
   /** Progress lines (stderr). */
   progress: (line: string) => void
   warn: (line: string) => void
@@ -159,7 +125,6 @@ interface Candidate {
   kind: 'war' | 'workloadentry'
   address?: string
   uid?: string
-  resourceVersion?: string
   agentConnected: ConnectedStatus
 }
 
@@ -174,6 +139,8 @@ export function elapsedText(ms: number): string {
  * GitOps tools see no drift, and the permission needed is create/get/update on leases.
  */
 export const LEASE_PREFIX = 'meshvm-rollout-'
+/** How long the lease lasts without renewal; it is renewed when a third of it has passed. */
+const LEASE_MS = 60_000
 /** On the Lease: the registrations a rollout deleted that are not back yet (a sorted JSON list of names). */
 export const AWAITING_ANNOTATION = 'rollout.meshvm.io/awaiting'
 /** On the Lease: the WorkloadGroup it coordinates (the name may be shortened, see leaseName). */
@@ -198,19 +165,13 @@ export interface RolloutLease {
   leaseDurationSeconds: number
 }
 
-/** The holder and times of a Lease; undefined when nobody holds it. */
-export function leaseHolder(lease: unknown): RolloutLease | undefined {
+/** The holder and times of a lease someone else holds that has not expired at `now` (client-go: renewTime + leaseDurationSeconds). */
+function liveLeaseOfOther(lease: unknown, holder: string, now: number): RolloutLease | undefined {
   const spec = (lease as LeaseObject | undefined)?.spec
   if (!spec || typeof spec.holderIdentity !== 'string' || spec.holderIdentity === '' || typeof spec.renewTime !== 'string' || typeof spec.leaseDurationSeconds !== 'number') return undefined
+  const renewed = Date.parse(spec.renewTime)
+  if (spec.holderIdentity === holder || Number.isNaN(renewed) || renewed + spec.leaseDurationSeconds * 1000 <= now) return undefined
   return {holder: spec.holderIdentity, acquireTime: spec.acquireTime ?? spec.renewTime, renewTime: spec.renewTime, leaseDurationSeconds: spec.leaseDurationSeconds}
-}
-
-/** A lease someone else holds that has not expired at `now` (client-go: renewTime + leaseDurationSeconds). */
-export function liveLeaseOfOther(lease: unknown, holder: string, now: number): RolloutLease | undefined {
-  const l = leaseHolder(lease)
-  if (!l || l.holder === holder) return undefined
-  const renewed = Date.parse(l.renewTime)
-  return Number.isNaN(renewed) || renewed + l.leaseDurationSeconds * 1000 <= now ? undefined : l
 }
 
 export function leaseConflict(namespace: string, group: string, l: RolloutLease): MeshvmError {
@@ -230,7 +191,7 @@ const microTime = (d: Date): string => d.toISOString().replace(/\.(\d{3})Z$/, '.
 
 /** The Lease of a group's rollouts, if there is one. */
 export async function getRolloutLease(client: KubeClient, namespace: string, group: string): Promise<LeaseObject | undefined> {
-  return withPermission('get', Resources.leases, namespace, () => client.getOptional<LeaseObject>(resourcePath(Resources.leases, {namespace, name: leaseName(group)})))
+  return getObject<LeaseObject>(client, Resources.leases, namespace, leaseName(group))
 }
 
 /**
@@ -244,8 +205,8 @@ export async function getRolloutLease(client: KubeClient, namespace: string, gro
  */
 class RolloutRecord {
   readonly names = new Set<string>()
+  /** The list as the Lease holds it ('' when it has none). */
   private written: string
-  private lease: LeaseObject | undefined
   private acquired?: string
   private lastWrite = 0
   private chain: Promise<void> = Promise.resolve()
@@ -254,28 +215,20 @@ class RolloutRecord {
     private readonly client: KubeClient,
     private readonly namespace: string,
     private readonly group: string,
-    lease: LeaseObject | undefined,
+    private lease: LeaseObject | undefined,
     private readonly holder: string,
-    private readonly leaseMs: number,
-    warn: (line: string) => void,
+    private readonly warn: (line: string) => void,
   ) {
-    this.lease = lease
-    const raw = lease?.metadata?.annotations?.[AWAITING_ANNOTATION]
-    this.written = raw ?? ''
-    this.warn = warn
-    if (raw !== undefined && raw !== '') this.adopt(raw, `annotation ${AWAITING_ANNOTATION} on lease ${namespace}/${leaseName(group)}`)
+    this.written = lease?.metadata?.annotations?.[AWAITING_ANNOTATION] ?? ''
+    if (this.written !== '') this.adopt(this.written, `annotation ${AWAITING_ANNOTATION} on lease ${namespace}/${leaseName(group)}`)
   }
-
-  private readonly warn: (line: string) => void
 
   /** Adds the names of a recorded list (a JSON list of names); a malformed one is ignored with a warning. */
   adopt(raw: string, where: string): void {
     let parsed: unknown
     try {
       parsed = JSON.parse(raw)
-    } catch {
-      parsed = undefined
-    }
+    } catch {}
     if (Array.isArray(parsed) && parsed.every((x) => typeof x === 'string' && x !== '')) {
       for (const name of parsed as string[]) this.names.add(name)
     } else {
@@ -313,7 +266,7 @@ class RolloutRecord {
 
   /** Renews the lease when a third of it has passed. */
   renew(): Promise<void> {
-    if (!this.held || Date.now() - this.lastWrite < this.leaseMs / 3) return this.chain
+    if (!this.held || Date.now() - this.lastWrite < LEASE_MS / 3) return this.chain
     return this.write(false)
   }
 
@@ -337,7 +290,7 @@ class RolloutRecord {
         {...current?.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: at, renewTime: at, leaseTransitions: transitions}
       : {
           holderIdentity: this.holder,
-          leaseDurationSeconds: Math.ceil(this.leaseMs / 1000),
+          leaseDurationSeconds: LEASE_MS / 1000,
           acquireTime: this.acquired ?? at,
           renewTime: at,
           leaseTransitions: previous && previous !== this.holder ? transitions + 1 : transitions,
@@ -405,8 +358,17 @@ function asMeshvmError(err: unknown): MeshvmError {
   throw err
 }
 
+/** Records what became of a registration. */
+function settle(item: RolloutItem, result: ItemResult, detail: string): void {
+  item.result = result
+  item.detail = detail
+}
+
+/** The report's failure for an error: `what` went wrong, then the error's message and hints. */
+const failureOf = (e: MeshvmError, what: string): NonNullable<RolloutReport['failure']> => ({exit: e.exit, message: `${what}: ${e.message}`, hints: [...e.hints]})
+
 async function getGroup(client: KubeClient, namespace: string, name: string): Promise<WorkloadGroup & KubeObject> {
-  const group = await withPermission('get', Resources.workloadGroups, namespace, () => client.getOptional<WorkloadGroup & KubeObject>(resourcePath(Resources.workloadGroups, {namespace, name})))
+  const group = await getObject<WorkloadGroup & KubeObject>(client, Resources.workloadGroups, namespace, name)
   if (!group) {
     throw new MeshvmError(`workloadgroup "${name}" not found in namespace "${namespace}"`, {
       exit: ExitCode.NOT_FOUND,
@@ -417,7 +379,8 @@ async function getGroup(client: KubeClient, namespace: string, name: string): Pr
   return group
 }
 
-const ownedByGroup = (obj: unknown, group: string): boolean => ownerOfKind(obj, 'WorkloadGroup')?.name === group
+/** An auto-registered WorkloadEntry as a candidate, from its row. */
+const entryCandidate = (we: KubeObject, reg: Registration): Candidate => ({name: reg.name, kind: 'workloadentry', address: reg.addresses[0], uid: we.metadata?.uid, agentConnected: reg.agentConnected})
 
 /**
  * --missing-tunnel-label: the group's auto-registered WorkloadEntries, and those of HBONE-capable
@@ -428,18 +391,13 @@ async function planTunnel(client: KubeClient, o: RolloutOptions, awaited: Set<st
   const namespace = o.namespace
   const evidence = await readHboneEvidence(client, o.istioNamespace ?? 'istio-system')
   const mine: WorkloadEntryObject[] = []
-  await withPermission('list', Resources.workloadEntries, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}), {}, o.chunkSize)) {
-      for (const we of page.items) {
-        if (ownerOfKind(we, Resources.workloadAutoRegistrations.kind) || !isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
-        mine.push(we as WorkloadEntryObject)
-      }
-    }
-  })
+  for await (const we of listObjects(client, Resources.workloadEntries, namespace, o.chunkSize)) {
+    if (ownerOfKind(we, Resources.workloadAutoRegistrations.kind) || !isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
+    mine.push(we)
+  }
   const present = new Set(mine.map((we) => WE_PREFIX + (we.metadata?.name ?? '')).filter((k) => awaited.has(k)))
   const stale: Candidate[] = missingTunnelLabels(mine, evidence).map((m) => {
-    const reg = registrationFromWorkloadEntry(m.we)
-    const c: Candidate = {name: m.name, kind: 'workloadentry', address: reg.addresses[0], uid: m.we.metadata?.uid, resourceVersion: m.we.metadata?.resourceVersion, agentConnected: reg.agentConnected}
+    const c = entryCandidate(m.we, registrationFromWorkloadEntry(m.we))
     if (m.labelsOnRegistration === false) {
       c.skip = `istiod ${m.istiod} (${evidence.istiods.get(m.istiod!)?.version}) is older than ${TUNNEL_LABEL_SINCE} and would re-register it without the label; label it instead: kubectl label workloadentry ${m.name} -n ${namespace} ${TUNNEL_LABEL}=http`
     }
@@ -460,49 +418,37 @@ async function plan(client: KubeClient, group: WorkloadGroup, o: RolloutOptions,
   // WARs that record no snapshot are judged by their WorkloadEntry, found in the WorkloadEntry pass.
   const bySnapshotless = new Map<string, Candidate>()
   if (warServed) {
-    await withPermission('list', Resources.workloadAutoRegistrations, namespace, async () => {
-      for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace}), {}, o.chunkSize)) {
-        for (const war of page.items) {
-          if (!ownedByGroup(war, o.group)) continue
-          total++
-          if (awaited.has(war.metadata?.name ?? '')) present.add(war.metadata!.name!)
-          const reg = registrationFromWar(war, group)
-          const c: Candidate = {name: reg.name, kind: 'war', uid: war.metadata?.uid, resourceVersion: war.metadata?.resourceVersion, agentConnected: reg.agentConnected}
-          if (warSnapshot(war) !== undefined) {
-            if (staleDifference(war, group) !== '') stale.push(c)
-          } else if (c.uid) bySnapshotless.set(c.uid, c)
-        }
-      }
-    })
+    for await (const war of listObjects(client, Resources.workloadAutoRegistrations, namespace, o.chunkSize)) {
+      if (ownerOfKind(war, 'WorkloadGroup')?.name !== o.group) continue
+      total++
+      if (awaited.has(war.metadata?.name ?? '')) present.add(war.metadata!.name!)
+      const reg = registrationFromWar(war, group)
+      const c: Candidate = {name: reg.name, kind: 'war', uid: war.metadata?.uid, agentConnected: reg.agentConnected}
+      if (warSnapshot(war) !== undefined) {
+        if (staleDifference(war, group) !== '') stale.push(c)
+      } else if (c.uid) bySnapshotless.set(c.uid, c)
+    }
   }
   // Auto-registered WorkloadEntries no WAR owns are registrations of their own (Istio's auto-registration).
-  await withPermission('list', Resources.workloadEntries, namespace, async () => {
-    for await (const page of client.listPages<KubeObject>(resourcePath(Resources.workloadEntries, {namespace}), {}, o.chunkSize)) {
-      for (const we of page.items) {
-        const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
-        if (owner) {
-          const c = owner.uid ? bySnapshotless.get(owner.uid) : undefined
-          if (!c) continue
-          bySnapshotless.delete(owner.uid!)
-          if (workloadEntryDifference(we, group) !== '') stale.push(c)
-          continue
-        }
-        if (!isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
-        total++
-        const name = we.metadata?.name ?? ''
-        if (awaited.has(WE_PREFIX + name)) present.add(WE_PREFIX + name)
-        const reg = registrationFromWorkloadEntry(we, group)
-        if (reg.stale) stale.push({name, kind: 'workloadentry', address: reg.addresses[0], uid: we.metadata?.uid, resourceVersion: we.metadata?.resourceVersion, agentConnected: reg.agentConnected})
-      }
+  for await (const we of listObjects(client, Resources.workloadEntries, namespace, o.chunkSize)) {
+    const owner = ownerOfKind(we, Resources.workloadAutoRegistrations.kind)
+    if (owner) {
+      const c = owner.uid ? bySnapshotless.get(owner.uid) : undefined
+      if (!c) continue
+      bySnapshotless.delete(owner.uid!)
+      if (workloadEntryDifference(we, group) !== '') stale.push(c)
+      continue
     }
-  })
+    if (!isListedWorkloadEntry(we, 'workloadentry') || groupNameOf('workloadentry', we) !== o.group) continue
+    total++
+    const key = WE_PREFIX + (we.metadata?.name ?? '')
+    if (awaited.has(key)) present.add(key)
+    const reg = registrationFromWorkloadEntry(we, group)
+    if (reg.stale) stale.push(entryCandidate(we, reg))
+  }
   if (bySnapshotless.size > 0) {
-    o.warn(
-      `${bySnapshotless.size} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${[...bySnapshotless.values()]
-        .map((c) => c.name)
-        .sort()
-        .join(', ')}`,
-    )
+    const names = [...bySnapshotless.values()].map((c) => c.name).sort()
+    o.warn(`${names.length} registration(s) record no group snapshot and own no WorkloadEntry, so whether they are stale cannot be told; they are left alone: ${names.join(', ')}`)
   }
   stale.sort((a, b) => (a.kind !== b.kind ? (a.kind === 'war' ? -1 : 1) : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return {total, stale, present}
@@ -520,57 +466,38 @@ interface Check {
   detail: string
 }
 
-function healthy(we: KubeObject | undefined): {ok: boolean; detail: string} {
-  if (!we) return {ok: false, detail: 'its WorkloadEntry does not exist yet'}
+/** Back and `to` (connected…): ready, unless the group has a probe and the WorkloadEntry is not healthy. */
+function readyUnlessUnhealthy(to: string, group: WorkloadGroup, we: KubeObject | undefined): Check {
+  if (!group.spec?.probe) return {phase: 'ready', detail: to}
   const c = conditionOf(we, 'Healthy')
-  if (!c) return {ok: false, detail: 'no health check result yet'}
-  if (String(c.status).toLowerCase() === 'true') return {ok: true, detail: 'healthy'}
-  const why = [c.reason, c.message].filter(Boolean).join(': ')
-  return {ok: false, detail: `not healthy${why ? ` (${why})` : ''}`}
+  if (conditionStatus(c) === 'True') return {phase: 'ready', detail: `${to}, healthy`}
+  const why = [c?.reason, c?.message].filter(Boolean).join(': ')
+  return {phase: 'unhealthy', detail: `${to}, but ${!we ? 'its WorkloadEntry does not exist yet' : !c ? 'no health check result yet' : `not healthy${why ? ` (${why})` : ''}`}`}
 }
+
+/** Why a deleted registration is not back yet, by kind: a WAR is re-made by its agent, an auto-registered WorkloadEntry by istiod when the VM's sidecar reconnects. */
+const NOT_BACK: Record<Registration['source'], string> = {war: 'the agent has not re-registered the workload', workloadentry: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
 
 /** Where one re-onboarding stands now. */
-async function check(client: KubeClient, namespace: string, c: {name: string; kind: 'war' | 'workloadentry'}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
-  const name = c.name
-  if (c.kind === 'workloadentry') return checkWorkloadEntry(client, namespace, name, oldUid, group, needTunnel)
-  const war = await withPermission('get', Resources.workloadAutoRegistrations, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadAutoRegistrations, {namespace, name})))
-  if (!war) return {phase: 'gone', detail: 'the agent has not re-registered the workload'}
-  if (oldUid !== undefined && war.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old registration is still being deleted'}
-  const reg = registrationFromWar(war, group)
-  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its agent is not connected'}
-  const snapshot = warSnapshot(war) !== undefined
-  if (snapshot && staleDifference(war, group) !== '') return {phase: 'stale', detail: 're-registered from an older WorkloadGroup spec than the current one'}
-  const probe = Boolean((group.spec as {probe?: unknown} | undefined)?.probe)
-  let we: KubeObject | undefined
-  if (probe || !snapshot) we = await ownedWorkloadEntry(client, war)
+async function check(client: KubeClient, namespace: string, c: {name: string; kind: Registration['source']}, oldUid: string | undefined, group: WorkloadGroup, needTunnel = false): Promise<Check> {
+  const isWar = c.kind === 'war'
+  const obj = await getObject(client, registrationResource(c.kind), namespace, c.name)
+  if (!obj) return {phase: 'gone', detail: NOT_BACK[c.kind]}
+  if (oldUid !== undefined && obj.metadata?.uid === oldUid) return {phase: 'deleting', detail: `the old ${isWar ? 'registration' : 'WorkloadEntry'} is still being deleted`}
+  const reg = isWar ? registrationFromWar(obj, group) : registrationFromWorkloadEntry(obj, group)
+  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: `re-registered, but its ${isWar ? 'agent' : 'sidecar'} is not connected`}
+  if (!isWar) {
+    if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
+    if (needTunnel && !reg.tunnel) {
+      return {phase: 'no-tunnel', detail: `re-registered without the ${TUNNEL_LABEL} label: is its istiod ${TUNNEL_LABEL_SINCE} or later, and does the proxy advertise ${HBONE_METADATA}=true?`}
+    }
+    return readyUnlessUnhealthy(reg.connectedTo ? `connected to ${reg.connectedTo}${needTunnel ? `, ${TUNNEL_LABEL}=${reg.tunnel}` : ''}` : 'connected', group, obj)
+  }
+  const snapshot = warSnapshot(obj) !== undefined
+  if (snapshot && staleDifference(obj, group) !== '') return {phase: 'stale', detail: 're-registered from an older WorkloadGroup spec than the current one'}
+  const we = group.spec?.probe || !snapshot ? await ownedWorkloadEntry(client, obj) : undefined
   if (!snapshot && we && workloadEntryDifference(we, group) !== '') return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
-  const to = reg.connectedTo ? `connected to ${reg.connectedTo}` : 'connected'
-  if (probe) {
-    const h = healthy(we)
-    if (!h.ok) return {phase: 'unhealthy', detail: `${to}, but ${h.detail}`}
-    return {phase: 'ready', detail: `${to}, healthy`}
-  }
-  return {phase: 'ready', detail: to}
-}
-
-/** An auto-registered WorkloadEntry: istiod makes a new one from the current group when the sidecar reconnects. */
-async function checkWorkloadEntry(client: KubeClient, namespace: string, name: string, oldUid: string | undefined, group: WorkloadGroup, needTunnel: boolean): Promise<Check> {
-  const we = await withPermission('get', Resources.workloadEntries, namespace, () => client.getOptional<KubeObject>(resourcePath(Resources.workloadEntries, {namespace, name})))
-  if (!we) return {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}
-  if (oldUid !== undefined && we.metadata?.uid === oldUid) return {phase: 'deleting', detail: 'the old WorkloadEntry is still being deleted'}
-  const reg = registrationFromWorkloadEntry(we, group)
-  if (reg.agentConnected !== 'True') return {phase: 'disconnected', detail: 're-registered, but its sidecar is not connected'}
-  if (reg.stale) return {phase: 'stale', detail: 'its WorkloadEntry does not match the current WorkloadGroup'}
-  if (needTunnel && !reg.tunnel) {
-    return {phase: 'no-tunnel', detail: `re-registered without the ${TUNNEL_LABEL} label: is its istiod ${TUNNEL_LABEL_SINCE} or later, and does the proxy advertise ${HBONE_METADATA}=true?`}
-  }
-  const to = reg.connectedTo ? `connected to ${reg.connectedTo}${needTunnel ? `, ${TUNNEL_LABEL}=${reg.tunnel}` : ''}` : 'connected'
-  if ((group.spec as {probe?: unknown} | undefined)?.probe) {
-    const h = healthy(we)
-    if (!h.ok) return {phase: 'unhealthy', detail: `${to}, but ${h.detail}`}
-    return {phase: 'ready', detail: `${to}, healthy`}
-  }
-  return {phase: 'ready', detail: to}
+  return readyUnlessUnhealthy(reg.connectedTo ? `connected to ${reg.connectedTo}` : 'connected', group, we)
 }
 
 /** The environment a --restart-command runs with. */
@@ -594,12 +521,8 @@ function runRestart(command: string, env: Record<string, string>, signal?: Abort
   })
 }
 
-function verdict(phase: Phase): {result: ItemResult; exit: ExitCodeValue} {
-  if (phase === 'unhealthy') return {result: 'unhealthy', exit: ExitCode.CHECK_FAILED}
-  if (phase === 'stale') return {result: 'stale', exit: ExitCode.CHECK_FAILED}
-  if (phase === 'no-tunnel') return {result: 'no tunnel label', exit: ExitCode.CHECK_FAILED}
-  return {result: 'timed out', exit: ExitCode.TIMEOUT}
-}
+/** The verdict on a workload not ready in time: a check that failed, else (not back, or not connected) a time-out. */
+const FAILED_CHECKS: Partial<Record<Phase, ItemResult>> = {unhealthy: 'unhealthy', stale: 'stale', 'no-tunnel': 'no tunnel label'}
 
 /** `lease NS/NAME`, as messages name the rollout's Lease. */
 const leaseRef = (o: Pick<RolloutOptions, 'group' | 'namespace'>): string => `lease ${o.namespace}/${leaseName(o.group)}`
@@ -623,7 +546,7 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
   const group = await getGroup(client, o.namespace, o.group)
   const warServed = await warApiServed(client)
   if (!warServed) o.progress(`Note: ${CRD_MISSING}: only auto-registered WorkloadEntries are rolled out.`)
-  const holder = o.holder ?? defaultHolder()
+  const holder = defaultHolder()
   // Two runs on one group would together exceed --max-unavailable and overwrite each other's record.
   let lease: LeaseObject | undefined
   try {
@@ -636,7 +559,7 @@ export async function rollout(client: KubeClient, o: RolloutOptions): Promise<Ro
   const other = liveLeaseOfOther(lease, holder, Date.now())
   if (other && !o.dryRun) throw leaseConflict(o.namespace, o.group, other)
   if (other) o.warn(leaseConflict(o.namespace, o.group, other).message)
-  const awaiting = new RolloutRecord(client, o.namespace, o.group, lease, holder, o.leaseDurationMs ?? 60_000, o.warn)
+  const awaiting = new RolloutRecord(client, o.namespace, o.group, lease, holder, o.warn)
   // meshvm before the Lease kept the list on the group: carried over into the Lease, so no deleted registration is forgotten.
   const legacy = group.metadata?.annotations?.[AWAITING_ANNOTATION]
   if (legacy) {
@@ -701,14 +624,10 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     ...(c.address ? {address: c.address} : {}),
     agentConnected: c.agentConnected,
   })
-  waits.forEach((w, i) => report.items.push({...item(w.c), result: o.dryRun ? 'planned' : 'not started', deletedEarlier: true, step: i + 1}))
-  todo.forEach((c, i) => report.items.push({...item(c), result: o.dryRun ? 'planned' : 'not started', step: waits.length + i + 1}))
-  for (const c of needsRestart) {
-    report.items.push({...item(c), result: 'needs restart', detail: "delete the entry and restart the VM's sidecar (or pass --restart-command)"})
-  }
-  for (const c of skipped) {
-    report.items.push({...item(c), result: 'skipped', detail: 'agent not connected: it cannot re-onboard now; re-run the rollout once it reconnects'})
-  }
+  for (const [i, w] of waits.entries()) report.items.push({...item(w.c), result: o.dryRun ? 'planned' : 'not started', deletedEarlier: true, step: i + 1})
+  for (const [i, c] of todo.entries()) report.items.push({...item(c), result: o.dryRun ? 'planned' : 'not started', step: waits.length + i + 1})
+  for (const c of needsRestart) report.items.push({...item(c), result: 'needs restart', detail: "delete the entry and restart the VM's sidecar (or pass --restart-command)"})
+  for (const c of skipped) report.items.push({...item(c), result: 'skipped', detail: 'agent not connected: it cannot re-onboard now; re-run the rollout once it reconnects'})
   for (const c of cannot) report.items.push({...item(c), result: 'skipped', detail: c.skip!})
   const where = `workloadgroup ${o.namespace}/${o.group}${report.generation !== undefined ? ` (generation ${report.generation})` : ''}`
   let restartOnly: RolloutReport['failure']
@@ -733,11 +652,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
           await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}}, {dryRun: true})
         } catch (err) {
           const e = asMeshvmError(err)
-          report.failure = {
-            exit: e.exit,
-            message: `server dry run of ${where}: the API server refused to delete ${c.kind === 'war' ? 'WorkloadAutoRegistration' : 'WorkloadEntry'} ${c.name}: ${e.message}`,
-            hints: [...e.hints],
-          }
+          report.failure = failureOf(e, `server dry run of ${where}: the API server refused to delete ${c.kind === 'war' ? 'WorkloadAutoRegistration' : 'WorkloadEntry'} ${c.name}`)
           return report
         }
       }
@@ -755,7 +670,7 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
       const e = asMeshvmError(err)
       if (e.code === 'RolloutInProgress') throw e
       report.status = 'failed'
-      report.failure = {exit: e.exit, message: `rollout of ${where} stopped before deleting anything: could not take its lease (${leaseRef(o)}): ${e.message}`, hints: [...e.hints]}
+      report.failure = failureOf(e, `rollout of ${where} stopped before deleting anything: could not take its lease (${leaseRef(o)})`)
       return report
     }
   }
@@ -786,9 +701,6 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     o.progress(`[${item.step}/${n}] waiting for ${w.c.name} to re-onboard (deleted by an earlier rollout): ${w.last.detail}`)
     inflight.push({c: w.c, item, started: Date.now(), last: w.last})
   }
-  const fail = (exit: ExitCodeValue, message: string): void => {
-    report.failure ??= {exit, message, hints: []}
-  }
 
   while ((queue.length > 0 && report.failure === undefined) || inflight.length > 0) {
     if (o.signal?.aborted) break
@@ -803,28 +715,26 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
       } catch (err) {
         const e = asMeshvmError(err)
         awaiting.names.delete(recordKey(c))
-        item.result = 'failed'
-        item.detail = `not deleted: could not record it in its lease: ${e.message}`
-        report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped before deleting ${c.name}: could not record it in its lease (${leaseRef(o)}): ${e.message}`, hints: [...e.hints]}
+        settle(item, 'failed', `not deleted: could not record it in its lease: ${e.message}`)
+        report.failure ??= failureOf(e, `rollout of ${where} stopped before deleting ${c.name}: could not record it in its lease (${leaseRef(o)})`)
         break
       }
       try {
         const existed = await deleteRegistration(client, c.kind, {metadata: {name: c.name, namespace: o.namespace, uid: c.uid}})
         if (c.kind === 'war') {
           o.progress(`[${item.step}/${n}] ${existed ? 'deleted' : 'already gone:'} ${c.name}; waiting for its agent to re-onboard it`)
-          inflight.push({c, item, started: Date.now(), last: {phase: 'gone', detail: 'the agent has not re-registered the workload'}})
+          inflight.push({c, item, started: Date.now(), last: {phase: 'gone', detail: NOT_BACK.war}})
         } else {
           // Deleted first: a sidecar that reconnects to an existing entry keeps it as it is (istiod's registerWorkload).
           o.progress(`[${item.step}/${n}] ${existed ? 'deleted WorkloadEntry' : 'WorkloadEntry already gone:'} ${c.name}; restarting the sidecar of ${c.address ?? 'the VM'} (--restart-command)`)
           const restart: {done?: {code: number; last: string}} = {}
           void runRestart(o.restartCommand!, restartEnvironment(c, o.namespace), o.signal).then((r) => (restart.done = r))
-          inflight.push({c, item, started: Date.now(), restart, last: {phase: 'gone', detail: "istiod has not re-registered it: the VM's sidecar has not reconnected"}})
+          inflight.push({c, item, started: Date.now(), restart, last: {phase: 'gone', detail: NOT_BACK.workloadentry}})
         }
       } catch (err) {
         const e = asMeshvmError(err)
-        item.result = 'failed'
-        item.detail = `delete failed: ${e.message}`
-        report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not delete ${c.name}: ${e.message}`, hints: [...e.hints]}
+        settle(item, 'failed', `delete failed: ${e.message}`)
+        report.failure ??= failureOf(e, `rollout of ${where} stopped: could not delete ${c.name}`)
         // Not deleted, so not awaited. Should this write fail, the name stays listed: harmless, as
         // the next run finds the registration present and drops it.
         awaiting.names.delete(recordKey(c))
@@ -838,11 +748,8 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
       await awaiting.renew()
     } catch (err) {
       const e = asMeshvmError(err)
-      report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not renew its lease (${leaseRef(o)}): ${e.message}`, hints: [...e.hints]}
-      for (const f of inflight.splice(0)) {
-        f.item.result = 'failed'
-        f.item.detail = `deleted; not verified: ${e.message}`
-      }
+      report.failure ??= failureOf(e, `rollout of ${where} stopped: could not renew its lease (${leaseRef(o)})`)
+      for (const f of inflight.splice(0)) settle(f.item, 'failed', `deleted; not verified: ${e.message}`)
       break
     }
     try {
@@ -850,18 +757,14 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
     } catch (err) {
       // The group itself went away or cannot be read: nothing in flight can be verified.
       const e = asMeshvmError(err)
-      for (const f of inflight.splice(0)) {
-        f.item.result = 'failed'
-        f.item.detail = `deleted; could not be verified: ${e.message}`
-      }
-      report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: ${e.message}`, hints: [...e.hints]}
+      for (const f of inflight.splice(0)) settle(f.item, 'failed', `deleted; could not be verified: ${e.message}`)
+      report.failure ??= failureOf(e, `rollout of ${where} stopped`)
       break
     }
     for (const f of [...inflight]) {
       const r = f.restart?.done
       if (r && r.code !== 0) {
-        f.item.result = 'failed'
-        f.item.detail = `deleted; the restart command exited with code ${r.code}${r.last ? `: ${r.last}` : ''}`
+        settle(f.item, 'failed', `deleted; the restart command exited with code ${r.code}${r.last ? `: ${r.last}` : ''}`)
         o.progress(`[${f.item.step}/${n}] ${f.c.name}: ${f.item.detail}`)
         report.failure ??= {
           exit: ExitCode.FAILURE,
@@ -875,16 +778,14 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         f.last = await check(client, o.namespace, f.c, f.c.uid, group, tunnelMode)
       } catch (err) {
         const e = asMeshvmError(err)
-        f.item.result = 'failed'
-        f.item.detail = `deleted; could not be verified: ${e.message}`
-        report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not check on ${f.c.name}: ${e.message}`, hints: [...e.hints]}
+        settle(f.item, 'failed', `deleted; could not be verified: ${e.message}`)
+        report.failure ??= failureOf(e, `rollout of ${where} stopped: could not check on ${f.c.name}`)
         inflight.splice(inflight.indexOf(f), 1)
         continue
       }
       const elapsed = Date.now() - f.started
       if (f.last.phase === 'ready') {
-        f.item.result = 're-onboarded'
-        f.item.detail = f.last.detail
+        settle(f.item, 're-onboarded', f.last.detail)
         f.item.seconds = Math.round(elapsed / 100) / 10
         o.progress(`[${f.item.step}/${n}] ${f.c.name} re-onboarded in ${elapsedText(elapsed)}: ${f.last.detail}`)
         awaiting.names.delete(recordKey(f.c))
@@ -893,28 +794,23 @@ async function rolloutHeld(client: KubeClient, o: RolloutOptions, initialGroup: 
         } catch (err) {
           // It is back; only the bookkeeping failed (the next run finds it ready and drops it).
           const e = asMeshvmError(err)
-          report.failure ??= {exit: e.exit, message: `rollout of ${where} stopped: could not update its lease (${leaseRef(o)}) after ${f.c.name} re-onboarded: ${e.message}`, hints: [...e.hints]}
+          report.failure ??= failureOf(e, `rollout of ${where} stopped: could not update its lease (${leaseRef(o)}) after ${f.c.name} re-onboarded`)
         }
       } else if (elapsed >= o.timeoutMs) {
-        const v = verdict(f.last.phase)
-        f.item.result = v.result
-        f.item.seconds = Math.round(elapsed / 100) / 10
-        f.item.detail = v.result === 'timed out' ? `not back connected within ${humanDuration(o.timeoutMs)}: ${f.last.detail}` : `after ${humanDuration(o.timeoutMs)}: ${f.last.detail}`
-        o.progress(`[${f.item.step}/${n}] ${f.c.name} ${v.result === 'timed out' ? 'did not come back' : 'failed'}: ${f.item.detail}`)
-        fail(
-          v.exit,
-          `rollout of ${where} stopped: ${f.c.name} ${v.result === 'timed out' ? 'did not come back connected' : v.result === 'unhealthy' ? 'came back but is not healthy' : 'came back from an old group snapshot'} within ${humanDuration(o.timeoutMs)}`,
-        )
+        const result = FAILED_CHECKS[f.last.phase] ?? 'timed out'
+        const timedOut = result === 'timed out'
+        f.item.seconds = Math.round(elapsed / 100) / 10 // before the detail: the report's key order
+        settle(f.item, result, `${timedOut ? 'not back connected within' : 'after'} ${humanDuration(o.timeoutMs)}: ${f.last.detail}`)
+        o.progress(`[${f.item.step}/${n}] ${f.c.name} ${timedOut ? 'did not come back' : 'failed'}: ${f.item.detail}`)
+        const how = timedOut ? 'did not come back connected' : result === 'unhealthy' ? 'came back but is not healthy' : 'came back from an old group snapshot'
+        report.failure ??= {exit: timedOut ? ExitCode.TIMEOUT : ExitCode.CHECK_FAILED, message: `rollout of ${where} stopped: ${f.c.name} ${how} within ${humanDuration(o.timeoutMs)}`, hints: []}
       } else continue
       inflight.splice(inflight.indexOf(f), 1)
     }
   }
 
   if (o.signal?.aborted) {
-    for (const f of inflight) {
-      f.item.result = 'interrupted'
-      f.item.detail = `deleted; interrupted while waiting (${f.last.detail})`
-    }
+    for (const f of inflight) settle(f.item, 'interrupted', `deleted; interrupted while waiting (${f.last.detail})`)
     report.status = 'interrupted'
     report.failure = {exit: ExitCode.INTERRUPTED, message: `rollout of ${where} interrupted`, hints: []}
   } else {
