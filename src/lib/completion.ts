@@ -5,6 +5,8 @@
  * -o formats) and, for namespaces, contexts, WorkloadGroup and registration names, from the kubeconfig
  * and the cluster within a short time limit (completion-fetch.ts). Cobra works the same way.
  */
+import {shellQuote} from './cli/prompt.js'
+import {FORMATS} from './output/render.js'
 
 export interface CompletionFlag {
   name: string
@@ -61,7 +63,7 @@ const ARG_DYNAMIC: Record<string, Dynamic> = {
 }
 const MANY_ARGS = new Set(['war describe', 'war delete'])
 /** -o values offered (those with `=` take a template after them). */
-export const OUTPUT_VALUES = ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath=', 'jsonpath-as-json=', 'custom-columns=']
+const OUTPUT_VALUES = Object.values(FORMATS).map((text) => text.replace(/=.*/, '='))
 
 /** What to offer for the last word of `words` (the words after the program name; the last may be ''). */
 export function complete(words: string[], commands: CompletionCommand[]): Completion {
@@ -144,11 +146,6 @@ export function selfCommand(execPath: string, script: string | undefined): strin
   return script === undefined || script === '' || script === execPath ? [execPath] : [execPath, script]
 }
 
-/** POSIX shell quoting (bash, zsh): a word as one literal argument. */
-function shQuote(word: string): string {
-  return word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`
-}
-
 /** fish quoting: in single quotes only \\ and \' are special. */
 function fishQuote(word: string): string {
   return `'${word.replace(/[\\']/g, (c) => `\\${c}`)}'`
@@ -163,7 +160,7 @@ export function completionScript(shell: Shell, bin: string, command: string[]): 
   if (shell === 'bash' || shell === 'zsh') {
     const body = `_${bin}() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" out directive line
-  local -a values=() cmd=(${command.map(shQuote).join(' ')})
+  local -a values=() cmd=(${command.map(shellQuote).join(' ')})
   [[ "\${COMP_WORDS[0]}" == */* ]] && cmd=("\${COMP_WORDS[0]}")
   out=$("\${cmd[@]}" __complete "\${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
   directive="\${out##*:}"

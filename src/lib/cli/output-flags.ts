@@ -4,24 +4,14 @@
  */
 import * as Flags from '@oclif/core/flags'
 import {parseLabelColumns, parseOutput, parseSortBy, type OutputKind, type PrintOptions} from '../output/printer.js'
+import {FORMATS} from '../output/render.js'
 import {OUTPUT_GROUP} from './base-command.js'
-
-const FORMAT_TEXT: Record<OutputKind, string> = {
-  table: 'table',
-  wide: 'wide',
-  json: 'json',
-  yaml: 'yaml',
-  name: 'name',
-  jsonpath: 'jsonpath=TEMPLATE',
-  'jsonpath-as-json': 'jsonpath-as-json=TEMPLATE',
-  'custom-columns': 'custom-columns=HEADER:PATH,…',
-}
 
 export function outputFlags(kinds: readonly OutputKind[]) {
   return {
     output: Flags.string({
       char: 'o',
-      summary: `Output format: ${kinds.map((k) => FORMAT_TEXT[k]).join(', ')}.`,
+      summary: `Output format: ${kinds.map((k) => FORMATS[k]).join(', ')}.`,
       description: `jsonpath and custom-columns use kubectl's JSONPath template syntax, e.g. -o jsonpath='{range .items[*]}{.metadata.name}{"\\n"}{end}' or -o custom-columns=NAME:.metadata.name,NS:.metadata.namespace. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
       default: 'table',
       helpGroup: OUTPUT_GROUP,
