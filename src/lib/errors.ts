@@ -91,9 +91,8 @@ export class Problems {
   private readonly found: UsageError[] = []
 
   add(error: UsageError): void {
-    if (error instanceof UsageErrors) {
-      error.problems.forEach((message, i) => this.found.push(new UsageError(message, i === 0 ? error.hints : [])))
-    } else this.found.push(error)
+    if (!(error instanceof UsageErrors)) this.found.push(error)
+    else for (const [i, message] of error.problems.entries()) this.found.push(new UsageError(message, i === 0 ? error.hints : []))
   }
 
   /** The check's result, or undefined when it threw a UsageError (kept); other errors propagate. */
@@ -101,9 +100,7 @@ export class Problems {
     try {
       return fn()
     } catch (err) {
-      if (!(err instanceof UsageError)) throw err
-      this.add(err)
-      return undefined
+      return this.kept(err)
     }
   }
 
@@ -111,10 +108,14 @@ export class Problems {
     try {
       return await fn()
     } catch (err) {
-      if (!(err instanceof UsageError)) throw err
-      this.add(err)
-      return undefined
+      return this.kept(err)
     }
+  }
+
+  private kept(err: unknown): undefined {
+    if (!(err instanceof UsageError)) throw err
+    this.add(err)
+    return undefined
   }
 
   throwIfAny(): void {

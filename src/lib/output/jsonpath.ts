@@ -70,7 +70,8 @@ class Parser {
         this.consume()
         const list: ListNode = {type: 'list', nodes: []}
         cur.nodes.push(list)
-        return this.parseInsideAction(list)
+        this.parseInsideAction(list)
+        return
       }
       if (this.next() === EOF) break
     }
@@ -83,7 +84,8 @@ class Parser {
       if (rest.startsWith('}')) {
         this.pos += 1
         this.consume()
-        return this.parseText(this.root)
+        this.parseText(this.root)
+        return
       }
       if (rest.startsWith('[?(')) {
         this.parseFilter(cur)

@@ -189,16 +189,11 @@ class GoYamlEmitter {
       return
     }
     const cps = Array.from(s, (c) => c.codePointAt(0)!)
-    switch (selectStyle(s, analyze(s), simpleKey)) {
-      case 'plain':
-        return this.plain(cps, indent, !simpleKey)
-      case 'single':
-        return this.singleQuoted(cps, indent, !simpleKey)
-      case 'double':
-        return this.doubleQuoted(cps, indent, !simpleKey)
-      case 'literal':
-        return this.literal(cps, indent)
-    }
+    const style = selectStyle(s, analyze(s), simpleKey)
+    if (style === 'plain') this.plain(cps, indent, !simpleKey)
+    else if (style === 'single') this.singleQuoted(cps, indent, !simpleKey)
+    else if (style === 'double') this.doubleQuoted(cps, indent, !simpleKey)
+    else this.literal(cps, indent)
   }
 
   /**
