@@ -11,6 +11,11 @@ describe('kubeFlagsOf', () => {
     expect(kubeFlagsOf(['onboard', '--', '--context', 'no'])).toEqual({})
   })
 
+  it('reads a value joined to -n as oclif does (everything after -n, or after -n=)', () => {
+    expect(kubeFlagsOf(['-na=b'])).toEqual({namespace: 'a=b'})
+    expect(kubeFlagsOf(['-n=apps'])).toEqual({namespace: 'apps'})
+  })
+
   it('an empty value is no value (issue 27: -n "" is the default namespace, and hints do not repeat it)', () => {
     expect(kubeFlagsOf(['war', 'list', '-n', '', '--context=', '--kubeconfig', ''])).toEqual({})
     expect(kubeFlagsOf(['-n', 'apps', '-n', ''])).toEqual({namespace: 'apps'})
