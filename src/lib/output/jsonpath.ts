@@ -30,7 +30,6 @@ interface Param {
 export class JsonPathError extends Error {}
 
 const EOF = ''
-const isTerminator = (r: string): boolean => r === EOF || ' \t\r\n.,[]$@{}'.includes(r)
 const isDigit = (r: string): boolean => r >= '0' && r <= '9'
 const isAlphaNumeric = (r: string): boolean => r === '_' || /^[\p{L}\p{Nd}]$/u.test(r)
 
@@ -60,6 +59,14 @@ class Parser {
     const v = this.input.slice(this.start, this.pos)
     this.start = this.pos
     return v
+  }
+  /** Moves past what the sticky `re` matches here, and consumes; undefined when it does not match. */
+  private scan(re: RegExp): string | undefined {
+    re.lastIndex = this.pos
+    const m = re.exec(this.input)
+    if (!m) return undefined
+    this.pos += m[0].length
+    return this.consume()
   }
 
   private parseText(cur: ListNode): void {
@@ -116,40 +123,21 @@ class Parser {
   }
 
   private parseIdentifier(cur: ListNode): void {
-    for (;;) {
-      const r = this.next()
-      if (isTerminator(r)) {
-        this.backup(r)
-        break
-      }
-    }
-    const value = this.consume()
+    const value = this.scan(/[^ \t\r\n.,[\]$@{}]*/y)!
     cur.nodes.push(value === 'true' || value === 'false' ? {type: 'bool', value: value === 'true'} : {type: 'identifier', name: value})
   }
 
   private parseNumber(cur: ListNode): void {
-    let r = this.peek()
-    if (r === '+' || r === '-') this.next()
-    for (;;) {
-      r = this.next()
-      if (r !== '.' && !isDigit(r)) {
-        this.backup(r)
-        break
-      }
-    }
-    const value = this.consume()
+    const value = this.scan(/[+-]?[\d.]*/y)!
     if (/^[+-]?\d+$/.test(value)) cur.nodes.push({type: 'int', value: Number(value)})
     else if (/^[+-]?(\d+\.?\d*|\.\d+)$/.test(value)) cur.nodes.push({type: 'float', value: Number(value)})
     else throw new JsonPathError(`cannot parse number ${value}`)
   }
 
   private parseArray(cur: ListNode): void {
-    for (;;) {
-      const r = this.next()
-      if (r === EOF || r === '\n') throw new JsonPathError('unterminated array')
-      if (r === ']') break
-    }
-    let text = this.consume().slice(1, -1)
+    const array = this.scan(/[^\]\n]*\]/y)
+    if (array === undefined) throw new JsonPathError('unterminated array')
+    let text = array.slice(1, -1)
     if (text === '*') text = ':'
     const parts = text.split(',')
     if (parts.length > 1) {
@@ -207,27 +195,17 @@ class Parser {
     else cur.nodes.push({type: 'filter', left: parseAction(m[1]!), right: parseAction(m[3]!), op: m[2]!})
   }
 
+  /** After the opening quote: up to the first closing quote on the line that no backslash precedes (client-go's rule). */
   private parseQuote(cur: ListNode, quote: string): void {
-    for (;;) {
-      const r = this.next()
-      if (r === EOF || r === '\n') throw new JsonPathError('unterminated quoted string')
-      if (r === quote && this.input[this.pos - 2] !== '\\') break
-    }
-    const value = this.consume()
+    const value = this.scan(quote === '"' ? /[^\n]*?(?<!\\)"/y : /[^\n]*?(?<!\\)'/y)
+    if (value === undefined) throw new JsonPathError('unterminated quoted string')
     cur.nodes.push({type: 'text', text: unquote(value)})
   }
 
+  /** After the dot: up to a terminator; a backslash escapes the character after it. */
   private parseField(cur: ListNode): void {
     this.consume()
-    for (;;) {
-      const r = this.next()
-      if (r === '\\') this.next()
-      else if (isTerminator(r)) {
-        this.backup(r)
-        break
-      }
-    }
-    const value = this.consume()
+    const value = this.scan(/(?:\\[\s\S]?|[^ \t\r\n.,[\]$@{}])*/y)!
     cur.nodes.push(value === '*' ? {type: 'wildcard'} : {type: 'field', name: value.replace(/\\/g, '')})
   }
 }
@@ -272,20 +250,13 @@ export function parseRelaxed(expression: string): Template {
 
 type Value = unknown
 const isMap = (v: Value): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const goType = (v: Value): string =>
-  Array.isArray(v)
-    ? '[]interface {}'
-    : isMap(v)
-      ? 'map[string]interface {}'
-      : typeof v === 'string'
-        ? 'string'
-        : typeof v === 'boolean'
-          ? 'bool'
-          : typeof v === 'number'
-            ? Number.isInteger(v)
-              ? 'int64'
-              : 'float64'
-            : 'interface {}'
+/** The Go type client-go's errors name for a value. */
+function goType(v: Value): string {
+  if (Array.isArray(v)) return '[]interface {}'
+  if (isMap(v)) return 'map[string]interface {}'
+  if (typeof v === 'number') return Number.isInteger(v) ? 'int64' : 'float64'
+  return typeof v === 'string' ? 'string' : typeof v === 'boolean' ? 'bool' : 'interface {}'
+}
 
 class Evaluator {
   /** Ranges open (client-go keeps a stack of values; only its depth matters). */
@@ -454,19 +425,21 @@ function children(v: Value): Value[] {
   return []
 }
 
+type Scalar = number | string | boolean
+const OPERATORS: Record<string, (a: Scalar, b: Scalar) => boolean> = {
+  '==': (a, b) => a === b,
+  '!=': (a, b) => a !== b,
+  '<': (a, b) => a < b,
+  '>': (a, b) => a > b,
+  '<=': (a, b) => a <= b,
+  '>=': (a, b) => a >= b,
+}
+
 /** Go template's comparison functions (eq, ne, lt…): same basic kind only. */
 function compare(op: string, left: Value, right: Value): boolean {
-  const ops: Record<string, (a: number | string | boolean, b: number | string | boolean) => boolean> = {
-    '==': (a, b) => a === b,
-    '!=': (a, b) => a !== b,
-    '<': (a, b) => a < b,
-    '>': (a, b) => a > b,
-    '<=': (a, b) => a <= b,
-    '>=': (a, b) => a >= b,
-  }
-  const fn = ops[op]
+  const fn = OPERATORS[op]
   if (!fn) throw new JsonPathError(`unrecognized filter operator ${op}`)
-  const scalar = (x: Value): x is number | string | boolean => typeof x === 'number' || typeof x === 'string' || typeof x === 'boolean'
+  const scalar = (x: Value): x is Scalar => typeof x === 'number' || typeof x === 'string' || typeof x === 'boolean'
   if (!scalar(left) || !scalar(right)) throw new JsonPathError('invalid type for comparison')
   if (typeof left !== typeof right) {
     if (op === '==' || op === '!=') return op === '!='
