@@ -236,13 +236,9 @@ export function usageFromOclif(err: OclifParseError): {message: string; hints: s
     const close = typed[0]!.startsWith('--') ? suggestCommands(typed[0]!, known) : []
     return {message: `unknown flag ${typed.join(', ')}`, hints: [...(close.length > 0 ? [`did you mean ${close.slice(0, 3).join(', ')}?`] : []), FLAGS_HINT]}
   }
-  // The same words as an argument to a command that takes none (cli/entry.ts commandNotFound).
-  if (/^Unexpected arguments?: /.test(first)) return {message: first, hints: [ARGS_HINT]}
-  if ((m = /^Expected --([^=\s]+)=(.*) to be one of: (.+)$/.exec(first))) {
-    return {message: `--${m[1]} ${JSON.stringify(m[2])}: expected one of ${m[3]}`, hints: [FLAGS_HINT]}
-  }
-  if ((m = /^Expected (.*) to be one of: (.+)$/.exec(first))) {
-    return {message: `argument ${JSON.stringify(m[1])}: expected one of ${m[2]}`, hints: [ARGS_HINT]}
+  for (const [pattern, say, hint] of ONE_LINE) {
+    const match = pattern.exec(first)
+    if (match) return {message: say(match), hints: [hint]}
   }
   if ((m = /^Parsing (--\S+)$/.exec(first))) {
     const inner = lines[1] ?? ''
@@ -253,26 +249,41 @@ export function usageFromOclif(err: OclifParseError): {message: string; hints: s
     }
     return {message: `${m[1]}: ${sentence(inner.replace(/^Error:\s*/, '')) || 'invalid value'}`, hints: [FLAGS_HINT]}
   }
-  if ((m = /^Flag (--\S+) can only be specified once$/.exec(first))) return {message: `${m[1]}: given more than once; it takes one value`, hints: [FLAGS_HINT]}
-  if ((m = /^Flag (--\S+) expects one of these values: (.+)$/.exec(first))) return {message: `${m[1]}: needs a value, one of ${m[2]}`, hints: [FLAGS_HINT]}
-  if ((m = /^Flag (--\S+) expects a value$/.exec(first))) return {message: `${m[1]}: needs a value`, hints: [FLAGS_HINT]}
   // Flag relationships (FailedFlagValidationError lists one reason per line): the first is the message.
   const reasons = lines.map(relationship).filter((r): r is string => r !== undefined)
   if (reasons.length > 0) return {message: reasons[0]!, hints: [...reasons.slice(1), FLAGS_HINT]}
   return {message: first.replace(/^Error:\s*/, ''), hints: [...lines.slice(1, 3), FLAGS_HINT]}
 }
 
+type Rewrite = [RegExp, (m: RegExpExecArray) => string]
+
+/** oclif's one-line parser messages in meshvm's words, each with the --help hint that fits. */
+const ONE_LINE: [...Rewrite, string][] = [
+  // The same words as an argument to a command that takes none (cli/entry.ts commandNotFound).
+  [/^Unexpected arguments?: .*$/, (m) => m[0], ARGS_HINT],
+  [/^Expected --([^=\s]+)=(.*) to be one of: (.+)$/, (m) => `--${m[1]} ${JSON.stringify(m[2])}: expected one of ${m[3]}`, FLAGS_HINT],
+  [/^Expected (.*) to be one of: (.+)$/, (m) => `argument ${JSON.stringify(m[1])}: expected one of ${m[2]}`, ARGS_HINT],
+  [/^Flag (--\S+) can only be specified once$/, (m) => `${m[1]}: given more than once; it takes one value`, FLAGS_HINT],
+  [/^Flag (--\S+) expects one of these values: (.+)$/, (m) => `${m[1]}: needs a value, one of ${m[2]}`, FLAGS_HINT],
+  [/^Flag (--\S+) expects a value$/, (m) => `${m[1]}: needs a value`, FLAGS_HINT],
+]
+
+/** oclif's flag relationship failures (one per line of a FailedFlagValidationError), in meshvm's words. */
+const RELATIONSHIPS: Rewrite[] = [
+  [/^Missing required flag (\S+)$/, (m) => `missing required flag --${m[1]}`],
+  [/^(--\S+?)(?:=(.*))? cannot also be provided when using (--\S+)$/, (m) => `${m[3]} and ${m[1]}${m[2] === undefined ? '' : `=${m[2]}`} cannot be combined: give one of them`],
+  [/^All of the following must be provided when using (--\S+): (.+)$/, (m) => `${m[1]}: only applies with ${m[2]!.split(', ').join(' and ')}`],
+  [/^(?:One|Some) of the following must be provided when using (--\S+): (.+)$/, (m) => `${m[1]}: only applies with one of ${m[2]}`],
+  [/^Only the following can be provided when using (--\S+): (.+)$/, (m) => `${m[1]}: can only be combined with ${m[2]}`],
+  [/^Exactly one of the following must be provided: (.+)$/, (m) => `give exactly one of ${m[1]}`],
+  [/^At least one of the following must be provided: (.+)$/, (m) => `give at least one of ${m[1]}`],
+]
+
 function relationship(line: string): string | undefined {
-  let m: RegExpExecArray | null
-  if ((m = /^Missing required flag (\S+)$/.exec(line))) return `missing required flag --${m[1]}`
-  if ((m = /^(--\S+?)(?:=(.*))? cannot also be provided when using (--\S+)$/.exec(line))) {
-    return `${m[3]} and ${m[1]}${m[2] === undefined ? '' : `=${m[2]}`} cannot be combined: give one of them`
+  for (const [pattern, say] of RELATIONSHIPS) {
+    const m = pattern.exec(line)
+    if (m) return say(m)
   }
-  if ((m = /^All of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with ${m[2]!.split(', ').join(' and ')}`
-  if ((m = /^(?:One|Some) of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with one of ${m[2]}`
-  if ((m = /^Only the following can be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: can only be combined with ${m[2]}`
-  if ((m = /^Exactly one of the following must be provided: (.+)$/.exec(line))) return `give exactly one of ${m[1]}`
-  if ((m = /^At least one of the following must be provided: (.+)$/.exec(line))) return `give at least one of ${m[1]}`
   return undefined
 }
 
