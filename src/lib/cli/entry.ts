@@ -38,17 +38,8 @@ export function commandNotFound(err: unknown, ids: string[]): unknown {
     .filter((c) => typed.startsWith(c + ' '))
     .sort((a, b) => b.length - a.length)[0]
   if (known) return new UsageError(`Unexpected argument: ${typed.slice(known.length + 1).split(' ')[0]}`, [`see ${invocation.bin} ${known} --help for the arguments this command takes`])
-  const close = suggestCommands(typed, ids.map(words))
-  const hints =
-    close.length > 0
-      ? [
-          `did you mean: ${close
-            .slice(0, 3)
-            .map((c) => `${invocation.bin} ${c}`)
-            .join(', ')}?`,
-        ]
-      : []
-  hints.push(`see ${invocation.bin} --help for the commands`)
+  const close = suggestCommands(typed, ids.map(words)).map((c) => `${invocation.bin} ${c}`)
+  const hints = [...(close.length > 0 ? [`did you mean: ${close.slice(0, 3).join(', ')}?`] : []), `see ${invocation.bin} --help for the commands`]
   return new UsageError(`unknown command "${typed}" for "${invocation.bin}"`, hints)
 }
 

@@ -40,18 +40,13 @@ export function parseOutput(value: string, allowed: readonly OutputKind[] = ALL_
   if (['go-template', 'go-template-file', 'template', 'templatefile'].includes(name))
     throw new UsageError(`${flag} ${JSON.stringify(value)}: ${GO_TEMPLATE_REFUSAL}`, ['use -o jsonpath=… or -o custom-columns=… (kubectl syntax), or -o json | jq'])
   if (!(allowed as readonly string[]).includes(name)) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${valid}`)
-  try {
-    if (name === 'jsonpath' || name === 'jsonpath-as-json') {
-      if (arg === undefined || arg === '') throw new UsageError(`${flag} ${name}: template format specified but no template given, e.g. ${name}='{.items[*].metadata.name}'`)
-      return {kind: name, template: parseTemplate(arg)}
-    }
-    if (name === 'custom-columns') {
-      if (arg === undefined || arg === '') throw new UsageError(`${flag} custom-columns: custom-columns format specified but no custom columns given, e.g. custom-columns=NAME:.metadata.name`)
-      return {kind: name, columns: parseCustomColumns(arg, flag)}
-    }
-  } catch (err) {
-    if (err instanceof JsonPathError) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${err.message}`)
-    throw err
+  if (name === 'jsonpath' || name === 'jsonpath-as-json') {
+    if (arg === undefined || arg === '') throw new UsageError(`${flag} ${name}: template format specified but no template given, e.g. ${name}='{.items[*].metadata.name}'`)
+    return {kind: name, template: jsonPathFlag(flag, value, () => parseTemplate(arg))}
+  }
+  if (name === 'custom-columns') {
+    if (arg === undefined || arg === '') throw new UsageError(`${flag} custom-columns: custom-columns format specified but no custom columns given, e.g. custom-columns=NAME:.metadata.name`)
+    return {kind: name, columns: jsonPathFlag(flag, value, () => parseCustomColumns(arg, flag))}
   }
   if (arg !== undefined) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${name} takes no argument`)
   return {kind: name as OutputFormat}
@@ -68,8 +63,13 @@ function parseCustomColumns(spec: string, flag: string): {header: string; templa
 
 /** --sort-by: kubectl's relaxed JSONPath (`.metadata.name`, `{.metadata.name}`). */
 export function parseSortBy(value: string, flag = '--sort-by'): Template {
+  return jsonPathFlag(flag, value, () => parseRelaxed(value))
+}
+
+/** A template parsed from a flag: its syntax errors are usage errors naming the flag and value. */
+function jsonPathFlag<T>(flag: string, value: string, parse: () => T): T {
   try {
-    return parseRelaxed(value)
+    return parse()
   } catch (err) {
     if (err instanceof JsonPathError) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${err.message}`)
     throw err

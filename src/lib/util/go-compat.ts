@@ -515,7 +515,7 @@ function analyzeAscii(s: string): Analysis {
 
 /** yaml.v2 encoder.stringv + yaml_emitter_select_scalar_style (block context). */
 function selectStyle(s: string, a: Analysis, simpleKey: boolean): Style {
-  let style: Style = s.includes('\n') ? 'literal' : resolvesAsString(s) && !isBase60Float(s) ? 'plain' : 'double'
+  let style: Style = s.includes('\n') ? 'literal' : resolvesAsString(s) && !BASE60_FLOAT.test(s) ? 'plain' : 'double'
   if (simpleKey && a.multiline) style = 'double'
   if (style === 'plain' && (!a.blockPlain || (s === '' && simpleKey))) style = 'single'
   if (style === 'single' && !a.singleQuoted) style = 'double'
@@ -560,11 +560,6 @@ function goParsesAsInt(s: string): boolean {
   if (sign === '-') return n <= 2n ** 63n
   if (sign === '+') return n <= 2n ** 63n - 1n
   return n <= 2n ** 64n - 1n
-}
-
-function isBase60Float(s: string): boolean {
-  if (s === '' || !/^[-+0-9]/.test(s) || !s.includes(':')) return false
-  return BASE60_FLOAT.test(s)
 }
 
 /** yaml.v2 parseTimestamp: YYYY-M-D, optionally with a time (T, t or space) and, with T/t, a zone. */
