@@ -5,6 +5,7 @@
  * acts on another cluster or namespace than the one the user chose.
  */
 import {basename} from 'node:path'
+import {shellQuote} from './prompt.js'
 
 export interface Invocation {
   /** `meshvm`, or `kubectl meshvm` in plugin mode. */
@@ -55,15 +56,13 @@ export function setInvocation(argv: string[], script = process.argv[1] ?? ''): v
   invocation.kube = kubeFlagsOf(argv)
 }
 
-const quote = (word: string): string => (word !== '' && /^[A-Za-z0-9_@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`)
-
 /** The user's --kubeconfig/--context (and -n unless the line already names a namespace) as flags. */
 function kubeArgs(rest: string): string {
   const k = invocation.kube
   const args: string[] = []
-  if (k.kubeconfig !== undefined && !/(^|\s)--kubeconfig[\s=]/.test(rest)) args.push('--kubeconfig', quote(k.kubeconfig))
-  if (k.context !== undefined && !/(^|\s)--context[\s=]/.test(rest)) args.push('--context', quote(k.context))
-  if (k.namespace !== undefined && !/(^|\s)(-n|--namespace|-A|--all-namespaces)([\s=]|$)/.test(rest)) args.push('-n', quote(k.namespace))
+  if (k.kubeconfig !== undefined && !/(^|\s)--kubeconfig[\s=]/.test(rest)) args.push('--kubeconfig', shellQuote(k.kubeconfig))
+  if (k.context !== undefined && !/(^|\s)--context[\s=]/.test(rest)) args.push('--context', shellQuote(k.context))
+  if (k.namespace !== undefined && !/(^|\s)(-n|--namespace|-A|--all-namespaces)([\s=]|$)/.test(rest)) args.push('-n', shellQuote(k.namespace))
   return args.join(' ')
 }
 

@@ -7,6 +7,7 @@
  * that package's test cases as golden cases.
  */
 import {goHtmlEscape} from '../util/go-compat.js'
+import {isRecord as isMap} from '../util/records.js'
 
 type Node =
   | {type: 'list'; nodes: Node[]}
@@ -249,7 +250,6 @@ export function parseRelaxed(expression: string): Template {
 }
 
 type Value = unknown
-const isMap = (v: Value): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 /** The Go type client-go's errors name for a value. */
 function goType(v: Value): string {
   if (Array.isArray(v)) return '[]interface {}'

@@ -30,6 +30,11 @@ describe('keepInvocation', () => {
     expect(keepInvocation('resume with: meshvm war rollout ratings', COMMANDS)).toBe("resume with: meshvm war rollout --kubeconfig '/tmp/my kube' --context cluster2 -n bookinfo ratings")
   })
 
+  it('quotes a value the shell would expand: a literal ~ stays a literal', () => {
+    setInvocation(['war', 'list', '--kubeconfig', '~/kube'], '/usr/bin/meshvm')
+    expect(keepInvocation('list them with: meshvm war list', COMMANDS)).toBe("list them with: meshvm war list --kubeconfig '~/kube'")
+  })
+
   it('keeps a namespace the line already names, and leaves other text alone', () => {
     setInvocation(['war', 'describe', 'x', '--context', 'c2', '-n', 'apps'], '/usr/bin/meshvm')
     expect(keepInvocation('list the registrations with: meshvm war list -n other', COMMANDS)).toBe('list the registrations with: meshvm war list --context c2 -n other')
