@@ -152,22 +152,14 @@ class Parser {
     }
     const slice = /^(-?\d*)(:-?\d*)?(:-?\d*)?$/.exec(text)
     if (!slice) throw new JsonPathError(`invalid array index ${text}`)
-    const params: [Param, Param, Param] = [
-      {known: false, value: 0},
-      {known: false, value: 0},
-      {known: false, value: 0},
-    ]
-    for (let i = 0; i < 3; i++) {
-      let v = slice[i + 1] ?? ''
-      if (v !== '') {
-        if (i > 0) v = v.slice(1)
-        if (i > 0 && v === '') params[i] = {known: false, value: 0}
-        else {
-          if (!/^-?\d+$/.test(v)) throw new JsonPathError(`array index ${v} is not a number`)
-          params[i] = {known: true, value: Number(v)}
-        }
-      } else if (i === 1) params[i] = {known: true, value: params[0].value + 1, derived: true}
-    }
+    const params = [1, 2, 3].map((group): Param => {
+      const v = (slice[group] ?? '').replace(/^:/, '')
+      if (v === '') return {known: false, value: 0}
+      if (!/^-?\d+$/.test(v)) throw new JsonPathError(`array index ${v} is not a number`)
+      return {known: true, value: Number(v)}
+    }) as [Param, Param, Param]
+    // `[i]` (no colon): one element.
+    if (slice[2] === undefined) params[1] = {known: true, value: params[0].value + 1, derived: true}
     cur.nodes.push({type: 'array', params})
   }
 

@@ -311,6 +311,8 @@ describe('parse errors and kubectl forms', () => {
     ['{"a\nb"}', 'unterminated quoted string'],
     ['{.a[0\n]}', 'unterminated array'],
     ['{1.2.3}', 'cannot parse number 1.2.3'],
+    ['{.a[-]}', 'array index - is not a number'],
+    ['{.a[0:-]}', 'array index - is not a number'],
     ['{.a[x]}', 'invalid array index x'],
     ['{#}', 'unrecognized character in action'],
   ])('%s: %s', (template, message) => {
@@ -321,6 +323,7 @@ describe('parse errors and kubectl forms', () => {
     expect(execute(parseTemplate('{"a\\"b"}{\'it\\\'s\'}'), {})).toBe('a"bit\'s')
     expect(execute(parseTemplate('{.a\\.b}{.c[-1:]}{.d}'), {'a.b': 1, c: [1, 2, 3], d: true})).toBe('13true')
     expect(execute(parseTemplate('{range .x[*]}{@}{end}{true}{-2}'), {x: [1, 2]})).toBe('12true-2')
+    expect(execute(parseTemplate('{.c[1]}{.c[:2]}{.c[::2]}{.c[-2:]}{.c[]}'), {c: [1, 2, 3]})).toBe('21 21 32 31')
   })
 
   it('maps print as Go marshals them: sorted keys, HTML characters escaped', () => {
