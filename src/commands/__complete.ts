@@ -26,11 +26,8 @@ export default class Complete extends Command {
     const commands: CompletionCommand[] = all
       .filter((c) => !c.hidden)
       .map((c) => ({
-        words: c.id.split(':').join(' '),
-        aliasOf: all
-          .find((o) => o.id !== c.id && o.aliases.includes(c.id))
-          ?.id.split(':')
-          .join(' '),
+        words: c.id.replaceAll(':', ' '),
+        aliasOf: all.find((o) => o.id !== c.id && o.aliases.includes(c.id))?.id.replaceAll(':', ' '),
         flags: Object.values(c.flags)
           .filter((f) => !f.hidden)
           .map((f) => ({name: f.name, char: f.char, options: f.type === 'option' ? f.options : undefined, takesValue: f.type === 'option'})),
