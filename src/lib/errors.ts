@@ -155,11 +155,17 @@ export interface ReportedError {
   stack?: string
 }
 
-interface OclifLikeError {
+/** What an oclif error carries besides its text (oclif/core lib/parser/errors.js for parse errors). */
+interface OclifError {
   message: string
   oclif?: {exit?: number | false}
   code?: string
   stack?: string
+  /** RequiredArgsError: the missing arguments. */
+  args?: unknown[]
+  /** NonExistentFlagsError: the unknown flags as typed. */
+  flags?: string[]
+  parse?: {input?: {flags?: Record<string, {char?: string; aliases?: string[]}>}}
 }
 
 /** Turns anything thrown into the one-line report the top level prints. */
@@ -171,11 +177,11 @@ export function toReport(err: unknown): ReportedError {
     return {exit: err.exit, message: firstLine(message), ...problems, hints: err.hints, code: err.code, stack: err.stack}
   }
   if (isInterrupt(err)) return {exit: ExitCode.INTERRUPTED, message: 'interrupted', hints: [], code: 'Interrupted'}
-  const e = err as OclifLikeError | undefined
+  const e = err as OclifError | undefined
   if (e && typeof e === 'object' && e.oclif && typeof e.oclif.exit === 'number') {
     // oclif parse errors (unknown flag, missing argument, invalid option) are usage errors, in meshvm's words.
     if (e.oclif.exit === 0) return {exit: 0, message: '', hints: [], code: 'Usage'}
-    const usage = usageFromOclif(e as OclifParseError)
+    const usage = usageFromOclif(e)
     return {exit: ExitCode.USAGE, message: usage.message, hints: usage.hints, code: 'Usage'}
   }
   if (e && typeof e === 'object' && (e as {code?: string}).code === 'EPIPE') {
@@ -196,15 +202,6 @@ function firstLine(text: string): string {
   return line.trim()
 }
 
-/** What an oclif parse error carries besides its text (oclif/core lib/parser/errors.js). */
-export interface OclifParseError extends OclifLikeError {
-  /** RequiredArgsError: the missing arguments. */
-  args?: unknown[]
-  /** NonExistentFlagsError: the unknown flags as typed. */
-  flags?: string[]
-  parse?: {input?: {flags?: Record<string, {char?: string; aliases?: string[]}>}}
-}
-
 const FLAGS_HINT = 'see --help for the flags this command takes'
 const ARGS_HINT = 'see --help for the arguments this command takes'
 
@@ -215,7 +212,7 @@ const ARGS_HINT = 'see --help for the arguments this command takes'
  * one of`, `--a cannot also be provided when using --b`… A message this does not know keeps its
  * first line. The hint names what to look up in --help (main.ts puts the command into it).
  */
-export function usageFromOclif(err: OclifParseError): {message: string; hints: string[]} {
+function usageFromOclif(err: OclifError): {message: string; hints: string[]} {
   const lines = oclifLines(err.message)
   const first = lines[0] ?? err.message.trim()
   let m: RegExpExecArray | null
