@@ -90,8 +90,6 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
       if (f?.takesValue) pendingFlag = f
     } else if (!w.startsWith('-')) args.push(w)
   }
-  const filter = (values: readonly string[], prefix = cur): Completion => ({values: values.filter((v) => v.startsWith(prefix)), prefix})
-
   // --flag=value
   const eq = cur.startsWith('--') ? cur.indexOf('=') : -1
   if (eq > 0) {
@@ -100,7 +98,7 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
   }
   if (pendingFlag) return valuesFor(pendingFlag, cur, '')
   if (cur.startsWith('-')) {
-    return filter(command ? command.flags.flatMap((f) => [`--${f.name}`, ...(f.char ? [`-${f.char}`] : [])]) : ['--help', '--version'])
+    return offer(command ? command.flags.flatMap((f) => [`--${f.name}`, ...(f.char ? [`-${f.char}`] : [])]) : ['--help', '--version'], cur)
   }
   const nextWords = (typed: string): string[] => {
     const next = new Set<string>()
@@ -111,26 +109,28 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
     return [...next].sort()
   }
   // No command yet (or `help`): the next word of every command path that starts with the words typed.
-  if (!command) return filter(nextWords(before.filter((w) => !w.startsWith('-')).join(' ')))
-  if (command.words === 'help') return filter(nextWords(args.join(' ')))
-  if (args.length === 0 && command.argOptions) return filter(command.argOptions)
+  if (!command) return offer(nextWords(before.filter((w) => !w.startsWith('-')).join(' ')), cur)
+  if (command.words === 'help') return offer(nextWords(args.join(' ')), cur)
+  if (args.length === 0 && command.argOptions) return offer(command.argOptions, cur)
   const id = command.aliasOf ?? command.words
-  const dynamic = ARG_DYNAMIC[id]
-  if (dynamic && (args.length === 0 || MANY_ARGS.has(id))) return {values: [], dynamic, prefix: cur}
-  const path = ARG_PATHS[id]
-  if (path && args.length === 0) return {values: [], prefix: cur, files: path}
-  return {values: [], prefix: cur}
+  if (ARG_DYNAMIC[id] && (args.length === 0 || MANY_ARGS.has(id))) return lookUp(cur, ARG_DYNAMIC[id])
+  return lookUp(cur, undefined, args.length === 0 ? ARG_PATHS[id] : undefined)
 
   function valuesFor(f: CompletionFlag, typedValue: string, lead: string): Completion {
-    const withLead = (values: readonly string[]): Completion => ({values: values.filter((v) => v.startsWith(typedValue)).map((v) => lead + v), prefix: lead + typedValue})
-    if (f.options) return withLead(f.options)
-    if (f.name === 'output') return withLead(command?.words === 'version' ? ['json', 'yaml'] : OUTPUT_VALUES)
-    const dynamic = FLAG_DYNAMIC[f.name]
-    if (dynamic) return {values: [], dynamic, prefix: typedValue}
-    const path = PATH_FLAGS[f.name]
-    if (path) return {values: [], prefix: typedValue, files: path}
-    return {values: [], prefix: typedValue}
+    if (f.options) return offer(f.options, typedValue, lead)
+    if (f.name === 'output') return offer(command?.words === 'version' ? ['json', 'yaml'] : OUTPUT_VALUES, typedValue, lead)
+    return lookUp(typedValue, FLAG_DYNAMIC[f.name], PATH_FLAGS[f.name])
   }
+}
+
+/** The values that start with what was typed, each after `lead` (`--output=`). */
+function offer(values: readonly string[], typed: string, lead = ''): Completion {
+  return {values: values.filter((v) => v.startsWith(typed)).map((v) => lead + v), prefix: lead + typed}
+}
+
+/** No fixed values: names to look up (`dynamic`), paths for the shell (`files`), or nothing. */
+function lookUp(prefix: string, dynamic?: Dynamic, files?: PathKind): Completion {
+  return {values: [], prefix, ...(dynamic ? {dynamic} : {}), ...(files ? {files} : {})}
 }
 
 /** cobra's ShellCompDirective values used here. */
