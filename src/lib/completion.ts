@@ -8,7 +8,7 @@
 import {shellQuote} from './cli/prompt.js'
 import {FORMATS} from './output/render.js'
 
-export interface CompletionFlag {
+interface CompletionFlag {
   name: string
   char?: string
   /** Fixed values (e.g. --source all|war|workloadentry). */
@@ -134,7 +134,7 @@ function lookUp(prefix: string, dynamic?: Dynamic, files?: PathKind): Completion
 }
 
 /** cobra's ShellCompDirective values used here. */
-export const DIRECTIVE = {default: 0, noFileComp: 4, filterDirs: 16} as const
+const DIRECTIVE = {default: 0, noFileComp: 4, filterDirs: 16} as const
 
 /**
  * The command a completion script runs for candidates: the meshvm that generated it, by absolute

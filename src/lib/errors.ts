@@ -138,7 +138,7 @@ export function flagError(flag: string, value: string | undefined, rule: string,
 }
 
 /** True when the error is a Ctrl-C from @inquirer/prompts or an AbortSignal. */
-export function isInterrupt(err: unknown): boolean {
+function isInterrupt(err: unknown): boolean {
   const name = (err as {name?: string} | undefined)?.name
   return name === 'ExitPromptError' || name === 'AbortPromptError' || name === 'InterruptedError'
 }

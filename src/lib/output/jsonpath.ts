@@ -453,7 +453,7 @@ export function resultText(v: unknown): string {
  * Go's encoding/json, as kubectl marshals results: the objects are maps, whose keys Go writes in
  * sorted order, and <, >, &, U+2028 and U+2029 in strings are escaped (json.Marshal's HTML escaping).
  */
-export function goJson(v: unknown, indent?: string): string {
+function goJson(v: unknown, indent?: string): string {
   const sorted = (x: unknown): unknown =>
     Array.isArray(x)
       ? x.map(sorted)

@@ -588,7 +588,7 @@ function isGoTimestamp(s: string): boolean {
  * strconv.FormatFloat(f, 'g', -1, 64) (shortest digits, exponent form below 1e-4 and from 1e6,
  * at least two exponent digits), and .inf / -.inf / .nan.
  */
-export function goNumber(value: number): string {
+function goNumber(value: number): string {
   if (Number.isNaN(value)) return '.nan'
   if (value === Infinity) return '.inf'
   if (value === -Infinity) return '-.inf'
