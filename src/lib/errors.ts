@@ -177,23 +177,21 @@ export function toReport(err: unknown): ReportedError {
     return {exit: err.exit, message: firstLine(message), ...problems, hints: err.hints, code: err.code, stack: err.stack}
   }
   if (isInterrupt(err)) return {exit: ExitCode.INTERRUPTED, message: 'interrupted', hints: [], code: 'Interrupted'}
-  const e = err as OclifError | undefined
-  if (e && typeof e === 'object' && e.oclif && typeof e.oclif.exit === 'number') {
+  const e = typeof err === 'object' && err !== null ? (err as OclifError) : undefined
+  if (typeof e?.oclif?.exit === 'number') {
     // oclif parse errors (unknown flag, missing argument, invalid option) are usage errors, in meshvm's words.
     if (e.oclif.exit === 0) return {exit: 0, message: '', hints: [], code: 'Usage'}
     const usage = usageFromOclif(e)
     return {exit: ExitCode.USAGE, message: usage.message, hints: usage.hints, code: 'Usage'}
   }
-  if (e && typeof e === 'object' && (e as {code?: string}).code === 'EPIPE') {
-    return {exit: 0, message: '', hints: [], code: 'EPIPE'}
-  }
-  const message = e && typeof e === 'object' && typeof e.message === 'string' ? e.message : String(err)
+  if (e?.code === 'EPIPE') return {exit: 0, message: '', hints: [], code: 'EPIPE'}
+  const message = typeof e?.message === 'string' ? e.message : String(err)
   return {
     exit: ExitCode.BUG,
     message: `internal error: ${firstLine(message)}`,
     hints: ['this is a bug in meshvm; re-run with --debug to see the stack trace and report it'],
     code: 'InternalError',
-    stack: e && typeof e === 'object' ? e.stack : undefined,
+    stack: e?.stack,
   }
 }
 
