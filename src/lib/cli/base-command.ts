@@ -123,7 +123,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected keepInvocation(text: string): string {
     return keepInvocation(
       text,
-      this.config.commandIDs.map((id) => id.split(':').join(' ')),
+      this.config.commandIDs.map((id) => id.replaceAll(':', ' ')),
     )
   }
 

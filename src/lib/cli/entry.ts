@@ -25,7 +25,7 @@ export function pluginRunOptions(argv: string[], rootUrl: string): string | {roo
   return {root, pjson: {...pjson, oclif: {...pjson.oclif, bin: invocation.bin}}}
 }
 
-const words = (id: string): string => id.split(':').join(' ')
+const words = (id: string): string => id.replaceAll(':', ' ')
 
 /** oclif's "command war:lsit not found" as a usage error with the closest commands (cobra's "Did you mean this?"). */
 export function commandNotFound(err: unknown, ids: string[]): unknown {
