@@ -469,20 +469,12 @@ function analyze(s: string): Analysis {
     }
     precededByWhitespace = isBlankz(c)
   }
-  const a: Analysis = {multiline: lineBreaks, blockPlain: true, singleQuoted: true, block: true}
-  if (leadingSpace || leadingBreak || trailingSpace || trailingBreak) a.blockPlain = false
-  if (trailingSpace) a.block = false
-  if (breakSpace) {
-    a.blockPlain = false
-    a.singleQuoted = false
+  return {
+    multiline: lineBreaks,
+    blockPlain: !(leadingSpace || leadingBreak || trailingSpace || trailingBreak || breakSpace || spaceBreak || special || lineBreaks || blockIndicators),
+    singleQuoted: !(breakSpace || spaceBreak || special),
+    block: !(trailingSpace || spaceBreak || special),
   }
-  if (spaceBreak || special) {
-    a.blockPlain = false
-    a.singleQuoted = false
-    a.block = false
-  }
-  if (lineBreaks || blockIndicators) a.blockPlain = false
-  return a
 }
 
 /**
@@ -497,20 +489,14 @@ function analyzeAscii(s: string): Analysis {
     s.startsWith('---') || s.startsWith('...') || '#,[]{}&*!|>\'"%@`'.includes(first) || ('?:-'.includes(first) && (s.length === 1 || s[1] === ' ')) || /:(?: |$)/.test(s.slice(1)) || /[ \n]#/.test(s)
   const lineBreaks = s.includes('\n')
   const trailingSpace = last === ' '
-  const a: Analysis = {multiline: lineBreaks, blockPlain: true, singleQuoted: true, block: true}
-  if (first === ' ' || first === '\n' || trailingSpace || last === '\n') a.blockPlain = false
-  if (trailingSpace) a.block = false
-  if (s.includes('\n ')) {
-    a.blockPlain = false
-    a.singleQuoted = false
+  const breakSpace = s.includes('\n ')
+  const spaceBreak = s.includes(' \n')
+  return {
+    multiline: lineBreaks,
+    blockPlain: !(first === ' ' || first === '\n' || trailingSpace || last === '\n' || breakSpace || spaceBreak || lineBreaks || blockIndicators),
+    singleQuoted: !(breakSpace || spaceBreak),
+    block: !(trailingSpace || spaceBreak),
   }
-  if (s.includes(' \n')) {
-    a.blockPlain = false
-    a.singleQuoted = false
-    a.block = false
-  }
-  if (lineBreaks || blockIndicators) a.blockPlain = false
-  return a
 }
 
 /** yaml.v2 encoder.stringv + yaml_emitter_select_scalar_style (block context). */
