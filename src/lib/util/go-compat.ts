@@ -146,24 +146,15 @@ class GoYamlEmitter {
 
   /** Cursor is right after `key:` or `-`. `indent` is the column of that key or dash. */
   private node(value: GoYaml, indent: number, ctx: 'mapping' | 'sequence'): void {
+    const inSequence = ctx === 'sequence'
     if (isMap(value) && Object.keys(value).length > 0) {
-      if (ctx === 'sequence') {
-        this.put(' ')
-        this.mapping(value, indent + BEST_INDENT, true)
-      } else this.mapping(value, indent + BEST_INDENT, false)
-      return
-    }
-    if (Array.isArray(value) && value.length > 0) {
+      if (inSequence) this.put(' ')
+      this.mapping(value, indent + BEST_INDENT, inSequence)
+    } else if (Array.isArray(value) && value.length > 0) {
       // A sequence in a sequence starts on the dash's line, two columns in: `- - a` / `  - b`.
-      if (ctx === 'sequence') {
-        this.put(' ')
-        this.sequence(value, indent + BEST_INDENT, true)
-        return
-      }
-      this.sequence(value, indent)
-      return
-    }
-    this.inline(value, indent + BEST_INDENT, true)
+      if (inSequence) this.put(' ')
+      this.sequence(value, inSequence ? indent + BEST_INDENT : indent, inSequence)
+    } else this.inline(value, indent + BEST_INDENT, true)
   }
 
   /** Scalars and empty collections; `indent` is where continuation lines start. */
