@@ -216,15 +216,11 @@ class GoYamlEmitter {
       if (c === ' ') {
         const next = s[i + 1]
         const fold = allowBreaks && !spaces && this.column > BEST_WIDTH
-        if (style === 'plain') {
-          if (fold && next !== ' ') this.indentTo(indent)
-          else this.put(' ')
-        } else if (style === 'single') {
-          if (fold && i !== 0 && i !== s.length - 1 && next !== ' ') this.indentTo(indent)
-          else this.put(' ')
-        } else if (fold && i !== 0 && i !== s.length - 1) {
+        // Quoted scalars never fold at their first or last character; only double quotes fold before a space (escaped).
+        const inside = style === 'plain' || (i !== 0 && i !== s.length - 1)
+        if (fold && inside && (style === 'double' || next !== ' ')) {
           this.indentTo(indent)
-          if (next === ' ') this.put('\\')
+          if (style === 'double' && next === ' ') this.put('\\')
         } else this.put(' ')
         spaces = true
       } else {
@@ -381,25 +377,26 @@ function isPrintable(c: number): boolean {
   return c === 0x0a || (c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd && c !== 0xfeff)
 }
 
+const NAMED_ESCAPES: Record<number, string> = {
+  0x00: '0',
+  0x07: 'a',
+  0x08: 'b',
+  0x09: 't',
+  0x0a: 'n',
+  0x0b: 'v',
+  0x0c: 'f',
+  0x0d: 'r',
+  0x1b: 'e',
+  0x22: '"',
+  0x5c: '\\',
+  0x85: 'N',
+  0xa0: '_',
+  0x2028: 'L',
+  0x2029: 'P',
+}
+
 function escapeFor(c: number): string {
-  const named: Record<number, string> = {
-    0x00: '0',
-    0x07: 'a',
-    0x08: 'b',
-    0x09: 't',
-    0x0a: 'n',
-    0x0b: 'v',
-    0x0c: 'f',
-    0x0d: 'r',
-    0x1b: 'e',
-    0x22: '"',
-    0x5c: '\\',
-    0x85: 'N',
-    0xa0: '_',
-    0x2028: 'L',
-    0x2029: 'P',
-  }
-  const n = named[c]
+  const n = NAMED_ESCAPES[c]
   if (n !== undefined) return n
   const hex = c.toString(16).toUpperCase()
   if (c <= 0xff) return 'x' + hex.padStart(2, '0')
