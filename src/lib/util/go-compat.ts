@@ -84,9 +84,7 @@ export type GoYaml = string | number | boolean | null | GoYaml[] | {[key: string
 
 /** `yaml.Marshal` of sigs.k8s.io/yaml (yaml.v2) for JSON-shaped values. Ends with a newline. */
 export function goYamlMarshal(value: GoYaml): string {
-  const e = new GoYamlEmitter(true)
-  e.document(value)
-  return e.out
+  return new GoYamlEmitter(true).document(value)
 }
 
 /**
@@ -95,9 +93,7 @@ export function goYamlMarshal(value: GoYaml): string {
  * printable ASCII (certificates, tokens, kubeconfigs) is tested against.
  */
 export function goYamlMarshalByCodePoint(value: GoYaml): string {
-  const e = new GoYamlEmitter(false)
-  e.document(value)
-  return e.out
+  return new GoYamlEmitter(false).document(value)
 }
 
 const BEST_WIDTH = 80
@@ -109,19 +105,21 @@ type Style = 'plain' | 'single' | 'double' | 'literal'
 const ASCII_TEXT = /^[\x20-\x7e\n]*$/
 
 class GoYamlEmitter {
-  out = ''
+  private out = ''
   private column = 0
 
   /** `runs`: write printable ASCII strings a run at a time rather than code point by code point. */
   constructor(private readonly runs: boolean) {}
 
-  document(value: GoYaml): void {
+  /** The document's text. */
+  document(value: GoYaml): string {
     if (isMap(value) && Object.keys(value).length > 0) this.mapping(value, 0, false)
     else if (Array.isArray(value) && value.length > 0) this.sequence(value, 0)
     else this.inline(value, 0, false)
     if (this.column > 0) this.newline()
     // No `...` after a `|+` block scalar: yaml.v2's encoder.finish clears the emitter's open_ended flag
     // before the stream end, and Marshal's documents end implicitly.
+    return this.out
   }
 
   private mapping(map: {[key: string]: GoYaml}, indent: number, firstInline: boolean): void {
