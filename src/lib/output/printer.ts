@@ -1,6 +1,7 @@
 /**
- * The one printer: every command that prints objects or rows hands them here, page by page, with its
- * table columns; the printer writes the format the user chose (kubectl's -o):
+ * The printer of lists: every command that lists objects or rows in kubectl's -o formats hands them
+ * here, page by page, with its table columns (reports with a layout of their own, as doctor's, use
+ * renderTable and renderData); the printer writes the format the user chose:
  *
  *   table, wide             the command's columns (TableWriter; streamed page by page)
  *   json, yaml              the objects as a kubectl List (streamed page by page), or the command's document

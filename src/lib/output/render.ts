@@ -1,7 +1,8 @@
 /**
  * Data goes to stdout in the chosen format, everything else to stderr. renderData is the one place a
- * value becomes JSON or YAML text: the printer (printer.ts), the streamed List (list-writer.ts) and the
- * commands that print a single document all go through it.
+ * value becomes kubectl-style `-o json|yaml` text: the printer (printer.ts), the streamed List
+ * (list-writer.ts) and the commands that print a single document all go through it. (Manifests and
+ * diffs are YAML from yaml.ts; proxy-status's istioctl layouts indent JSON by four, as istioctl does.)
  */
 import type {KubeObject} from '../kube/object.js'
 import {toYaml} from '../yaml.js'
