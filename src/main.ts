@@ -19,7 +19,7 @@ export function ranCommandId(): string | undefined {
 // oclif finds the commands through bin/commands.cjs, which reads them from here.
 ;(globalThis as {__MESHVM_COMMANDS__?: unknown}).__MESHVM_COMMANDS__ = COMMANDS
 
-export function printError(err: unknown, write: (text: string) => void = (t) => process.stderr.write(t)): number {
+export function printError(err: unknown): number {
   const report = withInvocation(toReport(commandNotFound(err, Object.keys(COMMANDS))), Object.keys(COMMANDS))
   if (report.code === 'EPIPE') return ExitCode.OK
   const chalk = makeChalk({stream: process.stderr, noColor: process.argv.includes('--no-color')})
@@ -30,7 +30,7 @@ export function printError(err: unknown, write: (text: string) => void = (t) => 
   for (const line of [report.message, ...(report.problems ?? [])]) text += `${chalk.red('Error:')} ${safe(line)}\n`
   for (const hint of report.hints) text += `${chalk.dim('Hint:')} ${safe(hint)}\n`
   if (report.stack && debugEnabled()) text += report.stack + '\n'
-  write(text)
+  process.stderr.write(text)
   return report.exit
 }
 

@@ -1,6 +1,6 @@
 import {Command} from '@oclif/core/command'
 import {cobraOutput, complete, type CompletionCommand} from '../lib/completion.js'
-import {kubeFlagsOf} from '../lib/cli/invocation.js'
+import {flagValuesOf, kubeFlagsOf} from '../lib/cli/invocation.js'
 
 /**
  * `meshvm __complete WORD…`: what the shell scripts (and kubectl, through kubectl_complete-meshvm) ask
@@ -26,11 +26,8 @@ export default class Complete extends Command {
     const commands: CompletionCommand[] = all
       .filter((c) => !c.hidden)
       .map((c) => ({
-        words: c.id.split(':').join(' '),
-        aliasOf: all
-          .find((o) => o.id !== c.id && o.aliases.includes(c.id))
-          ?.id.split(':')
-          .join(' '),
+        words: c.id.replaceAll(':', ' '),
+        aliasOf: all.find((o) => o.id !== c.id && o.aliases.includes(c.id))?.id.replaceAll(':', ' '),
         flags: Object.values(c.flags)
           .filter((f) => !f.hidden)
           .map((f) => ({name: f.name, char: f.char, options: f.type === 'option' ? f.options : undefined, takesValue: f.type === 'option'})),
@@ -52,13 +49,6 @@ export default class Complete extends Command {
 
 /** The -i/--istio-namespace typed (the remote secrets live there), else MESHVM_ISTIO_NAMESPACE, else istio-system. */
 export function istioNamespaceOf(words: string[]): string {
-  let found: string | undefined
-  for (let i = 0; i < words.length; i++) {
-    const w = words[i]!
-    if (w === '--') break
-    const m = /^(?:--istio-namespace|--istioNamespace|-i)(?:=(.*))?$/.exec(w)
-    if (m) found = m[1] ?? words[++i]
-    else if (/^-i[^=-]/.test(w)) found = w.slice(2)
-  }
-  return found || process.env.MESHVM_ISTIO_NAMESPACE || 'istio-system'
+  const typed = flagValuesOf(words, {'--istio-namespace': 'ns', '--istioNamespace': 'ns', '-i': 'ns'}).ns
+  return typed || process.env.MESHVM_ISTIO_NAMESPACE || 'istio-system'
 }

@@ -4,15 +4,12 @@
  * cluster must never hang the shell: everything is bounded by `timeoutMs` (requests and retries
  * included), and any failure completes nothing.
  */
+import type {Invocation} from './cli/invocation.js'
 import type {Dynamic} from './completion.js'
+import type {KubeSession} from './kube/session.js'
 
-export interface CompletionTarget {
-  kubeconfig?: string
-  context?: string
-  namespace?: string
-  /** Where the remote secrets are (`-i`). */
-  istioNamespace?: string
-}
+/** The cluster flags typed, and where the remote secrets are (`-i`). */
+export type CompletionTarget = Invocation['kube'] & {istioNamespace?: string}
 
 export async function dynamicValues(kind: Dynamic, target: CompletionTarget, timeoutMs = 2000): Promise<string[]> {
   try {
@@ -37,7 +34,7 @@ export async function dynamicValues(kind: Dynamic, target: CompletionTarget, tim
   }
 }
 
-async function names(kind: Exclude<Dynamic, 'contexts'>, session: Awaited<ReturnType<typeof import('./kube/session.js').openSession>>, target: CompletionTarget): Promise<string[]> {
+async function names(kind: Exclude<Dynamic, 'contexts'>, session: KubeSession, target: CompletionTarget): Promise<string[]> {
   const {resourcePath, Resources} = await import('./kube/resources.js')
   type Named = {metadata?: {name?: string; annotations?: Record<string, string>}; spec?: {containers?: {name?: string}[]}}
   const of = (items: Named[]): string[] => items.map((o) => o.metadata?.name ?? '').filter((n) => n !== '')

@@ -5,8 +5,10 @@
  * -o formats) and, for namespaces, contexts, WorkloadGroup and registration names, from the kubeconfig
  * and the cluster within a short time limit (completion-fetch.ts). Cobra works the same way.
  */
+import {shellQuote} from './cli/prompt.js'
+import {FORMATS} from './output/render.js'
 
-export interface CompletionFlag {
+interface CompletionFlag {
   name: string
   char?: string
   /** Fixed values (e.g. --source all|war|workloadentry). */
@@ -61,7 +63,7 @@ const ARG_DYNAMIC: Record<string, Dynamic> = {
 }
 const MANY_ARGS = new Set(['war describe', 'war delete'])
 /** -o values offered (those with `=` take a template after them). */
-export const OUTPUT_VALUES = ['table', 'wide', 'json', 'yaml', 'name', 'jsonpath=', 'jsonpath-as-json=', 'custom-columns=']
+const OUTPUT_VALUES = Object.values(FORMATS).map((text) => text.replace(/=.*/, '='))
 
 /** What to offer for the last word of `words` (the words after the program name; the last may be ''). */
 export function complete(words: string[], commands: CompletionCommand[]): Completion {
@@ -88,8 +90,6 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
       if (f?.takesValue) pendingFlag = f
     } else if (!w.startsWith('-')) args.push(w)
   }
-  const filter = (values: readonly string[], prefix = cur): Completion => ({values: values.filter((v) => v.startsWith(prefix)), prefix})
-
   // --flag=value
   const eq = cur.startsWith('--') ? cur.indexOf('=') : -1
   if (eq > 0) {
@@ -98,7 +98,7 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
   }
   if (pendingFlag) return valuesFor(pendingFlag, cur, '')
   if (cur.startsWith('-')) {
-    return filter(command ? command.flags.flatMap((f) => [`--${f.name}`, ...(f.char ? [`-${f.char}`] : [])]) : ['--help', '--version'])
+    return offer(command ? command.flags.flatMap((f) => [`--${f.name}`, ...(f.char ? [`-${f.char}`] : [])]) : ['--help', '--version'], cur)
   }
   const nextWords = (typed: string): string[] => {
     const next = new Set<string>()
@@ -109,30 +109,32 @@ export function complete(words: string[], commands: CompletionCommand[]): Comple
     return [...next].sort()
   }
   // No command yet (or `help`): the next word of every command path that starts with the words typed.
-  if (!command) return filter(nextWords(before.filter((w) => !w.startsWith('-')).join(' ')))
-  if (command.words === 'help') return filter(nextWords(args.join(' ')))
-  if (args.length === 0 && command.argOptions) return filter(command.argOptions)
+  if (!command) return offer(nextWords(before.filter((w) => !w.startsWith('-')).join(' ')), cur)
+  if (command.words === 'help') return offer(nextWords(args.join(' ')), cur)
+  if (args.length === 0 && command.argOptions) return offer(command.argOptions, cur)
   const id = command.aliasOf ?? command.words
-  const dynamic = ARG_DYNAMIC[id]
-  if (dynamic && (args.length === 0 || MANY_ARGS.has(id))) return {values: [], dynamic, prefix: cur}
-  const path = ARG_PATHS[id]
-  if (path && args.length === 0) return {values: [], prefix: cur, files: path}
-  return {values: [], prefix: cur}
+  if (ARG_DYNAMIC[id] && (args.length === 0 || MANY_ARGS.has(id))) return lookUp(cur, ARG_DYNAMIC[id])
+  return lookUp(cur, undefined, args.length === 0 ? ARG_PATHS[id] : undefined)
 
   function valuesFor(f: CompletionFlag, typedValue: string, lead: string): Completion {
-    const withLead = (values: readonly string[]): Completion => ({values: values.filter((v) => v.startsWith(typedValue)).map((v) => lead + v), prefix: lead + typedValue})
-    if (f.options) return withLead(f.options)
-    if (f.name === 'output') return withLead(command?.words === 'version' ? ['json', 'yaml'] : OUTPUT_VALUES)
-    const dynamic = FLAG_DYNAMIC[f.name]
-    if (dynamic) return {values: [], dynamic, prefix: typedValue}
-    const path = PATH_FLAGS[f.name]
-    if (path) return {values: [], prefix: typedValue, files: path}
-    return {values: [], prefix: typedValue}
+    if (f.options) return offer(f.options, typedValue, lead)
+    if (f.name === 'output') return offer(command?.words === 'version' ? ['json', 'yaml'] : OUTPUT_VALUES, typedValue, lead)
+    return lookUp(typedValue, FLAG_DYNAMIC[f.name], PATH_FLAGS[f.name])
   }
 }
 
+/** The values that start with what was typed, each after `lead` (`--output=`). */
+function offer(values: readonly string[], typed: string, lead = ''): Completion {
+  return {values: values.filter((v) => v.startsWith(typed)).map((v) => lead + v), prefix: lead + typed}
+}
+
+/** No fixed values: names to look up (`dynamic`), paths for the shell (`files`), or nothing. */
+function lookUp(prefix: string, dynamic?: Dynamic, files?: PathKind): Completion {
+  return {values: [], prefix, ...(dynamic ? {dynamic} : {}), ...(files ? {files} : {})}
+}
+
 /** cobra's ShellCompDirective values used here. */
-export const DIRECTIVE = {default: 0, noFileComp: 4, filterDirs: 16} as const
+const DIRECTIVE = {default: 0, noFileComp: 4, filterDirs: 16} as const
 
 /**
  * The command a completion script runs for candidates: the meshvm that generated it, by absolute
@@ -142,11 +144,6 @@ export const DIRECTIVE = {default: 0, noFileComp: 4, filterDirs: 16} as const
  */
 export function selfCommand(execPath: string, script: string | undefined): string[] {
   return script === undefined || script === '' || script === execPath ? [execPath] : [execPath, script]
-}
-
-/** POSIX shell quoting (bash, zsh): a word as one literal argument. */
-function shQuote(word: string): string {
-  return word !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`
 }
 
 /** fish quoting: in single quotes only \\ and \' are special. */
@@ -163,7 +160,7 @@ export function completionScript(shell: Shell, bin: string, command: string[]): 
   if (shell === 'bash' || shell === 'zsh') {
     const body = `_${bin}() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" out directive line
-  local -a values=() cmd=(${command.map(shQuote).join(' ')})
+  local -a values=() cmd=(${command.map(shellQuote).join(' ')})
   [[ "\${COMP_WORDS[0]}" == */* ]] && cmd=("\${COMP_WORDS[0]}")
   out=$("\${cmd[@]}" __complete "\${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) || return
   directive="\${out##*:}"

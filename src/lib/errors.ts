@@ -91,9 +91,8 @@ export class Problems {
   private readonly found: UsageError[] = []
 
   add(error: UsageError): void {
-    if (error instanceof UsageErrors) {
-      error.problems.forEach((message, i) => this.found.push(new UsageError(message, i === 0 ? error.hints : [])))
-    } else this.found.push(error)
+    if (!(error instanceof UsageErrors)) this.found.push(error)
+    else for (const [i, message] of error.problems.entries()) this.found.push(new UsageError(message, i === 0 ? error.hints : []))
   }
 
   /** The check's result, or undefined when it threw a UsageError (kept); other errors propagate. */
@@ -101,9 +100,7 @@ export class Problems {
     try {
       return fn()
     } catch (err) {
-      if (!(err instanceof UsageError)) throw err
-      this.add(err)
-      return undefined
+      return this.kept(err)
     }
   }
 
@@ -111,10 +108,14 @@ export class Problems {
     try {
       return await fn()
     } catch (err) {
-      if (!(err instanceof UsageError)) throw err
-      this.add(err)
-      return undefined
+      return this.kept(err)
     }
+  }
+
+  private kept(err: unknown): undefined {
+    if (!(err instanceof UsageError)) throw err
+    this.add(err)
+    return undefined
   }
 
   throwIfAny(): void {
@@ -137,7 +138,7 @@ export function flagError(flag: string, value: string | undefined, rule: string,
 }
 
 /** True when the error is a Ctrl-C from @inquirer/prompts or an AbortSignal. */
-export function isInterrupt(err: unknown): boolean {
+function isInterrupt(err: unknown): boolean {
   const name = (err as {name?: string} | undefined)?.name
   return name === 'ExitPromptError' || name === 'AbortPromptError' || name === 'InterruptedError'
 }
@@ -154,11 +155,17 @@ export interface ReportedError {
   stack?: string
 }
 
-interface OclifLikeError {
+/** What an oclif error carries besides its text (oclif/core lib/parser/errors.js for parse errors). */
+interface OclifError {
   message: string
   oclif?: {exit?: number | false}
   code?: string
   stack?: string
+  /** RequiredArgsError: the missing arguments. */
+  args?: unknown[]
+  /** NonExistentFlagsError: the unknown flags as typed. */
+  flags?: string[]
+  parse?: {input?: {flags?: Record<string, {char?: string; aliases?: string[]}>}}
 }
 
 /** Turns anything thrown into the one-line report the top level prints. */
@@ -170,38 +177,27 @@ export function toReport(err: unknown): ReportedError {
     return {exit: err.exit, message: firstLine(message), ...problems, hints: err.hints, code: err.code, stack: err.stack}
   }
   if (isInterrupt(err)) return {exit: ExitCode.INTERRUPTED, message: 'interrupted', hints: [], code: 'Interrupted'}
-  const e = err as OclifLikeError | undefined
-  if (e && typeof e === 'object' && e.oclif && typeof e.oclif.exit === 'number') {
+  const e = typeof err === 'object' && err !== null ? (err as OclifError) : undefined
+  if (typeof e?.oclif?.exit === 'number') {
     // oclif parse errors (unknown flag, missing argument, invalid option) are usage errors, in meshvm's words.
     if (e.oclif.exit === 0) return {exit: 0, message: '', hints: [], code: 'Usage'}
-    const usage = usageFromOclif(e as OclifParseError)
+    const usage = usageFromOclif(e)
     return {exit: ExitCode.USAGE, message: usage.message, hints: usage.hints, code: 'Usage'}
   }
-  if (e && typeof e === 'object' && (e as {code?: string}).code === 'EPIPE') {
-    return {exit: 0, message: '', hints: [], code: 'EPIPE'}
-  }
-  const message = e && typeof e === 'object' && typeof e.message === 'string' ? e.message : String(err)
+  if (e?.code === 'EPIPE') return {exit: 0, message: '', hints: [], code: 'EPIPE'}
+  const message = typeof e?.message === 'string' ? e.message : String(err)
   return {
     exit: ExitCode.BUG,
     message: `internal error: ${firstLine(message)}`,
     hints: ['this is a bug in meshvm; re-run with --debug to see the stack trace and report it'],
     code: 'InternalError',
-    stack: e && typeof e === 'object' ? e.stack : undefined,
+    stack: e?.stack,
   }
 }
 
 function firstLine(text: string): string {
   const line = text.split('\n').find((l) => l.trim() !== '') ?? text
   return line.trim()
-}
-
-/** What an oclif parse error carries besides its text (oclif/core lib/parser/errors.js). */
-export interface OclifParseError extends OclifLikeError {
-  /** RequiredArgsError: the missing arguments. */
-  args?: unknown[]
-  /** NonExistentFlagsError: the unknown flags as typed. */
-  flags?: string[]
-  parse?: {input?: {flags?: Record<string, {char?: string; aliases?: string[]}>}}
 }
 
 const FLAGS_HINT = 'see --help for the flags this command takes'
@@ -214,7 +210,7 @@ const ARGS_HINT = 'see --help for the arguments this command takes'
  * one of`, `--a cannot also be provided when using --b`… A message this does not know keeps its
  * first line. The hint names what to look up in --help (main.ts puts the command into it).
  */
-export function usageFromOclif(err: OclifParseError): {message: string; hints: string[]} {
+function usageFromOclif(err: OclifError): {message: string; hints: string[]} {
   const lines = oclifLines(err.message)
   const first = lines[0] ?? err.message.trim()
   let m: RegExpExecArray | null
@@ -235,13 +231,9 @@ export function usageFromOclif(err: OclifParseError): {message: string; hints: s
     const close = typed[0]!.startsWith('--') ? suggestCommands(typed[0]!, known) : []
     return {message: `unknown flag ${typed.join(', ')}`, hints: [...(close.length > 0 ? [`did you mean ${close.slice(0, 3).join(', ')}?`] : []), FLAGS_HINT]}
   }
-  // The same words as an argument to a command that takes none (cli/entry.ts commandNotFound).
-  if (/^Unexpected arguments?: /.test(first)) return {message: first, hints: [ARGS_HINT]}
-  if ((m = /^Expected --([^=\s]+)=(.*) to be one of: (.+)$/.exec(first))) {
-    return {message: `--${m[1]} ${JSON.stringify(m[2])}: expected one of ${m[3]}`, hints: [FLAGS_HINT]}
-  }
-  if ((m = /^Expected (.*) to be one of: (.+)$/.exec(first))) {
-    return {message: `argument ${JSON.stringify(m[1])}: expected one of ${m[2]}`, hints: [ARGS_HINT]}
+  for (const [pattern, say, hint] of ONE_LINE) {
+    const match = pattern.exec(first)
+    if (match) return {message: say(match), hints: [hint]}
   }
   if ((m = /^Parsing (--\S+)$/.exec(first))) {
     const inner = lines[1] ?? ''
@@ -252,26 +244,41 @@ export function usageFromOclif(err: OclifParseError): {message: string; hints: s
     }
     return {message: `${m[1]}: ${sentence(inner.replace(/^Error:\s*/, '')) || 'invalid value'}`, hints: [FLAGS_HINT]}
   }
-  if ((m = /^Flag (--\S+) can only be specified once$/.exec(first))) return {message: `${m[1]}: given more than once; it takes one value`, hints: [FLAGS_HINT]}
-  if ((m = /^Flag (--\S+) expects one of these values: (.+)$/.exec(first))) return {message: `${m[1]}: needs a value, one of ${m[2]}`, hints: [FLAGS_HINT]}
-  if ((m = /^Flag (--\S+) expects a value$/.exec(first))) return {message: `${m[1]}: needs a value`, hints: [FLAGS_HINT]}
   // Flag relationships (FailedFlagValidationError lists one reason per line): the first is the message.
   const reasons = lines.map(relationship).filter((r): r is string => r !== undefined)
   if (reasons.length > 0) return {message: reasons[0]!, hints: [...reasons.slice(1), FLAGS_HINT]}
   return {message: first.replace(/^Error:\s*/, ''), hints: [...lines.slice(1, 3), FLAGS_HINT]}
 }
 
+type Rewrite = [RegExp, (m: RegExpExecArray) => string]
+
+/** oclif's one-line parser messages in meshvm's words, each with the --help hint that fits. */
+const ONE_LINE: [...Rewrite, string][] = [
+  // The same words as an argument to a command that takes none (cli/entry.ts commandNotFound).
+  [/^Unexpected arguments?: .*$/, (m) => m[0], ARGS_HINT],
+  [/^Expected --([^=\s]+)=(.*) to be one of: (.+)$/, (m) => `--${m[1]} ${JSON.stringify(m[2])}: expected one of ${m[3]}`, FLAGS_HINT],
+  [/^Expected (.*) to be one of: (.+)$/, (m) => `argument ${JSON.stringify(m[1])}: expected one of ${m[2]}`, ARGS_HINT],
+  [/^Flag (--\S+) can only be specified once$/, (m) => `${m[1]}: given more than once; it takes one value`, FLAGS_HINT],
+  [/^Flag (--\S+) expects one of these values: (.+)$/, (m) => `${m[1]}: needs a value, one of ${m[2]}`, FLAGS_HINT],
+  [/^Flag (--\S+) expects a value$/, (m) => `${m[1]}: needs a value`, FLAGS_HINT],
+]
+
+/** oclif's flag relationship failures (one per line of a FailedFlagValidationError), in meshvm's words. */
+const RELATIONSHIPS: Rewrite[] = [
+  [/^Missing required flag (\S+)$/, (m) => `missing required flag --${m[1]}`],
+  [/^(--\S+?)(?:=(.*))? cannot also be provided when using (--\S+)$/, (m) => `${m[3]} and ${m[1]}${m[2] === undefined ? '' : `=${m[2]}`} cannot be combined: give one of them`],
+  [/^All of the following must be provided when using (--\S+): (.+)$/, (m) => `${m[1]}: only applies with ${m[2]!.split(', ').join(' and ')}`],
+  [/^(?:One|Some) of the following must be provided when using (--\S+): (.+)$/, (m) => `${m[1]}: only applies with one of ${m[2]}`],
+  [/^Only the following can be provided when using (--\S+): (.+)$/, (m) => `${m[1]}: can only be combined with ${m[2]}`],
+  [/^Exactly one of the following must be provided: (.+)$/, (m) => `give exactly one of ${m[1]}`],
+  [/^At least one of the following must be provided: (.+)$/, (m) => `give at least one of ${m[1]}`],
+]
+
 function relationship(line: string): string | undefined {
-  let m: RegExpExecArray | null
-  if ((m = /^Missing required flag (\S+)$/.exec(line))) return `missing required flag --${m[1]}`
-  if ((m = /^(--\S+?)(?:=(.*))? cannot also be provided when using (--\S+)$/.exec(line))) {
-    return `${m[3]} and ${m[1]}${m[2] === undefined ? '' : `=${m[2]}`} cannot be combined: give one of them`
+  for (const [pattern, say] of RELATIONSHIPS) {
+    const m = pattern.exec(line)
+    if (m) return say(m)
   }
-  if ((m = /^All of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with ${m[2]!.split(', ').join(' and ')}`
-  if ((m = /^(?:One|Some) of the following must be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: only applies with one of ${m[2]}`
-  if ((m = /^Only the following can be provided when using (--\S+): (.+)$/.exec(line))) return `${m[1]}: can only be combined with ${m[2]}`
-  if ((m = /^Exactly one of the following must be provided: (.+)$/.exec(line))) return `give exactly one of ${m[1]}`
-  if ((m = /^At least one of the following must be provided: (.+)$/.exec(line))) return `give at least one of ${m[1]}`
   return undefined
 }
 

@@ -186,16 +186,6 @@ describe('completion from the cluster', () => {
     expect(await bash(env, 'remote-secret', 'status', '-i', 'elsewhere', '')).toBe('')
   })
 
-  it('proxy names for proxy-status NAME (pods with a sidecar as POD.NAMESPACE, then VMs), remote secret names for remote-secret status|rotate', async () => {
-    const env = cluster.env
-    expect(await bash(env, 'proxy-status', '-n', 'apps', '')).toBe('api-5d9f-x1.apps web-10.0.0.7')
-    expect(await bash(env, 'ps', '-n', 'apps', 'w')).toBe('web-10.0.0.7')
-    expect(await bash(env, 'proxy-status', '-n', 'apps', 'api-5d9f-x1.apps', '')).toBe('')
-    expect(await bash(env, 'remote-secret', 'status', '')).toBe('istio-remote-secret-east istio-remote-secret-west')
-    expect(await bash(env, 'remote-secret', 'rotate', 'istio-remote-secret-w')).toBe('istio-remote-secret-west')
-    expect(await bash(env, 'remote-secret', 'status', '-i', 'elsewhere', '')).toBe('')
-  })
-
   it('a cluster that does not answer completes nothing instead of blocking the shell', async () => {
     const remove = cluster.faults.add({path: '/api/v1/namespaces', latencyMs: 60_000})
     try {

@@ -62,6 +62,8 @@ describe('complete()', () => {
     expect(istioNamespaceOf(['remote-secret', 'status', '--istio-namespace=mesh'])).toBe('mesh')
     expect(istioNamespaceOf(['remote-secret', 'status', '-imesh'])).toBe('mesh')
     expect(istioNamespaceOf(['remote-secret', 'status', '--istioNamespace', 'mesh'])).toBe('mesh')
+    expect(istioNamespaceOf(['remote-secret', 'status', '-i', 'mesh', '-i', ''])).toBe('mesh')
+    expect(istioNamespaceOf(['remote-secret', 'status', '--', '-i', 'mesh'])).toBe(process.env.MESHVM_ISTIO_NAMESPACE || 'istio-system')
     expect(istioNamespaceOf(['remote-secret', 'status'])).toBe(process.env.MESHVM_ISTIO_NAMESPACE || 'istio-system')
   })
 })

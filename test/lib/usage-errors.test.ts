@@ -59,6 +59,20 @@ describe('oclif parse errors, in meshvm words: one line naming the flag or argum
     expect(r.message).not.toMatch(/\n|Nonexistent|Parsing|Missing \d|Expected|cannot also be provided|See more help/)
   })
 
+  it.each([
+    ['exactly one of', {a: Flags.boolean({exactlyOne: ['a', 'b']}), b: Flags.boolean({exactlyOne: ['a', 'b']})}, [], /^give exactly one of --a, --b$/],
+    ['at least one of', {a: Flags.boolean({atLeastOne: ['a', 'b']}), b: Flags.boolean()}, [], /^give at least one of --a, --b$/],
+    ['only combinable with', {a: Flags.boolean({combinable: ['b']}), b: Flags.boolean(), c: Flags.boolean()}, ['--a', '--c'], /^--a: can only be combined with --b$/],
+    ['one of, when using', {a: Flags.boolean({relationships: [{type: 'some', flags: ['b', 'c']}]}), b: Flags.boolean(), c: Flags.boolean()}, ['--a'], /^--a: only applies with one of --b, --c$/],
+  ] as const)('flag relationship: %s', async (_title, f, argv, message) => {
+    const r = await parse([...argv], {flags: f as never}).then(
+      () => undefined,
+      (err: unknown) => toReport(err),
+    )
+    expect(r).toMatchObject({exit: 2, code: 'Usage', hints: [FLAGS]})
+    expect(r!.message).toMatch(message)
+  })
+
   it('several relationship problems: the first is the message, the others hints', async () => {
     const r = await reportOf(['-y', '--fix', '--dry-run=server'], {required: true})
     expect(r.exit).toBe(2)

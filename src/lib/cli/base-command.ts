@@ -43,53 +43,38 @@ export type BaseArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args
 export const KUBE_GROUP = 'KUBERNETES'
 export const OUTPUT_GROUP = 'OUTPUT'
 
+/** `flags`, each shown under `group` in help. */
+export function inHelpGroup<F extends Record<string, {helpGroup?: string}>>(group: string, flags: F): F {
+  for (const flag of Object.values(flags)) flag.helpGroup = group
+  return flags
+}
+
 /** Flags every command understands. Cluster commands use them; offline commands ignore them. */
-export const kubeFlags = {
-  kubeconfig: Flags.string({
-    summary: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).',
-    helpGroup: KUBE_GROUP,
-  }),
-  context: Flags.string({
-    summary: 'The kubeconfig context to use (default: the current context).',
-    helpGroup: KUBE_GROUP,
-  }),
-  namespace: Flags.string({
-    char: 'n',
-    summary: 'Namespace (default: the context namespace, then "default").',
-    env: 'MESHVM_NAMESPACE',
-    helpGroup: KUBE_GROUP,
-  }),
+export const kubeFlags = inHelpGroup(KUBE_GROUP, {
+  kubeconfig: Flags.string({summary: 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).'}),
+  context: Flags.string({summary: 'The kubeconfig context to use (default: the current context).'}),
+  namespace: Flags.string({char: 'n', summary: 'Namespace (default: the context namespace, then "default").', env: 'MESHVM_NAMESPACE'}),
   'istio-namespace': Flags.string({
     char: 'i',
     summary: 'Namespace where the Istio control plane runs.',
     default: 'istio-system',
     env: 'MESHVM_ISTIO_NAMESPACE',
     aliases: ['istioNamespace'],
-    helpGroup: KUBE_GROUP,
   }),
-  revision: Flags.string({
-    char: 'r',
-    summary: 'Istio control-plane revision (e.g. 1-24-6 or canary).',
-    helpGroup: KUBE_GROUP,
-  }),
+  revision: Flags.string({char: 'r', summary: 'Istio control-plane revision (e.g. 1-24-6 or canary).'}),
   'request-timeout': durationFlag({
     summary: 'Time to wait for one API request, its whole answer included, before retrying or giving up (e.g. 10s, 1m).',
     default: 30_000,
     defaultHelp: async () => '30s',
-    helpGroup: KUBE_GROUP,
   }),
-}
+})
 
-export const commonOutputFlags = {
-  'no-color': Flags.boolean({
-    summary: 'Disable coloured output (also honoured: NO_COLOR, TERM=dumb).',
-    helpGroup: OUTPUT_GROUP,
-  }),
+export const commonOutputFlags = inHelpGroup(OUTPUT_GROUP, {
+  'no-color': Flags.boolean({summary: 'Disable coloured output (also honoured: NO_COLOR, TERM=dumb).'}),
   debug: Flags.boolean({
     summary: 'Print each API request (method, path, status, time, size; never headers or bodies) and retry on stderr, and the stack trace of internal errors (also: DEBUG=meshvm).',
-    helpGroup: OUTPUT_GROUP,
   }),
-}
+})
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override baseFlags = {...kubeFlags, ...commonOutputFlags}
@@ -138,7 +123,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected keepInvocation(text: string): string {
     return keepInvocation(
       text,
-      this.config.commandIDs.map((id) => id.split(':').join(' ')),
+      this.config.commandIDs.map((id) => id.replaceAll(':', ' ')),
     )
   }
 

@@ -75,7 +75,7 @@ export function userPluginsFile(env: NodeJS.ProcessEnv = process.env, platform =
 }
 
 /** The snapshot, if it was taken for this package.json (same version and bin, still no hooks). */
-export function readSnapshot(root: string): DirectSnapshot | undefined {
+function readSnapshot(root: string): DirectSnapshot | undefined {
   try {
     const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {version?: string; oclif?: {bin?: string; hooks?: unknown; exitCodes?: unknown}}
     const snapshot = JSON.parse(readFileSync(join(root, 'dist', 'commands.json'), 'utf8')) as DirectSnapshot

@@ -5,8 +5,7 @@
  */
 import * as Flags from '@oclif/core/flags'
 
-export const DRY_RUN_VALUES = ['none', 'client', 'server'] as const
-export type DryRun = (typeof DRY_RUN_VALUES)[number]
+const DRY_RUN_VALUES = ['none', 'client', 'server'] as const
 
 export function dryRunFlag(summary: string, helpGroup?: string) {
   return Flags.option({summary, description: 'A bare --dry-run means client.', options: DRY_RUN_VALUES, default: 'none' as const, helpGroup})()

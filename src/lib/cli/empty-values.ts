@@ -58,35 +58,24 @@ export function applyEmptyValueRule(argv: readonly string[], flags: Readonly<Rec
       out.push(...argv.slice(i))
       break
     }
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1
     let name: string | undefined
+    // The value after `=` or joined to a short flag (`-napps`, `-n=apps`); else it is the next word.
     let value: string | undefined
-    let valueInNext = false
-    let spelled = arg
     if (arg.startsWith('--')) {
-      const eq = arg.indexOf('=')
-      spelled = eq > 0 ? arg.slice(0, eq) : arg
-      name = byLong.get(spelled.slice(2))
+      name = byLong.get(arg.slice(2, eq > 0 ? eq : undefined))
       if (eq > 0) value = arg.slice(eq + 1)
-      else valueInNext = true
     } else if (arg.startsWith('-') && arg.length >= 2) {
       name = byChar.get(arg[1]!)
-      spelled = arg.slice(0, 2)
-      if (arg.length === 2) valueInNext = true
-      else if (arg[2] === '=') value = arg.slice(3)
-      else value = arg.slice(2)
+      if (arg.length > 2) value = arg.slice(arg[2] === '=' ? 3 : 2)
     }
+    const valueInNext = value === undefined
     const flag = name === undefined ? undefined : flags[name]
-    if (flag?.type !== 'option' || (valueInNext && VALUE_AFTER_EQUALS_ONLY.has(name!))) {
+    if (flag?.type !== 'option' || (valueInNext && (VALUE_AFTER_EQUALS_ONLY.has(name!) || i + 1 >= argv.length))) {
       out.push(arg)
       continue
     }
-    if (valueInNext) {
-      if (i + 1 >= argv.length) {
-        out.push(arg)
-        continue
-      }
-      value = argv[i + 1]
-    }
+    if (valueInNext) value = argv[i + 1]
     if (value === '') {
       if (!Object.hasOwn(EMPTY_MEANS_DEFAULT, name!)) throw emptyValueError(name!, flag)
       if (valueInNext) i++

@@ -25,7 +25,7 @@ export function pluginRunOptions(argv: string[], rootUrl: string): string | {roo
   return {root, pjson: {...pjson, oclif: {...pjson.oclif, bin: invocation.bin}}}
 }
 
-const words = (id: string): string => id.split(':').join(' ')
+const words = (id: string): string => id.replaceAll(':', ' ')
 
 /** oclif's "command war:lsit not found" as a usage error with the closest commands (cobra's "Did you mean this?"). */
 export function commandNotFound(err: unknown, ids: string[]): unknown {
@@ -38,17 +38,8 @@ export function commandNotFound(err: unknown, ids: string[]): unknown {
     .filter((c) => typed.startsWith(c + ' '))
     .sort((a, b) => b.length - a.length)[0]
   if (known) return new UsageError(`Unexpected argument: ${typed.slice(known.length + 1).split(' ')[0]}`, [`see ${invocation.bin} ${known} --help for the arguments this command takes`])
-  const close = suggestCommands(typed, ids.map(words))
-  const hints =
-    close.length > 0
-      ? [
-          `did you mean: ${close
-            .slice(0, 3)
-            .map((c) => `${invocation.bin} ${c}`)
-            .join(', ')}?`,
-        ]
-      : []
-  hints.push(`see ${invocation.bin} --help for the commands`)
+  const close = suggestCommands(typed, ids.map(words)).map((c) => `${invocation.bin} ${c}`)
+  const hints = [...(close.length > 0 ? [`did you mean: ${close.slice(0, 3).join(', ')}?`] : []), `see ${invocation.bin} --help for the commands`]
   return new UsageError(`unknown command "${typed}" for "${invocation.bin}"`, hints)
 }
 

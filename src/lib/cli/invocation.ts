@@ -5,6 +5,7 @@
  * acts on another cluster or namespace than the one the user chose.
  */
 import {basename} from 'node:path'
+import {shellQuote} from './prompt.js'
 
 export interface Invocation {
   /** `meshvm`, or `kubectl meshvm` in plugin mode. */
@@ -20,22 +21,34 @@ export function isKubectlPlugin(script = process.argv[1] ?? ''): boolean {
   return basename(script).startsWith('kubectl-')
 }
 
-/** Reads the cluster-selecting flags from the command line (before any `--`). */
-export function kubeFlagsOf(argv: string[]): Invocation['kube'] {
-  const kube: Invocation['kube'] = {}
-  const names: Record<string, keyof Invocation['kube']> = {'--kubeconfig': 'kubeconfig', '--context': 'context', '--namespace': 'namespace', '-n': 'namespace'}
+/**
+ * The values of the flags `names` spells (`--context`, `-n`: its key) on a command line, before any
+ * `--`; the last one given wins, and an empty value means the default (empty-values.ts): as if the
+ * flag were not given.
+ */
+export function flagValuesOf<K extends string>(argv: string[], names: Record<string, K>): Partial<Record<K, string>> {
+  const found: Partial<Record<K, string>> = {}
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (arg === '--') break
     const eq = arg.indexOf('=')
-    const name = eq > 0 ? arg.slice(0, eq) : arg
-    const key = names[name] ?? (arg.startsWith('-n') && arg.length > 2 && !arg.startsWith('--') ? 'namespace' : undefined)
-    if (!key) continue
-    const value = eq > 0 ? arg.slice(eq + 1) : name === arg && names[name] ? argv[++i] : arg.slice(2)
-    // An empty value means the default (empty-values.ts): as if the flag were not given.
-    if (value !== undefined && value !== '') kube[key] = value
+    let key = names[eq > 0 ? arg.slice(0, eq) : arg]
+    let value = eq > 0 ? arg.slice(eq + 1) : undefined
+    if (key === undefined && arg[1] !== '-' && arg.length > 2) {
+      // A short flag's value may follow it directly (`-napps`).
+      key = names[arg.slice(0, 2)]
+      value = arg.slice(2)
+    }
+    if (key === undefined) continue
+    value ??= argv[++i]
+    if (value !== undefined && value !== '') found[key] = value
   }
-  return kube
+  return found
+}
+
+/** Reads the cluster-selecting flags from the command line. */
+export function kubeFlagsOf(argv: string[]): Invocation['kube'] {
+  return flagValuesOf(argv, {'--kubeconfig': 'kubeconfig', '--context': 'context', '--namespace': 'namespace', '-n': 'namespace'})
 }
 
 export function setInvocation(argv: string[], script = process.argv[1] ?? ''): void {
@@ -43,15 +56,13 @@ export function setInvocation(argv: string[], script = process.argv[1] ?? ''): v
   invocation.kube = kubeFlagsOf(argv)
 }
 
-const quote = (word: string): string => (word !== '' && /^[A-Za-z0-9_@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`)
-
 /** The user's --kubeconfig/--context (and -n unless the line already names a namespace) as flags. */
 function kubeArgs(rest: string): string {
   const k = invocation.kube
   const args: string[] = []
-  if (k.kubeconfig !== undefined && !/(^|\s)--kubeconfig[\s=]/.test(rest)) args.push('--kubeconfig', quote(k.kubeconfig))
-  if (k.context !== undefined && !/(^|\s)--context[\s=]/.test(rest)) args.push('--context', quote(k.context))
-  if (k.namespace !== undefined && !/(^|\s)(-n|--namespace|-A|--all-namespaces)([\s=]|$)/.test(rest)) args.push('-n', quote(k.namespace))
+  if (k.kubeconfig !== undefined && !/(^|\s)--kubeconfig[\s=]/.test(rest)) args.push('--kubeconfig', shellQuote(k.kubeconfig))
+  if (k.context !== undefined && !/(^|\s)--context[\s=]/.test(rest)) args.push('--context', shellQuote(k.context))
+  if (k.namespace !== undefined && !/(^|\s)(-n|--namespace|-A|--all-namespaces)([\s=]|$)/.test(rest)) args.push('-n', shellQuote(k.namespace))
   return args.join(' ')
 }
 

@@ -4,18 +4,17 @@
  * No Kubernetes client here (the kubeconfig is only read for --all-contexts).
  */
 import * as Flags from '@oclif/core/flags'
-import {KUBE_GROUP} from './base-command.js'
+import {inHelpGroup, KUBE_GROUP} from './base-command.js'
 import {ExitCode, flagError, MeshvmError} from '../errors.js'
 
-export const multiContextFlags = {
+export const multiContextFlags = inHelpGroup(KUBE_GROUP, {
   context: Flags.string({
     summary: 'Kubeconfig context to read (default: the current context). Repeatable, or comma-separated: several clusters at once.',
     multiple: true,
     multipleNonGreedy: true,
-    helpGroup: KUBE_GROUP,
   }),
-  'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', exclusive: ['context'], helpGroup: KUBE_GROUP}),
-}
+  'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', exclusive: ['context']}),
+})
 
 /** The contexts asked for (oclif refuses --all-contexts with --context); `undefined` stands for the kubeconfig's current context. */
 export async function contextNames(flag: string[] | undefined, all: boolean, kubeconfig: string | undefined): Promise<(string | undefined)[]> {

@@ -4,39 +4,22 @@
  */
 import * as Flags from '@oclif/core/flags'
 import {parseLabelColumns, parseOutput, parseSortBy, type OutputKind, type PrintOptions} from '../output/printer.js'
-import {OUTPUT_GROUP} from './base-command.js'
-
-const FORMAT_TEXT: Record<OutputKind, string> = {
-  table: 'table',
-  wide: 'wide',
-  json: 'json',
-  yaml: 'yaml',
-  name: 'name',
-  jsonpath: 'jsonpath=TEMPLATE',
-  'jsonpath-as-json': 'jsonpath-as-json=TEMPLATE',
-  'custom-columns': 'custom-columns=HEADER:PATH,…',
-}
+import {FORMATS} from '../output/render.js'
+import {inHelpGroup, OUTPUT_GROUP} from './base-command.js'
 
 export function outputFlags(kinds: readonly OutputKind[]) {
-  return {
+  return inHelpGroup(OUTPUT_GROUP, {
     output: Flags.string({
       char: 'o',
-      summary: `Output format: ${kinds.map((k) => FORMAT_TEXT[k]).join(', ')}.`,
+      summary: `Output format: ${kinds.map((k) => FORMATS[k]).join(', ')}.`,
       description: `jsonpath and custom-columns use kubectl's JSONPath template syntax, e.g. -o jsonpath='{range .items[*]}{.metadata.name}{"\\n"}{end}' or -o custom-columns=NAME:.metadata.name,NS:.metadata.namespace. go-template is not supported (no maintained JavaScript implementation of Go templates).`,
       default: 'table',
-      helpGroup: OUTPUT_GROUP,
     }),
-    'no-headers': Flags.boolean({summary: 'Do not print the table header (table, wide, custom-columns).', helpGroup: OUTPUT_GROUP}),
-    'show-labels': Flags.boolean({summary: "Add a LABELS column with each object's labels.", helpGroup: OUTPUT_GROUP}),
-    'label-columns': Flags.string({
-      char: 'L',
-      summary: 'Add a column per label key (comma separated or repeated), e.g. -L app,version.',
-      multiple: true,
-      multipleNonGreedy: true,
-      helpGroup: OUTPUT_GROUP,
-    }),
-    'sort-by': Flags.string({summary: 'Sort rows by a JSONPath into each object, e.g. --sort-by=.metadata.creationTimestamp (holds the list before printing).', helpGroup: OUTPUT_GROUP}),
-  }
+    'no-headers': Flags.boolean({summary: 'Do not print the table header (table, wide, custom-columns).'}),
+    'show-labels': Flags.boolean({summary: "Add a LABELS column with each object's labels."}),
+    'label-columns': Flags.string({char: 'L', summary: 'Add a column per label key (comma separated or repeated), e.g. -L app,version.', multiple: true, multipleNonGreedy: true}),
+    'sort-by': Flags.string({summary: 'Sort rows by a JSONPath into each object, e.g. --sort-by=.metadata.creationTimestamp (holds the list before printing).'}),
+  })
 }
 
 export interface OutputFlagValues {

@@ -9,27 +9,22 @@ export function humanDuration(ms: number): string {
   if (seconds < 0) return '0s'
   if (seconds < 60 * 2) return `${seconds}s`
   const minutes = Math.floor(seconds / 60)
-  if (minutes < 10) {
-    const s = seconds % 60
-    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`
-  }
+  if (minutes < 10) return units(minutes, 'm', seconds % 60, 's')
   if (minutes < 60 * 3) return `${minutes}m`
   const hours = Math.floor(seconds / 3600)
-  if (hours < 8) {
-    const m = minutes % 60
-    return m === 0 ? `${hours}h` : `${hours}h${m}m`
-  }
+  if (hours < 8) return units(hours, 'h', minutes % 60, 'm')
   if (hours < 48) return `${hours}h`
-  if (hours < 24 * 8) {
-    const h = hours % 24
-    return h === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${h}h`
-  }
-  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`
-  if (hours < 24 * 365 * 8) {
-    const dy = Math.floor(hours / 24) % 365
-    return dy === 0 ? `${Math.floor(hours / 24 / 365)}y` : `${Math.floor(hours / 24 / 365)}y${dy}d`
-  }
-  return `${Math.floor(hours / 24 / 365)}y`
+  const days = Math.floor(hours / 24)
+  if (hours < 24 * 8) return units(days, 'd', hours % 24, 'h')
+  if (hours < 24 * 365 * 2) return `${days}d`
+  const years = Math.floor(days / 365)
+  if (hours < 24 * 365 * 8) return units(years, 'y', days % 365, 'd')
+  return `${years}y`
+}
+
+/** `3m5s`, or `3m` when the smaller unit is zero. */
+function units(big: number, bigUnit: string, small: number, smallUnit: string): string {
+  return small === 0 ? `${big}${bigUnit}` : `${big}${bigUnit}${small}${smallUnit}`
 }
 
 /** kubectl's AGE for a timestamp. */

@@ -50,7 +50,9 @@ export class Describer {
       const keys = run.map((f) => terminalSafe(`${f.key}:`))
       const width = Math.max(...keys.map(displayWidth)) + 2
       const indent = '  '.repeat(item.level)
-      run.forEach((f, r) => f.values.forEach((v, k) => out.push(indent + (k === 0 ? padEnd(keys[r]!, width) : ' '.repeat(width)) + terminalSafe(v))))
+      for (const [r, f] of run.entries()) {
+        for (const [k, v] of f.values.entries()) out.push(indent + (k === 0 ? padEnd(keys[r]!, width) : ' '.repeat(width)) + terminalSafe(v))
+      }
       i = j
     }
     return out.map((l) => terminalSafe(l).trimEnd()).join('\n') + '\n'

@@ -24,15 +24,12 @@ export interface DrainableStream {
  */
 export function drained(stream: DrainableStream = process.stdout): Promise<void> | undefined {
   if (!stream.writableNeedDrain || stream.writableEnded || stream.destroyed) return undefined
+  const events = ['drain', 'close', 'error'] as const
   return new Promise((resolve) => {
     const done = (): void => {
-      stream.off('drain', done)
-      stream.off('close', done)
-      stream.off('error', done)
+      for (const event of events) stream.off(event, done)
       resolve()
     }
-    stream.once('drain', done)
-    stream.once('close', done)
-    stream.once('error', done)
+    for (const event of events) stream.once(event, done)
   })
 }

@@ -7,6 +7,7 @@
  * that package's test cases as golden cases.
  */
 import {goHtmlEscape} from '../util/go-compat.js'
+import {isRecord as isMap} from '../util/records.js'
 
 type Node =
   | {type: 'list'; nodes: Node[]}
@@ -30,7 +31,6 @@ interface Param {
 export class JsonPathError extends Error {}
 
 const EOF = ''
-const isTerminator = (r: string): boolean => r === EOF || ' \t\r\n.,[]$@{}'.includes(r)
 const isDigit = (r: string): boolean => r >= '0' && r <= '9'
 const isAlphaNumeric = (r: string): boolean => r === '_' || /^[\p{L}\p{Nd}]$/u.test(r)
 
@@ -61,6 +61,14 @@ class Parser {
     this.start = this.pos
     return v
   }
+  /** Moves past what the sticky `re` matches here, and consumes; undefined when it does not match. */
+  private scan(re: RegExp): string | undefined {
+    re.lastIndex = this.pos
+    const m = re.exec(this.input)
+    if (!m) return undefined
+    this.pos += m[0].length
+    return this.consume()
+  }
 
   private parseText(cur: ListNode): void {
     for (;;) {
@@ -70,7 +78,8 @@ class Parser {
         this.consume()
         const list: ListNode = {type: 'list', nodes: []}
         cur.nodes.push(list)
-        return this.parseInsideAction(list)
+        this.parseInsideAction(list)
+        return
       }
       if (this.next() === EOF) break
     }
@@ -83,7 +92,8 @@ class Parser {
       if (rest.startsWith('}')) {
         this.pos += 1
         this.consume()
-        return this.parseText(this.root)
+        this.parseText(this.root)
+        return
       }
       if (rest.startsWith('[?(')) {
         this.parseFilter(cur)
@@ -114,40 +124,21 @@ class Parser {
   }
 
   private parseIdentifier(cur: ListNode): void {
-    for (;;) {
-      const r = this.next()
-      if (isTerminator(r)) {
-        this.backup(r)
-        break
-      }
-    }
-    const value = this.consume()
+    const value = this.scan(/[^ \t\r\n.,[\]$@{}]*/y)!
     cur.nodes.push(value === 'true' || value === 'false' ? {type: 'bool', value: value === 'true'} : {type: 'identifier', name: value})
   }
 
   private parseNumber(cur: ListNode): void {
-    let r = this.peek()
-    if (r === '+' || r === '-') this.next()
-    for (;;) {
-      r = this.next()
-      if (r !== '.' && !isDigit(r)) {
-        this.backup(r)
-        break
-      }
-    }
-    const value = this.consume()
+    const value = this.scan(/[+-]?[\d.]*/y)!
     if (/^[+-]?\d+$/.test(value)) cur.nodes.push({type: 'int', value: Number(value)})
     else if (/^[+-]?(\d+\.?\d*|\.\d+)$/.test(value)) cur.nodes.push({type: 'float', value: Number(value)})
     else throw new JsonPathError(`cannot parse number ${value}`)
   }
 
   private parseArray(cur: ListNode): void {
-    for (;;) {
-      const r = this.next()
-      if (r === EOF || r === '\n') throw new JsonPathError('unterminated array')
-      if (r === ']') break
-    }
-    let text = this.consume().slice(1, -1)
+    const array = this.scan(/[^\]\n]*\]/y)
+    if (array === undefined) throw new JsonPathError('unterminated array')
+    let text = array.slice(1, -1)
     if (text === '*') text = ':'
     const parts = text.split(',')
     if (parts.length > 1) {
@@ -161,22 +152,14 @@ class Parser {
     }
     const slice = /^(-?\d*)(:-?\d*)?(:-?\d*)?$/.exec(text)
     if (!slice) throw new JsonPathError(`invalid array index ${text}`)
-    const params: [Param, Param, Param] = [
-      {known: false, value: 0},
-      {known: false, value: 0},
-      {known: false, value: 0},
-    ]
-    for (let i = 0; i < 3; i++) {
-      let v = slice[i + 1] ?? ''
-      if (v !== '') {
-        if (i > 0) v = v.slice(1)
-        if (i > 0 && v === '') params[i] = {known: false, value: 0}
-        else {
-          if (!/^-?\d+$/.test(v)) throw new JsonPathError(`array index ${v} is not a number`)
-          params[i] = {known: true, value: Number(v)}
-        }
-      } else if (i === 1) params[i] = {known: true, value: params[0].value + 1, derived: true}
-    }
+    const params = [1, 2, 3].map((group): Param => {
+      const v = (slice[group] ?? '').replace(/^:/, '')
+      if (v === '') return {known: false, value: 0}
+      if (!/^-?\d+$/.test(v)) throw new JsonPathError(`array index ${v} is not a number`)
+      return {known: true, value: Number(v)}
+    }) as [Param, Param, Param]
+    // `[i]` (no colon): one element.
+    if (slice[2] === undefined) params[1] = {known: true, value: params[0].value + 1, derived: true}
     cur.nodes.push({type: 'array', params})
   }
 
@@ -205,27 +188,17 @@ class Parser {
     else cur.nodes.push({type: 'filter', left: parseAction(m[1]!), right: parseAction(m[3]!), op: m[2]!})
   }
 
+  /** After the opening quote: up to the first closing quote on the line that no backslash precedes (client-go's rule). */
   private parseQuote(cur: ListNode, quote: string): void {
-    for (;;) {
-      const r = this.next()
-      if (r === EOF || r === '\n') throw new JsonPathError('unterminated quoted string')
-      if (r === quote && this.input[this.pos - 2] !== '\\') break
-    }
-    const value = this.consume()
+    const value = this.scan(quote === '"' ? /[^\n]*?(?<!\\)"/y : /[^\n]*?(?<!\\)'/y)
+    if (value === undefined) throw new JsonPathError('unterminated quoted string')
     cur.nodes.push({type: 'text', text: unquote(value)})
   }
 
+  /** After the dot: up to a terminator; a backslash escapes the character after it. */
   private parseField(cur: ListNode): void {
     this.consume()
-    for (;;) {
-      const r = this.next()
-      if (r === '\\') this.next()
-      else if (isTerminator(r)) {
-        this.backup(r)
-        break
-      }
-    }
-    const value = this.consume()
+    const value = this.scan(/(?:\\[\s\S]?|[^ \t\r\n.,[\]$@{}])*/y)!
     cur.nodes.push(value === '*' ? {type: 'wildcard'} : {type: 'field', name: value.replace(/\\/g, '')})
   }
 }
@@ -269,21 +242,13 @@ export function parseRelaxed(expression: string): Template {
 }
 
 type Value = unknown
-const isMap = (v: Value): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const goType = (v: Value): string =>
-  Array.isArray(v)
-    ? '[]interface {}'
-    : isMap(v)
-      ? 'map[string]interface {}'
-      : typeof v === 'string'
-        ? 'string'
-        : typeof v === 'boolean'
-          ? 'bool'
-          : typeof v === 'number'
-            ? Number.isInteger(v)
-              ? 'int64'
-              : 'float64'
-            : 'interface {}'
+/** The Go type client-go's errors name for a value. */
+function goType(v: Value): string {
+  if (Array.isArray(v)) return '[]interface {}'
+  if (isMap(v)) return 'map[string]interface {}'
+  if (typeof v === 'number') return Number.isInteger(v) ? 'int64' : 'float64'
+  return typeof v === 'string' ? 'string' : typeof v === 'boolean' ? 'bool' : 'interface {}'
+}
 
 class Evaluator {
   /** Ranges open (client-go keeps a stack of values; only its depth matters). */
@@ -452,19 +417,21 @@ function children(v: Value): Value[] {
   return []
 }
 
+type Scalar = number | string | boolean
+const OPERATORS: Record<string, (a: Scalar, b: Scalar) => boolean> = {
+  '==': (a, b) => a === b,
+  '!=': (a, b) => a !== b,
+  '<': (a, b) => a < b,
+  '>': (a, b) => a > b,
+  '<=': (a, b) => a <= b,
+  '>=': (a, b) => a >= b,
+}
+
 /** Go template's comparison functions (eq, ne, lt…): same basic kind only. */
 function compare(op: string, left: Value, right: Value): boolean {
-  const ops: Record<string, (a: number | string | boolean, b: number | string | boolean) => boolean> = {
-    '==': (a, b) => a === b,
-    '!=': (a, b) => a !== b,
-    '<': (a, b) => a < b,
-    '>': (a, b) => a > b,
-    '<=': (a, b) => a <= b,
-    '>=': (a, b) => a >= b,
-  }
-  const fn = ops[op]
+  const fn = OPERATORS[op]
   if (!fn) throw new JsonPathError(`unrecognized filter operator ${op}`)
-  const scalar = (x: Value): x is number | string | boolean => typeof x === 'number' || typeof x === 'string' || typeof x === 'boolean'
+  const scalar = (x: Value): x is Scalar => typeof x === 'number' || typeof x === 'string' || typeof x === 'boolean'
   if (!scalar(left) || !scalar(right)) throw new JsonPathError('invalid type for comparison')
   if (typeof left !== typeof right) {
     if (op === '==' || op === '!=') return op === '!='
@@ -486,7 +453,7 @@ export function resultText(v: unknown): string {
  * Go's encoding/json, as kubectl marshals results: the objects are maps, whose keys Go writes in
  * sorted order, and <, >, &, U+2028 and U+2029 in strings are escaped (json.Marshal's HTML escaping).
  */
-export function goJson(v: unknown, indent?: string): string {
+function goJson(v: unknown, indent?: string): string {
   const sorted = (x: unknown): unknown =>
     Array.isArray(x)
       ? x.map(sorted)

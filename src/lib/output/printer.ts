@@ -1,6 +1,7 @@
 /**
- * The one printer: every command that prints objects or rows hands them here, page by page, with its
- * table columns; the printer writes the format the user chose (kubectl's -o):
+ * The printer of lists: every command that lists objects or rows in kubectl's -o formats hands them
+ * here, page by page, with its table columns (reports with a layout of their own, as doctor's, use
+ * renderTable and renderData); the printer writes the format the user chose:
  *
  *   table, wide             the command's columns (TableWriter; streamed page by page)
  *   json, yaml              the objects as a kubectl List (streamed page by page), or the command's document
@@ -20,16 +21,14 @@ import {MeshvmError, UsageError} from '../errors.js'
 import {labelsOf, type KubeObject} from '../kube/object.js'
 import {execute, executeAsJson, findResults, goSprint, JsonPathError, parseRelaxed, parseTemplate, resultText, type Template} from './jsonpath.js'
 import {ListWriter} from './list-writer.js'
-import {asList, BASIC_FORMATS, renderData, resourceName, type OutputFormat} from './render.js'
+import {asList, FORMATS, renderData, resourceName, type OutputFormat, type OutputKind} from './render.js'
 import {TableWriter, type Column, type RenderedRow} from './table.js'
 import {terminalSafe, terminalSafeLines} from './terminal.js'
 
-/** What -o accepts, as shown in help and completion. */
-export const OUTPUT_FORMAT_HELP = [...BASIC_FORMATS, 'jsonpath=TEMPLATE', 'jsonpath-as-json=TEMPLATE', 'custom-columns=HEADER:PATH,…']
-
 export type OutputSpec = {kind: OutputFormat} | {kind: 'jsonpath' | 'jsonpath-as-json'; template: Template} | {kind: 'custom-columns'; columns: {header: string; template: Template}[]}
 
-export type OutputKind = OutputSpec['kind']
+export type {OutputKind}
+export const ALL_KINDS = Object.keys(FORMATS) as OutputKind[]
 
 const GO_TEMPLATE_REFUSAL = 'go-template is not supported: no maintained JavaScript library implements Go text/template, and an imitation would print different text than kubectl for the same template'
 
@@ -38,28 +37,21 @@ export function parseOutput(value: string, allowed: readonly OutputKind[] = ALL_
   const eq = value.indexOf('=')
   const name = eq < 0 ? value : value.slice(0, eq)
   const arg = eq < 0 ? undefined : value.slice(eq + 1)
-  const valid = `expected one of ${allowed.map((k) => (k === 'jsonpath' || k === 'jsonpath-as-json' ? `${k}=TEMPLATE` : k === 'custom-columns' ? 'custom-columns=HEADER:PATH,…' : k)).join(', ')}`
+  const valid = `expected one of ${allowed.map((k) => FORMATS[k]).join(', ')}`
   if (['go-template', 'go-template-file', 'template', 'templatefile'].includes(name))
     throw new UsageError(`${flag} ${JSON.stringify(value)}: ${GO_TEMPLATE_REFUSAL}`, ['use -o jsonpath=… or -o custom-columns=… (kubectl syntax), or -o json | jq'])
   if (!(allowed as readonly string[]).includes(name)) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${valid}`)
-  try {
-    if (name === 'jsonpath' || name === 'jsonpath-as-json') {
-      if (arg === undefined || arg === '') throw new UsageError(`${flag} ${name}: template format specified but no template given, e.g. ${name}='{.items[*].metadata.name}'`)
-      return {kind: name, template: parseTemplate(arg)}
-    }
-    if (name === 'custom-columns') {
-      if (arg === undefined || arg === '') throw new UsageError(`${flag} custom-columns: custom-columns format specified but no custom columns given, e.g. custom-columns=NAME:.metadata.name`)
-      return {kind: name, columns: parseCustomColumns(arg, flag)}
-    }
-  } catch (err) {
-    if (err instanceof JsonPathError) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${err.message}`)
-    throw err
+  if (name === 'jsonpath' || name === 'jsonpath-as-json') {
+    if (arg === undefined || arg === '') throw new UsageError(`${flag} ${name}: template format specified but no template given, e.g. ${name}='{.items[*].metadata.name}'`)
+    return {kind: name, template: jsonPathFlag(flag, value, () => parseTemplate(arg))}
+  }
+  if (name === 'custom-columns') {
+    if (arg === undefined || arg === '') throw new UsageError(`${flag} custom-columns: custom-columns format specified but no custom columns given, e.g. custom-columns=NAME:.metadata.name`)
+    return {kind: name, columns: jsonPathFlag(flag, value, () => parseCustomColumns(arg, flag))}
   }
   if (arg !== undefined) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${name} takes no argument`)
   return {kind: name as OutputFormat}
 }
-
-export const ALL_KINDS: readonly OutputKind[] = [...BASIC_FORMATS, 'jsonpath', 'jsonpath-as-json', 'custom-columns']
 
 /** kubectl's custom-columns spec: HEADER:PATH pairs separated by commas (kubectl/pkg/cmd/get/customcolumn.go). */
 function parseCustomColumns(spec: string, flag: string): {header: string; template: Template}[] {
@@ -72,8 +64,13 @@ function parseCustomColumns(spec: string, flag: string): {header: string; templa
 
 /** --sort-by: kubectl's relaxed JSONPath (`.metadata.name`, `{.metadata.name}`). */
 export function parseSortBy(value: string, flag = '--sort-by'): Template {
+  return jsonPathFlag(flag, value, () => parseRelaxed(value))
+}
+
+/** A template parsed from a flag: its syntax errors are usage errors naming the flag and value. */
+function jsonPathFlag<T>(flag: string, value: string, parse: () => T): T {
   try {
-    return parseRelaxed(value)
+    return parse()
   } catch (err) {
     if (err instanceof JsonPathError) throw new UsageError(`${flag} ${JSON.stringify(value)}: ${err.message}`)
     throw err
@@ -160,9 +157,9 @@ export function formatLabels(labels: Record<string, string>): string {
 export class Printer<Row> {
   private readonly table?: TableWriter<Row>
   private readonly list?: ListWriter
-  private held: Row[] | undefined
-  /** Tables hold rendered rows with their sort keys instead (see RowOrder). */
-  private heldTable: {key: unknown; row: RenderedRow}[] | undefined
+  /** With an order: the rows until the list ends, each with its sort key; a table's rendered (see RowOrder). */
+  private held: {key: unknown; row: unknown}[] | undefined
+  private readonly order?: {key(row: Row): unknown; compare(a: unknown, b: unknown): number}
   private objects: unknown[] = []
   private rows = 0
   private documents = 0
@@ -178,8 +175,11 @@ export class Printer<Row> {
     if (out.kind === 'table' || out.kind === 'wide') this.table = new TableWriter(this.tableColumns(), tableOptions, write)
     else if (out.kind === 'custom-columns') this.table = new TableWriter(this.customColumns(out.columns), tableOptions, write)
     else if ((out.kind === 'json' || out.kind === 'yaml') && !spec.document) this.list = new ListWriter(out.kind, write)
-    if (this.table && (options.sortBy || spec.order?.key)) this.heldTable = []
-    else if (options.sortBy || spec.order) this.held = []
+    const {sortBy} = options
+    const order = spec.order
+    if (sortBy) this.order = {key: (row) => findResults(sortBy, spec.object(row)).flat()[0], compare: compareValues}
+    else if (order) this.order = order.key ? {key: order.key, compare: compareKeys} : {key: (row) => row, compare: order}
+    if (this.order) this.held = []
   }
 
   /** Rows printed or held so far. */
@@ -189,39 +189,23 @@ export class Printer<Row> {
 
   add(page: Row[]): void {
     this.rows += page.length
-    if (this.heldTable && !this.listDone) {
-      const sortBy = this.options.sortBy
-      const key = this.spec.order?.key
-      for (const row of page) this.heldTable.push({key: sortBy ? findResults(sortBy, this.spec.object(row)).flat()[0] : key!(row), row: this.table!.render(row)})
-      return
-    }
-    if (this.held && !this.listDone) {
-      this.held.push(...page)
-      return
-    }
-    this.print(page)
+    if (this.held) for (const row of page) this.held.push({key: this.order!.key(row), row: this.table ? this.table.render(row) : row})
+    else this.print(page)
   }
 
   /** Ends the list: held rows are sorted and printed, tables flushed, the List closed. Later `add`s (--watch) print at once. */
   finish(): void {
     if (this.listDone) return
     this.listDone = true
-    if (this.heldTable) {
-      const held = this.heldTable
-      this.heldTable = undefined
-      // Array.prototype.sort is stable: equal keys keep the order the rows came in.
-      if (this.options.sortBy)
-        sortFieldFound(
-          this.options.sortBy,
-          held.map((h) => h.key),
-        )
-      held.sort(this.options.sortBy ? (a, b) => compareValues(a.key, b.key) : (a, b) => compareKeys(a.key as string[], b.key as string[]))
-      this.table!.addRendered(held.map((h) => h.row))
-    }
-    if (this.held) {
-      const held = this.held
+    const held = this.held
+    if (held) {
       this.held = undefined
-      this.print(this.sorted(held))
+      if (this.options.sortBy) sortFieldFound(this.options.sortBy, held)
+      // Array.prototype.sort is stable: equal keys keep the order the rows came in.
+      held.sort((a, b) => this.order!.compare(a.key, b.key))
+      const rows = held.map((h) => h.row)
+      if (this.table) this.table.addRendered(rows as RenderedRow[])
+      else this.print(rows as Row[])
     }
     const out = this.options.output
     this.table?.flush()
@@ -235,7 +219,10 @@ export class Printer<Row> {
   private print(page: Row[]): void {
     if (page.length === 0) return
     const out = this.options.output
-    if (this.table) return this.table.add(page)
+    if (this.table) {
+      this.table.add(page)
+      return
+    }
     if (out.kind === 'name') {
       this.write(page.map((r) => terminalSafe(this.spec.name ? this.spec.name(r) : resourceName(this.spec.object(r) as KubeObject)) + '\n').join(''))
       return
@@ -288,26 +275,14 @@ export class Printer<Row> {
       },
     }))
   }
-
-  private sorted(rows: Row[]): Row[] {
-    const sortBy = this.options.sortBy
-    if (!sortBy) return [...rows].sort(this.spec.order)
-    const keyed = rows.map((row, index) => ({row, index, key: findResults(sortBy, this.spec.object(row)).flat()[0]}))
-    sortFieldFound(
-      sortBy,
-      keyed.map((k) => k.key),
-    )
-    keyed.sort((a, b) => compareValues(a.key, b.key) || a.index - b.index)
-    return keyed.map((k) => k.row)
-  }
 }
 
 /**
  * kubectl's SortObjects: a field no object has is a mistake (`--sort-by=nope`), not an order; an empty
  * list is not checked. The rows are still held, so nothing has been printed.
  */
-function sortFieldFound(sortBy: Template, keys: unknown[]): void {
-  if (keys.length > 0 && keys.every((k) => k === undefined)) {
+function sortFieldFound(sortBy: Template, held: {key: unknown}[]): void {
+  if (held.length > 0 && held.every((h) => h.key === undefined)) {
     throw new UsageError(`--sort-by: couldn't find any field with path ${JSON.stringify(sortBy.source)} in the list of objects`)
   }
 }

@@ -1,14 +1,29 @@
 /**
  * Data goes to stdout in the chosen format, everything else to stderr. renderData is the one place a
- * value becomes JSON or YAML text: the printer (printer.ts), the streamed List (list-writer.ts) and the
- * commands that print a single document all go through it.
+ * value becomes kubectl-style `-o json|yaml` text: the printer (printer.ts), the streamed List
+ * (list-writer.ts) and the commands that print a single document all go through it. (Manifests and
+ * diffs are YAML from yaml.ts; proxy-status's istioctl layouts indent JSON by four, as istioctl does.)
  */
 import type {KubeObject} from '../kube/object.js'
 import {toYaml} from '../yaml.js'
 
-/** The -o names every printing command shares (printer.ts adds jsonpath and custom-columns). */
-export const BASIC_FORMATS = ['table', 'wide', 'json', 'yaml', 'name'] as const
-export type OutputFormat = (typeof BASIC_FORMATS)[number]
+/**
+ * Every -o format, once: its name and how help shows it (those with `=` take a template). Each printing
+ * command accepts a subset (printer.ts parseOutput); completion offers them.
+ */
+export const FORMATS = {
+  table: 'table',
+  wide: 'wide',
+  json: 'json',
+  yaml: 'yaml',
+  name: 'name',
+  jsonpath: 'jsonpath=TEMPLATE',
+  'jsonpath-as-json': 'jsonpath-as-json=TEMPLATE',
+  'custom-columns': 'custom-columns=HEADER:PATH,…',
+} as const
+export type OutputKind = keyof typeof FORMATS
+/** The formats without a template. */
+export type OutputFormat = Exclude<OutputKind, 'jsonpath' | 'jsonpath-as-json' | 'custom-columns'>
 
 /** kubectl's list wrapper, so `meshvm … -o yaml | kubectl apply -f -` works. */
 export function asList(items: unknown[]): {apiVersion: 'v1'; kind: 'List'; items: unknown[]; metadata: {resourceVersion: string}} {

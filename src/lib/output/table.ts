@@ -10,10 +10,8 @@
  * widens that column from then on (lines already printed are not re-aligned, as with kubectl's
  * --chunk-size). A table of at most `bufferRows` rows is laid out exactly as a whole one.
  *
- * Speed (tables of 10,000+ rows): each cell is computed, made terminal-safe and measured once, with one
- * test for the common case (printable ASCII: nothing to escape, one column a character), in plain loops
- * (no per-cell closures or intermediate arrays); a coloured copy of a row is kept only when colouring
- * changed a cell, and each page is written as one string.
+ * Why the loops are written for speed (each cell computed, escaped and measured once; a coloured copy of
+ * a row only when colouring changed a cell): docs/decisions/table-engine.md.
  */
 import {terminalSafe} from './terminal.js'
 import {displayWidth, isPrintableAscii} from './width.js'

@@ -19,14 +19,16 @@ function escapeChar(ch: string): string {
   return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
 }
 
-/** One line of untrusted text, safe to print: every control character is shown as an escape. */
-export function terminalSafe(text: string): string {
-  UNSAFE.lastIndex = 0
-  return UNSAFE.test(text) ? text.replace(UNSAFE, escapeChar) : text
+/** Replaces what `unsafe` matches with visible escapes; text without any is returned as it is. */
+function escaping(unsafe: RegExp): (text: string) => string {
+  return (text) => {
+    unsafe.lastIndex = 0
+    return unsafe.test(text) ? text.replace(unsafe, escapeChar) : text
+  }
 }
 
+/** One line of untrusted text, safe to print: every control character is shown as an escape. */
+export const terminalSafe = escaping(UNSAFE)
+
 /** Like terminalSafe, but keeps newlines and tabs (for multi-line values in describe views). */
-export function terminalSafeLines(text: string): string {
-  UNSAFE_KEEP_LINES.lastIndex = 0
-  return UNSAFE_KEEP_LINES.test(text) ? text.replace(UNSAFE_KEEP_LINES, escapeChar) : text
-}
+export const terminalSafeLines = escaping(UNSAFE_KEEP_LINES)

@@ -1,19 +1,12 @@
 /**
  * Holds V8's young generation at the size Node 20 let it reach, for the page loops that stream a
- * long list.
+ * long list: a streamed list keeps one parsed page alive across many scavenges, so the young
+ * generation always grows to its maximum, which Node 24 sets four times as high as Node 20.
  *
- * V8 grows the young generation (two semi-spaces) each time more bytes have survived its scavenges
- * than it holds, up to a maximum fixed when the process starts. A streamed list keeps one parsed page
- * alive across many scavenges, so it always reaches that maximum. Node 24's V8 sets it four times as
- * high as Node 20's (semi-spaces of 64 MiB instead of 16 MiB without pointer compression): the same
- * build of `war list -A -o json | cat` of 50,000 registrations peaked ~90 MiB higher on Node 24, with
- * a live heap of under 20 MiB after each full collection.
- *
- * A CLI cannot set `--max-semi-space-size` for itself: V8 reads it once, when the heap is set up, so
- * `v8.setFlagsFromString` after start does nothing, and NODE_OPTIONS is the user's. The growth
- * factor, though, is read at every growth: once the young generation has reached Node 20's size, a
- * factor of 1 stops it there (it never shrinks below what it holds). Measurements and the flags that
- * did not work: docs/decisions/cluster-commands.md.
+ * `--max-semi-space-size` cannot be set after start (V8 reads it once; NODE_OPTIONS is the user's),
+ * but the growth factor is read at every growth: once the young generation has reached Node 20's
+ * size, a factor of 1 stops it there. Measurements and the flags that did not work:
+ * docs/decisions/cluster-commands.md.
  */
 import {getHeapSpaceStatistics, setFlagsFromString} from 'node:v8'
 

@@ -84,9 +84,7 @@ export type GoYaml = string | number | boolean | null | GoYaml[] | {[key: string
 
 /** `yaml.Marshal` of sigs.k8s.io/yaml (yaml.v2) for JSON-shaped values. Ends with a newline. */
 export function goYamlMarshal(value: GoYaml): string {
-  const e = new GoYamlEmitter(true)
-  e.document(value)
-  return e.out
+  return new GoYamlEmitter(true).document(value)
 }
 
 /**
@@ -95,9 +93,7 @@ export function goYamlMarshal(value: GoYaml): string {
  * printable ASCII (certificates, tokens, kubeconfigs) is tested against.
  */
 export function goYamlMarshalByCodePoint(value: GoYaml): string {
-  const e = new GoYamlEmitter(false)
-  e.document(value)
-  return e.out
+  return new GoYamlEmitter(false).document(value)
 }
 
 const BEST_WIDTH = 80
@@ -109,19 +105,21 @@ type Style = 'plain' | 'single' | 'double' | 'literal'
 const ASCII_TEXT = /^[\x20-\x7e\n]*$/
 
 class GoYamlEmitter {
-  out = ''
+  private out = ''
   private column = 0
 
   /** `runs`: write printable ASCII strings a run at a time rather than code point by code point. */
   constructor(private readonly runs: boolean) {}
 
-  document(value: GoYaml): void {
+  /** The document's text. */
+  document(value: GoYaml): string {
     if (isMap(value) && Object.keys(value).length > 0) this.mapping(value, 0, false)
     else if (Array.isArray(value) && value.length > 0) this.sequence(value, 0)
     else this.inline(value, 0, false)
     if (this.column > 0) this.newline()
     // No `...` after a `|+` block scalar: yaml.v2's encoder.finish clears the emitter's open_ended flag
     // before the stream end, and Marshal's documents end implicitly.
+    return this.out
   }
 
   private mapping(map: {[key: string]: GoYaml}, indent: number, firstInline: boolean): void {
@@ -146,24 +144,15 @@ class GoYamlEmitter {
 
   /** Cursor is right after `key:` or `-`. `indent` is the column of that key or dash. */
   private node(value: GoYaml, indent: number, ctx: 'mapping' | 'sequence'): void {
+    const inSequence = ctx === 'sequence'
     if (isMap(value) && Object.keys(value).length > 0) {
-      if (ctx === 'sequence') {
-        this.put(' ')
-        this.mapping(value, indent + BEST_INDENT, true)
-      } else this.mapping(value, indent + BEST_INDENT, false)
-      return
-    }
-    if (Array.isArray(value) && value.length > 0) {
+      if (inSequence) this.put(' ')
+      this.mapping(value, indent + BEST_INDENT, inSequence)
+    } else if (Array.isArray(value) && value.length > 0) {
       // A sequence in a sequence starts on the dash's line, two columns in: `- - a` / `  - b`.
-      if (ctx === 'sequence') {
-        this.put(' ')
-        this.sequence(value, indent + BEST_INDENT, true)
-        return
-      }
-      this.sequence(value, indent)
-      return
-    }
-    this.inline(value, indent + BEST_INDENT, true)
+      if (inSequence) this.put(' ')
+      this.sequence(value, inSequence ? indent + BEST_INDENT : indent, inSequence)
+    } else this.inline(value, indent + BEST_INDENT, true)
   }
 
   /** Scalars and empty collections; `indent` is where continuation lines start. */
@@ -189,16 +178,11 @@ class GoYamlEmitter {
       return
     }
     const cps = Array.from(s, (c) => c.codePointAt(0)!)
-    switch (selectStyle(s, analyze(s), simpleKey)) {
-      case 'plain':
-        return this.plain(cps, indent, !simpleKey)
-      case 'single':
-        return this.singleQuoted(cps, indent, !simpleKey)
-      case 'double':
-        return this.doubleQuoted(cps, indent, !simpleKey)
-      case 'literal':
-        return this.literal(cps, indent)
-    }
+    const style = selectStyle(s, analyze(s), simpleKey)
+    if (style === 'plain') this.plain(cps, indent, !simpleKey)
+    else if (style === 'single') this.singleQuoted(cps, indent, !simpleKey)
+    else if (style === 'double') this.doubleQuoted(cps, indent, !simpleKey)
+    else this.literal(cps, indent)
   }
 
   /**
@@ -230,15 +214,11 @@ class GoYamlEmitter {
       if (c === ' ') {
         const next = s[i + 1]
         const fold = allowBreaks && !spaces && this.column > BEST_WIDTH
-        if (style === 'plain') {
-          if (fold && next !== ' ') this.indentTo(indent)
-          else this.put(' ')
-        } else if (style === 'single') {
-          if (fold && i !== 0 && i !== s.length - 1 && next !== ' ') this.indentTo(indent)
-          else this.put(' ')
-        } else if (fold && i !== 0 && i !== s.length - 1) {
+        // Quoted scalars never fold at their first or last character; only double quotes fold before a space (escaped).
+        const inside = style === 'plain' || (i !== 0 && i !== s.length - 1)
+        if (fold && inside && (style === 'double' || next !== ' ')) {
           this.indentTo(indent)
-          if (next === ' ') this.put('\\')
+          if (style === 'double' && next === ' ') this.put('\\')
         } else this.put(' ')
         spaces = true
       } else {
@@ -395,25 +375,26 @@ function isPrintable(c: number): boolean {
   return c === 0x0a || (c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd && c !== 0xfeff)
 }
 
+const NAMED_ESCAPES: Record<number, string> = {
+  0x00: '0',
+  0x07: 'a',
+  0x08: 'b',
+  0x09: 't',
+  0x0a: 'n',
+  0x0b: 'v',
+  0x0c: 'f',
+  0x0d: 'r',
+  0x1b: 'e',
+  0x22: '"',
+  0x5c: '\\',
+  0x85: 'N',
+  0xa0: '_',
+  0x2028: 'L',
+  0x2029: 'P',
+}
+
 function escapeFor(c: number): string {
-  const named: Record<number, string> = {
-    0x00: '0',
-    0x07: 'a',
-    0x08: 'b',
-    0x09: 't',
-    0x0a: 'n',
-    0x0b: 'v',
-    0x0c: 'f',
-    0x0d: 'r',
-    0x1b: 'e',
-    0x22: '"',
-    0x5c: '\\',
-    0x85: 'N',
-    0xa0: '_',
-    0x2028: 'L',
-    0x2029: 'P',
-  }
-  const n = named[c]
+  const n = NAMED_ESCAPES[c]
   if (n !== undefined) return n
   const hex = c.toString(16).toUpperCase()
   if (c <= 0xff) return 'x' + hex.padStart(2, '0')
@@ -474,20 +455,12 @@ function analyze(s: string): Analysis {
     }
     precededByWhitespace = isBlankz(c)
   }
-  const a: Analysis = {multiline: lineBreaks, blockPlain: true, singleQuoted: true, block: true}
-  if (leadingSpace || leadingBreak || trailingSpace || trailingBreak) a.blockPlain = false
-  if (trailingSpace) a.block = false
-  if (breakSpace) {
-    a.blockPlain = false
-    a.singleQuoted = false
+  return {
+    multiline: lineBreaks,
+    blockPlain: !(leadingSpace || leadingBreak || trailingSpace || trailingBreak || breakSpace || spaceBreak || special || lineBreaks || blockIndicators),
+    singleQuoted: !(breakSpace || spaceBreak || special),
+    block: !(trailingSpace || spaceBreak || special),
   }
-  if (spaceBreak || special) {
-    a.blockPlain = false
-    a.singleQuoted = false
-    a.block = false
-  }
-  if (lineBreaks || blockIndicators) a.blockPlain = false
-  return a
 }
 
 /**
@@ -502,25 +475,19 @@ function analyzeAscii(s: string): Analysis {
     s.startsWith('---') || s.startsWith('...') || '#,[]{}&*!|>\'"%@`'.includes(first) || ('?:-'.includes(first) && (s.length === 1 || s[1] === ' ')) || /:(?: |$)/.test(s.slice(1)) || /[ \n]#/.test(s)
   const lineBreaks = s.includes('\n')
   const trailingSpace = last === ' '
-  const a: Analysis = {multiline: lineBreaks, blockPlain: true, singleQuoted: true, block: true}
-  if (first === ' ' || first === '\n' || trailingSpace || last === '\n') a.blockPlain = false
-  if (trailingSpace) a.block = false
-  if (s.includes('\n ')) {
-    a.blockPlain = false
-    a.singleQuoted = false
+  const breakSpace = s.includes('\n ')
+  const spaceBreak = s.includes(' \n')
+  return {
+    multiline: lineBreaks,
+    blockPlain: !(first === ' ' || first === '\n' || trailingSpace || last === '\n' || breakSpace || spaceBreak || lineBreaks || blockIndicators),
+    singleQuoted: !(breakSpace || spaceBreak),
+    block: !(trailingSpace || spaceBreak),
   }
-  if (s.includes(' \n')) {
-    a.blockPlain = false
-    a.singleQuoted = false
-    a.block = false
-  }
-  if (lineBreaks || blockIndicators) a.blockPlain = false
-  return a
 }
 
 /** yaml.v2 encoder.stringv + yaml_emitter_select_scalar_style (block context). */
 function selectStyle(s: string, a: Analysis, simpleKey: boolean): Style {
-  let style: Style = s.includes('\n') ? 'literal' : resolvesAsString(s) && !isBase60Float(s) ? 'plain' : 'double'
+  let style: Style = s.includes('\n') ? 'literal' : resolvesAsString(s) && !BASE60_FLOAT.test(s) ? 'plain' : 'double'
   if (simpleKey && a.multiline) style = 'double'
   if (style === 'plain' && (!a.blockPlain || (s === '' && simpleKey))) style = 'single'
   if (style === 'single' && !a.singleQuoted) style = 'double'
@@ -567,11 +534,6 @@ function goParsesAsInt(s: string): boolean {
   return n <= 2n ** 64n - 1n
 }
 
-function isBase60Float(s: string): boolean {
-  if (s === '' || !/^[-+0-9]/.test(s) || !s.includes(':')) return false
-  return BASE60_FLOAT.test(s)
-}
-
 /** yaml.v2 parseTimestamp: YYYY-M-D, optionally with a time (T, t or space) and, with T/t, a zone. */
 function isGoTimestamp(s: string): boolean {
   const m = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:([Tt ])(\d{1,2}):(\d{1,2}):(\d{1,2})(?:[.,]\d+)?(Z|[+-]\d{2}:\d{2})?)?$/.exec(s)
@@ -598,7 +560,7 @@ function isGoTimestamp(s: string): boolean {
  * strconv.FormatFloat(f, 'g', -1, 64) (shortest digits, exponent form below 1e-4 and from 1e6,
  * at least two exponent digits), and .inf / -.inf / .nan.
  */
-export function goNumber(value: number): string {
+function goNumber(value: number): string {
   if (Number.isNaN(value)) return '.nan'
   if (value === Infinity) return '.inf'
   if (value === -Infinity) return '-.inf'

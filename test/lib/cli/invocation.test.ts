@@ -11,6 +11,11 @@ describe('kubeFlagsOf', () => {
     expect(kubeFlagsOf(['onboard', '--', '--context', 'no'])).toEqual({})
   })
 
+  it('reads a value joined to -n as oclif does (everything after -n, or after -n=)', () => {
+    expect(kubeFlagsOf(['-na=b'])).toEqual({namespace: 'a=b'})
+    expect(kubeFlagsOf(['-n=apps'])).toEqual({namespace: 'apps'})
+  })
+
   it('an empty value is no value (issue 27: -n "" is the default namespace, and hints do not repeat it)', () => {
     expect(kubeFlagsOf(['war', 'list', '-n', '', '--context=', '--kubeconfig', ''])).toEqual({})
     expect(kubeFlagsOf(['-n', 'apps', '-n', ''])).toEqual({namespace: 'apps'})
@@ -23,6 +28,11 @@ describe('keepInvocation', () => {
   it("adds the user's --kubeconfig/--context/-n after the command words", () => {
     setInvocation(['war', 'rollout', 'ratings', '--context', 'cluster2', '-n', 'bookinfo', '--kubeconfig', '/tmp/my kube'], '/usr/bin/meshvm')
     expect(keepInvocation('resume with: meshvm war rollout ratings', COMMANDS)).toBe("resume with: meshvm war rollout --kubeconfig '/tmp/my kube' --context cluster2 -n bookinfo ratings")
+  })
+
+  it('quotes a value the shell would expand: a literal ~ stays a literal', () => {
+    setInvocation(['war', 'list', '--kubeconfig', '~/kube'], '/usr/bin/meshvm')
+    expect(keepInvocation('list them with: meshvm war list', COMMANDS)).toBe("list them with: meshvm war list --kubeconfig '~/kube'")
   })
 
   it('keeps a namespace the line already names, and leaves other text alone', () => {

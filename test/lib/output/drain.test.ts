@@ -10,7 +10,10 @@ import {drained} from '../../../src/lib/output/drain.js'
 function slowWritable(): {stream: Writable; release: () => void} {
   const pending: (() => void)[] = []
   const stream = new Writable({highWaterMark: 16, write: (_chunk, _enc, callback) => void pending.push(callback)})
-  return {stream, release: () => pending.splice(0).forEach((cb) => cb())}
+  const release = (): void => {
+    for (const cb of pending.splice(0)) cb()
+  }
+  return {stream, release}
 }
 
 describe('drained', () => {

@@ -307,10 +307,23 @@ describe('parse errors and kubectl forms', () => {
     ['{.a[0}', 'unterminated array'],
     ['{.a[?(@.b=="x"}', 'unterminated filter'],
     ['{"abc}', 'unterminated quoted string'],
+    ['{"a\\"}', 'unterminated quoted string'],
+    ['{"a\nb"}', 'unterminated quoted string'],
+    ['{.a[0\n]}', 'unterminated array'],
+    ['{1.2.3}', 'cannot parse number 1.2.3'],
+    ['{.a[-]}', 'array index - is not a number'],
+    ['{.a[0:-]}', 'array index - is not a number'],
     ['{.a[x]}', 'invalid array index x'],
     ['{#}', 'unrecognized character in action'],
   ])('%s: %s', (template, message) => {
     expect(() => parseTemplate(template)).toThrow(message)
+  })
+
+  it('scans quotes, escaped field names, numbers and identifiers as client-go does', () => {
+    expect(execute(parseTemplate('{"a\\"b"}{\'it\\\'s\'}'), {})).toBe('a"bit\'s')
+    expect(execute(parseTemplate('{.a\\.b}{.c[-1:]}{.d}'), {'a.b': 1, c: [1, 2, 3], d: true})).toBe('13true')
+    expect(execute(parseTemplate('{range .x[*]}{@}{end}{true}{-2}'), {x: [1, 2]})).toBe('12true-2')
+    expect(execute(parseTemplate('{.c[1]}{.c[:2]}{.c[::2]}{.c[-2:]}{.c[]}'), {c: [1, 2, 3]})).toBe('21 21 32 31')
   })
 
   it('maps print as Go marshals them: sorted keys, HTML characters escaped', () => {

@@ -49,9 +49,13 @@ describe('Printer', () => {
     const many = Array.from({length: 60}, (_, i) => obj(`n${(i * 37) % 23}`, `ns${(i * 11) % 7}${i % 3 ? '' : '-x'}`, {app: `a${i % 4}`}, i))
     const pages = [many.slice(0, 1), many.slice(1, 2), [], many.slice(2, 40), many.slice(40)]
     let computed = 0
+    const counted = (cell: string): string => {
+      computed++
+      return cell
+    }
     const columns = [
-      {header: 'NAMESPACE', value: (o: Obj) => (computed++, o.metadata.namespace)},
-      {header: 'NAME', value: (o: Obj) => (computed++, o.metadata.name), color: (t: string) => `<${t}>`},
+      {header: 'NAMESPACE', value: (o: Obj) => counted(o.metadata.namespace)},
+      {header: 'NAME', value: (o: Obj) => counted(o.metadata.name), color: (t: string) => `<${t}>`},
     ]
     const keyed = byNamespaceThenName((o: Obj) => o.metadata)
     const plain = (a: Obj, b: Obj): number => keyed(a, b)

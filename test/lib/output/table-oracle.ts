@@ -77,7 +77,9 @@ export class OracleTableWriter<Row> {
 
   private grow(cells: Cells[]): number[] {
     const widths = this.widths!
-    for (const c of cells) c.plain.forEach((text, i) => (widths[i] = Math.max(widths[i]!, displayWidth(text))))
+    for (const c of cells) {
+      for (const [i, text] of c.plain.entries()) widths[i] = Math.max(widths[i]!, displayWidth(text))
+    }
     return widths
   }
 

@@ -55,7 +55,10 @@ describe('renderTable', () => {
   it('renders 5,000 rows computing each cell once (work linear in the rows)', () => {
     const rows = Array.from({length: 5000}, (_, i) => ({n: `proxy-${i}.ns`, s: i % 7 ? 'SYNCED' : 'STALE'}))
     let cellsComputed = 0
-    const count = <T>(v: T): T => (cellsComputed++, v)
+    const count = <T>(v: T): T => {
+      cellsComputed++
+      return v
+    }
     const out = renderTable(rows, [
       {header: 'NAME', value: (r) => count(r.n)},
       {header: 'CDS', value: (r) => count(r.s)},
