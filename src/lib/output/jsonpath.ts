@@ -452,19 +452,34 @@ export function resultText(v: unknown): string {
 /**
  * Go's encoding/json, as kubectl marshals results: the objects are maps, whose keys Go writes in
  * sorted order, and <, >, &, U+2028 and U+2029 in strings are escaped (json.Marshal's HTML escaping).
+ * A JavaScript object puts array-index keys ("9", "10") first in numeric order whatever the insertion
+ * order, so a map with such a key is written key by key instead of through JSON.stringify.
  */
-function goJson(v: unknown, indent?: string): string {
-  const sorted = (x: unknown): unknown =>
-    Array.isArray(x)
-      ? x.map(sorted)
-      : isMap(x)
-        ? Object.fromEntries(
-            Object.keys(x)
-              .sort()
-              .map((k) => [k, sorted(x[k])]),
-          )
-        : x
-  return goHtmlEscape(JSON.stringify(sorted(v), null, indent))
+function goJson(v: unknown, indent = ''): string {
+  let indexKeys = false
+  const sorted = (x: unknown): unknown => {
+    if (Array.isArray(x)) return x.map(sorted)
+    if (!isMap(x)) return x
+    const keys = Object.keys(x).sort()
+    indexKeys ||= keys.some(isIndexKey)
+    return Object.fromEntries(keys.map((k) => [k, sorted(x[k])]))
+  }
+  const fast = JSON.stringify(sorted(v), null, indent)
+  return goHtmlEscape(indexKeys ? writeSorted(v, indent, '') : fast)
+}
+
+const isIndexKey = (k: string): boolean => /^(?:0|[1-9]\d{0,9})$/.test(k) && Number(k) < 2 ** 32 - 1
+
+/** JSON.stringify's layout (the same indent and separators), keys in sorted order. */
+function writeSorted(x: unknown, indent: string, pad: string): string {
+  const inner = pad + indent
+  const open = indent ? `\n${inner}` : ''
+  const close = indent ? `\n${pad}` : ''
+  if (Array.isArray(x)) return x.length === 0 ? '[]' : `[${open}${x.map((e) => writeSorted(e, indent, inner)).join(`,${open}`)}${close}]`
+  if (!isMap(x)) return JSON.stringify(x) ?? 'null'
+  const keys = Object.keys(x).sort()
+  const colon = indent ? ': ' : ':'
+  return keys.length === 0 ? '{}' : `{${open}${keys.map((k) => JSON.stringify(k) + colon + writeSorted(x[k], indent, inner)).join(`,${open}`)}${close}}`
 }
 
 /** Go's fmt.Sprint of a result, as kubectl's custom-columns prints it: maps as map[k:v …] (sorted keys), lists as [a b]. */

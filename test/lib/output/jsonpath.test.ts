@@ -330,6 +330,17 @@ describe('parse errors and kubectl forms', () => {
     expect(execute(parseTemplate('{.a}'), {a: {z: 1, b: '<&>'}})).toBe('{"b":"\\u003c\\u0026\\u003e","z":1}')
   })
 
+  it("maps with array-index keys keep Go's byte order of keys, not JavaScript's numeric-first order", () => {
+    const data = {a: {b: 3, '9': {'10': true, x: []}, '10': [{'2': null, '1': 'v'}]}}
+    expect(execute(parseTemplate('{.a}'), data)).toBe('{"10":[{"1":"v","2":null}],"9":{"10":true,"x":[]},"b":3}')
+    expect(executeAsJson(parseTemplate('{.a}'), data)).toBe(
+      '[\n    {\n        "10": [\n            {\n                "1": "v",\n                "2": null\n            }\n        ],\n        "9": {\n            "10": true,\n            "x": []\n        },\n        "b": 3\n    }\n]\n',
+    )
+    // without such keys the layout is JSON.stringify's, and the two writers agree
+    const plain = {a: {z: [1, {}], b: {c: 'd'}, e: []}}
+    expect(executeAsJson(parseTemplate('{.a}'), plain)).toBe(`${JSON.stringify([{b: {c: 'd'}, e: [], z: [1, {}]}], null, '    ')}\n`)
+  })
+
   it('jsonpath-as-json prints each result group as an indented JSON array', () => {
     expect(executeAsJson(parseTemplate('{.items[*].metadata.name}'), nodes)).toBe('[\n    "127.0.0.1",\n    "127.0.0.2"\n]\n')
   })
