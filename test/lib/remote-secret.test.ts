@@ -21,6 +21,8 @@ import {
   type RemoteSecretFlags,
 } from '../../src/lib/remote-secret/generate.js'
 import {parseClusterz, viewsFor} from '../../src/lib/remote-secret/status.js'
+import {applyManifest} from '../../src/lib/remote-secret/fetch.js'
+import type {KubeClient} from '../../src/lib/kube/client.js'
 import {goYamlMarshal} from '../../src/lib/util/go-compat.js'
 import {expectMatchesGoldenFile} from '../helpers/golden.js'
 
@@ -404,5 +406,15 @@ describe("istiod's /debug/clusterz", () => {
       {istiod: 'istiod-b', syncStatus: 'synced'},
       {istiod: 'istiod-c', error: 'port-forward refused'},
     ])
+  })
+})
+
+describe('applyManifest', () => {
+  it('refuses a kind it has no resource for with a meshvm error, before any request', async () => {
+    const client = new Proxy({}, {get: () => expect.unreachable('no request may be sent')}) as unknown as KubeClient
+    const obj = {apiVersion: 'example.com/v1', kind: 'Widget', metadata: {name: 'w'}}
+    const err = await applyManifest(client, obj as unknown as Parameters<typeof applyManifest>[1]).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(MeshvmError)
+    expect(err).toMatchObject({message: 'meshvm cannot apply Widget', exit: ExitCode.BUG, code: 'UnsupportedKind'})
   })
 })

@@ -129,7 +129,9 @@ function readerObjects(namespace: string, serviceAccount: string): Manifest[] {
 
 /** Server-side apply of one object through meshvm's one apply path (src/lib/apply), saying whether it changed anything. */
 export async function applyManifest(client: KubeClient, obj: Manifest, force = false): Promise<WriteOutcome> {
-  const path = resourcePath(findResourceByKind(obj.apiVersion, obj.kind)!, {namespace: obj.metadata.namespace, name: obj.metadata.name})
+  const resource = findResourceByKind(obj.apiVersion, obj.kind)
+  if (!resource) throw new MeshvmError(`meshvm cannot apply ${obj.kind}`, {exit: ExitCode.BUG, code: 'UnsupportedKind'})
+  const path = resourcePath(resource, {namespace: obj.metadata.namespace, name: obj.metadata.name})
   return (await applyOne(client, path, obj, {force})).outcome
 }
 
