@@ -372,7 +372,9 @@ export async function ownedWorkloadEntry(client: KubeClient, war: KubeObject): P
   if (!namespace || !uid) return undefined
   const same = await getObject(client, Resources.workloadEntries, namespace, war.metadata?.name)
   if (same && isOwnedBy(same, uid)) return withKind(same, Resources.workloadEntries)
-  for await (const we of listObjects(client, Resources.workloadEntries, namespace)) if (isOwnedBy(we, uid)) return withKind(we, Resources.workloadEntries)
+  for await (const we of listObjects(client, Resources.workloadEntries, namespace)) {
+    if (isOwnedBy(we, uid)) return withKind(we, Resources.workloadEntries)
+  }
   return undefined
 }
 

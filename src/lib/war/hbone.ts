@@ -120,8 +120,11 @@ export async function readHboneEvidence(client: KubeClient, istioNamespace: stri
   const {listIstiods} = await import('../proxy-status/fetch.js')
   const {fetchMeshConfig} = await import('../bundle/fetch.js')
   const {istiodDeploymentEnv} = await import('../istiod/revision.js')
-  /** Whether the istiod Deployment of a revision runs with PILOT_ENABLE_AMBIENT=true (what Istio's ambient profile sets). */
-  const runsAmbient = async (rev: string): Promise<boolean> => (await istiodDeploymentEnv(client, istioNamespace, rev))?.get('PILOT_ENABLE_AMBIENT')?.toLowerCase() === 'true'
+  // Whether the istiod Deployment of a revision runs with PILOT_ENABLE_AMBIENT=true (what Istio's ambient profile sets).
+  const runsAmbient = async (rev: string): Promise<boolean> => {
+    const env = await istiodDeploymentEnv(client, istioNamespace, rev)
+    return env?.get('PILOT_ENABLE_AMBIENT')?.toLowerCase() === 'true'
+  }
   const istiods = new Map<string, {revision: string; version?: string}>()
   for (const p of await listIstiods(client, istioNamespace)) {
     istiods.set(p.name, {revision: p.revision && p.revision !== '' ? p.revision : 'default', ...(p.version ? {version: p.version} : {})})

@@ -471,8 +471,14 @@ function readyUnlessUnhealthy(to: string, group: WorkloadGroup, we: KubeObject |
   if (!group.spec?.probe) return {phase: 'ready', detail: to}
   const c = conditionOf(we, 'Healthy')
   if (conditionStatus(c) === 'True') return {phase: 'ready', detail: `${to}, healthy`}
-  const why = [c?.reason, c?.message].filter(Boolean).join(': ')
-  return {phase: 'unhealthy', detail: `${to}, but ${!we ? 'its WorkloadEntry does not exist yet' : !c ? 'no health check result yet' : `not healthy${why ? ` (${why})` : ''}`}`}
+  return {phase: 'unhealthy', detail: `${to}, but ${notHealthy(we, c)}`}
+}
+
+function notHealthy(we: KubeObject | undefined, c: ReturnType<typeof conditionOf>): string {
+  if (!we) return 'its WorkloadEntry does not exist yet'
+  if (!c) return 'no health check result yet'
+  const why = [c.reason, c.message].filter(Boolean).join(': ')
+  return `not healthy${why ? ` (${why})` : ''}`
 }
 
 /** Why a deleted registration is not back yet, by kind: a WAR is re-made by its agent, an auto-registered WorkloadEntry by istiod when the VM's sidecar reconnects. */
