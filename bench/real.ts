@@ -22,7 +22,8 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 import {measureInterleavedCpu, runCpu, type CpuStats} from './measure.js'
-import {buildControlPlane, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type IstioRelease, type Kube, type RealControlPlane} from '../test/real/control-plane.js'
+import {buildControlPlane, istioReleaseFromEnv, startRealControlPlane, type IstioRelease, type Kube, type RealControlPlane} from '../test/real/control-plane.js'
+import {onboardWebWithBundle} from '../test/helpers/stories.js'
 import {joinIstiod, type VmConnection} from '../test/real/vm/client.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))

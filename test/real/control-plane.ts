@@ -30,6 +30,7 @@ import {fileURLToPath} from 'node:url'
 import {promisify} from 'node:util'
 import {parseAllDocuments} from 'yaml'
 import {startKubeletStandIn, type KubeletStandIn} from './kubelet.js'
+import {hasCondition} from '../helpers/stories.js'
 
 const run = promisify(execFile)
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -38,31 +39,6 @@ export const WAR_CRD = join(REPO_ROOT, 'test/fixtures/crds/workloadautoregistrat
 
 export const ISTIO_RELEASES = ['1.30', '1.31'] as const
 export type IstioRelease = (typeof ISTIO_RELEASES)[number]
-
-/**
- * The stories' `meshvm onboard` (real and simulated VMs): WorkloadGroup web (HTTP on 8080, readiness /ready, service account
- * web-vm) in `namespace`, applied, with an auto-registering bundle written to `bundleDir`.
- */
-export function onboardWebWithBundle(namespace: string, bundleDir: string): string[] {
-  return [
-    'onboard',
-    'web',
-    '-n',
-    namespace,
-    '-p',
-    'http=8080',
-    '--probe-http',
-    '8080/ready',
-    '-s',
-    'web-vm',
-    '--create-namespace',
-    '--create-service-account',
-    '--apply',
-    '--bundle',
-    bundleDir,
-    '--autoregister',
-  ]
-}
 
 /** The release MESHVM_REAL_ISTIO names (default the newest). */
 export function istioReleaseFromEnv(env: NodeJS.ProcessEnv = process.env): IstioRelease {
@@ -434,16 +410,6 @@ async function startApiServer(o: {name: string; dir: string; pki: Pki; etcdUrl: 
     {dir: o.dir},
   )
   return {name: o.name, url, port, token, kubeconfigPath, kube, proc, kcm}
-}
-
-/** What hasCondition reads of an object. */
-export interface WithConditions {
-  status?: {conditions?: {type: string; status: string}[]}
-}
-
-/** A waitFor predicate: the object's status condition `type` is `status`. */
-export function hasCondition(type: string, status = 'True'): (o: WithConditions | undefined) => boolean {
-  return (o) => (o?.status?.conditions ?? []).some((c) => c.type === type && c.status === status)
 }
 
 /** POSTs every CustomResourceDefinition of a multi-document YAML file and waits until each is Established. */

@@ -14,7 +14,8 @@ import {afterAll, beforeAll, describe, expect, inject, it} from 'vitest'
 import {runCli} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
-import {freePort, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, onboardWebWithBundle, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {freePort, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {onboardWebWithBundle} from '../helpers/stories.js'
 
 const NS = 'pf-apps'
 const VMS = 3

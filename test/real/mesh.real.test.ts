@@ -15,7 +15,8 @@ import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {recordSecret} from '../helpers/secrets.js'
 import {joinIstiod, type VmConnection} from './vm/client.js'
 import {vmJoinScenario, type SynczEntry, type WorkloadEntry} from './vm/scenario.js'
-import {createIstiodPod, hasCondition, imageTag, kubeconfigYaml, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {createIstiodPod, imageTag, kubeconfigYaml, ISTIO_NAMESPACE, ISTIOD_POD, istioReleaseFromEnv, startRealControlPlane, type RealControlPlane} from './control-plane.js'
+import {hasCondition} from '../helpers/stories.js'
 
 const NS = 'vm-apps'
 let cp: RealControlPlane

@@ -14,7 +14,7 @@ import {createMeshCa} from '../cluster/mesh-ca.js'
 import {resourceKey} from '../cluster/index.js'
 import {waitUntil} from '../helpers/spawn.js'
 import {VmPlane} from '../cluster/vm-services.js'
-import {hasCondition, onboardWebWithBundle, type WithConditions} from '../real/control-plane.js'
+import {hasCondition, onboardWebWithBundle, type WithConditions} from '../helpers/stories.js'
 import {startVm, type RunningVm} from './run.js'
 import {shellQuote} from '../../src/lib/cli/prompt.js'
 

@@ -13,7 +13,7 @@ import {createMeshCa} from '../cluster/mesh-ca.js'
 import {testPki} from '../cluster/pki.js'
 import {boundToken} from '../cluster/tokens.js'
 import {VmPlane} from '../cluster/vm-services.js'
-import {onboardWebWithBundle} from '../real/control-plane.js'
+import {onboardWebWithBundle} from '../helpers/stories.js'
 import {startVm, type RunningVm} from './run.js'
 
 const WE = 'networking.istio.io/workloadentries'
