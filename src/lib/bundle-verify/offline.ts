@@ -9,6 +9,7 @@ import {dirname, join} from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {parse as parseYaml} from 'yaml'
 import {shellQuote} from '../cli/prompt.js'
+import {rootCertProblem} from '../bundle/validate.js'
 import {jwtClaims} from '../remote-secret/list.js'
 import {dns1123Label, dns1123Subdomain} from '../validation/kube.js'
 
@@ -267,9 +268,9 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
   }
   result.rootCert = text(files.get('root-cert.pem'))
   result.hosts = text(files.get('hosts'))
-  if (result.rootCert !== undefined && !result.rootCert.includes('-----BEGIN CERTIFICATE-----')) {
-    checks.push({id: 'root-cert.format', status: 'fail', detail: 'root-cert.pem holds no PEM certificate', fix: result.rerun})
-  }
+  // The rule `bundle` writes root-cert.pem by: certificates only (a key or a stray line is a problem).
+  const rootCertFormat = result.rootCert === undefined ? undefined : rootCertProblem(result.rootCert)
+  if (rootCertFormat) checks.push({id: 'root-cert.format', status: 'fail', detail: `root-cert.pem: ${rootCertFormat}`, fix: result.rerun})
 
   if (token) {
     const t = token.data.toString('utf8').trim()
