@@ -492,17 +492,18 @@ function siblingPattern(name: string): RegExp {
  * siblingPattern, a real directory owned by this user), else undefined.
  */
 export function managedVersionOf(dir: string): string | undefined {
-  let target: string
-  try {
-    target = readlinkSync(dir)
-  } catch {
-    return undefined
+  for (let target = readlinkOrUndefined(dir); target !== undefined; ) {
+    const m = siblingPattern(basename(dir)).exec(target)
+    if (!m || m[1] || m[4]) return undefined
+    const st = lstatOrUndefined(join(dirname(dir), target))
+    if (st?.isDirectory() && (!process.getuid || st.uid === process.getuid())) return target
+    // Between the two reads a concurrent write may have committed a newer version and removed this
+    // one: a link that changed meanwhile is read again (each change is another writer's commit).
+    const again = readlinkOrUndefined(dir)
+    if (st || again === target) return undefined
+    target = again
   }
-  const m = siblingPattern(basename(dir)).exec(target)
-  if (!m || m[1] || m[4]) return undefined
-  const st = lstatOrUndefined(join(dirname(dir), target))
-  if (!st?.isDirectory() || (process.getuid && st.uid !== process.getuid())) return undefined
-  return target
+  return undefined
 }
 
 export interface WriteDirOptions {
@@ -592,7 +593,7 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
     const written = new Set(files.map((f) => f.name))
     const kept = current === undefined ? [] : carryOver(join(parent, current), version, written, options.keep)
     // A writer that committed meanwhile removes the version copied from, file by file: a listing read
-    // during that removal misses the user's files. Still current now means the listing was whole.
+    // during that removal misses the user's files (or fails, below). Still current now means it was whole.
     if (current !== undefined && managedVersionOf(path) !== current) throw new Superseded()
     writeNew(filesListOf(version), `${JSON.stringify([...written, ...kept].sort())}\n`, 0o600)
     fsyncPath(version)
@@ -600,7 +601,9 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
     renameSync(link, path)
   } catch (err) {
     cleanup()
-    if (err instanceof Superseded) throw err
+    // A file of the version copied from gone (not the version itself) is that removal too, when the
+    // version is no longer current: start again from the new one.
+    if (err instanceof Superseded || (errno(err) === 'ENOENT' && current !== undefined && managedVersionOf(path) !== current)) throw new Superseded()
     throw writeFailure(failed, err, parent)
   }
   fsyncPath(parent)
@@ -611,32 +614,27 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
  * that meshvm wrote, for the new version's list.
  */
 function carryOver(from: string, to: string, written: Set<string>, keep: WriteDirOptions['keep']): string[] {
+  // The version is removed before its list: a list read while the version exists is its own.
+  let ours: Set<string>
   try {
-    // The version is removed before its list: a list read while the version exists is its own.
-    let ours: Set<string>
-    try {
-      ours = new Set(JSON.parse(readFileSync(filesListOf(from), 'utf8')) as string[])
-    } catch {
-      ours = new Set()
-    }
-    const keptOurs: string[] = []
-    for (const entry of readdirSync(from)) {
-      if (written.has(entry) || entry.startsWith('.meshvm-')) continue
-      if (keep === 'others' && ours.has(entry)) continue
-      if (!lstatSync(join(from, entry)).isFile()) continue
-      try {
-        linkSync(join(from, entry), join(to, entry))
-      } catch (err) {
-        if (errno(err) === 'ENOENT') throw err
-        copyFileSync(join(from, entry), join(to, entry), constants.COPYFILE_EXCL)
-      }
-      if (ours.has(entry)) keptOurs.push(entry)
-    }
-    return keptOurs
-  } catch (err) {
-    if (errno(err) === 'ENOENT' && !lstatOrUndefined(from)) throw new Superseded()
-    throw err
+    ours = new Set(JSON.parse(readFileSync(filesListOf(from), 'utf8')) as string[])
+  } catch {
+    ours = new Set()
   }
+  const keptOurs: string[] = []
+  for (const entry of readdirSync(from)) {
+    if (written.has(entry) || entry.startsWith('.meshvm-')) continue
+    if (keep === 'others' && ours.has(entry)) continue
+    if (!lstatSync(join(from, entry)).isFile()) continue
+    try {
+      linkSync(join(from, entry), join(to, entry))
+    } catch (err) {
+      if (errno(err) === 'ENOENT') throw err
+      copyFileSync(join(from, entry), join(to, entry), constants.COPYFILE_EXCL)
+    }
+    if (ours.has(entry)) keptOurs.push(entry)
+  }
+  return keptOurs
 }
 
 /**
