@@ -5,7 +5,7 @@
 import type {Prompter} from '../cli/prompt.js'
 import {shellQuote} from '../cli/prompt.js'
 import {dns1035Label, dns1123Label, dns1123Subdomain} from '../validation/kube.js'
-import {parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
+import {HANDLERS, PROBE_FLAGS, parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
 
 function check(fn: () => unknown): string | true {
   try {
@@ -45,7 +45,7 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: 
     })
     input.labels = labels === '' ? [] : [labels]
   }
-  if (!input.probe || !hasHandler(input.probe)) {
+  if (!HANDLERS.some((k) => input.probe?.[k] !== undefined)) {
     const kind = await ask.select(
       'Readiness probe (marks the VM ready in the mesh only when it passes):',
       [
@@ -97,10 +97,6 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: 
   return input
 }
 
-function hasHandler(probe: ProbeInput): boolean {
-  return probe.http !== undefined || probe.https !== undefined || probe.tcp !== undefined || probe.exec !== undefined
-}
-
 /** The non-interactive command line that produces the same result, for scripts and docs. */
 export function onboardCommandLine(input: OnboardInput, extra: string[] = []): string {
   const words = ['meshvm', 'onboard', input.name ?? 'NAME', '-n', input.namespace ?? 'default']
@@ -118,17 +114,8 @@ export function onboardCommandLine(input: OnboardInput, extra: string[] = []): s
   for (const h of input.hosts ?? []) add('--host', h)
   if (input.createNamespace) words.push('--create-namespace')
   if (input.createServiceAccount) words.push('--create-service-account')
-  const p = input.probe ?? {}
-  add('--probe-http', p.http)
-  add('--probe-https', p.https)
-  add('--probe-tcp', p.tcp)
-  add('--probe-exec', p.exec)
-  add('--probe-host', p.host)
-  for (const h of p.headers ?? []) add('--probe-header', h)
-  add('--probe-period', p.period)
-  add('--probe-timeout', p.timeout)
-  add('--probe-initial-delay', p.initialDelay)
-  add('--probe-success-threshold', p.successThreshold)
-  add('--probe-failure-threshold', p.failureThreshold)
+  for (const [key, flag] of Object.entries(PROBE_FLAGS)) {
+    for (const value of [input.probe?.[key as keyof ProbeInput] ?? []].flat()) add(`--${flag}`, value)
+  }
   return [...words, ...extra].map(shellQuote).join(' ')
 }
