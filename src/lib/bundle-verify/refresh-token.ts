@@ -39,11 +39,13 @@ export function updateInstallGuard(script: string, expiresAt: Date): string {
 
 export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o: {dir: string; tokenSeconds: number}): Promise<RefreshResult> {
   const envPath = join(o.dir, 'cluster.env')
+  // The line that writes the whole bundle again: for the group given, with what cluster.env says of the rest.
+  const rewrite = (env: Record<string, string>) => bundleCommand({...env, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})
   if (!existsSync(envPath)) {
     throw new MeshvmError(`--refresh-token: ${envPath} not found: not a bundle directory`, {
       exit: ExitCode.NOT_FOUND,
       code: 'NotFound',
-      hints: [`write the whole bundle first: ${bundleCommand({ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`],
+      hints: [`write the whole bundle first: ${rewrite({})}`],
     })
   }
   const env = parseClusterEnv(readFileSync(envPath, 'utf8'))
@@ -53,7 +55,7 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
     throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {
       exit: ExitCode.FAILURE,
       code: 'BadBundle',
-      hints: [`write the whole bundle again: ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`],
+      hints: [`write the whole bundle again: ${rewrite(env.values)}`],
     })
   }
   // The two names go into the TokenRequest's path: only names Kubernetes could hold, checked before it.
@@ -70,9 +72,7 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
       {
         exit: ExitCode.USAGE,
         code: 'Usage',
-        hints: [
-          `the group changed, or this is another group's bundle: write it again with ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`,
-        ],
+        hints: [`the group changed, or this is another group's bundle: write it again with ${rewrite(env.values)}`],
       },
     )
   }
