@@ -239,7 +239,7 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
         seen.add(key)
       })
     }
-    if (schema.items) value.forEach((item, i) => walk(item, schema.items!, `${path}[${i}]`, options, causes, false))
+    if (schema.items) for (const [i, item] of value.entries()) walk(item, schema.items, `${path}[${i}]`, options, causes, false)
   }
   if (isRecord(value)) {
     for (const key of schema.required ?? []) {
