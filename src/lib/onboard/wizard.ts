@@ -7,6 +7,7 @@ import {shellQuote} from '../cli/prompt.js'
 import {dns1035Label, dns1123Label, dns1123Subdomain} from '../validation/kube.js'
 import {HANDLERS, PROBE_FLAGS, parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
 
+/** An answer's validation: true, or the message of what `fn` throws. */
 function check(fn: () => unknown): string | true {
   try {
     fn()
@@ -57,16 +58,15 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: 
       ],
       {default: 'none'},
     )
+    const firstPort = () => String(parsePorts(input.ports ?? [])[0]?.targetPort ?? 8080)
     if (kind === 'http' || kind === 'https') {
-      const firstPort = String(parsePorts(input.ports)[0]?.targetPort ?? 8080)
       const target = await ask.input('Probe PORT[/PATH]:', {
-        default: `${firstPort}/healthz`,
+        default: `${firstPort()}/healthz`,
         validate: (v) => (/^\d{1,5}(\/\S*)?$/.test(v) ? true : 'expected PORT[/PATH], e.g. 8080/healthz'),
       })
       input.probe = {...input.probe, [kind]: target}
     } else if (kind === 'tcp') {
-      const firstPort = String(parsePorts(input.ports)[0]?.targetPort ?? 8080)
-      input.probe = {...input.probe, tcp: await ask.input('Probe PORT:', {default: firstPort, validate: (v) => (/^\d{1,5}$/.test(v) ? true : 'expected a port number')})}
+      input.probe = {...input.probe, tcp: await ask.input('Probe PORT:', {default: firstPort(), validate: (v) => (/^\d{1,5}$/.test(v) ? true : 'expected a port number')})}
     } else if (kind === 'exec') {
       input.probe = {
         ...input.probe,
