@@ -53,11 +53,10 @@ function pathFor(obj: Manifest): string {
 function withoutBookkeeping(obj: Live): Live {
   const {metadata = {}, status: _status, ...rest} = obj
   const {managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, selfLink: _s, ...meta} = metadata as Record<string, unknown>
-  const anns = meta.annotations as Record<string, string> | undefined
-  if (anns) {
-    const {'kubectl.kubernetes.io/last-applied-configuration': _l, ...kept} = anns
-    meta.annotations = Object.keys(kept).length > 0 ? kept : undefined
-    if (meta.annotations === undefined) delete meta.annotations
+  if (meta.annotations) {
+    const {'kubectl.kubernetes.io/last-applied-configuration': _l, ...kept} = meta.annotations as Record<string, string>
+    if (Object.keys(kept).length > 0) meta.annotations = kept
+    else delete meta.annotations
   }
   return {...rest, metadata: meta}
 }

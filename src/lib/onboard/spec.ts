@@ -3,7 +3,7 @@
  * OnboardSpec, the typed description every generator works from. Pure: no I/O.
  */
 import {flagError, Problems, UsageError} from '../errors.js'
-import {sortedRecord} from '../util/records.js'
+import {sortedRecord, withoutUndefined} from '../util/records.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {annotationsSize, dns1035Label, httpHeaderValue, dns1123Label, dns1123Subdomain, labelValue, parseDuration, portNumber, qualifiedName, serviceEntryHost} from '../validation/kube.js'
 
@@ -154,7 +154,7 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
   const probe = input.probe ? problems.check(() => parseProbe(input.probe!)) : undefined
   problems.throwIfAny()
 
-  const spec: OnboardSpec = {
+  return withoutUndefined<OnboardSpec>({
     name,
     namespace,
     labels: sortedRecord(labels),
@@ -165,12 +165,11 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
     hosts: uniqueHosts.length > 0 ? uniqueHosts : [`${name}.${namespace}.svc.cluster.local`],
     createNamespace: Boolean(input.createNamespace),
     createServiceAccount: Boolean(input.createServiceAccount),
-  }
-  if (network !== undefined) spec.network = network
-  if (locality !== undefined) spec.locality = locality
-  if (weight !== undefined) spec.weight = weight
-  if (probe) spec.probe = probe
-  return spec
+    network,
+    locality,
+    weight,
+    probe,
+  })
 }
 
 /**
