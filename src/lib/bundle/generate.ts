@@ -70,10 +70,6 @@ export function isRevisioned(revision: string | undefined): revision is string {
   return revision !== undefined && revision !== '' && revision !== 'default'
 }
 
-export function istiodHostFor(istioNamespace: string, revision?: string): string {
-  return `${isRevisioned(revision) ? `istiod-${revision}` : 'istiod'}.${istioNamespace}.svc`
-}
-
 type Json = Record<string, unknown>
 
 /** Proto-merge semantics of protomarshal.ApplyYAML: messages and maps merge, everything else replaces. */
@@ -132,16 +128,16 @@ export function validateBundleInputs(inputs: BundleInputs): void {
  * cluster.env's quoting: Istio's shellescape.Quote, except that a value with a backslash is always
  * single-quoted (Istio's pattern leaves `w\` bare, which the shell reads as a line continuation).
  */
-export function clusterEnvQuote(value: string): string {
+function clusterEnvQuote(value: string): string {
   return value.includes('\\') ? shellQuote(value) : istioShellQuote(value)
 }
 
-/** cluster.env: one sorted KEY='value' line per variable (the keys are checked shell names). */
+/** cluster.env: one sorted KEY='value' line per variable (the keys are checked shell names; proxyMetadata values may be YAML numbers). */
 export function clusterEnvText(env: Record<string, string>): string {
   return (
     Object.entries(env)
       .map(([k, v]) => `${k}=${clusterEnvQuote(String(v))}`)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .sort()
       .join('\n') + '\n'
   )
 }
@@ -158,7 +154,7 @@ export function buildBundle(inputs: BundleInputs): Bundle {
   const template = wg.spec.template ?? {}
   const serviceAccount = template.serviceAccount as string
   const revisioned = isRevisioned(inputs.revision)
-  const istiodHost = istiodHostFor(inputs.istioNamespace, inputs.revision)
+  const istiodHost = `${revisioned ? `istiod-${inputs.revision}` : 'istiod'}.${inputs.istioNamespace}.svc`
 
   // mesh.yaml: the cluster's defaultConfig, the proxy.istio.io/config annotations, then meshvm's keys.
   const mesh = parseYamlObject(inputs.meshConfigYaml, `the "mesh" key of ConfigMap ${revisioned ? `istio-${inputs.revision}` : 'istio'}`)
