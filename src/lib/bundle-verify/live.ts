@@ -8,7 +8,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {groupVersion, Resources, resourcePath} from '../kube/resources.js'
 import {fetchClusterId, fetchRootCert, fetchWorkloadGroup, findGateway, gatewayService} from '../bundle/fetch.js'
-import type {WorkloadGroupLike} from '../bundle/generate.js'
+import {serviceAccountOf, type WorkloadGroupLike} from '../bundle/generate.js'
 import {AMBIENT_GATEWAY_FIX, eastWestGatewayKind} from '../precheck/gateway.js'
 import {findIstiods} from '../proxy-status/fetch.js'
 import {bundleCommand, parseIstiodAddress, type Check, type OfflineResult} from './offline.js'
@@ -168,7 +168,7 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
       }
       const t = wg.spec?.template ?? {}
       const problems: string[] = []
-      const sa = t.serviceAccount || 'default'
+      const sa = serviceAccountOf(wg)
       if (sa !== env.SERVICE_ACCOUNT) problems.push(`service account ${env.SERVICE_ACCOUNT} → ${sa}`)
       if ((t.network ?? '') !== (env.ISTIO_META_NETWORK ?? '')) problems.push(`network ${env.ISTIO_META_NETWORK || '(none)'} → ${t.network || '(none)'}`)
       let bundled: Record<string, string> = {}

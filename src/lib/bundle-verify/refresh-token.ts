@@ -12,7 +12,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import {writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
 import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeClient} from '../kube/client.js'
-import type {WorkloadGroupLike} from '../bundle/generate.js'
+import {serviceAccountOf, type WorkloadGroupLike} from '../bundle/generate.js'
 import {requestToken} from '../bundle/fetch.js'
 import {bundleCommand, parseClusterEnv} from './offline.js'
 import {dns1123Label, dns1123Subdomain} from '../validation/kube.js'
@@ -65,7 +65,7 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
   ] as const) {
     if (problem) throw new MeshvmError(`--refresh-token: ${envPath}: ${key} ${JSON.stringify(value)} ${problem}`, {exit: ExitCode.FAILURE, code: 'BadBundle'})
   }
-  const groupSa = wg.spec.template?.serviceAccount || 'default'
+  const groupSa = serviceAccountOf(wg)
   if (wg.metadata.namespace !== namespace || wg.metadata.name !== env.values.ISTIO_META_WORKLOAD_NAME || groupSa !== sa) {
     throw new MeshvmError(
       `--refresh-token: the bundle in ${o.dir} is for ${namespace}/${env.values.ISTIO_META_WORKLOAD_NAME ?? '?'} (service account ${sa}), not for WorkloadGroup ${wg.metadata.namespace}/${wg.metadata.name} (service account ${groupSa})`,

@@ -53,6 +53,11 @@ export interface Bundle {
   istiodHost: string
 }
 
+/** The group's service account: an empty or missing one is "default", as for a Pod. */
+export function serviceAccountOf(wg: WorkloadGroupLike): string {
+  return wg.spec?.template?.serviceAccount || 'default'
+}
+
 /** istioctl applies these defaults only to files; meshvm applies them to every WorkloadGroup. */
 export function withWorkloadGroupDefaults(wg: WorkloadGroupLike): WorkloadGroupLike {
   const spec = wg.spec ?? {}
@@ -61,7 +66,7 @@ export function withWorkloadGroupDefaults(wg: WorkloadGroupLike): WorkloadGroupL
     spec: {
       ...spec,
       metadata: spec.metadata ?? {},
-      template: {...(spec.template ?? {}), serviceAccount: spec.template?.serviceAccount || 'default'},
+      template: {...(spec.template ?? {}), serviceAccount: serviceAccountOf(wg)},
     },
   }
 }
@@ -152,7 +157,7 @@ export function buildBundle(inputs: BundleInputs): Bundle {
   const name = wg.metadata.name
   const namespace = wg.metadata.namespace
   const template = wg.spec.template ?? {}
-  const serviceAccount = template.serviceAccount as string
+  const serviceAccount = serviceAccountOf(wg)
   const revisioned = isRevisioned(inputs.revision)
   const istiodHost = `${revisioned ? `istiod-${inputs.revision}` : 'istiod'}.${inputs.istioNamespace}.svc`
 

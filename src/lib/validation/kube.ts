@@ -142,6 +142,14 @@ export function httpHeaderValue(value: string): string | undefined {
   return /[\u0000-\u0008\u000a-\u001f\u007f]/.test(value) ? 'header values must not contain CR, LF or other control characters' : undefined
 }
 
+/** What the yaml library makes of the YAML tags that are not JSON data. */
+const NOT_DATA: [abstract new (...args: never[]) => unknown, string][] = [
+  [Uint8Array, 'binary data (a !!binary tag)'],
+  [Set, 'a set (a !!set tag)'],
+  [Map, 'an ordered map (a !!omap or !!pairs tag)'],
+  [Date, 'a timestamp (write it as a quoted string)'],
+]
+
 /**
  * The first place in `value` that is not plain JSON data (what the API server stores): YAML tags
  * such as !!binary, !!set, !!omap or !!timestamp give byte arrays, sets, maps and dates, and a
@@ -165,16 +173,7 @@ export function plainDataProblem(value: unknown, maxDepth = 1000): {path: string
       for (const [k, item] of Object.entries(v as Record<string, unknown>)) stack.push({v: item, path: path ? `${path}.${k}` : k, depth: depth + 1})
       continue
     }
-    const what =
-      v instanceof Uint8Array
-        ? 'binary data (a !!binary tag)'
-        : v instanceof Set
-          ? 'a set (a !!set tag)'
-          : v instanceof Map
-            ? 'an ordered map (a !!omap or !!pairs tag)'
-            : v instanceof Date
-              ? 'a timestamp (write it as a quoted string)'
-              : `a ${typeof v}`
+    const what = NOT_DATA.find(([type]) => v instanceof type)?.[1] ?? `a ${typeof v}`
     return {path, problem: `is ${what}; only plain strings, numbers, booleans, lists and mappings are allowed`}
   }
   return undefined
