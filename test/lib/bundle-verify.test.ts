@@ -21,6 +21,7 @@ describe('parseClusterEnv', () => {
   })
 
   it('reports, never runs, what the shell would expand or execute', () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${HOME}, as a hostile cluster.env would hold it
     const {problems} = parseClusterEnv('A=$(id)\nB="${HOME}"\nC=x;rm -rf /\nD=`id`\nE=a b\nrm -rf /\nF=\'open\n')
     expect(problems).toEqual([
       "line 1 (A): unquoted $ would be interpreted by the VM's shell",
