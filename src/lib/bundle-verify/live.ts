@@ -108,19 +108,14 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
       // A sidecar VM (the only kind there is) pointed at an ambient east-west gateway: istio/istio#57878.
       const reading = eastWestGatewayKind(svc ?? {})
       if (reading.kind === 'ambient') {
-        const cls = reading.className ? `class ${reading.className}, ` : ''
+        const ambient = `${ns}/${name} is an ambient east-west gateway (${reading.className ? `class ${reading.className}, ` : ''}HBONE on 15008)`
         out.push(
           lacking.length > 0
-            ? {
-                id: 'gateway.ports',
-                status: 'fail',
-                detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008) without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`,
-                fix: AMBIENT_GATEWAY_FIX,
-              }
+            ? {id: 'gateway.ports', status: 'fail', detail: `${ambient} without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`, fix: AMBIENT_GATEWAY_FIX}
             : {
                 id: 'gateway.ports',
                 status: 'warn',
-                detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`,
+                detail: `${ambient}: it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`,
                 fix: AMBIENT_GATEWAY_FIX,
               },
         )
