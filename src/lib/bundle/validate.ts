@@ -87,7 +87,7 @@ function proxyConfigProblems(what: string, config: unknown, problems: string[]):
     const valueProblem = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? singleLineText(String(value)) : 'must be a string'
     if (valueProblem) problems.push(`${what} proxyMetadata ${JSON.stringify(key)}: value ${JSON.stringify(value)} ${valueProblem}`)
   }
-  if (config.meshId !== undefined) check(problems, `${what} meshId`, config.meshId, singleLineText)
+  check(problems, `${what} meshId`, config.meshId, singleLineText)
 }
 
 function check(problems: string[], what: string, value: unknown, rule: Rule): void {
@@ -172,7 +172,7 @@ export function bundleValueProblems(v: BundleValues): string[] {
   if (v.meshConfigYaml !== undefined) {
     const mesh = parsedOrUndefined(v.meshConfigYaml)
     if (isRecord(mesh)) {
-      if (mesh.trustDomain !== undefined) check(problems, 'mesh config trustDomain', mesh.trustDomain, singleLineText)
+      check(problems, 'mesh config trustDomain', mesh.trustDomain, singleLineText)
       proxyConfigProblems('mesh config defaultConfig', mesh.defaultConfig, problems)
     }
   }
