@@ -8,7 +8,7 @@ import {bundleFlags, bundleOptions} from '../lib/bundle/flags.js'
 import {Problems, UsageError} from '../lib/errors.js'
 import type {Manifest} from '../lib/kube/object.js'
 import {fileNameFor, generateOnboardObjects} from '../lib/onboard/generate.js'
-import {inputFromWorkloadGroup, missingRequired, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
+import {inputFromWorkloadGroup, missingRequired, PROBE_FLAGS, parseOnboardInput, type OnboardInput} from '../lib/onboard/spec.js'
 import type {OutputSpec} from '../lib/output/printer.js'
 import {toYaml, toYamlStream} from '../lib/yaml.js'
 
@@ -216,48 +216,13 @@ The istioctl x workload group create flags -l/--labels, -a/--annotations, -p/--p
       serviceEntry: f['service-entry'] ? true : undefined,
       createNamespace: f['create-namespace'],
       createServiceAccount: f['create-service-account'],
-      probe: {
-        http: f['probe-http'],
-        https: f['probe-https'],
-        tcp: f['probe-tcp'],
-        exec: f['probe-exec'],
-        host: f['probe-host'],
-        headers: f['probe-header'],
-        period: f['probe-period'],
-        timeout: f['probe-timeout'],
-        initialDelay: f['probe-initial-delay'],
-        successThreshold: f['probe-success-threshold'],
-        failureThreshold: f['probe-failure-threshold'],
-      },
+      probe: Object.fromEntries(Object.entries(PROBE_FLAGS).map(([key, flag]) => [key, f[flag]])),
     }
   }
 
   private async readFileGroup(path: string): Promise<WorkloadGroupLike> {
     const f = this.flags
-    const flagsSet: string[] = (
-      [
-        'port',
-        'label',
-        'annotation',
-        'network',
-        'locality',
-        'weight',
-        'probe-http',
-        'probe-https',
-        'probe-tcp',
-        'probe-exec',
-        'probe-host',
-        'probe-header',
-        'probe-period',
-        'probe-timeout',
-        'probe-initial-delay',
-        'probe-success-threshold',
-        'probe-failure-threshold',
-        'name',
-      ] as const
-    )
-      .filter((k) => f[k] !== undefined)
-      .map((k) => `--${k}`)
+    const flagsSet = (['port', 'label', 'annotation', 'network', 'locality', 'weight', ...Object.values(PROBE_FLAGS), 'name'] as const).filter((k) => f[k] !== undefined).map((k) => `--${k}`)
     if (f['service-account'] !== 'default') flagsSet.push('--service-account')
     if (this.args.name) flagsSet.unshift('NAME')
     if (flagsSet.length > 0) {

@@ -4,8 +4,10 @@
  * every step of a bundle write, and long names in --archive tarballs.
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
-import {existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
+import fs from 'node:fs'
+import {copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
+import {syncBuiltinESMExports} from 'node:module'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
 import {managedVersionOf, recoverDir, writeDirAtomic, writeFileAtomic, writeFilesAtomic} from '../../src/lib/fs/atomic.js'
@@ -216,6 +218,66 @@ describe('files: a bundle directory is swapped whole (kill -9 needs no recovery)
     expect(now['notes.txt']).toBe('mine')
     expect(now['istio-token']).toBe(`token-${now['a.yaml']!.replace(' ', '-')}`)
     expect(statSync(join(d, 'istio-token')).mode & 0o777).toBe(0o600)
+  })
+
+  /**
+   * Runs `write` with `race` run once just before meshvm's first lstat of `path`: another writer's
+   * steps at the instant the racing test above hits only now and then.
+   */
+  function racedAt(path: string, race: () => void, write: () => void): void {
+    const writable = fs as {lstatSync: (...args: unknown[]) => unknown}
+    const lstat = writable.lstatSync
+    let raced = false
+    writable.lstatSync = (p, ...rest) => {
+      if (!raced && p === path) {
+        raced = true
+        race()
+      }
+      return lstat(p, ...rest)
+    }
+    syncBuiltinESMExports()
+    try {
+      write()
+    } finally {
+      writable.lstatSync = lstat
+      syncBuiltinESMExports()
+    }
+  }
+
+  it('a writer that reads the link just before another commits and removes that version reads the link again', () => {
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    writeFileSync(join(d, 'notes.txt'), 'mine')
+    // Between readlink(d) and lstat of the version it names: another write commits, the old version goes.
+    racedAt(
+      join(work, readlinkSync(d)),
+      () => writeDirAtomic(d, OLD, {keep: 'others'}),
+      () => writeDirAtomic(d, NEW, {keep: 'others'}),
+    )
+    expect(contents(d)).toEqual({...asMap(NEW), 'notes.txt': 'mine'})
+    expect(siblings(d)).toEqual([readlinkSync(d), `${readlinkSync(d)}.files`])
+  })
+
+  it("a writer copying the user's files while another removes that version file by file starts again from the new one", () => {
+    const d = freshPath()
+    writeDirAtomic(d, OLD, {keep: 'others'})
+    writeFileSync(join(d, 'notes.txt'), 'mine')
+    const old = readlinkSync(d)
+    const next = `.${d.split('/').pop()}.meshvm-1-racer0`
+    // The other writer has committed its version (a copy) and removed one file of the old one so far.
+    racedAt(
+      join(work, old, 'notes.txt'),
+      () => {
+        cpSync(join(work, old), join(work, next), {recursive: true})
+        copyFileSync(join(work, `${old}.files`), join(work, `${next}.files`))
+        symlinkSync(next, join(work, 'racer-link'))
+        renameSync(join(work, 'racer-link'), d)
+        rmSync(join(work, old, 'notes.txt'))
+      },
+      () => writeDirAtomic(d, NEW, {keep: 'others'}),
+    )
+    expect(contents(d)).toEqual({...asMap(NEW), 'notes.txt': 'mine'})
+    expect(siblings(d)).toEqual([readlinkSync(d), `${readlinkSync(d)}.files`])
   })
 
   it('the directory is a link to a private version beside it; the old version goes', () => {

@@ -3,6 +3,7 @@ import {execFileSync} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
 import {bundleCommand, offlineChecks, parseClusterEnv, readTarGz, type BundleFiles} from '../../src/lib/bundle-verify/offline.js'
 import {tarGz} from '../../src/lib/fs/tar.js'
+import {testPki} from '../cluster/pki.js'
 import {istioShellQuote} from '../../src/lib/util/go-compat.js'
 
 describe('parseClusterEnv', () => {
@@ -20,6 +21,7 @@ describe('parseClusterEnv', () => {
   })
 
   it('reports, never runs, what the shell would expand or execute', () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${HOME}, as a hostile cluster.env would hold it
     const {problems} = parseClusterEnv('A=$(id)\nB="${HOME}"\nC=x;rm -rf /\nD=`id`\nE=a b\nrm -rf /\nF=\'open\n')
     expect(problems).toEqual([
       "line 1 (A): unquoted $ would be interpreted by the VM's shell",
@@ -74,6 +76,20 @@ describe('offlineChecks: the token', () => {
   it('audience, subject and mode', () => {
     const s = status(files(jwt({aud: ['api'], sub: 'system:serviceaccount:apps:other', exp: now.getTime() / 1000 + 3600}), 0o640))
     expect([s['token.audience'], s['token.service-account'], s['files.token-mode']]).toEqual(['fail', 'fail', 'fail'])
+  })
+})
+
+describe('offlineChecks: root-cert.pem follows the rule bundle writes it by (rootCertProblem)', () => {
+  const {caPem, keyPem} = testPki()
+  const check = (pem: string) =>
+    offlineChecks(new Map([['root-cert.pem', {data: Buffer.from(pem), mode: 0o644, symlink: false}]]), {now: new Date(), warnWithinMs: 0}).checks.find((c) => c.id === 'root-cert.format')
+  it('certificates only pass; a key or junk beside a certificate fails with the line, never the line itself', () => {
+    expect(check(caPem)).toBeUndefined()
+    const lines = caPem.replace(/\r\n/g, '\n').trimEnd().split('\n').length
+    expect(check(`${caPem}${keyPem}`)).toMatchObject({status: 'fail', detail: `root-cert.pem: line ${lines + 1} is not part of a PEM CERTIFICATE block (only certificates may be there)`})
+    expect(check(`${caPem}echo pwned\n`)?.detail).toBe(`root-cert.pem: line ${lines + 1} is not part of a PEM CERTIFICATE block (only certificates may be there)`)
+    expect(check('')?.detail).toBe('root-cert.pem: holds no PEM CERTIFICATE block')
+    expect(check('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')?.detail).toBe('root-cert.pem: the PEM CERTIFICATE block ending on line 3 is not an X.509 certificate')
   })
 })
 

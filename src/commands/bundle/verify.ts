@@ -20,7 +20,7 @@ pass / warn / fail / skip, with the fix for each failure. Exit 8 when any check 
 
 Offline first (nothing is sent anywhere): the files are all there; istio-token is mode 0600 and not a
 symbolic link; cluster.env parses as the VM's shell reads it (istio-start.sh: set -a; . cluster.env),
-without running it; the token is a JWT, not expired (warn when it expires within --warn-within), for
+without running it; root-cert.pem holds certificates only, as meshvm bundle writes it; the token is a JWT, not expired (warn when it expires within --warn-within), for
 audience istio-ca and for the service account cluster.env names.
 
 Then against the cluster (skipped with --offline): the API server accepts the token for audience

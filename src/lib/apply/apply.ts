@@ -53,11 +53,10 @@ function pathFor(obj: Manifest): string {
 function withoutBookkeeping(obj: Live): Live {
   const {metadata = {}, status: _status, ...rest} = obj
   const {managedFields: _m, resourceVersion: _r, generation: _g, uid: _u, creationTimestamp: _c, selfLink: _s, ...meta} = metadata as Record<string, unknown>
-  const anns = meta.annotations as Record<string, string> | undefined
-  if (anns) {
-    const {'kubectl.kubernetes.io/last-applied-configuration': _l, ...kept} = anns
-    meta.annotations = Object.keys(kept).length > 0 ? kept : undefined
-    if (meta.annotations === undefined) delete meta.annotations
+  if (meta.annotations) {
+    const {'kubectl.kubernetes.io/last-applied-configuration': _l, ...kept} = meta.annotations as Record<string, string>
+    if (Object.keys(kept).length > 0) meta.annotations = kept
+    else delete meta.annotations
   }
   return {...rest, metadata: meta}
 }
@@ -145,41 +144,33 @@ export async function applyObjects(client: KubeClient, objects: Manifest[], opti
     }
   }
   const results: ApplyResult[] = []
+  const report = (result: ApplyResult) => {
+    results.push(result)
+    options.onResult?.(result)
+  }
+  let failed = false
   for (const [i, object] of objects.entries()) {
     const ref = resourceName(object)
-    if (options.signal?.aborted) {
-      // Interrupted: reported one by one, as after a failure.
-      const skipped: ApplyResult = {object, ref, outcome: 'not applied'}
-      results.push(skipped)
-      options.onResult?.(skipped)
+    // Objects come in dependency order (Namespace, ServiceAccount, WorkloadGroup, Service), so nothing
+    // after a failure is attempted; interrupted, the same: the rest are reported as not applied.
+    if (failed || options.signal?.aborted) {
+      report({object, ref, outcome: 'not applied'})
       continue
     }
-    let result: ApplyResult
     try {
       const read = reads[i]!
       if (!read.ok) throw read.error
       const {path, live} = read
       const applied = await serverSideApply<Live>(client, path, object, {force: options.force, dryRun: options.dryRun})
-      result = {object, ref, outcome: outcomeOf(live, applied)}
-      if (options.diff) result.diff = unifiedDiff(comparable(live), comparable(applied), {from: `live/${ref}`, to: `applied/${ref}`})
+      const diff = options.diff ? {diff: unifiedDiff(comparable(live), comparable(applied), {from: `live/${ref}`, to: `applied/${ref}`})} : {}
+      report({object, ref, outcome: outcomeOf(live, applied), ...diff})
     } catch (thrown) {
       if (!(thrown instanceof MeshvmError)) throw thrown
       const missing = options.missingNamespaceHints && missingNamespace(thrown)
       const err = missing ? new MeshvmError(thrown.message, {exit: thrown.exit, code: thrown.code, hints: [...options.missingNamespaceHints!(missing), ...thrown.hints], cause: thrown}) : thrown
-      // Objects come in dependency order (Namespace, ServiceAccount, WorkloadGroup, Service), so
-      // nothing after a failure is attempted: the rest are reported as not applied.
-      result = {object, ref, outcome: 'failed', error: err}
-      results.push(result)
-      options.onResult?.(result)
-      for (const rest of objects.slice(results.length)) {
-        const skipped: ApplyResult = {object: rest, ref: resourceName(rest), outcome: 'not applied'}
-        results.push(skipped)
-        options.onResult?.(skipped)
-      }
-      return results
+      report({object, ref, outcome: 'failed', error: err})
+      failed = true
     }
-    results.push(result)
-    options.onResult?.(result)
   }
   return results
 }

@@ -7,7 +7,8 @@ import {shellQuote} from '../cli/prompt.js'
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {groupVersion, Resources, resourcePath} from '../kube/resources.js'
-import {fetchClusterId, fetchRootCert, fetchWorkloadGroup, findGateway} from '../bundle/fetch.js'
+import {fetchClusterId, fetchRootCert, fetchWorkloadGroup, findGateway, gatewayService} from '../bundle/fetch.js'
+import {serviceAccountOf, type WorkloadGroupLike} from '../bundle/generate.js'
 import {AMBIENT_GATEWAY_FIX, eastWestGatewayKind} from '../precheck/gateway.js'
 import {findIstiods} from '../proxy-status/fetch.js'
 import {bundleCommand, parseIstiodAddress, type Check, type OfflineResult} from './offline.js'
@@ -33,8 +34,6 @@ async function guarded(id: string, checks: Check[], fix: string, fn: () => Promi
     checks.push({id, status: forbidden ? 'skip' : 'fail', detail: forbidden ? `cannot check: ${err.message}` : err.message, ...(forbidden ? {} : {fix})})
   }
 }
-
-export {parseIstiodAddress}
 
 export async function liveChecks(client: KubeClient, off: OfflineResult, o: LiveOptions): Promise<Check[]> {
   const checks: Check[] = []
@@ -92,40 +91,31 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
         .hosts!.split('\n')
         .map((l) => l.trim())
         .filter((l) => l !== '' && !l.startsWith('#'))
-      const parts = o.ingressService.split('.')
-      const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, istioNamespace]
-      if (entries.length === 0) {
-        const hostComment = /reached through the east-west gateway (\S+);/.exec(off.hosts!)
-        if (!hostComment) return {id: 'gateway', status: 'pass', detail: 'no hosts entries: the VM resolves istiod itself (flat network)'}
-      }
-      const current = await findGateway(client, istioNamespace, {ingressService: o.ingressService, noHosts: false})
+      // An address entry, or the comment a gateway known by host name leaves (install.sh resolves it).
       const bundled = entries[0]?.split(/\s+/)[0] ?? /reached through the east-west gateway (\S+);/.exec(off.hosts!)?.[1]
+      if (bundled === undefined) return {id: 'gateway', status: 'pass', detail: 'no hosts entries: the VM resolves istiod itself (flat network)'}
+      const [name, ns] = gatewayService(o.ingressService, istioNamespace)
+      const current = await findGateway(client, istioNamespace, {ingressService: o.ingressService, noHosts: false})
       const now = current.kind === 'ip' ? current.address : current.kind === 'hostname' ? current.hostname : ''
-      const out: Check[] = []
-      out.push(
+      const out: Check[] = [
         bundled === now
           ? {id: 'gateway', status: 'pass', detail: `hosts points at ${bundled}, the current address of ${ns}/${name}`}
           : {id: 'gateway', status: 'fail', detail: `hosts points at ${bundled}, but ${ns}/${name} is now at ${now}: the VM cannot reach istiod`, fix: off.rerun},
-      )
+      ]
       const svc = await client.getOptional<ServiceLike>(resourcePath(Resources.services, {namespace: ns, name}))
       const ports = new Set((svc?.spec?.ports ?? []).map((p) => p.port))
       const lacking = [15012, 15017].filter((p) => !ports.has(p))
       // A sidecar VM (the only kind there is) pointed at an ambient east-west gateway: istio/istio#57878.
       const reading = eastWestGatewayKind(svc ?? {})
       if (reading.kind === 'ambient') {
-        const cls = reading.className ? `class ${reading.className}, ` : ''
+        const ambient = `${ns}/${name} is an ambient east-west gateway (${reading.className ? `class ${reading.className}, ` : ''}HBONE on 15008)`
         out.push(
           lacking.length > 0
-            ? {
-                id: 'gateway.ports',
-                status: 'fail',
-                detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008) without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`,
-                fix: AMBIENT_GATEWAY_FIX,
-              }
+            ? {id: 'gateway.ports', status: 'fail', detail: `${ambient} without ${lacking.join(' and ')}: this sidecar VM cannot reach istiod through it`, fix: AMBIENT_GATEWAY_FIX}
             : {
                 id: 'gateway.ports',
                 status: 'warn',
-                detail: `${ns}/${name} is an ambient east-west gateway (${cls}HBONE on 15008): it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`,
+                detail: `${ambient}: it exposes istiod (15012, 15017), but not 15443, so this sidecar VM's calls to services in other networks fail`,
                 fix: AMBIENT_GATEWAY_FIX,
               },
         )
@@ -158,7 +148,7 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
   // The WorkloadGroup: still there, same service account, network and labels.
   if (groupName && namespace) {
     await guarded('workloadgroup', checks, off.rerun, async () => {
-      let wg
+      let wg: WorkloadGroupLike
       try {
         wg = await fetchWorkloadGroup(client, groupName, namespace)
       } catch (err) {
@@ -173,7 +163,7 @@ export async function liveChecks(client: KubeClient, off: OfflineResult, o: Live
       }
       const t = wg.spec?.template ?? {}
       const problems: string[] = []
-      const sa = t.serviceAccount || 'default'
+      const sa = serviceAccountOf(wg)
       if (sa !== env.SERVICE_ACCOUNT) problems.push(`service account ${env.SERVICE_ACCOUNT} → ${sa}`)
       if ((t.network ?? '') !== (env.ISTIO_META_NETWORK ?? '')) problems.push(`network ${env.ISTIO_META_NETWORK || '(none)'} → ${t.network || '(none)'}`)
       let bundled: Record<string, string> = {}

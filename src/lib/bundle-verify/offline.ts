@@ -9,6 +9,7 @@ import {dirname, join} from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {parse as parseYaml} from 'yaml'
 import {shellQuote} from '../cli/prompt.js'
+import {rootCertProblem} from '../bundle/validate.js'
 import {jwtClaims} from '../remote-secret/list.js'
 import {dns1123Label, dns1123Subdomain} from '../validation/kube.js'
 
@@ -64,24 +65,6 @@ export function bundleCommand(env: Record<string, string>, source: BundleSource 
   else if ('dir' in source) words.push('-d', source.dir)
   else words.push('-d', dirname(source.archive), ...(refresh ? [] : ['--archive']))
   return words.map(shellQuote).join(' ')
-}
-
-/**
- * The names cluster.env gives the group and namespace, as Kubernetes could hold them (a WorkloadGroup
- * name is a DNS-1123 subdomain, a namespace a DNS-1123 label): one line per bad value, naming the
- * field and the file. A value that fails is not a group or namespace any command line should name.
- */
-export function clusterEnvNameProblems(env: Record<string, string>, file = 'cluster.env'): string[] {
-  const problems: string[] = []
-  for (const [key, check] of [
-    ['POD_NAMESPACE', dns1123Label],
-    ['ISTIO_META_WORKLOAD_NAME', dns1123Subdomain],
-  ] as const) {
-    const value = env[key]
-    const problem = value === undefined ? undefined : check(value)
-    if (problem) problems.push(`${file}: ${key} ${JSON.stringify(value)} ${problem}`)
-  }
-  return problems
 }
 
 /** The files of a bundle directory; symbolic links are recorded, never followed. */
@@ -222,26 +205,42 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
   const checks: Check[] = []
   // Failures found before cluster.env is read get the same fix line, made once cluster.env is read.
   const fixes: Check[] = []
-  const rerun = (c: Check): Check => (fixes.push(c), c)
+  const rerun = (c: Check): Check => {
+    fixes.push(c)
+    return c
+  }
   const missing = REQUIRED_FILES.filter((f) => !files.has(f))
   checks.push(missing.length === 0 ? {id: 'files', status: 'pass', detail: `${REQUIRED_FILES.join(', ')} present`} : rerun({id: 'files', status: 'fail', detail: `missing: ${missing.join(', ')}`}))
   const token = files.get('istio-token')
   if (token) {
+    const mode = (token.mode & 0o777).toString(8).padStart(4, '0')
     if (token.symlink) checks.push({id: 'files.token-mode', status: 'fail', detail: 'istio-token is a symbolic link', fix: 'replace it with the file itself (mode 0600)'})
     else if ((token.mode & 0o077) !== 0) {
-      const loose: Check = {id: 'files.token-mode', status: 'fail', detail: `istio-token has mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}: others can read the VM's credential`}
+      const loose: Check = {id: 'files.token-mode', status: 'fail', detail: `istio-token has mode ${mode}: others can read the VM's credential`}
       // A directory's file can be fixed in place; an archive's mode comes from the archive.
       checks.push(o.source && 'dir' in o.source ? {...loose, fix: `chmod 600 ${shellQuote(join(o.source.dir, 'istio-token'))}`} : rerun(loose))
-    } else checks.push({id: 'files.token-mode', status: 'pass', detail: `istio-token mode ${(token.mode & 0o777).toString(8).padStart(4, '0')}`})
+    } else checks.push({id: 'files.token-mode', status: 'pass', detail: `istio-token mode ${mode}`})
   }
 
   const result: OfflineResult = {checks, env: {}, source: o.source, rerun: '', refresh: ''}
   const envText = text(files.get('cluster.env'))
   if (envText !== undefined) {
     const parsed = parseClusterEnv(envText)
-    const badNames = clusterEnvNameProblems(parsed.values)
-    // A bad group or namespace is left out: no fix line, live check or doctor step names it.
-    result.env = Object.fromEntries(Object.entries(parsed.values).filter(([k]) => !badNames.some((p) => p.startsWith(`cluster.env: ${k} `))))
+    result.env = {...parsed.values}
+    // The group and namespace as Kubernetes could hold them (a WorkloadGroup name is a DNS-1123
+    // subdomain, a namespace a DNS-1123 label); a bad one is left out: no fix line, live check or
+    // doctor step names it.
+    const badNames: string[] = []
+    for (const [key, check] of [
+      ['POD_NAMESPACE', dns1123Label],
+      ['ISTIO_META_WORKLOAD_NAME', dns1123Subdomain],
+    ] as const) {
+      const problem = key in result.env ? check(result.env[key]!) : undefined
+      if (problem) {
+        badNames.push(`cluster.env: ${key} ${JSON.stringify(result.env[key])} ${problem}`)
+        delete result.env[key]
+      }
+    }
     const needed = ['ISTIO_META_CLUSTER_ID', 'SERVICE_ACCOUNT', 'POD_NAMESPACE', 'ISTIO_META_WORKLOAD_NAME'].filter((k) => !(k in parsed.values))
     const problems = [...parsed.problems, ...badNames]
     if (problems.length > 0) checks.push(rerun({id: 'cluster-env', status: 'fail', detail: problems.join('; ')}))
@@ -267,9 +266,9 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
   }
   result.rootCert = text(files.get('root-cert.pem'))
   result.hosts = text(files.get('hosts'))
-  if (result.rootCert !== undefined && !result.rootCert.includes('-----BEGIN CERTIFICATE-----')) {
-    checks.push({id: 'root-cert.format', status: 'fail', detail: 'root-cert.pem holds no PEM certificate', fix: result.rerun})
-  }
+  // The rule `bundle` writes root-cert.pem by: certificates only (a key or a stray line is a problem).
+  const rootCertFormat = result.rootCert === undefined ? undefined : rootCertProblem(result.rootCert)
+  if (rootCertFormat) checks.push({id: 'root-cert.format', status: 'fail', detail: `root-cert.pem: ${rootCertFormat}`, fix: result.rerun})
 
   if (token) {
     const t = token.data.toString('utf8').trim()
@@ -277,14 +276,15 @@ export function offlineChecks(files: BundleFiles, o: {now: Date; warnWithinMs: n
     const claims = jwtClaims(t)
     if (!claims) checks.push({id: 'token.format', status: 'fail', detail: 'istio-token is not a JWT', fix: result.refresh})
     else {
-      const exp = typeof claims.exp === 'number' ? claims.exp * 1000 : undefined
-      const left = exp === undefined ? undefined : exp - o.now.getTime()
       const refresh = result.refresh
-      if (left === undefined) checks.push({id: 'token.expiry', status: 'warn', detail: 'the token has no expiry (not a TokenRequest token)'})
-      else if (left <= 0) checks.push({id: 'token.expiry', status: 'fail', detail: `expired ${formatIn(left)} ago (${new Date(exp!).toISOString()})`, fix: refresh})
-      else if (left <= o.warnWithinMs)
-        checks.push({id: 'token.expiry', status: 'warn', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()}): the sidecar must connect before then`, fix: refresh})
-      else checks.push({id: 'token.expiry', status: 'pass', detail: `expires in ${formatIn(left)} (${new Date(exp!).toISOString()})`})
+      if (typeof claims.exp !== 'number') checks.push({id: 'token.expiry', status: 'warn', detail: 'the token has no expiry (not a TokenRequest token)'})
+      else {
+        const left = claims.exp * 1000 - o.now.getTime()
+        const when = new Date(claims.exp * 1000).toISOString()
+        if (left <= 0) checks.push({id: 'token.expiry', status: 'fail', detail: `expired ${formatIn(left)} ago (${when})`, fix: refresh})
+        else if (left <= o.warnWithinMs) checks.push({id: 'token.expiry', status: 'warn', detail: `expires in ${formatIn(left)} (${when}): the sidecar must connect before then`, fix: refresh})
+        else checks.push({id: 'token.expiry', status: 'pass', detail: `expires in ${formatIn(left)} (${when})`})
+      }
       const aud = Array.isArray(claims.aud) ? claims.aud : typeof claims.aud === 'string' ? [claims.aud] : []
       checks.push(
         aud.includes('istio-ca')

@@ -12,7 +12,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import {writeDirAtomic, type FileToWrite} from '../fs/atomic.js'
 import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeClient} from '../kube/client.js'
-import type {WorkloadGroupLike} from '../bundle/generate.js'
+import {serviceAccountOf, type WorkloadGroupLike} from '../bundle/generate.js'
 import {requestToken} from '../bundle/fetch.js'
 import {bundleCommand, parseClusterEnv} from './offline.js'
 import {dns1123Label, dns1123Subdomain} from '../validation/kube.js'
@@ -39,11 +39,13 @@ export function updateInstallGuard(script: string, expiresAt: Date): string {
 
 export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o: {dir: string; tokenSeconds: number}): Promise<RefreshResult> {
   const envPath = join(o.dir, 'cluster.env')
+  // The line that writes the whole bundle again: for the group given, with what cluster.env says of the rest.
+  const rewrite = (env: Record<string, string>) => bundleCommand({...env, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})
   if (!existsSync(envPath)) {
     throw new MeshvmError(`--refresh-token: ${envPath} not found: not a bundle directory`, {
       exit: ExitCode.NOT_FOUND,
       code: 'NotFound',
-      hints: [`write the whole bundle first: ${bundleCommand({ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`],
+      hints: [`write the whole bundle first: ${rewrite({})}`],
     })
   }
   const env = parseClusterEnv(readFileSync(envPath, 'utf8'))
@@ -53,7 +55,7 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
     throw new MeshvmError(`--refresh-token: ${envPath} does not name the VM's namespace and service account (POD_NAMESPACE, SERVICE_ACCOUNT)`, {
       exit: ExitCode.FAILURE,
       code: 'BadBundle',
-      hints: [`write the whole bundle again: ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`],
+      hints: [`write the whole bundle again: ${rewrite(env.values)}`],
     })
   }
   // The two names go into the TokenRequest's path: only names Kubernetes could hold, checked before it.
@@ -63,16 +65,14 @@ export async function refreshToken(client: KubeClient, wg: WorkloadGroupLike, o:
   ] as const) {
     if (problem) throw new MeshvmError(`--refresh-token: ${envPath}: ${key} ${JSON.stringify(value)} ${problem}`, {exit: ExitCode.FAILURE, code: 'BadBundle'})
   }
-  const groupSa = wg.spec.template?.serviceAccount || 'default'
+  const groupSa = serviceAccountOf(wg)
   if (wg.metadata.namespace !== namespace || wg.metadata.name !== env.values.ISTIO_META_WORKLOAD_NAME || groupSa !== sa) {
     throw new MeshvmError(
       `--refresh-token: the bundle in ${o.dir} is for ${namespace}/${env.values.ISTIO_META_WORKLOAD_NAME ?? '?'} (service account ${sa}), not for WorkloadGroup ${wg.metadata.namespace}/${wg.metadata.name} (service account ${groupSa})`,
       {
         exit: ExitCode.USAGE,
         code: 'Usage',
-        hints: [
-          `the group changed, or this is another group's bundle: write it again with ${bundleCommand({...env.values, ISTIO_META_WORKLOAD_NAME: wg.metadata.name, POD_NAMESPACE: wg.metadata.namespace ?? ''}, {dir: o.dir})}`,
-        ],
+        hints: [`the group changed, or this is another group's bundle: write it again with ${rewrite(env.values)}`],
       },
     )
   }

@@ -2,12 +2,12 @@
  * Reads, from the cluster, every value the VM bundle needs, exactly where istioctl reads them
  * (istioctl-behaviour.md §3.4), and turns each missing piece into an error that says what to do.
  */
-import {isIP} from 'node:net'
 import {shellQuote} from '../cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {dns1123Subdomain} from '../validation/kube.js'
+import {sleep} from '../util/sleep.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {GatewayAddress, WorkloadGroupLike} from './generate.js'
 import {isRevisioned} from './generate.js'
@@ -118,15 +118,7 @@ export async function fetchRootCert(client: KubeClient, namespace: string, wait:
       told = true
       wait.progress?.(`Waiting up to ${Math.round(wait.timeoutMs / 1000)}s for istiod to publish the mesh root certificate in namespace ${namespace} (ConfigMap istio-ca-root-cert)…`)
     }
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(done, Math.min(wait.pollIntervalMs ?? 500, Math.max(0, wait.timeoutMs - waited)))
-      function done(): void {
-        clearTimeout(t)
-        wait.signal?.removeEventListener('abort', done)
-        resolve()
-      }
-      wait.signal?.addEventListener('abort', done, {once: true})
-    })
+    await sleep(Math.min(wait.pollIntervalMs ?? 500, Math.max(0, wait.timeoutMs - waited)), wait.signal)
   }
 }
 
@@ -174,14 +166,17 @@ export function serviceGatewayAddress(svc: ServiceLike | undefined): GatewayAddr
   return undefined
 }
 
+/** --ingress-service `NAME` or `NAME.NAMESPACE` (the namespace defaults to Istio's): [name, namespace]. */
+export function gatewayService(ingressService: string, istioNamespace: string): [string, string] {
+  const parts = ingressService.split('.')
+  return parts.length === 2 ? [parts[0]!, parts[1]!] : [ingressService, istioNamespace]
+}
+
 export async function findGateway(client: KubeClient, istioNamespace: string, options: GatewayOptions): Promise<GatewayAddress> {
   if (options.noHosts) return {kind: 'none'}
-  if (options.ingressIp !== undefined) {
-    if (isIP(options.ingressIp) === 0) throw new UsageError(`--ingress-ip ${JSON.stringify(options.ingressIp)}: expected an IPv4 or IPv6 address`)
-    return {kind: 'ip', address: options.ingressIp}
-  }
-  const parts = options.ingressService.split('.')
-  const [name, namespace] = parts.length === 2 ? [parts[0]!, parts[1]!] : [options.ingressService, istioNamespace]
+  // writeBundle has checked it is an IP address (checkBundleValues).
+  if (options.ingressIp !== undefined) return {kind: 'ip', address: options.ingressIp}
+  const [name, namespace] = gatewayService(options.ingressService, istioNamespace)
   const svc = await client.getOptional<ServiceLike>(resourcePath(Resources.services, {namespace, name}))
   const address = serviceGatewayAddress(svc)
   if (address) return address

@@ -1,5 +1,6 @@
 /** Flags shared by `meshvm bundle` and `meshvm onboard --bundle` (imported statically by both commands: no cluster code here). */
 import * as Flags from '@oclif/core/flags'
+import type * as Interfaces from '@oclif/core/interfaces'
 import type {BundleOptions} from './run.js'
 import {UsageError} from '../errors.js'
 import {durationFlag} from '../cli/base-command.js'
@@ -45,22 +46,8 @@ export function tokenSeconds(text: string): number {
   return ms / 1000
 }
 
-export interface BundleFlagValues {
-  'cluster-id'?: string
-  'token-duration': string
-  'ingress-service': string
-  'ingress-ip'?: string
-  'no-hosts': boolean
-  'internal-ip'?: string
-  'external-ip'?: string
-  autoregister: boolean
-  'capture-dns': boolean
-  archive: boolean
-  timeout: number
-}
-
 /** The bundle options the flags describe (validates --token-duration first). */
-export function bundleOptions(flags: BundleFlagValues, outputDir: string): BundleOptions {
+export function bundleOptions(flags: Interfaces.InferredFlags<typeof bundleFlags>, outputDir: string): BundleOptions {
   return {
     outputDir,
     clusterId: flags['cluster-id'],

@@ -53,6 +53,11 @@ export interface Bundle {
   istiodHost: string
 }
 
+/** The group's service account: an empty or missing one is "default", as for a Pod. */
+export function serviceAccountOf(wg: WorkloadGroupLike): string {
+  return wg.spec?.template?.serviceAccount || 'default'
+}
+
 /** istioctl applies these defaults only to files; meshvm applies them to every WorkloadGroup. */
 export function withWorkloadGroupDefaults(wg: WorkloadGroupLike): WorkloadGroupLike {
   const spec = wg.spec ?? {}
@@ -61,17 +66,13 @@ export function withWorkloadGroupDefaults(wg: WorkloadGroupLike): WorkloadGroupL
     spec: {
       ...spec,
       metadata: spec.metadata ?? {},
-      template: {...(spec.template ?? {}), serviceAccount: spec.template?.serviceAccount || 'default'},
+      template: {...(spec.template ?? {}), serviceAccount: serviceAccountOf(wg)},
     },
   }
 }
 
 export function isRevisioned(revision: string | undefined): revision is string {
   return revision !== undefined && revision !== '' && revision !== 'default'
-}
-
-export function istiodHostFor(istioNamespace: string, revision?: string): string {
-  return `${isRevisioned(revision) ? `istiod-${revision}` : 'istiod'}.${istioNamespace}.svc`
 }
 
 type Json = Record<string, unknown>
@@ -132,16 +133,16 @@ export function validateBundleInputs(inputs: BundleInputs): void {
  * cluster.env's quoting: Istio's shellescape.Quote, except that a value with a backslash is always
  * single-quoted (Istio's pattern leaves `w\` bare, which the shell reads as a line continuation).
  */
-export function clusterEnvQuote(value: string): string {
+function clusterEnvQuote(value: string): string {
   return value.includes('\\') ? shellQuote(value) : istioShellQuote(value)
 }
 
-/** cluster.env: one sorted KEY='value' line per variable (the keys are checked shell names). */
+/** cluster.env: one sorted KEY='value' line per variable (the keys are checked shell names; proxyMetadata values may be YAML numbers). */
 export function clusterEnvText(env: Record<string, string>): string {
   return (
     Object.entries(env)
       .map(([k, v]) => `${k}=${clusterEnvQuote(String(v))}`)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .sort()
       .join('\n') + '\n'
   )
 }
@@ -149,27 +150,16 @@ export function clusterEnvText(env: Record<string, string>): string {
 export function buildBundle(inputs: BundleInputs): Bundle {
   validateBundleInputs(inputs)
   // The second wall (writeBundle checks first, before the token): nothing unsafe is ever generated.
-  checkBundleValues(
-    {
-      workloadGroup: inputs.workloadGroup,
-      istioNamespace: inputs.istioNamespace,
-      revision: inputs.revision,
-      clusterId: inputs.clusterId,
-      gateway: inputs.gateway,
-      internalIp: inputs.internalIp,
-      externalIp: inputs.externalIp,
-      meshConfigYaml: inputs.meshConfigYaml,
-    },
-    'input',
-  )
+  const {rootCert: _checkedByWriteBundle, ...values} = inputs
+  checkBundleValues(values, 'input')
   const warnings: string[] = []
   const wg = withWorkloadGroupDefaults(inputs.workloadGroup)
   const name = wg.metadata.name
   const namespace = wg.metadata.namespace
   const template = wg.spec.template ?? {}
-  const serviceAccount = template.serviceAccount as string
+  const serviceAccount = serviceAccountOf(wg)
   const revisioned = isRevisioned(inputs.revision)
-  const istiodHost = istiodHostFor(inputs.istioNamespace, inputs.revision)
+  const istiodHost = `${revisioned ? `istiod-${inputs.revision}` : 'istiod'}.${inputs.istioNamespace}.svc`
 
   // mesh.yaml: the cluster's defaultConfig, the proxy.istio.io/config annotations, then meshvm's keys.
   const mesh = parseYamlObject(inputs.meshConfigYaml, `the "mesh" key of ConfigMap ${revisioned ? `istio-${inputs.revision}` : 'istio'}`)

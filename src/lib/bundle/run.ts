@@ -8,7 +8,7 @@ import {checkWritableDir, managedVersionOf, writeDirAtomic, type FileToWrite} fr
 import {tarGz} from '../fs/tar.js'
 import {unignoredCredentialWarning} from '../fs/git.js'
 import type {KubeSession} from '../kube/session.js'
-import {buildBundle, validateBundleInputs, withWorkloadGroupDefaults, type GatewayAddress, type WorkloadGroupLike} from './generate.js'
+import {buildBundle, serviceAccountOf, validateBundleInputs, withWorkloadGroupDefaults, type GatewayAddress, type WorkloadGroupLike} from './generate.js'
 import {fetchClusterId, fetchMeshConfig, fetchRootCert, findGateway, requestToken, type GatewayOptions} from './fetch.js'
 import {resolveRevision} from '../istiod/revision.js'
 import {checkBundleValues, normalizedRootCert} from './validate.js'
@@ -106,7 +106,7 @@ export async function writeBundle(session: KubeSession, workloadGroup: WorkloadG
   }
   buildBundle(inputs)
   // The token last: it is the only value that grants something, so only issue it when all else worked.
-  const issued = await requestToken(client, namespace, wg.spec.template?.serviceAccount as string, options.tokenSeconds)
+  const issued = await requestToken(client, namespace, serviceAccountOf(wg), options.tokenSeconds)
   const bundle = buildBundle({...inputs, token: issued.token, tokenExpiry: issued.expiresAt})
   warnings.push(...bundle.warnings)
   const files: FileToWrite[] = [...bundle.files]

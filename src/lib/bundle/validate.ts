@@ -8,6 +8,7 @@
 import {X509Certificate} from 'node:crypto'
 import {ExitCode, MeshvmError, UsageErrors} from '../errors.js'
 import {clusterIdValue, dns1123Label, dns1123Subdomain, envVarName, hostName, ipAddress, labelValue, portNumber, qualifiedName, singleLineText} from '../validation/kube.js'
+import {pemCertificates} from '../util/pem.js'
 import {isRecord} from '../util/records.js'
 import {parseMeshYaml} from './mesh-yaml.js'
 import type {GatewayAddress, WorkloadGroupLike} from './generate.js'
@@ -37,29 +38,29 @@ const END = '-----END CERTIFICATE-----'
 export function rootCertProblem(pem: string): string | undefined {
   const lines = pem.split('\n')
   if (lines[lines.length - 1] === '') lines.pop()
-  let block: string[] | undefined
+  // Once the lines before it are checked, the n-th block found here is the n-th block of the scan.
+  const certificates = pemCertificates(pem)
+  let blockStart: number | undefined
   let blocks = 0
   for (const [i, raw] of lines.entries()) {
     const n = i + 1
     // RFC 7468 allows CRLF line ends (node-forge and Windows tools write them); a CR elsewhere is refused.
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw
-    if (block === undefined) {
+    if (blockStart === undefined) {
       if (line === '') continue
       if (line !== BEGIN) return `line ${n} is not part of a PEM CERTIFICATE block (only certificates may be there)`
-      block = [line]
+      blockStart = n
     } else if (line === END) {
-      block.push(line)
       try {
-        new X509Certificate(`${block.join('\n')}\n`)
+        new X509Certificate(certificates[blocks]!)
       } catch {
         return `the PEM CERTIFICATE block ending on line ${n} is not an X.509 certificate`
       }
       blocks++
-      block = undefined
-    } else if (/^[A-Za-z0-9+/=]+$/.test(line)) block.push(line)
-    else return `line ${n} is not base64 inside a PEM CERTIFICATE block`
+      blockStart = undefined
+    } else if (!/^[A-Za-z0-9+/=]+$/.test(line)) return `line ${n} is not base64 inside a PEM CERTIFICATE block`
   }
-  if (block !== undefined) return `the PEM CERTIFICATE block on line ${lines.length - block.length + 1} has no END line`
+  if (blockStart !== undefined) return `the PEM CERTIFICATE block on line ${blockStart} has no END line`
   if (blocks === 0) return 'holds no PEM CERTIFICATE block'
   return undefined
 }
@@ -86,7 +87,7 @@ function proxyConfigProblems(what: string, config: unknown, problems: string[]):
     const valueProblem = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? singleLineText(String(value)) : 'must be a string'
     if (valueProblem) problems.push(`${what} proxyMetadata ${JSON.stringify(key)}: value ${JSON.stringify(value)} ${valueProblem}`)
   }
-  if (config.meshId !== undefined) check(problems, `${what} meshId`, config.meshId, singleLineText)
+  check(problems, `${what} meshId`, config.meshId, singleLineText)
 }
 
 function check(problems: string[], what: string, value: unknown, rule: Rule): void {
@@ -171,7 +172,7 @@ export function bundleValueProblems(v: BundleValues): string[] {
   if (v.meshConfigYaml !== undefined) {
     const mesh = parsedOrUndefined(v.meshConfigYaml)
     if (isRecord(mesh)) {
-      if (mesh.trustDomain !== undefined) check(problems, 'mesh config trustDomain', mesh.trustDomain, singleLineText)
+      check(problems, 'mesh config trustDomain', mesh.trustDomain, singleLineText)
       proxyConfigProblems('mesh config defaultConfig', mesh.defaultConfig, problems)
     }
   }

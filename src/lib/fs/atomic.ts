@@ -214,7 +214,10 @@ function fsyncPath(path: string): void {
   }
 }
 
-/** Creates `path` exclusively (never following or reusing anything there) with `mode`, whole and flushed. */
+/**
+ * Creates `path` exclusively (never following or reusing anything there) with `mode`, whole and
+ * flushed; a file it created but could not finish (a full disk) is removed.
+ */
 function writeNew(path: string, data: string | Uint8Array, mode: number): void {
   const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), mode)
   try {
@@ -222,6 +225,9 @@ function writeNew(path: string, data: string | Uint8Array, mode: number): void {
     fchmodSync(fd, mode)
     writeAll(fd, data)
     fsyncSync(fd)
+  } catch (err) {
+    rmSync(path, {force: true})
+    throw err
   } finally {
     closeSync(fd)
   }
@@ -248,8 +254,22 @@ const leftBehind = (pid: number) => pid === process.pid || !pidAlive(pid)
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
-/** PID-XXXXXX: unique enough, as each use creates its name exclusively and retries on EEXIST. */
-const uniqueId = () => `${process.pid}-${Array.from({length: 6}, () => ALNUM[Math.floor(Math.random() * ALNUM.length)]).join('')}`
+
+/**
+ * Runs `create` with a fresh PID-XXXXXX until it creates its name exclusively (a few tries on
+ * EEXIST: a name someone else holds is never reused or removed); returns the name's id.
+ */
+function createUnique(create: (id: string) => void): string {
+  for (let tries = 0; ; tries++) {
+    const id = `${process.pid}-${Array.from({length: 6}, () => ALNUM[Math.floor(Math.random() * ALNUM.length)]).join('')}`
+    try {
+      create(id)
+      return id
+    } catch (err) {
+      if (errno(err) !== 'EEXIST' || tries >= 5) throw err
+    }
+  }
+}
 
 function checkNames(dir: string, files: {name: string}[]): void {
   for (const file of files) {
@@ -280,7 +300,10 @@ const tempPattern = (name: string) => new RegExp(`^\\.${escapeRegExp(name)}\\.me
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
   if (isStreamPath(path)) {
     const st = lstatOrUndefined(path)
-    if (st && !st.isFile() && !st.isDirectory()) return writeStream(path, data)
+    if (st && !st.isFile() && !st.isDirectory()) {
+      writeStream(path, data)
+      return
+    }
   }
   const dir = dirname(path)
   checkNames(dir, [{name: basename(path)}])
@@ -289,58 +312,47 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
 }
 
 function writeStream(path: string, data: string | Uint8Array): void {
-  let fd: number
+  let fd: number | undefined
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | (constants.O_NOCTTY ?? 0))
-  } catch (err) {
-    throw writeFailure(path, err)
-  }
-  try {
     writeAll(fd, data)
   } catch (err) {
     throw writeFailure(path, err)
   } finally {
-    closeSync(fd)
+    if (fd !== undefined) closeSync(fd)
   }
 }
 
 function writeOne(dir: string, name: string, data: string | Uint8Array, mode: number, shown = join(dir, name)): void {
   const target = join(dir, name)
   checkTarget(target)
-  removeMatching(dir, tempPattern(name), 1)
-  let temp = ''
+  removeMatching(dir, tempPattern(name))
+  const temp = (id: string) => join(dir, `.${name}.meshvm-tmp-${id}`)
+  let written: string | undefined
   try {
-    for (let tries = 0; ; tries++) {
-      temp = join(dir, `.${name}.meshvm-tmp-${uniqueId()}`)
-      try {
-        writeNew(temp, data, mode)
-        break
-      } catch (err) {
-        if (errno(err) !== 'EEXIST') throw err
-        // Someone else's file: never removed here.
-        temp = ''
-        if (tries >= 5) throw err
-      }
-    }
-    renameSync(temp, target)
+    written = temp(createUnique((id) => writeNew(temp(id), data, mode)))
+    renameSync(written, target)
   } catch (err) {
-    if (temp) rmSync(temp, {force: true})
+    if (written) rmSync(written, {force: true})
     throw writeFailure(shown, err, dir)
   }
   fsyncPath(dir)
 }
 
-/** Removes the entries of `dir` that `pattern` matches whose writer (PID in group `pidGroup`) is gone. */
-function removeMatching(dir: string, pattern: RegExp, pidGroup: number): void {
-  let entries: string[]
+/** The names in `dir`, none when it cannot be read. */
+function entriesOf(dir: string): string[] {
   try {
-    entries = readdirSync(dir)
+    return readdirSync(dir)
   } catch {
-    return
+    return []
   }
-  for (const entry of entries) {
+}
+
+/** Removes the entries of `dir` that `pattern` matches whose writer (the PID in its first group) is gone. */
+function removeMatching(dir: string, pattern: RegExp): void {
+  for (const entry of entriesOf(dir)) {
     const m = pattern.exec(entry)
-    if (m && leftBehind(Number(m[pidGroup]))) rmSync(join(dir, entry), {recursive: true, force: true})
+    if (m && leftBehind(Number(m[1]))) rmSync(join(dir, entry), {recursive: true, force: true})
   }
 }
 
@@ -388,7 +400,7 @@ export function recoverDir(dir: string): void {
     fsyncPath(dir)
     rmSync(join(dir, JOURNAL), {force: true})
   }
-  removeMatching(dir, new RegExp(`^${escapeRegExp(STAGING)}(\\d+)-`), 1)
+  removeMatching(dir, new RegExp(`^${escapeRegExp(STAGING)}(\\d+)-`))
 }
 
 /** Writes all files into `dir` (created if needed), or none of them. Returns the written paths. */
@@ -411,9 +423,9 @@ export function writeFilesAtomic(dir: string, files: FileToWrite[]): string[] {
     return written
   }
   // 2. Everything staged in a private directory.
-  const staging = join(dir, `${STAGING}${uniqueId()}`)
+  let staging = ''
   try {
-    mkdirSync(staging, {mode: 0o700})
+    createUnique((id) => mkdirSync((staging = join(dir, `${STAGING}${id}`)), {mode: 0o700}))
   } catch (err) {
     throw writeFailure(dir, err, dir)
   }
@@ -492,17 +504,18 @@ function siblingPattern(name: string): RegExp {
  * siblingPattern, a real directory owned by this user), else undefined.
  */
 export function managedVersionOf(dir: string): string | undefined {
-  let target: string
-  try {
-    target = readlinkSync(dir)
-  } catch {
-    return undefined
+  for (let target = readlinkOrUndefined(dir); target !== undefined; ) {
+    const m = siblingPattern(basename(dir)).exec(target)
+    if (!m || m[1] || m[4]) return undefined
+    const st = lstatOrUndefined(join(dirname(dir), target))
+    if (st?.isDirectory() && (!process.getuid || st.uid === process.getuid())) return target
+    // Between the two reads a concurrent write may have committed a newer version and removed this
+    // one: a link that changed meanwhile is read again (each change is another writer's commit).
+    const again = readlinkOrUndefined(dir)
+    if (st || again === target) return undefined
+    target = again
   }
-  const m = siblingPattern(basename(dir)).exec(target)
-  if (!m || m[1] || m[4]) return undefined
-  const st = lstatOrUndefined(join(dirname(dir), target))
-  if (!st?.isDirectory() || (process.getuid && st.uid !== process.getuid())) return undefined
-  return target
+  return undefined
 }
 
 export interface WriteDirOptions {
@@ -562,15 +575,11 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
   const current = st?.isSymbolicLink() ? managedVersionOf(path) : undefined
   if (st && current === undefined) throw refuse(dir, kindOf(st))
   // 1. The link first, then the version it names: a version without its link has been committed.
-  let id = ''
-  for (let tries = 0; ; tries++) {
-    id = uniqueId()
-    try {
-      symlinkSync(`${prefix}${id}`, join(parent, `${prefix}link-${id}`))
-      break
-    } catch (err) {
-      if (errno(err) !== 'EEXIST' || tries >= 5) throw writeFailure(dir, err, parent)
-    }
+  let id: string
+  try {
+    id = createUnique((id) => symlinkSync(`${prefix}${id}`, join(parent, `${prefix}link-${id}`)))
+  } catch (err) {
+    throw writeFailure(dir, err, parent)
   }
   const version = join(parent, `${prefix}${id}`)
   const link = join(parent, `${prefix}link-${id}`)
@@ -592,7 +601,7 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
     const written = new Set(files.map((f) => f.name))
     const kept = current === undefined ? [] : carryOver(join(parent, current), version, written, options.keep)
     // A writer that committed meanwhile removes the version copied from, file by file: a listing read
-    // during that removal misses the user's files. Still current now means the listing was whole.
+    // during that removal misses the user's files (or fails, below). Still current now means it was whole.
     if (current !== undefined && managedVersionOf(path) !== current) throw new Superseded()
     writeNew(filesListOf(version), `${JSON.stringify([...written, ...kept].sort())}\n`, 0o600)
     fsyncPath(version)
@@ -600,7 +609,9 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
     renameSync(link, path)
   } catch (err) {
     cleanup()
-    if (err instanceof Superseded) throw err
+    // A file of the version copied from gone (not the version itself) is that removal too, when the
+    // version is no longer current: start again from the new one.
+    if (err instanceof Superseded || (errno(err) === 'ENOENT' && current !== undefined && managedVersionOf(path) !== current)) throw new Superseded()
     throw writeFailure(failed, err, parent)
   }
   fsyncPath(parent)
@@ -611,32 +622,27 @@ function writeVersion(dir: string, path: string, files: FileToWrite[], options: 
  * that meshvm wrote, for the new version's list.
  */
 function carryOver(from: string, to: string, written: Set<string>, keep: WriteDirOptions['keep']): string[] {
+  // The version is removed before its list: a list read while the version exists is its own.
+  let ours: Set<string>
   try {
-    // The version is removed before its list: a list read while the version exists is its own.
-    let ours: Set<string>
-    try {
-      ours = new Set(JSON.parse(readFileSync(filesListOf(from), 'utf8')) as string[])
-    } catch {
-      ours = new Set()
-    }
-    const keptOurs: string[] = []
-    for (const entry of readdirSync(from)) {
-      if (written.has(entry) || entry.startsWith('.meshvm-')) continue
-      if (keep === 'others' && ours.has(entry)) continue
-      if (!lstatSync(join(from, entry)).isFile()) continue
-      try {
-        linkSync(join(from, entry), join(to, entry))
-      } catch (err) {
-        if (errno(err) === 'ENOENT') throw err
-        copyFileSync(join(from, entry), join(to, entry), constants.COPYFILE_EXCL)
-      }
-      if (ours.has(entry)) keptOurs.push(entry)
-    }
-    return keptOurs
-  } catch (err) {
-    if (errno(err) === 'ENOENT' && !lstatOrUndefined(from)) throw new Superseded()
-    throw err
+    ours = new Set(JSON.parse(readFileSync(filesListOf(from), 'utf8')) as string[])
+  } catch {
+    ours = new Set()
   }
+  const keptOurs: string[] = []
+  for (const entry of readdirSync(from)) {
+    if (written.has(entry) || entry.startsWith('.meshvm-')) continue
+    if (keep === 'others' && ours.has(entry)) continue
+    if (!lstatSync(join(from, entry)).isFile()) continue
+    try {
+      linkSync(join(from, entry), join(to, entry))
+    } catch (err) {
+      if (errno(err) === 'ENOENT') throw err
+      copyFileSync(join(from, entry), join(to, entry), constants.COPYFILE_EXCL)
+    }
+    if (ours.has(entry)) keptOurs.push(entry)
+  }
+  return keptOurs
 }
 
 /**
@@ -648,14 +654,8 @@ function removeOldVersions(path: string): void {
   const parent = dirname(path)
   const name = basename(path)
   const pattern = siblingPattern(name)
-  let entries: string[]
-  try {
-    entries = readdirSync(parent)
-  } catch {
-    return
-  }
   const remove = (entry: string) => rmSync(join(parent, entry), {recursive: true, force: true})
-  for (const entry of entries) {
+  for (const entry of entriesOf(parent)) {
     const m = pattern.exec(entry)
     if (!m) continue
     const [, isLink, id, pid, isList] = m

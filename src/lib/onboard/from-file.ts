@@ -11,6 +11,7 @@ import {UsageError} from '../errors.js'
 import {parseYamlStream} from '../yaml.js'
 import {annotationsSize, labelValue, plainDataProblem, qualifiedName} from '../validation/kube.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
+import {isRecord} from '../util/records.js'
 
 /** The largest -f file meshvm reads (documented): 4 MiB, far more than any WorkloadGroup. */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024
@@ -47,15 +48,12 @@ function readBounded(path: string, limit = MAX_INPUT_BYTES): string {
 
 function checkMetadata(where: string, field: string, metadata: unknown): void {
   if (metadata === undefined || metadata === null) return
-  if (typeof metadata !== 'object' || Array.isArray(metadata)) throw new UsageError(`${where}: ${field} must be a mapping`)
-  const {labels, annotations} = metadata as {labels?: unknown; annotations?: unknown}
-  for (const [name, map] of [
-    ['labels', labels],
-    ['annotations', annotations],
-  ] as const) {
+  if (!isRecord(metadata)) throw new UsageError(`${where}: ${field} must be a mapping`)
+  for (const name of ['labels', 'annotations'] as const) {
+    const map = metadata[name]
     if (map === undefined || map === null) continue
-    if (typeof map !== 'object' || Array.isArray(map)) throw new UsageError(`${where}: ${field}.${name} must be a mapping of strings`)
-    for (const [key, value] of Object.entries(map as Record<string, unknown>)) {
+    if (!isRecord(map)) throw new UsageError(`${where}: ${field}.${name} must be a mapping of strings`)
+    for (const [key, value] of Object.entries(map)) {
       const keyProblem = qualifiedName(key)
       if (keyProblem) throw new UsageError(`${where}: ${field}.${name} ${JSON.stringify(key)}: ${keyProblem}`)
       if (typeof value !== 'string') throw new UsageError(`${where}: ${field}.${name} ${JSON.stringify(key)}: value must be a string (quote it: "${String(value)}")`)
@@ -107,7 +105,7 @@ export function readWorkloadGroupFile(path: string, namespaceFlag: string | unde
   if (namespaceFlag && namespace !== namespaceFlag) {
     throw new UsageError(`${where}: metadata.namespace ${JSON.stringify(namespace)} differs from -n ${JSON.stringify(namespaceFlag)}`)
   }
-  if (wg.spec !== undefined && (typeof wg.spec !== 'object' || wg.spec === null || Array.isArray(wg.spec))) throw new UsageError(`${where}: spec must be a mapping`)
+  if (wg.spec !== undefined && !isRecord(wg.spec)) throw new UsageError(`${where}: spec must be a mapping`)
   const {status: _status, ...rest} = wg as {status?: unknown}
   return {
     ...(rest as object),
@@ -130,7 +128,7 @@ function withoutServerFields(metadata: Record<string, unknown>): Record<string, 
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(metadata)) if (!SERVER_FIELDS.includes(k)) out[k] = v
   const annotations = metadata.annotations
-  if (typeof annotations === 'object' && annotations !== null && !Array.isArray(annotations)) {
+  if (isRecord(annotations)) {
     const kept = Object.fromEntries(Object.entries(annotations).filter(([k]) => !/(^|\.)meshvm\.io\//.test(k) && k !== 'kubectl.kubernetes.io/last-applied-configuration'))
     if (Object.keys(kept).length > 0) out.annotations = kept
     else delete out.annotations

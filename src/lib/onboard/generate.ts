@@ -11,8 +11,8 @@ export const MANAGED_BY = {'app.kubernetes.io/managed-by': 'meshvm'} as const
 /** Objects in the order they must be applied: Namespace, ServiceAccount, WorkloadGroup, Service/ServiceEntry. */
 export function generateOnboardObjects(spec: OnboardSpec): Manifest[] {
   const objects: Manifest[] = []
-  if (spec.createNamespace) objects.push(namespaceObject(spec))
-  if (spec.createServiceAccount) objects.push(serviceAccountObject(spec))
+  if (spec.createNamespace) objects.push({apiVersion: 'v1', kind: 'Namespace', metadata: meta(spec, spec.namespace, false)})
+  if (spec.createServiceAccount) objects.push({apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(spec, spec.serviceAccount)})
   objects.push(workloadGroupObject(spec))
   objects.push(spec.serviceKind === 'Service' ? serviceObject(spec) : serviceEntryObject(spec))
   return objects
@@ -24,14 +24,6 @@ function meta(spec: OnboardSpec, name: string, namespaced = true): Manifest['met
     ...(namespaced ? {namespace: spec.namespace} : {}),
     labels: {...MANAGED_BY},
   }
-}
-
-export function namespaceObject(spec: OnboardSpec): Manifest {
-  return {apiVersion: 'v1', kind: 'Namespace', metadata: meta(spec, spec.namespace, false)}
-}
-
-export function serviceAccountObject(spec: OnboardSpec): Manifest {
-  return {apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(spec, spec.serviceAccount)}
 }
 
 export function workloadGroupObject(spec: OnboardSpec): Manifest {

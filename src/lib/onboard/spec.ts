@@ -3,26 +3,31 @@
  * OnboardSpec, the typed description every generator works from. Pure: no I/O.
  */
 import {flagError, Problems, UsageError} from '../errors.js'
-import {sortedRecord} from '../util/records.js'
+import {sortedRecord, withoutUndefined} from '../util/records.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {annotationsSize, dns1035Label, httpHeaderValue, dns1123Label, dns1123Subdomain, labelValue, parseDuration, portNumber, qualifiedName, serviceEntryHost} from '../validation/kube.js'
 
 export const ISTIO_PROTOCOLS = ['HTTP', 'HTTPS', 'GRPC', 'HTTP2', 'MONGO', 'TCP', 'TLS'] as const
 export type IstioProtocol = (typeof ISTIO_PROTOCOLS)[number]
 
-export interface ProbeInput {
-  http?: string
-  https?: string
-  tcp?: string
-  exec?: string
-  host?: string
-  headers?: string[]
-  period?: string
-  timeout?: string
-  initialDelay?: string
-  successThreshold?: string
-  failureThreshold?: string
-}
+/** Each part of a probe and the `onboard` flag that gives it, in the order command lines name them. */
+export const PROBE_FLAGS = {
+  http: 'probe-http',
+  https: 'probe-https',
+  tcp: 'probe-tcp',
+  exec: 'probe-exec',
+  host: 'probe-host',
+  headers: 'probe-header',
+  period: 'probe-period',
+  timeout: 'probe-timeout',
+  initialDelay: 'probe-initial-delay',
+  successThreshold: 'probe-success-threshold',
+  failureThreshold: 'probe-failure-threshold',
+} as const
+
+export const HANDLERS = ['http', 'https', 'tcp', 'exec'] as const
+
+export type ProbeInput = {[K in keyof typeof PROBE_FLAGS]?: K extends 'headers' ? string[] : string}
 
 /** What the user typed (flags or wizard answers), before any parsing. */
 export interface OnboardInput {
@@ -149,7 +154,7 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
   const probe = input.probe ? problems.check(() => parseProbe(input.probe!)) : undefined
   problems.throwIfAny()
 
-  const spec: OnboardSpec = {
+  return withoutUndefined<OnboardSpec>({
     name,
     namespace,
     labels: sortedRecord(labels),
@@ -160,12 +165,11 @@ export function parseOnboardInput(input: OnboardInput): OnboardSpec {
     hosts: uniqueHosts.length > 0 ? uniqueHosts : [`${name}.${namespace}.svc.cluster.local`],
     createNamespace: Boolean(input.createNamespace),
     createServiceAccount: Boolean(input.createServiceAccount),
-  }
-  if (network !== undefined) spec.network = network
-  if (locality !== undefined) spec.locality = locality
-  if (weight !== undefined) spec.weight = weight
-  if (probe) spec.probe = probe
-  return spec
+    network,
+    locality,
+    weight,
+    probe,
+  })
 }
 
 /**
@@ -242,25 +246,23 @@ export function parsePorts(items: string[]): PortSpec[] {
 }
 
 function parsePort(item: string, ports: PortSpec[]): PortSpec {
-  {
-    const m = /^([^=]*)=([^:/]*)(?::([^/]*))?(?:\/(.*))?$/.exec(item.trim())
-    if (!m) throw flagError('--port', item, PORT_SYNTAX)
-    const [, name = '', portText = '', targetText, protocolText] = m
-    const nameProblem = dns1123Label(name, 62)
-    if (nameProblem) throw flagError('--port', item, `port name ${nameProblem.replace('must not be empty', 'is required')}`)
-    const port = parsePortNumber(portText)
-    if (port === undefined) throw flagError('--port', item, `port ${portNumber(Number.NaN)}`)
-    let targetPort = port
-    if (targetText !== undefined) {
-      const t = parsePortNumber(targetText)
-      if (t === undefined) throw flagError('--port', item, `target port ${portNumber(Number.NaN)}`)
-      targetPort = t
-    }
-    const protocol = protocolText === undefined ? protocolFromName(name) : parseProtocol(item, protocolText)
-    if (ports.some((p) => p.name === name)) throw flagError('--port', item, `port name ${JSON.stringify(name)} is used twice; port names must be unique`)
-    if (ports.some((p) => p.port === port)) throw flagError('--port', item, `port ${port} is used twice; port numbers must be unique`)
-    return {name, port, targetPort, protocol}
+  const m = /^([^=]*)=([^:/]*)(?::([^/]*))?(?:\/(.*))?$/.exec(item.trim())
+  if (!m) throw flagError('--port', item, PORT_SYNTAX)
+  const [, name = '', portText = '', targetText, protocolText] = m
+  const nameProblem = dns1123Label(name, 62)
+  if (nameProblem) throw flagError('--port', item, `port name ${nameProblem.replace('must not be empty', 'is required')}`)
+  const port = parsePortNumber(portText)
+  if (port === undefined) throw flagError('--port', item, `port ${portNumber(Number.NaN)}`)
+  let targetPort = port
+  if (targetText !== undefined) {
+    const t = parsePortNumber(targetText)
+    if (t === undefined) throw flagError('--port', item, `target port ${portNumber(Number.NaN)}`)
+    targetPort = t
   }
+  const protocol = protocolText === undefined ? protocolFromName(name) : parseProtocol(item, protocolText)
+  if (ports.some((p) => p.name === name)) throw flagError('--port', item, `port name ${JSON.stringify(name)} is used twice; port names must be unique`)
+  if (ports.some((p) => p.port === port)) throw flagError('--port', item, `port ${port} is used twice; port numbers must be unique`)
+  return {name, port, targetPort, protocol}
 }
 
 function parsePortNumber(text: string): number | undefined {
@@ -307,7 +309,7 @@ function parseWeight(value: string): number {
 
 function parseProbe(input: ProbeInput): ProbeSpec | undefined {
   const problems = new Problems()
-  const handlers = (['http', 'https', 'tcp', 'exec'] as const).filter((k) => input[k] !== undefined)
+  const handlers = HANDLERS.filter((k) => input[k] !== undefined)
   const timing = {
     periodSeconds: problems.check(() => parseSeconds('--probe-period', input.period, 1)),
     timeoutSeconds: problems.check(() => parseSeconds('--probe-timeout', input.timeout, 1)),
@@ -317,22 +319,8 @@ function parseProbe(input: ProbeInput): ProbeSpec | undefined {
   }
   const timingGiven = Object.entries(timing).filter(([, v]) => v !== undefined)
   if (handlers.length === 0) {
-    const given = [
-      ...(input.host !== undefined ? ['--probe-host'] : []),
-      ...((input.headers ?? []).length > 0 ? ['--probe-header'] : []),
-      ...(
-        [
-          ['period', '--probe-period'],
-          ['timeout', '--probe-timeout'],
-          ['initialDelay', '--probe-initial-delay'],
-          ['successThreshold', '--probe-success-threshold'],
-          ['failureThreshold', '--probe-failure-threshold'],
-        ] as const
-      )
-        .filter(([k]) => input[k] !== undefined)
-        .map(([, flag]) => flag),
-    ]
-    if (given.length > 0) problems.add(new UsageError(`${given[0]}: needs a probe; add one of --probe-http, --probe-https, --probe-tcp or --probe-exec`))
+    const given = Object.entries(PROBE_FLAGS).find(([k]) => (k === 'headers' ? (input.headers ?? []).length > 0 : input[k as keyof ProbeInput] !== undefined))
+    if (given) problems.add(new UsageError(`--${given[1]}: needs a probe; add one of --probe-http, --probe-https, --probe-tcp or --probe-exec`))
     problems.throwIfAny()
     return undefined
   }
@@ -351,9 +339,7 @@ function parseProbe(input: ProbeInput): ProbeSpec | undefined {
     problems.add(flagError('--probe-timeout', input.timeout, `must not be longer than --probe-period (${timing.periodSeconds}s)`))
   }
   problems.throwIfAny()
-  const probe: ProbeSpec = {handler: handler!}
-  for (const [key, value] of timingGiven) (probe as unknown as Record<string, number>)[key] = value as number
-  return probe
+  return {handler: handler!, ...Object.fromEntries(timingGiven)}
 }
 
 function probeHandler(input: ProbeInput, kind: 'http' | 'https' | 'tcp' | 'exec', host: string): ProbeHandler {

@@ -5,8 +5,9 @@
 import type {Prompter} from '../cli/prompt.js'
 import {shellQuote} from '../cli/prompt.js'
 import {dns1035Label, dns1123Label, dns1123Subdomain} from '../validation/kube.js'
-import {parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
+import {HANDLERS, PROBE_FLAGS, parseLabels, parsePorts, splitCommand, type OnboardInput, type ProbeInput} from './spec.js'
 
+/** An answer's validation: true, or the message of what `fn` throws. */
 function check(fn: () => unknown): string | true {
   try {
     fn()
@@ -45,7 +46,7 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: 
     })
     input.labels = labels === '' ? [] : [labels]
   }
-  if (!input.probe || !hasHandler(input.probe)) {
+  if (!HANDLERS.some((k) => input.probe?.[k] !== undefined)) {
     const kind = await ask.select(
       'Readiness probe (marks the VM ready in the mesh only when it passes):',
       [
@@ -57,16 +58,15 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: 
       ],
       {default: 'none'},
     )
+    const firstPort = () => String(parsePorts(input.ports ?? [])[0]?.targetPort ?? 8080)
     if (kind === 'http' || kind === 'https') {
-      const firstPort = String(parsePorts(input.ports)[0]?.targetPort ?? 8080)
       const target = await ask.input('Probe PORT[/PATH]:', {
-        default: `${firstPort}/healthz`,
+        default: `${firstPort()}/healthz`,
         validate: (v) => (/^\d{1,5}(\/\S*)?$/.test(v) ? true : 'expected PORT[/PATH], e.g. 8080/healthz'),
       })
       input.probe = {...input.probe, [kind]: target}
     } else if (kind === 'tcp') {
-      const firstPort = String(parsePorts(input.ports)[0]?.targetPort ?? 8080)
-      input.probe = {...input.probe, tcp: await ask.input('Probe PORT:', {default: firstPort, validate: (v) => (/^\d{1,5}$/.test(v) ? true : 'expected a port number')})}
+      input.probe = {...input.probe, tcp: await ask.input('Probe PORT:', {default: firstPort(), validate: (v) => (/^\d{1,5}$/.test(v) ? true : 'expected a port number')})}
     } else if (kind === 'exec') {
       input.probe = {
         ...input.probe,
@@ -97,10 +97,6 @@ export async function runOnboardWizard(given: OnboardInput, ask: Prompter, set: 
   return input
 }
 
-function hasHandler(probe: ProbeInput): boolean {
-  return probe.http !== undefined || probe.https !== undefined || probe.tcp !== undefined || probe.exec !== undefined
-}
-
 /** The non-interactive command line that produces the same result, for scripts and docs. */
 export function onboardCommandLine(input: OnboardInput, extra: string[] = []): string {
   const words = ['meshvm', 'onboard', input.name ?? 'NAME', '-n', input.namespace ?? 'default']
@@ -118,17 +114,8 @@ export function onboardCommandLine(input: OnboardInput, extra: string[] = []): s
   for (const h of input.hosts ?? []) add('--host', h)
   if (input.createNamespace) words.push('--create-namespace')
   if (input.createServiceAccount) words.push('--create-service-account')
-  const p = input.probe ?? {}
-  add('--probe-http', p.http)
-  add('--probe-https', p.https)
-  add('--probe-tcp', p.tcp)
-  add('--probe-exec', p.exec)
-  add('--probe-host', p.host)
-  for (const h of p.headers ?? []) add('--probe-header', h)
-  add('--probe-period', p.period)
-  add('--probe-timeout', p.timeout)
-  add('--probe-initial-delay', p.initialDelay)
-  add('--probe-success-threshold', p.successThreshold)
-  add('--probe-failure-threshold', p.failureThreshold)
+  for (const [key, flag] of Object.entries(PROBE_FLAGS)) {
+    for (const value of [input.probe?.[key as keyof ProbeInput] ?? []].flat()) add(`--${flag}`, value)
+  }
   return [...words, ...extra].map(shellQuote).join(' ')
 }

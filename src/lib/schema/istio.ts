@@ -15,24 +15,16 @@ interface Entry {
 }
 
 const table = schemas as unknown as Record<string, Entry>
+/** Each kind's validator, compiled on first use. */
 const validators = new Map<string, SchemaValidator>()
-
-function validatorFor(kind: string): SchemaValidator | undefined {
-  const entry = table[kind]
-  if (!entry) return undefined
-  let v = validators.get(kind)
-  if (!v) {
-    v = compileSchema(entry.schema, {unknownFields: 'report'})
-    validators.set(kind, v)
-  }
-  return v
-}
 
 /** Causes for an Istio networking object; undefined for kinds this module does not know. */
 export function validateIstioObject(obj: {apiVersion?: string; kind?: string}): FieldCause[] | undefined {
   const entry = obj.kind ? table[obj.kind] : undefined
   if (!entry || obj.apiVersion !== `${entry.group}/${entry.version}`) return undefined
-  return validatorFor(obj.kind as string)!.validate(obj)
+  let validator = validators.get(obj.kind!)
+  if (!validator) validators.set(obj.kind!, (validator = compileSchema(entry.schema, {unknownFields: 'report'})))
+  return validator.validate(obj)
 }
 
 /** Throws kube-apiserver's 422 message as a usage error when any object is invalid. */

@@ -196,70 +196,57 @@ function typeMatches(value: unknown, schema: Schema): boolean {
 const INT_RANGES: Record<string, [number, number]> = {int32: [-2147483648, 2147483647], uint32: [0, 4294967295], int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]}
 
 function walk(value: unknown, schema: Schema, path: string, options: Context, causes: FieldCause[], root: boolean): void {
+  const cause = (reason: CauseReason, message: string, field = path) => causes.push({reason, field, message})
+  /** kube-apiserver's `Invalid value: VALUE: PATH in body …`. */
+  const invalid = (shownValue: string | number, rule: string) => cause('FieldValueInvalid', `Invalid value: ${shownValue}: ${path} in body ${rule}`)
   if (value === null || value === undefined) {
-    if (!schema.nullable) causes.push({reason: 'FieldValueTypeInvalid', field: path, message: `Invalid value: "null": ${path} in body must be of type ${schema.type ?? 'object'}: "null"`})
+    if (!schema.nullable) cause('FieldValueTypeInvalid', `Invalid value: "null": ${path} in body must be of type ${schema.type ?? 'object'}: "null"`)
     return
   }
   if ((schema.type || schema['x-kubernetes-int-or-string']) && !typeMatches(value, schema)) {
     const expected = schema['x-kubernetes-int-or-string'] ? 'integer,string' : schema.type
-    causes.push({reason: 'FieldValueTypeInvalid', field: path, message: `Invalid value: "${typeName(value)}": ${path} in body must be of type ${expected}: "${typeName(value)}"`})
+    cause('FieldValueTypeInvalid', `Invalid value: "${typeName(value)}": ${path} in body must be of type ${expected}: "${typeName(value)}"`)
     return
   }
   if (schema.enum && !schema.enum.some((e) => e === value)) {
-    causes.push({reason: 'FieldValueNotSupported', field: path, message: `Unsupported value: ${shown(value)}: supported values: ${schema.enum.map((e) => shown(e)).join(', ')}`})
+    cause('FieldValueNotSupported', `Unsupported value: ${shown(value)}: supported values: ${schema.enum.map((e) => shown(e)).join(', ')}`)
   }
   if (typeof value === 'number') {
     if (schema.maximum !== undefined && (schema.exclusiveMaximum ? value >= schema.maximum : value > schema.maximum)) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${value}: ${path} in body should be less than ${schema.exclusiveMaximum ? '' : 'or equal to '}${schema.maximum}`})
+      invalid(value, `should be less than ${schema.exclusiveMaximum ? '' : 'or equal to '}${schema.maximum}`)
     }
     if (schema.minimum !== undefined && (schema.exclusiveMinimum ? value <= schema.minimum : value < schema.minimum)) {
-      causes.push({
-        reason: 'FieldValueInvalid',
-        field: path,
-        message: `Invalid value: ${value}: ${path} in body should be greater than ${schema.exclusiveMinimum ? '' : 'or equal to '}${schema.minimum}`,
-      })
+      invalid(value, `should be greater than ${schema.exclusiveMinimum ? '' : 'or equal to '}${schema.minimum}`)
     }
     const range = schema.format ? INT_RANGES[schema.format] : undefined
-    if (range && (value < range[0] || value > range[1])) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${value}: ${path} in body must be of type ${schema.format}`})
-    }
+    if (range && (value < range[0] || value > range[1])) invalid(value, `must be of type ${schema.format}`)
   }
   if (typeof value === 'string') {
-    if (schema.maxLength !== undefined && [...value].length > schema.maxLength) {
-      causes.push({reason: 'FieldValueTooLong', field: path, message: `Too long: may not be more than ${schema.maxLength} bytes`})
-    }
-    if (schema.minLength !== undefined && [...value].length < schema.minLength) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${shown(value)}: ${path} in body should be at least ${schema.minLength} chars long`})
-    }
-    if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${shown(value)}: ${path} in body should match '${schema.pattern}'`})
-    }
+    if (schema.maxLength !== undefined && [...value].length > schema.maxLength) cause('FieldValueTooLong', `Too long: may not be more than ${schema.maxLength} bytes`)
+    if (schema.minLength !== undefined && [...value].length < schema.minLength) invalid(shown(value), `should be at least ${schema.minLength} chars long`)
+    if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) invalid(shown(value), `should match '${schema.pattern}'`)
   }
   if (Array.isArray(value)) {
-    if (schema.maxItems !== undefined && value.length > schema.maxItems) {
-      causes.push({reason: 'FieldValueTooMany', field: path, message: `Too many: ${value.length}: must have at most ${schema.maxItems} items`})
-    }
-    if (schema.minItems !== undefined && value.length < schema.minItems) {
-      causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${value.length}: ${path} in body should have at least ${schema.minItems} items`})
-    }
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) cause('FieldValueTooMany', `Too many: ${value.length}: must have at most ${schema.maxItems} items`)
+    if (schema.minItems !== undefined && value.length < schema.minItems) invalid(value.length, `should have at least ${schema.minItems} items`)
     const listType = schema['x-kubernetes-list-type']
     if (listType === 'set' || listType === 'map') {
       const keys = schema['x-kubernetes-list-map-keys'] ?? []
       const seen = new Set<string>()
       value.forEach((item, i) => {
         const key = listType === 'map' && isRecord(item) ? JSON.stringify(Object.fromEntries(keys.map((k) => [k, item[k]]))) : JSON.stringify(item)
-        if (seen.has(key)) causes.push({reason: 'FieldValueDuplicate', field: `${path}[${i}]`, message: `Duplicate value: ${key}`})
+        if (seen.has(key)) cause('FieldValueDuplicate', `Duplicate value: ${key}`, `${path}[${i}]`)
         seen.add(key)
       })
     }
-    if (schema.items) value.forEach((item, i) => walk(item, schema.items!, `${path}[${i}]`, options, causes, false))
+    if (schema.items) for (const [i, item] of value.entries()) walk(item, schema.items, `${path}[${i}]`, options, causes, false)
   }
   if (isRecord(value)) {
     for (const key of schema.required ?? []) {
-      if (!(key in value) || value[key] === undefined) causes.push({reason: 'FieldValueRequired', field: child(path, key), message: 'Required value'})
+      if (!(key in value) || value[key] === undefined) cause('FieldValueRequired', 'Required value', child(path, key))
     }
     if (schema.maxProperties !== undefined && Object.keys(value).length > schema.maxProperties) {
-      causes.push({reason: 'FieldValueTooMany', field: path, message: `Too many: ${Object.keys(value).length}: must have at most ${schema.maxProperties} items`})
+      cause('FieldValueTooMany', `Too many: ${Object.keys(value).length}: must have at most ${schema.maxProperties} items`)
     }
     const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true
     for (const key of Object.keys(value)) {
@@ -269,26 +256,14 @@ function walk(value: unknown, schema: Schema, path: string, options: Context, ca
       else if (root && (key === 'apiVersion' || key === 'kind' || key === 'metadata')) continue
       else if (!preserve && schema.additionalProperties !== true) {
         if (options.unknownFields === 'prune') delete value[key]
-        else causes.push({reason: 'FieldValueForbidden', field: child(path, key), message: `unknown field "${child(path, key)}"`})
+        else cause('FieldValueForbidden', `unknown field "${child(path, key)}"`, child(path, key))
       }
     }
   }
-  if (schema.oneOf) {
-    const matching = schema.oneOf.filter((s) => matchesShallow(value, s)).length
-    if (matching !== 1) {
-      causes.push({
-        reason: 'FieldValueInvalid',
-        field: path,
-        message: `Invalid value: ${shown(value)}: ${path} in body must validate one and only one schema (oneOf)${matching === 0 ? '. Found none valid' : ''}`,
-      })
-    }
-  }
-  if (schema.anyOf && !schema.anyOf.some((s) => matchesShallow(value, s))) {
-    causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${shown(value)}: ${path} in body must validate at least one schema (anyOf)`})
-  }
-  if (schema.not && matchesShallow(value, schema.not)) {
-    causes.push({reason: 'FieldValueInvalid', field: path, message: `Invalid value: ${shown(value)}: ${path} in body should not validate the given schema`})
-  }
+  const matching = schema.oneOf?.filter((s) => matchesShallow(value, s)).length
+  if (matching !== undefined && matching !== 1) invalid(shown(value), `must validate one and only one schema (oneOf)${matching === 0 ? '. Found none valid' : ''}`)
+  if (schema.anyOf && !schema.anyOf.some((s) => matchesShallow(value, s))) invalid(shown(value), 'must validate at least one schema (anyOf)')
+  if (schema.not && matchesShallow(value, schema.not)) invalid(shown(value), 'should not validate the given schema')
   // CEL rules run only on values that passed the structural checks, as in kube-apiserver.
   if (schema['x-kubernetes-validations'] && !causes.some((c) => c.field === path || c.field.startsWith(path + '.') || c.field.startsWith(path + '['))) {
     causes.push(...celCauses(value, schema, path, options))

@@ -22,10 +22,7 @@ export function dns1123Label(value: string, max = 63): string | undefined {
 
 /** Service names are stricter than most: they must start with a letter. */
 export function dns1035Label(value: string, max = 63): string | undefined {
-  const base = dns1123Label(value, max)
-  if (base) return base
-  if (!DNS1035_LABEL.test(value)) return "must start with a letter to be a Service name (DNS-1035 label, e.g. 'web-1')"
-  return undefined
+  return dns1123Label(value, max) ?? (DNS1035_LABEL.test(value) ? undefined : "must start with a letter to be a Service name (DNS-1035 label, e.g. 'web-1')")
 }
 
 export function dns1123Subdomain(value: string, max = 253): string | undefined {
@@ -102,8 +99,7 @@ export function annotationsSize(annotations: Record<string, string>): string | u
 }
 
 export function portNumber(n: number): string | undefined {
-  if (!Number.isInteger(n) || n < 1 || n > 65535) return 'must be a whole number between 1 and 65535'
-  return undefined
+  return Number.isInteger(n) && n >= 1 && n <= 65535 ? undefined : 'must be a whole number between 1 and 65535'
 }
 
 /** Hostnames for ServiceEntry hosts: a DNS name, optionally with a leading `*.` wildcard; never bare `*`. */
@@ -114,7 +110,6 @@ export function serviceEntryHost(host: string): string | undefined {
   return problem ? `must be a DNS name, optionally with a leading '*.' (${problem})` : undefined
 }
 
-/** Go duration strings as kubectl accepts them for --request-timeout: 500ms, 30s, 1m30s, or a bare number of seconds. */
 /**
  * The longest time meshvm can wait: Node's timers hold at most 2^31-1 ms (about 24.8 days) and fire
  * at once beyond it (with a TimeoutOverflowWarning). Flags that set a wait (time-outs, intervals)
@@ -123,21 +118,19 @@ export function serviceEntryHost(host: string): string | undefined {
  */
 export const MAX_DURATION_MS = 2 ** 31 - 1
 
-/** A duration in ms ("90" seconds, "10s", "1m30s", "500ms", "2h"); undefined if not a duration. */
+const DURATION_UNITS_MS: Record<string, number> = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}
+
+/** A duration in ms, as kubectl's --request-timeout takes one ("90" seconds, "10s", "1m30s", "500ms", "2h"); undefined if not a duration. */
 export function parseDuration(text: string): number | undefined {
   if (/^\d+$/.test(text)) return Number(text) * 1000
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy
   let total = 0
   let matched = 0
-  let m: RegExpExecArray | null
-  while ((m = re.exec(text)) !== null) {
-    const value = Number(m[1])
-    const unit = m[2]
-    total += value * (unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000)
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    total += Number(m[1]) * DURATION_UNITS_MS[m[2]!]!
     matched = re.lastIndex
   }
-  if (matched !== text.length || text.length === 0) return undefined
-  return total
+  return matched === text.length && text.length > 0 ? total : undefined
 }
 
 /**
@@ -148,6 +141,14 @@ export function httpHeaderValue(value: string): string | undefined {
   // eslint-disable-next-line no-control-regex
   return /[\u0000-\u0008\u000a-\u001f\u007f]/.test(value) ? 'header values must not contain CR, LF or other control characters' : undefined
 }
+
+/** What the yaml library makes of the YAML tags that are not JSON data. */
+const NOT_DATA: [abstract new (...args: never[]) => unknown, string][] = [
+  [Uint8Array, 'binary data (a !!binary tag)'],
+  [Set, 'a set (a !!set tag)'],
+  [Map, 'an ordered map (a !!omap or !!pairs tag)'],
+  [Date, 'a timestamp (write it as a quoted string)'],
+]
 
 /**
  * The first place in `value` that is not plain JSON data (what the API server stores): YAML tags
@@ -165,23 +166,14 @@ export function plainDataProblem(value: unknown, maxDepth = 1000): {path: string
     }
     if (depth >= maxDepth) return {path, problem: `is nested deeper than ${maxDepth} levels`}
     if (Array.isArray(v)) {
-      v.forEach((item, i) => stack.push({v: item, path: `${path}[${i}]`, depth: depth + 1}))
+      for (const [i, item] of v.entries()) stack.push({v: item, path: `${path}[${i}]`, depth: depth + 1})
       continue
     }
     if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) {
       for (const [k, item] of Object.entries(v as Record<string, unknown>)) stack.push({v: item, path: path ? `${path}.${k}` : k, depth: depth + 1})
       continue
     }
-    const what =
-      v instanceof Uint8Array
-        ? 'binary data (a !!binary tag)'
-        : v instanceof Set
-          ? 'a set (a !!set tag)'
-          : v instanceof Map
-            ? 'an ordered map (a !!omap or !!pairs tag)'
-            : v instanceof Date
-              ? 'a timestamp (write it as a quoted string)'
-              : `a ${typeof v}`
+    const what = NOT_DATA.find(([type]) => v instanceof type)?.[1] ?? `a ${typeof v}`
     return {path, problem: `is ${what}; only plain strings, numbers, booleans, lists and mappings are allowed`}
   }
   return undefined

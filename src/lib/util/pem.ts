@@ -1,0 +1,8 @@
+/**
+ * The PEM CERTIFICATE blocks of a text, in order, BEGIN and END lines included. What lies between
+ * the blocks (keys, comments) is not looked at, and a block is not parsed: callers that need a
+ * certificate hand each block to X509Certificate.
+ */
+export function pemCertificates(text: string): string[] {
+  return text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
+}
