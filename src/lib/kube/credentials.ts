@@ -12,6 +12,7 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {LoadedKubeConfig} from './config.js'
 import {runExecPlugin} from './exec.js'
 import type {TlsPolicy} from './tls.js'
+import {pemCertificates} from '../util/pem.js'
 
 /**
  * A file (certificate-authority, client-certificate, client-key) or inline base64 value of the
@@ -43,7 +44,7 @@ function fileOrData(loaded: LoadedKubeConfig, field: string, path: string | unde
 function checkedCa(loaded: LoadedKubeConfig, ca: Buffer): string {
   const where = loaded.cluster.caFile ?? 'certificate-authority-data'
   const certs: string[] = []
-  for (const block of ca.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []) {
+  for (const block of pemCertificates(ca.toString('latin1'))) {
     try {
       certs.push(new X509Certificate(block).toString())
     } catch {
