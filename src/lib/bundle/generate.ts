@@ -8,7 +8,7 @@ import {isIP} from 'node:net'
 import {UsageError} from '../errors.js'
 import {shellQuote} from '../cli/prompt.js'
 import {goJsonString, goJsonStringMap, goYamlMarshal, istioShellQuote, type GoYaml} from '../util/go-compat.js'
-import {isRecord} from '../util/records.js'
+import {compareStrings, isRecord} from '../util/records.js'
 import {checkBundleValues} from './validate.js'
 import {parseMeshYaml} from './mesh-yaml.js'
 
@@ -193,7 +193,7 @@ export function buildBundle(inputs: BundleInputs): Bundle {
   meta.ISTIO_META_NETWORK = template.network ?? ''
   const ports = Object.entries(template.ports ?? {})
   if (ports.length > 0) {
-    const podPorts = [...ports].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([n, p]) => `{"name":${goJsonString(n)},"containerPort":${p},"protocol":""}`)
+    const podPorts = [...ports].sort(([a], [b]) => compareStrings(a, b)).map(([n, p]) => `{"name":${goJsonString(n)},"containerPort":${p},"protocol":""}`)
     meta.ISTIO_META_POD_PORTS = `[${podPorts.join(',')}]`
   }
   meta.ISTIO_META_WORKLOAD_NAME = name

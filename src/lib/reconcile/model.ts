@@ -13,6 +13,7 @@
  * fields are only ever added. See docs/war.md#meshvm-war-reconcile for the schema.
  */
 import {ownerOfKind} from '../kube/object.js'
+import {compareStrings} from '../util/records.js'
 import {shellQuote} from '../cli/prompt.js'
 import {missingTunnelLabels, type HboneEvidence} from '../war/hbone.js'
 import {pairVms, splitProxyId, vmRecords, type VmRecord} from '../proxy-status/vms.js'
@@ -97,7 +98,6 @@ export interface ReconcileReport {
   findings: Finding[]
 }
 
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const nsName = (o: {metadata?: {namespace?: string; name?: string}}) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`
 const ctxFlag = (context: string) => ` --context ${q(context)}`
 const q = shellQuote
@@ -330,7 +330,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
     if (entries.length < 2) continue
     const [address, network] = key.split('\u0000') as [string, string]
     const refs: ObjectRef[] = entries.map((e) => ({context: e.context, kind: 'WorkloadEntry', namespace: e.we.metadata?.namespace ?? '', name: e.we.metadata?.name ?? ''}))
-    refs.sort((a, b) => cmp(a.context, b.context) || cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
+    refs.sort((a, b) => compareStrings(a.context, b.context) || compareStrings(a.namespace, b.namespace) || compareStrings(a.name, b.name))
     const [first, ...rest] = refs
     add({
       ...first!,
@@ -343,7 +343,7 @@ export function reconcile(snapshots: ContextSnapshot[], o: ReconcileOptions): Re
   }
 
   const order = (f: Finding) => FINDING_TYPES.indexOf(f.type)
-  findings.sort((a, b) => order(a) - order(b) || cmp(a.context, b.context) || cmp(a.namespace, b.namespace) || cmp(a.name, b.name) || cmp(a.kind, b.kind))
+  findings.sort((a, b) => order(a) - order(b) || compareStrings(a.context, b.context) || compareStrings(a.namespace, b.namespace) || compareStrings(a.name, b.name) || compareStrings(a.kind, b.kind))
   return {
     apiVersion: 'meshvm.io/v1alpha1',
     kind: 'ReconcileReport',

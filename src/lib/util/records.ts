@@ -1,6 +1,11 @@
-/** A copy of a string-keyed record with its keys in byte order, for deterministic output. */
+/** The order of Array.prototype.sort's default (UTF-16 code units; byte order for ASCII), as a comparator for sorting by a string key. */
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** A copy of a string-keyed record with its keys in sorted order, for deterministic output (array-index keys still come first: JavaScript objects keep them so). */
 export function sortedRecord<V>(record: Record<string, V>): Record<string, V> {
-  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => compareStrings(a, b)))
 }
 
 /**
