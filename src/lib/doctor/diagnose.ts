@@ -11,10 +11,10 @@ import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
 import {isRecord} from '../util/records.js'
 import type {VmProbe} from './probe.js'
-import {eastWestGatewayKind, eastWestGatewayVerdict, type GatewayServiceLike} from '../precheck/gateway.js'
-import {serviceGatewayAddress, type ServiceLike} from '../bundle/fetch.js'
+import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {FIELD_MANAGER} from '../apply/apply.js'
+import {servicesSelecting} from '../precheck/checks.js'
 import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
 import {serviceObject} from '../onboard/generate.js'
 
@@ -141,12 +141,6 @@ function servicePorts(svc: KubeObject | undefined): {port: number; name?: string
   return Array.isArray(ports)
     ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined}))
     : []
-}
-
-/** The gateway's current address as a VM would reach it, as meshvm bundle chooses it (bundle/fetch.ts). */
-export function gatewayAddress(svc: KubeObject | undefined): string | undefined {
-  const a = serviceGatewayAddress(svc as ServiceLike | undefined)
-  return a?.kind === 'ip' ? a.address : a?.kind === 'hostname' ? a.hostname : undefined
 }
 
 /** The labels istiod serves a WorkloadEntry with: spec.labels, as a Service selector sees them. */
@@ -598,10 +592,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // 5. The Service or ServiceEntry that selects it.
   if (we) {
     const labels = entryLabels(we)
-    const selecting = [
-      ...e.services.filter((s) => mapSelectorSelects(rec(specOf(s).selector), labels)).map((s) => ({kind: 'Service', obj: s})),
-      ...e.serviceEntries.filter((s) => mapSelectorSelects(rec(rec(specOf(s).workloadSelector).labels), labels)).map((s) => ({kind: 'ServiceEntry', obj: s})),
-    ]
+    const selecting = servicesSelecting(e.services, e.serviceEntries, labels)
     const labelText = Object.entries(labels)
       .map(([k, v]) => `${k}=${v}`)
       .join(',')

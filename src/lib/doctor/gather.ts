@@ -12,8 +12,9 @@ import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndef
 import {parseIstiodAddress, type OfflineResult} from '../bundle-verify/offline.js'
 import {versionFromImage} from '../proxy-status/fetch.js'
 import {staleDifference} from '../war/model.js'
-import {entryStaleAgainstGroup, gatewayAddress, type Evidence, type SyncEvidence} from './diagnose.js'
-import {eastWestGatewayKind, type GatewayServiceLike} from '../precheck/gateway.js'
+import {entryStaleAgainstGroup, type Evidence, type SyncEvidence} from './diagnose.js'
+import {eastWestGatewayKind, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
+import {istiodPods, podReady} from '../precheck/checks.js'
 import {parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
 import type {ProxyStatusRow} from '../proxy-status/model.js'
 
@@ -48,6 +49,9 @@ interface EventObject extends KubeObject {
   eventTime?: string
   involvedObject?: {kind?: string; name?: string}
 }
+
+/** A pod's first container (istiod's discovery container). */
+const containerOf = (pod: KubeObject | undefined) => (pod?.spec as {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]} | undefined)?.containers?.[0]
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 
@@ -139,20 +143,13 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   // The revision: the one the bundle names (istiod-REV), else --revision, else the default tag.
   const bundleRevision = bundle?.discoveryAddress ? parseIstiodAddress(bundle.discoveryAddress)?.revision : undefined
   const revision = bundleRevision ?? revisionOrUndefined((await resolveRevision(client, o.revision)).revision)
-  const istiodPods = await client.list<
-    KubeObject & {status?: {phase?: string; conditions?: {type?: string; status?: string}[]}; spec?: {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]}}
-  >(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: revision ? `app=istiod,istio.io/rev=${revision}` : 'app=istiod'})
-  const ofRevision = revision ? istiodPods : istiodPods.filter((p) => (labelsOf(p)['istio.io/rev'] ?? 'default') === 'default')
-  const pods = ofRevision.map((p) => ({
-    name: p.metadata?.name ?? '?',
-    ready: p.status?.phase === 'Running' && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-    version: versionFromImage(p.spec?.containers?.[0]?.image),
-  }))
+  const {ofRevision} = await istiodPods(client, o.istioNamespace, revision)
+  const pods = ofRevision.map((p) => ({name: p.metadata?.name ?? '?', ready: podReady(p), version: versionFromImage(containerOf(p)?.image)}))
   // The Deployment's environment: what the next istiod pod runs with (the pod's, when there is none).
   const env: Record<string, string> = {}
   const deploymentEnv = await istiodDeploymentEnv(client, o.istioNamespace, revision)
   if (deploymentEnv) for (const [k, v] of deploymentEnv) env[k] = v
-  else for (const v of ofRevision[0]?.spec?.containers?.[0]?.env ?? []) if (v.name && typeof v.value === 'string') env[v.name] = v.value
+  else for (const v of containerOf(ofRevision[0])?.env ?? []) if (v.name && typeof v.value === 'string') env[v.name] = v.value
 
   // The way in: the east-west gateway and the networks.
   const parts = o.ingressService.split('.')
