@@ -69,6 +69,9 @@ export function hostsAddress(hosts: string | undefined, host: string | undefined
   return undefined
 }
 
+/** Whether a WorkloadEntry belongs to a WorkloadGroup: auto-registered from it, or owned by it. */
+export const inGroup = (entry: KubeObject, group: string): boolean => annotationsOf(entry)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(entry, 'WorkloadGroup')?.name === group
+
 /** The WorkloadEntry the query names: by name, by its WAR's name, by address, or the one entry of the bundle's group. */
 function findEntry(entries: KubeObject[], wars: KubeObject[], query: string | undefined, group: string | undefined): {entry?: KubeObject; war?: KubeObject; ambiguous?: string[]} {
   const byName = (n: string) => entries.find((e) => e.metadata?.name === n)
@@ -85,7 +88,7 @@ function findEntry(entries: KubeObject[], wars: KubeObject[], query: string | un
     group = query
   }
   if (group !== undefined) {
-    const of = entries.filter((e) => annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
+    const of = entries.filter((e) => inGroup(e, group!))
     if (of.length === 1) return {entry: of[0], war: wars.find((w) => w.metadata?.name === ownerOfKind(of[0], 'WorkloadAutoRegistration')?.name)}
     if (of.length > 1) return {ambiguous: of.map((e) => e.metadata?.name ?? '?')}
   }

@@ -6,9 +6,9 @@ import {MeshvmError} from '../errors.js'
 import type {KubeSession} from '../kube/session.js'
 import type {OfflineResult} from '../bundle-verify/offline.js'
 import {Resources, resourcePath} from '../kube/resources.js'
-import {annotationsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
+import type {KubeObject} from '../kube/object.js'
 import {diagnose, type DoctorReport, type FixCli} from './diagnose.js'
-import {gatherEvidence, vmNotFound, type GatherOptions} from './gather.js'
+import {gatherEvidence, inGroup, vmNotFound, type GatherOptions} from './gather.js'
 import {cachedReads} from './cache.js'
 
 export interface DoctorRunOptions {
@@ -18,22 +18,15 @@ export interface DoctorRunOptions {
   vmExec?: string
   timeoutMs: number
   warn: (text: string) => void
-  /**
-   * How fixes name meshvm and the cluster (the user's --kubeconfig and --context); the context that holds
-   * the VM replaces --context when several were read. `external` adds them to a whole command line that
-   * comes from bundle verify.
-   */
-  cli?: {bin?: string; kubeconfig?: string; context?: string; external?: (commandLine: string, kube: {kubeconfig?: string; context?: string}) => string}
+  /** How fixes name meshvm and the cluster; `external` adds them to a whole command line from bundle verify. */
+  cli?: Omit<FixCli, 'external'> & {external?: (commandLine: string, kube: {kubeconfig?: string; context?: string}) => string}
 }
 
-/** The fixes of one context's report act on that context. */
+/** The fixes of one context's report act on that context (the one that holds the VM, when several were read). */
 function fixCli(o: DoctorRunOptions, c: ContextRun, multi: boolean): FixCli {
-  const kube = {
-    ...(o.cli?.kubeconfig !== undefined ? {kubeconfig: o.cli.kubeconfig} : {}),
-    ...(multi ? {context: c.session.contextName} : o.cli?.context !== undefined ? {context: o.cli.context} : {}),
-  }
+  const kube = {kubeconfig: o.cli?.kubeconfig, context: multi ? c.session.contextName : o.cli?.context}
   const external = o.cli?.external
-  return {...(o.cli?.bin ? {bin: o.cli.bin} : {}), ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
+  return {bin: o.cli?.bin, ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
 }
 
 interface ContextRun {
@@ -47,13 +40,7 @@ interface ContextRun {
 async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string): Promise<ContextRun> {
   const session = await o.openSession(context)
   const client = cachedReads(session.client)
-  const shared = new Proxy(session, {
-    get(target, prop) {
-      if (prop === 'client') return client
-      const v = Reflect.get(target, prop, target) as unknown
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
-    },
-  })
+  const shared = {...session, client}
   const {ProxyStatusRun} = await import('../proxy-status/run.js')
   let run: Awaited<ReturnType<typeof ProxyStatusRun.start>> | undefined
   let snap: ReturnType<GatherOptions['rows']> | undefined
@@ -139,7 +126,7 @@ export async function doctorAll(group: string | undefined, o: DoctorRunOptions):
       // The VMs of the namespace share its lists (c.client): one read of each per run.
       const entries = await c.client.list<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: ns}))
       const names = entries
-        .filter((e) => group === undefined || annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
+        .filter((e) => group === undefined || inGroup(e, group))
         .map((e) => e.metadata?.name ?? '')
         .filter((n) => n !== '')
         .sort()
