@@ -9,8 +9,11 @@ import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} 
 import {mapSelectorSelects} from '../kube/selector.js'
 import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
+import {istiodServiceName} from '../istiod/revision.js'
 import {isRecord} from '../util/records.js'
 import type {VmProbe} from './probe.js'
+import type {Check as BundleCheck, CheckStatus} from '../bundle-verify/offline.js'
+import {TUNNEL_LABEL, WE_ANNOTATIONS, waypointBoundOf} from '../war/model.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {FIELD_MANAGER} from '../apply/apply.js'
@@ -18,29 +21,14 @@ import {servicesSelecting} from '../precheck/checks.js'
 import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
 import {serviceObject} from '../onboard/generate.js'
 
-export type DoctorStatus = 'pass' | 'warn' | 'fail' | 'skip'
+export type DoctorStatus = CheckStatus
 
-export const DOCTOR_STEPS = [
-  {step: 1, id: 'bundle', title: 'bundle and token'},
-  {step: 2, id: 'gateway', title: 'east-west gateway, DNS and network'},
-  {step: 3, id: 'istiod', title: 'istiod'},
-  {step: 4, id: 'registration', title: 'registration'},
-  {step: 5, id: 'service', title: 'Service or ServiceEntry'},
-  {step: 6, id: 'sync', title: 'sync state'},
-  {step: 7, id: 'vm', title: 'on the VM'},
-] as const
+/** The steps' titles, for the summary: step N is STEP_TITLES[N - 1]. */
+const STEP_TITLES = ['bundle and token', 'east-west gateway, DNS and network', 'istiod', 'registration', 'Service or ServiceEntry', 'sync state', 'on the VM']
 
 export interface DoctorCheck {
   step: number
   check: string
-  status: DoctorStatus
-  detail: string
-  fix?: string
-}
-
-/** A bundle-verify check (src/lib/bundle-verify), carried into step 1. */
-export interface BundleCheck {
-  id: string
   status: DoctorStatus
   detail: string
   fix?: string
@@ -118,33 +106,15 @@ export interface Evidence {
   proxy?: {name: string; istiod?: string}
 }
 
-const WE_ANN = {
-  group: 'istio.io/autoRegistrationGroup',
-  controller: 'istio.io/workloadController',
-  connectedAt: 'istio.io/connectedAt',
-  disconnectedAt: 'istio.io/disconnectedAt',
-  healthChecks: 'proxy.istio.io/health-checks-enabled',
-}
-export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
-export const NETWORK_LABEL = 'topology.istio.io/network'
+const NETWORK_LABEL = 'topology.istio.io/network'
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
 const nameOf = (o: KubeObject | undefined): string => o?.metadata?.name ?? '?'
-
-function specOf(o: KubeObject | undefined): Record<string, unknown> {
-  return rec(o?.spec)
-}
-
-function servicePorts(svc: KubeObject | undefined): {port: number; name?: string; targetPort?: number | string}[] {
-  const ports = specOf(svc).ports
-  return Array.isArray(ports)
-    ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined}))
-    : []
-}
+const specOf = (o: KubeObject | undefined): Record<string, unknown> => rec(o?.spec)
 
 /** The labels istiod serves a WorkloadEntry with: spec.labels, as a Service selector sees them. */
-export function entryLabels(entry: KubeObject | undefined): Record<string, string> {
+function entryLabels(entry: KubeObject | undefined): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(rec(specOf(entry).labels))) if (typeof v === 'string') out[k] = v
   return out
@@ -184,13 +154,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     checks.push({step, check, status, detail, ...(safe !== undefined ? {fix: safe} : {})})
   }
   const ns = e.namespace
-  const q = (s: string) => shellQuote(s)
-  const kubeFlags = [...(cli.kubeconfig !== undefined ? [` --kubeconfig ${q(cli.kubeconfig)}`] : []), ...(cli.context !== undefined ? [` --context ${q(cli.context)}`] : [])].join('')
+  const q = shellQuote
+  const kubeFlags = `${cli.kubeconfig !== undefined ? ` --kubeconfig ${q(cli.kubeconfig)}` : ''}${cli.context !== undefined ? ` --context ${q(cli.context)}` : ''}`
   const K = `kubectl${kubeFlags}`
   const M = (id: string) => `${cli.bin ?? 'meshvm'} ${id}${kubeFlags}`
   const external = (line: string): string => (cli.external ? cli.external(line) : line)
   const istioNs = e.istiod.namespace ?? 'istio-system'
-  const istiodDeployment = `istiod${e.istiod.revision && e.istiod.revision !== 'default' ? `-${e.istiod.revision}` : ''}`
   // A fix that runs on the VM goes through --vm-exec as doctor ran it: the template, with the variables
   // doctor gave it (the user's shell has none of them), reading the commands on its standard input.
   const vmAddress = str(specOf(e.entry).address)
@@ -199,6 +168,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       ? `${input} | MESHVM_VM_NAME=${q(nameOf(e.entry))} MESHVM_VM_ADDRESS=${q(vmAddress)} MESHVM_VM_HOSTNAME=${q(vmAddress)} MESHVM_NAMESPACE=${q(ns)} sh -c ${q(e.vmExec)}`
       : undefined
   const vmCommand = (command: string): string => onVm(`printf '%s\\n' ${q(command)}`) ?? `on the VM: ${command}`
+  const restartIstio = vmCommand('sudo systemctl restart istio')
   // A new bundle (the files the VM needs from the cluster as it is now), then some of its files put where
   // the Istio VM install reads them (docs/bundle.md), then the sidecar restarted to read them.
   const group = e.bundle?.group ?? e.groupName
@@ -220,7 +190,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const bundleCommand = (): string => {
     if (e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) return external(e.bundle.rerun)
     const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
-    const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
+    const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANNOTATIONS.autoRegistrationGroup])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
     return `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}${vmMeshFlags ?? ''}`
   }
@@ -229,18 +199,19 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // editor wrote, a missing final newline), and `base64 -d` gives the VM the file byte for byte. A file
   // that is missing or empty here stops the fix before anything reaches the VM; a write that fails on
   // the VM stops its shell before the restart.
-  const installOnVm = (files: [file: string, onTheVm: string][], o: {append?: boolean; restart?: boolean} = {}): string => {
-    const restart = o.restart ?? true
-    const sendFiles = files.flatMap(([file, dest]) => [
-      `printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${o.append ? ' -a' : ''} ${dest} >/dev/null || exit 1`)}`,
-      `base64 < ${q(`${bundleDir}/${file}`)}`,
+  // An appended /etc/hosts is read at each lookup: only the Istio install's own files need the restart.
+  const installOnVm = (file: string, onTheVm: string, append = false): string => {
+    const path = q(`${bundleDir}/${file}`)
+    const send = [
+      `printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${append ? ' -a' : ''} ${onTheVm} >/dev/null || exit 1`)}`,
+      `base64 < ${path}`,
       "printf '%s\\n' MESHVM_EOF",
-    ])
-    const present = files.map(([file]) => `test -s ${q(`${bundleDir}/${file}`)}`).join(' && ')
-    const remote = onVm(`{ ${[...sendFiles, ...(restart ? ["printf '%s\\n' 'sudo systemctl restart istio'"] : [])].join('; ')}; }`)
+      ...(append ? [] : ["printf '%s\\n' 'sudo systemctl restart istio'"]),
+    ]
+    const remote = onVm(`{ ${send.join('; ')}; }`)
     return remote
-      ? `${bundleCommand()} && ${present} && ${remote}`
-      : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `${o.append ? 'append' : 'copy'} ${bundleDir}/${file} to ${dest}`).join(', ')}${restart ? ', and run sudo systemctl restart istio' : ''}`
+      ? `${bundleCommand()} && test -s ${path} && ${remote}`
+      : `${bundleCommand()}   # then on the VM: ${append ? 'append' : 'copy'} ${bundleDir}/${file} to ${onTheVm}${append ? '' : ', and run sudo systemctl restart istio'}`
   }
 
   /**
@@ -272,12 +243,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const probed = /127\.0\.0\.1:(\d+)/.exec(message)?.[1]
     if (probed !== undefined && Number(probed) !== port && atProbe && ok(atProbe)) {
       const detail = `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's)`
-      return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])} : {detail: detail + MESH_UNKNOWN}
+      return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm('mesh.yaml', '/etc/istio/config/mesh')} : {detail: detail + MESH_UNKNOWN}
     }
     if (atProbe && ok(atProbe))
       return {
         detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`,
-        fix: vmCommand('sudo systemctl restart istio'),
+        fix: restartIstio,
       }
     if (atProbe && http && atProbe.code !== '000')
       return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
@@ -302,7 +273,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
     return {
       detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} points it there)${MESH_UNKNOWN}`}`,
-      ...(meshKnown ? {fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`} : {}),
+      ...(meshKnown ? {fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm('mesh.yaml', '/etc/istio/config/mesh')}`} : {}),
     }
   }
 
@@ -387,7 +358,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   } else {
     for (const c of e.bundle.checks) {
       // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
-      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix !== undefined ? external(c.fix) : undefined
+      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm('root-cert.pem', '/etc/certs/root-cert.pem') : c.fix !== undefined ? external(c.fix) : undefined
       add(1, `bundle.${c.id}`, c.status, c.detail, fix)
     }
   }
@@ -395,6 +366,8 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // 2. The way to istiod: the east-west gateway, the VM's hosts entry, the network labels.
   const gw = e.gateway
   const gwName = `${gw.namespace}/${gw.name}`
+  // The bundle made again for the gateway as it is now (into --bundle's directory, when given).
+  const rebundle = `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}`
   if (!gw.service) {
     add(
       2,
@@ -417,7 +390,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         verdict.message,
         ambient
           ? gw.classic
-            ? `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}`
+            ? `${rebundle} --ingress-service ${q(gw.classic)}`
             : `${M('bundle')} ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`
           : `${K} edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`,
       )
@@ -436,7 +409,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         'gateway.address',
         'fail',
         `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`,
-        `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`,
+        `${rebundle}   # then copy hosts to the VM's /etc/hosts`,
       )
     } else add(2, 'gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
 
@@ -476,24 +449,19 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     )
   else add(3, 'istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
   const env = e.istiod.env
+  const setEnv = (name: string) => `${K} set env ${q(`deployment/${istiodServiceName(e.istiod.revision)}`)} -n ${q(istioNs)} ${name}=true`
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION === 'false') {
     add(
       3,
       'istiod.autoregistration',
       'fail',
       'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry',
-      `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`,
+      setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION'),
     )
   } else add(3, 'istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false')
-    add(
-      3,
-      'istiod.healthchecks',
-      'warn',
-      "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored",
-      `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`,
-    )
-  const controller = annotationsOf(e.entry)[WE_ANN.controller]
+    add(3, 'istiod.healthchecks', 'warn', "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored", setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'))
+  const controller = annotationsOf(e.entry)[WE_ANNOTATIONS.workloadController]
   if (controller && e.istiod.pods.length > 0 && !e.istiod.pods.some((p) => p.name === controller)) {
     add(3, 'istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
   }
@@ -510,7 +478,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       'registration',
       'fail',
       `no WorkloadEntry${group} matches ${e.query}: ${why}`,
-      e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`,
+      e.vmExec ? restartIstio : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`,
     )
   } else {
     const ann = annotationsOf(we)
@@ -519,16 +487,16 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       4,
       'registration',
       'pass',
-      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANN.group] ? ` (auto-registered from ${ann[WE_ANN.group]})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
+      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANNOTATIONS.autoRegistrationGroup] ? ` (auto-registered from ${ann[WE_ANNOTATIONS.autoRegistrationGroup]})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
     )
-    if (ann[WE_ANN.disconnectedAt] && !ann[WE_ANN.connectedAt]) {
-      const since = Date.parse(ann[WE_ANN.disconnectedAt]!)
+    if (ann[WE_ANNOTATIONS.disconnectedAt] && !ann[WE_ANNOTATIONS.connectedAt]) {
+      const since = Date.parse(ann[WE_ANNOTATIONS.disconnectedAt]!)
       add(
         4,
         'registration.connected',
         'fail',
         `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`,
-        vmCommand('sudo systemctl restart istio'),
+        restartIstio,
       )
     }
     if (e.duplicates.length > 0) {
@@ -547,7 +515,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         'registration.stale',
         'fail',
         `the entry is stale against its WorkloadGroup: ${e.staleBecause}`,
-        `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
+        `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANNOTATIONS.autoRegistrationGroup] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
       )
     }
     const healthy = conditionOf(we, 'Healthy')
@@ -556,10 +524,9 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const why = unhealthyCause(healthy.message ?? '')
       add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
     } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
-    else if (probe && ann[WE_ANN.healthChecks] === 'true')
+    else if (probe && ann['proxy.istio.io/health-checks-enabled'] === 'true')
       add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
-    // Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
-    const waypoint = conditionOf(we, 'istio.io/WaypointBound') ?? conditionOf(we, 'WaypointBound')
+    const waypoint = waypointBoundOf(we)
     if (waypoint && conditionStatus(waypoint) === 'False') {
       add(
         4,
@@ -571,7 +538,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     }
     if (
       we &&
-      ann[WE_ANN.group] &&
+      ann[WE_ANNOTATIONS.autoRegistrationGroup] &&
       labelsOf(we)[TUNNEL_LABEL] === undefined &&
       e.sync?.proxyVersion &&
       /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) &&
@@ -582,7 +549,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         'registration.tunnel',
         'warn',
         `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`,
-        `${M('war rollout')} ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`,
+        `${M('war rollout')} ${q(ann[WE_ANNOTATIONS.autoRegistrationGroup]!)} -n ${q(ns)} --missing-tunnel-label`,
       )
     }
     for (const ev of e.events.slice(0, 3))
@@ -612,14 +579,15 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const groupPorts = rec(rec(specOf(e.group).template).ports)
       const named = {...groupPorts, ...wePorts}
       for (const s of selecting.filter((x) => x.kind === 'Service')) {
-        for (const p of servicePorts(s.obj)) {
+        const ports = specOf(s.obj).ports
+        for (const p of Array.isArray(ports) ? ports.filter(isRecord) : []) {
           if (typeof p.targetPort === 'string' && !(p.targetPort in named)) {
             add(
               5,
               'service.ports',
               'fail',
-              `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`,
-              `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`,
+              `Service ${nameOf(s.obj)} port ${Number(p.port)} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`,
+              `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: Number(p.port)}}}}))}`,
             )
           }
         }
@@ -632,13 +600,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   if (!sync) add(6, 'sync', 'skip', 'no proxy to look for')
   else if (sync.unreadable) add(6, 'sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
   else if (!sync.connected)
-    add(
-      6,
-      'sync',
-      'fail',
-      `no istiod reports the VM's proxy (NOT CONNECTED)`,
-      e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`,
-    )
+    add(6, 'sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? restartIstio : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
   else {
     const errors = sync.types.filter((t) => t.state === 'ERROR')
     const stale = sync.types.filter((t) => t.state === 'STALE')
@@ -669,14 +631,14 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         'vm.ready',
         'fail',
         p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`,
-        vmCommand('sudo systemctl restart istio'),
+        restartIstio,
       )
     if (p.cert) {
       // Envoy's days_until_expiration is whole days (0 for the 24-hour certificates Istio issues by
       // default): the expiration time decides, the day count only when there is none.
       const until = p.cert.expires ? Date.parse(p.cert.expires) : Number.NaN
       const expired = Number.isNaN(until) ? p.cert.daysLeft !== undefined && p.cert.daysLeft < 0 : until <= e.now.getTime()
-      if (expired) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, vmCommand('sudo systemctl restart istio'))
+      if (expired) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, restartIstio)
       else add(7, 'vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
     } else if (p.ready === '200') add(7, 'vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
     if (e.meshRootSerials.length > 0 && p.rootSerials.length > 0) {
@@ -689,12 +651,11 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
           e.meshRootSerials.length > 1
             ? `the mesh root${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of istio-ca-root-cert (which holds ${e.meshRootSerials.join(', ')})`
             : `the mesh root in istio-ca-root-cert (serial ${missing[0]})`
-        add(7, 'vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]))
+        add(7, 'vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm('root-cert.pem', '/etc/certs/root-cert.pem'))
       }
     }
-    if (p.interceptionRules === 0)
-      add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
-    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm([['hosts', '/etc/hosts']], {append: true, restart: false}))
+    if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', restartIstio)
+    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm('hosts', '/etc/hosts', true))
     // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
     // which stays up whether or not pilot-agent reaches istiod).
     if (p.istiod) {
@@ -705,7 +666,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
 
   const firstFail = checks.find((c) => c.status === 'fail')
   const result = firstFail ? 'fail' : checks.some((c) => c.status === 'warn') ? 'warn' : 'pass'
-  const title = (n: number) => DOCTOR_STEPS.find((s) => s.step === n)?.title ?? ''
   return {
     query: e.query,
     namespace: e.namespace,
@@ -713,12 +673,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     ...(we ? {workloadEntry: nameOf(we)} : {}),
     result,
     checks,
-    ...(firstFail ? {summary: `step ${firstFail.step} (${title(firstFail.step)}): ${firstFail.detail}${firstFail.fix ? `; fix: ${firstFail.fix}` : ''}`} : {}),
+    ...(firstFail ? {summary: `step ${firstFail.step} (${STEP_TITLES[firstFail.step - 1]}): ${firstFail.detail}${firstFail.fix ? `; fix: ${firstFail.fix}` : ''}`} : {}),
   }
 }
 
 /** The Service `meshvm onboard` generates for a WorkloadGroup (as `onboard -f` derives it); undefined when the group does not make one. */
-export function onboardService(group: KubeObject | undefined, name: string | undefined, namespace: string): KubeObject | undefined {
+function onboardService(group: KubeObject | undefined, name: string | undefined, namespace: string): KubeObject | undefined {
   if (!group || !name) return undefined
   try {
     const wg = {metadata: {name, namespace}, spec: specOf(group)} as unknown as WorkloadGroupLike

@@ -171,17 +171,12 @@ function certEntries(list: unknown): Record<string, unknown>[] {
 
 /** Parses the probe's answer. Never throws: what is missing stays undefined. */
 export function parseProbe(text: string): VmProbe {
+  // Each section: a line `@@meshvm-doctor NAME`, then its body up to the next such line.
   const sections = new Map<string, string>()
-  let current: string | undefined
-  let body: string[] = []
-  for (const line of text.split('\n')) {
-    if (line.startsWith(PROBE_MARK + ' ')) {
-      if (current !== undefined) sections.set(current, body.join('\n').trim())
-      current = line.slice(PROBE_MARK.length + 1).trim()
-      body = []
-    } else if (current !== undefined) body.push(line)
+  for (const part of text.split(new RegExp(`^${PROBE_MARK} `, 'm')).slice(1)) {
+    const [name = '', ...body] = part.split('\n')
+    sections.set(name.trim(), body.join('\n').trim())
   }
-  if (current !== undefined) sections.set(current, body.join('\n').trim())
 
   const probe: VmProbe = {rootSerials: [], sections: [...sections.keys()]}
   const ready = sections.get('ready')
@@ -235,12 +230,10 @@ export function parseProbe(text: string): VmProbe {
     if (lines[0] === 'read') {
       const value = (key: string) => {
         const line = lines.find((l) => l.startsWith(`${key}:`))
-        return line === undefined
-          ? undefined
-          : line
-              .slice(key.length + 1)
-              .trim()
-              .replace(/^(["'])(.*)\1$/, '$2')
+        return line
+          ?.slice(key.length + 1)
+          .trim()
+          .replace(/^(["'])(.*)\1$/, '$2')
       }
       const clusterId = value('ISTIO_META_CLUSTER_ID')
       probe.mesh = {dnsCapture: value('ISTIO_META_DNS_CAPTURE') === 'true', ...(clusterId ? {clusterId} : {})}

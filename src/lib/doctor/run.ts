@@ -22,25 +22,16 @@ export interface DoctorRunOptions {
   cli?: Omit<FixCli, 'external'> & {external?: (commandLine: string, kube: {kubeconfig?: string; context?: string}) => string}
 }
 
-/** The fixes of one context's report act on that context (the one that holds the VM, when several were read). */
-function fixCli(o: DoctorRunOptions, c: ContextRun, multi: boolean): FixCli {
-  const kube = {kubeconfig: o.cli?.kubeconfig, context: multi ? c.session.contextName : o.cli?.context}
-  const external = o.cli?.external
-  return {bin: o.cli?.bin, ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
-}
-
-interface ContextRun {
-  session: KubeSession
-  /** The session's client, each read made once per run (the VMs of -A and proxy-status's snapshot share them). */
-  client: KubeSession['client']
-  close: () => void
-  rows: GatherOptions['rows']
-}
-
-async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string): Promise<ContextRun> {
+/**
+ * One context's session, its client with each read made once per run (the VMs of -A and proxy-status's
+ * snapshot share them), what gather needs of it, and the fixes' command-line flags: a report's fixes act
+ * on its context (the one that holds the VM, when several were read).
+ */
+async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string) {
   const session = await o.openSession(context)
   const client = cachedReads(session.client)
   const shared = {...session, client}
+  const multi = o.contexts.length > 1
   const {ProxyStatusRun} = await import('../proxy-status/run.js')
   let run: Awaited<ReturnType<typeof ProxyStatusRun.start>> | undefined
   let snap: ReturnType<GatherOptions['rows']> | undefined
@@ -58,27 +49,25 @@ async function openContext(context: string | undefined, o: DoctorRunOptions, nam
         throw err
       }
     })())
-  return {session, client, rows, close: () => (run ? run.close() : session.client.close())}
-}
-
-function gatherOptions(c: ContextRun, o: DoctorRunOptions, multi: boolean): GatherOptions {
-  return {
-    namespace: c.session.namespace,
-    namespaceExplicit: c.session.namespaceExplicit,
-    istioNamespace: c.session.istioNamespace,
-    revision: c.session.revision,
+  const options = (): GatherOptions => ({
+    namespace: session.namespace,
+    istioNamespace: session.istioNamespace,
+    revision: session.revision,
     ingressService: o.ingressService,
     vmExec: o.vmExec,
     timeoutMs: o.timeoutMs,
     now: new Date(),
-    ...(multi ? {context: c.session.contextName} : {}),
-    rows: c.rows,
-  }
+    ...(multi ? {context: session.contextName} : {}),
+    rows,
+  })
+  const kube = {kubeconfig: o.cli?.kubeconfig, context: multi ? session.contextName : o.cli?.context}
+  const external = o.cli?.external
+  const cli: FixCli = {bin: o.cli?.bin, ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
+  return {session, client, options, cli, close: () => (run ? run.close() : session.client.close())}
 }
 
 /** Doctors one VM (a query, or the bundle's VM); with several contexts, in the one that holds it. */
 export async function doctorVm(target: {query?: string; bundle?: OfflineResult}, o: DoctorRunOptions): Promise<DoctorReport> {
-  const multi = o.contexts.length > 1
   let fallback: DoctorReport | undefined
   const holders: string[] = []
   let chosen: DoctorReport | undefined
@@ -87,7 +76,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
     const c = await openContext(context, o, target.bundle?.env.POD_NAMESPACE)
     looked ??= target.bundle?.env.POD_NAMESPACE ?? c.session.namespace
     try {
-      const evidence = await gatherEvidence(c.client, target, gatherOptions(c, o, multi))
+      const evidence = await gatherEvidence(c.client, target, c.options())
       if (evidence.ambiguous) {
         throw new MeshvmError(`${evidence.ambiguous.length} VMs match ${JSON.stringify(evidence.query)}: ${evidence.ambiguous.join(', ')}`, {
           code: 'Ambiguous',
@@ -100,7 +89,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
         const live = await liveChecks(c.session.client, target.bundle, {istioNamespace: c.session.istioNamespace, ingressService: o.ingressService})
         evidence.bundle = {...evidence.bundle, checks: [...target.bundle.checks, ...live]}
       }
-      const report = diagnose(evidence, fixCli(o, c, multi))
+      const report = diagnose(evidence, c.cli)
       if (evidence.entry || evidence.war) {
         holders.push(c.session.contextName)
         chosen ??= report
@@ -117,7 +106,6 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
 
 /** -A: every VM of the namespace (or of one WorkloadGroup), in every context. */
 export async function doctorAll(group: string | undefined, o: DoctorRunOptions): Promise<DoctorReport[]> {
-  const multi = o.contexts.length > 1
   const reports: DoctorReport[] = []
   for (const context of o.contexts) {
     const c = await openContext(context, o)
@@ -130,7 +118,7 @@ export async function doctorAll(group: string | undefined, o: DoctorRunOptions):
         .map((e) => e.metadata?.name ?? '')
         .filter((n) => n !== '')
         .sort()
-      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, gatherOptions(c, o, multi)), fixCli(o, c, multi)))
+      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, c.options()), c.cli))
     } finally {
       c.close()
     }

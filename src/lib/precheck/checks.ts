@@ -12,7 +12,7 @@ import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndef
 import {KubeApiError} from '../kube/errors.js'
 import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} from '../kube/object.js'
 import {isRecord} from '../util/records.js'
-import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress} from './gateway.js'
+import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, ingressServiceRef} from './gateway.js'
 
 export type CheckStatus = 'pass' | 'warn' | 'fail'
 
@@ -118,6 +118,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   }
   const createNamespace = `create it: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --apply (or kubectl create namespace ${o.namespace})`
   if (namespaceMissing) results.push({check: 'namespace', ...fail(`namespace ${o.namespace} does not exist`, createNamespace)})
+  const inMissingNamespace = (what: string, hint = createNamespace) => fail(`${what} not found: namespace ${o.namespace} does not exist`, hint)
   results.push(
     await guarded('istiod running', async () => {
       const {all, ofRevision} = await istiodPods(client, o.istioNamespace, o.revision)
@@ -157,8 +158,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   )
   results.push(
     await guarded('east-west gateway', async () => {
-      const parts = o.ingressService.split('.')
-      const [name, ns] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
+      const [name, ns] = ingressServiceRef(o.ingressService, o.istioNamespace)
       const svc = await client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: ns, name}))
       if (!svc) return fail(`Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
       // Classic (sidecar) or ambient (istio-east-west, HBONE on 15008): a VM is a sidecar and needs the classic ports.
@@ -173,7 +173,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     results.push(
       await guarded('workload group', async () => {
         const wg = await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace: o.namespace, name: o.group}))
-        if (!wg && namespaceMissing) return fail(`WorkloadGroup ${o.namespace}/${o.group} not found: namespace ${o.namespace} does not exist`, createNamespace)
+        if (!wg && namespaceMissing) return inMissingNamespace(`WorkloadGroup ${o.namespace}/${o.group}`)
         if (!wg) return fail(`WorkloadGroup ${o.namespace}/${o.group} not found`, `create it: meshvm onboard ${o.group} -n ${o.namespace} --port … --apply`)
         const spec = rec(wg.spec)
         serviceAccount = (rec(spec.template).serviceAccount as string | undefined) || 'default'
@@ -196,8 +196,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     await guarded('root certificate', async () => {
       const cm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace: o.namespace, name: 'istio-ca-root-cert'}))
       if (cm?.data?.['root-cert.pem']) return pass(`ConfigMap ${o.namespace}/istio-ca-root-cert holds the mesh root certificate`)
-      if (namespaceMissing)
-        return fail(`ConfigMap ${o.namespace}/istio-ca-root-cert not found: namespace ${o.namespace} does not exist`, `${createNamespace}; istiod then writes the root certificate into it`)
+      if (namespaceMissing) return inMissingNamespace(`ConfigMap ${o.namespace}/istio-ca-root-cert`, `${createNamespace}; istiod then writes the root certificate into it`)
       return fail(
         `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`,
         `istiod writes it into the namespaces it watches: is namespace ${o.namespace} within istiod's discoverySelectors?`,
@@ -208,11 +207,8 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     await guarded('service account', async () => {
       const sa = await client.getOptional(resourcePath(Resources.serviceAccounts, {namespace: o.namespace, name: serviceAccount}))
       if (sa) return pass(`ServiceAccount ${o.namespace}/${serviceAccount} exists`)
-      if (namespaceMissing)
-        return fail(
-          `ServiceAccount ${o.namespace}/${serviceAccount} not found: namespace ${o.namespace} does not exist`,
-          `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`,
-        )
+      const createBoth = `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`
+      if (namespaceMissing) return inMissingNamespace(`ServiceAccount ${o.namespace}/${serviceAccount}`, createBoth)
       return fail(
         `ServiceAccount ${o.namespace}/${serviceAccount} not found`,
         `kubectl create serviceaccount ${shellQuote(serviceAccount)} -n ${shellQuote(o.namespace)} (or meshvm onboard … --create-service-account --apply)`,
