@@ -109,6 +109,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   let readyIstiod: KubeObject | undefined
 
   const results: CheckResult[] = []
+  const check = async (name: string, run: () => Promise<Verdict>) => results.push(await guarded(name, run))
   // Does the namespace exist? (Without permission to read namespaces, the checks below still say what they find.)
   let namespaceMissing = false
   try {
@@ -119,102 +120,90 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
   const createNamespace = `create it: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --apply (or kubectl create namespace ${o.namespace})`
   if (namespaceMissing) results.push({check: 'namespace', ...fail(`namespace ${o.namespace} does not exist`, createNamespace)})
   const inMissingNamespace = (what: string, hint = createNamespace) => fail(`${what} not found: namespace ${o.namespace} does not exist`, hint)
-  results.push(
-    await guarded('istiod running', async () => {
-      const {all, ofRevision} = await istiodPods(client, o.istioNamespace, o.revision)
-      const ready = ofRevision.filter(podReady)
-      if (ready.length > 0) {
-        readyIstiod = ready[0]
-        const revs = [...new Set(ready.map((p) => labelsOf(p)['istio.io/rev'] ?? 'default'))].sort()
-        return pass(`${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
-      }
-      if (o.revision === undefined) {
-        const others = [...new Set(all.filter((p) => !isDefaultRevision(p) && podReady(p)).map((p) => labelsOf(p)['istio.io/rev']!))].sort()
-        if (others.length > 0) {
-          const notReady = ofRevision.length > 0 ? `${ofRevision.length} not ready` : 'none'
-          return fail(
-            `no ready istiod pod of the default revision in ${o.istioNamespace} (labels app=istiod, istio.io/rev absent or "default": ${notReady}); ready revision(s): ${others.join(', ')}`,
-            `fix the default istiod (kubectl describe pods -l app=istiod -n ${o.istioNamespace}), or check the revision VMs will use with --revision ${others[0]} (make it the default with: istioctl tag set default --revision ${others[0]})`,
-          )
-        }
-      }
-      return fail(
-        `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`,
-        o.revision !== undefined ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere',
-      )
-    }),
-  )
-  if (readyIstiod) results.push(await guarded('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!)))
-  results.push(
-    await guarded('auto-registration enabled', async () => {
-      // The Deployment Istio's charts name istiod or istiod-REV, read as doctor and war rollout read it.
-      const env = await istiodDeploymentEnv(client, o.istioNamespace, o.revision)
-      const dep = `${o.istioNamespace}/${istiodServiceName(o.revision)}`
-      if (!env) return warn(`no istiod Deployment ${dep} found`, 'a managed control plane cannot be inspected; check its settings with your provider')
-      const off = ['PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'].filter((k) => env.get(k) === 'false')
-      if (off.length === 0) return pass(`workload entry auto-registration and health checks are on in ${dep}`)
-      return fail(`${off.join(' and ')} set to "false" in ${dep}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
-    }),
-  )
-  results.push(
-    await guarded('east-west gateway', async () => {
-      const [name, ns] = ingressServiceRef(o.ingressService, o.istioNamespace)
-      const svc = await client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: ns, name}))
-      if (!svc) return fail(`Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
-      // Classic (sidecar) or ambient (istio-east-west, HBONE on 15008): a VM is a sidecar and needs the classic ports.
-      const verdict = eastWestGatewayVerdict(`Service ${ns}/${name}`, eastWestGatewayKind(svc))
-      const address = o.ingressIp ?? gatewayAddress(svc)
-      if (verdict.status === 'fail') return fail(verdict.message, verdict.hint!)
-      if (!address) return fail(`Service ${ns}/${name} has no load-balancer address or external IP yet`, 'wait for the load balancer, or pass --ingress-ip')
-      return pass(verdict.message.replace(`Service ${ns}/${name}`, `${ns}/${name} at ${address}`))
-    }),
-  )
-  if (o.group) {
-    results.push(
-      await guarded('workload group', async () => {
-        const wg = await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace: o.namespace, name: o.group}))
-        if (!wg && namespaceMissing) return inMissingNamespace(`WorkloadGroup ${o.namespace}/${o.group}`)
-        if (!wg) return fail(`WorkloadGroup ${o.namespace}/${o.group} not found`, `create it: meshvm onboard ${o.group} -n ${o.namespace} --port … --apply`)
-        const spec = rec(wg.spec)
-        serviceAccount = (rec(spec.template).serviceAccount as string | undefined) || 'default'
-        const groupLabels = labelsOf(spec)
-        const [services, entries] = await Promise.all([
-          client.list<KubeObject>(resourcePath(Resources.services, {namespace: o.namespace})),
-          client.list<KubeObject>(resourcePath(Resources.serviceEntries, {namespace: o.namespace})),
-        ])
-        const by = servicesSelecting(services, entries, groupLabels).map((s) => `${s.kind} ${s.obj.metadata?.name}`)
-        if (by.length > 0) return pass(`WorkloadGroup ${o.namespace}/${o.group} is selected by ${by.join(', ')}`)
-        const labelText = Object.entries(groupLabels).map(([k, v]) => `${k}=${v}`)
-        return warn(
-          `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${labelText.join(',') || 'none'})`,
-          'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service',
+  await check('istiod running', async () => {
+    const {all, ofRevision} = await istiodPods(client, o.istioNamespace, o.revision)
+    const ready = ofRevision.filter(podReady)
+    if (ready.length > 0) {
+      readyIstiod = ready[0]
+      const revs = [...new Set(ready.map((p) => labelsOf(p)['istio.io/rev'] ?? 'default'))].sort()
+      return pass(`${ready.length} ready istiod pod(s) in ${o.istioNamespace} (revision ${revs.join(', ')})`)
+    }
+    if (o.revision === undefined) {
+      const others = [...new Set(all.filter((p) => !isDefaultRevision(p) && podReady(p)).map((p) => labelsOf(p)['istio.io/rev']!))].sort()
+      if (others.length > 0) {
+        const notReady = ofRevision.length > 0 ? `${ofRevision.length} not ready` : 'none'
+        return fail(
+          `no ready istiod pod of the default revision in ${o.istioNamespace} (labels app=istiod, istio.io/rev absent or "default": ${notReady}); ready revision(s): ${others.join(', ')}`,
+          `fix the default istiod (kubectl describe pods -l app=istiod -n ${o.istioNamespace}), or check the revision VMs will use with --revision ${others[0]} (make it the default with: istioctl tag set default --revision ${others[0]})`,
         )
-      }),
+      }
+    }
+    return fail(
+      `no ready istiod pod with labels app=istiod${revLabel} in ${o.istioNamespace}`,
+      o.revision !== undefined ? 'check --revision and -i' : 'is Istio installed? Pass -i NAMESPACE or --revision REV if it is elsewhere',
     )
+  })
+  if (readyIstiod) await check('istiod answers', () => istiodAnswers(client, o.istioNamespace, readyIstiod!))
+  await check('auto-registration enabled', async () => {
+    // The Deployment Istio's charts name istiod or istiod-REV, read as doctor and war rollout read it.
+    const env = await istiodDeploymentEnv(client, o.istioNamespace, o.revision)
+    const dep = `${o.istioNamespace}/${istiodServiceName(o.revision)}`
+    if (!env) return warn(`no istiod Deployment ${dep} found`, 'a managed control plane cannot be inspected; check its settings with your provider')
+    const off = ['PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION', 'PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'].filter((k) => env.get(k) === 'false')
+    if (off.length === 0) return pass(`workload entry auto-registration and health checks are on in ${dep}`)
+    return fail(`${off.join(' and ')} set to "false" in ${dep}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
+  })
+  await check('east-west gateway', async () => {
+    const [name, ns] = ingressServiceRef(o.ingressService, o.istioNamespace)
+    const svc = await client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: ns, name}))
+    if (!svc) return fail(`Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
+    // Classic (sidecar) or ambient (istio-east-west, HBONE on 15008): a VM is a sidecar and needs the classic ports.
+    const verdict = eastWestGatewayVerdict(`Service ${ns}/${name}`, eastWestGatewayKind(svc))
+    const address = o.ingressIp ?? gatewayAddress(svc)
+    if (verdict.status === 'fail') return fail(verdict.message, verdict.hint!)
+    if (!address) return fail(`Service ${ns}/${name} has no load-balancer address or external IP yet`, 'wait for the load balancer, or pass --ingress-ip')
+    return pass(verdict.message.replace(`Service ${ns}/${name}`, `${ns}/${name} at ${address}`))
+  })
+  if (o.group) {
+    await check('workload group', async () => {
+      const wg = await client.getOptional<KubeObject>(resourcePath(Resources.workloadGroups, {namespace: o.namespace, name: o.group}))
+      if (!wg && namespaceMissing) return inMissingNamespace(`WorkloadGroup ${o.namespace}/${o.group}`)
+      if (!wg) return fail(`WorkloadGroup ${o.namespace}/${o.group} not found`, `create it: meshvm onboard ${o.group} -n ${o.namespace} --port … --apply`)
+      const spec = rec(wg.spec)
+      serviceAccount = (rec(spec.template).serviceAccount as string | undefined) || 'default'
+      const groupLabels = labelsOf(spec)
+      const [services, entries] = await Promise.all([
+        client.list<KubeObject>(resourcePath(Resources.services, {namespace: o.namespace})),
+        client.list<KubeObject>(resourcePath(Resources.serviceEntries, {namespace: o.namespace})),
+      ])
+      const by = servicesSelecting(services, entries, groupLabels).map((s) => `${s.kind} ${s.obj.metadata?.name}`)
+      if (by.length > 0) return pass(`WorkloadGroup ${o.namespace}/${o.group} is selected by ${by.join(', ')}`)
+      const labelText = Object.entries(groupLabels).map(([k, v]) => `${k}=${v}`)
+      return warn(
+        `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${labelText.join(',') || 'none'})`,
+        'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service',
+      )
+    })
   }
-  results.push(
-    await guarded('root certificate', async () => {
-      const cm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace: o.namespace, name: 'istio-ca-root-cert'}))
-      if (cm?.data?.['root-cert.pem']) return pass(`ConfigMap ${o.namespace}/istio-ca-root-cert holds the mesh root certificate`)
-      if (namespaceMissing) return inMissingNamespace(`ConfigMap ${o.namespace}/istio-ca-root-cert`, `${createNamespace}; istiod then writes the root certificate into it`)
-      return fail(
-        `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`,
-        `istiod writes it into the namespaces it watches: is namespace ${o.namespace} within istiod's discoverySelectors?`,
-      )
-    }),
-  )
-  results.push(
-    await guarded('service account', async () => {
-      const sa = await client.getOptional(resourcePath(Resources.serviceAccounts, {namespace: o.namespace, name: serviceAccount}))
-      if (sa) return pass(`ServiceAccount ${o.namespace}/${serviceAccount} exists`)
-      const createBoth = `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`
-      if (namespaceMissing) return inMissingNamespace(`ServiceAccount ${o.namespace}/${serviceAccount}`, createBoth)
-      return fail(
-        `ServiceAccount ${o.namespace}/${serviceAccount} not found`,
-        `kubectl create serviceaccount ${shellQuote(serviceAccount)} -n ${shellQuote(o.namespace)} (or meshvm onboard … --create-service-account --apply)`,
-      )
-    }),
-  )
+  await check('root certificate', async () => {
+    const cm = await client.getOptional<{data?: Record<string, string>}>(resourcePath(Resources.configMaps, {namespace: o.namespace, name: 'istio-ca-root-cert'}))
+    if (cm?.data?.['root-cert.pem']) return pass(`ConfigMap ${o.namespace}/istio-ca-root-cert holds the mesh root certificate`)
+    if (namespaceMissing) return inMissingNamespace(`ConfigMap ${o.namespace}/istio-ca-root-cert`, `${createNamespace}; istiod then writes the root certificate into it`)
+    return fail(
+      `ConfigMap ${o.namespace}/istio-ca-root-cert ${cm ? 'has no root-cert.pem' : 'not found'}`,
+      `istiod writes it into the namespaces it watches: is namespace ${o.namespace} within istiod's discoverySelectors?`,
+    )
+  })
+  await check('service account', async () => {
+    const sa = await client.getOptional(resourcePath(Resources.serviceAccounts, {namespace: o.namespace, name: serviceAccount}))
+    if (sa) return pass(`ServiceAccount ${o.namespace}/${serviceAccount} exists`)
+    const createBoth = `create both: meshvm onboard ${o.group ?? 'NAME'} -n ${o.namespace} --create-namespace --create-service-account --apply`
+    if (namespaceMissing) return inMissingNamespace(`ServiceAccount ${o.namespace}/${serviceAccount}`, createBoth)
+    return fail(
+      `ServiceAccount ${o.namespace}/${serviceAccount} not found`,
+      `kubectl create serviceaccount ${shellQuote(serviceAccount)} -n ${shellQuote(o.namespace)} (or meshvm onboard … --create-service-account --apply)`,
+    )
+  })
   // What meshvm itself will do: apply the manifests, read the config, issue the VM token, read proxies.
   const permissions: [string, string, ResourceType, string, string?][] = [
     ['token request', 'create', Resources.serviceAccounts, o.namespace, 'token'],
@@ -234,12 +223,9 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     permissions.map(([what, verb, res, ns, sub]) =>
       guarded(`RBAC: ${what}`, async () => {
         const resource = `${res.plural}${sub ? '/' + sub : ''}`
-        const allowed = await canI(client, {verb, group: res.group, resource: res.plural, subresource: sub, namespace: res.namespaced ? ns : undefined})
-        if (allowed) return pass(`can ${verb} ${resource}${res.group ? '.' + res.group : ''} in ${ns}`)
-        return fail(
-          `cannot ${verb} ${resource}${res.group ? '.' + res.group : ''} in ${ns}`,
-          `ask for a Role in ${ns} allowing "${verb}" on "${resource}"${res.group ? ` in API group "${res.group}"` : ''}`,
-        )
+        const action = `${verb} ${resource}${res.group ? '.' + res.group : ''} in ${ns}`
+        if (await canI(client, {verb, group: res.group, resource: res.plural, subresource: sub, namespace: res.namespaced ? ns : undefined})) return pass(`can ${action}`)
+        return fail(`cannot ${action}`, `ask for a Role in ${ns} allowing "${verb}" on "${resource}"${res.group ? ` in API group "${res.group}"` : ''}`)
       }),
     ),
   )
