@@ -11,7 +11,7 @@ import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
 import {istiodServiceName} from '../istiod/revision.js'
 import {isRecord} from '../util/records.js'
-import type {VmProbe} from './probe.js'
+import {records, type VmProbe} from './probe.js'
 import type {Check as BundleCheck, CheckStatus} from '../bundle-verify/offline.js'
 import {TUNNEL_LABEL, WE_ANNOTATIONS, waypointBoundOf} from '../war/model.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
@@ -25,6 +25,8 @@ export type DoctorStatus = CheckStatus
 
 /** The steps' titles, for the summary: step N is STEP_TITLES[N - 1]. */
 const STEP_TITLES = ['bundle and token', 'east-west gateway, DNS and network', 'istiod', 'registration', 'Service or ServiceEntry', 'sync state', 'on the VM']
+/** A check's step, by the first word of its name (`gateway.kind`: 2). */
+const STEP_OF: Record<string, number> = {bundle: 1, gateway: 2, network: 2, istiod: 3, registration: 4, service: 5, sync: 6, vm: 7}
 
 export interface DoctorCheck {
   step: number
@@ -146,7 +148,8 @@ export interface FixCli {
 
 export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const checks: DoctorCheck[] = []
-  const add = (step: number, check: string, status: DoctorStatus, detail: string, fix?: string): void => {
+  const add = (check: string, status: DoctorStatus, detail: string, fix?: string): void => {
+    const step = STEP_OF[check.split('.')[0]!]!
     // A fix's trailing comment (`   # …`) may name values read from the cluster or the bundle: a line
     // break there would end the comment and make the rest a command, so its control characters go.
     const at = fix?.indexOf('   # ') ?? -1
@@ -228,7 +231,8 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const kind = http ? 'httpGet' : 'tcpSocket'
     const port = Number((http ?? tcp)!.port)
     const path = http ? (str(http.path) ?? '/') : ''
-    const target = `127.0.0.1:${port}${path}`
+    const listener = `127.0.0.1:${port}`
+    const target = listener + path
     const declared = Object.entries(rec(rec(specOf(e.group).template).ports)).filter((x): x is [string, number] => typeof x[1] === 'number')
     const declaredText = declared.map(([n, v]) => `${n}=${v}`).join(', ') || 'none'
     const app = e.probe?.probe?.app
@@ -259,21 +263,21 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
     if (answering.length === 0 && others.some((r) => r.exit !== 7))
       return {
-        detail: `cause not proven: nothing listens on ${target.replace(/\/.*$/, '')}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`,
+        detail: `cause not proven: nothing listens on ${listener}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`,
       }
     if (answering.length === 0)
       return {
-        detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`,
+        detail: `nothing listens on ${listener} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`,
       }
     if (answering.length > 1)
       return {
         detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`,
       }
     const to = answering[0]!.port
-    const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
+    const patch = `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}]))}`
     return {
-      detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} points it there)${MESH_UNKNOWN}`}`,
-      ...(meshKnown ? {fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm('mesh.yaml', '/etc/istio/config/mesh')}`} : {}),
+      detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${patch} points it there)${MESH_UNKNOWN}`}`,
+      ...(meshKnown ? {fix: `${patch} && ${installOnVm('mesh.yaml', '/etc/istio/config/mesh')}`} : {}),
     }
   }
 
@@ -308,7 +312,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const efName = (ef: KubeObject) => `${ef.metadata?.namespace ?? ''}/${nameOf(ef)}`
     const named = applying.flatMap((ef) => {
       const words: string[] = []
-      for (const cp of Array.isArray(specOf(ef).configPatches) ? (specOf(ef).configPatches as unknown[]).filter(isRecord) : []) {
+      for (const cp of records(specOf(ef).configPatches)) {
         if (!versionMatches(cp)) continue
         const value = rec(rec(cp.patch).value)
         const typed = rec(value.typed_config ?? value.typedConfig)
@@ -347,10 +351,9 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   }
 
   // 1. The bundle and its token.
-  if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
+  if (!e.bundle) add('bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
   else if (badBundleName !== undefined) {
     add(
-      1,
       'bundle.names',
       'fail',
       `the bundle's cluster.env names ${JSON.stringify(badBundleName)}, which is not a Kubernetes name (ISTIO_META_WORKLOAD_NAME, POD_NAMESPACE): meshvm bundle did not write it so, or it was edited; no fix is built from it`,
@@ -359,7 +362,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     for (const c of e.bundle.checks) {
       // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
       const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm('root-cert.pem', '/etc/certs/root-cert.pem') : c.fix !== undefined ? external(c.fix) : undefined
-      add(1, `bundle.${c.id}`, c.status, c.detail, fix)
+      add(`bundle.${c.id}`, c.status, c.detail, fix)
     }
   }
 
@@ -369,22 +372,15 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // The bundle made again for the gateway as it is now (into --bundle's directory, when given).
   const rebundle = `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}`
   if (!gw.service) {
-    add(
-      2,
-      'gateway',
-      'fail',
-      `east-west gateway Service ${gwName} not found`,
-      `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`,
-    )
+    add('gateway', 'fail', `east-west gateway Service ${gwName} not found`, `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`)
   } else {
     // The one classifier precheck and bundle verify use (precheck/gateway.ts).
     const reading = eastWestGatewayKind(gw.service as GatewayServiceLike)
     const verdict = eastWestGatewayVerdict(gwName, reading)
     const ambient = reading.kind === 'ambient'
-    if (verdict.status === 'pass') add(2, 'gateway.kind', 'pass', verdict.message)
+    if (verdict.status === 'pass') add('gateway.kind', 'pass', verdict.message)
     else
       add(
-        2,
         ambient ? 'gateway.kind' : 'gateway.ports',
         'fail',
         verdict.message,
@@ -395,30 +391,27 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
           : `${K} edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`,
       )
     const address = gatewayAddress(gw.service)
-    if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `${K} get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
+    if (!address) add('gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `${K} get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
     else if (gw.bundleAddress === undefined)
       add(
-        2,
         'gateway.address',
         e.bundle ? 'warn' : 'pass',
         `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`,
       )
     else if (gw.bundleAddress !== address) {
       add(
-        2,
         'gateway.address',
         'fail',
         `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`,
         `${rebundle}   # then copy hosts to the VM's /etc/hosts`,
       )
-    } else add(2, 'gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
+    } else add('gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
 
     const vmNetwork = e.bundle?.network ?? str(rec(rec(specOf(e.group).template)).network) ?? str(specOf(e.entry).network)
     const gatewayNetwork = labelsOf(gw.service)[NETWORK_LABEL]
     if (vmNetwork) {
       if (!gatewayNetwork)
         add(
-          2,
           'network',
           'fail',
           `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`,
@@ -426,13 +419,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         )
       else if (!e.gateway.controlPlaneNetwork)
         add(
-          2,
           'network',
           'fail',
           `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`,
           `${K} label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`,
         )
-      else add(2, 'network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
+      else add('network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
     }
   }
 
@@ -441,29 +433,27 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const ready = e.istiod.pods.filter((p) => p.ready)
   if (ready.length === 0)
     add(
-      3,
       'istiod.running',
       'fail',
       `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`,
       `${K} get pods -n ${q(istioNs)} -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`,
     )
-  else add(3, 'istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
+  else add('istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
   const env = e.istiod.env
   const setEnv = (name: string) => `${K} set env ${q(`deployment/${istiodServiceName(e.istiod.revision)}`)} -n ${q(istioNs)} ${name}=true`
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION === 'false') {
     add(
-      3,
       'istiod.autoregistration',
       'fail',
       'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry',
       setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION'),
     )
-  } else add(3, 'istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
+  } else add('istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false')
-    add(3, 'istiod.healthchecks', 'warn', "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored", setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'))
+    add('istiod.healthchecks', 'warn', "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored", setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'))
   const controller = annotationsOf(e.entry)[WE_ANNOTATIONS.workloadController]
   if (controller && e.istiod.pods.length > 0 && !e.istiod.pods.some((p) => p.name === controller)) {
-    add(3, 'istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
+    add('istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
   }
 
   // 4. The registration.
@@ -474,7 +464,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       ? `istiod${e.proxy.istiod ? ` ${e.proxy.istiod}` : ''} reports the proxy ${e.proxy.name} connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)`
       : 'the VM has not registered (its sidecar is not connected, or istiod refused it)'
     add(
-      4,
       'registration',
       'fail',
       `no WorkloadEntry${group} matches ${e.query}: ${why}`,
@@ -484,7 +473,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const ann = annotationsOf(we)
     const address = str(specOf(we).address)
     add(
-      4,
       'registration',
       'pass',
       `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANNOTATIONS.autoRegistrationGroup] ? ` (auto-registered from ${ann[WE_ANNOTATIONS.autoRegistrationGroup]})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
@@ -492,7 +480,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     if (ann[WE_ANNOTATIONS.disconnectedAt] && !ann[WE_ANNOTATIONS.connectedAt]) {
       const since = Date.parse(ann[WE_ANNOTATIONS.disconnectedAt]!)
       add(
-        4,
         'registration.connected',
         'fail',
         `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`,
@@ -502,7 +489,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     if (e.duplicates.length > 0) {
       const others = e.duplicates.map((d) => nameOf(d))
       add(
-        4,
         'registration.duplicates',
         'fail',
         `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`,
@@ -511,7 +497,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     }
     if (e.staleBecause) {
       add(
-        4,
         'registration.stale',
         'fail',
         `the entry is stale against its WorkloadGroup: ${e.staleBecause}`,
@@ -522,14 +507,13 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const probe = isRecord(specOf(e.group).probe)
     if (healthy && conditionStatus(healthy) === 'False') {
       const why = unhealthyCause(healthy.message ?? '')
-      add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
-    } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
+      add('registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
+    } else if (healthy) add('registration.healthy', 'pass', 'Healthy=True')
     else if (probe && ann['proxy.istio.io/health-checks-enabled'] === 'true')
-      add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
+      add('registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
     const waypoint = waypointBoundOf(we)
     if (waypoint && conditionStatus(waypoint) === 'False') {
       add(
-        4,
         'registration.waypoint',
         'fail',
         `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`,
@@ -545,7 +529,6 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')
     ) {
       add(
-        4,
         'registration.tunnel',
         'warn',
         `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`,
@@ -553,7 +536,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       )
     }
     for (const ev of e.events.slice(0, 3))
-      add(4, 'registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
+      add('registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
   }
 
   // 5. The Service or ServiceEntry that selects it.
@@ -572,18 +555,16 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         service && mapSelectorSelects(rec(specOf(service).selector), labels)
           ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
           : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || "the entry's labels"}`
-      add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
+      add('service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
-      add(5, 'service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
+      add('service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
       const wePorts = rec(specOf(we).ports)
       const groupPorts = rec(rec(specOf(e.group).template).ports)
       const named = {...groupPorts, ...wePorts}
       for (const s of selecting.filter((x) => x.kind === 'Service')) {
-        const ports = specOf(s.obj).ports
-        for (const p of Array.isArray(ports) ? ports.filter(isRecord) : []) {
+        for (const p of records(specOf(s.obj).ports)) {
           if (typeof p.targetPort === 'string' && !(p.targetPort in named)) {
             add(
-              5,
               'service.ports',
               'fail',
               `Service ${nameOf(s.obj)} port ${Number(p.port)} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`,
@@ -593,25 +574,23 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         }
       }
     }
-  } else add(5, 'service', 'skip', 'no WorkloadEntry to check')
+  } else add('service', 'skip', 'no WorkloadEntry to check')
 
   // 6. Sync state, as istiod reports it.
   const sync = e.sync
-  if (!sync) add(6, 'sync', 'skip', 'no proxy to look for')
-  else if (sync.unreadable) add(6, 'sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
-  else if (!sync.connected)
-    add(6, 'sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? restartIstio : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
+  if (!sync) add('sync', 'skip', 'no proxy to look for')
+  else if (sync.unreadable) add('sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
+  else if (!sync.connected) add('sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? restartIstio : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
   else {
     const errors = sync.types.filter((t) => t.state === 'ERROR')
     const stale = sync.types.filter((t) => t.state === 'STALE')
     if (errors.length > 0) {
       const cause = nackCause(errors.map((t) => t.error ?? '').join('\n'))
-      add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
-    } else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
-    else add(6, 'sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
+      add('sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
+    } else if (stale.length > 0) add('sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
+    else add('sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
     if (sync.versionSkew)
       add(
-        6,
         'sync.version',
         'warn',
         `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`,
@@ -620,14 +599,13 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   }
 
   // 7. On the VM (--vm-exec).
-  if (!e.probe) add(7, 'vm', 'skip', `not checked (pass --vm-exec 'ssh "$MESHVM_VM_ADDRESS"' to check the VM itself)`)
-  else if (e.probe.error) add(7, 'vm', 'fail', `--vm-exec failed: ${e.probe.error}`, "run the command by hand with MESHVM_VM_ADDRESS set to the VM's address")
+  if (!e.probe) add('vm', 'skip', `not checked (pass --vm-exec 'ssh "$MESHVM_VM_ADDRESS"' to check the VM itself)`)
+  else if (e.probe.error) add('vm', 'fail', `--vm-exec failed: ${e.probe.error}`, "run the command by hand with MESHVM_VM_ADDRESS set to the VM's address")
   else {
     const p = e.probe.probe!
-    if (p.ready === '200') add(7, 'vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
+    if (p.ready === '200') add('vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
     else
       add(
-        7,
         'vm.ready',
         'fail',
         p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`,
@@ -638,29 +616,29 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       // default): the expiration time decides, the day count only when there is none.
       const until = p.cert.expires ? Date.parse(p.cert.expires) : Number.NaN
       const expired = Number.isNaN(until) ? p.cert.daysLeft !== undefined && p.cert.daysLeft < 0 : until <= e.now.getTime()
-      if (expired) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, restartIstio)
-      else add(7, 'vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
-    } else if (p.ready === '200') add(7, 'vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
+      if (expired) add('vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, restartIstio)
+      else add('vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
+    } else if (p.ready === '200') add('vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
     if (e.meshRootSerials.length > 0 && p.rootSerials.length > 0) {
       // Every root istio-ca-root-cert publishes: during a rotation it holds the new root beside the old
       // one, and a VM that lacks the new one is cut off when istiod switches to it.
       const missing = e.meshRootSerials.filter((s) => !p.rootSerials.includes(s))
-      if (missing.length === 0) add(7, 'vm.root', 'pass', `the VM's Envoy trusts the current mesh root${e.meshRootSerials.length > 1 ? 's' : ''}`)
+      if (missing.length === 0) add('vm.root', 'pass', `the VM's Envoy trusts the current mesh root${e.meshRootSerials.length > 1 ? 's' : ''}`)
       else {
         const which =
           e.meshRootSerials.length > 1
             ? `the mesh root${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of istio-ca-root-cert (which holds ${e.meshRootSerials.join(', ')})`
             : `the mesh root in istio-ca-root-cert (serial ${missing[0]})`
-        add(7, 'vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm('root-cert.pem', '/etc/certs/root-cert.pem'))
+        add('vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm('root-cert.pem', '/etc/certs/root-cert.pem'))
       }
     }
-    if (p.interceptionRules === 0) add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', restartIstio)
-    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm('hosts', '/etc/hosts', true))
+    if (p.interceptionRules === 0) add('vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', restartIstio)
+    if (p.dns !== undefined && p.dns === '') add('vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm('hosts', '/etc/hosts', true))
     // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
     // which stays up whether or not pilot-agent reaches istiod).
     if (p.istiod) {
-      if (p.istiod.peers.length > 0) add(7, 'vm.xds', 'pass', `pilot-agent is connected to istiod at ${p.istiod.peers.join(', ')}`)
-      else add(7, 'vm.xds', 'fail', `pilot-agent has no connection to istiod: no established TCP connection to port ${p.istiod.port} on the VM`, vmCommand('sudo journalctl -u istio -n 50'))
+      if (p.istiod.peers.length > 0) add('vm.xds', 'pass', `pilot-agent is connected to istiod at ${p.istiod.peers.join(', ')}`)
+      else add('vm.xds', 'fail', `pilot-agent has no connection to istiod: no established TCP connection to port ${p.istiod.port} on the VM`, vmCommand('sudo journalctl -u istio -n 50'))
     }
   }
 

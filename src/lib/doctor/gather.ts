@@ -11,7 +11,7 @@ import {Resources, resourcePath} from '../kube/resources.js'
 import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
 import {parseIstiodAddress, type OfflineResult} from '../bundle-verify/offline.js'
 import {versionFromImage} from '../proxy-status/fetch.js'
-import {staleDifference} from '../war/model.js'
+import {staleDifference, type EventLike} from '../war/model.js'
 import {entryStaleAgainstGroup, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, gatewayAddress, ingressServiceRef, type GatewayServiceLike} from '../precheck/gateway.js'
 import {istiodPods, podReady} from '../precheck/checks.js'
@@ -38,15 +38,7 @@ export interface GatherOptions {
   rows: () => Promise<{rows: ProxyStatusRow[]; registrationOf: (row: ProxyStatusRow) => {name: string} | undefined} | {error: string}>
 }
 
-interface EventObject extends KubeObject {
-  type?: string
-  reason?: string
-  message?: string
-  count?: number
-  lastTimestamp?: string
-  eventTime?: string
-  involvedObject?: {kind?: string; name?: string}
-}
+type EventObject = KubeObject & EventLike
 
 /** A pod's first container (istiod's discovery container). */
 const containerOf = (pod: KubeObject | undefined) => (pod?.spec as {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]} | undefined)?.containers?.[0]
@@ -287,7 +279,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
  * on the VM's loopback, as pilot-agent probes it) and the group's ports, the probe's port first.
  * Undefined for an exec or gRPC probe, a probe to another host, HTTPS, or a path that is not plain URL text.
  */
-export function appTarget(group: KubeObject | undefined): AppTarget | undefined {
+function appTarget(group: KubeObject | undefined): AppTarget | undefined {
   const spec = (group?.spec ?? {}) as {
     probe?: {httpGet?: {port?: unknown; path?: unknown; host?: unknown; scheme?: unknown}; tcpSocket?: {port?: unknown; host?: unknown}}
     template?: {ports?: Record<string, unknown>}

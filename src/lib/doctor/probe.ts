@@ -1,11 +1,7 @@
 /**
- * `doctor --vm-exec`: the read-only checks run on the VM itself. meshvm sends one POSIX sh script on
- * the standard input of the user's command template (e.g. `ssh "$MESHVM_VM_ADDRESS"`, whose remote
- * shell reads commands from stdin) and reads back sections marked `@@meshvm-doctor NAME`. The script
- * only reads: pilot-agent's readiness (15021), Envoy's admin `/certs` (15000), pilot-agent's
- * established TCP connections to istiod's port (`ss`, else /proc/net/tcp), the interception rules, what the VM's resolver answers for istiod's host, and (when the WorkloadGroup
- * has an HTTP or TCP readiness probe) what answers on the probe's port and on the group's ports: one
- * GET of the probe's path, as pilot-agent's prober sends it.
+ * `doctor --vm-exec`: the read-only checks run on the VM itself (what each reads: docs/doctor.md,
+ * "--vm-exec"). One POSIX sh script goes on the standard input of the user's command template (e.g.
+ * `ssh "$MESHVM_VM_ADDRESS"`), and the answer comes back in sections marked `@@meshvm-doctor NAME`.
  *
  * Values embedded in the script are validated by the caller and shell-quoted here; nothing the VM
  * answers is executed or shown unescaped.
@@ -165,7 +161,8 @@ export function pemSerial(pem: string): string | undefined {
   }
 }
 
-function certEntries(list: unknown): Record<string, unknown>[] {
+/** The entries of a list that are objects ([] for anything else). */
+export function records(list: unknown): Record<string, unknown>[] {
   return Array.isArray(list) ? list.filter(isRecord) : []
 }
 
@@ -186,9 +183,9 @@ export function parseProbe(text: string): VmProbe {
   if (certs) {
     try {
       const doc: unknown = JSON.parse(certs)
-      for (const c of certEntries(isRecord(doc) ? doc.certificates : undefined)) {
-        for (const root of certEntries(c.ca_cert)) if (typeof root.serial_number === 'string') probe.rootSerials.push(normalSerial(root.serial_number))
-        const leaf = certEntries(c.cert_chain)[0]
+      for (const c of records(isRecord(doc) ? doc.certificates : undefined)) {
+        for (const root of records(c.ca_cert)) if (typeof root.serial_number === 'string') probe.rootSerials.push(normalSerial(root.serial_number))
+        const leaf = records(c.cert_chain)[0]
         if (leaf && !probe.cert) {
           const days = Number(leaf.days_until_expiration)
           probe.cert = {

@@ -4,11 +4,10 @@
  */
 import {MeshvmError} from '../errors.js'
 import type {KubeSession} from '../kube/session.js'
-import type {OfflineResult} from '../bundle-verify/offline.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {KubeObject} from '../kube/object.js'
 import {diagnose, type DoctorReport, type FixCli} from './diagnose.js'
-import {gatherEvidence, inGroup, vmNotFound, type GatherOptions} from './gather.js'
+import {gatherEvidence, inGroup, vmNotFound, type GatherOptions, type Target} from './gather.js'
 import {cachedReads} from './cache.js'
 
 export interface DoctorRunOptions {
@@ -67,7 +66,7 @@ async function openContext(context: string | undefined, o: DoctorRunOptions, nam
 }
 
 /** Doctors one VM (a query, or the bundle's VM); with several contexts, in the one that holds it. */
-export async function doctorVm(target: {query?: string; bundle?: OfflineResult}, o: DoctorRunOptions): Promise<DoctorReport> {
+export async function doctorVm(target: Target, o: DoctorRunOptions): Promise<DoctorReport> {
   let fallback: DoctorReport | undefined
   const holders: string[] = []
   let chosen: DoctorReport | undefined
