@@ -124,12 +124,13 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
           ]),
         )
       const failed = reports.filter((r) => r.result === 'fail')
+      const first = failed[0]
       if (reports.length === 0) this.note('no VMs found')
-      if (failed.length > 0)
+      if (first)
         throw new MeshvmError(`${failed.length} of ${reports.length} VMs have a failing check`, {
           exit: ExitCode.CHECK_FAILED,
           code: 'CheckFailed',
-          hints: [`details of one: meshvm doctor ${failed[0]!.workloadEntry ?? failed[0]!.query} -n ${failed[0]!.namespace}`],
+          hints: [`details of one: meshvm doctor ${first.workloadEntry ?? first.query} -n ${first.namespace}`],
         })
       return
     }

@@ -17,7 +17,7 @@ import {TUNNEL_LABEL, WE_ANNOTATIONS, waypointBoundOf} from '../war/model.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {FIELD_MANAGER} from '../apply/apply.js'
-import {servicesSelecting} from '../precheck/checks.js'
+import {rec, servicesSelecting} from '../precheck/checks.js'
 import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
 import {serviceObject} from '../onboard/generate.js'
 
@@ -110,8 +110,8 @@ export interface Evidence {
 
 const NETWORK_LABEL = 'topology.istio.io/network'
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
-const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
+/** A non-empty string, else undefined. */
+export const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 const nameOf = (o: KubeObject | undefined): string => o?.metadata?.name ?? '?'
 const specOf = (o: KubeObject | undefined): Record<string, unknown> => rec(o?.spec)
 
@@ -471,11 +471,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     )
   } else {
     const ann = annotationsOf(we)
+    const autoGroup = ann[WE_ANNOTATIONS.autoRegistrationGroup]
     const address = str(specOf(we).address)
     add(
       'registration',
       'pass',
-      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANNOTATIONS.autoRegistrationGroup] ? ` (auto-registered from ${ann[WE_ANNOTATIONS.autoRegistrationGroup]})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
+      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : autoGroup ? ` (auto-registered from ${autoGroup})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
     )
     if (ann[WE_ANNOTATIONS.disconnectedAt] && !ann[WE_ANNOTATIONS.connectedAt]) {
       const since = Date.parse(ann[WE_ANNOTATIONS.disconnectedAt]!)
@@ -500,7 +501,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         'registration.stale',
         'fail',
         `the entry is stale against its WorkloadGroup: ${e.staleBecause}`,
-        `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANNOTATIONS.autoRegistrationGroup] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
+        `${M('war rollout')} ${q(e.groupName ?? autoGroup ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
       )
     }
     const healthy = conditionOf(we, 'Healthy')
@@ -520,19 +521,14 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         `${K} get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`,
       )
     }
-    if (
-      we &&
-      ann[WE_ANNOTATIONS.autoRegistrationGroup] &&
-      labelsOf(we)[TUNNEL_LABEL] === undefined &&
-      e.sync?.proxyVersion &&
-      /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) &&
-      /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')
-    ) {
+    // istiod labels the entries of HBONE-capable proxies from Istio 1.31 on.
+    const labelsTunnel = (version: string | undefined) => /^1\.(3[1-9]|[4-9]\d)/.test(version ?? '')
+    if (autoGroup && labelsOf(we)[TUNNEL_LABEL] === undefined && labelsTunnel(e.sync?.proxyVersion) && labelsTunnel(e.sync?.istiodVersion)) {
       add(
         'registration.tunnel',
         'warn',
         `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`,
-        `${M('war rollout')} ${q(ann[WE_ANNOTATIONS.autoRegistrationGroup]!)} -n ${q(ns)} --missing-tunnel-label`,
+        `${M('war rollout')} ${q(autoGroup)} -n ${q(ns)} --missing-tunnel-label`,
       )
     }
     for (const ev of e.events.slice(0, 3))

@@ -12,7 +12,7 @@ import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndef
 import {parseIstiodAddress, type OfflineResult} from '../bundle-verify/offline.js'
 import {versionFromImage} from '../proxy-status/fetch.js'
 import {staleDifference, type EventLike} from '../war/model.js'
-import {entryStaleAgainstGroup, type Evidence, type SyncEvidence} from './diagnose.js'
+import {entryStaleAgainstGroup, str, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, gatewayAddress, ingressServiceRef, type GatewayServiceLike} from '../precheck/gateway.js'
 import {istiodPods, podReady} from '../precheck/checks.js'
 import {parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
@@ -43,7 +43,6 @@ type EventObject = KubeObject & EventLike
 /** A pod's first container (istiod's discovery container). */
 const containerOf = (pod: KubeObject | undefined) => (pod?.spec as {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]} | undefined)?.containers?.[0]
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 const addressOf = (entry: KubeObject | undefined) => str((entry?.spec as {address?: unknown} | undefined)?.address)
 
 async function listIn(client: KubeClient, res: (typeof Resources)[keyof typeof Resources], namespace: string, query?: Record<string, string>): Promise<KubeObject[]> {
@@ -186,19 +185,18 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     if ('error' in r) sync = {connected: false, types: [], unreadable: r.error}
     else {
       const row = proxyRow ?? r.rows.find((x) => x.type !== 'istiod' && (r.registrationOf(x)?.name === entry?.metadata?.name || r.registrationOf(x)?.name === found.war?.metadata?.name))
-      if (!row?.connected) sync = {connected: false, types: []}
-      else {
-        sync = {
-          connected: true,
-          istiod: row.istiod,
-          proxyVersion: row.version,
-          istiodVersion: row.istiodRef?.version,
-          versionSkew: row.versionSkew,
-          types: Object.entries(row.xds)
-            .filter(([, t]) => t.subscribed)
-            .map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
-        }
-      }
+      sync = row?.connected
+        ? {
+            connected: true,
+            istiod: row.istiod,
+            proxyVersion: row.version,
+            istiodVersion: row.istiodRef?.version,
+            versionSkew: row.versionSkew,
+            types: Object.entries(row.xds)
+              .filter(([, t]) => t.subscribed)
+              .map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
+          }
+        : {connected: false, types: []}
     }
   }
 

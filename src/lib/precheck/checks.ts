@@ -88,7 +88,8 @@ export async function istiodPods(client: KubeClient, istioNamespace: string, rev
   return {all, ofRevision: revision !== undefined ? all : all.filter(isDefaultRevision)}
 }
 
-const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
+/** A record, or {} for anything else. */
+export const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
 
 /** The Services and ServiceEntries whose selector matches a workload's labels (doctor's step 5 too). */
 export function servicesSelecting(services: KubeObject[], serviceEntries: KubeObject[], labels: Record<string, string>): {kind: 'Service' | 'ServiceEntry'; obj: KubeObject}[] {
