@@ -44,21 +44,16 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
     const f = this.flags
     const print = printOptions(f, OUTPUT_KINDS)
     const session = await this.session()
-    let results: CheckResult[]
-    try {
-      const {runPrechecks} = await import('../lib/precheck/checks.js')
-      results = await runPrechecks(session.client, {
-        namespace: session.namespace,
-        istioNamespace: session.istioNamespace,
-        revision: session.revision,
-        group: this.args.name,
-        serviceAccount: f['service-account'],
-        ingressService: f['ingress-service'],
-        ingressIp: f['ingress-ip'],
-      })
-    } finally {
-      session.client.close()
-    }
+    const {runPrechecks} = await import('../lib/precheck/checks.js')
+    const results = await runPrechecks(session.client, {
+      namespace: session.namespace,
+      istioNamespace: session.istioNamespace,
+      revision: session.revision,
+      group: this.args.name,
+      serviceAccount: f['service-account'],
+      ingressService: f['ingress-service'],
+      ingressIp: f['ingress-ip'],
+    }).finally(() => session.client.close())
     const chalk = this.chalkFor(print.output.kind)
     const printer = new Printer<CheckResult>(
       {

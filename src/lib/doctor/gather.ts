@@ -15,7 +15,7 @@ import {staleDifference, type EventLike} from '../war/model.js'
 import {entryStaleAgainstGroup, str, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, gatewayAddress, ingressServiceRef, type GatewayServiceLike} from '../precheck/gateway.js'
 import {istiodPods, podReady} from '../precheck/checks.js'
-import {parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
+import {isPort, parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
 import type {ProxyStatusRow} from '../proxy-status/model.js'
 
 export interface Target {
@@ -286,12 +286,12 @@ function appTarget(group: KubeObject | undefined): AppTarget | undefined {
   const http = probe?.httpGet
   const tcp = probe?.tcpSocket
   const port = Number(http ? http.port : tcp?.port)
-  if ((!http && !tcp) || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined
+  if ((!http && !tcp) || !isPort(port)) return undefined
   if ((http?.host ?? tcp?.host) !== undefined && !['127.0.0.1', 'localhost'].includes(String(http?.host ?? tcp?.host))) return undefined
   if (http && http.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
   const path = http ? (typeof http.path === 'string' && http.path !== '' ? http.path : '/') : undefined
   if (path !== undefined && !safeProbePath(path)) return undefined
-  const declared = Object.values(spec.template?.ports ?? {}).filter((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0 && v < 65536)
+  const declared = Object.values(spec.template?.ports ?? {}).filter(isPort)
   return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
 }
 

@@ -20,6 +20,9 @@ export interface AppTarget {
   ports: number[]
 }
 
+/** A TCP port number. */
+export const isPort = (n: unknown): n is number => Number.isInteger(n) && (n as number) > 0 && (n as number) < 65536
+
 /** A probe path that can go into a URL and a shell word as it is (pilot-agent sends it as written). */
 export function safeProbePath(path: string): boolean {
   return /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$/.test(path) && path.length <= 1024
@@ -31,7 +34,7 @@ export function safeProbePath(path: string): boolean {
  * path passes safeProbePath: the caller checks).
  */
 export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: AppTarget}): string {
-  const port = o.istiodPort !== undefined && Number.isInteger(o.istiodPort) && o.istiodPort > 0 && o.istiodPort < 65536 ? o.istiodPort : 15012
+  const port = isPort(o.istiodPort) ? o.istiodPort : 15012
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0')
   const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
   // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused). Only the probe's port of
@@ -41,13 +44,11 @@ export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: A
   const app = o.app
     ? [
         section('app'),
-        ...o.app.ports
-          .filter((p) => Number.isInteger(p) && p > 0 && p < 65536)
-          .map((p, i) => {
-            const get = i === 0 && o.app!.kind === 'http'
-            const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
-            return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
-          }),
+        ...o.app.ports.filter(isPort).map((p, i) => {
+          const get = i === 0 && o.app!.kind === 'http'
+          const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
+          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
+        }),
       ]
     : []
   return [
