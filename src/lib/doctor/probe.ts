@@ -209,12 +209,8 @@ export function parseProbe(text: string): VmProbe {
       .filter((l) => l !== '')
     const via = /^via (ss|proc) (\d+)$/.exec(lines.shift() ?? '')
     if (via) {
-      const peers: string[] = []
-      for (const line of lines) {
-        const peer = via[1] === 'ss' ? ssPeer(line) : procAddress(line)
-        if (peer !== undefined && !peers.includes(peer)) peers.push(peer)
-      }
-      probe.istiod = {peers, port: Number(via[2])}
+      const peers = lines.map((line) => (via[1] === 'ss' ? ssPeer(line) : procAddress(line))).filter((peer) => peer !== undefined)
+      probe.istiod = {peers: [...new Set(peers)], port: Number(via[2])}
     }
   }
 
