@@ -21,8 +21,6 @@ import {rec, servicesSelecting} from '../precheck/checks.js'
 import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
 import {serviceObject} from '../onboard/generate.js'
 
-export type DoctorStatus = CheckStatus
-
 /** The steps' titles, for the summary: step N is STEP_TITLES[N - 1]. */
 const STEP_TITLES = ['bundle and token', 'east-west gateway, DNS and network', 'istiod', 'registration', 'Service or ServiceEntry', 'sync state', 'on the VM']
 /** A check's step, by the first word of its name (`gateway.kind`: 2). */
@@ -31,7 +29,7 @@ const STEP_OF: Record<string, number> = {bundle: 1, gateway: 2, network: 2, isti
 export interface DoctorCheck {
   step: number
   check: string
-  status: DoctorStatus
+  status: CheckStatus
   detail: string
   fix?: string
 }
@@ -148,7 +146,7 @@ export interface FixCli {
 
 export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const checks: DoctorCheck[] = []
-  const add = (check: string, status: DoctorStatus, detail: string, fix?: string): void => {
+  const add = (check: string, status: CheckStatus, detail: string, fix?: string): void => {
     const step = STEP_OF[check.split('.')[0]!]!
     // A fix's trailing comment (`   # …`) may name values read from the cluster or the bundle: a line
     // break there would end the comment and make the rest a command, so its control characters go.
