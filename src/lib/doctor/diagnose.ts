@@ -627,7 +627,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       }
     }
     if (p.interceptionRules === 0) add('vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', restartIstio)
-    if (p.dns !== undefined && p.dns === '') add('vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm('hosts', '/etc/hosts', true))
+    if (p.dns === '') add('vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm('hosts', '/etc/hosts', true))
     // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
     // which stays up whether or not pilot-agent reaches istiod).
     if (p.istiod) {

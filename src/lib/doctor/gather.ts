@@ -110,10 +110,11 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
       // is the only place an unregistered VM's address shows (its proxy ID is HOSTNAME.NAMESPACE).
       const asked = query
       const byAddress = isIP(asked) !== 0
-      let row = r.rows.find((x) => x.type !== 'istiod' && (x.name === asked || (byAddress && x.address === asked)))
+      const proxies = r.rows.filter((x) => x.type !== 'istiod')
+      let row = proxies.find((x) => x.name === asked || (byAddress && x.address === asked))
       if (!row && byAddress) {
         const id = await proxyAtAddress(client, o, asked, namespace)
-        row = id === undefined ? undefined : r.rows.find((x) => x.type !== 'istiod' && x.name === id)
+        row = proxies.find((x) => x.name === id)
       }
       const reg = row ? r.registrationOf(row) : undefined
       if (reg) found = findEntry(entries, wars, reg.name, undefined)
