@@ -4,7 +4,8 @@
  * why), never a crash half-way through the chain.
  */
 import {isIP} from 'node:net'
-import {ExitCode, MeshvmError} from '../errors.js'
+import {MeshvmError} from '../errors.js'
+import {isRecord} from '../util/records.js'
 import type {KubeClient} from '../kube/client.js'
 import {annotationsOf, labelsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {Resources, resourcePath} from '../kube/resources.js'
@@ -14,7 +15,7 @@ import {versionFromImage} from '../proxy-status/fetch.js'
 import {staleDifference, type EventLike} from '../war/model.js'
 import {entryStaleAgainstGroup, str, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, gatewayAddress, ingressServiceRef, type GatewayServiceLike} from '../precheck/gateway.js'
-import {istiodPods, podReady} from '../precheck/checks.js'
+import {istiodPods, podReady, rec} from '../precheck/checks.js'
 import {isPort, parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
 import type {ProxyStatusRow} from '../proxy-status/model.js'
 
@@ -279,20 +280,19 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
  * Undefined for an exec or gRPC probe, a probe to another host, HTTPS, or a path that is not plain URL text.
  */
 function appTarget(group: KubeObject | undefined): AppTarget | undefined {
-  const spec = (group?.spec ?? {}) as {
-    probe?: {httpGet?: {port?: unknown; path?: unknown; host?: unknown; scheme?: unknown}; tcpSocket?: {port?: unknown; host?: unknown}}
-    template?: {ports?: Record<string, unknown>}
-  }
-  const probe = spec.probe
-  const http = probe?.httpGet
-  const tcp = probe?.tcpSocket
-  const port = Number(http ? http.port : tcp?.port)
-  if ((!http && !tcp) || !isPort(port)) return undefined
-  if ((http?.host ?? tcp?.host) !== undefined && !['127.0.0.1', 'localhost'].includes(String(http?.host ?? tcp?.host))) return undefined
-  if (http && http.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
-  const path = http ? (typeof http.path === 'string' && http.path !== '' ? http.path : '/') : undefined
+  const spec = rec(group?.spec)
+  const probe = rec(spec.probe)
+  const http = isRecord(probe.httpGet) ? probe.httpGet : undefined
+  const tcp = isRecord(probe.tcpSocket) ? probe.tcpSocket : undefined
+  // Neither: no port, and so no target.
+  const port = Number((http ?? tcp)?.port)
+  if (!isPort(port)) return undefined
+  const host = http?.host ?? tcp?.host
+  if (host !== undefined && !['127.0.0.1', 'localhost'].includes(String(host))) return undefined
+  if (http?.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
+  const path = http ? (str(http.path) ?? '/') : undefined
   if (path !== undefined && !safeProbePath(path)) return undefined
-  const declared = Object.values(spec.template?.ports ?? {}).filter(isPort)
+  const declared = Object.values(rec(rec(spec.template).ports)).filter(isPort)
   return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
 }
 
@@ -332,13 +332,4 @@ async function proxyAtAddress(client: KubeClient, o: GatherOptions, address: str
 function discoveryPort(address: string | undefined): number | undefined {
   const m = /:(\d+)$/.exec(address ?? '')
   return m ? Number(m[1]) : undefined
-}
-
-/** A query that matches nothing in any context. */
-export function vmNotFound(query: string, namespace: string): MeshvmError {
-  return new MeshvmError(`no VM ${JSON.stringify(query)} in namespace ${JSON.stringify(namespace)}: no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address`, {
-    exit: ExitCode.NOT_FOUND,
-    code: 'NotFound',
-    hints: [`list the VMs with: meshvm war list -n ${namespace}`],
-  })
 }

@@ -2,12 +2,12 @@
  * One `meshvm doctor` run: for each context, the session, the istiod readers (proxy-status's run, so
  * istiod is reached the same way), the evidence and the diagnosis; the context that holds the VM wins.
  */
-import {MeshvmError} from '../errors.js'
+import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeSession} from '../kube/session.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {KubeObject} from '../kube/object.js'
 import {diagnose, type DoctorReport, type FixCli} from './diagnose.js'
-import {gatherEvidence, inGroup, vmNotFound, type GatherOptions, type Target} from './gather.js'
+import {gatherEvidence, inGroup, type GatherOptions, type Target} from './gather.js'
 import {cachedReads} from './cache.js'
 
 export interface DoctorRunOptions {
@@ -99,8 +99,16 @@ export async function doctorVm(target: Target, o: DoctorRunOptions): Promise<Doc
   }
   if (holders.length > 1) o.warn(`the VM is registered in ${holders.length} contexts (${holders.join(', ')}): showing ${holders[0]}`)
   const report = chosen ?? fallback
-  if (!report) throw vmNotFound(target.query ?? '(bundle)', looked ?? 'default')
-  return report
+  if (report) return report
+  const namespace = looked ?? 'default'
+  throw new MeshvmError(
+    `no VM ${JSON.stringify(target.query ?? '(bundle)')} in namespace ${JSON.stringify(namespace)}: no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address`,
+    {
+      exit: ExitCode.NOT_FOUND,
+      code: 'NotFound',
+      hints: [`list the VMs with: meshvm war list -n ${namespace}`],
+    },
+  )
 }
 
 /** -A: every VM of the namespace (or of one WorkloadGroup), in every context. */
