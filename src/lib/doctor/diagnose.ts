@@ -9,7 +9,7 @@ import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} 
 import {mapSelectorSelects} from '../kube/selector.js'
 import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
-import {istiodServiceName} from '../istiod/revision.js'
+import {istiodServiceName, revisionOrUndefined} from '../istiod/revision.js'
 import {isRecord} from '../util/records.js'
 import {records, type VmProbe} from './probe.js'
 import type {Check as BundleCheck, CheckStatus} from '../bundle-verify/offline.js'
@@ -185,12 +185,14 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
       ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
       : undefined
-  const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) || vmMeshFlags !== undefined
+  // With --bundle DIR, the bundle is remade by bundle verify's line, with its own flags.
+  const rerun = e.bundle?.dir && badBundleName === undefined ? e.bundle.rerun : undefined
+  const meshKnown = Boolean(rerun) || vmMeshFlags !== undefined
   const MESH_UNKNOWN =
     "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
   const bundleCommand = (): string => {
-    if (e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) return external(e.bundle.rerun)
-    const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
+    if (rerun) return external(rerun)
+    const revision = revisionOrUndefined(e.istiod.revision) ? ` -r ${q(e.istiod.revision!)}` : ''
     const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANNOTATIONS.autoRegistrationGroup])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
     return `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}${vmMeshFlags ?? ''}`
