@@ -113,6 +113,12 @@ export const str = (v: unknown): string | undefined => (typeof v === 'string' &&
 const nameOf = (o: KubeObject | undefined): string => o?.metadata?.name ?? '?'
 const specOf = (o: KubeObject | undefined): Record<string, unknown> => rec(o?.spec)
 
+/** A WorkloadGroup's readiness probe, and its httpGet or tcpSocket part (whichever is an object). */
+export function probeOf(group: KubeObject | undefined) {
+  const probe = rec(specOf(group).probe)
+  return {probe, http: isRecord(probe.httpGet) ? probe.httpGet : undefined, tcp: isRecord(probe.tcpSocket) ? probe.tcpSocket : undefined}
+}
+
 /** The labels istiod serves a WorkloadEntry with: spec.labels, as a Service selector sees them. */
 function entryLabels(entry: KubeObject | undefined): Record<string, string> {
   const out: Record<string, string> = {}
@@ -222,9 +228,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
    * the VM at its port and at the group's ports. A fix only for a cause shown by that evidence.
    */
   const unhealthyCause = (message: string): {detail: string; fix?: string} => {
-    const probeSpec = rec(specOf(e.group).probe)
-    const http = isRecord(probeSpec.httpGet) ? probeSpec.httpGet : undefined
-    const tcp = isRecord(probeSpec.tcpSocket) ? probeSpec.tcpSocket : undefined
+    const {probe: probeSpec, http, tcp} = probeOf(e.group)
     if (!e.group) return {detail: 'cause not proven: the WorkloadGroup could not be read'}
     if (isRecord(probeSpec.exec)) return {detail: 'cause not proven: the probe is an exec command, which meshvm does not run on the VM (run it there by hand)'}
     if (!http && !tcp) return {detail: 'cause not proven: the WorkloadGroup has no httpGet or tcpSocket probe'}

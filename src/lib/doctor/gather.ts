@@ -5,7 +5,6 @@
  */
 import {isIP} from 'node:net'
 import {MeshvmError} from '../errors.js'
-import {isRecord} from '../util/records.js'
 import type {KubeClient} from '../kube/client.js'
 import {annotationsOf, labelsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {Resources, resourcePath} from '../kube/resources.js'
@@ -13,7 +12,7 @@ import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndef
 import {parseIstiodAddress, type OfflineResult} from '../bundle-verify/offline.js'
 import {versionFromImage} from '../proxy-status/fetch.js'
 import {staleDifference, type EventLike} from '../war/model.js'
-import {entryStaleAgainstGroup, str, type Evidence, type SyncEvidence} from './diagnose.js'
+import {entryStaleAgainstGroup, probeOf, str, type Evidence, type SyncEvidence} from './diagnose.js'
 import {eastWestGatewayKind, gatewayAddress, ingressServiceRef, type GatewayServiceLike} from '../precheck/gateway.js'
 import {istiodPods, podReady, rec} from '../precheck/checks.js'
 import {isPort, parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
@@ -205,7 +204,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   // The EnvoyFilters that may apply to it (the root namespace's and its own), for a NACK's cause.
   let envoyFilters: KubeObject[] | string | undefined
   if (sync?.types.some((t) => t.state === 'ERROR')) {
-    envoyFilters = await Promise.all([o.istioNamespace, ...(namespace === o.istioNamespace ? [] : [namespace])].map((n) => listIn(client, Resources.envoyFilters, n)))
+    envoyFilters = await Promise.all([...new Set([o.istioNamespace, namespace])].map((n) => listIn(client, Resources.envoyFilters, n)))
       .then((lists) => lists.flat())
       // No EnvoyFilter CRD, or not allowed to list them: the check says so.
       .catch((err: unknown) => `cannot list EnvoyFilters: ${(err as Error).message.split('\n')[0]}`)
@@ -280,10 +279,7 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
  * Undefined for an exec or gRPC probe, a probe to another host, HTTPS, or a path that is not plain URL text.
  */
 function appTarget(group: KubeObject | undefined): AppTarget | undefined {
-  const spec = rec(group?.spec)
-  const probe = rec(spec.probe)
-  const http = isRecord(probe.httpGet) ? probe.httpGet : undefined
-  const tcp = isRecord(probe.tcpSocket) ? probe.tcpSocket : undefined
+  const {http, tcp} = probeOf(group)
   // Neither: no port, and so no target.
   const port = Number((http ?? tcp)?.port)
   if (!isPort(port)) return undefined
@@ -292,7 +288,7 @@ function appTarget(group: KubeObject | undefined): AppTarget | undefined {
   if (http?.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
   const path = http ? (str(http.path) ?? '/') : undefined
   if (path !== undefined && !safeProbePath(path)) return undefined
-  const declared = Object.values(rec(rec(spec.template).ports)).filter(isPort)
+  const declared = Object.values(rec(rec(rec(group?.spec).template).ports)).filter(isPort)
   return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
 }
 

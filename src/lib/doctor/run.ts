@@ -122,8 +122,7 @@ export async function doctorAll(group: string | undefined, o: DoctorRunOptions):
       const entries = await c.client.list<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: ns}))
       const names = entries
         .filter((e) => group === undefined || inGroup(e, group))
-        .map((e) => e.metadata?.name ?? '')
-        .filter((n) => n !== '')
+        .flatMap((e) => e.metadata?.name || [])
         .sort()
       for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, c.options()), c.cli))
     } finally {
