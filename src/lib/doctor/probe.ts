@@ -110,10 +110,8 @@ export interface VmProbe {
  */
 export function ssPeer(line: string): string | undefined {
   const addrs = line.split(/\s+/).filter((w) => /^\S+:\d+$/.test(w))
-  const peer = addrs[1]
-  if (peer === undefined) return undefined
   // ss writes an IPv4-mapped IPv6 peer as [::ffff:10.0.0.1]:15012
-  return peer.replace(/^\[::ffff:([0-9.]+)\]/i, '$1')
+  return addrs[1]?.replace(/^\[::ffff:([0-9.]+)\]/i, '$1')
 }
 
 /** One /proc/net/tcp(6) address (hex, host byte order per 32-bit word) as ADDRESS:PORT; undefined when it does not parse. */
@@ -121,13 +119,8 @@ export function procAddress(hex: string): string | undefined {
   const m = /^([0-9A-Fa-f]{8}|[0-9A-Fa-f]{32}):([0-9A-Fa-f]{4})$/.exec(hex.trim())
   if (!m) return undefined
   const port = Number.parseInt(m[2]!, 16)
-  const words = m[1]!.match(/.{8}/g)!.map((w) =>
-    w
-      .match(/../g)!
-      .reverse()
-      .map((b) => Number.parseInt(b, 16)),
-  )
-  const bytes = words.flat()
+  // Each 32-bit word is written in host (little-endian) byte order: swap32 puts its bytes back in address order.
+  const bytes = [...Buffer.from(m[1]!, 'hex').swap32()]
   if (bytes.length === 4) return `${bytes.join('.')}:${port}`
   // IPv4-mapped (::ffff:a.b.c.d) as the IPv4 address, as ss prints it.
   if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return `${bytes.slice(12).join('.')}:${port}`
