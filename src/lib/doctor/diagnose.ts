@@ -17,7 +17,7 @@ import {TUNNEL_LABEL, WE_ANNOTATIONS, waypointBoundOf} from '../war/model.js'
 import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {FIELD_MANAGER} from '../apply/apply.js'
-import {rec, servicesSelecting} from '../precheck/checks.js'
+import {labelText, rec, servicesSelecting} from '../precheck/checks.js'
 import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
 import {serviceObject} from '../onboard/generate.js'
 
@@ -543,9 +543,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   if (we) {
     const labels = entryLabels(we)
     const selecting = servicesSelecting(e.services, e.serviceEntries, labels)
-    const labelText = Object.entries(labels)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',')
+    const text = labelText(labels)
     if (selecting.length === 0) {
       // The Service `meshvm onboard` makes for the group, applied with meshvm's field manager: a later
       // `meshvm onboard --apply` takes it over (a `kubectl create service` would own its selector and
@@ -554,8 +552,8 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const fix =
         service && mapSelectorSelects(rec(specOf(service).selector), labels)
           ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
-          : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || "the entry's labels"}`
-      add('service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
+          : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${text || "the entry's labels"}`
+      add('service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${text ? ` (${text})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
       add('service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
       const wePorts = rec(specOf(we).ports)

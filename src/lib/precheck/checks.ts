@@ -91,6 +91,12 @@ export async function istiodPods(client: KubeClient, istioNamespace: string, rev
 /** A record, or {} for anything else. */
 export const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
 
+/** Labels as `k=v,k2=v2`, for messages. */
+export const labelText = (labels: Record<string, string>): string =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')
+
 /** The Services and ServiceEntries whose selector matches a workload's labels (doctor's step 5 too). */
 export function servicesSelecting(services: KubeObject[], serviceEntries: KubeObject[], labels: Record<string, string>): {kind: 'Service' | 'ServiceEntry'; obj: KubeObject}[] {
   return [
@@ -179,9 +185,8 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
       ])
       const by = servicesSelecting(services, entries, groupLabels).map((s) => `${s.kind} ${s.obj.metadata?.name}`)
       if (by.length > 0) return pass(`WorkloadGroup ${o.namespace}/${o.group} is selected by ${by.join(', ')}`)
-      const labelText = Object.entries(groupLabels).map(([k, v]) => `${k}=${v}`)
       return warn(
-        `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${labelText.join(',') || 'none'})`,
+        `WorkloadGroup ${o.namespace}/${o.group} exists, but no Service or ServiceEntry selects its labels (${labelText(groupLabels) || 'none'})`,
         'without one, nothing in the mesh can call the VMs by name; meshvm onboard generates a matching Service',
       )
     })
