@@ -10,7 +10,6 @@ import {renderData} from '../lib/output/render.js'
 import {renderTable} from '../lib/output/table.js'
 import {terminalSafe} from '../lib/output/terminal.js'
 import type {DoctorReport} from '../lib/doctor/diagnose.js'
-import type {KubeSession} from '../lib/kube/session.js'
 
 const REPORT_KINDS = ['table', 'json', 'yaml'] as const
 const {output: REPORT_OUTPUT} = outputFlags(REPORT_KINDS)
@@ -85,7 +84,7 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     const {invocation} = await import('../lib/cli/invocation.js')
     const options = {
       contexts,
-      openSession: (c: string | undefined): Promise<KubeSession> => this.session(c),
+      openSession: (c: string | undefined) => this.session(c),
       ingressService: f['ingress-service'],
       vmExec: f['vm-exec'],
       timeoutMs: f.timeout,
