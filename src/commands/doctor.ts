@@ -10,7 +10,6 @@ import {renderData} from '../lib/output/render.js'
 import {renderTable} from '../lib/output/table.js'
 import {terminalSafe} from '../lib/output/terminal.js'
 import type {DoctorReport} from '../lib/doctor/diagnose.js'
-import type {KubeSession} from '../lib/kube/session.js'
 
 const REPORT_KINDS = ['table', 'json', 'yaml'] as const
 const {output: REPORT_OUTPUT} = outputFlags(REPORT_KINDS)
@@ -54,7 +53,6 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
   static override args = {
     vm: Args.string({
       description: 'The VM: a WorkloadEntry or WorkloadAutoRegistration name, HOSTNAME.NAMESPACE, an address, or a WorkloadGroup (with -A: its VMs).',
-      required: false,
       ignoreStdin: true,
     }),
   }
@@ -86,7 +84,7 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
     const {invocation} = await import('../lib/cli/invocation.js')
     const options = {
       contexts,
-      openSession: (c: string | undefined): Promise<KubeSession> => this.session(c),
+      openSession: (c: string | undefined) => this.session(c),
       ingressService: f['ingress-service'],
       vmExec: f['vm-exec'],
       timeoutMs: f.timeout,
@@ -95,8 +93,8 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
       // put on each command as doctor builds it (keepInvocation only for bundle verify's whole remake line).
       cli: {
         bin: invocation.bin,
-        ...(invocation.kube.kubeconfig !== undefined ? {kubeconfig: invocation.kube.kubeconfig} : {}),
-        ...(invocation.kube.context !== undefined ? {context: invocation.kube.context} : {}),
+        kubeconfig: invocation.kube.kubeconfig,
+        context: invocation.kube.context,
         external: (line: string, kube: {kubeconfig?: string; context?: string}) => {
           const userKube = invocation.kube
           invocation.kube = {...userKube, ...kube}
@@ -108,48 +106,45 @@ The last line names the first failure and its fix, when there is one. VM is a Wo
         },
       },
     }
+    const chalk = this.chalkFor(format)
+    const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
+    const data = format === 'json' || format === 'yaml' ? format : undefined
     if (f['all-vms']) {
       const reports = await doctorAll(vm, options)
-      if (format === 'json' || format === 'yaml') this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReportList', items: reports}, format)!)
-      else {
-        const chalk = this.chalkFor(format)
-        const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
+      if (data) this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReportList', items: reports}, data)!)
+      else
         this.out(
           renderTable(reports, [
             {header: 'VM', value: (r) => terminalSafe(r.workloadEntry ?? r.query)},
             {header: 'NAMESPACE', value: (r) => terminalSafe(r.namespace)},
             ...(contexts.length > 1 ? [{header: 'CONTEXT', value: (r: DoctorReport) => terminalSafe(r.context ?? '')}] : []),
-            {header: 'RESULT', value: (r) => r.result, color: (t) => colour(t)},
+            {header: 'RESULT', value: (r) => r.result, color: colour},
             {header: 'FIRST FAILURE', value: (r) => terminalSafe(r.summary ?? '-')},
           ]),
         )
-      }
       const failed = reports.filter((r) => r.result === 'fail')
+      const first = failed[0]
       if (reports.length === 0) this.note('no VMs found')
-      if (failed.length > 0)
+      if (first)
         throw new MeshvmError(`${failed.length} of ${reports.length} VMs have a failing check`, {
           exit: ExitCode.CHECK_FAILED,
           code: 'CheckFailed',
-          hints: [`details of one: meshvm doctor ${failed[0]!.workloadEntry ?? failed[0]!.query} -n ${failed[0]!.namespace}`],
+          hints: [`details of one: meshvm doctor ${first.workloadEntry ?? first.query} -n ${first.namespace}`],
         })
       return
     }
 
     const report = await doctorVm({query: vm, bundle: bundleOffline}, options)
-    if (format === 'json' || format === 'yaml') {
-      this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReport', ...report}, format)!)
-    } else {
-      const chalk = this.chalkFor(format)
-      const colour = (s: string) => (s === 'pass' ? chalk.green(s) : s === 'warn' ? chalk.yellow(s) : s === 'fail' ? chalk.red(s) : chalk.dim(s))
+    if (data) this.out(renderData({apiVersion: 'meshvm.io/v1alpha1', kind: 'DoctorReport', ...report}, data)!)
+    else
       this.out(
         renderTable(report.checks, [
           {header: 'STEP', value: (c) => String(c.step)},
           {header: 'CHECK', value: (c) => c.check},
-          {header: 'STATUS', value: (c) => c.status, color: (t) => colour(t)},
+          {header: 'STATUS', value: (c) => c.status, color: colour},
           {header: 'DETAIL', value: (c) => terminalSafe(c.detail) + (c.fix ? ` — fix: ${terminalSafe(c.fix)}` : '')},
         ]),
       )
-    }
     if (report.result === 'fail') throw new MeshvmError(terminalSafe(report.summary ?? 'a check failed'), {exit: ExitCode.CHECK_FAILED, code: 'CheckFailed'})
     this.note(report.result === 'warn' ? `${report.checks.filter((c) => c.status === 'warn').length} warning(s), no failure` : 'every check passed')
   }

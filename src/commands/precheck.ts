@@ -44,21 +44,17 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
     const f = this.flags
     const print = printOptions(f, OUTPUT_KINDS)
     const session = await this.session()
-    let results: CheckResult[]
-    try {
-      const {runPrechecks} = await import('../lib/precheck/checks.js')
-      results = await runPrechecks(session.client, {
-        namespace: session.namespace,
-        istioNamespace: session.istioNamespace,
-        revision: session.revision,
-        group: this.args.name,
-        serviceAccount: f['service-account'],
-        ingressService: f['ingress-service'],
-        ingressIp: f['ingress-ip'],
-      })
-    } finally {
-      session.client.close()
-    }
+    const {runPrechecks} = await import('../lib/precheck/checks.js')
+    const results = await runPrechecks(session.client, {
+      namespace: session.namespace,
+      istioNamespace: session.istioNamespace,
+      revision: session.revision,
+      group: this.args.name,
+      serviceAccount: f['service-account'],
+      ingressService: f['ingress-service'],
+      ingressIp: f['ingress-ip'],
+    }).finally(() => session.client.close())
+    const failed = results.filter((r) => r.status === 'fail')
     const chalk = this.chalkFor(print.output.kind)
     const printer = new Printer<CheckResult>(
       {
@@ -68,7 +64,7 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
           {header: 'MESSAGE', value: (r) => r.message},
         ],
         object: (r) => r,
-        document: (checks) => ({checks, failed: results.filter((r) => r.status === 'fail').length}),
+        document: (checks) => ({checks, failed: failed.length}),
       },
       print,
       (t) => this.out(t),
@@ -78,9 +74,6 @@ Exits 8 when a check fails, 0 otherwise (warnings included).`
     if (print.output.kind === 'table' || print.output.kind === 'wide') {
       for (const r of results.filter((x) => x.hint)) this.note(terminalSafe(`${r.status === 'fail' ? 'Fix' : 'Hint'} (${r.check}): ${r.hint}`))
     }
-    const failed = results.filter((r) => r.status === 'fail')
-    if (failed.length > 0) {
-      throw new MeshvmError(`${failed.length} of ${results.length} checks failed: ${failed.map((r) => r.check).join(', ')}`, {exit: ExitCode.CHECK_FAILED, code: 'ChecksFailed'})
-    }
+    if (failed.length > 0) throw new MeshvmError(`${failed.length} of ${results.length} checks failed: ${failed.map((r) => r.check).join(', ')}`, {exit: ExitCode.CHECK_FAILED, code: 'ChecksFailed'})
   }
 }

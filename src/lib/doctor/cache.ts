@@ -7,26 +7,21 @@
  */
 import type {KubeClient, KubeRequest} from '../kube/client.js'
 
+const READS = new Set<string | symbol>(['list', 'get', 'getOptional'])
+
 export function cachedReads(client: KubeClient): KubeClient {
   const memo = new Map<string, Promise<unknown>>()
-  const once = <T>(verb: string, path: string, query: KubeRequest['query'] | undefined, read: () => Promise<T>): Promise<T> => {
-    const key = `${verb} ${path} ${JSON.stringify(query ?? {})}`
-    let p = memo.get(key) as Promise<T> | undefined
-    if (!p) {
-      p = read()
-      memo.set(key, p)
-    }
-    return p
-  }
-  const list: KubeClient['list'] = (path, query) => once('list', path, query, () => client.list(path, query))
-  const get: KubeClient['get'] = (path, query) => once('get', path, query, () => client.get(path, query))
-  const getOptional: KubeClient['getOptional'] = (path, query) => once('getOptional', path, query, () => client.getOptional(path, query))
-  const overrides: Record<string | symbol, unknown> = {list, get, getOptional}
   return new Proxy(client, {
     get(target, prop) {
-      if (prop in overrides) return overrides[prop]
       const v = Reflect.get(target, prop, target) as unknown
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+      if (typeof v !== 'function') return v
+      const method = (v as (...a: unknown[]) => Promise<unknown>).bind(target)
+      if (!READS.has(prop)) return method
+      return (path: string, query?: KubeRequest['query']) => {
+        const key = `${String(prop)} ${path} ${JSON.stringify(query ?? {})}`
+        if (!memo.has(key)) memo.set(key, method(path, query))
+        return memo.get(key)
+      }
     },
   })
 }

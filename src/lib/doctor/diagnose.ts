@@ -9,39 +9,27 @@ import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} 
 import {mapSelectorSelects} from '../kube/selector.js'
 import {shellQuote} from '../cli/prompt.js'
 import {humanDuration} from '../output/age.js'
+import {istiodServiceName, revisionOrUndefined} from '../istiod/revision.js'
 import {isRecord} from '../util/records.js'
-import type {VmProbe} from './probe.js'
-import {eastWestGatewayKind, eastWestGatewayVerdict, type GatewayServiceLike} from '../precheck/gateway.js'
-import {serviceGatewayAddress, type ServiceLike} from '../bundle/fetch.js'
+import {records, type VmProbe} from './probe.js'
+import type {Check as BundleCheck, CheckStatus} from '../bundle-verify/offline.js'
+import {TUNNEL_LABEL, WE_ANNOTATIONS, waypointBoundOf} from '../war/model.js'
+import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, type GatewayServiceLike} from '../precheck/gateway.js'
 import type {WorkloadGroupLike} from '../bundle/generate.js'
 import {FIELD_MANAGER} from '../apply/apply.js'
+import {labelText, rec, servicesSelecting} from '../precheck/checks.js'
 import {inputFromWorkloadGroup, parseOnboardInput} from '../onboard/spec.js'
 import {serviceObject} from '../onboard/generate.js'
 
-export type DoctorStatus = 'pass' | 'warn' | 'fail' | 'skip'
-
-export const DOCTOR_STEPS = [
-  {step: 1, id: 'bundle', title: 'bundle and token'},
-  {step: 2, id: 'gateway', title: 'east-west gateway, DNS and network'},
-  {step: 3, id: 'istiod', title: 'istiod'},
-  {step: 4, id: 'registration', title: 'registration'},
-  {step: 5, id: 'service', title: 'Service or ServiceEntry'},
-  {step: 6, id: 'sync', title: 'sync state'},
-  {step: 7, id: 'vm', title: 'on the VM'},
-] as const
+/** The steps' titles, for the summary: step N is STEP_TITLES[N - 1]. */
+const STEP_TITLES = ['bundle and token', 'east-west gateway, DNS and network', 'istiod', 'registration', 'Service or ServiceEntry', 'sync state', 'on the VM']
+/** A check's step, by the first word of its name (`gateway.kind`: 2). */
+const STEP_OF: Record<string, number> = {bundle: 1, gateway: 2, network: 2, istiod: 3, registration: 4, service: 5, sync: 6, vm: 7}
 
 export interface DoctorCheck {
   step: number
   check: string
-  status: DoctorStatus
-  detail: string
-  fix?: string
-}
-
-/** A bundle-verify check (src/lib/bundle-verify), carried into step 1. */
-export interface BundleCheck {
-  id: string
-  status: DoctorStatus
+  status: CheckStatus
   detail: string
   fix?: string
 }
@@ -118,39 +106,21 @@ export interface Evidence {
   proxy?: {name: string; istiod?: string}
 }
 
-const WE_ANN = {
-  group: 'istio.io/autoRegistrationGroup',
-  controller: 'istio.io/workloadController',
-  connectedAt: 'istio.io/connectedAt',
-  disconnectedAt: 'istio.io/disconnectedAt',
-  healthChecks: 'proxy.istio.io/health-checks-enabled',
-}
-export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
-export const NETWORK_LABEL = 'topology.istio.io/network'
+const NETWORK_LABEL = 'topology.istio.io/network'
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
-const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {})
+/** A non-empty string, else undefined. */
+export const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
 const nameOf = (o: KubeObject | undefined): string => o?.metadata?.name ?? '?'
+const specOf = (o: KubeObject | undefined): Record<string, unknown> => rec(o?.spec)
 
-function specOf(o: KubeObject | undefined): Record<string, unknown> {
-  return rec(o?.spec)
-}
-
-function servicePorts(svc: KubeObject | undefined): {port: number; name?: string; targetPort?: number | string}[] {
-  const ports = specOf(svc).ports
-  return Array.isArray(ports)
-    ? ports.filter(isRecord).map((p) => ({port: Number(p.port), name: str(p.name), targetPort: typeof p.targetPort === 'number' || typeof p.targetPort === 'string' ? p.targetPort : undefined}))
-    : []
-}
-
-/** The gateway's current address as a VM would reach it, as meshvm bundle chooses it (bundle/fetch.ts). */
-export function gatewayAddress(svc: KubeObject | undefined): string | undefined {
-  const a = serviceGatewayAddress(svc as ServiceLike | undefined)
-  return a?.kind === 'ip' ? a.address : a?.kind === 'hostname' ? a.hostname : undefined
+/** A WorkloadGroup's readiness probe, and its httpGet or tcpSocket part (whichever is an object). */
+export function probeOf(group: KubeObject | undefined) {
+  const probe = rec(specOf(group).probe)
+  return {probe, http: isRecord(probe.httpGet) ? probe.httpGet : undefined, tcp: isRecord(probe.tcpSocket) ? probe.tcpSocket : undefined}
 }
 
 /** The labels istiod serves a WorkloadEntry with: spec.labels, as a Service selector sees them. */
-export function entryLabels(entry: KubeObject | undefined): Record<string, string> {
+function entryLabels(entry: KubeObject | undefined): Record<string, string> {
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(rec(specOf(entry).labels))) if (typeof v === 'string') out[k] = v
   return out
@@ -182,7 +152,8 @@ export interface FixCli {
 
 export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const checks: DoctorCheck[] = []
-  const add = (step: number, check: string, status: DoctorStatus, detail: string, fix?: string): void => {
+  const add = (check: string, status: CheckStatus, detail: string, fix?: string): void => {
+    const step = STEP_OF[check.split('.')[0]!]!
     // A fix's trailing comment (`   # …`) may name values read from the cluster or the bundle: a line
     // break there would end the comment and make the rest a command, so its control characters go.
     const at = fix?.indexOf('   # ') ?? -1
@@ -190,13 +161,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     checks.push({step, check, status, detail, ...(safe !== undefined ? {fix: safe} : {})})
   }
   const ns = e.namespace
-  const q = (s: string) => shellQuote(s)
-  const kubeFlags = [...(cli.kubeconfig !== undefined ? [` --kubeconfig ${q(cli.kubeconfig)}`] : []), ...(cli.context !== undefined ? [` --context ${q(cli.context)}`] : [])].join('')
+  const q = shellQuote
+  const kubeFlags = `${cli.kubeconfig !== undefined ? ` --kubeconfig ${q(cli.kubeconfig)}` : ''}${cli.context !== undefined ? ` --context ${q(cli.context)}` : ''}`
   const K = `kubectl${kubeFlags}`
   const M = (id: string) => `${cli.bin ?? 'meshvm'} ${id}${kubeFlags}`
   const external = (line: string): string => (cli.external ? cli.external(line) : line)
   const istioNs = e.istiod.namespace ?? 'istio-system'
-  const istiodDeployment = `istiod${e.istiod.revision && e.istiod.revision !== 'default' ? `-${e.istiod.revision}` : ''}`
   // A fix that runs on the VM goes through --vm-exec as doctor ran it: the template, with the variables
   // doctor gave it (the user's shell has none of them), reading the commands on its standard input.
   const vmAddress = str(specOf(e.entry).address)
@@ -205,6 +175,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       ? `${input} | MESHVM_VM_NAME=${q(nameOf(e.entry))} MESHVM_VM_ADDRESS=${q(vmAddress)} MESHVM_VM_HOSTNAME=${q(vmAddress)} MESHVM_NAMESPACE=${q(ns)} sh -c ${q(e.vmExec)}`
       : undefined
   const vmCommand = (command: string): string => onVm(`printf '%s\\n' ${q(command)}`) ?? `on the VM: ${command}`
+  const restartIstio = vmCommand('sudo systemctl restart istio')
   // A new bundle (the files the VM needs from the cluster as it is now), then some of its files put where
   // the Istio VM install reads them (docs/bundle.md), then the sidecar restarted to read them.
   const group = e.bundle?.group ?? e.groupName
@@ -220,13 +191,15 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     vmMesh && (vmMesh.clusterId === undefined || /^[A-Za-z0-9][-A-Za-z0-9_.]*$/.test(vmMesh.clusterId))
       ? `${vmMesh.dnsCapture ? '' : ' --no-capture-dns'}${vmMesh.clusterId ? ` --cluster-id ${q(vmMesh.clusterId)}` : ''}`
       : undefined
-  const meshKnown = Boolean(e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) || vmMeshFlags !== undefined
+  // With --bundle DIR, the bundle is remade by bundle verify's line, with its own flags.
+  const rerun = e.bundle?.dir && badBundleName === undefined ? e.bundle.rerun : undefined
+  const meshKnown = Boolean(rerun) || vmMeshFlags !== undefined
   const MESH_UNKNOWN =
     "; no fix: a new mesh.yaml made with default flags could change the VM's DNS capture and cluster ID, which doctor could not read from the VM's /etc/istio/config/mesh: run doctor with --bundle DIR (the VM's bundle, made with its flags) for the fix"
   const bundleCommand = (): string => {
-    if (e.bundle?.rerun && e.bundle.dir && badBundleName === undefined) return external(e.bundle.rerun)
-    const revision = e.istiod.revision && e.istiod.revision !== 'default' ? ` -r ${q(e.istiod.revision)}` : ''
-    const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANN.group])
+    if (rerun) return external(rerun)
+    const revision = revisionOrUndefined(e.istiod.revision) ? ` -r ${q(e.istiod.revision!)}` : ''
+    const autoregister = e.bundle ? false : Boolean(annotationsOf(e.entry)[WE_ANNOTATIONS.autoRegistrationGroup])
     const gateway = e.gateway.name === 'istio-eastwestgateway' && e.gateway.namespace === 'istio-system' ? '' : ` --ingress-service ${q(`${e.gateway.name}.${e.gateway.namespace}`)}`
     return `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${revision} -d ${q(bundleDir)}${autoregister ? ' --autoregister' : ''}${gateway}${vmMeshFlags ?? ''}`
   }
@@ -235,18 +208,19 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   // editor wrote, a missing final newline), and `base64 -d` gives the VM the file byte for byte. A file
   // that is missing or empty here stops the fix before anything reaches the VM; a write that fails on
   // the VM stops its shell before the restart.
-  const installOnVm = (files: [file: string, onTheVm: string][], o: {append?: boolean; restart?: boolean} = {}): string => {
-    const restart = o.restart ?? true
-    const sendFiles = files.flatMap(([file, dest]) => [
-      `printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${o.append ? ' -a' : ''} ${dest} >/dev/null || exit 1`)}`,
-      `base64 < ${q(`${bundleDir}/${file}`)}`,
+  // An appended /etc/hosts is read at each lookup: only the Istio install's own files need the restart.
+  const installOnVm = (file: string, onTheVm: string, append = false): string => {
+    const path = q(`${bundleDir}/${file}`)
+    const send = [
+      `printf '%s\\n' ${q(`base64 -d <<\\MESHVM_EOF | sudo tee${append ? ' -a' : ''} ${onTheVm} >/dev/null || exit 1`)}`,
+      `base64 < ${path}`,
       "printf '%s\\n' MESHVM_EOF",
-    ])
-    const present = files.map(([file]) => `test -s ${q(`${bundleDir}/${file}`)}`).join(' && ')
-    const remote = onVm(`{ ${[...sendFiles, ...(restart ? ["printf '%s\\n' 'sudo systemctl restart istio'"] : [])].join('; ')}; }`)
+      ...(append ? [] : ["printf '%s\\n' 'sudo systemctl restart istio'"]),
+    ]
+    const remote = onVm(`{ ${send.join('; ')}; }`)
     return remote
-      ? `${bundleCommand()} && ${present} && ${remote}`
-      : `${bundleCommand()}   # then on the VM: ${files.map(([file, dest]) => `${o.append ? 'append' : 'copy'} ${bundleDir}/${file} to ${dest}`).join(', ')}${restart ? ', and run sudo systemctl restart istio' : ''}`
+      ? `${bundleCommand()} && test -s ${path} && ${remote}`
+      : `${bundleCommand()}   # then on the VM: ${append ? 'append' : 'copy'} ${bundleDir}/${file} to ${onTheVm}${append ? '' : ', and run sudo systemctl restart istio'}`
   }
 
   /**
@@ -254,16 +228,15 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
    * the VM at its port and at the group's ports. A fix only for a cause shown by that evidence.
    */
   const unhealthyCause = (message: string): {detail: string; fix?: string} => {
-    const probeSpec = rec(specOf(e.group).probe)
-    const http = isRecord(probeSpec.httpGet) ? probeSpec.httpGet : undefined
-    const tcp = isRecord(probeSpec.tcpSocket) ? probeSpec.tcpSocket : undefined
+    const {probe: probeSpec, http, tcp} = probeOf(e.group)
     if (!e.group) return {detail: 'cause not proven: the WorkloadGroup could not be read'}
     if (isRecord(probeSpec.exec)) return {detail: 'cause not proven: the probe is an exec command, which meshvm does not run on the VM (run it there by hand)'}
     if (!http && !tcp) return {detail: 'cause not proven: the WorkloadGroup has no httpGet or tcpSocket probe'}
     const kind = http ? 'httpGet' : 'tcpSocket'
     const port = Number((http ?? tcp)!.port)
     const path = http ? (str(http.path) ?? '/') : ''
-    const target = `127.0.0.1:${port}${path}`
+    const listener = `127.0.0.1:${port}`
+    const target = listener + path
     const declared = Object.entries(rec(rec(specOf(e.group).template).ports)).filter((x): x is [string, number] => typeof x[1] === 'number')
     const declaredText = declared.map(([n, v]) => `${n}=${v}`).join(', ') || 'none'
     const app = e.probe?.probe?.app
@@ -278,12 +251,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const probed = /127\.0\.0\.1:(\d+)/.exec(message)?.[1]
     if (probed !== undefined && Number(probed) !== port && atProbe && ok(atProbe)) {
       const detail = `the VM probes port ${probed}, but the group's probe is on ${port}, where the application answers${http ? ` (HTTP ${atProbe.code})` : ''}: the VM runs an older probe (its mesh.yaml predates the group's)`
-      return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])} : {detail: detail + MESH_UNKNOWN}
+      return meshKnown ? {detail: `${detail}; the fix gives it the group's`, fix: installOnVm('mesh.yaml', '/etc/istio/config/mesh')} : {detail: detail + MESH_UNKNOWN}
     }
     if (atProbe && ok(atProbe))
       return {
         detail: `the probe's target ${target} answers now${http ? ` (HTTP ${atProbe.code})` : ''}: the condition is an earlier report; restarting the sidecar probes and reports again`,
-        fix: vmCommand('sudo systemctl restart istio'),
+        fix: restartIstio,
       }
     if (atProbe && http && atProbe.code !== '000')
       return {detail: `the application answers HTTP ${atProbe.code} at ${target}: it reports itself not ready (a cause in the application, which meshvm cannot fix)`}
@@ -294,21 +267,21 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const named = (p: number) => `${declared.find(([, v]) => v === p)?.[0] ?? '?'}=${p}`
     if (answering.length === 0 && others.some((r) => r.exit !== 7))
       return {
-        detail: `cause not proven: nothing listens on ${target.replace(/\/.*$/, '')}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`,
+        detail: `cause not proven: nothing listens on ${listener}, and the group's other ports gave no clear answer (curl exit ${others.map((r) => `${r.port}: ${r.exit}`).join(', ')})`,
       }
     if (answering.length === 0)
       return {
-        detail: `nothing listens on ${target.replace(/\/.*$/, '')} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`,
+        detail: `nothing listens on ${listener} nor answers on the group's other ports (${declaredText}): the application is not running on the VM (start it; meshvm does not know how)`,
       }
     if (answering.length > 1)
       return {
         detail: `nothing listens on the probe's port ${port}; the application answers on several of the group's ports (${answering.map((r) => named(r.port)).join(', ')}): which one the probe should use is not proven`,
       }
     const to = answering[0]!.port
-    const patch = JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}])
+    const patch = `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(JSON.stringify([{op: 'replace', path: `/spec/probe/${kind}/port`, value: to}]))}`
     return {
-      detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} points it there)${MESH_UNKNOWN}`}`,
-      ...(meshKnown ? {fix: `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type=json -p ${q(patch)} && ${installOnVm([['mesh.yaml', '/etc/istio/config/mesh']])}`} : {}),
+      detail: `nothing listens on the probe's port ${port}, and the application accepts connections on the group's port ${named(to)}, the only one of its ports that does: the probe names the wrong port${meshKnown ? ' (the fix points it there, and gives the VM the new probe in mesh.yaml)' : ` (${patch} points it there)${MESH_UNKNOWN}`}`,
+      ...(meshKnown ? {fix: `${patch} && ${installOnVm('mesh.yaml', '/etc/istio/config/mesh')}`} : {}),
     }
   }
 
@@ -343,7 +316,7 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     const efName = (ef: KubeObject) => `${ef.metadata?.namespace ?? ''}/${nameOf(ef)}`
     const named = applying.flatMap((ef) => {
       const words: string[] = []
-      for (const cp of Array.isArray(specOf(ef).configPatches) ? (specOf(ef).configPatches as unknown[]).filter(isRecord) : []) {
+      for (const cp of records(specOf(ef).configPatches)) {
         if (!versionMatches(cp)) continue
         const value = rec(rec(cp.patch).value)
         const typed = rec(value.typed_config ?? value.typedConfig)
@@ -382,10 +355,9 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   }
 
   // 1. The bundle and its token.
-  if (!e.bundle) add(1, 'bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
+  if (!e.bundle) add('bundle', 'skip', 'no bundle given (pass --bundle DIR to check the files copied to the VM)')
   else if (badBundleName !== undefined) {
     add(
-      1,
       'bundle.names',
       'fail',
       `the bundle's cluster.env names ${JSON.stringify(badBundleName)}, which is not a Kubernetes name (ISTIO_META_WORKLOAD_NAME, POD_NAMESPACE): meshvm bundle did not write it so, or it was edited; no fix is built from it`,
@@ -393,65 +365,57 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   } else {
     for (const c of e.bundle.checks) {
       // A rotated root: the new bundle alone does not reach the VM; its root-cert.pem is sent there too.
-      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]) : c.fix !== undefined ? external(c.fix) : undefined
-      add(1, `bundle.${c.id}`, c.status, c.detail, fix)
+      const fix = c.id === 'root-cert' && c.status === 'fail' ? installOnVm('root-cert.pem', '/etc/certs/root-cert.pem') : c.fix !== undefined ? external(c.fix) : undefined
+      add(`bundle.${c.id}`, c.status, c.detail, fix)
     }
   }
 
   // 2. The way to istiod: the east-west gateway, the VM's hosts entry, the network labels.
   const gw = e.gateway
   const gwName = `${gw.namespace}/${gw.name}`
+  // The bundle made again for the gateway as it is now (into --bundle's directory, when given).
+  const rebundle = `${M('bundle')} ${q(group ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}`
   if (!gw.service) {
-    add(
-      2,
-      'gateway',
-      'fail',
-      `east-west gateway Service ${gwName} not found`,
-      `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`,
-    )
+    add('gateway', 'fail', `east-west gateway Service ${gwName} not found`, `${K} get svc -n ${q(gw.namespace)} -l istio=eastwestgateway   # then: ${M('doctor')} … --ingress-service NAME.NAMESPACE`)
   } else {
     // The one classifier precheck and bundle verify use (precheck/gateway.ts).
     const reading = eastWestGatewayKind(gw.service as GatewayServiceLike)
     const verdict = eastWestGatewayVerdict(gwName, reading)
     const ambient = reading.kind === 'ambient'
-    if (verdict.status === 'pass') add(2, 'gateway.kind', 'pass', verdict.message)
+    if (verdict.status === 'pass') add('gateway.kind', 'pass', verdict.message)
     else
       add(
-        2,
         ambient ? 'gateway.kind' : 'gateway.ports',
         'fail',
         verdict.message,
         ambient
           ? gw.classic
-            ? `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''} --ingress-service ${q(gw.classic)}`
+            ? `${rebundle} --ingress-service ${q(gw.classic)}`
             : `${M('bundle')} ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --ingress-service NAME.NAMESPACE   # of a classic east-west gateway: ${verdict.hint}`
           : `${K} edit svc ${q(gw.name)} -n ${q(gw.namespace)}   # ${verdict.hint}`,
       )
     const address = gatewayAddress(gw.service)
-    if (!address) add(2, 'gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `${K} get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
+    if (!address) add('gateway.address', 'fail', `${gwName} has no load-balancer address or external IP yet`, `${K} get svc ${q(gw.name)} -n ${q(gw.namespace)} -w`)
     else if (gw.bundleAddress === undefined)
       add(
-        2,
         'gateway.address',
         e.bundle ? 'warn' : 'pass',
         `${gwName} is at ${address}${e.bundle ? '; the bundle has no hosts entry for istiod (it was made with --no-hosts or for a direct address)' : ''}`,
       )
     else if (gw.bundleAddress !== address) {
       add(
-        2,
         'gateway.address',
         'fail',
         `the bundle's hosts file sends istiod's name to ${gw.bundleAddress}, but ${gwName} is now at ${address} (the gateway moved)`,
-        `${M('bundle')} ${q(e.bundle?.group ?? e.groupName ?? 'GROUP')} -n ${q(ns)}${e.bundle?.dir ? ` -d ${q(e.bundle.dir)}` : ''}   # then copy hosts to the VM's /etc/hosts`,
+        `${rebundle}   # then copy hosts to the VM's /etc/hosts`,
       )
-    } else add(2, 'gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
+    } else add('gateway.address', 'pass', `the bundle's hosts entry points at the gateway's current address ${address}`)
 
     const vmNetwork = e.bundle?.network ?? str(rec(rec(specOf(e.group).template)).network) ?? str(specOf(e.entry).network)
     const gatewayNetwork = labelsOf(gw.service)[NETWORK_LABEL]
     if (vmNetwork) {
       if (!gatewayNetwork)
         add(
-          2,
           'network',
           'fail',
           `the VM is on network ${vmNetwork}, but ${gwName} has no ${NETWORK_LABEL} label: istiod cannot route to it`,
@@ -459,13 +423,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
         )
       else if (!e.gateway.controlPlaneNetwork)
         add(
-          2,
           'network',
           'fail',
           `the VM is on network ${vmNetwork}, but namespace ${gw.namespace} has no ${NETWORK_LABEL} label: istiod does not know the cluster's network`,
           `${K} label namespace ${q(gw.namespace)} ${NETWORK_LABEL}=${q(gatewayNetwork)}`,
         )
-      else add(2, 'network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
+      else add('network', 'pass', `VM network ${vmNetwork}; cluster network ${e.gateway.controlPlaneNetwork} (gateway labelled ${gatewayNetwork})`)
     }
   }
 
@@ -474,34 +437,27 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   const ready = e.istiod.pods.filter((p) => p.ready)
   if (ready.length === 0)
     add(
-      3,
       'istiod.running',
       'fail',
       `no running istiod${rev}${e.istiod.pods.length > 0 ? ` (${e.istiod.pods.length} not ready)` : ''}`,
       `${K} get pods -n ${q(istioNs)} -l app=istiod${e.istiod.revision ? `,istio.io/rev=${q(e.istiod.revision)}` : ''}`,
     )
-  else add(3, 'istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
+  else add('istiod.running', 'pass', `${ready.length} istiod${rev} running: ${ready.map((p) => p.name + (p.version ? ` (${p.version})` : '')).join(', ')}`)
   const env = e.istiod.env
+  const setEnv = (name: string) => `${K} set env ${q(`deployment/${istiodServiceName(e.istiod.revision)}`)} -n ${q(istioNs)} ${name}=true`
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION === 'false') {
     add(
-      3,
       'istiod.autoregistration',
       'fail',
       'istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=false: VMs that connect get no WorkloadEntry',
-      `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION=true`,
+      setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_AUTOREGISTRATION'),
     )
-  } else add(3, 'istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
+  } else add('istiod.autoregistration', 'pass', 'workload entry auto-registration is on')
   if (env.PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS === 'false')
-    add(
-      3,
-      'istiod.healthchecks',
-      'warn',
-      "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored",
-      `${K} set env ${q(`deployment/${istiodDeployment}`)} -n ${q(istioNs)} PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=true`,
-    )
-  const controller = annotationsOf(e.entry)[WE_ANN.controller]
+    add('istiod.healthchecks', 'warn', "istiod runs with PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS=false: the VM's readiness probe is ignored", setEnv('PILOT_ENABLE_WORKLOAD_ENTRY_HEALTHCHECKS'))
+  const controller = annotationsOf(e.entry)[WE_ANNOTATIONS.workloadController]
   if (controller && e.istiod.pods.length > 0 && !e.istiod.pods.some((p) => p.name === controller)) {
-    add(3, 'istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
+    add('istiod.controller', 'warn', `the entry names istiod ${controller} as its controller, which is not running: another istiod takes it over when the VM reconnects`)
   }
 
   // 4. The registration.
@@ -512,35 +468,32 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       ? `istiod${e.proxy.istiod ? ` ${e.proxy.istiod}` : ''} reports the proxy ${e.proxy.name} connected, but registered no entry for it (auto-registration off, or a bundle made without --autoregister)`
       : 'the VM has not registered (its sidecar is not connected, or istiod refused it)'
     add(
-      4,
       'registration',
       'fail',
       `no WorkloadEntry${group} matches ${e.query}: ${why}`,
-      e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`,
+      e.vmExec ? restartIstio : `on the VM: sudo systemctl restart istio   # then: ${M('doctor')} ${q(e.query)} -n ${q(ns)}`,
     )
   } else {
     const ann = annotationsOf(we)
+    const autoGroup = ann[WE_ANNOTATIONS.autoRegistrationGroup]
     const address = str(specOf(we).address)
     add(
-      4,
       'registration',
       'pass',
-      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : ann[WE_ANN.group] ? ` (auto-registered from ${ann[WE_ANN.group]})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
+      `WorkloadEntry ${ns}/${nameOf(we)}${address ? ` at ${address}` : ''}${e.war ? ` (WorkloadAutoRegistration ${nameOf(e.war)})` : autoGroup ? ` (auto-registered from ${autoGroup})` : ''}${e.context ? ` in context ${e.context}` : ''}`,
     )
-    if (ann[WE_ANN.disconnectedAt] && !ann[WE_ANN.connectedAt]) {
-      const since = Date.parse(ann[WE_ANN.disconnectedAt]!)
+    if (ann[WE_ANNOTATIONS.disconnectedAt] && !ann[WE_ANNOTATIONS.connectedAt]) {
+      const since = Date.parse(ann[WE_ANNOTATIONS.disconnectedAt]!)
       add(
-        4,
         'registration.connected',
         'fail',
         `the VM disconnected from istiod${Number.isNaN(since) ? '' : ` ${humanDuration(e.now.getTime() - since)} ago`}; istiod deletes the entry after its grace period`,
-        vmCommand('sudo systemctl restart istio'),
+        restartIstio,
       )
     }
     if (e.duplicates.length > 0) {
       const others = e.duplicates.map((d) => nameOf(d))
       add(
-        4,
         'registration.duplicates',
         'fail',
         `${others.length + 1} WorkloadEntries share address ${address}: ${[nameOf(we), ...others].join(', ')} (istiod sends traffic to each)`,
@@ -549,62 +502,48 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     }
     if (e.staleBecause) {
       add(
-        4,
         'registration.stale',
         'fail',
         `the entry is stale against its WorkloadGroup: ${e.staleBecause}`,
-        `${M('war rollout')} ${q(e.groupName ?? ann[WE_ANN.group] ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
+        `${M('war rollout')} ${q(e.groupName ?? autoGroup ?? 'GROUP')} -n ${q(ns)}${e.vmExec ? ` --restart-command ${q(`printf '%s\\n' 'sudo systemctl restart istio' | sh -c ${q(e.vmExec)}`)}` : ''}`,
       )
     }
     const healthy = conditionOf(we, 'Healthy')
     const probe = isRecord(specOf(e.group).probe)
     if (healthy && conditionStatus(healthy) === 'False') {
       const why = unhealthyCause(healthy.message ?? '')
-      add(4, 'registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
-    } else if (healthy) add(4, 'registration.healthy', 'pass', 'Healthy=True')
-    else if (probe && ann[WE_ANN.healthChecks] === 'true')
-      add(4, 'registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
-    // Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
-    const waypoint = conditionOf(we, 'istio.io/WaypointBound') ?? conditionOf(we, 'WaypointBound')
+      add('registration.healthy', 'fail', `Healthy=False${healthy.message ? `: ${healthy.message}` : ''} (the VM's readiness probe fails, so istiod sends it no traffic); ${why.detail}`, why.fix)
+    } else if (healthy) add('registration.healthy', 'pass', 'Healthy=True')
+    else if (probe && ann['proxy.istio.io/health-checks-enabled'] === 'true')
+      add('registration.healthy', 'warn', 'health checks are on but istiod has no probe result yet: the entry counts as unhealthy until the first report')
+    const waypoint = waypointBoundOf(we)
     if (waypoint && conditionStatus(waypoint) === 'False') {
       add(
-        4,
         'registration.waypoint',
         'fail',
         `istio.io/WaypointBound=False${waypoint.message ? `: ${waypoint.message}` : ''}`,
         `${K} get gateways.gateway.networking.k8s.io -n ${q(ns)}   # the waypoint the entry uses (istio.io/use-waypoint) must exist and be programmed`,
       )
     }
-    if (
-      we &&
-      ann[WE_ANN.group] &&
-      labelsOf(we)[TUNNEL_LABEL] === undefined &&
-      e.sync?.proxyVersion &&
-      /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.proxyVersion) &&
-      /^1\.(3[1-9]|[4-9]\d)/.test(e.sync.istiodVersion ?? '')
-    ) {
+    // istiod labels the entries of HBONE-capable proxies from Istio 1.31 on.
+    const labelsTunnel = (version: string | undefined) => /^1\.(3[1-9]|[4-9]\d)/.test(version ?? '')
+    if (autoGroup && labelsOf(we)[TUNNEL_LABEL] === undefined && labelsTunnel(e.sync?.proxyVersion) && labelsTunnel(e.sync?.istiodVersion)) {
       add(
-        4,
         'registration.tunnel',
         'warn',
         `the entry has no ${TUNNEL_LABEL} label: ambient workloads reach this VM over plaintext until it re-registers`,
-        `${M('war rollout')} ${q(ann[WE_ANN.group]!)} -n ${q(ns)} --missing-tunnel-label`,
+        `${M('war rollout')} ${q(autoGroup)} -n ${q(ns)} --missing-tunnel-label`,
       )
     }
     for (const ev of e.events.slice(0, 3))
-      add(4, 'registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
+      add('registration.event', 'warn', `event ${ev.reason ?? ''}${ev.count && ev.count > 1 ? ` (x${ev.count})` : ''}: ${ev.message ?? ''}`.replace(/\s+/g, ' ').trim())
   }
 
   // 5. The Service or ServiceEntry that selects it.
   if (we) {
     const labels = entryLabels(we)
-    const selecting = [
-      ...e.services.filter((s) => mapSelectorSelects(rec(specOf(s).selector), labels)).map((s) => ({kind: 'Service', obj: s})),
-      ...e.serviceEntries.filter((s) => mapSelectorSelects(rec(rec(specOf(s).workloadSelector).labels), labels)).map((s) => ({kind: 'ServiceEntry', obj: s})),
-    ]
-    const labelText = Object.entries(labels)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',')
+    const selecting = servicesSelecting(e.services, e.serviceEntries, labels)
+    const text = labelText(labels)
     if (selecting.length === 0) {
       // The Service `meshvm onboard` makes for the group, applied with meshvm's field manager: a later
       // `meshvm onboard --apply` takes it over (a `kubectl create service` would own its selector and
@@ -613,52 +552,43 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
       const fix =
         service && mapSelectorSelects(rec(specOf(service).selector), labels)
           ? `printf '%s\\n' ${q(JSON.stringify(service))} | ${K} apply --server-side --field-manager=${FIELD_MANAGER} -f -`
-          : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${labelText || "the entry's labels"}`
-      add(5, 'service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${labelText ? ` (${labelText})` : ' (it has none)'}: nothing routes to the VM`, fix)
+          : `${K} apply -n ${q(ns)} -f SERVICE.yaml   # a Service whose selector is ${text || "the entry's labels"}`
+      add('service', 'fail', `no Service or ServiceEntry in ${ns} selects the entry's labels${text ? ` (${text})` : ' (it has none)'}: nothing routes to the VM`, fix)
     } else {
-      add(5, 'service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
+      add('service', 'pass', `selected by ${selecting.map((s) => `${s.kind} ${nameOf(s.obj)}`).join(', ')}`)
       const wePorts = rec(specOf(we).ports)
       const groupPorts = rec(rec(specOf(e.group).template).ports)
       const named = {...groupPorts, ...wePorts}
       for (const s of selecting.filter((x) => x.kind === 'Service')) {
-        for (const p of servicePorts(s.obj)) {
+        for (const p of records(specOf(s.obj).ports)) {
           if (typeof p.targetPort === 'string' && !(p.targetPort in named)) {
             add(
-              5,
               'service.ports',
               'fail',
-              `Service ${nameOf(s.obj)} port ${p.port} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`,
-              `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: p.port}}}}))}`,
+              `Service ${nameOf(s.obj)} port ${Number(p.port)} targets the port named ${p.targetPort}, which the WorkloadGroup does not define (its ports: ${Object.keys(named).join(', ') || 'none'})`,
+              `${K} patch workloadgroup ${q(e.groupName ?? 'GROUP')} -n ${q(ns)} --type merge -p ${q(JSON.stringify({spec: {template: {ports: {[p.targetPort]: Number(p.port)}}}}))}`,
             )
           }
         }
       }
     }
-  } else add(5, 'service', 'skip', 'no WorkloadEntry to check')
+  } else add('service', 'skip', 'no WorkloadEntry to check')
 
   // 6. Sync state, as istiod reports it.
   const sync = e.sync
-  if (!sync) add(6, 'sync', 'skip', 'no proxy to look for')
-  else if (sync.unreadable) add(6, 'sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
-  else if (!sync.connected)
-    add(
-      6,
-      'sync',
-      'fail',
-      `no istiod reports the VM's proxy (NOT CONNECTED)`,
-      e.vmExec ? vmCommand('sudo systemctl restart istio') : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`,
-    )
+  if (!sync) add('sync', 'skip', 'no proxy to look for')
+  else if (sync.unreadable) add('sync', 'warn', `cannot read istiod's sync state: ${sync.unreadable}`)
+  else if (!sync.connected) add('sync', 'fail', `no istiod reports the VM's proxy (NOT CONNECTED)`, e.vmExec ? restartIstio : `on the VM: sudo systemctl status istio; sudo journalctl -u istio -n 50`)
   else {
     const errors = sync.types.filter((t) => t.state === 'ERROR')
     const stale = sync.types.filter((t) => t.state === 'STALE')
     if (errors.length > 0) {
       const cause = nackCause(errors.map((t) => t.error ?? '').join('\n'))
-      add(6, 'sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
-    } else if (stale.length > 0) add(6, 'sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
-    else add(6, 'sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
+      add('sync', 'fail', `the VM's Envoy rejected (NACK) ${errors.map((t) => `${t.type}${t.error ? `: ${t.error}` : ''}`).join('; ')}; ${cause.detail}`, cause.fix)
+    } else if (stale.length > 0) add('sync', 'warn', `${stale.map((t) => t.type).join(', ')} STALE: istiod sent configuration the VM has not acknowledged yet`)
+    else add('sync', 'pass', `SYNCED with ${sync.istiod ?? 'istiod'}`)
     if (sync.versionSkew)
       add(
-        6,
         'sync.version',
         'warn',
         `proxy ${sync.proxyVersion ?? '?'} and istiod ${sync.istiodVersion ?? '?'} differ in minor version by more than Istio supports for long`,
@@ -667,54 +597,51 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
   }
 
   // 7. On the VM (--vm-exec).
-  if (!e.probe) add(7, 'vm', 'skip', `not checked (pass --vm-exec 'ssh "$MESHVM_VM_ADDRESS"' to check the VM itself)`)
-  else if (e.probe.error) add(7, 'vm', 'fail', `--vm-exec failed: ${e.probe.error}`, "run the command by hand with MESHVM_VM_ADDRESS set to the VM's address")
+  if (!e.probe) add('vm', 'skip', `not checked (pass --vm-exec 'ssh "$MESHVM_VM_ADDRESS"' to check the VM itself)`)
+  else if (e.probe.error) add('vm', 'fail', `--vm-exec failed: ${e.probe.error}`, "run the command by hand with MESHVM_VM_ADDRESS set to the VM's address")
   else {
     const p = e.probe.probe!
-    if (p.ready === '200') add(7, 'vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
+    if (p.ready === '200') add('vm.ready', 'pass', 'pilot-agent is ready (15021/healthz/ready: 200)')
     else
       add(
-        7,
         'vm.ready',
         'fail',
         p.ready === undefined || p.ready === 'unreachable' ? 'pilot-agent does not answer on 15021: the sidecar is not running' : `pilot-agent is not ready (15021/healthz/ready: ${p.ready})`,
-        vmCommand('sudo systemctl restart istio'),
+        restartIstio,
       )
     if (p.cert) {
       // Envoy's days_until_expiration is whole days (0 for the 24-hour certificates Istio issues by
       // default): the expiration time decides, the day count only when there is none.
       const until = p.cert.expires ? Date.parse(p.cert.expires) : Number.NaN
       const expired = Number.isNaN(until) ? p.cert.daysLeft !== undefined && p.cert.daysLeft < 0 : until <= e.now.getTime()
-      if (expired) add(7, 'vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, vmCommand('sudo systemctl restart istio'))
-      else add(7, 'vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
-    } else if (p.ready === '200') add(7, 'vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
+      if (expired) add('vm.cert', 'fail', `Envoy's workload certificate has expired${p.cert.expires ? ` (${p.cert.expires})` : ''}`, restartIstio)
+      else add('vm.cert', 'pass', `workload certificate valid${p.cert.expires ? ` until ${p.cert.expires}` : ''}`)
+    } else if (p.ready === '200') add('vm.cert', 'warn', "Envoy's admin /certs gave no workload certificate")
     if (e.meshRootSerials.length > 0 && p.rootSerials.length > 0) {
       // Every root istio-ca-root-cert publishes: during a rotation it holds the new root beside the old
       // one, and a VM that lacks the new one is cut off when istiod switches to it.
       const missing = e.meshRootSerials.filter((s) => !p.rootSerials.includes(s))
-      if (missing.length === 0) add(7, 'vm.root', 'pass', `the VM's Envoy trusts the current mesh root${e.meshRootSerials.length > 1 ? 's' : ''}`)
+      if (missing.length === 0) add('vm.root', 'pass', `the VM's Envoy trusts the current mesh root${e.meshRootSerials.length > 1 ? 's' : ''}`)
       else {
         const which =
           e.meshRootSerials.length > 1
             ? `the mesh root${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of istio-ca-root-cert (which holds ${e.meshRootSerials.join(', ')})`
             : `the mesh root in istio-ca-root-cert (serial ${missing[0]})`
-        add(7, 'vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm([['root-cert.pem', '/etc/certs/root-cert.pem']]))
+        add('vm.root', 'fail', `the VM's Envoy does not trust ${which}; it trusts ${p.rootSerials.join(', ')}`, installOnVm('root-cert.pem', '/etc/certs/root-cert.pem'))
       }
     }
-    if (p.interceptionRules === 0)
-      add(7, 'vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', vmCommand('sudo systemctl restart istio'))
-    if (p.dns !== undefined && p.dns === '') add(7, 'vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm([['hosts', '/etc/hosts']], {append: true, restart: false}))
+    if (p.interceptionRules === 0) add('vm.interception', 'warn', 'no Istio interception rules (iptables/nftables) found: outbound traffic bypasses the sidecar', restartIstio)
+    if (p.dns === '') add('vm.dns', 'fail', "istiod's host name does not resolve on the VM", installOnVm('hosts', '/etc/hosts', true))
     // pilot-agent's own TCP connection to istiod (Envoy's xds-grpc cluster is pilot-agent's unix socket,
     // which stays up whether or not pilot-agent reaches istiod).
     if (p.istiod) {
-      if (p.istiod.peers.length > 0) add(7, 'vm.xds', 'pass', `pilot-agent is connected to istiod at ${p.istiod.peers.join(', ')}`)
-      else add(7, 'vm.xds', 'fail', `pilot-agent has no connection to istiod: no established TCP connection to port ${p.istiod.port} on the VM`, vmCommand('sudo journalctl -u istio -n 50'))
+      if (p.istiod.peers.length > 0) add('vm.xds', 'pass', `pilot-agent is connected to istiod at ${p.istiod.peers.join(', ')}`)
+      else add('vm.xds', 'fail', `pilot-agent has no connection to istiod: no established TCP connection to port ${p.istiod.port} on the VM`, vmCommand('sudo journalctl -u istio -n 50'))
     }
   }
 
   const firstFail = checks.find((c) => c.status === 'fail')
   const result = firstFail ? 'fail' : checks.some((c) => c.status === 'warn') ? 'warn' : 'pass'
-  const title = (n: number) => DOCTOR_STEPS.find((s) => s.step === n)?.title ?? ''
   return {
     query: e.query,
     namespace: e.namespace,
@@ -722,12 +649,12 @@ export function diagnose(e: Evidence, cli: FixCli = {}): DoctorReport {
     ...(we ? {workloadEntry: nameOf(we)} : {}),
     result,
     checks,
-    ...(firstFail ? {summary: `step ${firstFail.step} (${title(firstFail.step)}): ${firstFail.detail}${firstFail.fix ? `; fix: ${firstFail.fix}` : ''}`} : {}),
+    ...(firstFail ? {summary: `step ${firstFail.step} (${STEP_TITLES[firstFail.step - 1]}): ${firstFail.detail}${firstFail.fix ? `; fix: ${firstFail.fix}` : ''}`} : {}),
   }
 }
 
 /** The Service `meshvm onboard` generates for a WorkloadGroup (as `onboard -f` derives it); undefined when the group does not make one. */
-export function onboardService(group: KubeObject | undefined, name: string | undefined, namespace: string): KubeObject | undefined {
+function onboardService(group: KubeObject | undefined, name: string | undefined, namespace: string): KubeObject | undefined {
   if (!group || !name) return undefined
   try {
     const wg = {metadata: {name, namespace}, spec: specOf(group)} as unknown as WorkloadGroupLike

@@ -4,17 +4,18 @@
  * why), never a crash half-way through the chain.
  */
 import {isIP} from 'node:net'
-import {ExitCode, MeshvmError} from '../errors.js'
+import {MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {annotationsOf, labelsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndefined} from '../istiod/revision.js'
 import {parseIstiodAddress, type OfflineResult} from '../bundle-verify/offline.js'
 import {versionFromImage} from '../proxy-status/fetch.js'
-import {staleDifference} from '../war/model.js'
-import {entryStaleAgainstGroup, gatewayAddress, type Evidence, type SyncEvidence} from './diagnose.js'
-import {eastWestGatewayKind, type GatewayServiceLike} from '../precheck/gateway.js'
-import {parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
+import {staleDifference, type EventLike} from '../war/model.js'
+import {entryStaleAgainstGroup, probeOf, str, type Evidence, type SyncEvidence} from './diagnose.js'
+import {eastWestGatewayKind, gatewayAddress, ingressServiceRef, type GatewayServiceLike} from '../precheck/gateway.js'
+import {istiodPods, podReady, rec} from '../precheck/checks.js'
+import {isPort, parseProbe, pemSerials, probeScript, runVmExec, safeProbePath, type AppTarget} from './probe.js'
 import type {ProxyStatusRow} from '../proxy-status/model.js'
 
 export interface Target {
@@ -26,8 +27,6 @@ export interface Target {
 
 export interface GatherOptions {
   namespace: string
-  /** -n was given (a HOSTNAME.NAMESPACE query is then read as a plain name first). */
-  namespaceExplicit: boolean
   istioNamespace: string
   revision?: string
   ingressService: string
@@ -35,28 +34,23 @@ export interface GatherOptions {
   timeoutMs: number
   now: Date
   context?: string
-  /** The proxy rows of the namespace (proxy-status's snapshot), or why they could not be read. */
+  /** The proxy rows of the namespace (proxy-status's snapshot, read once), or why they could not be read. */
   rows: () => Promise<{rows: ProxyStatusRow[]; registrationOf: (row: ProxyStatusRow) => {name: string} | undefined} | {error: string}>
 }
 
-interface EventObject extends KubeObject {
-  type?: string
-  reason?: string
-  message?: string
-  count?: number
-  lastTimestamp?: string
-  eventTime?: string
-  involvedObject?: {kind?: string; name?: string}
-}
+type EventObject = KubeObject & EventLike
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined)
+/** A pod's first container (istiod's discovery container). */
+const containerOf = (pod: KubeObject | undefined) => (pod?.spec as {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]} | undefined)?.containers?.[0]
+
+const addressOf = (entry: KubeObject | undefined) => str((entry?.spec as {address?: unknown} | undefined)?.address)
 
 async function listIn(client: KubeClient, res: (typeof Resources)[keyof typeof Resources], namespace: string, query?: Record<string, string>): Promise<KubeObject[]> {
   return client.list<KubeObject>(resourcePath(res, {namespace}), query)
 }
 
 /** Hosts-file lines `ADDRESS NAME…`: the address given for `host`. */
-export function hostsAddress(hosts: string | undefined, host: string | undefined): string | undefined {
+function hostsAddress(hosts: string | undefined, host: string | undefined): string | undefined {
   if (!hosts || !host) return undefined
   for (const line of hosts.split('\n')) {
     const words = line.replace(/#.*/, '').trim().split(/\s+/)
@@ -65,24 +59,28 @@ export function hostsAddress(hosts: string | undefined, host: string | undefined
   return undefined
 }
 
+/** Whether a WorkloadEntry belongs to a WorkloadGroup: auto-registered from it, or owned by it. */
+export const inGroup = (entry: KubeObject, group: string): boolean => annotationsOf(entry)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(entry, 'WorkloadGroup')?.name === group
+
 /** The WorkloadEntry the query names: by name, by its WAR's name, by address, or the one entry of the bundle's group. */
 function findEntry(entries: KubeObject[], wars: KubeObject[], query: string | undefined, group: string | undefined): {entry?: KubeObject; war?: KubeObject; ambiguous?: string[]} {
-  const byName = (n: string) => entries.find((e) => e.metadata?.name === n)
+  const named = (list: KubeObject[], n: string | undefined) => list.find((x) => x.metadata?.name === n)
+  const withWar = (entry: KubeObject | undefined) => ({entry, war: named(wars, ownerOfKind(entry, 'WorkloadAutoRegistration')?.name)})
   if (query !== undefined) {
     if (isIP(query) !== 0) {
-      const at = entries.filter((e) => str((e.spec as {address?: unknown} | undefined)?.address) === query)
+      const at = entries.filter((e) => addressOf(e) === query)
       return at.length > 1 ? {entry: at[0], ambiguous: at.map((e) => e.metadata?.name ?? '?')} : {entry: at[0]}
     }
-    const war = wars.find((w) => w.metadata?.name === query)
+    const war = named(wars, query)
     if (war) return {war, entry: entries.find((e) => ownerOfKind(e, 'WorkloadAutoRegistration')?.name === query)}
-    const entry = byName(query)
-    if (entry) return {entry, war: wars.find((w) => w.metadata?.name === ownerOfKind(entry, 'WorkloadAutoRegistration')?.name)}
+    const entry = named(entries, query)
+    if (entry) return withWar(entry)
     // A WorkloadGroup's name: its one VM.
     group = query
   }
   if (group !== undefined) {
-    const of = entries.filter((e) => annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
-    if (of.length === 1) return {entry: of[0], war: wars.find((w) => w.metadata?.name === ownerOfKind(of[0], 'WorkloadAutoRegistration')?.name)}
+    const of = entries.filter((e) => inGroup(e, group!))
+    if (of.length === 1) return withWar(of[0])
     if (of.length > 1) return {ambiguous: of.map((e) => e.metadata?.name ?? '?')}
   }
   return {}
@@ -92,8 +90,6 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   const bundle = target.bundle
   const namespace = bundle?.env.POD_NAMESPACE ?? o.namespace
   let query = target.query
-  let rowsPromise: ReturnType<GatherOptions['rows']> | undefined
-  const rows = () => (rowsPromise ??= o.rows())
 
   const [entries, wars, services, serviceEntries] = await Promise.all([
     listIn(client, Resources.workloadEntries, namespace),
@@ -108,16 +104,17 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   let found = findEntry(entries, wars, query, bundle?.env.ISTIO_META_WORKLOAD_NAME)
   let proxyRow: ProxyStatusRow | undefined
   if (!found.entry && !found.war && query !== undefined && (isIP(query) !== 0 || query.includes('.'))) {
-    const r = await rows()
+    const r = await o.rows()
     if (!('error' in r)) {
       // By address: the proxy whose node metadata (istiod's /debug/adsz) reports it in INSTANCE_IPS, which
       // is the only place an unregistered VM's address shows (its proxy ID is HOSTNAME.NAMESPACE).
       const asked = query
       const byAddress = isIP(asked) !== 0
-      let row = r.rows.find((x) => x.type !== 'istiod' && (x.name === asked || (byAddress && x.address === asked)))
+      const proxies = r.rows.filter((x) => x.type !== 'istiod')
+      let row = proxies.find((x) => x.name === asked || (byAddress && x.address === asked))
       if (!row && byAddress) {
         const id = await proxyAtAddress(client, o, asked, namespace)
-        row = id === undefined ? undefined : r.rows.find((x) => x.type !== 'istiod' && x.name === id)
+        row = proxies.find((x) => x.name === id)
       }
       const reg = row ? r.registrationOf(row) : undefined
       if (reg) found = findEntry(entries, wars, reg.name, undefined)
@@ -139,29 +136,19 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   // The revision: the one the bundle names (istiod-REV), else --revision, else the default tag.
   const bundleRevision = bundle?.discoveryAddress ? parseIstiodAddress(bundle.discoveryAddress)?.revision : undefined
   const revision = bundleRevision ?? revisionOrUndefined((await resolveRevision(client, o.revision)).revision)
-  const istiodPods = await client.list<
-    KubeObject & {status?: {phase?: string; conditions?: {type?: string; status?: string}[]}; spec?: {containers?: {image?: string; env?: {name?: string; value?: string}[]}[]}}
-  >(resourcePath(Resources.pods, {namespace: o.istioNamespace}), {labelSelector: revision ? `app=istiod,istio.io/rev=${revision}` : 'app=istiod'})
-  const ofRevision = revision ? istiodPods : istiodPods.filter((p) => (labelsOf(p)['istio.io/rev'] ?? 'default') === 'default')
-  const pods = ofRevision.map((p) => ({
-    name: p.metadata?.name ?? '?',
-    ready: p.status?.phase === 'Running' && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-    version: versionFromImage(p.spec?.containers?.[0]?.image),
-  }))
+  const {ofRevision} = await istiodPods(client, o.istioNamespace, revision)
+  const pods = ofRevision.map((p) => ({name: p.metadata?.name ?? '?', ready: podReady(p), version: versionFromImage(containerOf(p)?.image)}))
   // The Deployment's environment: what the next istiod pod runs with (the pod's, when there is none).
-  const env: Record<string, string> = {}
-  const deploymentEnv = await istiodDeploymentEnv(client, o.istioNamespace, revision)
-  if (deploymentEnv) for (const [k, v] of deploymentEnv) env[k] = v
-  else for (const v of ofRevision[0]?.spec?.containers?.[0]?.env ?? []) if (v.name && typeof v.value === 'string') env[v.name] = v.value
+  const podEnv = (containerOf(ofRevision[0])?.env ?? []).flatMap((v) => (v.name && typeof v.value === 'string' ? [[v.name, v.value] as const] : []))
+  const env: Record<string, string> = Object.fromEntries((await istiodDeploymentEnv(client, o.istioNamespace, revision)) ?? podEnv)
 
   // The way in: the east-west gateway and the networks.
-  const parts = o.ingressService.split('.')
-  let [gwName, gwNamespace] = parts.length === 2 ? [parts[0]!, parts[1]!] : [o.ingressService, o.istioNamespace]
+  let [gwName, gwNamespace] = ingressServiceRef(o.ingressService, o.istioNamespace)
   let [gatewayService, istioNs] = await Promise.all([
     client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: gwNamespace, name: gwName})),
     client.getOptional<KubeObject>(resourcePath(Resources.namespaces, {name: o.istioNamespace})),
   ])
-  const istiodHost = bundle?.discoveryAddress?.replace(/:\d+$/, '') ?? (bundle?.env.CA_ADDR ?? '').replace(/:\d+$/, '') ?? undefined
+  const istiodHost = bundle?.discoveryAddress?.replace(/:\d+$/, '') ?? (bundle?.env.CA_ADDR ?? '').replace(/:\d+$/, '')
   // With a bundle, the gateway that matters is the one its hosts file points at (it may have been made
   // with another --ingress-service); and a classic gateway, when there is one, is the fix for an ambient one.
   const bundleAddress = bundle ? hostsAddress(bundle.hosts, istiodHost) : undefined
@@ -176,19 +163,16 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
 
   // The registration's neighbours: entries at the same address, events about it.
   // A proxy with no entry, asked about by its address: that is where --vm-exec reaches it.
-  const address = str((entry?.spec as {address?: unknown} | undefined)?.address) ?? (proxyRow && query !== undefined && isIP(query) !== 0 ? query : undefined)
-  const duplicates = entry && address ? entries.filter((e) => e !== entry && str((e.spec as {address?: unknown} | undefined)?.address) === address) : []
+  const address = addressOf(entry) ?? (proxyRow && query !== undefined && isIP(query) !== 0 ? query : undefined)
+  const duplicates = entry && address ? entries.filter((e) => e !== entry && addressOf(e) === address) : []
   let events: Evidence['events'] = []
   if (entry?.metadata?.name) {
     const list = await client.list<EventObject>(resourcePath(Resources.events, {namespace}), {fieldSelector: `involvedObject.name=${entry.metadata.name}`}).catch(() => [] as EventObject[])
+    // Newest first (RFC 3339 times sort as text).
+    const time = (ev: EventObject) => String(ev.lastTimestamp ?? ev.eventTime ?? '')
     events = list
       .filter((ev) => ev.type === 'Warning')
-      .sort((a, b) => {
-        // Newest first (RFC 3339 times sort as text).
-        const ta = String(a.lastTimestamp ?? a.eventTime ?? '')
-        const tb = String(b.lastTimestamp ?? b.eventTime ?? '')
-        return ta < tb ? 1 : ta > tb ? -1 : 0
-      })
+      .sort((a, b) => (time(a) < time(b) ? 1 : time(a) > time(b) ? -1 : 0))
       .map((ev) => ({reason: ev.reason, message: ev.message, count: ev.count, lastTimestamp: ev.lastTimestamp}))
   }
   let staleBecause: string | undefined
@@ -198,30 +182,29 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
   // Sync state, from istiod's syncz (through proxy-status's run).
   let sync: SyncEvidence | undefined
   if (entry || proxyRow) {
-    const r = await rows()
+    const r = await o.rows()
     if ('error' in r) sync = {connected: false, types: [], unreadable: r.error}
     else {
       const row = proxyRow ?? r.rows.find((x) => x.type !== 'istiod' && (r.registrationOf(x)?.name === entry?.metadata?.name || r.registrationOf(x)?.name === found.war?.metadata?.name))
-      if (!row?.connected) sync = {connected: false, types: []}
-      else {
-        sync = {
-          connected: true,
-          istiod: row.istiod,
-          proxyVersion: row.version,
-          istiodVersion: row.istiodRef?.version,
-          versionSkew: row.versionSkew,
-          types: Object.entries(row.xds)
-            .filter(([, t]) => t.subscribed)
-            .map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
-        }
-      }
+      sync = row?.connected
+        ? {
+            connected: true,
+            istiod: row.istiod,
+            proxyVersion: row.version,
+            istiodVersion: row.istiodRef?.version,
+            versionSkew: row.versionSkew,
+            types: Object.entries(row.xds)
+              .filter(([, t]) => t.subscribed)
+              .map(([type, t]) => ({type, state: t.state, ...(t.error ? {error: t.error} : {})})),
+          }
+        : {connected: false, types: []}
     }
   }
 
   // The EnvoyFilters that may apply to it (the root namespace's and its own), for a NACK's cause.
   let envoyFilters: KubeObject[] | string | undefined
   if (sync?.types.some((t) => t.state === 'ERROR')) {
-    envoyFilters = await Promise.all([o.istioNamespace, ...(namespace === o.istioNamespace ? [] : [namespace])].map((n) => listIn(client, Resources.envoyFilters, n)))
+    envoyFilters = await Promise.all([...new Set([o.istioNamespace, namespace])].map((n) => listIn(client, Resources.envoyFilters, n)))
       .then((lists) => lists.flat())
       // No EnvoyFilter CRD, or not allowed to list them: the check says so.
       .catch((err: unknown) => `cannot list EnvoyFilters: ${(err as Error).message.split('\n')[0]}`)
@@ -249,31 +232,28 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     }
   }
 
+  // Evidence is read by diagnose only: a field left undefined is the same as one left out.
   return {
     now: o.now,
     namespace,
     query,
-    ...(o.context ? {context: o.context} : {}),
-    ...(bundle
-      ? {
-          bundle: {
-            checks: [],
-            ...(bundle.source && 'dir' in bundle.source ? {dir: bundle.source.dir} : {}),
-            network: str(bundle.env.ISTIO_META_NETWORK),
-            group: bundle.env.ISTIO_META_WORKLOAD_NAME,
-            ...(bundle.rerun ? {rerun: bundle.rerun} : {}),
-          },
-        }
-      : {}),
+    context: o.context,
+    bundle: bundle && {
+      checks: [],
+      dir: bundle.source && 'dir' in bundle.source ? bundle.source.dir : undefined,
+      network: str(bundle.env.ISTIO_META_NETWORK),
+      group: bundle.env.ISTIO_META_WORKLOAD_NAME,
+      rerun: bundle.rerun,
+    },
     gateway: {
       name: gwName,
       namespace: gwNamespace,
       service: gatewayService,
       bundleAddress,
-      ...(classic?.metadata?.name ? {classic: `${classic.metadata.name}.${o.istioNamespace}`} : {}),
+      classic: classic?.metadata?.name ? `${classic.metadata.name}.${o.istioNamespace}` : undefined,
       controlPlaneNetwork: labelsOf(istioNs)['topology.istio.io/network'],
     },
-    istiod: {pods, ...(revision ? {revision} : {}), namespace: o.istioNamespace, env},
+    istiod: {pods, revision, namespace: o.istioNamespace, env},
     group,
     groupName,
     entry,
@@ -286,10 +266,10 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
     sync,
     probe,
     meshRootSerials,
-    ...(envoyFilters !== undefined ? {envoyFilters} : {}),
+    envoyFilters,
     vmExec: o.vmExec,
-    ...(proxyRow ? {proxy: {name: proxyRow.name, ...(proxyRow.istiod ? {istiod: proxyRow.istiod} : {})}} : {}),
-    ...(found.ambiguous ? {ambiguous: found.ambiguous} : {}),
+    proxy: proxyRow && {name: proxyRow.name, istiod: proxyRow.istiod},
+    ambiguous: found.ambiguous,
   }
 }
 
@@ -298,21 +278,17 @@ export async function gatherEvidence(client: KubeClient, target: Target, o: Gath
  * on the VM's loopback, as pilot-agent probes it) and the group's ports, the probe's port first.
  * Undefined for an exec or gRPC probe, a probe to another host, HTTPS, or a path that is not plain URL text.
  */
-export function appTarget(group: KubeObject | undefined): AppTarget | undefined {
-  const spec = (group?.spec ?? {}) as {
-    probe?: {httpGet?: {port?: unknown; path?: unknown; host?: unknown; scheme?: unknown}; tcpSocket?: {port?: unknown; host?: unknown}}
-    template?: {ports?: Record<string, unknown>}
-  }
-  const probe = spec.probe
-  const http = probe?.httpGet
-  const tcp = probe?.tcpSocket
-  const port = Number(http ? http.port : tcp?.port)
-  if ((!http && !tcp) || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined
-  if ((http?.host ?? tcp?.host) !== undefined && !['127.0.0.1', 'localhost'].includes(String(http?.host ?? tcp?.host))) return undefined
-  if (http && http.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
-  const path = http ? (typeof http.path === 'string' && http.path !== '' ? http.path : '/') : undefined
+function appTarget(group: KubeObject | undefined): AppTarget | undefined {
+  const {http, tcp} = probeOf(group)
+  // Neither: no port, and so no target.
+  const port = Number((http ?? tcp)?.port)
+  if (!isPort(port)) return undefined
+  const host = http?.host ?? tcp?.host
+  if (host !== undefined && !['127.0.0.1', 'localhost'].includes(String(host))) return undefined
+  if (http?.scheme !== undefined && String(http.scheme).toUpperCase() !== 'HTTP') return undefined
+  const path = http ? (str(http.path) ?? '/') : undefined
   if (path !== undefined && !safeProbePath(path)) return undefined
-  const declared = Object.values(spec.template?.ports ?? {}).filter((v): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0 && v < 65536)
+  const declared = Object.values(rec(rec(rec(group?.spec).template).ports)).filter(isPort)
   return {kind: http ? 'http' : 'tcp', ...(path ? {path} : {}), ports: [...new Set([port, ...declared])]}
 }
 
@@ -327,19 +303,17 @@ async function proxyAtAddress(client: KubeClient, o: GatherOptions, address: str
     import('../proxy-status/collect.js'),
     import('../proxy-status/vms.js'),
   ])
-  const istiods = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision}).catch((err: unknown) => {
+  // An istiod that cannot be found or read names no proxy (the query is then not found).
+  const unread = (err: unknown) => {
     if (err instanceof MeshvmError) return undefined
     throw err
-  })
+  }
+  const istiods = await findIstiods(client, {istioNamespace: o.istioNamespace, revision: o.revision}).catch(unread)
   if (!istiods) return undefined
   const pool = new IstiodPool(client, o.istioNamespace)
   try {
-    // proxy-status's reader of the istiods' adsz: an istiod that cannot be read names no proxy (the
-    // query is then not found, as before).
-    const nodes = await readNodes(pool, istiods.selected, o.timeoutMs).catch((err: unknown) => {
-      if (err instanceof MeshvmError) return undefined
-      throw err
-    })
+    // proxy-status's reader of the istiods' adsz.
+    const nodes = await readNodes(pool, istiods.selected, o.timeoutMs).catch(unread)
     if (!nodes) return undefined
     for (const node of nodes.values()) {
       if (node.ips.includes(address) && (node.namespace ?? splitProxyId(node.proxyId).namespace) === namespace) return node.proxyId
@@ -354,13 +328,4 @@ async function proxyAtAddress(client: KubeClient, o: GatherOptions, address: str
 function discoveryPort(address: string | undefined): number | undefined {
   const m = /:(\d+)$/.exec(address ?? '')
   return m ? Number(m[1]) : undefined
-}
-
-/** A query that matches nothing in any context. */
-export function vmNotFound(query: string, namespace: string): MeshvmError {
-  return new MeshvmError(`no VM ${JSON.stringify(query)} in namespace ${JSON.stringify(namespace)}: no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address`, {
-    exit: ExitCode.NOT_FOUND,
-    code: 'NotFound',
-    hints: [`list the VMs with: meshvm war list -n ${namespace}`],
-  })
 }

@@ -1,11 +1,7 @@
 /**
- * `doctor --vm-exec`: the read-only checks run on the VM itself. meshvm sends one POSIX sh script on
- * the standard input of the user's command template (e.g. `ssh "$MESHVM_VM_ADDRESS"`, whose remote
- * shell reads commands from stdin) and reads back sections marked `@@meshvm-doctor NAME`. The script
- * only reads: pilot-agent's readiness (15021), Envoy's admin `/certs` (15000), pilot-agent's
- * established TCP connections to istiod's port (`ss`, else /proc/net/tcp), the interception rules, what the VM's resolver answers for istiod's host, and (when the WorkloadGroup
- * has an HTTP or TCP readiness probe) what answers on the probe's port and on the group's ports: one
- * GET of the probe's path, as pilot-agent's prober sends it.
+ * `doctor --vm-exec`: the read-only checks run on the VM itself (what each reads: docs/doctor.md,
+ * "--vm-exec"). One POSIX sh script goes on the standard input of the user's command template (e.g.
+ * `ssh "$MESHVM_VM_ADDRESS"`), and the answer comes back in sections marked `@@meshvm-doctor NAME`.
  *
  * Values embedded in the script are validated by the caller and shell-quoted here; nothing the VM
  * answers is executed or shown unescaped.
@@ -24,6 +20,9 @@ export interface AppTarget {
   ports: number[]
 }
 
+/** A TCP port number. */
+export const isPort = (n: unknown): n is number => Number.isInteger(n) && (n as number) > 0 && (n as number) < 65536
+
 /** A probe path that can go into a URL and a shell word as it is (pilot-agent sends it as written). */
 export function safeProbePath(path: string): boolean {
   return /^\/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*$/.test(path) && path.length <= 1024
@@ -35,7 +34,7 @@ export function safeProbePath(path: string): boolean {
  * path passes safeProbePath: the caller checks).
  */
 export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: AppTarget}): string {
-  const port = o.istiodPort !== undefined && Number.isInteger(o.istiodPort) && o.istiodPort > 0 && o.istiodPort < 65536 ? o.istiodPort : 15012
+  const port = isPort(o.istiodPort) ? o.istiodPort : 15012
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0')
   const section = (name: string) => `echo; echo '${PROBE_MARK} ${name}'`
   // Each port: PORT HTTP-CODE CONNECTS CURL-EXIT (000, 0 and exit 7: refused). Only the probe's port of
@@ -45,13 +44,11 @@ export function probeScript(o: {istiodHost: string; istiodPort?: number; app?: A
   const app = o.app
     ? [
         section('app'),
-        ...o.app.ports
-          .filter((p) => Number.isInteger(p) && p > 0 && p < 65536)
-          .map((p, i) => {
-            const get = i === 0 && o.app!.kind === 'http'
-            const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
-            return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
-          }),
+        ...o.app.ports.filter(isPort).map((p, i) => {
+          const get = i === 0 && o.app!.kind === 'http'
+          const request = get ? `--max-time 3 ${shellQuote(`http://127.0.0.1:${p}${o.app!.path ?? '/'}`)}` : `--max-time 1 telnet://127.0.0.1:${p} </dev/null`
+          return `code=$(curl -s -o /dev/null -w '%{http_code} %{num_connects}' ${request} 2>/dev/null) && rc=0 || rc=$?; echo "${p} \${code:-000 0} $rc"`
+        }),
       ]
     : []
   return [
@@ -113,10 +110,8 @@ export interface VmProbe {
  */
 export function ssPeer(line: string): string | undefined {
   const addrs = line.split(/\s+/).filter((w) => /^\S+:\d+$/.test(w))
-  const peer = addrs[1]
-  if (peer === undefined) return undefined
   // ss writes an IPv4-mapped IPv6 peer as [::ffff:10.0.0.1]:15012
-  return peer.replace(/^\[::ffff:([0-9.]+)\]/i, '$1')
+  return addrs[1]?.replace(/^\[::ffff:([0-9.]+)\]/i, '$1')
 }
 
 /** One /proc/net/tcp(6) address (hex, host byte order per 32-bit word) as ADDRESS:PORT; undefined when it does not parse. */
@@ -124,13 +119,8 @@ export function procAddress(hex: string): string | undefined {
   const m = /^([0-9A-Fa-f]{8}|[0-9A-Fa-f]{32}):([0-9A-Fa-f]{4})$/.exec(hex.trim())
   if (!m) return undefined
   const port = Number.parseInt(m[2]!, 16)
-  const words = m[1]!.match(/.{8}/g)!.map((w) =>
-    w
-      .match(/../g)!
-      .reverse()
-      .map((b) => Number.parseInt(b, 16)),
-  )
-  const bytes = words.flat()
+  // Each 32-bit word is written in host (little-endian) byte order: swap32 puts its bytes back in address order.
+  const bytes = [...Buffer.from(m[1]!, 'hex').swap32()]
   if (bytes.length === 4) return `${bytes.join('.')}:${port}`
   // IPv4-mapped (::ffff:a.b.c.d) as the IPv4 address, as ss prints it.
   if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return `${bytes.slice(12).join('.')}:${port}`
@@ -165,23 +155,19 @@ export function pemSerial(pem: string): string | undefined {
   }
 }
 
-function certEntries(list: unknown): Record<string, unknown>[] {
+/** The entries of a list that are objects ([] for anything else). */
+export function records(list: unknown): Record<string, unknown>[] {
   return Array.isArray(list) ? list.filter(isRecord) : []
 }
 
 /** Parses the probe's answer. Never throws: what is missing stays undefined. */
 export function parseProbe(text: string): VmProbe {
+  // Each section: a line `@@meshvm-doctor NAME`, then its body up to the next such line.
   const sections = new Map<string, string>()
-  let current: string | undefined
-  let body: string[] = []
-  for (const line of text.split('\n')) {
-    if (line.startsWith(PROBE_MARK + ' ')) {
-      if (current !== undefined) sections.set(current, body.join('\n').trim())
-      current = line.slice(PROBE_MARK.length + 1).trim()
-      body = []
-    } else if (current !== undefined) body.push(line)
+  for (const part of text.split(new RegExp(`^${PROBE_MARK} `, 'm')).slice(1)) {
+    const [name = '', ...body] = part.split('\n')
+    sections.set(name.trim(), body.join('\n').trim())
   }
-  if (current !== undefined) sections.set(current, body.join('\n').trim())
 
   const probe: VmProbe = {rootSerials: [], sections: [...sections.keys()]}
   const ready = sections.get('ready')
@@ -191,9 +177,9 @@ export function parseProbe(text: string): VmProbe {
   if (certs) {
     try {
       const doc: unknown = JSON.parse(certs)
-      for (const c of certEntries(isRecord(doc) ? doc.certificates : undefined)) {
-        for (const root of certEntries(c.ca_cert)) if (typeof root.serial_number === 'string') probe.rootSerials.push(normalSerial(root.serial_number))
-        const leaf = certEntries(c.cert_chain)[0]
+      for (const c of records(isRecord(doc) ? doc.certificates : undefined)) {
+        for (const root of records(c.ca_cert)) if (typeof root.serial_number === 'string') probe.rootSerials.push(normalSerial(root.serial_number))
+        const leaf = records(c.cert_chain)[0]
         if (leaf && !probe.cert) {
           const days = Number(leaf.days_until_expiration)
           probe.cert = {
@@ -216,12 +202,8 @@ export function parseProbe(text: string): VmProbe {
       .filter((l) => l !== '')
     const via = /^via (ss|proc) (\d+)$/.exec(lines.shift() ?? '')
     if (via) {
-      const peers: string[] = []
-      for (const line of lines) {
-        const peer = via[1] === 'ss' ? ssPeer(line) : procAddress(line)
-        if (peer !== undefined && !peers.includes(peer)) peers.push(peer)
-      }
-      probe.istiod = {peers, port: Number(via[2])}
+      const peers = lines.map((line) => (via[1] === 'ss' ? ssPeer(line) : procAddress(line))).filter((peer) => peer !== undefined)
+      probe.istiod = {peers: [...new Set(peers)], port: Number(via[2])}
     }
   }
 
@@ -235,12 +217,10 @@ export function parseProbe(text: string): VmProbe {
     if (lines[0] === 'read') {
       const value = (key: string) => {
         const line = lines.find((l) => l.startsWith(`${key}:`))
-        return line === undefined
-          ? undefined
-          : line
-              .slice(key.length + 1)
-              .trim()
-              .replace(/^(["'])(.*)\1$/, '$2')
+        return line
+          ?.slice(key.length + 1)
+          .trim()
+          .replace(/^(["'])(.*)\1$/, '$2')
       }
       const clusterId = value('ISTIO_META_CLUSTER_ID')
       probe.mesh = {dnsCapture: value('ISTIO_META_DNS_CAPTURE') === 'true', ...(clusterId ? {clusterId} : {})}

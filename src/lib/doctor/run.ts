@@ -2,13 +2,12 @@
  * One `meshvm doctor` run: for each context, the session, the istiod readers (proxy-status's run, so
  * istiod is reached the same way), the evidence and the diagnosis; the context that holds the VM wins.
  */
-import {MeshvmError} from '../errors.js'
+import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeSession} from '../kube/session.js'
-import type {OfflineResult} from '../bundle-verify/offline.js'
 import {Resources, resourcePath} from '../kube/resources.js'
-import {annotationsOf, ownerOfKind, type KubeObject} from '../kube/object.js'
+import type {KubeObject} from '../kube/object.js'
 import {diagnose, type DoctorReport, type FixCli} from './diagnose.js'
-import {gatherEvidence, vmNotFound, type GatherOptions} from './gather.js'
+import {gatherEvidence, inGroup, type GatherOptions, type Target} from './gather.js'
 import {cachedReads} from './cache.js'
 
 export interface DoctorRunOptions {
@@ -18,42 +17,20 @@ export interface DoctorRunOptions {
   vmExec?: string
   timeoutMs: number
   warn: (text: string) => void
-  /**
-   * How fixes name meshvm and the cluster (the user's --kubeconfig and --context); the context that holds
-   * the VM replaces --context when several were read. `external` adds them to a whole command line that
-   * comes from bundle verify.
-   */
-  cli?: {bin?: string; kubeconfig?: string; context?: string; external?: (commandLine: string, kube: {kubeconfig?: string; context?: string}) => string}
+  /** How fixes name meshvm and the cluster; `external` adds them to a whole command line from bundle verify. */
+  cli?: Omit<FixCli, 'external'> & {external?: (commandLine: string, kube: {kubeconfig?: string; context?: string}) => string}
 }
 
-/** The fixes of one context's report act on that context. */
-function fixCli(o: DoctorRunOptions, c: ContextRun, multi: boolean): FixCli {
-  const kube = {
-    ...(o.cli?.kubeconfig !== undefined ? {kubeconfig: o.cli.kubeconfig} : {}),
-    ...(multi ? {context: c.session.contextName} : o.cli?.context !== undefined ? {context: o.cli.context} : {}),
-  }
-  const external = o.cli?.external
-  return {...(o.cli?.bin ? {bin: o.cli.bin} : {}), ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
-}
-
-interface ContextRun {
-  session: KubeSession
-  /** The session's client, each read made once per run (the VMs of -A and proxy-status's snapshot share them). */
-  client: KubeSession['client']
-  close: () => void
-  rows: GatherOptions['rows']
-}
-
-async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string): Promise<ContextRun> {
+/**
+ * One context's session, its client with each read made once per run (the VMs of -A and proxy-status's
+ * snapshot share them), what gather needs of it, and the fixes' command-line flags: a report's fixes act
+ * on its context (the one that holds the VM, when several were read).
+ */
+async function openContext(context: string | undefined, o: DoctorRunOptions, namespace?: string) {
   const session = await o.openSession(context)
   const client = cachedReads(session.client)
-  const shared = new Proxy(session, {
-    get(target, prop) {
-      if (prop === 'client') return client
-      const v = Reflect.get(target, prop, target) as unknown
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
-    },
-  })
+  const shared = {...session, client}
+  const multi = o.contexts.length > 1
   const {ProxyStatusRun} = await import('../proxy-status/run.js')
   let run: Awaited<ReturnType<typeof ProxyStatusRun.start>> | undefined
   let snap: ReturnType<GatherOptions['rows']> | undefined
@@ -71,27 +48,25 @@ async function openContext(context: string | undefined, o: DoctorRunOptions, nam
         throw err
       }
     })())
-  return {session, client, rows, close: () => (run ? run.close() : session.client.close())}
-}
-
-function gatherOptions(c: ContextRun, o: DoctorRunOptions, multi: boolean): GatherOptions {
-  return {
-    namespace: c.session.namespace,
-    namespaceExplicit: c.session.namespaceExplicit,
-    istioNamespace: c.session.istioNamespace,
-    revision: c.session.revision,
+  const options = (): GatherOptions => ({
+    namespace: session.namespace,
+    istioNamespace: session.istioNamespace,
+    revision: session.revision,
     ingressService: o.ingressService,
     vmExec: o.vmExec,
     timeoutMs: o.timeoutMs,
     now: new Date(),
-    ...(multi ? {context: c.session.contextName} : {}),
-    rows: c.rows,
-  }
+    ...(multi ? {context: session.contextName} : {}),
+    rows,
+  })
+  const kube = {kubeconfig: o.cli?.kubeconfig, context: multi ? session.contextName : o.cli?.context}
+  const external = o.cli?.external
+  const cli: FixCli = {bin: o.cli?.bin, ...kube, ...(external ? {external: (line: string) => external(line, kube)} : {})}
+  return {session, client, options, cli, close: () => (run ? run.close() : session.client.close())}
 }
 
 /** Doctors one VM (a query, or the bundle's VM); with several contexts, in the one that holds it. */
-export async function doctorVm(target: {query?: string; bundle?: OfflineResult}, o: DoctorRunOptions): Promise<DoctorReport> {
-  const multi = o.contexts.length > 1
+export async function doctorVm(target: Target, o: DoctorRunOptions): Promise<DoctorReport> {
   let fallback: DoctorReport | undefined
   const holders: string[] = []
   let chosen: DoctorReport | undefined
@@ -100,7 +75,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
     const c = await openContext(context, o, target.bundle?.env.POD_NAMESPACE)
     looked ??= target.bundle?.env.POD_NAMESPACE ?? c.session.namespace
     try {
-      const evidence = await gatherEvidence(c.client, target, gatherOptions(c, o, multi))
+      const evidence = await gatherEvidence(c.client, target, c.options())
       if (evidence.ambiguous) {
         throw new MeshvmError(`${evidence.ambiguous.length} VMs match ${JSON.stringify(evidence.query)}: ${evidence.ambiguous.join(', ')}`, {
           code: 'Ambiguous',
@@ -113,7 +88,7 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
         const live = await liveChecks(c.session.client, target.bundle, {istioNamespace: c.session.istioNamespace, ingressService: o.ingressService})
         evidence.bundle = {...evidence.bundle, checks: [...target.bundle.checks, ...live]}
       }
-      const report = diagnose(evidence, fixCli(o, c, multi))
+      const report = diagnose(evidence, c.cli)
       if (evidence.entry || evidence.war) {
         holders.push(c.session.contextName)
         chosen ??= report
@@ -124,13 +99,20 @@ export async function doctorVm(target: {query?: string; bundle?: OfflineResult},
   }
   if (holders.length > 1) o.warn(`the VM is registered in ${holders.length} contexts (${holders.join(', ')}): showing ${holders[0]}`)
   const report = chosen ?? fallback
-  if (!report) throw vmNotFound(target.query ?? '(bundle)', looked ?? 'default')
-  return report
+  if (report) return report
+  const namespace = looked ?? 'default'
+  throw new MeshvmError(
+    `no VM ${JSON.stringify(target.query ?? '(bundle)')} in namespace ${JSON.stringify(namespace)}: no WorkloadEntry, WorkloadAutoRegistration, WorkloadGroup or proxy has that name or address`,
+    {
+      exit: ExitCode.NOT_FOUND,
+      code: 'NotFound',
+      hints: [`list the VMs with: meshvm war list -n ${namespace}`],
+    },
+  )
 }
 
 /** -A: every VM of the namespace (or of one WorkloadGroup), in every context. */
 export async function doctorAll(group: string | undefined, o: DoctorRunOptions): Promise<DoctorReport[]> {
-  const multi = o.contexts.length > 1
   const reports: DoctorReport[] = []
   for (const context of o.contexts) {
     const c = await openContext(context, o)
@@ -139,11 +121,10 @@ export async function doctorAll(group: string | undefined, o: DoctorRunOptions):
       // The VMs of the namespace share its lists (c.client): one read of each per run.
       const entries = await c.client.list<KubeObject>(resourcePath(Resources.workloadEntries, {namespace: ns}))
       const names = entries
-        .filter((e) => group === undefined || annotationsOf(e)['istio.io/autoRegistrationGroup'] === group || ownerOfKind(e, 'WorkloadGroup')?.name === group)
-        .map((e) => e.metadata?.name ?? '')
-        .filter((n) => n !== '')
+        .filter((e) => group === undefined || inGroup(e, group))
+        .flatMap((e) => e.metadata?.name || [])
         .sort()
-      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, gatherOptions(c, o, multi)), fixCli(o, c, multi)))
+      for (const name of names) reports.push(diagnose(await gatherEvidence(c.client, {query: name}, c.options()), c.cli))
     } finally {
       c.close()
     }

@@ -13,6 +13,7 @@
  * (no 15443), the failures users report in istio/istio#57878 and #59584; one gateway for both is
  * asked for in #60887. A Service with both 15443 and 15008 serves both kinds of client.
  */
+import {serviceGatewayAddress, type ServiceLike} from '../bundle/fetch.js'
 
 export const CLASSIC_PORTS = [15012, 15017, 15443] as const
 export const HBONE_PORT = 15008
@@ -78,4 +79,16 @@ export function eastWestGatewayVerdict(where: string, r: GatewayReading): Gatewa
     status: 'pass',
     message: `${where} is a classic east-west gateway exposing 15012, 15017 and 15443${r.kind === 'both' ? ` (and HBONE on 15008 for ambient${r.className ? `, ${cls.slice(0, -2)}` : ''})` : ''}`,
   }
+}
+
+/** The gateway's current address as a VM would reach it, as meshvm bundle chooses it (bundle/fetch.ts). */
+export function gatewayAddress(svc: unknown): string | undefined {
+  const a = serviceGatewayAddress(svc as ServiceLike | undefined)
+  return a?.kind === 'ip' ? a.address : a?.kind === 'hostname' ? a.hostname : undefined
+}
+
+/** --ingress-service NAME or NAME.NAMESPACE as [name, namespace]; NAME alone is in the Istio namespace. */
+export function ingressServiceRef(ingressService: string, istioNamespace: string): [name: string, namespace: string] {
+  const parts = ingressService.split('.')
+  return parts.length === 2 ? [parts[0]!, parts[1]!] : [ingressService, istioNamespace]
 }
