@@ -10,6 +10,7 @@ import {spawn} from 'node:child_process'
 import {X509Certificate} from 'node:crypto'
 import {shellQuote} from '../cli/prompt.js'
 import {isRecord} from '../util/records.js'
+import {pemCertificates} from '../util/pem.js'
 
 export const PROBE_MARK = '@@meshvm-doctor'
 
@@ -138,12 +139,9 @@ export function normalSerial(serial: string): string {
 
 /** The serials of every certificate of a PEM bundle (istio-ca-root-cert may hold several roots while one is rotated). */
 export function pemSerials(pem: string): string[] {
-  const out: string[] = []
-  for (const m of pem.matchAll(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g)) {
-    const serial = pemSerial(m[0])
-    if (serial !== undefined) out.push(serial)
-  }
-  return out
+  return pemCertificates(pem)
+    .map(pemSerial)
+    .filter((serial) => serial !== undefined)
 }
 
 /** The serial of a PEM certificate, as Envoy prints serials; undefined when it does not parse. */
