@@ -12,7 +12,8 @@ import {istiodDeploymentEnv, istiodServiceName, resolveRevision, revisionOrUndef
 import {KubeApiError} from '../kube/errors.js'
 import {annotationsOf, conditionOf, conditionStatus, labelsOf, type KubeObject} from '../kube/object.js'
 import {isRecord} from '../util/records.js'
-import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress, ingressServiceRef} from './gateway.js'
+import {eastWestGatewayKind, eastWestGatewayVerdict, gatewayAddress} from './gateway.js'
+import {gatewayService} from '../bundle/fetch.js'
 
 export type CheckStatus = 'pass' | 'warn' | 'fail'
 
@@ -161,7 +162,7 @@ export async function runPrechecks(client: KubeClient, options: PrecheckOptions)
     return fail(`${off.join(' and ')} set to "false" in ${dep}`, `install Istio with --set values.pilot.env.${off[0]}=true (it is the default)`)
   })
   await check('east-west gateway', async () => {
-    const [name, ns] = ingressServiceRef(o.ingressService, o.istioNamespace)
+    const [name, ns] = gatewayService(o.ingressService, o.istioNamespace)
     const svc = await client.getOptional<KubeObject>(resourcePath(Resources.services, {namespace: ns, name}))
     if (!svc) return fail(`Service ${ns}/${name} not found`, 'install it with samples/multicluster/gen-eastwest-gateway.sh and expose istiod (expose-istiod.yaml), or pass --ingress-service')
     // Classic (sidecar) or ambient (istio-east-west, HBONE on 15008): a VM is a sidecar and needs the classic ports.

@@ -86,9 +86,3 @@ export function gatewayAddress(svc: unknown): string | undefined {
   const a = serviceGatewayAddress(svc as ServiceLike | undefined)
   return a?.kind === 'ip' ? a.address : a?.kind === 'hostname' ? a.hostname : undefined
 }
-
-/** --ingress-service NAME or NAME.NAMESPACE as [name, namespace]; NAME alone is in the Istio namespace. */
-export function ingressServiceRef(ingressService: string, istioNamespace: string): [name: string, namespace: string] {
-  const parts = ingressService.split('.')
-  return parts.length === 2 ? [parts[0]!, parts[1]!] : [ingressService, istioNamespace]
-}
