@@ -7,7 +7,8 @@ import {
   isVersionSkewed,
   nonceState,
   parseSyncz,
-  proxyStatusJson,
+  proxyStatusJsonItem,
+  proxyStatusList,
   proxyStatusRows,
   renderProxyStatusTable,
   xdsStatus,
@@ -313,7 +314,13 @@ describe('HTTP syncz, Istio 1.23+ resources map', () => {
   })
 
   it('renders the stable JSON (golden)', () => {
-    const list = proxyStatusJson(rows())
+    // As the command prints it: each row through proxyStatusJsonItem (placeholder rows are table-only), in the list document.
+    const list = proxyStatusList(
+      rows()
+        .filter((r) => r.type !== 'istiod')
+        .map(proxyStatusJsonItem),
+      [],
+    )
     expect(list.apiVersion).toBe('meshvm.io/v1alpha1')
     expect(list.kind).toBe('ProxyStatusList')
     expectMatchesGoldenFile(JSON.stringify(list, null, 2) + '\n', `${GOLDEN}vms.json`)

@@ -14,11 +14,10 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {DEFAULT_MONITORING_PORT, IstiodReadError, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
+import type {KubeObject} from '../kube/object.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {WarObject, WorkloadEntryObject} from '../war/model.js'
-import {parseSyncz, type IstiodRef, type ProxySync} from './status.js'
-
-export {DEFAULT_MONITORING_PORT}
+import {compare, parseSyncz, type IstiodRef, type ProxySync} from './status.js'
 
 interface PodObject {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}
@@ -94,7 +93,7 @@ export async function listIstiods(client: KubeClient, istioNamespace: string): P
   return pods
     .filter((p) => (p.status?.phase ?? 'Running') === 'Running')
     .map((p) => toIstiod(p, istioNamespace))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .sort((a, b) => compare(a.name, b.name))
 }
 
 /** The istiods of a revision (all of them without one), and the others. */
@@ -185,20 +184,16 @@ export interface Registrations {
  * bodies and parsed objects are held together; at tens of thousands of registrations pages of
  * 10,000 set the command's peak memory (and their garbage made it slower, not faster).
  */
-export const REGISTRATION_PAGE_SIZE = 5_000
+const REGISTRATION_PAGE_SIZE = 5_000
 
 async function optionalList<T extends {metadata?: {name?: string; namespace?: string}}>(client: KubeClient, path: string, what: string, warnings: string[], keep?: (item: T) => T): Promise<T[]> {
   try {
-    let items: T[] | undefined
+    // With `keep`, each page's objects are dropped as soon as the page is read: only what is kept stays.
+    const items: T[] = []
     for await (const page of client.listPages<T>(path, {}, REGISTRATION_PAGE_SIZE)) {
-      if (keep !== undefined) {
-        // Each page's objects are dropped as soon as the page is read: only what is kept stays.
-        items ??= []
-        for (const item of page.items) items.push(keep(item))
-      } else if (items === undefined) items = page.items
-      else for (const item of page.items) items.push(item)
+      for (const item of page.items) items.push(keep ? keep(item) : item)
     }
-    return items ?? []
+    return items
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) return [] // the CRD is not installed
     if (err instanceof MeshvmError) {
@@ -225,55 +220,42 @@ export async function listRegistrations(client: KubeClient, options: {namespace?
   return {workloadEntries, wars, warnings: [...weWarnings, ...warWarnings]}
 }
 
-type Meta = NonNullable<WorkloadEntryObject['metadata']>
-
 /** The metadata proxy-status reads of a registration: names, labels, annotations, owners, creation time. */
-function slimMeta(m: Meta | undefined): Meta | undefined {
-  if (m === undefined || m === null || typeof m !== 'object') return m
-  const out: Meta = {}
-  if (m.name !== undefined) out.name = m.name
-  if (m.namespace !== undefined) out.namespace = m.namespace
-  if (m.creationTimestamp !== undefined) out.creationTimestamp = m.creationTimestamp
-  if (m.labels !== undefined) out.labels = m.labels
-  if (m.annotations !== undefined) out.annotations = m.annotations
-  if (m.ownerReferences !== undefined) out.ownerReferences = m.ownerReferences
+const META_KEYS = ['name', 'namespace', 'creationTimestamp', 'labels', 'annotations', 'ownerReferences'] as const
+
+/** The keys of `o` that are set, in `keys`' order, as the listed object's own values (not copies). */
+function pick(o: unknown, keys: readonly string[]): Record<string, unknown> {
+  const from = (o ?? {}) as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  for (const k of keys) if (from[k] !== undefined) out[k] = from[k]
   return out
+}
+
+/** A registration cut down to metadata (META_KEYS), spec, and the status fields in `statusKeys`. */
+function slim<T extends WorkloadEntryObject | WarObject>(o: T, statusKeys: readonly string[]): T {
+  if (o === null || typeof o !== 'object') return o
+  const out: KubeObject = {}
+  const m = o.metadata
+  if (m !== undefined) out.metadata = m === null || typeof m !== 'object' ? m : pick(m, META_KEYS)
+  if (o.spec !== undefined) out.spec = o.spec
+  if (o.status !== undefined) out.status = pick(o.status, statusKeys)
+  return out as T
 }
 
 /**
  * A WorkloadEntry as proxy-status reads it (vms.ts: pairing, labels, health, registration; detail.ts:
- * tunnel label, health-check annotation, WaypointBound): metadata as slimMeta keeps it, the spec, and
- * the conditions. The parts kept are the listed object's own (not copies).
+ * tunnel label, health-check annotation, WaypointBound): its metadata, spec and conditions.
  */
 export function slimWorkloadEntry(we: WorkloadEntryObject): WorkloadEntryObject {
-  if (we === null || typeof we !== 'object') return we
-  const out: WorkloadEntryObject = {}
-  const metadata = slimMeta(we.metadata)
-  if (metadata !== undefined) out.metadata = metadata
-  if (we.spec !== undefined) out.spec = we.spec
-  const conditions = we.status?.conditions
-  if (we.status !== undefined) out.status = conditions === undefined ? {} : {conditions}
-  return out
+  return slim(we, ['conditions'])
 }
 
 /**
  * A WorkloadAutoRegistration as proxy-status reads it (vms.ts, through registrationFromWar: identity,
- * addresses, versions, workload labels; AgentConnected and the active connection): metadata as slimMeta
- * keeps it, the spec, the conditions and the active connection. The group snapshot is left out.
+ * addresses, versions, workload labels; AgentConnected and the active connection). The group snapshot is left out.
  */
 export function slimWar(war: WarObject): WarObject {
-  if (war === null || typeof war !== 'object') return war
-  const out: WarObject = {}
-  const metadata = slimMeta(war.metadata)
-  if (metadata !== undefined) out.metadata = metadata
-  if (war.spec !== undefined) out.spec = war.spec
-  const status = war.status
-  if (status !== undefined) {
-    out.status = {}
-    if (status.conditions !== undefined) out.status.conditions = status.conditions
-    if (status.activeAgentConnection !== undefined) out.status.activeAgentConnection = status.activeAgentConnection
-  }
-  return out
+  return slim(war, ['conditions', 'activeAgentConnection'])
 }
 
 export interface PodIndex {
