@@ -58,10 +58,6 @@ export class IstiodReadError extends MeshvmError {
   }
 }
 
-function describeTarget(t: IstiodTarget): string {
-  return t.kind === 'pod' ? `istiod ${t.namespace}/${t.name}` : `istiod at ${t.address}`
-}
-
 function formatMs(ms: number): string {
   return ms < 1000 || ms % 1000 !== 0 ? `${ms}ms` : `${ms / 1000}s`
 }
@@ -70,30 +66,33 @@ function tokenHint(namespace: string): string {
   return `the xDS path needs a token for service account default in ${namespace}: verb create on serviceaccounts/token (kubectl auth can-i create serviceaccounts/token -n ${namespace})`
 }
 
+/** A MeshvmError of the layers below (API server, port-forward), as a read failure that says where it happened. */
+function failedAt(where: string, err: MeshvmError): IstiodReadError {
+  return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+}
+
+/** `make()` made once and shared; forgotten when it fails, so that the next call asks again. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined
+  return () => {
+    made ??= make()
+    made.catch(() => (made = undefined))
+    return made
+  }
+}
+
 /**
  * What every xDS read of one cluster shares: the mesh root certificate and the istio-ca token
  * (one TokenRequest per command, made only when an xDS read happens).
  */
-export class IstiodCredentials {
-  private root?: Promise<string>
-  private token?: Promise<string>
+class IstiodCredentials {
+  readonly rootCert = once(() => fetchRootCert(this.client, this.istioNamespace))
+  readonly bearerToken = once(() => requestToken(this.client, this.istioNamespace, 'default', XDS_TOKEN_SECONDS).then((t) => t.token))
 
   constructor(
     private readonly client: KubeClient,
     readonly istioNamespace: string,
   ) {}
-
-  rootCert(): Promise<string> {
-    this.root ??= fetchRootCert(this.client, this.istioNamespace)
-    this.root.catch(() => (this.root = undefined))
-    return this.root
-  }
-
-  bearerToken(): Promise<string> {
-    this.token ??= requestToken(this.client, this.istioNamespace, 'default', XDS_TOKEN_SECONDS).then((t) => t.token)
-    this.token.catch(() => (this.token = undefined))
-    return this.token
-  }
 }
 
 export interface ReaderOptions {
@@ -125,7 +124,8 @@ export class IstiodReader {
   }
 
   get who(): string {
-    return describeTarget(this.target)
+    const t = this.target
+    return t.kind === 'pod' ? `istiod ${t.namespace}/${t.name}` : `istiod at ${t.address}`
   }
 
   /**
@@ -153,7 +153,7 @@ export class IstiodReader {
     return this.httpThenXds(`/debug/${name}`, deadline, timeoutMs, async () => {
       const response = await this.xdsResponse(typeUrl, deadline, timeoutMs)
       if (response.resources.length === 0) {
-        throw new IstiodReadError('error', `${this.xdsWhere()}: istiod answered ${typeUrl} with no resource`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+        throw this.unreachable(`${this.xdsWhere()}: istiod answered ${typeUrl} with no resource`)
       }
       const decoder = new TextDecoder()
       return response.resources.map((r) => decoder.decode(r.value)).join('')
@@ -275,9 +275,14 @@ export class IstiodReader {
     if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TIMEOUT' || (err instanceof MeshvmError && err.code === 'Timeout')) return this.timeout(timeoutMs)
     if (err instanceof PortForwardRefused)
       return new IstiodReadError('error', `${where}: ${err.short}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardRefused', hints: this.podHints(), detail: err.short})
-    if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+    if (err instanceof MeshvmError) return failedAt(where, err)
     const e = err as NodeJS.ErrnoException
-    return new IstiodReadError('error', `${where}: ${e?.code ?? e?.message ?? String(err)}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+    return this.unreachable(`${where}: ${e?.code ?? e?.message ?? String(err)}`)
+  }
+
+  /** istiod or the way to it failed: with a hint to check the pod. */
+  private unreachable(message: string): IstiodReadError {
+    return new IstiodReadError('error', message, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
   }
 
   private podHints(): string[] {
@@ -350,7 +355,7 @@ export class IstiodReader {
       if (err instanceof KubeApiError && err.status === 403) {
         throw new IstiodReadError('forbidden', `${where}: cannot get a token for service account ${ns}/default: ${err.message}`, {exit: ExitCode.FORBIDDEN, code: 'Forbidden', hints: [tokenHint(ns)]})
       }
-      if (err instanceof MeshvmError) throw new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      if (err instanceof MeshvmError) throw failedAt(where, err)
       throw err
     }
     if (!this.channel || this.channel.session.destroyed || this.channel.session.closed) {
@@ -383,7 +388,7 @@ export class IstiodReader {
     const ns = this.options.credentials.istioNamespace
     if (err instanceof IstiodReadError) return err
     if (!(err instanceof GrpcError)) {
-      if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      if (err instanceof MeshvmError) return failedAt(where, err)
       return new IstiodReadError('error', `${where}: ${(err as Error).message}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError'})
     }
     const transport = err.transport
@@ -413,7 +418,7 @@ export class IstiodReader {
         hints: [`istiod accepts tokens of audience istio-ca for service accounts it trusts; check istiod's logs: kubectl -n ${ns} logs -l app=istiod -c discovery | grep -i authentic`],
       })
     }
-    return new IstiodReadError('error', `${where}: ${err.message}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+    return this.unreachable(`${where}: ${err.message}`)
   }
 }
 
