@@ -121,9 +121,17 @@ export interface ProxyStatusRow {
   versionSkew: boolean
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Status logic
-// ---------------------------------------------------------------------------------------------------
+/** A record over the five types, in XDS_TYPES' order. */
+export function perType<V>(value: (t: XdsType) => V): Record<XdsType, V> {
+  const out = {} as Record<XdsType, V>
+  for (const t of XDS_TYPES) out[t] = value(t)
+  return out
+}
+
+/** Every type in one state, none subscribed. */
+export function typesIn(state: SyncState): Record<XdsType, TypeSync> {
+  return perType(() => ({state, subscribed: false, neverAcknowledged: false}))
+}
 
 /**
  * The state of one type from nonces, as istiod's `debugSyncStatus` (1.24) and istioctl 1.21's

@@ -2,7 +2,7 @@
  * The table's rows: every proxy an istiod reports, merged with the VMs the cluster registers
  * (connected or not), sorted as istioctl sorts. Pure.
  */
-import {XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
+import {perType, typesIn, XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
 
 // ---------------------------------------------------------------------------------------------------
 // Rows
@@ -69,9 +69,8 @@ function statusText(now: Date): (t: TypeSync) => string {
 const subscribedLists: XdsType[][] = Array.from({length: 1 << XDS_TYPES.length}, (_, mask) => Object.freeze(XDS_TYPES.filter((_t, i) => (mask & (1 << i)) !== 0)) as XdsType[])
 
 /** The states and cells of every registered VM no istiod reports (frozen: rows share them). */
-const NOT_CONNECTED_TYPE: TypeSync = Object.freeze({state: 'NOT_CONNECTED', subscribed: false, neverAcknowledged: false})
-const NOT_CONNECTED_XDS = Object.freeze({CDS: NOT_CONNECTED_TYPE, LDS: NOT_CONNECTED_TYPE, EDS: NOT_CONNECTED_TYPE, RDS: NOT_CONNECTED_TYPE, ECDS: NOT_CONNECTED_TYPE}) as Record<XdsType, TypeSync>
-const NOT_CONNECTED_STATUS = Object.freeze({CDS: 'NOT CONNECTED', LDS: 'NOT CONNECTED', EDS: 'NOT CONNECTED', RDS: 'NOT CONNECTED', ECDS: 'NOT CONNECTED'}) as Record<XdsType, string>
+const NOT_CONNECTED_XDS = Object.freeze(typesIn('NOT_CONNECTED'))
+const NOT_CONNECTED_STATUS = Object.freeze(perType(() => 'NOT CONNECTED'))
 
 export interface RowOptions {
   vms?: VmInfo[]

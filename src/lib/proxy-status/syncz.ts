@@ -14,7 +14,21 @@
 import {MeshvmError} from '../errors.js'
 import {CLIENT_CONFIG_TYPE} from '../grpc/xds-types.js'
 import {isRecord, type JsonRecord} from '../util/records.js'
-import {LEGACY_FIELDS, nonceState, PER_XDS_KEYS, XDS_TYPE_URLS, XDS_TYPES, type IstiodRef, type ProxySync, type SynczShape, type SyncState, type TypeSync, type XdsType} from './model.js'
+import {
+  LEGACY_FIELDS,
+  nonceState,
+  perType,
+  PER_XDS_KEYS,
+  typesIn,
+  XDS_TYPE_URLS,
+  XDS_TYPES,
+  type IstiodRef,
+  type ProxySync,
+  type SynczShape,
+  type SyncState,
+  type TypeSync,
+  type XdsType,
+} from './model.js'
 
 // ---------------------------------------------------------------------------------------------------
 // Parsing
@@ -72,12 +86,6 @@ function resourceString(r: Json, key: string, index: number, proxyId: string, ty
   return optString(r, key, {index, proxyId, typeUrl})
 }
 
-function ignoredTypes(): Record<XdsType, TypeSync> {
-  const out = {} as Record<XdsType, TypeSync>
-  for (const t of XDS_TYPES) out[t] = {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
-  return out
-}
-
 function namespaceOf(proxyId: string): string | undefined {
   const i = proxyId.lastIndexOf('.')
   return i > 0 && i < proxyId.length - 1 ? proxyId.slice(i + 1) : undefined
@@ -133,16 +141,15 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
     }
   } else {
     shape = 'http-legacy'
-    types = {} as Record<XdsType, TypeSync>
-    for (const t of XDS_TYPES) {
+    types = perType((t) => {
       const sent = optString(item, `${LEGACY_FIELDS[t]}_sent`, at)
       const acked = optString(item, `${LEGACY_FIELDS[t]}_acked`, at)
       const {state, neverAcknowledged} = nonceState(sent, acked)
       // istioctl 1.21: nothing sent to a ztunnel is IGNORED rather than NOT SENT. Nonces alone cannot tell
       // an unwatched type from one not sent yet: the type counts as subscribed, as istioctl 1.27+ counts
       // the NOT_SENT that istiod's xDS syncz reports for it.
-      types[t] = withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: true, neverAcknowledged}, sent, acked)
-    }
+      return withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: true, neverAcknowledged}, sent, acked)
+    })
   }
   const sync: ProxySync = {
     proxyId,
@@ -236,7 +243,7 @@ function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
     if (!proxyId) throw new Error(`${where} has no node.id`)
     const metadata = isRecord(node.metadata) ? node.metadata : {}
     const meta = (k: string) => (typeof metadata[k] === 'string' ? (metadata[k] as string) : undefined)
-    const types = ignoredTypes()
+    const types = typesIn('IGNORED')
     const generic = res.genericXdsConfigs ?? []
     if (!Array.isArray(generic)) throw new Error(`${where}.genericXdsConfigs must be an array, got ${kindOf(generic)}`)
     generic.forEach((g: unknown, gi) => {
