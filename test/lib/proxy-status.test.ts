@@ -448,6 +448,12 @@ describe('garbage input', () => {
     ['xDS resources not an array', {typeUrl: 'istio.io/debug/syncz', resources: 'x'}, /"resources" must be an array, got a string$/],
     ['a ClientConfig without node id', {resources: [{genericXdsConfigs: []}]}, /resources\[0\] has no node\.id$/],
     ['an unknown config status', {resources: [{node: {id: 'p.ns'}, genericXdsConfigs: [{typeUrl: XDS_TYPE_URLS.CDS, configStatus: 'WEIRD'}]}]}, /unknown config status "WEIRD"$/],
+    // An inherited property's name is not a status either.
+    [
+      'a config status named after an Object property',
+      {resources: [{node: {id: 'p.ns'}, genericXdsConfigs: [{typeUrl: XDS_TYPE_URLS.CDS, configStatus: 'constructor'}]}]},
+      /unknown config status "constructor"$/,
+    ],
   ]
   it.each(cases)('%s → a one-line MeshvmError naming the istiod', (_name, input, tail) => {
     let err: unknown

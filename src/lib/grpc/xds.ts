@@ -10,15 +10,12 @@
  * and decodes responses (the simulated istiod has its own codec, test/cluster/xds-messages.ts).
  */
 import {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
-import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from './xds-types.js'
+import {CLIENT_CONFIG_TYPE, CONFIG_STATUS, TYPE_DEBUG_SYNCZ} from './xds-types.js'
 
 export type JsonValue = null | number | string | boolean | JsonValue[] | {[key: string]: JsonValue}
 
 export const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources'
 export {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ}
-
-/** envoy.service.status.v3.ConfigStatus */
-const CONFIG_STATUS = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR'] as const
 
 export interface Any {
   typeUrl: string

@@ -12,7 +12,7 @@
  *   per-type `xdsConfig`).
  */
 import {MeshvmError} from '../errors.js'
-import {CLIENT_CONFIG_TYPE} from '../grpc/xds-types.js'
+import {CLIENT_CONFIG_TYPE, CONFIG_STATUS} from '../grpc/xds-types.js'
 import {isRecord, type JsonRecord} from '../util/records.js'
 import {
   LEGACY_FIELDS,
@@ -192,20 +192,11 @@ function withNonces(t: TypeSync, sent: string | undefined, acked: string | undef
   return t
 }
 
-const CONFIG_STATUS: Record<string, SyncState> = {
-  UNKNOWN: 'UNKNOWN',
-  SYNCED: 'SYNCED',
-  NOT_SENT: 'NOT_SENT',
-  STALE: 'STALE',
-  ERROR: 'ERROR',
-}
-const CONFIG_STATUS_NUMBERS: SyncState[] = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR']
-
 function configStatus(v: unknown, where: string): SyncState {
   // protojson omits UNKNOWN (0); some encoders write enum numbers.
   if (v === undefined || v === null) return 'UNKNOWN'
-  if (typeof v === 'number' && CONFIG_STATUS_NUMBERS[v]) return CONFIG_STATUS_NUMBERS[v]
-  if (typeof v === 'string' && CONFIG_STATUS[v]) return CONFIG_STATUS[v]
+  if (typeof v === 'number' && CONFIG_STATUS[v]) return CONFIG_STATUS[v]
+  if (typeof v === 'string' && (CONFIG_STATUS as readonly string[]).includes(v)) return v as SyncState
   throw new Error(`${where}: unknown config status ${JSON.stringify(v)}`)
 }
 
