@@ -16,6 +16,7 @@
 import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, workloadEntryConnection, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxyNode} from './adsz.js'
+import {compare} from './rows.js'
 import type {ProxySync, VmInfo} from './status.js'
 import {withoutUndefined, isRecord} from '../util/records.js'
 
@@ -157,11 +158,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     if (reg.identity) record.identity = reg.identity
     out.push(Object.assign(record, healthOf(we)))
   }
-  return out.sort((a, b) => cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
+  return out.sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name))
 }
 
 /** `name.ns` split on the last dot, as istioctl does. */
@@ -188,11 +185,6 @@ export interface Pairing {
   podProxies: Set<string>
 }
 
-/** Namespaces whose pods must be listed to pair the remaining registrations by connection. */
-export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): string[] {
-  return [...unpairedByName(syncs, vms).namespaces].sort()
-}
-
 /**
  * The connected registrations no proxy is named after: their namespaces (pods there must be known)
  * and the istiods they name (whose /debug/adsz can pair them by address).
@@ -215,7 +207,7 @@ export function unpairedByName(syncs: ProxySync[], vms: VmRecord[]): {namespaces
 
 /**
  * The proxy IDs a registration's VM may have, most likely first, without repeats. Kept per record
- * (namespacesNeedingPods and pairVms both ask, once per registration of the mesh): the IDs are
+ * (unpairedByName and pairVms both ask, once per registration of the mesh): the IDs are
  * built, and hashed for the Set lookups, once.
  */
 const candidatesOf = new WeakMap<VmRecord, string[]>()
