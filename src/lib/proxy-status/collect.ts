@@ -9,7 +9,7 @@ import {IstiodReadError, XDS_PORT, type IstiodPool} from '../istiod/reader.js'
 import {istiodTarget, listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {parseAdsz, type ProxyNode} from './adsz.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
-import {compare, perType, proxyStatusRows, typesIn, type ProxyStatusRow, type ProxySync} from './status.js'
+import {compare, perType, proxyStatusRows, typesIn, withVm, type ProxyStatusRow, type ProxySync} from './status.js'
 import {pairVms, splitProxyId, unpairedByName, vmRecords, type VmRecord} from './vms.js'
 
 export interface CollectOptions {
@@ -46,12 +46,7 @@ function noAnswerRow(name: string, namespace: string | undefined, type: ProxySta
   const {port: _port, address: _address, ...ref} = istiod
   const row: ProxyStatusRow = {name, type, connected: false, xds: typesIn('NO_ANSWER'), status: perType(() => 'NO ANSWER'), subscribed: [], istiod: istiod.name, istiodRef: ref, versionSkew: false}
   if (namespace) row.namespace = namespace
-  if (vm) {
-    row.address = vm.address
-    if (vm.health) row.health = vm.health
-    if (vm.registration) row.registration = vm.registration
-  }
-  return row
+  return vm ? withVm(row, vm) : row
 }
 
 /** When every istiod failed: the context fails with the first failure, or a summary when they differ. */

@@ -78,6 +78,14 @@ export interface RowOptions {
   now?: Date
 }
 
+/** A VM's row with its address, health and registration (those that are set). */
+export function withVm(row: ProxyStatusRow, vm: VmInfo): ProxyStatusRow {
+  if (vm.address !== undefined) row.address = vm.address
+  if (vm.health !== undefined) row.health = vm.health
+  if (vm.registration !== undefined) row.registration = vm.registration
+  return row
+}
+
 function vmKey(vm: VmInfo): string {
   return vm.proxyId ?? `${vm.name}.${vm.namespace}`
 }
@@ -127,12 +135,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     }
     const namespace = s.namespace ?? vm?.namespace
     if (namespace !== undefined) row.namespace = namespace
-    if (vm) {
-      if (vm.address !== undefined) row.address = vm.address
-      if (vm.health !== undefined) row.health = vm.health
-      if (vm.registration !== undefined) row.registration = vm.registration
-    }
-    rows.push(row)
+    rows.push(vm ? withVm(row, vm) : row)
   }
   for (const [key, vm] of vms) {
     if (seen.has(key)) continue
@@ -148,10 +151,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
       subscribed: subscribedLists[0]!,
       versionSkew: false,
     }
-    if (vm.address !== undefined) row.address = vm.address
-    if (vm.health !== undefined) row.health = vm.health
-    if (vm.registration !== undefined) row.registration = vm.registration
-    rows.push(row)
+    rows.push(withVm(row, vm))
   }
   return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? ''))
 }
