@@ -14,7 +14,6 @@ import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
 import {DEFAULT_MONITORING_PORT, IstiodReadError, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
-import type {KubeObject} from '../kube/object.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {WarObject, WorkloadEntryObject} from '../war/model.js'
 import {compare, parseSyncz, type IstiodRef, type ProxySync} from './status.js'
@@ -220,26 +219,34 @@ export async function listRegistrations(client: KubeClient, options: {namespace?
   return {workloadEntries, wars, warnings: [...weWarnings, ...warWarnings]}
 }
 
-/** The metadata proxy-status reads of a registration: names, labels, annotations, owners, creation time. */
-const META_KEYS = ['name', 'namespace', 'creationTimestamp', 'labels', 'annotations', 'ownerReferences'] as const
+type Meta = NonNullable<WorkloadEntryObject['metadata']>
 
-/** The keys of `o` that are set, in `keys`' order, as the listed object's own values (not copies). */
-function pick(o: unknown, keys: readonly string[]): Record<string, unknown> {
-  const from = (o ?? {}) as Record<string, unknown>
-  const out: Record<string, unknown> = {}
-  for (const k of keys) if (from[k] !== undefined) out[k] = from[k]
+/** The metadata proxy-status reads of a registration: names, labels, annotations, owners, creation time. */
+function slimMeta(m: Meta | undefined): Meta | undefined {
+  if (m === undefined || m === null || typeof m !== 'object') return m
+  const out: Meta = {}
+  if (m.name !== undefined) out.name = m.name
+  if (m.namespace !== undefined) out.namespace = m.namespace
+  if (m.creationTimestamp !== undefined) out.creationTimestamp = m.creationTimestamp
+  if (m.labels !== undefined) out.labels = m.labels
+  if (m.annotations !== undefined) out.annotations = m.annotations
+  if (m.ownerReferences !== undefined) out.ownerReferences = m.ownerReferences
   return out
 }
 
-/** A registration cut down to metadata (META_KEYS), spec, and the status fields in `statusKeys`. */
-function slim<T extends WorkloadEntryObject | WarObject>(o: T, statusKeys: readonly string[]): T {
+/**
+ * A registration cut down to its metadata (slimMeta), spec, and what `status` keeps of its status; the
+ * parts kept are the listed object's own (not copies). Properties are set by name, not through a key
+ * list: this runs once per listed registration.
+ */
+function slim<T extends WorkloadEntryObject | WarObject>(o: T, status: (s: T['status']) => T['status']): T {
   if (o === null || typeof o !== 'object') return o
-  const out: KubeObject = {}
-  const m = o.metadata
-  if (m !== undefined) out.metadata = m === null || typeof m !== 'object' ? m : pick(m, META_KEYS)
+  const out = {} as T
+  const metadata = slimMeta(o.metadata)
+  if (metadata !== undefined) out.metadata = metadata
   if (o.spec !== undefined) out.spec = o.spec
-  if (o.status !== undefined) out.status = pick(o.status, statusKeys)
-  return out as T
+  if (o.status !== undefined) out.status = status(o.status)
+  return out
 }
 
 /**
@@ -247,7 +254,7 @@ function slim<T extends WorkloadEntryObject | WarObject>(o: T, statusKeys: reado
  * tunnel label, health-check annotation, WaypointBound): its metadata, spec and conditions.
  */
 export function slimWorkloadEntry(we: WorkloadEntryObject): WorkloadEntryObject {
-  return slim(we, ['conditions'])
+  return slim(we, (s) => (s?.conditions === undefined ? {} : {conditions: s.conditions}))
 }
 
 /**
@@ -255,7 +262,12 @@ export function slimWorkloadEntry(we: WorkloadEntryObject): WorkloadEntryObject 
  * addresses, versions, workload labels; AgentConnected and the active connection). The group snapshot is left out.
  */
 export function slimWar(war: WarObject): WarObject {
-  return slim(war, ['conditions', 'activeAgentConnection'])
+  return slim(war, (s) => {
+    const out: NonNullable<WarObject['status']> = {}
+    if (s?.conditions !== undefined) out.conditions = s.conditions
+    if (s?.activeAgentConnection !== undefined) out.activeAgentConnection = s.activeAgentConnection
+    return out
+  })
 }
 
 export interface PodIndex {
