@@ -96,13 +96,11 @@ function namespaceOf(proxyId: string): string | undefined {
  * Throws a MeshvmError naming the istiod when the body is not a syncz answer.
  */
 export function parseSyncz(json: unknown, istiod: IstiodRef): ProxySync[] {
-  let value = json
-  if (typeof value === 'string') {
-    try {
-      value = JSON.parse(value) as unknown
-    } catch {
-      throw new SynczError(istiod, 'not JSON')
-    }
+  let value: unknown
+  try {
+    value = typeof json === 'string' ? JSON.parse(json) : json
+  } catch {
+    throw new SynczError(istiod, 'not JSON')
   }
   try {
     if (Array.isArray(value)) return value.map((item, i) => parseHttpItem(item, i, istiod))
