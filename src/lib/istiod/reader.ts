@@ -34,7 +34,7 @@ import {istiodServiceName, resolveRevision, type ResolvedRevision} from './revis
 export const DEFAULT_MONITORING_PORT = 15014
 export const XDS_PORT = 15012
 /** TokenRequest's minimum lifetime: the token for istiod is asked for with the shortest allowed expiry. */
-export const XDS_TOKEN_SECONDS = 600
+const XDS_TOKEN_SECONDS = 600
 
 export type IstiodPath = 'http' | 'xds'
 
@@ -423,7 +423,7 @@ export class IstiodReader {
 }
 
 /** `host:port`, `[v6]:port`. */
-export function splitAddress(address: string): [string, string] {
+function splitAddress(address: string): [string, string] {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address)
   if (!m) throw new MeshvmError(`--xds-address ${JSON.stringify(address)}: expected HOST:PORT (e.g. istiod.example.com:15012)`, {exit: ExitCode.USAGE, code: 'Usage'})
   return [m[1]!, m[2]!]

@@ -26,7 +26,6 @@ export interface CollectOptions {
   selector?: Selector
   /** Keep each VM's WorkloadEntry on its record (VmRecord.entry), for the detail view of NAME. */
   entries?: boolean
-  now?: Date
 }
 
 export interface ContextStatus {
@@ -64,7 +63,8 @@ function allFailed(failures: IstiodFailure[]): MeshvmError {
 }
 
 export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
-  const now = options.now ?? new Date()
+  // The clock of every age in this context's rows.
+  const now = new Date()
   const started = Date.now()
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.

@@ -13,7 +13,7 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
-import {DEFAULT_MONITORING_PORT, IstiodReadError, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
+import {DEFAULT_MONITORING_PORT, IstiodReadError, type FailureKind, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {WarObject, WorkloadEntryObject} from '../war/model.js'
 import {compare, parseSyncz, type IstiodRef, type ProxySync} from './status.js'
@@ -34,7 +34,7 @@ export interface IstiodPod extends IstiodRef {
 export interface IstiodFailure {
   istiod: IstiodPod
   /** `timeout`: no answer within --timeout; the rest are errors of the API server, the pod or its answer. */
-  kind: 'timeout' | 'forbidden' | 'error'
+  kind: FailureKind
   error: MeshvmError
 }
 

@@ -17,21 +17,10 @@ export const XDS_TYPE_URLS: Record<XdsType, string> = {
 }
 
 /** Legacy `SyncStatus` field prefixes (`<prefix>_sent`, `<prefix>_acked`). */
-export const LEGACY_FIELDS: Record<XdsType, string> = {
-  CDS: 'cluster',
-  LDS: 'listener',
-  EDS: 'endpoint',
-  RDS: 'route',
-  ECDS: 'extensionconfig',
-}
+export const LEGACY_FIELDS: Record<XdsType, string> = {CDS: 'cluster', LDS: 'listener', EDS: 'endpoint', RDS: 'route', ECDS: 'extensionconfig'}
 
 /** Deprecated `ClientConfig.xdsConfig[]` oneof keys. */
-export const PER_XDS_KEYS: Record<string, XdsType> = {
-  clusterConfig: 'CDS',
-  listenerConfig: 'LDS',
-  endpointConfig: 'EDS',
-  routeConfig: 'RDS',
-}
+export const PER_XDS_KEYS: Record<string, XdsType> = {clusterConfig: 'CDS', listenerConfig: 'LDS', endpointConfig: 'EDS', routeConfig: 'RDS'}
 
 /**
  * Per-type state. `IGNORED`: the proxy does not watch the type. `UNKNOWN`: istiod listed the type with

@@ -10,6 +10,7 @@ import {renderTable, type Column} from '../output/table.js'
 import {compare} from './rows.js'
 import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from '../grpc/xds-types.js'
 import {perType, XDS_TYPE_URLS, XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
+import type {VmCheck} from './vm-checks.js'
 import type {VmRecord} from './vms.js'
 
 /**
@@ -37,7 +38,7 @@ export interface ProxyStatusTableOptions {
   /** A chalk to use instead of one made from `color` (e.g. the command's `chalkFor(format)`). */
   chalk?: ChalkInstance
   /** --vm-exec: what each VM's Envoy says of its certificate and root (wide: CERT EXPIRES, ROOT MATCH). */
-  vmChecks?: Map<ProxyStatusRow, {certExpires: string; rootMatch: string}>
+  vmChecks?: Map<ProxyStatusRow, VmCheck>
 }
 
 /** istioctl's tabwriter: padding 5, no padding after the last column. */
