@@ -330,7 +330,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       const gone = removedRows(previous, current)
       const warnings = [...last.warnings, ...last.problems.map((p) => `${p.istiod ?? p.context}: ${p.error.message}`), ...gone.map((g) => `gone: ${g}`)].join('\n')
       if (warnings !== lastWarnings && warnings !== '') {
-        for (const w of [...last.warnings]) this.warning(w)
+        for (const w of last.warnings) this.warning(w)
         for (const p of last.problems) this.warnProblem(p)
         for (const g of gone) this.note(`gone: ${g}`)
       }
