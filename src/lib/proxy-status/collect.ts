@@ -149,20 +149,16 @@ export async function collectContext(client: KubeClient, context: string, option
   const registrationsByRow = new Map<string, VmRecord>()
   for (const v of vms) registrationsByRow.set(v.proxyId ?? `${v.name}.${v.namespace}`, v)
 
-  let out = rows
   const selector = options.selector
-  if (selector) {
-    out = rows.filter((r) => {
-      if (r.type === 'istiod') return true
-      if (r.type === 'vm') {
-        const rec = registrationsByRow.get(r.name)
-        return selectorMatches(selector, rec?.labels ?? {})
-      }
-      const {name, namespace} = splitProxyId(r.name)
-      const labels = pods?.labels.get(`${namespace}/${name}`)
-      return labels !== undefined && selectorMatches(selector, labels)
-    })
-  }
+  const out = !selector
+    ? rows
+    : rows.filter((r) => {
+        if (r.type === 'istiod') return true
+        if (r.type === 'vm') return selectorMatches(selector, registrationsByRow.get(r.name)?.labels ?? {})
+        const {name, namespace} = splitProxyId(r.name)
+        const labels = pods?.labels.get(`${namespace}/${name}`)
+        return labels !== undefined && selectorMatches(selector, labels)
+      })
   for (const r of out) r.context = context
   return {context, rows: out, registrations: registrationsByRow, failures, warnings, elsewhere}
 }

@@ -79,7 +79,7 @@ const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, st
 /**
  * One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name.
  * `labels: false`: the records' labels are left empty (a caller that matches no -l selector need not
- * build a record of labels per registration, 5,000 short-lived objects for a mesh of 5,000 VMs).
+ * build a short-lived record of labels per registration).
  * `entries: false`: the records do not hold their WorkloadEntries (`entry`, read only by the detail
  * view), which are then freed with the list.
  */
@@ -233,9 +233,8 @@ function nameCandidates(vm: VmRecord): string[] {
 }
 
 /**
- * A record paired with its proxy: connected, under that ID. The record is updated rather than copied
- * (records are built per snapshot by vmRecords and read only after pairing; a spread copy of records
- * of varying shapes took V8's slow path, ~1.2 µs each at 5,000 VMs).
+ * A record paired with its proxy: connected, under that ID. Updated rather than copied: records are
+ * built per snapshot and read only after pairing, and a spread copy of records of varying shapes is slow.
  */
 function paired(vm: VmRecord, proxyId: string): VmRecord {
   vm.proxyId = proxyId
