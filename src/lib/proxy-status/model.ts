@@ -140,23 +140,15 @@ export function nonceState(sent: string | undefined, acked: string | undefined, 
  * istiod reported a send time. Ages use Kubernetes' duration.HumanDuration, like istioctl.
  */
 export function xdsStatus(t: TypeSync, now: Date = new Date()): string {
-  switch (t.state) {
-    case 'IGNORED':
-    case 'UNKNOWN':
-      return 'IGNORED'
-    case 'NOT_SENT':
-      return 'NOT SENT'
-    case 'NOT_CONNECTED':
-      return 'NOT CONNECTED'
-    case 'NO_ANSWER':
-      return 'NO ANSWER'
-    default: {
-      if (t.state === 'STALE' && t.neverAcknowledged) return 'STALE (Never Acknowledged)'
-      const at = t.lastSent === undefined ? Number.NaN : Date.parse(t.lastSent)
-      return Number.isNaN(at) ? t.state : `${t.state} (${goHumanDuration(now.getTime() - at)})`
-    }
-  }
+  const word = STATE_WORDS[t.state]
+  if (word !== undefined) return word
+  if (t.state === 'STALE' && t.neverAcknowledged) return 'STALE (Never Acknowledged)'
+  const at = t.lastSent === undefined ? Number.NaN : Date.parse(t.lastSent)
+  return Number.isNaN(at) ? t.state : `${t.state} (${goHumanDuration(now.getTime() - at)})`
 }
+
+/** The states shown as a fixed word, without an age. */
+const STATE_WORDS: Partial<Record<SyncState, string>> = {IGNORED: 'IGNORED', UNKNOWN: 'IGNORED', NOT_SENT: 'NOT SENT', NOT_CONNECTED: 'NOT CONNECTED', NO_ANSWER: 'NO ANSWER'}
 
 /** Go's `int(d.Seconds())` truncates towards zero; humanDuration floors. Same result except in (-2s, -1s]. */
 function goHumanDuration(ms: number): string {
