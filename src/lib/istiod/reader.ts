@@ -71,6 +71,11 @@ function failedAt(where: string, err: MeshvmError): IstiodReadError {
   return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
 }
 
+/** What is left until `deadline`, at least 1 ms: a time-out of 0 would mean none to the gRPC call. */
+function remaining(deadline: number): number {
+  return Math.max(1, deadline - Date.now())
+}
+
 /** `make()` made once and shared; forgotten when it fails, so that the next call asks again. */
 function once<T>(make: () => Promise<T>): () => Promise<T> {
   let made: Promise<T> | undefined
@@ -204,7 +209,7 @@ export class IstiodReader {
       const agent = new Agent({keepAlive: true, maxSockets: 1})
       // One forwarded connection, reused while istiod keeps it alive; a new one only if it closed.
       ;(agent as unknown as {createConnection: (o: unknown, cb: (err: Error | null, s?: Duplex) => void) => undefined}).createConnection = (_o, cb) => {
-        openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port, timeoutMs: Math.max(1, deadline - Date.now())}).then(
+        openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port, timeoutMs: remaining(deadline)}).then(
           (s) => {
             // A read that gave up (time-out) dropped this agent: its late connection is not kept.
             if (this.agent !== agent) s.destroy()
@@ -223,7 +228,7 @@ export class IstiodReader {
       // literal: istiod does not check the Host header (pilot/pkg/xds/debug.go allowAuthenticatedOrLocalhost
       // trusts the connection's remote address, which a port-forward makes loopback), and with a name
       // Node's Agent computes a TLS servername through net.isIP, whose first use compiles the IPv6 pattern.
-      const raw = await exchange(new URL(`http://127.0.0.1:${port}`), this.agent, {method: 'GET', path, headers: {Accept: 'application/json'}, timeoutMs: Math.max(1, deadline - Date.now())})
+      const raw = await exchange(new URL(`http://127.0.0.1:${port}`), this.agent, {method: 'GET', path, headers: {Accept: 'application/json'}, timeoutMs: remaining(deadline)})
       res = {status: raw.status, body: raw.body.toString('utf8')}
     } catch (err) {
       // The next read starts over with a new connection.
@@ -313,7 +318,7 @@ export class IstiodReader {
     let socket: Duplex | undefined
     if (t.kind === 'pod') {
       try {
-        socket = await openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port: XDS_PORT, timeoutMs: Math.max(1, deadline - Date.now())})
+        socket = await openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port: XDS_PORT, timeoutMs: remaining(deadline)})
       } catch (err) {
         throw this.portForwardFailure(err, this.xdsWhere(), timeoutMs)
       }
@@ -324,13 +329,10 @@ export class IstiodReader {
     let tls: TLSSocket
     try {
       tls = await new Promise<TLSSocket>((resolve, reject) => {
-        const timer = setTimeout(
-          () => {
-            pending.destroy()
-            reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
-          },
-          Math.max(1, deadline - Date.now()),
-        )
+        const timer = setTimeout(() => {
+          pending.destroy()
+          reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
+        }, remaining(deadline))
         const pending = secureConnect({ca: root, servername: this.san, ALPNProtocols: ['h2']}, {host, port: Number(portText), socket}, (err, s) => {
           clearTimeout(timer)
           if (err) reject(err)
@@ -363,7 +365,7 @@ export class IstiodReader {
       this.channel = await this.channelOpening
     }
     const started = Date.now()
-    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes: maxResponseBytes()})
+    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: remaining(deadline), maxBytes: maxResponseBytes()})
     const nodeId = `sidecar~0.0.0.0~meshvm-${randomBytes(4).toString('hex')}.${ns}~${ns}.svc.cluster.local`
     call.send(encodeDiscoveryRequest({node: {id: nodeId, metadata: {GENERATOR: 'event', SERVICE_ACCOUNT: 'default', NAMESPACE: ns}}, typeUrl}))
     let response: DiscoveryResponse
