@@ -9,19 +9,8 @@ import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib
 import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
-import {
-  ISTIOCTL_GAP,
-  istioctlSyncz,
-  PROXY_STATUS_LAYOUTS,
-  proxyStatusColumns,
-  renderProxyStatusTable,
-  type ProxyStatusLayout,
-  proxyStatusJsonItem,
-  proxyStatusList,
-  proxyStatusName,
-  type ProxyStatusJsonItem,
-  type ProxyStatusRow,
-} from '../lib/proxy-status/status.js'
+import {ISTIOCTL_GAP, istioctlSyncz, PROXY_STATUS_LAYOUTS, proxyStatusColumns, proxyStatusJsonItem, proxyStatusList, proxyStatusName, renderProxyStatusTable} from '../lib/proxy-status/status.js'
+import type {ProxyStatusJsonItem, ProxyStatusLayout, ProxyStatusRow} from '../lib/proxy-status/status.js'
 import type {VmCheck} from '../lib/proxy-status/vm-checks.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
 

@@ -14,27 +14,8 @@
 import {MeshvmError} from '../errors.js'
 import {CLIENT_CONFIG_TYPE, CONFIG_STATUS} from '../grpc/xds-types.js'
 import {isRecord, type JsonRecord} from '../util/records.js'
-import {
-  LEGACY_FIELDS,
-  nonceState,
-  perType,
-  PER_XDS_KEYS,
-  typesIn,
-  XDS_TYPE_URLS,
-  XDS_TYPES,
-  type IstiodRef,
-  type ProxySync,
-  type SynczShape,
-  type SyncState,
-  type TypeSync,
-  type XdsType,
-} from './model.js'
-
-// ---------------------------------------------------------------------------------------------------
-// Parsing
-// ---------------------------------------------------------------------------------------------------
-
-type Json = JsonRecord
+import {LEGACY_FIELDS, nonceState, perType, PER_XDS_KEYS, typesIn, XDS_TYPE_URLS, XDS_TYPES} from './model.js'
+import type {IstiodRef, ProxySync, SynczShape, SyncState, TypeSync, XdsType} from './model.js'
 
 function kindOf(v: unknown): string {
   if (v === null) return 'null'
@@ -72,7 +53,7 @@ function where(place: SynczPlace): string {
   return `item ${place.index} (${place.proxyId})${place.typeUrl ? `: resources["${place.typeUrl}"]` : ''}`
 }
 
-function optString(obj: Json, key: string, place: SynczPlace): string | undefined {
+function optString(obj: JsonRecord, key: string, place: SynczPlace): string | undefined {
   const v = obj[key]
   if (v === undefined || v === null) return undefined
   if (typeof v !== 'string') throw new Error(`${where(place)}: "${key}" must be a string, got ${kindOf(v)}`)
@@ -80,7 +61,7 @@ function optString(obj: Json, key: string, place: SynczPlace): string | undefine
 }
 
 /** `optString` for one type's entry in `resources`, without building its place unless it fails (5 per proxy). */
-function resourceString(r: Json, key: string, index: number, proxyId: string, typeUrl: string): string | undefined {
+function resourceString(r: JsonRecord, key: string, index: number, proxyId: string, typeUrl: string): string | undefined {
   const v = r[key]
   if (v === undefined || v === null || typeof v === 'string') return v ?? undefined
   return optString(r, key, {index, proxyId, typeUrl})
@@ -166,7 +147,7 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
 }
 
 /** One type of a 1.23+ `resources` map; IGNORED when the proxy does not watch it. */
-function resourceSync(resources: Json, t: XdsType, index: number, proxyId: string): TypeSync {
+function resourceSync(resources: JsonRecord, t: XdsType, index: number, proxyId: string): TypeSync {
   const typeUrl = XDS_TYPE_URLS[t]
   const r = resources[typeUrl]
   if (r === undefined || r === null) return {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
@@ -199,7 +180,7 @@ function configStatus(v: unknown, where: string): SyncState {
 }
 
 /** istioctl's `CpInfo`: the istiod ID and build info from `controlPlane.identifier`. */
-function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
+function controlPlane(dr: JsonRecord, istiod: IstiodRef): IstiodRef {
   const cp = dr.controlPlane
   if (!isRecord(cp) || typeof cp.identifier !== 'string') return {...istiod}
   try {
@@ -217,7 +198,7 @@ function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
   }
 }
 
-function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
+function parseDiscoveryResponse(dr: JsonRecord, istiod: IstiodRef): ProxySync[] {
   const cp = controlPlane(dr, istiod)
   const resources = dr.resources ?? []
   if (!Array.isArray(resources)) throw new Error(`"resources" must be an array, got ${kindOf(resources)}`)
