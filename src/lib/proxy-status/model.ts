@@ -117,9 +117,11 @@ export function perType<V>(value: (t: XdsType) => V): Record<XdsType, V> {
   return out
 }
 
-/** Every type in one state, none subscribed. */
+/** Every type in one state, none subscribed (a loop rather than perType's callback: once per proxy of an xDS answer). */
 export function typesIn(state: SyncState): Record<XdsType, TypeSync> {
-  return perType(() => ({state, subscribed: false, neverAcknowledged: false}))
+  const out = {} as Record<XdsType, TypeSync>
+  for (const t of XDS_TYPES) out[t] = {state, subscribed: false, neverAcknowledged: false}
+  return out
 }
 
 /**

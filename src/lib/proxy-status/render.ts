@@ -9,7 +9,7 @@ import {resourceName} from '../output/render.js'
 import {renderTable, type Column} from '../output/table.js'
 import {compare} from './rows.js'
 import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from '../grpc/xds-types.js'
-import {perType, XDS_TYPE_URLS, XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
+import {XDS_TYPE_URLS, XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
 import type {VmCheck} from './vm-checks.js'
 import type {VmRecord} from './vms.js'
 
@@ -154,10 +154,12 @@ const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : 
 
 /** One row as a ProxyStatusJsonItem. */
 export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
-  const xds = perType((t) => {
+  // A loop rather than perType's callback: this runs for every row of -o json|yaml.
+  const xds = {} as ProxyStatusJsonItem['xds']
+  for (const t of XDS_TYPES) {
     const x = r.xds[t]
-    return {
-      status: x.state === 'UNKNOWN' ? ('IGNORED' as const) : x.state,
+    xds[t] = {
+      status: x.state === 'UNKNOWN' ? 'IGNORED' : x.state,
       subscribed: x.subscribed,
       neverAcknowledged: x.neverAcknowledged,
       lastSent: x.lastSent ?? null,
@@ -165,7 +167,7 @@ export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
       nonceSent: x.sent ?? null,
       nonceAcked: x.acked ?? null,
     }
-  })
+  }
   const ref = r.istiodRef
   return {
     name: r.name,

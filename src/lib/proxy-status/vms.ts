@@ -256,23 +256,29 @@ export function pairVms(input: PairingInput): Pairing {
   }
   const taken = new Set<string>()
   const out: VmRecord[] = []
-  /** Pairs each record with the proxy `match` finds for it; returns the records left. */
-  const pairEach = (vms: VmRecord[], match: (vm: VmRecord) => string | undefined): VmRecord[] => {
-    const left: VmRecord[] = []
-    for (const vm of vms) {
-      const id = match(vm)
+  const waiting: VmRecord[] = []
+  // 1. by name
+  for (const vm of input.vms) {
+    const id = nameCandidates(vm).find((c) => ids.has(c) && !podProxies.has(c) && !taken.has(c))
+    if (id) {
+      taken.add(id)
+      out.push(paired(vm, id))
+    } else waiting.push(vm)
+  }
+  // 2. by address: what the proxy reports of itself (adsz), exactly one proxy
+  const nodes = input.nodes
+  let unpaired = waiting
+  if (nodes !== undefined && nodes.size > 0) {
+    unpaired = []
+    const index = nodeIndex(nodes)
+    for (const vm of waiting) {
+      const id = addressMatch(vm, index, podProxies, taken, ids)
       if (id) {
         taken.add(id)
         out.push(paired(vm, id))
-      } else left.push(vm)
+      } else unpaired.push(vm)
     }
-    return left
   }
-  // 1. by name
-  const waiting = pairEach(input.vms, (vm) => nameCandidates(vm).find((c) => ids.has(c) && !podProxies.has(c) && !taken.has(c)))
-  // 2. by address: what the proxy reports of itself (adsz), exactly one proxy
-  const index = input.nodes !== undefined && input.nodes.size > 0 ? nodeIndex(input.nodes) : undefined
-  const unpaired = index ? pairEach(waiting, (vm) => addressMatch(vm, index, podProxies, taken, ids)) : waiting
   // 3. by connection (istiod + namespace), only where pods are known
   const represented: VmRecord[] = []
   const buckets = new Map<string, VmRecord[]>()
