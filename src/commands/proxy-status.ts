@@ -2,37 +2,24 @@ import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
 import type * as Interfaces from '@oclif/core/interfaces'
 import {flagDuration} from '../lib/output/age.js'
-import {BaseCommand, durationFlag, KUBE_GROUP, kubeFlags, commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, type kubeFlags, type commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
 import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
 import {parseSelector, type Selector} from '../lib/kube/selector.js'
 import {ALL_KINDS, byNamespaceThenName, Printer, type OutputKind} from '../lib/output/printer.js'
 import type {Problem, ProxyStatusRun, Snapshot} from '../lib/proxy-status/run.js'
-import {
-  ISTIOCTL_GAP,
-  istioctlSyncz,
-  PROXY_STATUS_LAYOUTS,
-  proxyStatusColumns,
-  renderProxyStatusTable,
-  type ProxyStatusLayout,
-  proxyStatusJsonItem,
-  proxyStatusList,
-  proxyStatusName,
-  type ProxyStatusError,
-  type ProxyStatusJsonItem,
-  type ProxyStatusRow,
-} from '../lib/proxy-status/status.js'
+import {ISTIOCTL_GAP, istioctlSyncz, PROXY_STATUS_LAYOUTS, proxyStatusColumns, proxyStatusJsonItem, proxyStatusList, proxyStatusName, renderProxyStatusTable} from '../lib/proxy-status/status.js'
+import type {ProxyStatusJsonItem, ProxyStatusLayout, ProxyStatusRow} from '../lib/proxy-status/status.js'
+import type {VmCheck} from '../lib/proxy-status/vm-checks.js'
 import type {Frame} from '../lib/proxy-status/watch.js'
 
 const WATCH_GROUP = 'WATCH'
 
-/** Every format of the one printer; rows are proxies (pods and VMs), named as kubectl names their objects. */
-const KINDS: readonly OutputKind[] = ALL_KINDS
 /** Formats in kubectl's dialect: their rows come in kubectl's order for lists across namespaces (namespace, then name). */
 const KUBECTL_ORDERED = new Set<OutputKind>(['name', 'jsonpath', 'jsonpath-as-json', 'custom-columns'])
 // Rows carry no labels of their own (-l matches the pod's or WorkloadEntry's), so no --show-labels / -L.
-const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(KINDS)
+const {output, 'no-headers': noHeaders, 'sort-by': sortBy} = outputFlags(ALL_KINDS)
 
 const proxyStatusFlags = {
   // Overrides the base command's single --context: several clusters in one table.
@@ -109,25 +96,21 @@ An istiod that does not answer is reported on stderr and its rows are marked NO 
 
 With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK, its istiod, its registration and health, and for a VM its WorkloadEntry's tunnel label (networking.istio.io/tunnel) and WaypointBound condition (Istio 1.31). NAME is POD.NAMESPACE, HOSTNAME.NAMESPACE for a VM, or a WorkloadEntry or WorkloadAutoRegistration name (an auto-registered WorkloadEntry is GROUP-IP[-NETWORK]); with -n, NAME is looked up in that namespace first.`
 
-  static override examples = [
-    {description: 'Every proxy the control plane knows, and every registered VM:', command: '<%= config.bin %> <%= command.id %>'},
-    {description: 'VMs only, with address, health and registration:', command: '<%= config.bin %> <%= command.id %> --vms -o wide'},
-    {description: 'One VM in detail:', command: '<%= config.bin %> <%= command.id %> vm-1.vms'},
-    {description: 'An auto-registered VM in detail, by its WorkloadEntry name:', command: '<%= config.bin %> <%= command.id %> web-10.0.0.5 -n vms'},
-    {
-      description: 'A managed control plane outside the cluster, with --debug naming the path each istiod was read through:',
-      command: '<%= config.bin %> <%= command.id %> --xds-address istiod.example.com:15012 --debug',
-    },
-    {description: 'Proxies of one namespace and label, for a revisioned control plane:', command: '<%= config.bin %> <%= command.id %> -n apps -l app=web -r canary'},
-    {description: 'Two clusters in one table:', command: '<%= config.bin %> <%= command.id %> --context east --context west'},
-    {description: 'Redraw every 5 seconds, changes highlighted:', command: '<%= config.bin %> <%= command.id %> --watch --interval 5s'},
-    {description: 'Per-type sync states, as istioctl -v 1 (or the 1.22–1.26 table with --layout types):', command: '<%= config.bin %> <%= command.id %> -v 1'},
-    {description: 'For scripts:', command: '<%= config.bin %> <%= command.id %> -o json | jq \'.items[] | select(.xds.CDS.status != "SYNCED") | .name\''},
-    {
-      description: 'What istioctl 1.30+ prints with -o json (one syncz answer per istiod), for scripts written against it:',
-      command: '<%= config.bin %> <%= command.id %> -n apps -o json --schema istioctl',
-    },
-  ]
+  static override examples = (
+    [
+      ['Every proxy the control plane knows, and every registered VM:', ''],
+      ['VMs only, with address, health and registration:', ' --vms -o wide'],
+      ['One VM in detail:', ' vm-1.vms'],
+      ['An auto-registered VM in detail, by its WorkloadEntry name:', ' web-10.0.0.5 -n vms'],
+      ['A managed control plane outside the cluster, with --debug naming the path each istiod was read through:', ' --xds-address istiod.example.com:15012 --debug'],
+      ['Proxies of one namespace and label, for a revisioned control plane:', ' -n apps -l app=web -r canary'],
+      ['Two clusters in one table:', ' --context east --context west'],
+      ['Redraw every 5 seconds, changes highlighted:', ' --watch --interval 5s'],
+      ['Per-type sync states, as istioctl -v 1 (or the 1.22–1.26 table with --layout types):', ' -v 1'],
+      ['For scripts:', ' -o json | jq \'.items[] | select(.xds.CDS.status != "SYNCED") | .name\''],
+      ['What istioctl 1.30+ prints with -o json (one syncz answer per istiod), for scripts written against it:', ' -n apps -o json --schema istioctl'],
+    ] as const
+  ).map(([description, args]) => ({description, command: `<%= config.bin %> <%= command.id %>${args}`}))
 
   static override args = {
     name: Args.string({
@@ -147,7 +130,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     const timeoutMs = f.timeout
     const intervalMs = f.interval
     const selector = parseSelector(f.selector)
-    const print = printOptions(f, KINDS)
+    const print = printOptions(f, ALL_KINDS)
     if (f.layout !== undefined && f.layout !== 'verbose' && f.verbosity > 0) {
       throw flagError('--layout', f.layout, `cannot be combined with -v ${f.verbosity} (which is --layout verbose); give one of them`)
     }
@@ -193,7 +176,9 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
         this.out(this.render(snap, snap.rows, undefined))
         if (snap.rows.length === 0 && this.kind !== 'json' && this.kind !== 'yaml') {
           // istioctl 1.28+ prints its header and exits 0 when no proxy is connected: the same bytes on stdout.
-          if ((this.kind === 'table' || this.kind === 'wide') && this.print.noHeaders !== true) this.out(this.emptyTable(snap))
+          if ((this.kind === 'table' || this.kind === 'wide') && this.print.noHeaders !== true) {
+            this.out(renderProxyStatusTable([], {wide: this.kind === 'wide', context: snap.contextsRead > 1, color: false, layout: this.layout}))
+          }
           this.note(this.nothingFound())
         }
         this.report(snap)
@@ -214,10 +199,6 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
 
   private readonly onProblem = (p: Problem): void => this.warnProblem(p)
 
-  private jsonErrors(problems: Problem[]): ProxyStatusError[] {
-    return problems.map((p) => ({context: p.context, istiod: p.istiod ?? null, message: p.error.message}))
-  }
-
   /** `war list`'s note for an empty answer, on stderr (stdout stays empty, as kubectl's "No resources found"). */
   private nothingFound(): string {
     const what = this.flags.vms ? 'VMs' : 'proxies'
@@ -225,11 +206,10 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     return `No ${what} found${ns === undefined ? '' : ` in namespace ${ns}`}${this.flags.selector ? ' matching -l' : ''}.`
   }
 
-  /** `rows` in the chosen format, through the one printer (table and wide: istioctl's table, byte for byte). */
-  private vmChecks: Map<ProxyStatusRow, {certExpires: string; rootMatch: string}> | undefined
+  private vmChecks: Map<ProxyStatusRow, VmCheck> | undefined
 
   /** --vm-exec: each VM probed through the command, its namespace's mesh root read from the current context. */
-  private async checkVms(snap: Snapshot, vmExec: string, timeoutMs: number): Promise<Map<ProxyStatusRow, {certExpires: string; rootMatch: string}>> {
+  private async checkVms(snap: Snapshot, vmExec: string, timeoutMs: number): Promise<Map<ProxyStatusRow, VmCheck>> {
     const session = await this.session(this.flags.context?.[0])
     try {
       const {checkVms} = await import('../lib/proxy-status/vm-checks.js')
@@ -239,6 +219,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     }
   }
 
+  /** `rows` in the chosen format, through the one printer (table and wide: istioctl's table, byte for byte). */
   private render(snap: Snapshot, rows: ProxyStatusRow[], changed: ((row: ProxyStatusRow, header: string) => boolean) | undefined): string {
     const kind = this.kind
     let text = ''
@@ -247,7 +228,11 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
         columns: proxyStatusColumns({wide: kind === 'wide', context: snap.contextsRead > 1, color: false, chalk: this.chalkFor(kind), changed, layout: this.layout, vmChecks: this.vmChecks}),
         object: proxyStatusJsonItem,
         name: (r) => proxyStatusName(r, snap.registrationOf(r)),
-        document: (items) => proxyStatusList(items as ProxyStatusJsonItem[], this.jsonErrors(snap.problems)),
+        document: (items) =>
+          proxyStatusList(
+            items as ProxyStatusJsonItem[],
+            snap.problems.map((p) => ({context: p.context, istiod: p.istiod ?? null, message: p.error.message})),
+          ),
         gap: ISTIOCTL_GAP,
         // istioctl's order (name, then istiod) for its table and meshvm's JSON; kubectl's for its formats.
         order: KUBECTL_ORDERED.has(kind) ? byNamespaceThenName((r: ProxyStatusRow) => r) : undefined,
@@ -267,11 +252,6 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
     if (this.kind === 'json') return docs.map((d) => JSON.stringify(d, null, 4) + '\n').join('')
     const {toYaml} = await import('../lib/yaml.js')
     return docs.map((d) => toYaml(sortedKeys(d)) + '\n').join('')
-  }
-
-  /** The header alone, as istioctl 1.28+ prints it for a mesh without proxies. */
-  private emptyTable(snap: Snapshot): string {
-    return renderProxyStatusTable([], {wide: this.kind === 'wide', context: snap.contextsRead > 1, color: false, layout: this.layout})
   }
 
   private warnProblem(p: Problem): void {
@@ -339,7 +319,7 @@ With NAME, one proxy is shown in detail: per-type status, nonces, the last NACK,
       const gone = removedRows(previous, current)
       const warnings = [...last.warnings, ...last.problems.map((p) => `${p.istiod ?? p.context}: ${p.error.message}`), ...gone.map((g) => `gone: ${g}`)].join('\n')
       if (warnings !== lastWarnings && warnings !== '') {
-        for (const w of [...last.warnings]) this.warning(w)
+        for (const w of last.warnings) this.warning(w)
         for (const p of last.problems) this.warnProblem(p)
         for (const g of gone) this.note(`gone: ${g}`)
       }

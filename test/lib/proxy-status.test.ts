@@ -7,7 +7,8 @@ import {
   isVersionSkewed,
   nonceState,
   parseSyncz,
-  proxyStatusJson,
+  proxyStatusJsonItem,
+  proxyStatusList,
   proxyStatusRows,
   renderProxyStatusTable,
   xdsStatus,
@@ -313,7 +314,13 @@ describe('HTTP syncz, Istio 1.23+ resources map', () => {
   })
 
   it('renders the stable JSON (golden)', () => {
-    const list = proxyStatusJson(rows())
+    // As the command prints it: each row through proxyStatusJsonItem (placeholder rows are table-only), in the list document.
+    const list = proxyStatusList(
+      rows()
+        .filter((r) => r.type !== 'istiod')
+        .map(proxyStatusJsonItem),
+      [],
+    )
     expect(list.apiVersion).toBe('meshvm.io/v1alpha1')
     expect(list.kind).toBe('ProxyStatusList')
     expectMatchesGoldenFile(JSON.stringify(list, null, 2) + '\n', `${GOLDEN}vms.json`)
@@ -441,6 +448,12 @@ describe('garbage input', () => {
     ['xDS resources not an array', {typeUrl: 'istio.io/debug/syncz', resources: 'x'}, /"resources" must be an array, got a string$/],
     ['a ClientConfig without node id', {resources: [{genericXdsConfigs: []}]}, /resources\[0\] has no node\.id$/],
     ['an unknown config status', {resources: [{node: {id: 'p.ns'}, genericXdsConfigs: [{typeUrl: XDS_TYPE_URLS.CDS, configStatus: 'WEIRD'}]}]}, /unknown config status "WEIRD"$/],
+    // An inherited property's name is not a status either.
+    [
+      'a config status named after an Object property',
+      {resources: [{node: {id: 'p.ns'}, genericXdsConfigs: [{typeUrl: XDS_TYPE_URLS.CDS, configStatus: 'constructor'}]}]},
+      /unknown config status "constructor"$/,
+    ],
   ]
   it.each(cases)('%s → a one-line MeshvmError naming the istiod', (_name, input, tail) => {
     let err: unknown

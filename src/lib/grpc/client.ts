@@ -44,22 +44,19 @@ export interface CallOptions {
 /** One HTTP/2 session; close it when done (each call is a stream on it). */
 export class GrpcChannel {
   readonly session: ClientHttp2Session
-  private failure?: NodeJS.ErrnoException
+  /** The session's own error (TLS, connection), once it failed: the cause of its streams' failures. */
+  transportError?: NodeJS.ErrnoException
 
   constructor(options: GrpcChannelOptions) {
     this.session = connect(`${options.secure ? 'https' : 'http'}://${options.authority}`, {createConnection: () => options.createConnection()})
     this.session.on('error', (err: NodeJS.ErrnoException) => {
-      this.failure = err
+      this.transportError = err
     })
   }
 
   /** Opens a call; messages are written with send() and read with next(). */
   call(path: string, options: CallOptions = {}): GrpcCall {
     return new GrpcCall(this, path, options)
-  }
-
-  get transportError(): NodeJS.ErrnoException | undefined {
-    return this.failure
   }
 
   close(): void {

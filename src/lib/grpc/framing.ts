@@ -9,7 +9,7 @@
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 /** gRPC status codes by number (https://grpc.github.io/grpc/core/md_doc_statuscodes.html). */
-export const GRPC_STATUS = [
+const GRPC_STATUS = [
   'OK',
   'CANCELLED',
   'UNKNOWN',

@@ -3,5 +3,7 @@
  * load the codec's vendor bundle for commands that never talk gRPC.
  */
 export const CLIENT_CONFIG_TYPE = 'type.googleapis.com/envoy.service.status.v3.ClientConfig'
+/** envoy.service.status.v3.ConfigStatus, by number. */
+export const CONFIG_STATUS = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR'] as const
 /** istiod's `TypeDebugSyncronization` (pilot/pkg/xds/statusgen.go). */
 export const TYPE_DEBUG_SYNCZ = 'istio.io/debug/syncz'

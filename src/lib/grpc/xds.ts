@@ -10,15 +10,12 @@
  * and decodes responses (the simulated istiod has its own codec, test/cluster/xds-messages.ts).
  */
 import {BinaryReader, BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
-import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from './xds-types.js'
+import {CLIENT_CONFIG_TYPE, CONFIG_STATUS, TYPE_DEBUG_SYNCZ} from './xds-types.js'
 
 export type JsonValue = null | number | string | boolean | JsonValue[] | {[key: string]: JsonValue}
 
 export const ADS_METHOD = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources'
 export {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ}
-
-/** envoy.service.status.v3.ConfigStatus */
-const CONFIG_STATUS = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR'] as const
 
 export interface Any {
   typeUrl: string
@@ -99,8 +96,11 @@ function writeValue(w: BinaryWriter, v: JsonValue): void {
   else if (typeof v === 'number') w.tag(2, WireType.Bit64).double(v)
   else if (typeof v === 'string') w.tag(3, LEN).string(v)
   else if (typeof v === 'boolean') w.tag(4, WireType.Varint).bool(v)
-  else if (Array.isArray(v)) msg(w, 6, (l) => v.forEach((x) => msg(l, 1, (vw) => writeValue(vw, x))))
-  else msg(w, 5, (s) => writeStruct(s, v))
+  else if (Array.isArray(v)) {
+    msg(w, 6, (l) => {
+      for (const x of v) msg(l, 1, (vw) => writeValue(vw, x))
+    })
+  } else msg(w, 5, (s) => writeStruct(s, v))
 }
 
 function writeStruct(w: BinaryWriter, fields: Record<string, JsonValue>): void {
@@ -154,121 +154,79 @@ function expect(type: WireType, want: WireType, no: number): void {
   if (type !== want) throw new ProtoDecodeError(`field ${no} has wire type ${type}, expected ${want}`)
 }
 
-function readValue(bytes: Uint8Array, depth: number): JsonValue {
-  if (depth > 64) throw new ProtoDecodeError('Struct nested too deeply')
-  let out: JsonValue = null
-  each(bytes, (r, no, type) => {
-    switch (no) {
-      case 1:
-        expect(type, WireType.Varint, no)
-        r.int32()
-        out = null
-        return true
-      case 2:
-        expect(type, WireType.Bit64, no)
-        out = r.double()
-        return true
-      case 3:
-        expect(type, LEN, no)
-        out = r.string()
-        return true
-      case 4:
-        expect(type, WireType.Varint, no)
-        out = r.bool()
-        return true
-      case 5:
-        expect(type, LEN, no)
-        out = readStruct(r.bytes(), depth + 1)
-        return true
-      case 6: {
-        expect(type, LEN, no)
-        const list: JsonValue[] = []
-        each(r.bytes(), (lr, lno, ltype) => {
-          if (lno !== 1) return false
-          expect(ltype, LEN, lno)
-          list.push(readValue(lr.bytes(), depth + 1))
-          return true
-        })
-        out = list
-        return true
-      }
-      default:
-        return false
-    }
-  })
-  return out
-}
+/** A message's known fields by number: the wire type each must have, and what reading it sets on `out`. */
+type Fields<T> = Record<number, readonly [WireType, (r: BinaryReader, out: T) => void]>
 
-function readStruct(bytes: Uint8Array, depth = 0): Record<string, JsonValue> {
-  const out: Record<string, JsonValue> = Object.create(null) as Record<string, JsonValue>
+/** Reads the message in `bytes` into `out` through its field table; fields not in it are skipped. */
+function read<T>(bytes: Uint8Array, out: T, fields: Fields<T>): T {
   each(bytes, (r, no, type) => {
-    if (no !== 1) return false
-    expect(type, LEN, no)
-    let key = ''
-    let value: JsonValue = null
-    each(r.bytes(), (er, eno, etype) => {
-      if (eno === 1) {
-        expect(etype, LEN, eno)
-        key = er.string()
-        return true
-      }
-      if (eno === 2) {
-        expect(etype, LEN, eno)
-        value = readValue(er.bytes(), depth)
-        return true
-      }
-      return false
-    })
-    out[key] = value
+    const f = fields[no]
+    if (f === undefined) return false
+    expect(type, f[0], no)
+    f[1](r, out)
     return true
   })
   return out
 }
 
-function readNode(bytes: Uint8Array): Node {
-  const n: Node = {}
-  each(bytes, (r, no, type) => {
-    if (no === 1) {
-      expect(type, LEN, no)
-      n.id = r.string()
-      return true
-    }
-    if (no === 2) {
-      expect(type, LEN, no)
-      n.cluster = r.string()
-      return true
-    }
-    if (no === 3) {
-      expect(type, LEN, no)
-      n.metadata = readStruct(r.bytes())
-      return true
-    }
-    if (no === 6) {
-      expect(type, LEN, no)
-      n.userAgentName = r.string()
-      return true
-    }
-    return false
-  })
-  return n
+/** google.protobuf.Value (and ListValue), `depth` levels of Struct/ListValue down. */
+interface ValueOut {
+  value: JsonValue
+  depth: number
 }
 
-function readAny(bytes: Uint8Array): Any {
-  const a: Any = {typeUrl: '', value: new Uint8Array()}
-  each(bytes, (r, no, type) => {
-    if (no === 1) {
-      expect(type, LEN, no)
-      a.typeUrl = r.string()
-      return true
-    }
-    if (no === 2) {
-      expect(type, LEN, no)
-      a.value = r.bytes()
-      return true
-    }
-    return false
-  })
-  return a
+const LIST: Fields<{list: JsonValue[]; depth: number}> = {1: [LEN, (r, o) => o.list.push(readValue(r.bytes(), o.depth))]}
+
+const VALUE: Fields<ValueOut> = {
+  1: [
+    WireType.Varint,
+    (r, o) => {
+      r.int32()
+      o.value = null
+    },
+  ],
+  2: [WireType.Bit64, (r, o) => (o.value = r.double())],
+  3: [LEN, (r, o) => (o.value = r.string())],
+  4: [WireType.Varint, (r, o) => (o.value = r.bool())],
+  5: [LEN, (r, o) => (o.value = readStruct(r.bytes(), o.depth + 1))],
+  6: [LEN, (r, o) => (o.value = read(r.bytes(), {list: [] as JsonValue[], depth: o.depth + 1}, LIST).list)],
+}
+
+function readValue(bytes: Uint8Array, depth: number): JsonValue {
+  if (depth > 64) throw new ProtoDecodeError('Struct nested too deeply')
+  return read<ValueOut>(bytes, {value: null, depth}, VALUE).value
+}
+
+/** A Struct's fields entry (map<string, Value>). */
+const ENTRY: Fields<{key: string; value: JsonValue; depth: number}> = {
+  1: [LEN, (r, e) => (e.key = r.string())],
+  2: [LEN, (r, e) => (e.value = readValue(r.bytes(), e.depth))],
+}
+
+const STRUCT: Fields<{fields: Record<string, JsonValue>; depth: number}> = {
+  1: [
+    LEN,
+    (r, s) => {
+      const e = read(r.bytes(), {key: '', value: null as JsonValue, depth: s.depth}, ENTRY)
+      s.fields[e.key] = e.value
+    },
+  ],
+}
+
+function readStruct(bytes: Uint8Array, depth = 0): Record<string, JsonValue> {
+  return read(bytes, {fields: Object.create(null) as Record<string, JsonValue>, depth}, STRUCT).fields
+}
+
+const NODE: Fields<Node> = {
+  1: [LEN, (r, n) => (n.id = r.string())],
+  2: [LEN, (r, n) => (n.cluster = r.string())],
+  3: [LEN, (r, n) => (n.metadata = readStruct(r.bytes()))],
+  6: [LEN, (r, n) => (n.userAgentName = r.string())],
+}
+
+const ANY: Fields<Any> = {
+  1: [LEN, (r, a) => (a.typeUrl = r.string())],
+  2: [LEN, (r, a) => (a.value = r.bytes())],
 }
 
 /** google.protobuf.Timestamp → RFC 3339 the way protojson writes it (0, 3, 6 or 9 fraction digits). */
@@ -280,158 +238,74 @@ export function timestampText(seconds: number, nanos: number): string {
   return `${base}.${frac}Z`
 }
 
+const TIMESTAMP: Fields<{seconds: number; nanos: number}> = {
+  1: [WireType.Varint, (r, t) => (t.seconds = Number(r.int64()))],
+  2: [WireType.Varint, (r, t) => (t.nanos = r.int32())],
+}
+
 function readTimestamp(bytes: Uint8Array): string {
-  let seconds = 0
-  let nanos = 0
-  each(bytes, (r, no, type) => {
-    if (no === 1) {
-      expect(type, WireType.Varint, no)
-      seconds = Number(r.int64())
-      return true
-    }
-    if (no === 2) {
-      expect(type, WireType.Varint, no)
-      nanos = r.int32()
-      return true
-    }
-    return false
-  })
-  return timestampText(seconds, nanos)
+  const t = read(bytes, {seconds: 0, nanos: 0}, TIMESTAMP)
+  return timestampText(t.seconds, t.nanos)
+}
+
+const CONTROL_PLANE: Fields<{identifier: string}> = {1: [LEN, (r, c) => (c.identifier = r.string())]}
+
+const RESPONSE: Fields<DiscoveryResponse> = {
+  1: [LEN, (r, d) => (d.versionInfo = r.string())],
+  2: [LEN, (r, d) => d.resources.push(read(r.bytes(), {typeUrl: '', value: new Uint8Array()}, ANY))],
+  4: [LEN, (r, d) => (d.typeUrl = r.string())],
+  5: [LEN, (r, d) => (d.nonce = r.string())],
+  6: [LEN, (r, d) => (d.controlPlane = read(r.bytes(), {identifier: ''}, CONTROL_PLANE))],
 }
 
 export function decodeDiscoveryResponse(bytes: Uint8Array): DiscoveryResponse {
-  const out: DiscoveryResponse = {resources: []}
-  each(bytes, (r, no, type) => {
-    switch (no) {
-      case 1:
-        expect(type, LEN, no)
-        out.versionInfo = r.string()
-        return true
-      case 2:
-        expect(type, LEN, no)
-        out.resources.push(readAny(r.bytes()))
-        return true
-      case 4:
-        expect(type, LEN, no)
-        out.typeUrl = r.string()
-        return true
-      case 5:
-        expect(type, LEN, no)
-        out.nonce = r.string()
-        return true
-      case 6: {
-        expect(type, LEN, no)
-        const cp = {identifier: ''}
-        each(r.bytes(), (cr, cno, ctype) => {
-          if (cno !== 1) return false
-          expect(ctype, LEN, cno)
-          cp.identifier = cr.string()
-          return true
-        })
-        out.controlPlane = cp
-        return true
-      }
-      default:
-        return false
-    }
-  })
-  return out
+  return read<DiscoveryResponse>(bytes, {resources: []}, RESPONSE)
 }
 
-function readGeneric(bytes: Uint8Array): GenericXdsConfig {
-  const g: GenericXdsConfig = {typeUrl: '', configStatus: 0}
-  each(bytes, (r, no, type) => {
-    switch (no) {
-      case 1:
-        expect(type, LEN, no)
-        g.typeUrl = r.string()
-        return true
-      case 2:
-        expect(type, LEN, no)
-        g.name = r.string()
-        return true
-      case 3:
-        expect(type, LEN, no)
-        g.versionInfo = r.string()
-        return true
-      case 5:
-        expect(type, LEN, no)
-        g.lastUpdated = readTimestamp(r.bytes())
-        return true
-      case 6:
-        expect(type, WireType.Varint, no)
-        g.configStatus = r.int32()
-        return true
-      case 7:
-        expect(type, WireType.Varint, no)
-        g.clientStatus = r.int32()
-        return true
-      case 8: {
-        expect(type, LEN, no)
-        const e: NonNullable<GenericXdsConfig['errorState']> = {}
-        each(r.bytes(), (er, eno, etype) => {
-          if (eno === 2) {
-            expect(etype, LEN, eno)
-            e.lastUpdateAttempt = readTimestamp(er.bytes())
-            return true
-          }
-          if (eno === 3) {
-            expect(etype, LEN, eno)
-            e.details = er.string()
-            return true
-          }
-          return false
-        })
-        g.errorState = e
-        return true
-      }
-      default:
-        return false
-    }
-  })
-  return g
+/** UpdateFailureState: the fields meshvm reads (field 1, the failed config, is skipped). */
+const ERROR_STATE: Fields<NonNullable<GenericXdsConfig['errorState']>> = {
+  2: [LEN, (r, e) => (e.lastUpdateAttempt = readTimestamp(r.bytes()))],
+  3: [LEN, (r, e) => (e.details = r.string())],
+}
+
+const GENERIC: Fields<GenericXdsConfig> = {
+  1: [LEN, (r, g) => (g.typeUrl = r.string())],
+  2: [LEN, (r, g) => (g.name = r.string())],
+  3: [LEN, (r, g) => (g.versionInfo = r.string())],
+  5: [LEN, (r, g) => (g.lastUpdated = readTimestamp(r.bytes()))],
+  6: [WireType.Varint, (r, g) => (g.configStatus = r.int32())],
+  7: [WireType.Varint, (r, g) => (g.clientStatus = r.int32())],
+  8: [LEN, (r, g) => (g.errorState = read(r.bytes(), {}, ERROR_STATE))],
 }
 
 /** The oneof of PerXdsConfig: which dump it carries, by field number. */
 const PER_XDS_FIELDS = {listenerConfig: 2, clusterConfig: 3, routeConfig: 4, scopedRouteConfig: 5, endpointConfig: 6} as const
 
-export function decodeClientConfig(bytes: Uint8Array): ClientConfig {
-  const c: ClientConfig = {genericXdsConfigs: []}
+/** The deprecated per-type form: its status (field 1) and which oneof field carries the dump (not read). */
+function readPerXds(bytes: Uint8Array): PerXdsConfig {
+  const p: PerXdsConfig = {status: 0}
   each(bytes, (r, no, type) => {
-    switch (no) {
-      case 1:
-        expect(type, LEN, no)
-        c.node = readNode(r.bytes())
-        return true
-      case 2: {
-        expect(type, LEN, no)
-        const p: PerXdsConfig = {status: 0}
-        each(r.bytes(), (pr, pno, ptype) => {
-          if (pno === 1) {
-            expect(ptype, WireType.Varint, pno)
-            p.status = pr.int32()
-            return true
-          }
-          const kind = (Object.keys(PER_XDS_FIELDS) as (keyof typeof PER_XDS_FIELDS)[]).find((k) => PER_XDS_FIELDS[k] === pno)
-          if (kind) p.kind = kind
-          return false
-        })
-        ;(c.xdsConfig ??= []).push(p)
-        return true
-      }
-      case 3:
-        expect(type, LEN, no)
-        c.genericXdsConfigs.push(readGeneric(r.bytes()))
-        return true
-      case 4:
-        expect(type, LEN, no)
-        c.clientScope = r.string()
-        return true
-      default:
-        return false
+    if (no === 1) {
+      expect(type, WireType.Varint, no)
+      p.status = r.int32()
+      return true
     }
+    const kind = (Object.keys(PER_XDS_FIELDS) as (keyof typeof PER_XDS_FIELDS)[]).find((k) => PER_XDS_FIELDS[k] === no)
+    if (kind) p.kind = kind
+    return false
   })
-  return c
+  return p
+}
+
+const CLIENT_CONFIG: Fields<ClientConfig> = {
+  1: [LEN, (r, c) => (c.node = read(r.bytes(), {}, NODE))],
+  2: [LEN, (r, c) => (c.xdsConfig ??= []).push(readPerXds(r.bytes()))],
+  3: [LEN, (r, c) => c.genericXdsConfigs.push(read<GenericXdsConfig>(r.bytes(), {typeUrl: '', configStatus: 0}, GENERIC))],
+  4: [LEN, (r, c) => (c.clientScope = r.string())],
+}
+
+export function decodeClientConfig(bytes: Uint8Array): ClientConfig {
+  return read<ClientConfig>(bytes, {genericXdsConfigs: []}, CLIENT_CONFIG)
 }
 
 function statusName(n: number): string | number {

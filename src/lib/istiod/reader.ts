@@ -34,7 +34,7 @@ import {istiodServiceName, resolveRevision, type ResolvedRevision} from './revis
 export const DEFAULT_MONITORING_PORT = 15014
 export const XDS_PORT = 15012
 /** TokenRequest's minimum lifetime: the token for istiod is asked for with the shortest allowed expiry. */
-export const XDS_TOKEN_SECONDS = 600
+const XDS_TOKEN_SECONDS = 600
 
 export type IstiodPath = 'http' | 'xds'
 
@@ -58,10 +58,6 @@ export class IstiodReadError extends MeshvmError {
   }
 }
 
-function describeTarget(t: IstiodTarget): string {
-  return t.kind === 'pod' ? `istiod ${t.namespace}/${t.name}` : `istiod at ${t.address}`
-}
-
 function formatMs(ms: number): string {
   return ms < 1000 || ms % 1000 !== 0 ? `${ms}ms` : `${ms / 1000}s`
 }
@@ -70,30 +66,38 @@ function tokenHint(namespace: string): string {
   return `the xDS path needs a token for service account default in ${namespace}: verb create on serviceaccounts/token (kubectl auth can-i create serviceaccounts/token -n ${namespace})`
 }
 
+/** A MeshvmError of the layers below (API server, port-forward), as a read failure that says where it happened. */
+function failedAt(where: string, err: MeshvmError): IstiodReadError {
+  return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+}
+
+/** What is left until `deadline`, at least 1 ms: a time-out of 0 would mean none to the gRPC call. */
+function remaining(deadline: number): number {
+  return Math.max(1, deadline - Date.now())
+}
+
+/** `make()` made once and shared; forgotten when it fails, so that the next call asks again. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined
+  return () => {
+    made ??= make()
+    made.catch(() => (made = undefined))
+    return made
+  }
+}
+
 /**
  * What every xDS read of one cluster shares: the mesh root certificate and the istio-ca token
  * (one TokenRequest per command, made only when an xDS read happens).
  */
-export class IstiodCredentials {
-  private root?: Promise<string>
-  private token?: Promise<string>
+class IstiodCredentials {
+  readonly rootCert = once(() => fetchRootCert(this.client, this.istioNamespace))
+  readonly bearerToken = once(() => requestToken(this.client, this.istioNamespace, 'default', XDS_TOKEN_SECONDS).then((t) => t.token))
 
   constructor(
     private readonly client: KubeClient,
     readonly istioNamespace: string,
   ) {}
-
-  rootCert(): Promise<string> {
-    this.root ??= fetchRootCert(this.client, this.istioNamespace)
-    this.root.catch(() => (this.root = undefined))
-    return this.root
-  }
-
-  bearerToken(): Promise<string> {
-    this.token ??= requestToken(this.client, this.istioNamespace, 'default', XDS_TOKEN_SECONDS).then((t) => t.token)
-    this.token.catch(() => (this.token = undefined))
-    return this.token
-  }
 }
 
 export interface ReaderOptions {
@@ -125,7 +129,8 @@ export class IstiodReader {
   }
 
   get who(): string {
-    return describeTarget(this.target)
+    const t = this.target
+    return t.kind === 'pod' ? `istiod ${t.namespace}/${t.name}` : `istiod at ${t.address}`
   }
 
   /**
@@ -153,7 +158,7 @@ export class IstiodReader {
     return this.httpThenXds(`/debug/${name}`, deadline, timeoutMs, async () => {
       const response = await this.xdsResponse(typeUrl, deadline, timeoutMs)
       if (response.resources.length === 0) {
-        throw new IstiodReadError('error', `${this.xdsWhere()}: istiod answered ${typeUrl} with no resource`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+        throw this.unreachable(`${this.xdsWhere()}: istiod answered ${typeUrl} with no resource`)
       }
       const decoder = new TextDecoder()
       return response.resources.map((r) => decoder.decode(r.value)).join('')
@@ -204,7 +209,7 @@ export class IstiodReader {
       const agent = new Agent({keepAlive: true, maxSockets: 1})
       // One forwarded connection, reused while istiod keeps it alive; a new one only if it closed.
       ;(agent as unknown as {createConnection: (o: unknown, cb: (err: Error | null, s?: Duplex) => void) => undefined}).createConnection = (_o, cb) => {
-        openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port, timeoutMs: Math.max(1, deadline - Date.now())}).then(
+        openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port, timeoutMs: remaining(deadline)}).then(
           (s) => {
             // A read that gave up (time-out) dropped this agent: its late connection is not kept.
             if (this.agent !== agent) s.destroy()
@@ -223,7 +228,7 @@ export class IstiodReader {
       // literal: istiod does not check the Host header (pilot/pkg/xds/debug.go allowAuthenticatedOrLocalhost
       // trusts the connection's remote address, which a port-forward makes loopback), and with a name
       // Node's Agent computes a TLS servername through net.isIP, whose first use compiles the IPv6 pattern.
-      const raw = await exchange(new URL(`http://127.0.0.1:${port}`), this.agent, {method: 'GET', path, headers: {Accept: 'application/json'}, timeoutMs: Math.max(1, deadline - Date.now())})
+      const raw = await exchange(new URL(`http://127.0.0.1:${port}`), this.agent, {method: 'GET', path, headers: {Accept: 'application/json'}, timeoutMs: remaining(deadline)})
       res = {status: raw.status, body: raw.body.toString('utf8')}
     } catch (err) {
       // The next read starts over with a new connection.
@@ -275,9 +280,14 @@ export class IstiodReader {
     if ((err as NodeJS.ErrnoException)?.code === 'MESHVM_TIMEOUT' || (err instanceof MeshvmError && err.code === 'Timeout')) return this.timeout(timeoutMs)
     if (err instanceof PortForwardRefused)
       return new IstiodReadError('error', `${where}: ${err.short}`, {exit: ExitCode.UNREACHABLE, code: 'PortForwardRefused', hints: this.podHints(), detail: err.short})
-    if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+    if (err instanceof MeshvmError) return failedAt(where, err)
     const e = err as NodeJS.ErrnoException
-    return new IstiodReadError('error', `${where}: ${e?.code ?? e?.message ?? String(err)}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+    return this.unreachable(`${where}: ${e?.code ?? e?.message ?? String(err)}`)
+  }
+
+  /** istiod or the way to it failed: with a hint to check the pod. */
+  private unreachable(message: string): IstiodReadError {
+    return new IstiodReadError('error', message, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
   }
 
   private podHints(): string[] {
@@ -308,7 +318,7 @@ export class IstiodReader {
     let socket: Duplex | undefined
     if (t.kind === 'pod') {
       try {
-        socket = await openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port: XDS_PORT, timeoutMs: Math.max(1, deadline - Date.now())})
+        socket = await openPortForward(this.options.client, {namespace: t.namespace, pod: t.name, port: XDS_PORT, timeoutMs: remaining(deadline)})
       } catch (err) {
         throw this.portForwardFailure(err, this.xdsWhere(), timeoutMs)
       }
@@ -319,13 +329,10 @@ export class IstiodReader {
     let tls: TLSSocket
     try {
       tls = await new Promise<TLSSocket>((resolve, reject) => {
-        const timer = setTimeout(
-          () => {
-            pending.destroy()
-            reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
-          },
-          Math.max(1, deadline - Date.now()),
-        )
+        const timer = setTimeout(() => {
+          pending.destroy()
+          reject(Object.assign(new Error('timeout'), {code: 'MESHVM_TIMEOUT'}))
+        }, remaining(deadline))
         const pending = secureConnect({ca: root, servername: this.san, ALPNProtocols: ['h2']}, {host, port: Number(portText), socket}, (err, s) => {
           clearTimeout(timer)
           if (err) reject(err)
@@ -350,7 +357,7 @@ export class IstiodReader {
       if (err instanceof KubeApiError && err.status === 403) {
         throw new IstiodReadError('forbidden', `${where}: cannot get a token for service account ${ns}/default: ${err.message}`, {exit: ExitCode.FORBIDDEN, code: 'Forbidden', hints: [tokenHint(ns)]})
       }
-      if (err instanceof MeshvmError) throw new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      if (err instanceof MeshvmError) throw failedAt(where, err)
       throw err
     }
     if (!this.channel || this.channel.session.destroyed || this.channel.session.closed) {
@@ -358,7 +365,7 @@ export class IstiodReader {
       this.channel = await this.channelOpening
     }
     const started = Date.now()
-    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes: maxResponseBytes()})
+    const call = this.channel.call(ADS_METHOD, {metadata: {authorization: `Bearer ${token}`}, timeoutMs: remaining(deadline), maxBytes: maxResponseBytes()})
     const nodeId = `sidecar~0.0.0.0~meshvm-${randomBytes(4).toString('hex')}.${ns}~${ns}.svc.cluster.local`
     call.send(encodeDiscoveryRequest({node: {id: nodeId, metadata: {GENERATOR: 'event', SERVICE_ACCOUNT: 'default', NAMESPACE: ns}}, typeUrl}))
     let response: DiscoveryResponse
@@ -383,7 +390,7 @@ export class IstiodReader {
     const ns = this.options.credentials.istioNamespace
     if (err instanceof IstiodReadError) return err
     if (!(err instanceof GrpcError)) {
-      if (err instanceof MeshvmError) return new IstiodReadError('error', `${where}: ${err.message}`, {exit: err.exit, code: err.code ?? 'IstiodError', hints: err.hints})
+      if (err instanceof MeshvmError) return failedAt(where, err)
       return new IstiodReadError('error', `${where}: ${(err as Error).message}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError'})
     }
     const transport = err.transport
@@ -413,12 +420,12 @@ export class IstiodReader {
         hints: [`istiod accepts tokens of audience istio-ca for service accounts it trusts; check istiod's logs: kubectl -n ${ns} logs -l app=istiod -c discovery | grep -i authentic`],
       })
     }
-    return new IstiodReadError('error', `${where}: ${err.message}`, {exit: ExitCode.UNREACHABLE, code: 'IstiodError', hints: this.podHints()})
+    return this.unreachable(`${where}: ${err.message}`)
   }
 }
 
 /** `host:port`, `[v6]:port`. */
-export function splitAddress(address: string): [string, string] {
+function splitAddress(address: string): [string, string] {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address)
   if (!m) throw new MeshvmError(`--xds-address ${JSON.stringify(address)}: expected HOST:PORT (e.g. istiod.example.com:15012)`, {exit: ExitCode.USAGE, code: 'Usage'})
   return [m[1]!, m[2]!]

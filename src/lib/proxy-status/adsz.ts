@@ -29,13 +29,11 @@ const text = (v: unknown): string | undefined => (typeof v === 'string' && v !==
  */
 export function parseAdsz(body: unknown): Map<string, ProxyNode> {
   const out = new Map<string, ProxyNode>()
-  let value = body
-  if (typeof value === 'string') {
-    try {
-      value = JSON.parse(value) as unknown
-    } catch {
-      return out
-    }
+  let value: unknown
+  try {
+    value = typeof body === 'string' ? JSON.parse(body) : body
+  } catch {
+    return out
   }
   const clients = isRecord(value) ? value.clients : undefined
   if (!Array.isArray(clients)) return out

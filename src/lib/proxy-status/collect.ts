@@ -5,11 +5,11 @@
  */
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
-import {IstiodReadError, XDS_PORT, type IstiodPath, type IstiodPool} from '../istiod/reader.js'
+import {IstiodReadError, XDS_PORT, type IstiodPool} from '../istiod/reader.js'
 import {istiodTarget, listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {parseAdsz, type ProxyNode} from './adsz.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
-import {proxyStatusRows, XDS_TYPES, type ProxyStatusRow, type ProxySync, type TypeSync, type XdsType} from './status.js'
+import {compare, perType, proxyStatusRows, typesIn, withVm, type ProxyStatusRow, type ProxySync} from './status.js'
 import {pairVms, splitProxyId, unpairedByName, vmRecords, type VmRecord} from './vms.js'
 
 export interface CollectOptions {
@@ -26,49 +26,26 @@ export interface CollectOptions {
   selector?: Selector
   /** Keep each VM's WorkloadEntry on its record (VmRecord.entry), for the detail view of NAME. */
   entries?: boolean
-  now?: Date
-}
-
-export interface ContextProblem {
-  context: string
-  istiod?: string
-  error: MeshvmError
 }
 
 export interface ContextStatus {
   context: string
-  istiods: IstiodPod[]
   rows: ProxyStatusRow[]
   /** Rows' registrations, by row name (proxy ID, or `<registration>.<namespace>` when not connected). */
   registrations: Map<string, VmRecord>
   /** Istiods that did not answer. */
   failures: IstiodFailure[]
-  /** How each istiod that answered was read (HTTP over port-forward, or xDS), by istiod name. */
-  paths: Map<string, IstiodPath>
   /** Degraded reads (registrations or pods that could not be listed). */
   warnings: string[]
   /** Registrations left out because they are connected to an istiod of another revision (named in NAME's not-found error). */
   elsewhere: VmRecord[]
 }
 
-function statesOf(state: TypeSync['state']): Record<XdsType, TypeSync> {
-  const out = {} as Record<XdsType, TypeSync>
-  for (const t of XDS_TYPES) out[t] = {state, subscribed: false, neverAcknowledged: false}
-  return out
-}
-
 function noAnswerRow(name: string, namespace: string | undefined, type: ProxyStatusRow['type'], istiod: IstiodPod, vm?: VmRecord): ProxyStatusRow {
-  const status = {} as Record<XdsType, string>
-  for (const t of XDS_TYPES) status[t] = 'NO ANSWER'
   const {port: _port, address: _address, ...ref} = istiod
-  const row: ProxyStatusRow = {name, type, connected: false, xds: statesOf('NO_ANSWER'), status, subscribed: [], istiod: istiod.name, istiodRef: ref, versionSkew: false}
+  const row: ProxyStatusRow = {name, type, connected: false, xds: typesIn('NO_ANSWER'), status: perType(() => 'NO ANSWER'), subscribed: [], istiod: istiod.name, istiodRef: ref, versionSkew: false}
   if (namespace) row.namespace = namespace
-  if (vm) {
-    row.address = vm.address
-    if (vm.health) row.health = vm.health
-    if (vm.registration) row.registration = vm.registration
-  }
-  return row
+  return vm ? withVm(row, vm) : row
 }
 
 /** When every istiod failed: the context fails with the first failure, or a summary when they differ. */
@@ -86,7 +63,8 @@ function allFailed(failures: IstiodFailure[]): MeshvmError {
 }
 
 export async function collectContext(client: KubeClient, context: string, options: CollectOptions): Promise<ContextStatus> {
-  const now = options.now ?? new Date()
+  // The clock of every age in this context's rows.
+  const now = new Date()
   const started = Date.now()
   // The registrations are listed while the istiods are found and read: the largest list overlaps
   // the other requests. Its failure is reported only if the istiods are found.
@@ -121,13 +99,10 @@ export async function collectContext(client: KubeClient, context: string, option
   ])
   const syncs: ProxySync[] = []
   const failures: IstiodFailure[] = []
-  const paths = new Map<string, IstiodPath>()
-  answers.forEach((a, i) => {
-    if (a.ok) {
-      syncs.push(...a.syncs)
-      paths.set(selected[i]!.name, a.via)
-    } else failures.push(a.failure)
-  })
+  for (const a of answers) {
+    if (a.ok) syncs.push(...a.syncs)
+    else failures.push(a.failure)
+  }
   if (failures.length === selected.length) throw allFailed(failures)
   const warnings = [...listWarnings]
   const records: VmRecord[] = []
@@ -142,7 +117,8 @@ export async function collectContext(client: KubeClient, context: string, option
   // themselves (/debug/adsz: the address), at the same time.
   const unpaired = unpairedByName(inScope, records)
   const podNamespaces = options.selector ? [...new Set(inScope.map((s) => splitProxyId(s.proxyId).namespace).filter((n) => n !== ''))] : [...unpaired.namespaces].sort()
-  const answered = selected.filter((i) => unpaired.istiods.has(i.name) && paths.has(i.name))
+  const failed = new Map(failures.map((f) => [f.istiod.name, f.istiod]))
+  const answered = selected.filter((i) => unpaired.istiods.has(i.name) && !failed.has(i.name))
   const [pods, nodes] = await Promise.all([
     podNamespaces.length > 0 ? listPods(client, podNamespaces) : undefined,
     // Within what is left of --timeout: an istiod never costs more than the time-out.
@@ -164,7 +140,6 @@ export async function collectContext(client: KubeClient, context: string, option
   }
 
   // Registered VMs whose istiod did not answer: their state is unknown, not "not connected".
-  const failed = new Map(failures.map((f) => [f.istiod.name, f.istiod]))
   const noAnswer = vms.filter((v) => v.proxyId === undefined && v.connected && v.istiod !== undefined && failed.has(v.istiod))
   const rows = proxyStatusRows(inScope, {vms: vms.filter((v) => !noAnswer.includes(v)), now})
   for (const vm of noAnswer) rows.push(noAnswerRow(`${vm.name}.${vm.namespace}`, vm.namespace, 'vm', failed.get(vm.istiod!)!, vm))
@@ -174,22 +149,18 @@ export async function collectContext(client: KubeClient, context: string, option
   const registrationsByRow = new Map<string, VmRecord>()
   for (const v of vms) registrationsByRow.set(v.proxyId ?? `${v.name}.${v.namespace}`, v)
 
-  let out = rows
   const selector = options.selector
-  if (selector) {
-    out = rows.filter((r) => {
-      if (r.type === 'istiod') return true
-      if (r.type === 'vm') {
-        const rec = registrationsByRow.get(r.name)
-        return selectorMatches(selector, rec?.labels ?? {})
-      }
-      const {name, namespace} = splitProxyId(r.name)
-      const labels = pods?.labels.get(`${namespace}/${name}`)
-      return labels !== undefined && selectorMatches(selector, labels)
-    })
-  }
+  const out = !selector
+    ? rows
+    : rows.filter((r) => {
+        if (r.type === 'istiod') return true
+        if (r.type === 'vm') return selectorMatches(selector, registrationsByRow.get(r.name)?.labels ?? {})
+        const {name, namespace} = splitProxyId(r.name)
+        const labels = pods?.labels.get(`${namespace}/${name}`)
+        return labels !== undefined && selectorMatches(selector, labels)
+      })
   for (const r of out) r.context = context
-  return {context, istiods: selected, rows: out, registrations: registrationsByRow, failures, warnings, paths, elsewhere}
+  return {context, rows: out, registrations: registrationsByRow, failures, warnings, elsewhere}
 }
 
 /**
@@ -215,6 +186,5 @@ export async function readNodes(pool: IstiodPool, istiods: IstiodPod[], timeoutM
 
 /** Byte order, as istioctl sorts: name, then istiod, then context. */
 export function sortRows(rows: ProxyStatusRow[]): ProxyStatusRow[] {
-  const c = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-  return rows.sort((a, b) => c(a.name, b.name) || c(a.istiod ?? '', b.istiod ?? '') || c(a.context ?? '', b.context ?? ''))
+  return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? '') || compare(a.context ?? '', b.context ?? ''))
 }

@@ -16,11 +16,16 @@ function fields(d: Describer, level: number, list: Field[]): void {
   for (const [k, v] of list) if (v !== undefined && v !== '') d.field(level, k, v)
 }
 
+/** `text (extra, extra)`, with the extras that are set; `text` alone without any. */
+function withExtras(text: string, extras: (string | false | undefined)[]): string {
+  const set = extras.filter(Boolean)
+  return set.length > 0 ? `${text} (${set.join(', ')})` : text
+}
+
 function istiodText(row: ProxyStatusRow): string | undefined {
   const ref = row.istiodRef
   if (!ref) return row.istiod
-  const extras = [ref.revision ? `revision ${ref.revision}` : undefined, ref.version ? `version ${ref.version}` : undefined].filter(Boolean)
-  return `${ref.namespace}/${ref.name}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}`
+  return withExtras(`${ref.namespace}/${ref.name}`, [ref.revision && `revision ${ref.revision}`, ref.version && `version ${ref.version}`])
 }
 
 /** The annotation istiod sets on an entry whose proxy runs the group's readiness probe (and a user on a hand-written one). */
@@ -36,20 +41,16 @@ function healthText(vm: VmRecord, now: Date): string | undefined {
       ? '<no Healthy condition yet: health checks on, no probe result reported>'
       : `<no Healthy condition: health checks off (no ${HEALTH_CHECKS} annotation)>`
   }
-  const extras = [vm.healthReason, vm.healthSince ? `since ${age(vm.healthSince, now)}` : undefined].filter(Boolean)
-  return `${vm.health}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${vm.healthMessage ? `: ${vm.healthMessage}` : ''}`
+  return withExtras(vm.health, [vm.healthReason, vm.healthSince && `since ${age(vm.healthSince, now)}`]) + (vm.healthMessage ? `: ${vm.healthMessage}` : '')
 }
 
 /** 1.31's WaypointBound condition (`istio.io/WaypointBound` as istioctl analyze names it), when the entry carries one. */
 function waypointText(vm: VmRecord, now: Date): string | undefined {
   const c = conditionOf(vm.entry, 'istio.io/WaypointBound') ?? conditionOf(vm.entry, 'WaypointBound')
   if (!c) return undefined
-  const extras = [
-    typeof c.reason === 'string' && c.reason ? c.reason : undefined,
-    typeof c.lastTransitionTime === 'string' && c.lastTransitionTime ? `since ${age(c.lastTransitionTime, now)}` : undefined,
-  ].filter(Boolean)
   const message = typeof c.message === 'string' ? c.message.replace(/\s+/g, ' ').trim() : ''
-  return `${String(c.status ?? 'Unknown')}${extras.length > 0 ? ` (${extras.join(', ')})` : ''}${message ? `: ${message}` : ''}`
+  const since = typeof c.lastTransitionTime === 'string' && c.lastTransitionTime && `since ${age(c.lastTransitionTime, now)}`
+  return withExtras(String(c.status ?? 'Unknown'), [typeof c.reason === 'string' && c.reason, since]) + (message ? `: ${message}` : '')
 }
 
 /** The registrations an ambiguous proxy may be: the first few, and how many more (a group may have hundreds). */
@@ -59,7 +60,7 @@ function candidateNames(candidates: VmRecord[]): string {
 }
 
 function connectionText(vm: VmRecord, now: Date): string {
-  if (vm.connected) return `True${vm.istiod ? ` (istiod ${vm.istiod}` : ' ('}${vm.connectedAt ? `${vm.istiod ? ', ' : ''}since ${age(vm.connectedAt, now)}` : ''})`.replace(' ()', '')
+  if (vm.connected) return withExtras('True', [vm.istiod && `istiod ${vm.istiod}`, vm.connectedAt && `since ${age(vm.connectedAt, now)}`])
   return `False${vm.disconnectedAt ? ` (disconnected ${age(vm.disconnectedAt, now)} ago)` : ''}`
 }
 

@@ -13,12 +13,10 @@
 import {ExitCode, MeshvmError} from '../errors.js'
 import type {KubeClient} from '../kube/client.js'
 import {KubeApiError} from '../kube/errors.js'
-import {DEFAULT_MONITORING_PORT, IstiodReadError, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
+import {DEFAULT_MONITORING_PORT, IstiodReadError, type FailureKind, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {WarObject, WorkloadEntryObject} from '../war/model.js'
-import {parseSyncz, type IstiodRef, type ProxySync} from './status.js'
-
-export {DEFAULT_MONITORING_PORT}
+import {compare, parseSyncz, type IstiodRef, type ProxySync} from './status.js'
 
 interface PodObject {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}
@@ -36,7 +34,7 @@ export interface IstiodPod extends IstiodRef {
 export interface IstiodFailure {
   istiod: IstiodPod
   /** `timeout`: no answer within --timeout; the rest are errors of the API server, the pod or its answer. */
-  kind: 'timeout' | 'forbidden' | 'error'
+  kind: FailureKind
   error: MeshvmError
 }
 
@@ -94,7 +92,7 @@ export async function listIstiods(client: KubeClient, istioNamespace: string): P
   return pods
     .filter((p) => (p.status?.phase ?? 'Running') === 'Running')
     .map((p) => toIstiod(p, istioNamespace))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .sort((a, b) => compare(a.name, b.name))
 }
 
 /** The istiods of a revision (all of them without one), and the others. */
@@ -185,20 +183,16 @@ export interface Registrations {
  * bodies and parsed objects are held together; at tens of thousands of registrations pages of
  * 10,000 set the command's peak memory (and their garbage made it slower, not faster).
  */
-export const REGISTRATION_PAGE_SIZE = 5_000
+const REGISTRATION_PAGE_SIZE = 5_000
 
 async function optionalList<T extends {metadata?: {name?: string; namespace?: string}}>(client: KubeClient, path: string, what: string, warnings: string[], keep?: (item: T) => T): Promise<T[]> {
   try {
-    let items: T[] | undefined
+    // With `keep`, each page's objects are dropped as soon as the page is read: only what is kept stays.
+    const items: T[] = []
     for await (const page of client.listPages<T>(path, {}, REGISTRATION_PAGE_SIZE)) {
-      if (keep !== undefined) {
-        // Each page's objects are dropped as soon as the page is read: only what is kept stays.
-        items ??= []
-        for (const item of page.items) items.push(keep(item))
-      } else if (items === undefined) items = page.items
-      else for (const item of page.items) items.push(item)
+      for (const item of page.items) items.push(keep ? keep(item) : item)
     }
-    return items ?? []
+    return items
   } catch (err) {
     if (err instanceof KubeApiError && err.status === 404) return [] // the CRD is not installed
     if (err instanceof MeshvmError) {
@@ -241,39 +235,39 @@ function slimMeta(m: Meta | undefined): Meta | undefined {
 }
 
 /**
- * A WorkloadEntry as proxy-status reads it (vms.ts: pairing, labels, health, registration; detail.ts:
- * tunnel label, health-check annotation, WaypointBound): metadata as slimMeta keeps it, the spec, and
- * the conditions. The parts kept are the listed object's own (not copies).
+ * A registration cut down to its metadata (slimMeta), spec, and what `status` keeps of its status; the
+ * parts kept are the listed object's own (not copies). Properties are set by name, not through a key
+ * list: this runs once per listed registration.
  */
-export function slimWorkloadEntry(we: WorkloadEntryObject): WorkloadEntryObject {
-  if (we === null || typeof we !== 'object') return we
-  const out: WorkloadEntryObject = {}
-  const metadata = slimMeta(we.metadata)
+function slim<T extends WorkloadEntryObject | WarObject>(o: T, status: (s: T['status']) => T['status']): T {
+  if (o === null || typeof o !== 'object') return o
+  const out = {} as T
+  const metadata = slimMeta(o.metadata)
   if (metadata !== undefined) out.metadata = metadata
-  if (we.spec !== undefined) out.spec = we.spec
-  const conditions = we.status?.conditions
-  if (we.status !== undefined) out.status = conditions === undefined ? {} : {conditions}
+  if (o.spec !== undefined) out.spec = o.spec
+  if (o.status !== undefined) out.status = status(o.status)
   return out
 }
 
 /**
+ * A WorkloadEntry as proxy-status reads it (vms.ts: pairing, labels, health, registration; detail.ts:
+ * tunnel label, health-check annotation, WaypointBound): its metadata, spec and conditions.
+ */
+export function slimWorkloadEntry(we: WorkloadEntryObject): WorkloadEntryObject {
+  return slim(we, (s) => (s?.conditions === undefined ? {} : {conditions: s.conditions}))
+}
+
+/**
  * A WorkloadAutoRegistration as proxy-status reads it (vms.ts, through registrationFromWar: identity,
- * addresses, versions, workload labels; AgentConnected and the active connection): metadata as slimMeta
- * keeps it, the spec, the conditions and the active connection. The group snapshot is left out.
+ * addresses, versions, workload labels; AgentConnected and the active connection). The group snapshot is left out.
  */
 export function slimWar(war: WarObject): WarObject {
-  if (war === null || typeof war !== 'object') return war
-  const out: WarObject = {}
-  const metadata = slimMeta(war.metadata)
-  if (metadata !== undefined) out.metadata = metadata
-  if (war.spec !== undefined) out.spec = war.spec
-  const status = war.status
-  if (status !== undefined) {
-    out.status = {}
-    if (status.conditions !== undefined) out.status.conditions = status.conditions
-    if (status.activeAgentConnection !== undefined) out.status.activeAgentConnection = status.activeAgentConnection
-  }
-  return out
+  return slim(war, (s) => {
+    const out: NonNullable<WarObject['status']> = {}
+    if (s?.conditions !== undefined) out.conditions = s.conditions
+    if (s?.activeAgentConnection !== undefined) out.activeAgentConnection = s.activeAgentConnection
+    return out
+  })
 }
 
 export interface PodIndex {

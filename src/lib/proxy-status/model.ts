@@ -17,21 +17,10 @@ export const XDS_TYPE_URLS: Record<XdsType, string> = {
 }
 
 /** Legacy `SyncStatus` field prefixes (`<prefix>_sent`, `<prefix>_acked`). */
-export const LEGACY_FIELDS: Record<XdsType, string> = {
-  CDS: 'cluster',
-  LDS: 'listener',
-  EDS: 'endpoint',
-  RDS: 'route',
-  ECDS: 'extensionconfig',
-}
+export const LEGACY_FIELDS: Record<XdsType, string> = {CDS: 'cluster', LDS: 'listener', EDS: 'endpoint', RDS: 'route', ECDS: 'extensionconfig'}
 
 /** Deprecated `ClientConfig.xdsConfig[]` oneof keys. */
-export const PER_XDS_KEYS: Record<string, XdsType> = {
-  clusterConfig: 'CDS',
-  listenerConfig: 'LDS',
-  endpointConfig: 'EDS',
-  routeConfig: 'RDS',
-}
+export const PER_XDS_KEYS: Record<string, XdsType> = {clusterConfig: 'CDS', listenerConfig: 'LDS', endpointConfig: 'EDS', routeConfig: 'RDS'}
 
 /**
  * Per-type state. `IGNORED`: the proxy does not watch the type. `UNKNOWN`: istiod listed the type with
@@ -121,9 +110,19 @@ export interface ProxyStatusRow {
   versionSkew: boolean
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Status logic
-// ---------------------------------------------------------------------------------------------------
+/** A record over the five types, in XDS_TYPES' order. */
+export function perType<V>(value: (t: XdsType) => V): Record<XdsType, V> {
+  const out = {} as Record<XdsType, V>
+  for (const t of XDS_TYPES) out[t] = value(t)
+  return out
+}
+
+/** Every type in one state, none subscribed (a loop rather than perType's callback: once per proxy of an xDS answer). */
+export function typesIn(state: SyncState): Record<XdsType, TypeSync> {
+  const out = {} as Record<XdsType, TypeSync>
+  for (const t of XDS_TYPES) out[t] = {state, subscribed: false, neverAcknowledged: false}
+  return out
+}
 
 /**
  * The state of one type from nonces, as istiod's `debugSyncStatus` (1.24) and istioctl 1.21's
@@ -143,23 +142,15 @@ export function nonceState(sent: string | undefined, acked: string | undefined, 
  * istiod reported a send time. Ages use Kubernetes' duration.HumanDuration, like istioctl.
  */
 export function xdsStatus(t: TypeSync, now: Date = new Date()): string {
-  switch (t.state) {
-    case 'IGNORED':
-    case 'UNKNOWN':
-      return 'IGNORED'
-    case 'NOT_SENT':
-      return 'NOT SENT'
-    case 'NOT_CONNECTED':
-      return 'NOT CONNECTED'
-    case 'NO_ANSWER':
-      return 'NO ANSWER'
-    default: {
-      if (t.state === 'STALE' && t.neverAcknowledged) return 'STALE (Never Acknowledged)'
-      const at = t.lastSent === undefined ? Number.NaN : Date.parse(t.lastSent)
-      return Number.isNaN(at) ? t.state : `${t.state} (${goHumanDuration(now.getTime() - at)})`
-    }
-  }
+  const word = STATE_WORDS[t.state]
+  if (word !== undefined) return word
+  if (t.state === 'STALE' && t.neverAcknowledged) return 'STALE (Never Acknowledged)'
+  const at = t.lastSent === undefined ? Number.NaN : Date.parse(t.lastSent)
+  return Number.isNaN(at) ? t.state : `${t.state} (${goHumanDuration(now.getTime() - at)})`
 }
+
+/** The states shown as a fixed word, without an age. */
+const STATE_WORDS: Partial<Record<SyncState, string>> = {IGNORED: 'IGNORED', UNKNOWN: 'IGNORED', NOT_SENT: 'NOT SENT', NOT_CONNECTED: 'NOT CONNECTED', NO_ANSWER: 'NO ANSWER'}
 
 /** Go's `int(d.Seconds())` truncates towards zero; humanDuration floors. Same result except in (-2s, -1s]. */
 function goHumanDuration(ms: number): string {

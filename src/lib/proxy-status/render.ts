@@ -10,11 +10,8 @@ import {renderTable, type Column} from '../output/table.js'
 import {compare} from './rows.js'
 import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from '../grpc/xds-types.js'
 import {XDS_TYPE_URLS, XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
+import type {VmCheck} from './vm-checks.js'
 import type {VmRecord} from './vms.js'
-
-// ---------------------------------------------------------------------------------------------------
-// Table
-// ---------------------------------------------------------------------------------------------------
 
 /**
  * - `subscribed` (default): istioctl 1.27+'s default, `NAME CLUSTER ISTIOD VERSION SUBSCRIBED TYPES`.
@@ -41,7 +38,7 @@ export interface ProxyStatusTableOptions {
   /** A chalk to use instead of one made from `color` (e.g. the command's `chalkFor(format)`). */
   chalk?: ChalkInstance
   /** --vm-exec: what each VM's Envoy says of its certificate and root (wide: CERT EXPIRES, ROOT MATCH). */
-  vmChecks?: Map<ProxyStatusRow, {certExpires: string; rootMatch: string}>
+  vmChecks?: Map<ProxyStatusRow, VmCheck>
 }
 
 /** istioctl's tabwriter: padding 5, no padding after the last column. */
@@ -118,45 +115,9 @@ function highlighted(c: Column<ProxyStatusRow>, changed: (row: ProxyStatusRow, h
   return {...c, value: (r) => (changed(r, c.header) ? '*' : '') + c.value(r)}
 }
 
-// ---------------------------------------------------------------------------------------------------
-// JSON
-// ---------------------------------------------------------------------------------------------------
-
 /**
- * `meshvm proxy-status -o json|yaml`, schema `meshvm.io/v1alpha1` `ProxyStatusList`. Every key is always
- * present (null when unknown); items are in table order; no ages (they depend on the clock), only times.
- *
- * ```
- * {
- *   apiVersion: 'meshvm.io/v1alpha1',
- *   kind: 'ProxyStatusList',
- *   items: [{
- *     name: string,                 // proxy ID: `<pod>.<namespace>` or `<hostname>.<namespace>`
- *     namespace: string | null,
- *     type: 'pod' | 'vm',
- *     connected: boolean,           // false: a registered VM that no istiod reports (or whose istiod did not answer)
- *     cluster: string | null,       // CLUSTER_ID
- *     context: string | null,       // the kubeconfig context it was read through
- *     version: string | null,       // the proxy's Istio version (`1.1*` = legacy proxy_version fallback)
- *     istiod: {name: string, namespace: string, version: string | null, revision: string | null} | null,
- *     versionSkew: boolean,         // proxy and istiod differ in major.minor
- *     xds: {                        // keys CDS, LDS, EDS, RDS, ECDS
- *       [type]: {
- *         status: 'SYNCED' | 'STALE' | 'NOT_SENT' | 'ERROR' | 'IGNORED' | 'NOT_CONNECTED' | 'NO_ANSWER',
- *         subscribed: boolean,      // in the proxy's watch list
- *         neverAcknowledged: boolean,
- *         lastSent: string | null,  // RFC 3339
- *         error: string | null,     // NACK detail
- *         nonceSent: string | null, // HTTP syncz only
- *         nonceAcked: string | null,
- *       }
- *     },
- *     vm: {address: string, health: 'Healthy' | 'Unhealthy' | 'Unknown' | null, registration: string | null} | null,
- *   }],
- *   errors: [{context: string | null, istiod: string | null, message: string}],  // what could not be read
- * }
- * ```
- * Placeholder rows (`type: 'istiod'`) are table-only: in JSON the failure is in `errors`.
+ * One item of `-o json|yaml`'s `ProxyStatusList` (`meshvm.io/v1alpha1`, documented in docs/proxy-status.md):
+ * every key always present (null when unknown), times and no ages (they depend on the clock).
  */
 export interface ProxyStatusJsonItem {
   name: string
@@ -191,8 +152,9 @@ export interface ProxyStatusList {
 
 const orNull = (v: string | undefined) => (v === undefined || v === '' ? null : v)
 
-/** One row in the JSON schema above. */
+/** One row as a ProxyStatusJsonItem. */
 export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
+  // A loop rather than perType's callback: this runs for every row of -o json|yaml.
   const xds = {} as ProxyStatusJsonItem['xds']
   for (const t of XDS_TYPES) {
     const x = r.xds[t]
@@ -222,12 +184,8 @@ export function proxyStatusJsonItem(r: ProxyStatusRow): ProxyStatusJsonItem {
   }
 }
 
-export function proxyStatusJson(rows: ProxyStatusRow[], errors: ProxyStatusError[] = []): ProxyStatusList {
-  return proxyStatusList(rows.filter((r) => r.type !== 'istiod').map(proxyStatusJsonItem), errors)
-}
-
 /** The list document around items already in the schema (the printer converts rows one by one). */
-export function proxyStatusList(items: ProxyStatusJsonItem[], errors: ProxyStatusError[] = []): ProxyStatusList {
+export function proxyStatusList(items: ProxyStatusJsonItem[], errors: ProxyStatusError[]): ProxyStatusList {
   return {apiVersion: 'meshvm.io/v1alpha1', kind: 'ProxyStatusList', items, errors}
 }
 
@@ -247,10 +205,6 @@ export function proxyStatusName(row: ProxyStatusRow, vm: VmRecord | undefined): 
   const suffix = row.namespace === undefined ? '' : `.${row.namespace}`
   return nameOf(Resources.pods, suffix !== '' && row.name.endsWith(suffix) ? row.name.slice(0, -suffix.length) : row.name)
 }
-
-// ---------------------------------------------------------------------------------------------------
-// istioctl's -o json|yaml (--schema istioctl)
-// ---------------------------------------------------------------------------------------------------
 
 /** The order of istioctl's own test data (status_test.go), which its goldens print. */
 const ISTIOCTL_TYPE_ORDER: XdsType[] = ['CDS', 'LDS', 'RDS', 'EDS', 'ECDS']

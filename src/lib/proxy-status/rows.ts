@@ -2,7 +2,7 @@
  * The table's rows: every proxy an istiod reports, merged with the VMs the cluster registers
  * (connected or not), sorted as istioctl sorts. Pure.
  */
-import {XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
+import {perType, typesIn, XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
 
 // ---------------------------------------------------------------------------------------------------
 // Rows
@@ -69,14 +69,21 @@ function statusText(now: Date): (t: TypeSync) => string {
 const subscribedLists: XdsType[][] = Array.from({length: 1 << XDS_TYPES.length}, (_, mask) => Object.freeze(XDS_TYPES.filter((_t, i) => (mask & (1 << i)) !== 0)) as XdsType[])
 
 /** The states and cells of every registered VM no istiod reports (frozen: rows share them). */
-const NOT_CONNECTED_TYPE: TypeSync = Object.freeze({state: 'NOT_CONNECTED', subscribed: false, neverAcknowledged: false})
-const NOT_CONNECTED_XDS = Object.freeze({CDS: NOT_CONNECTED_TYPE, LDS: NOT_CONNECTED_TYPE, EDS: NOT_CONNECTED_TYPE, RDS: NOT_CONNECTED_TYPE, ECDS: NOT_CONNECTED_TYPE}) as Record<XdsType, TypeSync>
-const NOT_CONNECTED_STATUS = Object.freeze({CDS: 'NOT CONNECTED', LDS: 'NOT CONNECTED', EDS: 'NOT CONNECTED', RDS: 'NOT CONNECTED', ECDS: 'NOT CONNECTED'}) as Record<XdsType, string>
+const NOT_CONNECTED_XDS = Object.freeze(typesIn('NOT_CONNECTED'))
+const NOT_CONNECTED_STATUS = Object.freeze(perType(() => 'NOT CONNECTED'))
 
 export interface RowOptions {
   vms?: VmInfo[]
   /** The clock for ages; pass a fixed one in tests. */
   now?: Date
+}
+
+/** A VM's row with its address, health and registration (those that are set). */
+export function withVm(row: ProxyStatusRow, vm: VmInfo): ProxyStatusRow {
+  if (vm.address !== undefined) row.address = vm.address
+  if (vm.health !== undefined) row.health = vm.health
+  if (vm.registration !== undefined) row.registration = vm.registration
+  return row
 }
 
 function vmKey(vm: VmInfo): string {
@@ -128,12 +135,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     }
     const namespace = s.namespace ?? vm?.namespace
     if (namespace !== undefined) row.namespace = namespace
-    if (vm) {
-      if (vm.address !== undefined) row.address = vm.address
-      if (vm.health !== undefined) row.health = vm.health
-      if (vm.registration !== undefined) row.registration = vm.registration
-    }
-    rows.push(row)
+    rows.push(vm ? withVm(row, vm) : row)
   }
   for (const [key, vm] of vms) {
     if (seen.has(key)) continue
@@ -149,10 +151,7 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
       subscribed: subscribedLists[0]!,
       versionSkew: false,
     }
-    if (vm.address !== undefined) row.address = vm.address
-    if (vm.health !== undefined) row.health = vm.health
-    if (vm.registration !== undefined) row.registration = vm.registration
-    rows.push(row)
+    rows.push(withVm(row, vm))
   }
   return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? ''))
 }

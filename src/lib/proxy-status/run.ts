@@ -42,7 +42,7 @@ export interface RunOptions {
 }
 
 /** When no context could be read: the one error, or a summary naming the last (the others go to `warn`). */
-export function allContextsFailed(problems: Problem[], warn: (p: Problem) => void): MeshvmError {
+function allContextsFailed(problems: Problem[], warn: (p: Problem) => void): MeshvmError {
   if (problems.length === 1) return problems[0]!.error
   for (const p of problems.slice(0, -1)) warn(p)
   const last = problems.at(-1)!
@@ -84,7 +84,7 @@ export class ProxyStatusRun {
   }
 
   /** Several contexts asked for: warnings name the context. */
-  get multi(): boolean {
+  private get multi(): boolean {
     return this.contexts.length > 1
   }
 
@@ -157,34 +157,22 @@ export class ProxyStatusRun {
       const matches = rowsForTarget(snap.rows, t, snap.registrationOf)
       if (matches.length > 0) return {snap, matches}
     }
-    const {name: proxy, namespace} = targets[0]!
+    // The snapshot's warnings go with the error: the command prints them before it.
+    const notFound = (message: string, hints: string[]) => Object.assign(new MeshvmError(message, {exit: ExitCode.NOT_FOUND, code: 'ProxyNotFound', hints}), {warnings: snap.warnings})
     // A registration that exists but is connected to another revision's istiod is not "not found".
     for (const t of targets) {
       const other = snap.elsewhere.find((v) => v.namespace === t.namespace && (v.workloadEntry === t.name || v.war === t.name || v.name === t.name))
       if (other) {
-        throw Object.assign(
-          new MeshvmError(
-            `proxy ${JSON.stringify(`${t.name}.${t.namespace}`)} is not in this revision's view: ${other.war ? `WorkloadAutoRegistration ${other.war}` : `WorkloadEntry ${other.workloadEntry}`} is connected to istiod ${other.istiod}, of another revision`,
-            {
-              exit: ExitCode.NOT_FOUND,
-              code: 'ProxyNotFound',
-              hints: ['leave --revision out to read every istiod, or pass the revision of that istiod with -r'],
-            },
-          ),
-          {warnings: snap.warnings},
+        throw notFound(
+          `proxy ${JSON.stringify(`${t.name}.${t.namespace}`)} is not in this revision's view: ${other.war ? `WorkloadAutoRegistration ${other.war}` : `WorkloadEntry ${other.workloadEntry}`} is connected to istiod ${other.istiod}, of another revision`,
+          ['leave --revision out to read every istiod, or pass the revision of that istiod with -r'],
         )
       }
     }
+    const {name: proxy, namespace} = targets[0]!
     const hints = [`list the proxies of the namespace with: meshvm proxy-status -n ${namespace}`]
     for (const p of snap.problems) hints.push(`${p.istiod ? `istiod ${p.istiod}` : `context ${p.context}`} could not be read (${p.error.message}); the proxy may be connected to it`)
-    throw Object.assign(
-      new MeshvmError(`proxy ${JSON.stringify(`${proxy}.${namespace}`)} not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it`, {
-        exit: ExitCode.NOT_FOUND,
-        code: 'ProxyNotFound',
-        hints,
-      }),
-      {warnings: snap.warnings},
-    )
+    throw notFound(`proxy ${JSON.stringify(`${proxy}.${namespace}`)} not found: no istiod reports it and no WorkloadEntry or WorkloadAutoRegistration registers it`, hints)
   }
 
   /**

@@ -12,15 +12,10 @@
  *   per-type `xdsConfig`).
  */
 import {MeshvmError} from '../errors.js'
-import {CLIENT_CONFIG_TYPE} from '../grpc/xds-types.js'
+import {CLIENT_CONFIG_TYPE, CONFIG_STATUS} from '../grpc/xds-types.js'
 import {isRecord, type JsonRecord} from '../util/records.js'
-import {LEGACY_FIELDS, nonceState, PER_XDS_KEYS, XDS_TYPE_URLS, XDS_TYPES, type IstiodRef, type ProxySync, type SynczShape, type SyncState, type TypeSync, type XdsType} from './model.js'
-
-// ---------------------------------------------------------------------------------------------------
-// Parsing
-// ---------------------------------------------------------------------------------------------------
-
-type Json = JsonRecord
+import {LEGACY_FIELDS, nonceState, perType, PER_XDS_KEYS, typesIn, XDS_TYPE_URLS, XDS_TYPES} from './model.js'
+import type {IstiodRef, ProxySync, SynczShape, SyncState, TypeSync, XdsType} from './model.js'
 
 function kindOf(v: unknown): string {
   if (v === null) return 'null'
@@ -58,7 +53,7 @@ function where(place: SynczPlace): string {
   return `item ${place.index} (${place.proxyId})${place.typeUrl ? `: resources["${place.typeUrl}"]` : ''}`
 }
 
-function optString(obj: Json, key: string, place: SynczPlace): string | undefined {
+function optString(obj: JsonRecord, key: string, place: SynczPlace): string | undefined {
   const v = obj[key]
   if (v === undefined || v === null) return undefined
   if (typeof v !== 'string') throw new Error(`${where(place)}: "${key}" must be a string, got ${kindOf(v)}`)
@@ -66,16 +61,10 @@ function optString(obj: Json, key: string, place: SynczPlace): string | undefine
 }
 
 /** `optString` for one type's entry in `resources`, without building its place unless it fails (5 per proxy). */
-function resourceString(r: Json, key: string, index: number, proxyId: string, typeUrl: string): string | undefined {
+function resourceString(r: JsonRecord, key: string, index: number, proxyId: string, typeUrl: string): string | undefined {
   const v = r[key]
   if (v === undefined || v === null || typeof v === 'string') return v ?? undefined
   return optString(r, key, {index, proxyId, typeUrl})
-}
-
-function ignoredTypes(): Record<XdsType, TypeSync> {
-  const out = {} as Record<XdsType, TypeSync>
-  for (const t of XDS_TYPES) out[t] = {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
-  return out
 }
 
 function namespaceOf(proxyId: string): string | undefined {
@@ -88,13 +77,11 @@ function namespaceOf(proxyId: string): string | undefined {
  * Throws a MeshvmError naming the istiod when the body is not a syncz answer.
  */
 export function parseSyncz(json: unknown, istiod: IstiodRef): ProxySync[] {
-  let value = json
-  if (typeof value === 'string') {
-    try {
-      value = JSON.parse(value) as unknown
-    } catch {
-      throw new SynczError(istiod, 'not JSON')
-    }
+  let value: unknown
+  try {
+    value = typeof json === 'string' ? JSON.parse(json) : json
+  } catch {
+    throw new SynczError(istiod, 'not JSON')
   }
   try {
     if (Array.isArray(value)) return value.map((item, i) => parseHttpItem(item, i, istiod))
@@ -133,16 +120,15 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
     }
   } else {
     shape = 'http-legacy'
-    types = {} as Record<XdsType, TypeSync>
-    for (const t of XDS_TYPES) {
+    types = perType((t) => {
       const sent = optString(item, `${LEGACY_FIELDS[t]}_sent`, at)
       const acked = optString(item, `${LEGACY_FIELDS[t]}_acked`, at)
       const {state, neverAcknowledged} = nonceState(sent, acked)
       // istioctl 1.21: nothing sent to a ztunnel is IGNORED rather than NOT SENT. Nonces alone cannot tell
       // an unwatched type from one not sent yet: the type counts as subscribed, as istioctl 1.27+ counts
       // the NOT_SENT that istiod's xDS syncz reports for it.
-      types[t] = withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: true, neverAcknowledged}, sent, acked)
-    }
+      return withNonces(state === 'NOT_SENT' && proxyType === 'ztunnel' ? {state: 'IGNORED', subscribed: false, neverAcknowledged} : {state, subscribed: true, neverAcknowledged}, sent, acked)
+    })
   }
   const sync: ProxySync = {
     proxyId,
@@ -161,7 +147,7 @@ function parseHttpItem(item: unknown, index: number, istiod: IstiodRef): ProxySy
 }
 
 /** One type of a 1.23+ `resources` map; IGNORED when the proxy does not watch it. */
-function resourceSync(resources: Json, t: XdsType, index: number, proxyId: string): TypeSync {
+function resourceSync(resources: JsonRecord, t: XdsType, index: number, proxyId: string): TypeSync {
   const typeUrl = XDS_TYPE_URLS[t]
   const r = resources[typeUrl]
   if (r === undefined || r === null) return {state: 'IGNORED', subscribed: false, neverAcknowledged: false}
@@ -185,25 +171,16 @@ function withNonces(t: TypeSync, sent: string | undefined, acked: string | undef
   return t
 }
 
-const CONFIG_STATUS: Record<string, SyncState> = {
-  UNKNOWN: 'UNKNOWN',
-  SYNCED: 'SYNCED',
-  NOT_SENT: 'NOT_SENT',
-  STALE: 'STALE',
-  ERROR: 'ERROR',
-}
-const CONFIG_STATUS_NUMBERS: SyncState[] = ['UNKNOWN', 'SYNCED', 'NOT_SENT', 'STALE', 'ERROR']
-
 function configStatus(v: unknown, where: string): SyncState {
   // protojson omits UNKNOWN (0); some encoders write enum numbers.
   if (v === undefined || v === null) return 'UNKNOWN'
-  if (typeof v === 'number' && CONFIG_STATUS_NUMBERS[v]) return CONFIG_STATUS_NUMBERS[v]
-  if (typeof v === 'string' && CONFIG_STATUS[v]) return CONFIG_STATUS[v]
+  if (typeof v === 'number' && CONFIG_STATUS[v]) return CONFIG_STATUS[v]
+  if (typeof v === 'string' && (CONFIG_STATUS as readonly string[]).includes(v)) return v as SyncState
   throw new Error(`${where}: unknown config status ${JSON.stringify(v)}`)
 }
 
 /** istioctl's `CpInfo`: the istiod ID and build info from `controlPlane.identifier`. */
-function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
+function controlPlane(dr: JsonRecord, istiod: IstiodRef): IstiodRef {
   const cp = dr.controlPlane
   if (!isRecord(cp) || typeof cp.identifier !== 'string') return {...istiod}
   try {
@@ -221,7 +198,7 @@ function controlPlane(dr: Json, istiod: IstiodRef): IstiodRef {
   }
 }
 
-function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
+function parseDiscoveryResponse(dr: JsonRecord, istiod: IstiodRef): ProxySync[] {
   const cp = controlPlane(dr, istiod)
   const resources = dr.resources ?? []
   if (!Array.isArray(resources)) throw new Error(`"resources" must be an array, got ${kindOf(resources)}`)
@@ -236,7 +213,7 @@ function parseDiscoveryResponse(dr: Json, istiod: IstiodRef): ProxySync[] {
     if (!proxyId) throw new Error(`${where} has no node.id`)
     const metadata = isRecord(node.metadata) ? node.metadata : {}
     const meta = (k: string) => (typeof metadata[k] === 'string' ? (metadata[k] as string) : undefined)
-    const types = ignoredTypes()
+    const types = typesIn('IGNORED')
     const generic = res.genericXdsConfigs ?? []
     if (!Array.isArray(generic)) throw new Error(`${where}.genericXdsConfigs must be an array, got ${kindOf(generic)}`)
     generic.forEach((g: unknown, gi) => {

@@ -16,6 +16,7 @@
 import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, workloadEntryConnection, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxyNode} from './adsz.js'
+import {compare} from './rows.js'
 import type {ProxySync, VmInfo} from './status.js'
 import {withoutUndefined, isRecord} from '../util/records.js'
 
@@ -78,7 +79,7 @@ const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, st
 /**
  * One VmRecord per WAR and per WorkloadEntry not owned by a WAR, sorted by namespace and name.
  * `labels: false`: the records' labels are left empty (a caller that matches no -l selector need not
- * build a record of labels per registration, 5,000 short-lived objects for a mesh of 5,000 VMs).
+ * build a short-lived record of labels per registration).
  * `entries: false`: the records do not hold their WorkloadEntries (`entry`, read only by the detail
  * view), which are then freed with the list.
  */
@@ -157,11 +158,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     if (reg.identity) record.identity = reg.identity
     out.push(Object.assign(record, healthOf(we)))
   }
-  return out.sort((a, b) => cmp(a.namespace, b.namespace) || cmp(a.name, b.name))
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
+  return out.sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name))
 }
 
 /** `name.ns` split on the last dot, as istioctl does. */
@@ -188,11 +185,6 @@ export interface Pairing {
   podProxies: Set<string>
 }
 
-/** Namespaces whose pods must be listed to pair the remaining registrations by connection. */
-export function namespacesNeedingPods(syncs: ProxySync[], vms: VmRecord[]): string[] {
-  return [...unpairedByName(syncs, vms).namespaces].sort()
-}
-
 /**
  * The connected registrations no proxy is named after: their namespaces (pods there must be known)
  * and the istiods they name (whose /debug/adsz can pair them by address).
@@ -215,7 +207,7 @@ export function unpairedByName(syncs: ProxySync[], vms: VmRecord[]): {namespaces
 
 /**
  * The proxy IDs a registration's VM may have, most likely first, without repeats. Kept per record
- * (namespacesNeedingPods and pairVms both ask, once per registration of the mesh): the IDs are
+ * (unpairedByName and pairVms both ask, once per registration of the mesh): the IDs are
  * built, and hashed for the Set lookups, once.
  */
 const candidatesOf = new WeakMap<VmRecord, string[]>()
@@ -241,9 +233,8 @@ function nameCandidates(vm: VmRecord): string[] {
 }
 
 /**
- * A record paired with its proxy: connected, under that ID. The record is updated rather than copied
- * (records are built per snapshot by vmRecords and read only after pairing; a spread copy of records
- * of varying shapes took V8's slow path, ~1.2 µs each at 5,000 VMs).
+ * A record paired with its proxy: connected, under that ID. Updated rather than copied: records are
+ * built per snapshot and read only after pairing, and a spread copy of records of varying shapes is slow.
  */
 function paired(vm: VmRecord, proxyId: string): VmRecord {
   vm.proxyId = proxyId

@@ -2,7 +2,7 @@
  * `--watch`: what changed between two frames, cell by cell. A type's cell changes when its state does
  * (SYNCED → STALE, a NACK, …); ages and nonces are not changes: istiod pushes all the time. Pure.
  */
-import {XDS_TYPES, type ProxyStatusRow, type XdsType} from './status.js'
+import {XDS_TYPES, type ProxyStatusRow} from './status.js'
 
 export type Frame = Map<string, Record<string, string>>
 
@@ -24,7 +24,7 @@ function cells(r: ProxyStatusRow): Record<string, string> {
     REGISTRATION: r.registration ?? '',
     'SUBSCRIBED TYPES': r.subscribed.join(',') + (r.connected ? '' : r.xds.CDS.state),
   }
-  for (const t of XDS_TYPES as readonly XdsType[]) {
+  for (const t of XDS_TYPES) {
     const x = r.xds[t]
     out[t] = `${x.state}|${x.neverAcknowledged}|${x.error ?? ''}`
   }

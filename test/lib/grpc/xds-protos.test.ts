@@ -3,8 +3,9 @@
  * .proto files (test/fixtures/protos): the request meshvm writes is read by the real definitions, and
  * the response istiod writes (made here by the real definitions) is read by meshvm, field by field.
  */
+import {BinaryWriter, WireType} from '@bufbuild/protobuf/wire'
 import {describe, expect, it} from 'vitest'
-import {CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryResponse, encodeDiscoveryRequest, TYPE_DEBUG_SYNCZ} from '../../../src/lib/grpc/xds.js'
+import {CLIENT_CONFIG_TYPE, decodeClientConfig, decodeDiscoveryResponse, encodeDiscoveryRequest, ProtoDecodeError, TYPE_DEBUG_SYNCZ} from '../../../src/lib/grpc/xds.js'
 import {decodeMessage, encodeMessage, jsonToStruct, structToJson, type ProtoStruct} from '../../fixtures/protos/load.js'
 
 const REQUEST = 'envoy.service.discovery.v3.DiscoveryRequest'
@@ -100,5 +101,31 @@ describe("meshvm's xDS codec read and written by the upstream .proto definitions
       ],
       clientScope: 'scope',
     })
+  })
+  it('a node whose Struct metadata holds every kind of Value (null, number, string, bool, list, nested struct), read by meshvm', () => {
+    const bytes = encodeMessage(CLIENT_CONFIG, {node: {id: 'p.ns', cluster: 'c1', metadata: jsonToStruct(metadata), userAgentName: 'envoy'}})
+    expect(decodeClientConfig(bytes)).toEqual({node: {id: 'p.ns', cluster: 'c1', metadata, userAgentName: 'envoy'}, genericXdsConfigs: []})
+  })
+
+  it('refuses malformed bytes with a ProtoDecodeError: a known field of the wrong wire type, a truncated message, Structs nested too deeply', () => {
+    // field 1 (node) as a varint instead of a message
+    expect(() => decodeClientConfig(Uint8Array.of(0x08, 0x01))).toThrow(new ProtoDecodeError('field 1 has wire type 0, expected 2'))
+    // field 1 (version_info) announcing 5 bytes, with 1
+    expect(() => decodeDiscoveryResponse(Uint8Array.of(0x0a, 0x05, 0x61))).toThrow(ProtoDecodeError)
+    expect(() => decodeDiscoveryResponse(Uint8Array.of(0x0a, 0x05, 0x61))).toThrow(/^malformed protobuf: /)
+    // A node whose metadata nests 70 Structs, {d: {d: …}}, written field by field (protobufjs refuses to).
+    const message = (write: (w: BinaryWriter) => void) => {
+      const w = new BinaryWriter()
+      write(w)
+      return w.finish()
+    }
+    let struct = message(() => {})
+    for (let i = 0; i < 70; i++) {
+      const value = message((v) => v.tag(5, WireType.LengthDelimited).bytes(struct))
+      const entry = message((e) => e.tag(1, WireType.LengthDelimited).string('d').tag(2, WireType.LengthDelimited).bytes(value))
+      struct = message((s) => s.tag(1, WireType.LengthDelimited).bytes(entry))
+    }
+    const node = message((n) => n.tag(3, WireType.LengthDelimited).bytes(struct))
+    expect(() => decodeClientConfig(message((c) => c.tag(1, WireType.LengthDelimited).bytes(node)))).toThrow(new ProtoDecodeError('Struct nested too deeply'))
   })
 })
