@@ -9,8 +9,9 @@ import {IstiodReadError, XDS_PORT, type IstiodPool} from '../istiod/reader.js'
 import {istiodTarget, listIstiods, listPods, listRegistrations, noIstiodError, readSyncz, splitIstiods, type IstiodFailure, type IstiodPod} from './fetch.js'
 import {parseAdsz, type ProxyNode} from './adsz.js'
 import {selectorMatches, type Selector} from '../kube/selector.js'
-import {compare, perType, proxyStatusRows, typesIn, withVm, type ProxyStatusRow, type ProxySync} from './status.js'
+import {perType, proxyStatusRows, typesIn, withVm, type ProxyStatusRow, type ProxySync} from './status.js'
 import {pairVms, splitProxyId, unpairedByName, vmRecords, type VmRecord} from './vms.js'
+import {compareStrings} from '../util/records.js'
 
 export interface CollectOptions {
   istioNamespace: string
@@ -186,5 +187,5 @@ export async function readNodes(pool: IstiodPool, istiods: IstiodPod[], timeoutM
 
 /** Byte order, as istioctl sorts: name, then istiod, then context. */
 export function sortRows(rows: ProxyStatusRow[]): ProxyStatusRow[] {
-  return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? '') || compare(a.context ?? '', b.context ?? ''))
+  return rows.sort((a, b) => compareStrings(a.name, b.name) || compareStrings(a.istiod ?? '', b.istiod ?? '') || compareStrings(a.context ?? '', b.context ?? ''))
 }

@@ -16,7 +16,8 @@ import {KubeApiError} from '../kube/errors.js'
 import {DEFAULT_MONITORING_PORT, IstiodReadError, type FailureKind, type IstiodPath, type IstiodPool, type IstiodReader, type IstiodTarget} from '../istiod/reader.js'
 import {Resources, resourcePath} from '../kube/resources.js'
 import type {WarObject, WorkloadEntryObject} from '../war/model.js'
-import {compare, parseSyncz, type IstiodRef, type ProxySync} from './status.js'
+import {parseSyncz, type IstiodRef, type ProxySync} from './status.js'
+import {compareStrings} from '../util/records.js'
 
 interface PodObject {
   metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>}
@@ -92,7 +93,7 @@ export async function listIstiods(client: KubeClient, istioNamespace: string): P
   return pods
     .filter((p) => (p.status?.phase ?? 'Running') === 'Running')
     .map((p) => toIstiod(p, istioNamespace))
-    .sort((a, b) => compare(a.name, b.name))
+    .sort((a, b) => compareStrings(a.name, b.name))
 }
 
 /** The istiods of a revision (all of them without one), and the others. */

@@ -7,7 +7,7 @@ import {makeChalk, statusColor} from '../output/color.js'
 import {groupVersion, Resources, type ResourceType} from '../kube/resources.js'
 import {resourceName} from '../output/render.js'
 import {renderTable, type Column} from '../output/table.js'
-import {compare} from './rows.js'
+import {compareStrings} from '../util/records.js'
 import {CLIENT_CONFIG_TYPE, TYPE_DEBUG_SYNCZ} from '../grpc/xds-types.js'
 import {XDS_TYPE_URLS, XDS_TYPES, type ProxyStatusRow, type SyncState, type XdsType} from './model.js'
 import type {VmCheck} from './vm-checks.js'
@@ -45,7 +45,7 @@ export interface ProxyStatusTableOptions {
 export const ISTIOCTL_GAP = 5
 const EMPTY = '-'
 
-const ALPHABETICAL_TYPES: XdsType[] = [...XDS_TYPES].sort(compare)
+const ALPHABETICAL_TYPES: XdsType[] = [...XDS_TYPES].sort(compareStrings)
 
 function subscribedCell(row: ProxyStatusRow): string {
   if (!row.connected) return row.xds.CDS.state === 'NO_ANSWER' ? 'NO ANSWER' : 'NOT CONNECTED'
@@ -246,7 +246,7 @@ export function istioctlSyncz(rows: ProxyStatusRow[]): Record<string, unknown>[]
     doc.resources.push({'@type': CLIENT_CONFIG_TYPE, node: {id: r.name, metadata}, genericXdsConfigs: generic})
   }
   return [...byIstiod.entries()]
-    .sort(([a], [b]) => compare(a, b))
+    .sort(([a], [b]) => compareStrings(a, b))
     .map(([, {ref, resources}]) => ({
       resources,
       typeUrl: TYPE_DEBUG_SYNCZ,

@@ -3,6 +3,7 @@
  * (connected or not), sorted as istioctl sorts. Pure.
  */
 import {perType, typesIn, XDS_TYPES, xdsStatus, type ProxyStatusRow, type ProxySync, type TypeSync, type VmInfo, type XdsType} from './model.js'
+import {compareStrings} from '../util/records.js'
 
 // ---------------------------------------------------------------------------------------------------
 // Rows
@@ -90,11 +91,6 @@ function vmKey(vm: VmInfo): string {
   return vm.proxyId ?? `${vm.name}.${vm.namespace}`
 }
 
-/** Byte order, like Go's string comparison in istioctl's sort. */
-export function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
 /**
  * One row per proxy per istiod (a proxy reported by two istiods shows twice, as in istioctl), plus one
  * `NOT CONNECTED` row for every VM no istiod reports. Sorted by name, then istiod.
@@ -153,5 +149,5 @@ export function proxyStatusRows(syncs: ProxySync[], options: RowOptions = {}): P
     }
     rows.push(withVm(row, vm))
   }
-  return rows.sort((a, b) => compare(a.name, b.name) || compare(a.istiod ?? '', b.istiod ?? ''))
+  return rows.sort((a, b) => compareStrings(a.name, b.name) || compareStrings(a.istiod ?? '', b.istiod ?? ''))
 }

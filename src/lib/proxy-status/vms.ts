@@ -16,7 +16,7 @@
 import {conditionOf, ownerOfKind} from '../kube/object.js'
 import {registrationFromWar, workloadEntryConnection, type WarObject, type WorkloadEntryObject} from '../war/model.js'
 import type {ProxyNode} from './adsz.js'
-import {compare} from './rows.js'
+import {compareStrings} from '../util/records.js'
 import type {ProxySync, VmInfo} from './status.js'
 import {withoutUndefined, isRecord} from '../util/records.js'
 
@@ -158,7 +158,7 @@ export function vmRecords(workloadEntries: WorkloadEntryObject[], wars: WarObjec
     if (reg.identity) record.identity = reg.identity
     out.push(Object.assign(record, healthOf(we)))
   }
-  return out.sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name))
+  return out.sort((a, b) => compareStrings(a.namespace, b.namespace) || compareStrings(a.name, b.name))
 }
 
 /** `name.ns` split on the last dot, as istioctl does. */
