@@ -1,13 +1,10 @@
 import {BaseCommand} from '../../lib/cli/base-command.js'
-import {printOptions} from '../../lib/cli/output-flags.js'
-import {contextNames} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import type {KubeSession} from '../../lib/kube/session.js'
 import {age, humanDuration} from '../../lib/output/age.js'
-import {ALL_KINDS} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {RemoteSecretEntry} from '../../lib/remote-secret/list.js'
-import {type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
+import {listingTargets, type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
 
 const flags = remoteSecretFlags(
   "RemoteSecretList schema (items with context, secret, namespace, cluster, server, authType, tokenKind, serviceAccount, created, expiresAt), e.g. -o jsonpath='{.items[*].cluster}'",
@@ -33,9 +30,7 @@ the ServiceAccount the token belongs to. The token is decoded only to read its c
 
   async run(): Promise<void> {
     const f = this.flags
-    const print = printOptions(f, ALL_KINDS)
-    const human = print.output.kind === 'table' || print.output.kind === 'wide'
-    const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
+    const {print, human, contexts} = await listingTargets(f)
     const {listRemoteSecrets, remoteSecretEntries} = await import('../../lib/remote-secret/list.js')
     const rows: RemoteSecretEntry[] = []
     let failed = 0

@@ -1,11 +1,8 @@
 import * as Args from '@oclif/core/args'
 import {BaseCommand, durationFlag} from '../../lib/cli/base-command.js'
-import {printOptions} from '../../lib/cli/output-flags.js'
-import {contextNames} from '../../lib/cli/multi-context.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
-import {ALL_KINDS} from '../../lib/output/printer.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
-import {type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
+import {listingTargets, type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
 import type {RemoteSecretStatus} from '../../lib/remote-secret/status.js'
 
 const flags = {
@@ -44,9 +41,7 @@ here while istiod reports it synced.`
 
   async run(): Promise<void> {
     const f = this.flags
-    const print = printOptions(f, ALL_KINDS)
-    const human = print.output.kind === 'table' || print.output.kind === 'wide'
-    const contexts = await contextNames(f.context, f['all-contexts'], f.kubeconfig)
+    const {print, human, contexts} = await listingTargets(f)
     const {remoteSecretStatus} = await import('../../lib/remote-secret/status.js')
     const rows: RemoteSecretStatus[] = []
     for (const c of contexts) {

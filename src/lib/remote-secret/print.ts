@@ -5,8 +5,8 @@
  */
 import type * as Interfaces from '@oclif/core/interfaces'
 import type {commonOutputFlags, kubeFlags} from '../cli/base-command.js'
-import {multiContextFlags} from '../cli/multi-context.js'
-import {outputFlags} from '../cli/output-flags.js'
+import {contextNames, multiContextFlags} from '../cli/multi-context.js'
+import {outputFlags, printOptions, type OutputFlagValues} from '../cli/output-flags.js'
 import {ALL_KINDS, Printer, type PrintOptions} from '../output/printer.js'
 import type {Column} from '../output/table.js'
 
@@ -34,4 +34,13 @@ export function printRows<Row extends {context: string; secret: string; cluster:
   const printer = new Printer<Row>(spec, print, write)
   printer.add(rows)
   printer.finish()
+}
+
+/** How to print (and whether for people: a table), and the contexts to read. */
+export async function listingTargets(
+  f: OutputFlagValues & {context?: string[]; 'all-contexts': boolean; kubeconfig?: string},
+): Promise<{print: PrintOptions; human: boolean; contexts: (string | undefined)[]}> {
+  const print = printOptions(f, ALL_KINDS)
+  const human = print.output.kind === 'table' || print.output.kind === 'wide'
+  return {print, human, contexts: await contextNames(f.context, f['all-contexts'], f.kubeconfig)}
 }
