@@ -255,7 +255,7 @@ type Rewrite = [RegExp, (m: RegExpExecArray) => string]
 /** oclif's one-line parser messages in meshvm's words, each with the --help hint that fits. */
 const ONE_LINE: [...Rewrite, string][] = [
   // The same words as an argument to a command that takes none (cli/entry.ts commandNotFound).
-  [/^Unexpected arguments?: .*$/, (m) => m[0], ARGS_HINT],
+  [/^Unexpected arguments?: /, (m) => m.input, ARGS_HINT],
   [/^Expected --([^=\s]+)=(.*) to be one of: (.+)$/, (m) => `--${m[1]} ${JSON.stringify(m[2])}: expected one of ${m[3]}`, FLAGS_HINT],
   [/^Expected (.*) to be one of: (.+)$/, (m) => `argument ${JSON.stringify(m[1])}: expected one of ${m[2]}`, ARGS_HINT],
   [/^Flag (--\S+) can only be specified once$/, (m) => `${m[1]}: given more than once; it takes one value`, FLAGS_HINT],

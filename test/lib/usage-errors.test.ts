@@ -41,6 +41,7 @@ describe('oclif parse errors, in meshvm words: one line naming the flag or argum
     ['missing argument with options', [], {args: SHELL}, 'missing SHELL: the shell; expected one of bash, zsh, fish', [ARGS]],
     ['argument not one of its options', ['tcsh'], {args: SHELL}, 'argument "tcsh": expected one of bash, zsh, fish', [ARGS]],
     ['extra argument', ['a', 'b'], {args: {name: Args.string()}}, 'Unexpected argument: b', [ARGS]],
+    ['extra argument holding a carriage return', ['a', 'b\rc'], {args: {name: Args.string()}}, 'Unexpected argument: b\rc', [ARGS]],
     ['unknown flag, a close one', ['--chunk-sise', '3'], {}, 'unknown flag --chunk-sise', ['did you mean --chunk-size?', FLAGS]],
     ['unknown flag, none close', ['--bogus'], {}, 'unknown flag --bogus', [FLAGS]],
     ['not an integer', ['--chunk-size', 'abc'], {}, '--chunk-size "abc": expected a whole number', [FLAGS]],

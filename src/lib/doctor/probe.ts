@@ -160,9 +160,10 @@ export function records(list: unknown): Record<string, unknown>[] {
 
 /** Parses the probe's answer. Never throws: what is missing stays undefined. */
 export function parseProbe(text: string): VmProbe {
-  // Each section: a line `@@meshvm-doctor NAME`, then its body up to the next such line.
+  // Each section: a line `@@meshvm-doctor NAME`, then its body up to the next such line. Lines end at
+  // \n only (a multiline ^ would also start one after a lone \r, U+2028 or U+2029).
   const sections = new Map<string, string>()
-  for (const part of text.split(new RegExp(`^${PROBE_MARK} `, 'm')).slice(1)) {
+  for (const part of text.split(new RegExp(`(?:^|\n)${PROBE_MARK} `)).slice(1)) {
     const [name = '', ...body] = part.split('\n')
     sections.set(name.trim(), body.join('\n').trim())
   }

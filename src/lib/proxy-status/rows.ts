@@ -71,6 +71,7 @@ const subscribedLists: XdsType[][] = Array.from({length: 1 << XDS_TYPES.length},
 
 /** The states and cells of every registered VM no istiod reports (frozen: rows share them). */
 const NOT_CONNECTED_XDS = Object.freeze(typesIn('NOT_CONNECTED'))
+for (const sync of Object.values(NOT_CONNECTED_XDS)) Object.freeze(sync)
 const NOT_CONNECTED_STATUS = Object.freeze(perType(() => 'NOT CONNECTED'))
 
 export interface RowOptions {

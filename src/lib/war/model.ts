@@ -103,7 +103,10 @@ export const WAR_KIND = 'WorkloadAutoRegistration'
  * are reached over plaintext until they re-register or are labelled.
  */
 export const TUNNEL_LABEL = 'networking.istio.io/tunnel'
-/** The condition Istio 1.31 sets on WorkloadEntries (release note 59993); istioctl analyze reports it False since 1.26. */
+/**
+ * The condition Istio 1.31 sets on WorkloadEntries (release note 59993); istioctl analyze reports it False
+ * since 1.26. Istio writes the type with its prefix (pilot/pkg/model/service.go: "istio.io/WaypointBound").
+ */
 export const WAYPOINT_BOUND_CONDITIONS = ['istio.io/WaypointBound', 'WaypointBound'] as const
 
 export const WE_ANNOTATIONS = {

@@ -85,6 +85,8 @@ describe('doctor --vm-exec probe', () => {
     expect(parseProbe('@@meshvm-doctor mesh\nread\n    ISTIO_META_CLUSTER_ID: "c 1"\n@@meshvm-doctor end\n').mesh).toEqual({dnsCapture: false, clusterId: 'c 1'})
     // Not readable: unknown, not "no DNS capture".
     expect(parseProbe('@@meshvm-doctor mesh\n@@meshvm-doctor end\n').mesh).toBeUndefined()
+    // A section starts on a line of its own: after \n, not after a lone \r or U+2028 the VM printed.
+    expect(parseProbe('@@meshvm-doctor ready\n200\r@@meshvm-doctor end\u2028@@meshvm-doctor x\n').sections).toEqual(['ready'])
     // Only reads: GETs of the local admin and readiness ports.
     expect(
       readFileSync(join(bin, 'calls'), 'utf8')

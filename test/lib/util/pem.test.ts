@@ -18,4 +18,8 @@ describe('pemCertificates', () => {
   it('ends each block at the first END line, and does not parse it', () => {
     expect(pemCertificates('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n-----END CERTIFICATE-----')).toEqual(['-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----'])
   })
+  it('an empty block is a block of its own: it does not swallow the certificate after it', () => {
+    const empty = '-----BEGIN CERTIFICATE----------END CERTIFICATE-----'
+    expect(pemCertificates(`${empty}\n${caPem}`)).toEqual([empty, caPem.trimEnd()])
+  })
 })
