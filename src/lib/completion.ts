@@ -6,7 +6,7 @@
  * and the cluster within a short time limit (completion-fetch.ts). Cobra works the same way.
  */
 import {shellQuote} from './cli/prompt.js'
-import {FORMATS} from './output/render.js'
+import {FORMATS} from './output/formats.js'
 
 interface CompletionFlag {
   name: string

@@ -7,23 +7,8 @@
 import type {KubeObject} from '../kube/object.js'
 import {toYaml} from '../yaml.js'
 
-/**
- * Every -o format, once: its name and how help shows it (those with `=` take a template). Each printing
- * command accepts a subset (printer.ts parseOutput); completion offers them.
- */
-export const FORMATS = {
-  table: 'table',
-  wide: 'wide',
-  json: 'json',
-  yaml: 'yaml',
-  name: 'name',
-  jsonpath: 'jsonpath=TEMPLATE',
-  'jsonpath-as-json': 'jsonpath-as-json=TEMPLATE',
-  'custom-columns': 'custom-columns=HEADER:PATH,…',
-} as const
-export type OutputKind = keyof typeof FORMATS
-/** The formats without a template. */
-export type OutputFormat = Exclude<OutputKind, 'jsonpath' | 'jsonpath-as-json' | 'custom-columns'>
+export {FORMATS, type OutputFormat, type OutputKind} from './formats.js'
+import type {OutputFormat} from './formats.js'
 
 /** kubectl's list wrapper, so `meshvm … -o yaml | kubectl apply -f -` works. */
 export function asList(items: unknown[]): {apiVersion: 'v1'; kind: 'List'; items: unknown[]; metadata: {resourceVersion: string}} {
