@@ -855,9 +855,7 @@ describe('the xDS path (istiod with ENABLE_DEBUG_ON_HTTP=false), --xds-address, 
       expect(res.code).toBe(5)
       expect(res.stdout).toBe('')
       expect(firstLine(res.stderr)).toMatch(
-        new RegExp(
-          `^Error: istiod istio-system/istiod-7d4b9c6f8-\\w+: xDS over port-forward to :15012: istiod refused the token \\(UNAUTHENTICATED: authentication failure\\) \\(HTTP first: GET /debug/syncz on :15014 answered HTTP 404\\) \\(and 1 more istiod alike\\)$`,
-        ),
+        /^Error: istiod istio-system\/istiod-7d4b9c6f8-\w+: xDS over port-forward to :15012: istiod refused the token \(UNAUTHENTICATED: authentication failure\) \(HTTP first: GET \/debug\/syncz on :15014 answered HTTP 404\) \(and 1 more istiod alike\)$/,
       )
       expect(res.stderr).toMatch(/^Hint: istiod accepts tokens of audience istio-ca/m)
     } finally {

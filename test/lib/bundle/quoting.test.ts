@@ -27,6 +27,7 @@ const HOSTILE = [
   'w\u0435b',
   'w\\',
   '\\',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a literal ${PATH} is the hostile value under test
   '$HOME ${PATH} *',
   // sed's delimiter, then its `e` command (GNU sed runs the rest of the line as a command).
   'x/;e touch pwned-sed;/',

@@ -63,7 +63,7 @@ const string = fc.oneof(fc.constantFrom(...STRINGS), fc.string({maxLength: 8}))
 const integer = fc.oneof(fc.constantFrom(-1, 0, 1, 80, 8080, 65535, 65536), fc.integer({min: -10, max: 70_000}))
 
 /** Values shaped by a schema (optional fields present or not), sometimes of the wrong type. */
-function valueOf(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
+function arbitraryFor(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
   if (schema['x-kubernetes-int-or-string']) return fc.oneof(integer, string)
   switch (schema.type) {
     case 'string':
@@ -73,13 +73,13 @@ function valueOf(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
     case 'boolean':
       return fc.boolean()
     case 'array':
-      return depth > 3 || !schema.items ? fc.constant([]) : fc.array(valueOf(schema.items, depth + 1), {maxLength: 3})
+      return depth > 3 || !schema.items ? fc.constant([]) : fc.array(arbitraryFor(schema.items, depth + 1), {maxLength: 3})
     case 'object': {
       if (depth > 3) return fc.constant({})
-      const props = Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, valueOf(v, depth + 1)]))
+      const props = Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, arbitraryFor(v, depth + 1)]))
       const record = fc.record(props, {requiredKeys: []})
       if (typeof schema.additionalProperties !== 'object') return record
-      return fc.dictionary(fc.oneof(fc.constantFrom(...STRINGS), fc.string({maxLength: 4})), valueOf(schema.additionalProperties, depth + 1), {maxKeys: 3})
+      return fc.dictionary(fc.oneof(fc.constantFrom(...STRINGS), fc.string({maxLength: 4})), arbitraryFor(schema.additionalProperties, depth + 1), {maxKeys: 3})
     }
     default:
       return fc.oneof(string, integer)
@@ -96,7 +96,7 @@ describe('Istio CEL rules as predicates', () => {
     const byPredicates = compileSchema(node, {unknownFields: 'report'})
     const byLibrary = compileSchema(node, {unknownFields: 'report', preferTranspiled: false, compileRule: compileCelRule})
     fc.assert(
-      fc.property(valueOf(node), (value) => {
+      fc.property(arbitraryFor(node), (value) => {
         expect(byPredicates.validate(structuredClone(value))).toEqual(byLibrary.validate(structuredClone(value)))
       }),
       {numRuns: fuzzRuns(300)},
