@@ -27,6 +27,51 @@ export function startCli(args: string[], options: {env?: Record<string, string |
   const env: NodeJS.ProcessEnv = {...OUTER_ENV, NO_COLOR: '1', ...options.env}
   for (const [k, v] of Object.entries(options.env ?? {})) if (v === undefined) delete env[k]
   const child = spawn(process.execPath, [BIN, ...args], {cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'pipe']})
+  const output = watchOutput(child)
+  child.stdin!.end('')
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000)
+  const done = new Promise<CliResult & {signal: NodeJS.Signals | null}>((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      output.ended()
+      const [stdout, stderr] = [output.stdout(), output.stderr()]
+      logRun({args, stdout, stderr, stdoutMayHoldSecrets: false})
+      resolve({code: code ?? 128, signal, stdout, stderr})
+    })
+  })
+  return {
+    child,
+    stdout: output.stdout,
+    stderr: output.stderr,
+    kill: (signal) => {
+      child.kill(signal)
+    },
+    done,
+    waitForOutput: (pattern, timeoutMs = 10_000) => output.waitFor(pattern, timeoutMs),
+  }
+}
+
+/** Polls until `predicate` holds (e.g. the test API server has received a request), or fails after timeoutMs. */
+export async function waitUntil(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const start = Date.now()
+  while (!predicate()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+/** What a test reads of a running child's output: all of it so far, and a wait for a pattern in it. */
+export interface WatchedOutput {
+  stdout(): string
+  stderr(): string
+  /** Resolves when stdout or stderr matches (rejects if the process ends first or after timeoutMs). */
+  waitFor(pattern: RegExp, timeoutMs: number): Promise<void>
+  /** Called once the child has closed, so that waits still pending fail at once. */
+  ended(): void
+}
+
+export function watchOutput(child: ChildProcess): WatchedOutput {
   let stdout = ''
   let stderr = ''
   let ended = false
@@ -42,27 +87,14 @@ export function startCli(args: string[], options: {env?: Record<string, string |
     stderr += d
     notify()
   })
-  child.stdin!.end('')
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000)
-  const done = new Promise<CliResult & {signal: NodeJS.Signals | null}>((resolve, reject) => {
-    child.on('error', reject)
-    child.on('close', (code, signal) => {
-      clearTimeout(timer)
-      ended = true
-      notify()
-      logRun({args, stdout, stderr, stdoutMayHoldSecrets: false})
-      resolve({code: code ?? 128, signal, stdout, stderr})
-    })
-  })
   return {
-    child,
     stdout: () => stdout,
     stderr: () => stderr,
-    kill: (signal) => {
-      child.kill(signal)
+    ended() {
+      ended = true
+      notify()
     },
-    done,
-    waitForOutput(pattern, timeoutMs = 10_000) {
+    waitFor(pattern, timeoutMs) {
       return new Promise<void>((resolve, reject) => {
         const check = () => {
           if (pattern.test(stdout) || pattern.test(stderr)) finish()
@@ -79,14 +111,5 @@ export function startCli(args: string[], options: {env?: Record<string, string |
         check()
       })
     },
-  }
-}
-
-/** Polls until `predicate` holds (e.g. the test API server has received a request), or fails after timeoutMs. */
-export async function waitUntil(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const start = Date.now()
-  while (!predicate()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
   }
 }
