@@ -464,8 +464,8 @@ function goJson(v: unknown, indent = ''): string {
     indexKeys ||= keys.some(isIndexKey)
     return Object.fromEntries(keys.map((k) => [k, sorted(x[k])]))
   }
-  const fast = JSON.stringify(sorted(v), null, indent)
-  return goHtmlEscape(indexKeys ? writeSorted(v, indent, '') : fast)
+  const copy = sorted(v) // also finds whether any map has an array-index key
+  return goHtmlEscape(indexKeys ? writeSorted(v, indent, '') : JSON.stringify(copy, null, indent))
 }
 
 const isIndexKey = (k: string): boolean => /^(?:0|[1-9]\d{0,9})$/.test(k) && Number(k) < 2 ** 32 - 1
