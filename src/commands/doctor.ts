@@ -1,9 +1,8 @@
 import {existsSync, statSync} from 'node:fs'
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, durationFlag, type commonOutputFlags, type kubeFlags} from '../lib/cli/base-command.js'
-import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
+import {BaseCommand, durationFlag} from '../lib/cli/base-command.js'
+import {contextNames, multiContextFlags, type MultiContextFlagValues} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {ExitCode, MeshvmError, UsageError} from '../lib/errors.js'
 import {renderData} from '../lib/output/render.js'
@@ -27,7 +26,7 @@ const doctorFlags = {
   timeout: durationFlag({summary: 'Time to wait for each istiod and for --vm-exec.', default: 10_000, defaultHelp: async () => '10s'}),
   output: {...REPORT_OUTPUT, summary: 'Output format: table, json, yaml.', description: undefined} as typeof REPORT_OUTPUT,
 }
-type DoctorFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof doctorFlags>
+type DoctorFlags = MultiContextFlagValues<typeof doctorFlags>
 
 export default class Doctor extends BaseCommand<typeof Doctor> {
   static override summary = 'Say why a VM is not in the mesh, step by step, and how to fix it.'

@@ -1,9 +1,8 @@
 import * as Args from '@oclif/core/args'
 import * as Flags from '@oclif/core/flags'
-import type * as Interfaces from '@oclif/core/interfaces'
 import {flagDuration} from '../lib/output/age.js'
-import {BaseCommand, durationFlag, KUBE_GROUP, type kubeFlags, type commonOutputFlags, OUTPUT_GROUP} from '../lib/cli/base-command.js'
-import {contextNames, multiContextFlags} from '../lib/cli/multi-context.js'
+import {BaseCommand, durationFlag, KUBE_GROUP, OUTPUT_GROUP} from '../lib/cli/base-command.js'
+import {contextNames, multiContextFlags, type MultiContextFlagValues} from '../lib/cli/multi-context.js'
 import {outputFlags, printOptions} from '../lib/cli/output-flags.js'
 import {debugEnabled, ExitCode, flagError, MeshvmError, UsageError} from '../lib/errors.js'
 import {parseSelector, type Selector} from '../lib/kube/selector.js'
@@ -76,7 +75,7 @@ const proxyStatusFlags = {
   'watch-count': Flags.integer({summary: 'Stop --watch after this many frames.', hidden: true, min: 1, dependsOn: ['watch'], helpGroup: WATCH_GROUP}),
 }
 
-type ProxyStatusFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof proxyStatusFlags>
+type ProxyStatusFlags = MultiContextFlagValues<typeof proxyStatusFlags>
 
 export default class ProxyStatus extends BaseCommand<typeof ProxyStatus> {
   static override summary = "Show whether every proxy — pods and VMs — has istiod's latest configuration."

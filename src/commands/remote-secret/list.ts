@@ -4,7 +4,8 @@ import type {KubeSession} from '../../lib/kube/session.js'
 import {age, humanDuration} from '../../lib/output/age.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
 import type {RemoteSecretEntry} from '../../lib/remote-secret/list.js'
-import {listingTargets, type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
+import type {MultiContextFlagValues} from '../../lib/cli/multi-context.js'
+import {listingTargets, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
 
 const flags = remoteSecretFlags(
   "RemoteSecretList schema (items with context, secret, namespace, cluster, server, authType, tokenKind, serviceAccount, created, expiresAt), e.g. -o jsonpath='{.items[*].cluster}'",

@@ -2,7 +2,8 @@ import * as Args from '@oclif/core/args'
 import {BaseCommand, durationFlag} from '../../lib/cli/base-command.js'
 import {ExitCode, MeshvmError} from '../../lib/errors.js'
 import {terminalSafe} from '../../lib/output/terminal.js'
-import {listingTargets, type MultiContextFlagValues, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
+import type {MultiContextFlagValues} from '../../lib/cli/multi-context.js'
+import {listingTargets, printRows, remoteSecretFlags} from '../../lib/remote-secret/print.js'
 import type {RemoteSecretStatus} from '../../lib/remote-secret/status.js'
 
 const flags = {

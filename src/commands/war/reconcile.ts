@@ -1,8 +1,7 @@
 import * as Flags from '@oclif/core/flags'
-import type * as Interfaces from '@oclif/core/interfaces'
-import {BaseCommand, type commonOutputFlags, durationFlag, durationOrZeroFlag, type kubeFlags, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
+import {BaseCommand, durationFlag, durationOrZeroFlag, OUTPUT_GROUP} from '../../lib/cli/base-command.js'
 import {dryRunFlag} from '../../lib/cli/dry-run.js'
-import {contextNames, multiContextFlags} from '../../lib/cli/multi-context.js'
+import {contextNames, multiContextFlags, type MultiContextFlagValues} from '../../lib/cli/multi-context.js'
 import {canPrompt, terminalPrompter} from '../../lib/cli/prompt.js'
 import {ExitCode, MeshvmError, UsageError} from '../../lib/errors.js'
 import type {KubeSession} from '../../lib/kube/session.js'
@@ -30,7 +29,7 @@ const flags = {
   })(),
 }
 
-type ReconcileFlags = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<typeof flags>
+type ReconcileFlags = MultiContextFlagValues<typeof flags>
 
 export default class WarReconcile extends BaseCommand<typeof WarReconcile> {
   static override summary = 'Find registrations and connected VMs that do not add up, across clusters, each with its reason and fix.'

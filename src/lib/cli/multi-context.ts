@@ -4,7 +4,8 @@
  * No Kubernetes client here (the kubeconfig is only read for --all-contexts).
  */
 import * as Flags from '@oclif/core/flags'
-import {inHelpGroup, KUBE_GROUP} from './base-command.js'
+import type * as Interfaces from '@oclif/core/interfaces'
+import {inHelpGroup, KUBE_GROUP, type commonOutputFlags, type kubeFlags} from './base-command.js'
 import {ExitCode, flagError, MeshvmError} from '../errors.js'
 
 export const multiContextFlags = inHelpGroup(KUBE_GROUP, {
@@ -15,6 +16,9 @@ export const multiContextFlags = inHelpGroup(KUBE_GROUP, {
   }),
   'all-contexts': Flags.boolean({summary: 'Read every context of the kubeconfig.', exclusive: ['context']}),
 })
+
+/** The parsed flags of a command whose own flags `F` (with multiContextFlags) replace BaseCommand's single --context. */
+export type MultiContextFlagValues<F extends Interfaces.FlagInput> = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<F>
 
 /** The contexts asked for (oclif refuses --all-contexts with --context); `undefined` stands for the kubeconfig's current context. */
 export async function contextNames(flag: string[] | undefined, all: boolean, kubeconfig: string | undefined): Promise<(string | undefined)[]> {

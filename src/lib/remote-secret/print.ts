@@ -3,8 +3,6 @@
  * without --show-labels / -L (a row is a cluster of a Secret, with no labels of its own), and one
  * printer whose rows are named secret/NAME. No Kubernetes client here.
  */
-import type * as Interfaces from '@oclif/core/interfaces'
-import type {commonOutputFlags, kubeFlags} from '../cli/base-command.js'
 import {contextNames, multiContextFlags} from '../cli/multi-context.js'
 import {outputFlags, printOptions, type OutputFlagValues} from '../cli/output-flags.js'
 import {ALL_KINDS, Printer, type PrintOptions} from '../output/printer.js'
@@ -16,9 +14,6 @@ export function remoteSecretFlags(schema: string) {
   const description = `json, yaml, jsonpath, jsonpath-as-json, custom-columns and --sort-by read the ${schema}; -o name prints secret/NAME.`
   return {...multiContextFlags, output: {...output, description} as typeof output, 'no-headers': noHeaders, 'sort-by': sortBy}
 }
-
-/** The parsed flags of a command whose own flags `F` replace the base command's single --context. */
-export type MultiContextFlagValues<F extends Interfaces.FlagInput> = Omit<Interfaces.InferredFlags<typeof kubeFlags & typeof commonOutputFlags>, 'context'> & Interfaces.InferredFlags<F>
 
 /**
  * The rows in the format asked for; a table starts with CONTEXT, SECRET and CLUSTER, then `columns`;
