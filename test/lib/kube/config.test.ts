@@ -26,6 +26,25 @@ function file(path: string, text: string): string {
   return full
 }
 
+/** A kubeconfig at `path` with one cluster c (`clusterFields` inside its flow map), context c and user u (`userLines` under `user:`). */
+function oneUserConfig(path: string, clusterFields: string, userLines: string[]): string {
+  return file(
+    path,
+    [
+      'clusters:',
+      `- {name: c, cluster: {${clusterFields}}}`,
+      'contexts:',
+      '- {name: c, context: {cluster: c, user: u}}',
+      'current-context: c',
+      'users:',
+      '- name: u',
+      '  user:',
+      ...userLines.map((l) => `    ${l}`),
+      '',
+    ].join('\n'),
+  )
+}
+
 /** kubectl on the same KUBECONFIG (no ~/.kube/config of this machine involved). */
 function kubectl(kubeconfig: string, args: string[]): string {
   return execFileSync('kubectl', args, {env: {PATH: process.env.PATH, HOME: work, KUBECONFIG: kubeconfig}, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']}).trim()
@@ -170,22 +189,7 @@ describe('paths, resolved against the file that names them', () => {
 })
 
 describe('what makes a kubeconfig unusable', () => {
-  const base = (userLines: string[], clusterExtra = ''): string =>
-    file(
-      `unusable/${Math.random().toString(36).slice(2)}`,
-      [
-        'clusters:',
-        `- {name: c, cluster: {server: "https://c.example"${clusterExtra}}}`,
-        'contexts:',
-        '- {name: c, context: {cluster: c, user: u}}',
-        'current-context: c',
-        'users:',
-        '- name: u',
-        '  user:',
-        ...userLines.map((l) => `    ${l}`),
-        '',
-      ].join('\n'),
-    )
+  const base = (userLines: string[], clusterExtra = ''): string => oneUserConfig(`unusable/${Math.random().toString(36).slice(2)}`, `server: "https://c.example"${clusterExtra}`, userLines)
 
   it('a field of the wrong type names the field, never its value', () => {
     const path = base(['token: 123456789'])
@@ -276,21 +280,7 @@ describe('credentials against the test API server', () => {
   afterAll(() => cluster?.stop())
 
   const config = (name: string, userLines: string[]): string =>
-    file(
-      `creds/${name}`,
-      [
-        'clusters:',
-        `- {name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}`,
-        'contexts:',
-        '- {name: c, context: {cluster: c, user: u}}',
-        'current-context: c',
-        'users:',
-        '- name: u',
-        '  user:',
-        ...userLines.map((l) => `    ${l}`),
-        '',
-      ].join('\n'),
-    )
+    oneUserConfig(`creds/${name}`, `server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}`, userLines)
 
   async function version(loaded: LoadedKubeConfig): Promise<unknown> {
     const client = await KubeClient.create(loaded, {timeoutMs: 5000, maxRetries: 0})
