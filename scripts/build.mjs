@@ -84,18 +84,14 @@ const trimKubeClient = {
     b.onResolve({filter: /^\.\.?\//}, (args) => (args.importer.includes('/@kubernetes/client-node/dist/') ? {path: join(args.resolveDir, args.path), sideEffects: false} : undefined))
   },
 }
+// How the CLI and its vendor bundles are built alike: one CommonJS file each, for the oldest Node kept runnable.
+const NODE_BUNDLE = {bundle: true, format: 'cjs', platform: 'node', target: 'node20.17', minify, keepNames: true, legalComments: 'none'}
 for (const {file, source} of Object.values(VENDORS)) {
   await build({
     absWorkingDir: root,
     stdin: {contents: source, resolveDir: root, loader: 'js'},
     outfile: join(root, 'dist/vendor', file),
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20.17',
-    minify,
-    keepNames: true,
-    legalComments: 'none',
+    ...NODE_BUNDLE,
     logLevel: 'warning',
     plugins: [trimKubeClient],
   })
@@ -331,14 +327,8 @@ const result = await build({
   absWorkingDir: root,
   entryPoints: [join(root, 'src/main.ts')],
   outfile: join(root, 'dist/meshvm.cjs'),
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20.17',
-  minify,
-  keepNames: true,
+  ...NODE_BUNDLE,
   sourcemap: false,
-  legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
   // Only used by oclif in development mode (loading .ts sources); never in the shipped CLI.
