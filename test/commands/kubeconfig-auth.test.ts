@@ -9,30 +9,14 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {runCommand} from '../helpers/in-process.js'
-import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {kubeconfigForUser, startCluster, type TestCluster} from '../helpers/cluster.js'
 
 let cluster: TestCluster
 const work = mkdtempSync(join(tmpdir(), 'meshvm-auth-'))
 
 function kubeconfigWithUser(name: string, userLines: string[]): string {
   const path = join(work, name)
-  const ca = Buffer.from(cluster.caPem).toString('base64')
-  writeFileSync(
-    path,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${ca}}}]`,
-      'contexts: [{name: c, context: {cluster: c, user: u, namespace: apps}}]',
-      'current-context: c',
-      'users:',
-      '- name: u',
-      '  user:',
-      ...userLines.map((l) => `    ${l}`),
-      '',
-    ].join('\n'),
-    {mode: 0o600},
-  )
+  writeFileSync(path, kubeconfigForUser(cluster, userLines, 'apps'), {mode: 0o600})
   return path
 }
 

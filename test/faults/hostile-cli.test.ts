@@ -11,7 +11,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {runCli, STACK_TRACE} from '../helpers/cli.js'
 import {runCommand} from '../helpers/in-process.js'
-import {startCluster, type TestCluster} from '../helpers/cluster.js'
+import {kubeconfigForUser, startCluster, type TestCluster} from '../helpers/cluster.js'
 import {testPki} from '../cluster/pki.js'
 import {logFault} from './hostile.js'
 
@@ -134,24 +134,7 @@ describe('hangs and limits: durations and credential plugins', () => {
     logFault('hangs and limits', 'exec plugin that never exits', 'war list')
     const plugin = file('hang.sh', '#!/bin/sh\necho "open https://login.example/device and enter ABCD-EFGH" >&2\nexec sleep 600\n')
     chmodSync(plugin, 0o700)
-    const kubeconfig = file(
-      'hang.config',
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
-        'contexts: [{name: c, context: {cluster: c, user: u}}]',
-        'current-context: c',
-        'users:',
-        '- name: u',
-        '  user:',
-        '    exec:',
-        '      apiVersion: client.authentication.k8s.io/v1',
-        `      command: ${plugin}`,
-        '      interactiveMode: Never',
-        '',
-      ].join('\n'),
-    )
+    const kubeconfig = file('hang.config', kubeconfigForUser(cluster, ['exec:', '  apiVersion: client.authentication.k8s.io/v1', `  command: ${plugin}`, '  interactiveMode: Never']))
     // A process: the plugin inherits meshvm's own stderr file descriptor.
     const res = await runCli(['war', 'list', '-A'], {env: {KUBECONFIG: kubeconfig, MESHVM_EXEC_TIMEOUT: '1s'}})
     expect(res.stderr.split('\n')[0]).toBe('open https://login.example/device and enter ABCD-EFGH')
@@ -174,22 +157,7 @@ describe('kubectl compatibility: kubeconfig files', () => {
     const otherKey = generateKeyPairSync('rsa', {modulusLength: 2048}).privateKey.export({type: 'pkcs1', format: 'pem'}) as string
     const cert = file('client.crt', pki.certPem)
     const key = file('client.key', otherKey)
-    const config = (userLines: string[]) =>
-      file(
-        `cert-${userLines.length}-${Math.random()}.config`,
-        [
-          'apiVersion: v1',
-          'kind: Config',
-          `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
-          'contexts: [{name: c, context: {cluster: c, user: u}}]',
-          'current-context: c',
-          'users:',
-          '- name: u',
-          '  user:',
-          ...userLines.map((l) => `    ${l}`),
-          '',
-        ].join('\n'),
-      )
+    const config = (userLines: string[]) => file(`cert-${userLines.length}-${Math.random()}.config`, kubeconfigForUser(cluster, userLines))
     const missing = await runCommand(['war', 'list', '-A'], {env: {KUBECONFIG: config([`client-certificate: ${join(work, 'nope.crt')}`, `client-key: ${key}`])}})
     expectOneLine(missing, 2, `Error: context "c": client-certificate ${join(work, 'nope.crt')}: file not found`)
     expect(missing.stderr).toMatch(/^Hint: fix the client-certificate path in the kubeconfig/m)

@@ -27,3 +27,19 @@ export function kubectl(cluster: TestCluster, args: string[], options: {input?: 
     child.stdin?.end(options.input ?? '')
   })
 }
+
+/** A kubeconfig for `cluster` (its URL and CA) with context c and one user u whose fields are `userLines`; the context's namespace when given. */
+export function kubeconfigForUser(cluster: Pick<TestCluster, 'url' | 'caPem'>, userLines: string[], namespace?: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    `clusters: [{name: c, cluster: {server: "${cluster.url}", certificate-authority-data: ${Buffer.from(cluster.caPem).toString('base64')}}}]`,
+    `contexts: [{name: c, context: {cluster: c, user: u${namespace ? `, namespace: ${namespace}` : ''}}}]`,
+    'current-context: c',
+    'users:',
+    '- name: u',
+    '  user:',
+    ...userLines.map((l) => `    ${l}`),
+    '',
+  ].join('\n')
+}
